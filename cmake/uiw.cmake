@@ -1,0 +1,62 @@
+# Helpers shared by every CMakeLists.txt of the project.
+
+set(UIW_WARNINGS -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+    -Wpointer-arith -Wformat=2 -Wundef -Wvla -Wno-unused-parameter)
+if(UIW_WERROR)
+  list(APPEND UIW_WARNINGS -Werror)
+endif()
+
+if(UIW_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+if(UIW_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "UIW_FUZZ needs clang")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
+add_compile_definitions(_GNU_SOURCE)
+
+# uiw_layer(name dep...): static library uiw_<name> from src/<name>/*.c
+function(uiw_layer name)
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.c)
+  if(NOT srcs)
+    return()
+  endif()
+  add_library(uiw_${name} STATIC ${srcs})
+  target_include_directories(uiw_${name}
+    PUBLIC ${CMAKE_SOURCE_DIR}/include
+    PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(uiw_${name} PRIVATE ${UIW_WARNINGS})
+  set_target_properties(uiw_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  foreach(dep ${ARGN})
+    if(TARGET uiw_${dep})
+      target_link_libraries(uiw_${name} PUBLIC uiw_${dep})
+    endif()
+  endforeach()
+  target_link_libraries(uiw_${name} PUBLIC Threads::Threads)
+  set_property(GLOBAL APPEND PROPERTY UIW_LAYERS uiw_${name})
+endfunction()
+
+# uiw_library(): interface target uiw linking every layer (the whole stack).
+function(uiw_library)
+  get_property(layers GLOBAL PROPERTY UIW_LAYERS)
+  add_library(uiw INTERFACE)
+  target_link_libraries(uiw INTERFACE ${layers})
+endfunction()
+
+# uiw_program(name src... LIBS lib...): an executable with the project's warnings.
+function(uiw_program name)
+  cmake_parse_arguments(P "" "" "LIBS" ${ARGN})
+  add_executable(${name} ${P_UNPARSED_ARGUMENTS})
+  target_compile_options(${name} PRIVATE ${UIW_WARNINGS})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+  if(P_LIBS)
+    target_link_libraries(${name} PRIVATE ${P_LIBS})
+  else()
+    target_link_libraries(${name} PRIVATE uiw)
+  endif()
+endfunction()

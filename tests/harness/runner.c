@@ -1,0 +1,65 @@
+#include "test.h"
+
+#include <stdarg.h>
+
+enum { MAX_TESTS = 4096 };
+
+static struct {
+    const char *name;
+    uiw_test_fn fn;
+} tests[MAX_TESTS];
+static int ntests;
+
+void uiw_test_register(const char *name, uiw_test_fn fn)
+{
+    if (ntests == MAX_TESTS) {
+        fprintf(stderr, "too many tests\n");
+        abort();
+    }
+    tests[ntests].name = name;
+    tests[ntests].fn = fn;
+    ntests++;
+}
+
+void uiw_test_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(NULL);
+    exit(1);
+}
+
+void uiw_test_hexdiff(const void *a, const void *b, size_t n)
+{
+    const unsigned char *x = a, *y = b;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != y[i])
+            fprintf(stderr, "  byte %zu: %02x != %02x\n", i, x[i], y[i]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (int i = 0; i < ntests; i++)
+            printf("%s\n", tests[i].name);
+        return 0;
+    }
+    int ran = 0;
+    for (int i = 0; i < ntests; i++) {
+        if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)
+            continue;
+        if (argc == 1)
+            fprintf(stderr, "== %s\n", tests[i].name);
+        tests[i].fn();
+        ran++;
+    }
+    if (argc > 1 && ran == 0) {
+        fprintf(stderr, "no test named %s\n", argv[1]);
+        return 2;
+    }
+    return 0;
+}

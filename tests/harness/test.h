@@ -1,0 +1,73 @@
+/*
+ * The project's test harness: one runner per layer, one process per test.
+ *
+ *   TEST(crc32c_vectors) { CHECK_EQ(uiw_crc32c(0, "123456789", 9), 0xE3069283u); }
+ *
+ * `test-<layer> NAME` runs one test; `test-<layer>` with no argument runs all of them
+ * in-process (handy under a debugger); `test-<layer> --list` prints the names.
+ * A failed check prints file:line and the values, then exits with status 1.
+ * A test may call SKIP("why") only where the environment cannot host it (the test
+ * then exits 77, which ctest reports as a failure unless the test sets SKIP_RETURN_CODE).
+ */
+#ifndef UIW_TEST_H
+#define UIW_TEST_H
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*uiw_test_fn)(void);
+void uiw_test_register(const char *name, uiw_test_fn fn);
+void uiw_test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+void uiw_test_hexdiff(const void *a, const void *b, size_t n);
+
+#define TEST(name)                                                                                 \
+    static void test_##name(void);                                                                 \
+    __attribute__((constructor)) static void test_register_##name(void)                            \
+    {                                                                                              \
+        uiw_test_register(#name, test_##name);                                                     \
+    }                                                                                              \
+    static void test_##name(void)
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            uiw_test_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond);                          \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long check_a_ = (long long)(a), check_b_ = (long long)(b);                            \
+        if (check_a_ != check_b_)                                                                  \
+            uiw_test_fail(__FILE__, __LINE__, "CHECK_EQ(%s, %s): %lld (0x%llx) != %lld (0x%llx)",  \
+                          #a, #b, check_a_, (unsigned long long)check_a_, check_b_,                \
+                          (unsigned long long)check_b_);                                           \
+    } while (0)
+
+#define CHECK_MEM(a, b, n)                                                                         \
+    do {                                                                                           \
+        if (memcmp((a), (b), (n)) != 0) {                                                          \
+            uiw_test_hexdiff((a), (b), (n));                                                       \
+            uiw_test_fail(__FILE__, __LINE__, "CHECK_MEM(%s, %s, %s) differs", #a, #b, #n);        \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                                            \
+    do {                                                                                           \
+        const char *check_a_ = (a), *check_b_ = (b);                                               \
+        if (strcmp(check_a_, check_b_) != 0)                                                       \
+            uiw_test_fail(__FILE__, __LINE__, "CHECK_STR(%s, %s): \"%s\" != \"%s\"", #a, #b,       \
+                          check_a_, check_b_);                                                     \
+    } while (0)
+
+#define SKIP(why)                                                                                  \
+    do {                                                                                           \
+        fprintf(stderr, "SKIP: %s\n", (why));                                                      \
+        exit(77);                                                                                  \
+    } while (0)
+
+#endif
