@@ -30,7 +30,9 @@ extern "C" {
 
 /* CRC32c of buf[0..len) continuing from `seed`, the CRC of the bytes before (0 to start).
  * Chaining holds: uiw_crc32c(uiw_crc32c(0, a, n), b, m) == CRC of a||b.
- * "123456789" -> 0xE3069283. Uses ISA-L's crc32_iscsi when built with it. */
+ * "123456789" -> 0xE3069283. Uses ISA-L's crc32_iscsi when built with it, else the SSE4.2
+ * crc32 instruction (runtime CPU check), else slice-by-8 tables; buffers under 128 bytes
+ * take an inline SSE4.2 loop when the CPU has it (no library entry cost). Thread-safe. */
 uint32_t uiw_crc32c(uint32_t seed, const void *buf, size_t len);
 
 /* Name of the implementation in use ("isa-l", "sse4.2", "table"). */
@@ -98,7 +100,31 @@ uint16_t uiw_mpa_mulpdu(uint32_t emss, bool markers);
  * ------------------------------------------------------------------------------------- */
 
 #define UIW_MPA_MARKER_INTERVAL 512
+#define UIW_MPA_MARKER_LEN      4
 #define UIW_FPDU_MAX_ULPDU      65535
+/* Shortest ULPDU accepted on receive: a DDP tagged header (RFC 5041), the smallest DDP
+ * segment there is. Shorter lengths fail with UIW_E_FPDU_TOO_SHORT. */
+#define UIW_FPDU_MIN_ULPDU 14
+
+/*
+ * Markers (RFC 5044 section 5), as this implementation places and checks them:
+ * - a 4-byte marker (16 reserved bits, zero, then the 16-bit FPDUPTR, big-endian) sits at
+ *   every stream position that is a multiple of 512, positions counted from the first
+ *   octet of the first FPDU (so the first marker is at the very start of the stream);
+ * - FPDUPTR is the distance in octets (markers included) from the FPDU's ULPDU_Length
+ *   field back to the marker, modulo 2^16; a marker at an FPDU boundary belongs to the
+ *   FPDU that follows it and has FPDUPTR 0 (that FPDU's length field follows it);
+ * - the FPDU's CRC covers every octet of the FPDU except its own four, markers included
+ *   (a marker at the FPDU's start, and one inside the CRC field, too);
+ * - pad is computed from the ULPDU length alone. Markers are 4 bytes at 4-aligned stream
+ *   positions and FPDUs are multiples of 4, so on a stream framed from its first FPDU a
+ *   marker lands only at an FPDU's start, inside its ULPDU or right before its CRC field.
+ *   Neither side relies on that: both handle a marker at any octet (inside the length
+ *   field, the pad or the CRC field too), which is what happens when a framer or parser
+ *   joins a stream at an offset that is not a multiple of 4: set stream_pos (of
+ *   uiw_fpdu_tx, or of uiw_fpdu_rx right after uiw_fpdu_rx_init) to the offset from
+ *   the stream's first FPDU.
+ */
 
 /* Bytes of the FPDU (without markers) holding a ULPDU of length n. */
 static inline size_t uiw_fpdu_len(size_t ulpdu_len)
@@ -108,7 +134,8 @@ static inline size_t uiw_fpdu_len(size_t ulpdu_len)
 
 /* Encode a complete FPDU without markers into buf (ULPDU given as a gather list so the
  * payload need not be contiguous). CRC computed when crc is true, else zero. Returns
- * bytes written, or -ENOSPC / -EMSGSIZE. */
+ * bytes written, or -ENOSPC (cap too small) / -EMSGSIZE (ULPDU longer than 65535) /
+ * -EINVAL (n < 0, or a NULL base with a nonzero length). */
 struct uiw_wire_iov {
     const void *base;
     size_t len;
@@ -133,6 +160,18 @@ void uiw_fpdu_tx_init(struct uiw_fpdu_tx *tx, bool crc, bool markers);
 size_t uiw_fpdu_tx_scratch(size_t ulpdu_len);
 int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
                       uint8_t *scratch, struct uiw_wire_iov *out, int max);
+/* Details of uiw_fpdu_tx_build: framing bytes that are adjacent on the wire share one
+ * iovec; ULPDU iovecs are split only where a marker falls. At most
+ * n + 2 + 2 * (markers in the FPDU) iovecs are needed; uiw_fpdu_tx_iovs(len, n) gives
+ * that bound. Errors leave the stream position unchanged: -ENOSPC (max too small),
+ * -EMSGSIZE (ULPDU longer than 65535), -EINVAL (bad arguments). */
+int uiw_fpdu_tx_iovs(size_t ulpdu_len, int n);
+
+/* Same framing, flattened into buf[0..cap) (tests, tools, a hostile peer); n <= 64.
+ * Returns the bytes written (the FPDU with its markers), or -ENOSPC / -EMSGSIZE /
+ * -EINVAL; the stream position advances only on success. */
+ssize_t uiw_fpdu_tx_encode(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                           uint8_t *buf, size_t cap);
 
 /*
  * Receive side: a resumable parser over the TCP byte stream that accepts any split of
@@ -161,13 +200,17 @@ struct uiw_fpdu_rx {
     /* private to the implementation */
     uint64_t stream_pos; /* octets of stream consumed since the first FPDU */
     uint32_t crc;        /* running CRC of the current FPDU */
-    uint32_t field;      /* staged framing field bytes */
+    uint32_t field;      /* staged framing field bytes (length, CRC) */
     uint16_t ulpdu_len;
     uint16_t max_ulpdu;
     uint32_t fpdu_start; /* low bits of stream_pos at the FPDU's length field */
     uint32_t ulpdu_done;
+    uint32_t marker; /* staged marker bytes */
+    int32_t err;     /* sticky fatal error, 0 while healthy */
     uint8_t state;
     uint8_t field_have;
+    uint8_t marker_have;
+    uint8_t pad;
     bool crc_on;
     bool markers;
 };
@@ -175,14 +218,18 @@ struct uiw_fpdu_rx {
 /* max_ulpdu: lengths above it are rejected (UIW_E_FPDU_TOO_LONG); 0 means 65535. */
 void uiw_fpdu_rx_init(struct uiw_fpdu_rx *rx, bool crc, bool markers, uint16_t max_ulpdu);
 
-/* Length of the next run of one kind (never 0). Sets *kind and, for ULPDU runs, *off. */
+/* Length of the next run of one kind (never 0). Sets *kind and, for ULPDU runs, *off.
+ * Runs never cross a marker position, so a ULPDU run is always contiguous payload. */
 size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind, uint32_t *off);
 
 /* Account for k bytes (k <= the length uiw_fpdu_rx_next returned) of the current run,
  * located at p. Returns 0, UIW_FPDU_COMPLETE when the FPDU's last byte was consumed and
  * its CRC checked, or a fatal error: UIW_E_FPDU_CRC (MPA error 2), UIW_E_FPDU_MARKER
  * (MPA error 3), UIW_E_FPDU_TOO_LONG / UIW_E_FPDU_TOO_SHORT (a length that no ULPDU can
- * have). After an error the parser stays failed. */
+ * have). After an error the parser stays failed (every later call returns the same code).
+ * k == 0 does nothing and returns 0; k larger than the current run returns -EINVAL
+ * without consuming. Pad bytes and marker reserved bits are not checked (they are
+ * covered by the CRC). With CRC off the CRC field is ignored. */
 int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
 
 /* ULPDU length of the FPDU in progress (valid once its length field is consumed). */
@@ -194,7 +241,9 @@ static inline uint16_t uiw_fpdu_rx_ulpdu_len(const struct uiw_fpdu_rx *rx)
 /* Convenience for contiguous input (tools, tests, fuzzing): parse from buf[0..len),
  * copying the ULPDU into ulpdu[0..cap). Returns bytes consumed; *done is set when an
  * FPDU completed (its ULPDU length in *ulpdu_len), or a negative error. Stops right after
- * a completed FPDU so the caller can handle it. */
+ * a completed FPDU so the caller can handle it. ulpdu may be NULL (payload checked, not
+ * kept); -ENOSPC (parser not failed, nothing of that run consumed) when the ULPDU does
+ * not fit in cap. */
 ssize_t uiw_fpdu_rx_feed(struct uiw_fpdu_rx *rx, const uint8_t *buf, size_t len, uint8_t *ulpdu,
                          size_t cap, uint16_t *ulpdu_len, bool *done);
 
@@ -226,20 +275,31 @@ struct uiw_ddp_hdr {
     uint32_t mo;
 };
 
-/* Encode a header (14 or 18 bytes) into buf (cap checked). Returns its length. */
+/* Encode a header (14 or 18 bytes) into buf. DV is always written as 1 and the reserved
+ * bits as 0; the RDMAP control byte is written as given. Returns its length or -ENOSPC. */
 ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap);
 
 /* Parse a DDP header at the start of a ULPDU. Returns the header length, or
  * UIW_E_DDP_TRUNCATED (fewer bytes than the header), UIW_E_DDP_BAD_VERSION,
- * UIW_E_DDP_RESERVED_BITS. The T bit decides the length. */
+ * UIW_E_DDP_RESERVED_BITS (checked in that order). The T bit decides the length.
+ * The RDMAP control byte is not checked here (uiw_rdmap_check_ctrl); QN is not checked. */
 ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct uiw_ddp_hdr *h);
 
 /* Segmentation of one DDP message into segments of at most mulpdu ULPDU bytes:
- * call with seg = 0, 1, ... while it returns > 0. For segment `seg` of a message of
+ * call with seg = 0, 1, ... until *last is set. For segment `seg` of a message of
  * `msg_len` payload bytes it returns the payload bytes in that segment (a zero-length
  * message has one segment of 0 bytes, reported as returning 0 with *last set), the
- * offset of that payload in the message, and whether it is the last. hdr_len is 14 or
- * 18 (+28 for a Read Request body). Returns -EINVAL if mulpdu <= hdr_len. */
+ * offset of that payload in the message (the MO, or the TO delta), and whether it is the
+ * last. Every segment but the last carries exactly mulpdu - hdr_len bytes. hdr_len is 14
+ * or 18 (+28 for a Read Request body). Returns -EINVAL if mulpdu <= hdr_len, -ERANGE if
+ * seg is past the last segment. */
+static inline uint32_t uiw_ddp_segment_count(uint32_t msg_len, uint16_t mulpdu, size_t hdr_len)
+{
+    if (mulpdu <= hdr_len)
+        return 0;
+    uint32_t per = (uint32_t)(mulpdu - hdr_len);
+    return msg_len == 0 ? 1 : msg_len / per + (msg_len % per != 0);
+}
 ssize_t uiw_ddp_segment(uint32_t msg_len, uint16_t mulpdu, size_t hdr_len, uint32_t seg,
                         uint32_t *offset, bool *last);
 
@@ -278,8 +338,10 @@ static inline unsigned uiw_rdmap_ctrl_opcode(uint8_t ctrl)
 const char *uiw_rdmap_opcode_name(unsigned opcode);
 
 /* Check an RDMAP control byte against the DDP model it arrived on (tagged: Write, Read
- * Response; untagged QN 0: the Sends; QN 1: Read Request; QN 2: Terminate). Returns 0 or
- * UIW_E_RDMAP_BAD_VERSION, UIW_E_RDMAP_RESERVED_BITS, UIW_E_RDMAP_BAD_OPCODE. */
+ * Response; untagged QN 0: the Sends; QN 1: Read Request; QN 2: Terminate). Returns 0 or,
+ * checked in this order, UIW_E_RDMAP_BAD_VERSION, UIW_E_RDMAP_RESERVED_BITS,
+ * UIW_E_DDP_BAD_QN (untagged QN above 2: DDP/untagged/invalid QN),
+ * UIW_E_RDMAP_BAD_OPCODE (reserved opcode, or one not allowed on that model/QN). */
 int uiw_rdmap_check_ctrl(const struct uiw_ddp_hdr *h);
 
 struct uiw_rdmap_read_req {
@@ -362,20 +424,52 @@ struct uiw_terminate {
     uint8_t ddp_hdr_len;
     uint8_t rdma_hdr[28]; /* with R: the Read Request header */
     bool siw_order;       /* parse only: the peer used Linux siw's swapped bit order */
+    /* parse only: 28 when the RDMA header was present, 0 when not (Linux siw sets R on
+     * Send errors without including one). Encode ignores it. */
+    uint8_t rdma_hdr_len;
+    /* parse only: the control word is valid in both bit orders (for example 20 05 00 00:
+     * RFC LLP/MPA/Local Catastrophic, siw RDMAP/Remote Operation/Invalid RDMAP Version);
+     * the reading taken follows the order hint (RFC order under UIW_TERM_ORDER_AUTO). */
+    bool ambiguous;
 };
 
 /* Encode the Terminate message body (after the DDP untagged header) in RFC order.
- * Returns its length (4, + 2 + header bytes if M/D, + 28 with R) or -ENOSPC. */
+ * Returns its length (4, + 2 + header bytes if M/D, + 28 with R) or -ENOSPC, or -EINVAL
+ * (layer or etype above 15, hdrct bits other than M/D/R, or with D a ddp_hdr_len that
+ * does not match the T bit of ddp_hdr). The triple itself is not checked (so that a test
+ * peer can send undefined codes): use uiw_terminate_is_valid. */
 ssize_t uiw_terminate_encode(const struct uiw_terminate *t, uint8_t *buf, size_t cap);
 
-/* Parse a Terminate body. Recognises Linux siw's swapped control word (siw_order set).
+/* Parse a Terminate body. Recognises Linux siw's swapped control word (siw_order set):
+ * RFC order has Layer in the high nibble of byte 0, EType in the low one, and M/D/R as
+ * the top bits (0x80/0x40/0x20) of byte 2; siw has EType high, Layer low and M/D/R as
+ * 0x01/0x02/0x04 of byte 2. A reading is accepted when its (layer, etype, code) is in the
+ * table and its reserved bits are zero (byte 3 always); RFC order wins when both are.
+ * With M or D a 2-byte DDP Segment Length follows (zero if only D); with D the terminated
+ * DDP header (its T bit gives 14 or 18 bytes); with R the 28-byte RDMA header.
  * Returns bytes parsed or UIW_E_RDMAP_TRUNCATED / UIW_E_RDMAP_BAD_TERMINATE. */
 ssize_t uiw_terminate_parse(const uint8_t *buf, size_t len, struct uiw_terminate *t);
+
+/* The same with an order hint, for a caller that knows its peer is (or is not) Linux siw:
+ * AUTO behaves as uiw_terminate_parse; RFC or SIW take that reading when the control word
+ * is valid in it and fall back to the other one otherwise. */
+enum uiw_term_order { UIW_TERM_ORDER_AUTO = 0, UIW_TERM_ORDER_RFC = 1, UIW_TERM_ORDER_SIW = 2 };
+ssize_t uiw_terminate_parse_order(const uint8_t *buf, size_t len, enum uiw_term_order hint,
+                                  struct uiw_terminate *t);
 
 /* One table of every Terminate (layer, etype, code): its name for logs and tools
  * ("RDMAP/Remote Protection/Invalid STag"), NULL when the triple is not defined. */
 const char *uiw_terminate_name(unsigned layer, unsigned etype, unsigned code);
 bool uiw_terminate_is_valid(unsigned layer, unsigned etype, unsigned code);
+
+/* The table itself, for tools and tests: entry i (0 <= i < uiw_terminate_table_size()),
+ * NULL past the end. */
+struct uiw_terminate_entry {
+    uint8_t layer, etype, code;
+    const char *name;
+};
+size_t uiw_terminate_table_size(void);
+const struct uiw_terminate_entry *uiw_terminate_table_entry(size_t i);
 
 #ifdef __cplusplus
 }
