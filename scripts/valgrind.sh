@@ -8,5 +8,4 @@ cmake -S . -B build/valgrind -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug >/d
 cmake --build build/valgrind -j"$(nproc)"
 cd build/valgrind
 if [ $# -eq 0 ]; then set -- -LE 'fuzz|siwvm|lint|slow'; fi
-ctest -j"$(nproc)" --output-on-failure -T memcheck \
-  --overwrite MemoryCheckCommandOptions="--leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --track-fds=no" "$@"
+ctest -j"$(nproc)" --output-on-failure -T memcheck "$@"
