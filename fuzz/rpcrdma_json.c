@@ -1,10 +1,12 @@
 /*
- * libFuzzer target: rpcrdma-decode's JSON reader, XDR <-> JSON walker and message layer.
+ * libFuzzer target: rpcrdma-decode's JSON reader, its rendering of the codec's decoded
+ * headers as JSON and its reading of that JSON back for the codec's encoder.
  *
  * Input starting with '{' is a JSON line: parse it, encode it; whatever encodes and then
  * decodes must decode to JSON that encodes to the same bytes. Any other input is a binary
- * message: the tool's verdict must match the project's codec (uiw_rpcrdma_decode), and a
- * message that decodes must come back byte for byte from its JSON (also with --rpc).
+ * message: the tool's verdict must be the codec's (uiw_rpcrdma_decode, with the error
+ * reply's name), and a message that decodes must come back byte for byte from its JSON
+ * (also with --rpc).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +16,15 @@
 /* The tool is a program, not a library: build its sources into this target. */
 #include "../tools/rpcrdma-decode/json.c"
 #include "../tools/rpcrdma-decode/message.c"
-#include "../tools/rpcrdma-decode/schema.c"
-#include "../tools/rpcrdma-decode/xdr.c"
+#include "../tools/rpcrdma-decode/parse.c"
+#include "../tools/rpcrdma-decode/render.c"
+#include "../tools/rpcrdma-decode/rpc.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct rd_jdoc doc = {.root = -1};
 static struct rd_buf bytes, json, again;
+static struct rd_scratch scratch;
 
 /* bytes[0..len) decoded (with opts) gives JSON that must encode back to exactly them. */
 static void roundtrip(const uint8_t *msg, size_t len, int opts)
@@ -33,7 +37,7 @@ static void roundtrip(const uint8_t *msg, size_t len, int opts)
     if (rd_json_parse(&doc, (const char *)json.p, json.len) != 0)
         abort();
     again.len = 0;
-    if (rd_encode_message(&doc, &again, err, sizeof err) != 0)
+    if (rd_encode_message(&doc, &scratch, &again, err, sizeof err) != 0)
         abort();
     if (again.len != len || memcmp(again.p, msg, len) != 0)
         abort();
@@ -48,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rd_json_parse(&doc, (const char *)data, size) != 0)
             return 0;
         bytes.len = 0;
-        if (rd_encode_message(&doc, &bytes, err, sizeof err) != 0)
+        if (rd_encode_message(&doc, &scratch, &bytes, err, sizeof err) != 0)
             return 0;
         if (bytes.len > 1 << 20)
             return 0;

@@ -807,9 +807,11 @@ TEST(rpcrdma_decode_json_strict)
     free(in.p);
 }
 
-/* Version One's "not to be used" procedures can be written (to test peers) but are refused
- * when read; so are messages of an unknown version, which can be written with the
- * Version Two XDR. */
+/* What the codec does not encode, the tool does not either: Version One's "not to be used"
+ * procedures, messages of an unknown version other than the ERR_VERS reply (whose layout
+ * every version shares), known properties with values a receiver refuses. Each is
+ * reported on its line; the lines around still encode. Read, such messages are refused
+ * with the error a receiver answers. */
 TEST(rpcrdma_decode_encode_refused)
 {
     const char in[] =
@@ -819,17 +821,87 @@ TEST(rpcrdma_decode_encode_refused)
         "\"rdma_msgp\":{\"rdma_align\":4,\"rdma_thresh\":8,\"rdma_reads\":[],\"rdma_writes\":[],"
         "\"rdma_reply\":null}}}\n"
         "{\"rdma_xid\":1,\"rdma_vers\":7,\"rdma_credit\":1,\"rdma_body\":{\"rdma_proc\":"
-        "\"RDMA2_ERROR\",\"rdma_error\":{\"rdma_err\":\"RDMA2_ERR_SYSTEM\"}}}\n";
+        "\"RDMA2_ERROR\",\"rdma_error\":{\"rdma_err\":\"RDMA2_ERR_SYSTEM\"}}}\n"
+        "{\"rdma_xid\":1,\"rdma_vers\":2,\"rdma_credit\":1,\"rdma_body\":{\"rdma_proc\":"
+        "\"RDMA2_UPDPROP\",\"rdma_updprop\":{\"rdma_now\":[{\"rdma_which\":1,\"rdma_data\":"
+        "\"00000200\"}]}}}\n"
+        "{\"rdma_xid\":1,\"rdma_vers\":7,\"rdma_credit\":1,\"rdma_body\":{\"rdma_proc\":"
+        "\"RDMA2_ERROR\",\"rdma_error\":{\"rdma_err\":\"RDMA2_ERR_VERS\",\"rdma_vrange\":{"
+        "\"rdma_vers_low\":7,\"rdma_vers_high\":7}}}}\n";
     struct tool_run r, back;
     run((const char *[]){"--encode", NULL}, in, strlen(in), &r);
-    CHECK_EQ(r.status, 0);
-    CHECK_STR(r.out, "00000001000000010000000100000003\n"
-                     "000000010000000100000001000000020000000400000008000000000000000000000000\n"
-                     "0000000100000007000000010000000400000006\n");
+    CHECK_EQ(r.status, 1);
+    /* only the version-7 ERR_VERS reply is written */
+    CHECK_STR(r.out, "000000010000000700000001000000040000000100000007000000"
+                     "07\n");
+    CHECK_EQ(count_lines(r.err), 4);
+    char *e = line_at(r.err, 0);
+    CHECK(strstr(e, "line 1:") && strstr(e, "RDMA_DONE"));
+    free(e);
+    e = line_at(r.err, 1);
+    CHECK(strstr(e, "line 2:") && strstr(e, "RDMA_MSGP"));
+    free(e);
+    e = line_at(r.err, 2);
+    CHECK(strstr(e, "line 3:") && strstr(e, "version 7"));
+    free(e);
+    e = line_at(r.err, 3);
+    CHECK(strstr(e, "line 4:") && strstr(e, "rdma_now[0]"));
+    free(e);
     run((const char *[]){"--hex", NULL}, r.out, r.outlen, &back);
-    CHECK_EQ(back.status, 1);
-    CHECK_STR(back.out, "{\"error\":\"ERR_CHUNK\"}\n{\"error\":\"ERR_CHUNK\"}\n"
-                        "{\"error\":\"RDMA2_ERR_VERS\"}\n");
+    CHECK_EQ(back.status, 0);
+    CHECK_STR(back.out,
+              "{\"rdma_xid\":1,\"rdma_vers\":7,\"rdma_credit\":1,\"rdma_body\":{"
+              "\"rdma_proc\":\"RDMA2_ERROR\",\"rdma_error\":{\"rdma_err\":\"RDMA2_"
+              "ERR_VERS\",\"rdma_vrange\":{\"rdma_vers_low\":7,\"rdma_vers_high\":7}}}}\n");
     tool_run_free(&r);
     tool_run_free(&back);
+
+    /* The same messages built by hand are refused when read. */
+    const char hex[] = "00000001000000010000000100000003\n"
+                       "000000010000000100000001000000020000000400000008000000000000000000000000\n"
+                       "0000000100000007000000010000000400000006\n"
+                       "000000010000000200000001000000090000000100000001000000040000020"
+                       "0\n";
+    run((const char *[]){"--hex", NULL}, hex, strlen(hex), &back);
+    CHECK_EQ(back.status, 1);
+    CHECK_STR(back.out, "{\"error\":\"ERR_CHUNK\"}\n{\"error\":\"ERR_CHUNK\"}\n"
+                        "{\"error\":\"RDMA2_ERR_VERS\"}\n{\"error\":\"RDMA2_ERR_BAD_XDR\"}\n");
+    tool_run_free(&back);
+}
+
+/* The encoder has no receive caps: a header a receiver refuses for its size (17 write
+ * chunks, 20 segments in one chunk) is written, to test peers, and refused when read. */
+TEST(rpcrdma_decode_encode_beyond_caps)
+{
+    struct text in = {0}, want = {0};
+    text_add(&in, "{\"rdma_xid\":3,\"rdma_vers\":1,\"rdma_credit\":2,\"rdma_body\":{\"proc\":"
+                  "\"RDMA_NOMSG\",\"rdma_nomsg\":{\"rdma_reads\":[],\"rdma_writes\":[");
+    text_add(&want, "00000003000000010000000200000001" /* xid vers credit NOMSG */
+                    "00000000");                       /* no reads */
+    for (int i = 0; i < 17; i++) {
+        text_add(&in, "%s{\"rdma_target\":[]}", i ? "," : "");
+        text_add(&want, "0000000100000000");
+    }
+    text_add(&in, "],\"rdma_reply\":{\"rdma_target\":[");
+    text_add(&want, "00000000" /* end of the write list */
+                    "0000000100000014");
+    for (int i = 0; i < 20; i++) {
+        text_add(&in, "%s{\"rdma_handle\":%d,\"rdma_length\":4,\"rdma_offset\":%d}", i ? "," : "",
+                 i, 8 * i);
+        text_add(&want, "%08x00000004%016x", i, 8 * i);
+    }
+    text_add(&in, "]}}}}\n");
+    text_add(&want, "\n");
+
+    struct tool_run r, back;
+    run((const char *[]){"--encode", NULL}, in.p, in.len, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_STR(r.out, want.p);
+    run((const char *[]){"--hex", NULL}, r.out, r.outlen, &back);
+    CHECK_EQ(back.status, 1);
+    CHECK_STR(back.out, "{\"error\":\"ERR_CHUNK\"}\n");
+    tool_run_free(&r);
+    tool_run_free(&back);
+    free(in.p);
+    free(want.p);
 }

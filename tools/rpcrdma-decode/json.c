@@ -465,29 +465,39 @@ const struct rd_jval *rd_json_get(const struct rd_jdoc *doc, const struct rd_jva
     return NULL;
 }
 
-void rd_buf_put(struct rd_buf *b, const void *data, size_t n)
+void *rd_buf_reserve(struct rd_buf *b, size_t n)
 {
-    if (b->oom || n == 0)
-        return;
+    if (b->oom)
+        return NULL;
     if (b->cap - b->len < n) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap - b->len < n) {
             if (cap > SIZE_MAX / 2) {
                 b->oom = 1;
-                return;
+                return NULL;
             }
             cap *= 2;
         }
         unsigned char *p = realloc(b->p, cap);
         if (!p) {
             b->oom = 1;
-            return;
+            return NULL;
         }
         b->p = p;
         b->cap = cap;
     }
-    memcpy(b->p + b->len, data, n);
+    unsigned char *at = b->p + b->len;
     b->len += n;
+    return at;
+}
+
+void rd_buf_put(struct rd_buf *b, const void *data, size_t n)
+{
+    if (n == 0)
+        return;
+    unsigned char *at = rd_buf_reserve(b, n);
+    if (at)
+        memcpy(at, data, n);
 }
 
 void rd_buf_puts(struct rd_buf *b, const char *s)
@@ -521,19 +531,6 @@ void rd_buf_hex(struct rd_buf *b, const void *data, size_t n)
         }
     }
     rd_buf_put(b, tmp, k);
-}
-
-void rd_buf_be32(struct rd_buf *b, uint32_t v)
-{
-    unsigned char x[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
-                          (unsigned char)(v >> 8), (unsigned char)v};
-    rd_buf_put(b, x, 4);
-}
-
-void rd_buf_be64(struct rd_buf *b, uint64_t v)
-{
-    rd_buf_be32(b, (uint32_t)(v >> 32));
-    rd_buf_be32(b, (uint32_t)v);
 }
 
 void rd_buf_free(struct rd_buf *b)
@@ -572,4 +569,18 @@ int rd_hex_decode(struct rd_buf *b, const char *text, size_t len, int allow_spac
         i += 2;
     }
     return b->oom ? -ENOMEM : 0;
+}
+
+int rd_hex_to(uint8_t *dst, const char *text, size_t len)
+{
+    if (len % 2 != 0)
+        return -EINVAL;
+    for (size_t i = 0; i < len; i += 2) {
+        int hi = hexval(text[i], 1), lo = hexval(text[i + 1], 1);
+        if (hi < 0 || lo < 0)
+            return -EINVAL;
+        if (dst)
+            dst[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
 }

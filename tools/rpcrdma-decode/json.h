@@ -65,17 +65,22 @@ struct rd_buf {
     int oom;
 };
 
+/* Append n bytes to b and return where they start (for the caller to fill), or NULL
+ * once out of memory. */
+void *rd_buf_reserve(struct rd_buf *b, size_t n);
 void rd_buf_put(struct rd_buf *b, const void *data, size_t n);
 void rd_buf_puts(struct rd_buf *b, const char *s);
 void rd_buf_u64(struct rd_buf *b, uint64_t v);                 /* decimal */
 void rd_buf_hex(struct rd_buf *b, const void *data, size_t n); /* lowercase hex */
-void rd_buf_be32(struct rd_buf *b, uint32_t v);
-void rd_buf_be64(struct rd_buf *b, uint64_t v);
 void rd_buf_free(struct rd_buf *b);
 
 /* Decode hex text (pairs of [0-9a-fA-F]; white space between pairs is ignored when
  * `allow_space`; lowercase only when `lower_only`) and append the bytes to b.
  * Returns 0 or -EINVAL. */
 int rd_hex_decode(struct rd_buf *b, const char *text, size_t len, int allow_space, int lower_only);
+
+/* Decode exactly len characters of lowercase hex (no white space) into dst[0..len/2);
+ * dst == NULL only checks the text. Returns 0 or -EINVAL. */
+int rd_hex_to(uint8_t *dst, const char *text, size_t len);
 
 #endif

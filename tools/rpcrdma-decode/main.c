@@ -83,6 +83,7 @@ static int decode_binary(FILE *in, const struct opts *o, struct rd_buf *msg, str
 
 static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct rd_buf *out)
 {
+    struct rd_scratch sc = {0};
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -108,7 +109,7 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
         if (o->encode) {
             int r = rd_json_parse(&doc, line, n);
             if (r == 0)
-                r = rd_encode_message(&doc, msg, err, sizeof err);
+                r = rd_encode_message(&doc, &sc, msg, err, sizeof err);
             else
                 snprintf(err, sizeof err, "JSON syntax at byte %zu: %s", doc.errpos, doc.err);
             if (r == -ENOMEM || msg->oom) {
@@ -159,6 +160,7 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
     }
     free(line);
     rd_json_free(&doc);
+    rd_scratch_free(&sc);
     return status;
 }
 
