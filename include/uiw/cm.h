@@ -1,0 +1,201 @@
+/*
+ * uiw connection manager: the librdmacm shape over plain TCP with the MPA handshake.
+ *
+ *   struct uiw_cm_channel *ch = uiw_cm_create_channel();
+ *   struct uiw_cm_id *id = uiw_cm_create_id(ch, ctx, my_state);
+ *   // passive side
+ *   uiw_cm_bind_addr(id, (struct sockaddr *)&sin);  uiw_cm_listen(id, 8);
+ *   uiw_cm_get_event(ch, &ev, 5000);      // UIW_CM_EVENT_CONNECT_REQUEST, ev->id is new
+ *   uiw_cm_create_qp(ev->id, pd, &attr);  uiw_cm_accept(ev->id, &param);
+ *   // active side
+ *   uiw_cm_create_qp(id, pd, &attr);  uiw_cm_connect(id, (struct sockaddr *)&sin, &param);
+ *   uiw_cm_get_event(ch, &ev, 5000);      // UIW_CM_EVENT_ESTABLISHED
+ *
+ * Addresses are IPv4 or IPv6 socket addresses; no address or route resolution step is
+ * needed (TCP does it). Each id belongs to one event channel; every event is returned by
+ * uiw_cm_get_event and must be released with uiw_cm_ack_event.
+ *
+ * The handshake (RFC 5044 section 7.1, RFC 6581): the initiator sends the MPA Request,
+ * the responder answers with the MPA Reply (or a Reply with the R bit, carrying the
+ * reject's private data). MPA Rev 2 carries the IRD/ORD words (enhanced bit); a Rev 2
+ * side facing a Rev 1 peer falls back to Rev 1 (a Rev 2 responder answers a Rev 1 Request
+ * with a Rev 1 Reply; a Rev 2 initiator accepts a Rev 1 Reply). CRC is used in both
+ * directions when either side sets C; markers are per direction (M asks the peer to send
+ * markers). In peer-to-peer mode (Rev 2) the responder echoes A and picks one of the RTR
+ * types the initiator offered; the initiator then sends that zero-length message first and
+ * the responder sends no FPDU before receiving it.
+ *
+ * Progress: the channel's fd (uiw_cm_channel_fd) works with poll/epoll: it becomes
+ * readable when handshake work or events are pending; uiw_cm_get_event does that work.
+ * Connection setup thus needs no thread; after ESTABLISHED the connection's data moves to
+ * the QP's context (its progress engine, see verbs.h). For a context without a progress
+ * thread, uiw_cm_get_event also drives that context's connections (checking them at least
+ * every 10 ms while it waits), so a peer's close is reported; the channel fd alone does
+ * not wake up for them.
+ *
+ * Thread safety: calls on one channel and its ids are serialised by the channel's lock;
+ * different channels are independent.
+ */
+#ifndef UIW_CM_H
+#define UIW_CM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <uiw/error.h>
+#include <uiw/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct uiw_cm_channel;
+
+/* The public part of a connection identifier (as struct rdma_cm_id). */
+struct uiw_cm_id {
+    struct uiw_cm_channel *channel;
+    struct uiw_context *verbs; /* the device context given at creation (inherited by the
+                                * ids a listener creates) */
+    struct uiw_qp *qp;         /* set by uiw_cm_create_qp */
+    void *context;             /* the application's pointer */
+};
+
+/* Offered RTR types (peer-to-peer mode) */
+#define UIW_CM_RTR_SEND  0x1
+#define UIW_CM_RTR_WRITE 0x2
+#define UIW_CM_RTR_READ  0x4
+
+#define UIW_CM_PD_MAX 512 /* RFC 5044's PD_Length bound (incl. Rev 2's 4 IRD/ORD bytes) */
+
+/*
+ * Connection parameters, given to connect and accept (all zero = the defaults named).
+ * In a CONNECT_REQUEST event they hold what the peer's Request asked for; in a REJECTED
+ * event the private data of the reject; in ESTABLISHED the negotiated result.
+ */
+struct uiw_conn_param {
+    const void *private_data; /* ULP private data (copied during the call) */
+    uint16_t private_data_len;
+    uint16_t responder_resources; /* IRD: Read Requests we serve at once (0 or more than
+                                   * the QP's max_ird -> max_ird) */
+    uint16_t initiator_depth;     /* ORD: Reads we have outstanding (0 or more than the
+                                   * QP's max_ord -> max_ord) */
+    uint8_t mpa_rev;              /* 1 or 2 (0 -> 2) */
+    bool crc;                     /* set C: ask for CRC32c (used when either side asks) */
+    bool markers;                 /* set M: ask the peer to send markers to us */
+    bool peer2peer;               /* Rev 2 A bit: RTR exchange. Initiator: offer it.
+                                   * Responder: not needed; an offer is always answered
+                                   * with one acceptable RTR type, or rejected */
+    uint8_t rtr;                  /* UIW_CM_RTR_* offered (initiator) or acceptable
+                                   * (responder); 0 -> WRITE|READ (as Linux siw) */
+    bool reject_markers;          /* refuse a peer that asks us for markers (as Linux siw);
+                                   * default: honour it */
+    uint32_t timeout_ms;          /* handshake timeout: initiator waiting for the Reply
+                                   * (0 -> 10000), responder waiting for the Request
+                                   * (listen: 0 -> 5000) */
+    uint16_t pd_cap;              /* largest private data accepted from the peer (0 -> 256) */
+    /* TCP liveness (0 = system default): keepalive and TCP_USER_TIMEOUT. A dead peer then
+     * ends the connection and flushes the QP. */
+    uint32_t keepalive_idle_s;
+    uint32_t keepalive_intvl_s;
+    uint32_t keepalive_cnt;
+    uint32_t tcp_user_timeout_ms;
+    /* Write this connection's byte stream as a pcap file into this directory (NULL: the
+     * directory in the environment variable UIW_PCAP_DIR, if set). */
+    const char *pcap_dir;
+};
+
+/* What the handshake settled (uiw_cm_query). */
+struct uiw_cm_conn_info {
+    uint8_t mpa_rev;
+    bool crc;
+    bool markers_tx; /* we insert markers */
+    bool markers_rx; /* the peer inserts markers */
+    bool peer2peer;
+    uint8_t rtr;    /* the chosen UIW_CM_RTR_* (0 if none) */
+    bool initiator; /* we sent the Request */
+    uint16_t ird;   /* our IRD (at most what we offered) */
+    uint16_t ord;   /* our ORD (at most the peer's IRD under Rev 2) */
+    uint16_t peer_ird, peer_ord;
+    uint32_t emss;   /* effective MSS (TCP_MAXSEG) */
+    uint16_t mulpdu; /* uiw_mpa_mulpdu(emss, markers_tx) */
+};
+
+enum uiw_cm_event_type {
+    UIW_CM_EVENT_CONNECT_REQUEST = 0, /* passive: ev->id is a new id, ev->listen_id the
+                                       * listener; accept or reject it */
+    UIW_CM_EVENT_ESTABLISHED = 1,     /* both: handshake done, QP in RTS */
+    UIW_CM_EVENT_REJECTED = 2,        /* active: the peer rejected (status
+                                       * UIW_E_MPA_REJECTED, param.private_data its data) */
+    UIW_CM_EVENT_CONNECT_ERROR = 3,   /* handshake failed: status -ETIMEDOUT, -ECONNRESET,
+                                       * a UIW_E_MPA_* code of a bad frame, ... */
+    UIW_CM_EVENT_UNREACHABLE = 4,     /* active: TCP connect failed (status -errno) */
+    UIW_CM_EVENT_DISCONNECTED = 5,    /* established connection ended (status 0 for an
+                                       * orderly close, else the reason) */
+};
+
+struct uiw_cm_event {
+    enum uiw_cm_event_type event;
+    struct uiw_cm_id *id;
+    struct uiw_cm_id *listen_id;
+    int status;
+    struct uiw_conn_param param; /* private data valid until uiw_cm_ack_event */
+};
+
+/* Channel. NULL + errno on failure. Destroying a channel with live ids fails (-EBUSY). */
+struct uiw_cm_channel *uiw_cm_create_channel(void);
+int uiw_cm_destroy_channel(struct uiw_cm_channel *ch);
+/* An fd that is readable while the channel has pending work or events. */
+int uiw_cm_channel_fd(const struct uiw_cm_channel *ch);
+
+/* Ids. ctx may be NULL for a listener (its new ids then get ctx NULL too and the
+ * application sets id->verbs before uiw_cm_create_qp, or passes the QP's pd). Destroying
+ * an id closes its socket abortively if still connected and destroys nothing else (the QP
+ * is destroyed by uiw_cm_destroy_qp or uiw_destroy_qp). */
+struct uiw_cm_id *uiw_cm_create_id(struct uiw_cm_channel *ch, struct uiw_context *ctx,
+                                   void *context);
+int uiw_cm_destroy_id(struct uiw_cm_id *id);
+
+/* Bind to a local address (port 0 picks one); returns 0 or -errno. */
+int uiw_cm_bind_addr(struct uiw_cm_id *id, const struct sockaddr *addr);
+/* Listen (bind first). `param` (may be NULL) sets the responder's handshake timeout and
+ * private-data cap for incoming connections. */
+int uiw_cm_listen(struct uiw_cm_id *id, int backlog, const struct uiw_conn_param *param);
+/* Local and peer addresses (NULL before bind/connect). */
+const struct sockaddr *uiw_cm_get_local_addr(const struct uiw_cm_id *id);
+const struct sockaddr *uiw_cm_get_peer_addr(const struct uiw_cm_id *id);
+
+/* Create the id's QP on pd (as rdma_create_qp); id->qp is set. The QP moves to RTS when
+ * the handshake completes. Returns 0 or -errno. */
+int uiw_cm_create_qp(struct uiw_cm_id *id, struct uiw_pd *pd, struct uiw_qp_init_attr *attr);
+/* Destroy the id's QP (after disconnecting). */
+void uiw_cm_destroy_qp(struct uiw_cm_id *id);
+
+/* Active side: TCP connect to dst, then send the MPA Request. The outcome arrives as an
+ * event: ESTABLISHED, REJECTED, CONNECT_ERROR or UNREACHABLE. Returns 0 or -errno
+ * (-EINVAL for private data above the cap or bad parameters). */
+int uiw_cm_connect(struct uiw_cm_id *id, const struct sockaddr *dst,
+                   const struct uiw_conn_param *param);
+/* Passive side, after CONNECT_REQUEST: send the Reply, start the QP, ESTABLISHED follows.
+ * Returns 0 or -errno; negotiation failures (no matching RTR, markers refused) send a
+ * reject, report CONNECT_ERROR and return the UIW_E_MPA_* code. */
+int uiw_cm_accept(struct uiw_cm_id *id, const struct uiw_conn_param *param);
+/* Passive side: answer with a Reply with R set carrying private data, close. */
+int uiw_cm_reject(struct uiw_cm_id *id, const void *private_data, uint16_t len);
+/* Close a connection: graceful (the QP completes work in progress, then the TCP stream
+ * closes), DISCONNECTED follows on both sides. */
+int uiw_cm_disconnect(struct uiw_cm_id *id);
+
+/* Negotiated settings; -ENOTCONN before the handshake completes. */
+int uiw_cm_query(const struct uiw_cm_id *id, struct uiw_cm_conn_info *info);
+
+/* Next event: waits up to timeout_ms (-1 forever, 0 not at all). Returns 0 and *ev,
+ * -EAGAIN when none arrived in time, or -errno. */
+int uiw_cm_get_event(struct uiw_cm_channel *ch, struct uiw_cm_event **ev, int timeout_ms);
+int uiw_cm_ack_event(struct uiw_cm_event *ev);
+const char *uiw_cm_event_str(enum uiw_cm_event_type e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

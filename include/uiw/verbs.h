@@ -1,0 +1,380 @@
+/*
+ * uiw verbs: the RDMA verbs of a user-space iWARP RNIC, in the shape of libibverbs.
+ *
+ * Objects: a context (the "device", with its progress engine), protection domains (PD),
+ * memory regions (MR), completion queues (CQ) with completion channels, and queue pairs
+ * (QP: reliable, connected, one TCP connection each, connected by the connection manager
+ * of cm.h). Everything returns 0 (or a count) or a negative errno / UIW_E_* code
+ * (error.h); constructors return NULL and set errno.
+ *
+ * Threading: as in libibverbs, posting (uiw_post_send, uiw_post_recv) and polling
+ * (uiw_poll_cq) are thread-safe and may race with each other and with the progress engine.
+ * Creating and destroying an object must not race with its use.
+ *
+ * STags: lkey == rkey == STag = (24-bit index << 8) | 8-bit key. The key is random per
+ * registration; STag 0 is never valid. A Tagged Offset (TO) is the virtual address in the
+ * owner's address space (as ibv remote_addr): an MR covering [addr, addr+length) accepts
+ * TOs in that range.
+ */
+#ifndef UIW_VERBS_H
+#define UIW_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uiw/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct uiw_context;
+struct uiw_pd;
+struct uiw_cq;
+struct uiw_qp;
+struct uiw_comp_channel;
+
+/* ---------------------------------------------------------------------------------------
+ * Context (device)
+ * ------------------------------------------------------------------------------------- */
+
+struct uiw_context_attr {
+    bool progress_thread; /* run the progress engine in its own thread (else only inline
+                             from post/poll and the cm calls) */
+    uint32_t max_mr;      /* size of the STag table; 0 = 4096 (max 1 << 24 - 1) */
+    uint32_t max_async;   /* async event queue length; 0 = 256 */
+    const char *pcap_dir; /* capture every connection into this folder (NULL = off;
+                             the env var UIW_PCAP_DIR also turns it on) */
+};
+
+/* Fill attr with the defaults (progress thread on). */
+void uiw_context_attr_init(struct uiw_context_attr *attr);
+
+/* Open a context (attr NULL = defaults). Implemented by the io layer (src/io).
+ * Returns NULL and sets errno on failure. */
+struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr);
+
+/* Close a context: every QP, CQ, MR, PD and channel must have been destroyed first
+ * (returns -EBUSY otherwise). Implemented by the io layer. */
+int uiw_close_context(struct uiw_context *ctx);
+
+/* Counters of a context (monotonic since open). */
+struct uiw_context_stats {
+    uint64_t tx_bytes; /* FPDU stream bytes handed to TCP */
+    uint64_t rx_bytes; /* FPDU stream bytes accounted from TCP */
+    uint64_t tx_fpdus;
+    uint64_t rx_fpdus;
+    uint64_t placed_payload_bytes; /* payload bytes placed into registered memory */
+    uint64_t copied_payload_bytes; /* payload bytes the stack copied in user space (staging
+                                      ring to target, inline data): 0 on the zero-copy path */
+    uint64_t terminates_sent;
+    uint64_t terminates_received;
+    uint64_t crc_errors;
+    uint64_t async_events_dropped; /* async queue overflow */
+};
+int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *stats);
+
+/* ---------------------------------------------------------------------------------------
+ * Protection domain and memory regions
+ * ------------------------------------------------------------------------------------- */
+
+struct uiw_pd {
+    struct uiw_context *context;
+    uint32_t handle;
+};
+
+/* NULL + errno ENOMEM. */
+struct uiw_pd *uiw_alloc_pd(struct uiw_context *ctx);
+/* -EBUSY while MRs or QPs use it. */
+int uiw_dealloc_pd(struct uiw_pd *pd);
+
+enum uiw_access_flags {
+    UIW_ACCESS_LOCAL_WRITE = 1 << 0,  /* receive into it, RDMA Read sink */
+    UIW_ACCESS_REMOTE_WRITE = 1 << 1, /* needs LOCAL_WRITE (as ibv) */
+    UIW_ACCESS_REMOTE_READ = 1 << 2,
+};
+
+struct uiw_mr {
+    struct uiw_context *context;
+    struct uiw_pd *pd;
+    void *addr; /* first byte covered (TO of that byte == (uint64_t)addr) */
+    size_t length;
+    uint32_t lkey; /* == rkey */
+    uint32_t rkey;
+    uint32_t handle; /* the STag index */
+};
+
+/* Register [addr, addr+length) with the given access. length may be 0 (an MR that
+ * accepts only zero-length operations). Errors (errno): EINVAL (bad access combination,
+ * e.g. REMOTE_WRITE without LOCAL_WRITE, or NULL addr with length), ENOMEM (STag table
+ * full). The STag of a uiw_reg_mr region cannot be invalidated (LOCAL_INV or a peer's
+ * Send with Invalidate fail); use uiw_alloc_mr for invalidatable STags. */
+struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t length, unsigned access);
+
+/* A fast-register MR (as ibv_alloc_mr with IBV_MR_TYPE_MEM_REG): its STag index is
+ * reserved, the STag starts invalid; a UIW_WR_REG_MR work request binds it to memory with
+ * a key and access, UIW_WR_LOCAL_INV or a peer's Send with Invalidate invalidates it.
+ * max_length bounds the length a REG_MR may bind. */
+struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length);
+
+/* Deregister (any MR). The STag becomes invalid at once. 0 or -EINVAL. */
+int uiw_dereg_mr(struct uiw_mr *mr);
+
+/* The next key for a fast-register MR (as ibv_inc_rkey): same index, key + 1. */
+static inline uint32_t uiw_inc_rkey(uint32_t rkey)
+{
+    return (rkey & 0xFFFFFF00u) | ((rkey + 1) & 0xFFu);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Completions
+ * ------------------------------------------------------------------------------------- */
+
+enum uiw_wc_status {
+    UIW_WC_SUCCESS = 0,
+    UIW_WC_LOC_LEN_ERR,     /* receive too small for the Send; SGE beyond its MR */
+    UIW_WC_LOC_QP_OP_ERR,   /* a malformed work request */
+    UIW_WC_LOC_PROT_ERR,    /* local lkey invalid, other PD, or missing access */
+    UIW_WC_WR_FLUSH_ERR,    /* flushed: the QP left RTS before this WR completed */
+    UIW_WC_MW_BIND_ERR,     /* fast-register failed (bad MR, key, length, access) */
+    UIW_WC_BAD_RESP_ERR,    /* unexpected response from the peer */
+    UIW_WC_LOC_ACCESS_ERR,  /* an incoming op violated local access (receive side) */
+    UIW_WC_REM_INV_REQ_ERR, /* the peer reported an invalid request (DDP/untagged) */
+    UIW_WC_REM_ACCESS_ERR,  /* the peer reported a protection error (STag, bounds...) */
+    UIW_WC_REM_OP_ERR,      /* the peer reported an operation error */
+    UIW_WC_RETRY_EXC_ERR,   /* the connection died (reset, timeout) mid-operation */
+    UIW_WC_FATAL_ERR,       /* local catastrophic error */
+    UIW_WC_GENERAL_ERR,
+};
+
+/* "success", "local length error", ..., never NULL ("unknown" for other values). */
+const char *uiw_wc_status_str(enum uiw_wc_status status);
+
+enum uiw_wc_opcode {
+    UIW_WC_SEND = 0,
+    UIW_WC_RDMA_WRITE,
+    UIW_WC_RDMA_READ,
+    UIW_WC_LOCAL_INV,
+    UIW_WC_REG_MR,
+    UIW_WC_RECV = 128, /* a Send (any kind) received into a posted receive */
+};
+
+enum uiw_wc_flags {
+    UIW_WC_WITH_INV = 1 << 0,  /* RECV of a Send with Invalidate: invalidated_rkey valid */
+    UIW_WC_SOLICITED = 1 << 1, /* RECV of a Send with Solicited Event */
+};
+
+struct uiw_wc {
+    uint64_t wr_id;
+    enum uiw_wc_status status;
+    enum uiw_wc_opcode opcode;
+    uint32_t byte_len;         /* RECV: bytes received; RDMA_READ: bytes read */
+    uint32_t invalidated_rkey; /* with UIW_WC_WITH_INV */
+    unsigned wc_flags;         /* UIW_WC_* flags */
+    uint32_t qp_num;
+    int vendor_err; /* the engine's UIW_E_* code behind an error status, or 0 */
+};
+
+/* A completion channel: an fd (eventfd, readable when a CQ event is pending) that works
+ * with poll/epoll. NULL + errno. */
+struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx);
+int uiw_comp_channel_fd(const struct uiw_comp_channel *ch);
+/* -EBUSY while CQs use it. */
+int uiw_destroy_comp_channel(struct uiw_comp_channel *ch);
+
+/* A CQ with room for at least cqe entries (1 .. 1 << 20). channel may be NULL. A CQ that
+ * would overflow keeps its entries, reports UIW_EVENT_CQ_ERR once and moves the QPs that
+ * produced the lost completion to ERROR: completions are never silently dropped. */
+struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
+                             struct uiw_comp_channel *channel, int comp_vector);
+/* -EBUSY while QPs use it or events are unacknowledged. */
+int uiw_destroy_cq(struct uiw_cq *cq);
+
+/* Up to n completions into wc[]. Returns the count (0 when empty) or -EINVAL. Drives the
+ * progress engine inline when it is idle (so busy polling needs no progress thread).
+ * Send queue completions come in posting order. A Send or RDMA Write completes once its
+ * last byte has been handed to TCP; an RDMA Read once its response has been placed;
+ * LOCAL_INV and REG_MR when executed in send queue order. Error completions are always
+ * generated, successful ones only for UIW_SEND_SIGNALED WRs (or with sq_sig_all). */
+int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc);
+
+/* Arm the CQ: the next completion (solicited_only: the next RECV with
+ * UIW_WC_SOLICITED, or any error completion) queues one CQ event on its channel. */
+int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only);
+
+/* Wait for a CQ event of the channel (blocks unless the fd was made non-blocking, then
+ * -EAGAIN). Returns 0 and the CQ and its cq_context. */
+int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context);
+void uiw_ack_cq_events(struct uiw_cq *cq, unsigned int nevents);
+
+void *uiw_cq_context(const struct uiw_cq *cq);
+
+/* ---------------------------------------------------------------------------------------
+ * Queue pairs
+ * ------------------------------------------------------------------------------------- */
+
+#define UIW_MAX_SGE         4
+#define UIW_MAX_INLINE      256
+#define UIW_MAX_IRD_ORD     128
+#define UIW_DEFAULT_IRD_ORD 16
+
+enum uiw_qp_state {
+    UIW_QPS_IDLE = 0,  /* created, not connected */
+    UIW_QPS_RTS,       /* connected, operations run */
+    UIW_QPS_CLOSING,   /* graceful close in progress */
+    UIW_QPS_TERMINATE, /* a Terminate was sent or received */
+    UIW_QPS_ERROR,     /* the stream is gone; all work requests flushed */
+};
+const char *uiw_qp_state_str(enum uiw_qp_state s);
+
+struct uiw_qp_cap {
+    uint32_t max_send_wr;     /* 1 .. 1 << 16 */
+    uint32_t max_recv_wr;     /* 1 .. 1 << 16 */
+    uint32_t max_send_sge;    /* <= UIW_MAX_SGE */
+    uint32_t max_recv_sge;    /* <= UIW_MAX_SGE */
+    uint32_t max_inline_data; /* <= UIW_MAX_INLINE */
+};
+
+struct uiw_qp_init_attr {
+    void *qp_context;
+    struct uiw_cq *send_cq;
+    struct uiw_cq *recv_cq;
+    struct uiw_qp_cap cap;
+    int sq_sig_all;   /* every send WR signalled */
+    uint16_t max_ird; /* inbound Read Requests this side serves at once (0 = default) */
+    uint16_t max_ord; /* outbound Reads this side has outstanding (0 = default) */
+};
+
+/* Create a QP in IDLE (cap adjusted up to what the QP provides, as ibv). The connection
+ * manager (cm.h) binds it to a connection. NULL + errno EINVAL / ENOMEM. */
+struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr);
+
+/* Destroy: an unconnected QP at once; a connected one is closed abortively first (a
+ * Terminate is queued and the connection closed; its WRs are flushed into the CQs, which
+ * must outlive it). */
+int uiw_destroy_qp(struct uiw_qp *qp);
+
+struct uiw_qp_attr {
+    enum uiw_qp_state state;
+    struct uiw_qp_cap cap;
+    uint32_t qp_num;
+    uint16_t ird; /* negotiated (valid from RTS on) */
+    uint16_t ord;
+    uint16_t mulpdu;
+    uint8_t mpa_rev;
+    bool crc;
+    bool markers_tx;
+    bool markers_rx;
+    /* The Terminate sent or received, if any (layer/etype/code; 0xFF.. when none). */
+    bool term_sent;
+    bool term_received;
+    bool term_siw_order; /* the received Terminate used Linux siw's swapped bit order */
+    uint8_t term_layer;
+    uint8_t term_etype;
+    uint8_t term_code;
+};
+int uiw_query_qp(struct uiw_qp *qp, struct uiw_qp_attr *attr);
+void *uiw_qp_context(const struct uiw_qp *qp);
+uint32_t uiw_qp_num(const struct uiw_qp *qp);
+
+/* Move a QP to ERROR by hand (abortive close: a Terminate is sent when connected, then
+ * everything outstanding is flushed). Only UIW_QPS_ERROR is accepted. */
+int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state);
+
+struct uiw_sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+enum uiw_wr_opcode {
+    UIW_WR_RDMA_WRITE = 0,
+    UIW_WR_RDMA_READ,
+    UIW_WR_SEND,
+    UIW_WR_SEND_WITH_INV,
+    UIW_WR_SEND_WITH_SE,
+    UIW_WR_SEND_WITH_SE_AND_INV,
+    UIW_WR_LOCAL_INV,
+    UIW_WR_REG_MR,
+};
+
+enum uiw_send_flags {
+    UIW_SEND_FENCE = 1 << 0,     /* wait for every earlier RDMA Read to complete */
+    UIW_SEND_SIGNALED = 1 << 1,  /* generate a completion on success */
+    UIW_SEND_SOLICITED = 1 << 2, /* for SEND / SEND_WITH_INV: send the SE variant */
+    UIW_SEND_INLINE = 1 << 3,    /* copy the payload at post time (<= max_inline_data) */
+};
+
+struct uiw_send_wr {
+    uint64_t wr_id;
+    struct uiw_send_wr *next;
+    struct uiw_sge *sg_list; /* for RDMA_READ: the local sink (LOCAL_WRITE needed) */
+    int num_sge;
+    enum uiw_wr_opcode opcode;
+    unsigned send_flags;
+    uint32_t invalidate_rkey; /* SEND_WITH_INV / SEND_WITH_SE_AND_INV / LOCAL_INV */
+    union {
+        struct {
+            uint64_t remote_addr; /* the remote TO */
+            uint32_t rkey;
+        } rdma;
+        struct {
+            struct uiw_mr *mr; /* from uiw_alloc_mr, currently invalid */
+            uint32_t key;      /* the new STag: mr's index, new 8-bit key */
+            void *addr;        /* memory to bind (TO base == addr) */
+            size_t length;     /* <= the MR's max_length */
+            unsigned access;   /* UIW_ACCESS_* */
+        } reg;
+    } wr;
+};
+
+/* Post a list of send WRs. Each WR is checked at post time (opcode, num_sge, inline
+ * length, queue room); on the first bad one *bad_wr is set and -EINVAL (malformed) or
+ * -ENOMEM (send queue full) is returned, the WRs before it stay posted. In IDLE -ENOTCONN.
+ * As in libibverbs, WRs posted while the QP is in TERMINATE or ERROR complete with
+ * UIW_WC_WR_FLUSH_ERR (return 0). Local SGE protection is checked when the WR executes
+ * (UIW_WC_LOC_PROT_ERR / UIW_WC_LOC_LEN_ERR, then the QP goes to ERROR). */
+int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr, struct uiw_send_wr **bad_wr);
+
+struct uiw_recv_wr {
+    uint64_t wr_id;
+    struct uiw_recv_wr *next;
+    struct uiw_sge *sg_list;
+    int num_sge;
+};
+int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr, struct uiw_recv_wr **bad_wr);
+
+/* ---------------------------------------------------------------------------------------
+ * Asynchronous events
+ * ------------------------------------------------------------------------------------- */
+
+enum uiw_event_type {
+    UIW_EVENT_QP_FATAL = 0,  /* the stream failed (local catastrophic, CRC, framing) */
+    UIW_EVENT_QP_REQ_ERR,    /* the peer sent an invalid request (opcode, QN, MSN, ...) */
+    UIW_EVENT_QP_ACCESS_ERR, /* the peer violated STag protection */
+    UIW_EVENT_COMM_EST,      /* the QP entered RTS */
+    UIW_EVENT_CONN_CLOSED,   /* the connection ended (graceful close, EOF, reset) */
+    UIW_EVENT_TERM_RECEIVED, /* the peer sent a Terminate (see term_*) */
+    UIW_EVENT_CQ_ERR,        /* a CQ overflowed */
+};
+const char *uiw_event_type_str(enum uiw_event_type t);
+
+struct uiw_async_event {
+    enum uiw_event_type event_type;
+    struct uiw_qp *qp;                         /* QP events */
+    struct uiw_cq *cq;                         /* UIW_EVENT_CQ_ERR */
+    int code;                                  /* the UIW_E_* or -errno behind it, 0 if none */
+    uint8_t term_layer, term_etype, term_code; /* Terminate sent/received, if any */
+};
+
+/* An eventfd readable while async events are queued (poll/epoll). */
+int uiw_async_fd(struct uiw_context *ctx);
+/* Dequeue one event: 0, or -EAGAIN when none is queued (never blocks). */
+int uiw_get_async_event(struct uiw_context *ctx, struct uiw_async_event *ev);
+void uiw_ack_async_event(struct uiw_async_event *ev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

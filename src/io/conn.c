@@ -1,0 +1,319 @@
+/*
+ * The data path of one connection: drives its engine QP with readv/writev.
+ *
+ * RX: the engine says where the next stream bytes belong (a staging ring for small FPDUs,
+ * or straight into target memory for a large payload); one read/readv fills them.
+ * TX: the engine gathers many FPDUs (framing from its scratch, payload from registered
+ * memory); one sendmsg sends them; partial writes wait for EPOLLOUT.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "io/pcap.h"
+
+enum { CONN_IOV = 64, CONN_BUDGET = 64 };
+
+int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct uiw__cmid *id,
+                    const struct uiw__conn_params *p, struct uiw__conn **out)
+{
+    struct uiw_context *ctx = uiw__qp_context(qp);
+    struct uiw__io *io = uiw__io_of(ctx);
+    if (!io)
+        return -EINVAL;
+    if (uiw__qp_io(qp))
+        return -EBUSY;
+    struct uiw__conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->h.fd = fd;
+    c->h.fn = NULL;
+    c->io = io;
+    c->qp = qp;
+    c->id = id;
+    c->pcap = pcap;
+    c->open = true;
+    uiw__qp_set_io(qp, c);
+    int r = uiw__qp_start(qp, p);
+    if (r < 0) {
+        uiw__qp_set_io(qp, NULL);
+        free(c);
+        return r;
+    }
+    *out = c;
+    return 0;
+}
+
+static void conn_events(struct uiw__ioh *h, uint32_t events)
+{
+    struct uiw__conn *c = (struct uiw__conn *)((char *)h - offsetof(struct uiw__conn, h));
+    uiw__conn_service(c, events);
+}
+
+void uiw__conn_go(struct uiw__conn *c)
+{
+    struct uiw__io *io = c->io;
+    pthread_mutex_lock(&io->loop.lock);
+    c->h.fn = conn_events;
+    c->next = io->conns;
+    c->prev = NULL;
+    if (io->conns)
+        io->conns->prev = c;
+    io->conns = c;
+    uiw__loop_set(&io->loop, &c->h, EPOLLIN);
+    uiw__conn_service(c, 0);
+    pthread_mutex_unlock(&io->loop.lock);
+}
+
+/* Tell the engine and the cm once that the stream ended. loop.lock held. */
+static void conn_report(struct uiw__conn *c, int reason)
+{
+    if (c->reported)
+        return;
+    c->reported = true;
+    uiw__qp_conn_lost(c->qp, reason);
+    uiw__pcap_close(c->pcap);
+    c->pcap = NULL;
+    if (c->id)
+        uiw__cm_conn_ended(c->id, reason);
+}
+
+static void conn_close_fd(struct uiw__conn *c)
+{
+    if (!c->open)
+        return;
+    uiw__loop_del(&c->io->loop, &c->h);
+    close(c->h.fd);
+    c->h.fd = -1;
+    c->open = false;
+}
+
+/* The stream is over (EOF, error): report and close. loop.lock held. */
+static void conn_end(struct uiw__conn *c, int reason)
+{
+    conn_report(c, reason);
+    conn_close_fd(c);
+}
+
+/* The engine is done sending: report, send our FIN after the queued bytes and keep reading
+ * (discarding) until the peer closes too, so that no unread input turns the close into a
+ * reset that could discard the last bytes we sent (a Terminate). uiw__conn_destroy ends
+ * the wait in any case. loop.lock held. */
+static void conn_linger(struct uiw__conn *c)
+{
+    conn_report(c, 0);
+    shutdown(c->h.fd, SHUT_WR);
+    c->closing = true;
+    uiw__loop_set(&c->io->loop, &c->h, EPOLLIN);
+}
+
+static void conn_drain(struct uiw__conn *c)
+{
+    uint8_t sink[4096];
+    for (;;) {
+        ssize_t n = read(c->h.fd, sink, sizeof(sink));
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        conn_close_fd(c); /* EOF or error: the peer is gone too */
+        return;
+    }
+}
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += iov[i].iov_len;
+    return t;
+}
+
+/* Read what the socket has. Returns 0 (drained or budget spent), 1 on EOF, -errno. */
+static int conn_rx(struct uiw__conn *c)
+{
+    struct iovec iov[CONN_IOV];
+    for (int i = 0; i < CONN_BUDGET; i++) {
+        uint8_t *buf = NULL;
+        size_t cap = 0;
+        int cnt;
+        int staged = uiw__qp_rx_stage(c->qp, &buf, &cap);
+        if (staged == 1 && cap > 0) {
+            iov[0].iov_base = buf;
+            iov[0].iov_len = cap;
+            cnt = 1;
+        } else {
+            staged = 0;
+            cnt = uiw__qp_rx_next(c->qp, iov, CONN_IOV);
+        }
+        if (cnt <= 0) {
+            /* The QP takes no more bytes (TERMINATE / ERROR): discard, watch for EOF. */
+            uint8_t sink[4096];
+            ssize_t n = read(c->h.fd, sink, sizeof(sink));
+            if (n > 0)
+                continue;
+            if (n == 0)
+                return 1;
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+        }
+        ssize_t n = readv(c->h.fd, iov, cnt);
+        if (n == 0)
+            return 1;
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+        }
+        if (c->pcap)
+            uiw__pcap_data(c->pcap, 0, iov, cnt, (size_t)n);
+        int r = staged ? uiw__qp_rx_staged(c->qp, (size_t)n) : uiw__qp_rx_advance(c->qp, (size_t)n);
+        if (r < 0)
+            return 0; /* the engine queued a Terminate; TX sends it */
+        if ((size_t)n < iov_total(iov, cnt))
+            return 0;
+    }
+    /* Budget spent with bytes possibly left: the level-triggered poll comes back. */
+    return 0;
+}
+
+/* Send what the engine has. Returns 0 or -errno. */
+static int conn_tx(struct uiw__conn *c)
+{
+    struct iovec iov[CONN_IOV];
+    c->out_blocked = false;
+    for (int i = 0; i < CONN_BUDGET; i++) {
+        int cnt = uiw__qp_tx_next(c->qp, iov, CONN_IOV);
+        if (cnt <= 0)
+            return 0;
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+        ssize_t w = sendmsg(c->h.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->out_blocked = true;
+                return 0;
+            }
+            return -errno;
+        }
+        if (c->pcap)
+            uiw__pcap_data(c->pcap, 1, iov, cnt, (size_t)w);
+        uiw__qp_tx_advance(c->qp, (size_t)w);
+        if ((size_t)w < iov_total(iov, cnt)) {
+            c->out_blocked = true;
+            return 0;
+        }
+    }
+    /* Budget spent: come back through the doorbell. */
+    uiw__conn_defer(c);
+    return 0;
+}
+
+void uiw__conn_service(struct uiw__conn *c, uint32_t events)
+{
+    if (!c->open)
+        return;
+    if (c->closing) {
+        conn_drain(c);
+        return;
+    }
+    int eof = 0, r = 0;
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+        r = conn_rx(c);
+        if (r > 0) {
+            eof = 1;
+            r = 0;
+        }
+    }
+    if (r == 0 && (!c->out_blocked || (events & EPOLLOUT) || !events))
+        r = conn_tx(c);
+    if (r < 0) {
+        conn_end(c, r);
+        return;
+    }
+    unsigned want = uiw__qp_want(c->qp);
+    if ((want & UIW__WANT_CLOSE) && !eof) {
+        conn_linger(c);
+        conn_drain(c);
+        return;
+    }
+    if (eof) {
+        conn_end(c, 0);
+        return;
+    }
+    uiw__loop_set(&c->io->loop, &c->h, EPOLLIN | (c->out_blocked ? EPOLLOUT : 0u));
+}
+
+void uiw__conn_defer(struct uiw__conn *c)
+{
+    struct uiw__io *io = c->io;
+    pthread_mutex_lock(&io->pend_lock);
+    if (!c->queued) {
+        c->queued = true;
+        c->pend_next = io->pending;
+        io->pending = c;
+    }
+    pthread_mutex_unlock(&io->pend_lock);
+    uiw__loop_kick(&io->loop);
+}
+
+void uiw__conn_kick(struct uiw__conn *c)
+{
+    struct uiw__loop *l = &c->io->loop;
+    /* Inline progress: the application's thread does the I/O when nobody else is. */
+    if (pthread_mutex_trylock(&l->lock) == 0) {
+        if (c->h.fn)
+            uiw__conn_service(c, 0);
+        pthread_mutex_unlock(&l->lock);
+        return;
+    }
+    uiw__conn_defer(c);
+}
+
+void uiw__conn_forget_id(struct uiw__conn *c)
+{
+    pthread_mutex_lock(&c->io->loop.lock);
+    c->id = NULL;
+    pthread_mutex_unlock(&c->io->loop.lock);
+}
+
+void uiw__conn_destroy(struct uiw__conn *c)
+{
+    struct uiw__io *io = c->io;
+    pthread_mutex_lock(&io->loop.lock);
+    if (c->open) {
+        uiw__loop_del(&io->loop, &c->h);
+        conn_tx(c); /* a Terminate of an abortive close goes out if the socket takes it */
+        close(c->h.fd);
+        c->open = false;
+    }
+    uiw__pcap_close(c->pcap);
+    c->pcap = NULL;
+    if (c->h.fn) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            io->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+    }
+    pthread_mutex_lock(&io->pend_lock);
+    if (c->queued) {
+        struct uiw__conn **pp = &io->pending;
+        while (*pp != c)
+            pp = &(*pp)->pend_next;
+        *pp = c->pend_next;
+        c->queued = false;
+    }
+    pthread_mutex_unlock(&io->pend_lock);
+    uiw__qp_set_io(c->qp, NULL);
+    pthread_mutex_unlock(&io->loop.lock);
+    free(c);
+}

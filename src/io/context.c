@@ -1,0 +1,151 @@
+/* A context's progress engine: uiw_open_context / uiw_close_context and the callbacks
+ * the engine calls (struct uiw__io_ops). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/io.h"
+
+struct uiw__io *uiw__io_of(struct uiw_context *ctx)
+{
+    return ctx ? uiw__context_io(ctx) : NULL;
+}
+
+/* Doorbell: serve the connections the engine or cm kicked. Runs with loop.lock held, so
+ * none of them can be destroyed meanwhile. */
+static void io_bell(struct uiw__loop *l, void *arg)
+{
+    struct uiw__io *io = arg;
+    (void)l;
+    pthread_mutex_lock(&io->pend_lock);
+    struct uiw__conn *list = io->pending;
+    io->pending = NULL;
+    pthread_mutex_unlock(&io->pend_lock);
+    while (list) {
+        /* Still marked queued until taken off, so a kick meanwhile does not relink it. */
+        struct uiw__conn *c = list;
+        pthread_mutex_lock(&io->pend_lock);
+        list = c->pend_next;
+        c->queued = false;
+        pthread_mutex_unlock(&io->pend_lock);
+        if (c->h.fn)
+            uiw__conn_service(c, 0);
+    }
+}
+
+static void io_qp_kick(struct uiw_qp *qp, void *io_ctx)
+{
+    struct uiw__conn *c = uiw__qp_io(qp);
+    (void)io_ctx;
+    if (c)
+        uiw__conn_kick(c);
+}
+
+static void io_progress(struct uiw_context *ctx, void *io_ctx)
+{
+    struct uiw__io *io = io_ctx;
+    (void)ctx;
+    uiw__loop_try(&io->loop);
+}
+
+static void io_qp_destroy(struct uiw_qp *qp, void *io_ctx)
+{
+    struct uiw__conn *c = uiw__qp_io(qp);
+    struct uiw__io *io = io_ctx;
+    if (!c)
+        return;
+    pthread_mutex_lock(&io->loop.lock);
+    struct uiw__cmid *id = c->id;
+    pthread_mutex_unlock(&io->loop.lock);
+    if (id)
+        uiw__cm_qp_destroyed(id, c);
+    uiw__conn_destroy(c);
+}
+
+static const struct uiw__io_ops io_ops = {
+    .qp_kick = io_qp_kick,
+    .progress = io_progress,
+    .qp_destroy = io_qp_destroy,
+};
+
+struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)
+{
+    struct uiw_context_attr def;
+    if (!attr) {
+        uiw_context_attr_init(&def);
+        attr = &def;
+    }
+    struct uiw__io *io = calloc(1, sizeof(*io));
+    if (!io) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (attr->pcap_dir && !(io->pcap_dir = strdup(attr->pcap_dir))) {
+        free(io);
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct uiw_context *ctx = uiw__context_alloc(attr);
+    if (!ctx) {
+        int e = errno;
+        free(io->pcap_dir);
+        free(io);
+        errno = e;
+        return NULL;
+    }
+    io->ctx = ctx;
+    pthread_mutex_init(&io->pend_lock, NULL);
+    int r = uiw__loop_init(&io->loop, false);
+    if (r < 0) {
+        pthread_mutex_destroy(&io->pend_lock);
+        uiw__context_free(ctx);
+        free(io->pcap_dir);
+        free(io);
+        errno = -r;
+        return NULL;
+    }
+    io->loop.on_bell = io_bell;
+    io->loop.bell_arg = io;
+    uiw__context_set_io(ctx, &io_ops, io);
+    if (attr->progress_thread) {
+        r = uiw__loop_start_thread(&io->loop);
+        if (r < 0) {
+            uiw__context_set_io(ctx, NULL, NULL);
+            uiw__loop_fini(&io->loop);
+            pthread_mutex_destroy(&io->pend_lock);
+            uiw__context_free(ctx);
+            free(io->pcap_dir);
+            free(io);
+            errno = -r;
+            return NULL;
+        }
+    }
+    return ctx;
+}
+
+int uiw_close_context(struct uiw_context *ctx)
+{
+    if (!ctx)
+        return -EINVAL;
+    struct uiw__io *io = uiw__io_of(ctx);
+    if (!io)
+        return uiw__context_free(ctx);
+    pthread_mutex_lock(&io->loop.lock);
+    bool busy = io->conns != NULL;
+    pthread_mutex_unlock(&io->loop.lock);
+    if (busy)
+        return -EBUSY;
+    bool thread = io->loop.has_thread;
+    uiw__loop_stop_thread(&io->loop);
+    int r = uiw__context_free(ctx);
+    if (r < 0) {
+        if (thread)
+            uiw__loop_start_thread(&io->loop);
+        return r;
+    }
+    uiw__loop_fini(&io->loop);
+    pthread_mutex_destroy(&io->pend_lock);
+    free(io->pcap_dir);
+    free(io);
+    return 0;
+}

@@ -1,0 +1,77 @@
+/*
+ * Internal: the io layer's shared structures: a context's progress engine (struct
+ * uiw__io), a QP's connection (struct uiw__conn), and the hooks between the connection
+ * manager (cm.c) and the data path (conn.c).
+ *
+ * Locks and their order: channel lock (cm.c) -> a context's progress lock (loop.lock) ->
+ * the channel's event-queue lock. Engine locks (QP, CQ) are taken inside the engine's
+ * uiw__qp_* calls and never held across io code. Connection callbacks run with the
+ * context's progress lock held.
+ */
+#ifndef UIW_IO_IO_H
+#define UIW_IO_IO_H
+
+#include <stdbool.h>
+
+#include <uiw/cm.h>
+#include <uiw/verbs.h>
+
+#include "io/loop.h"
+#include "rnic/rnic.h"
+
+struct uiw__pcap;
+struct uiw__cmid;
+struct uiw__conn;
+
+/* A context's progress engine. */
+struct uiw__io {
+    struct uiw_context *ctx;
+    struct uiw__loop loop;
+    struct uiw__conn *conns; /* every connection bound to a QP (guarded by loop.lock) */
+    pthread_mutex_t pend_lock;
+    struct uiw__conn *pending; /* kicked connections the dispatcher serves next */
+    char *pcap_dir;            /* from the context attributes, or NULL */
+};
+
+struct uiw__conn {
+    struct uiw__ioh h;
+    struct uiw__io *io;
+    struct uiw_qp *qp;
+    struct uiw__cmid *id; /* NULL once the id let go (guarded by loop.lock) */
+    struct uiw__pcap *pcap;
+    bool open;        /* socket open */
+    bool closing;     /* FIN sent after the engine finished: draining until the peer closes */
+    bool reported;    /* the engine and the cm were told that the stream ended */
+    bool out_blocked; /* the last write hit EAGAIN: wait for EPOLLOUT */
+    bool queued;      /* on io->pending (guarded by pend_lock) */
+    struct uiw__conn *pend_next; /* (guarded by pend_lock) */
+    struct uiw__conn *next, *prev;
+};
+
+struct uiw__io *uiw__io_of(struct uiw_context *ctx);
+
+/* Bind qp to the connected socket fd (ownership of fd and pcap passes to the connection),
+ * start the QP with p (not yet polled: uiw__conn_go does that). Returns 0 or -errno / the
+ * engine's code (then fd and pcap are still the caller's). */
+int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct uiw__cmid *id,
+                    const struct uiw__conn_params *p, struct uiw__conn **out);
+/* Register a started connection with its loop and run it. */
+void uiw__conn_go(struct uiw__conn *c);
+/* Queue c for the dispatcher and ring the doorbell. */
+void uiw__conn_defer(struct uiw__conn *c);
+/* Serve the connection (events: EPOLL* seen, 0 for a doorbell). loop.lock held. */
+void uiw__conn_service(struct uiw__conn *c, uint32_t events);
+/* Close the socket if open, unbind from the QP, free. loop.lock not held. */
+void uiw__conn_destroy(struct uiw__conn *c);
+/* The id lets go of the connection (id destroyed or its QP detached). Takes loop.lock. */
+void uiw__conn_forget_id(struct uiw__conn *c);
+/* Wake the progress engine for c (new work queued by the application or cm). */
+void uiw__conn_kick(struct uiw__conn *c);
+
+/* cm.c: the connection of id ended (status 0 orderly, else the reason). Called by conn.c
+ * with loop.lock held; queues DISCONNECTED on the id's channel. */
+void uiw__cm_conn_ended(struct uiw__cmid *id, int status);
+/* cm.c: the QP of id is being destroyed (from uiw_destroy_qp): detach it from the id. */
+void uiw__cm_qp_destroyed(struct uiw__cmid *id, struct uiw__conn *c);
+
+#endif

@@ -1,0 +1,159 @@
+/* The io event loop: epoll + eventfd doorbell + optional progress thread. */
+#include "io/loop.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static void bell_fn(struct uiw__ioh *h, uint32_t events)
+{
+    (void)events;
+    uint64_t v;
+    while (read(h->fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+        ;
+}
+
+int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
+{
+    struct epoll_event ev[32];
+    if (atomic_load(&l->kicks))
+        timeout_ms = 0;
+    int n = epoll_wait(l->epfd, ev, 32, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < n; i++) {
+        struct uiw__ioh *h = ev[i].data.ptr;
+        h->fn(h, ev[i].events);
+    }
+    if (atomic_exchange(&l->kicks, 0) && l->on_bell)
+        l->on_bell(l, l->bell_arg);
+    return n;
+}
+
+static void *loop_thread(void *arg)
+{
+    struct uiw__loop *l = arg;
+    while (!atomic_load(&l->stop)) {
+        pthread_mutex_lock(&l->lock);
+        uiw__loop_pass_locked(l, 0);
+        pthread_mutex_unlock(&l->lock);
+        if (atomic_load(&l->stop))
+            break;
+        /* Sleep without the lock so that application threads can progress inline. */
+        struct pollfd pfd = {.fd = l->epfd, .events = POLLIN};
+        if (!atomic_load(&l->kicks))
+            poll(&pfd, 1, 1000);
+    }
+    return NULL;
+}
+
+int uiw__loop_init(struct uiw__loop *l, bool thread)
+{
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (l->epfd < 0)
+        return -errno;
+    l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (l->evfd < 0) {
+        int e = -errno;
+        close(l->epfd);
+        return e;
+    }
+    pthread_mutex_init(&l->lock, NULL);
+    atomic_init(&l->stop, false);
+    atomic_init(&l->kicks, 0);
+    l->on_bell = NULL;
+    l->bell_arg = NULL;
+    l->bell.fd = l->evfd;
+    l->bell.events = 0;
+    l->bell.fn = bell_fn;
+    int r = uiw__loop_set(l, &l->bell, EPOLLIN);
+    l->has_thread = false;
+    if (r == 0 && thread)
+        r = uiw__loop_start_thread(l);
+    if (r < 0) {
+        close(l->evfd);
+        close(l->epfd);
+        pthread_mutex_destroy(&l->lock);
+    }
+    return r;
+}
+
+int uiw__loop_start_thread(struct uiw__loop *l)
+{
+    if (l->has_thread)
+        return 0;
+    atomic_store(&l->stop, false);
+    int r = -pthread_create(&l->thread, NULL, loop_thread, l);
+    l->has_thread = r == 0;
+    return r;
+}
+
+void uiw__loop_stop_thread(struct uiw__loop *l)
+{
+    if (l->has_thread) {
+        atomic_store(&l->stop, true);
+        uiw__loop_kick(l);
+        pthread_join(l->thread, NULL);
+        l->has_thread = false;
+    }
+}
+
+void uiw__loop_fini(struct uiw__loop *l)
+{
+    uiw__loop_stop_thread(l);
+    close(l->evfd);
+    close(l->epfd);
+    pthread_mutex_destroy(&l->lock);
+}
+
+int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = h};
+    int op = h->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (h->events == events && events)
+        return 0;
+    if (!events) {
+        uiw__loop_del(l, h);
+        return 0;
+    }
+    if (epoll_ctl(l->epfd, op, h->fd, &ev) < 0)
+        return -errno;
+    h->events = events;
+    return 0;
+}
+
+void uiw__loop_del(struct uiw__loop *l, struct uiw__ioh *h)
+{
+    if (h->events) {
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+        h->events = 0;
+    }
+}
+
+void uiw__loop_kick(struct uiw__loop *l)
+{
+    atomic_fetch_add(&l->kicks, 1);
+    uint64_t one = 1;
+    ssize_t w = write(l->evfd, &one, sizeof(one));
+    (void)w;
+}
+
+int uiw__loop_run(struct uiw__loop *l, int timeout_ms)
+{
+    pthread_mutex_lock(&l->lock);
+    int n = uiw__loop_pass_locked(l, timeout_ms);
+    pthread_mutex_unlock(&l->lock);
+    return n;
+}
+
+int uiw__loop_try(struct uiw__loop *l)
+{
+    if (pthread_mutex_trylock(&l->lock) != 0)
+        return 0;
+    int n = uiw__loop_pass_locked(l, 0);
+    pthread_mutex_unlock(&l->lock);
+    return n;
+}

@@ -1,0 +1,64 @@
+/*
+ * Internal: the io layer's event loop. One epoll set, an eventfd doorbell, and an
+ * optional progress thread. A handler is a struct uiw__ioh embedded in its owner; its
+ * callback runs with the loop's progress lock held (one dispatcher at a time), so the
+ * callbacks of one loop never race each other.
+ *
+ * Inline progress: uiw__loop_try runs one non-blocking pass if nobody else is
+ * dispatching (trylock), so an application busy-polling does the I/O itself.
+ */
+#ifndef UIW_IO_LOOP_H
+#define UIW_IO_LOOP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct uiw__ioh;
+typedef void (*uiw__ioh_fn)(struct uiw__ioh *h, uint32_t events);
+
+struct uiw__ioh {
+    int fd;
+    uint32_t events; /* EPOLL* currently registered, 0 if not registered */
+    uiw__ioh_fn fn;
+};
+
+struct uiw__loop {
+    int epfd;
+    int evfd; /* doorbell: written by uiw__loop_kick, drained by the dispatcher */
+    struct uiw__ioh bell;
+    pthread_mutex_t lock; /* progress lock: held while dispatching */
+    pthread_t thread;
+    bool has_thread;
+    atomic_bool stop;
+    atomic_uint kicks; /* doorbell rings not yet seen by a dispatcher */
+    void (*on_bell)(struct uiw__loop *l, void *arg); /* run on each pass after a kick */
+    void *bell_arg;
+};
+
+/* Returns 0 or -errno. The thread (if asked) starts at once. */
+int uiw__loop_init(struct uiw__loop *l, bool thread);
+/* Start / stop the progress thread later (0 or -errno; stop waits for it). */
+int uiw__loop_start_thread(struct uiw__loop *l);
+void uiw__loop_stop_thread(struct uiw__loop *l);
+/* Stops the thread, closes the fds. Handlers must be removed before. */
+void uiw__loop_fini(struct uiw__loop *l);
+
+/* Register, change or remove a handler (events: EPOLLIN | EPOLLOUT | ...; level
+ * triggered). Safe from any thread. */
+int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events);
+void uiw__loop_del(struct uiw__loop *l, struct uiw__ioh *h);
+
+/* Ring the doorbell: the dispatcher (thread or a blocked uiw__loop_run) wakes. */
+void uiw__loop_kick(struct uiw__loop *l);
+
+/* One blocking pass (waits at most timeout_ms; -1 forever) taking the progress lock.
+ * Returns the number of handlers dispatched, or -errno. */
+int uiw__loop_run(struct uiw__loop *l, int timeout_ms);
+/* One non-blocking pass if the progress lock is free; returns handlers dispatched, or 0. */
+int uiw__loop_try(struct uiw__loop *l);
+/* The same with the progress lock already held by the caller. */
+int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms);
+
+#endif

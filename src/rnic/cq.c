@@ -1,0 +1,246 @@
+/*
+ * Completion queues and completion channels. A CQ is a ring of work completions; its
+ * physical size is a power of two at least twice the advertised size, so that an
+ * overflow of the advertised size is reported (UIW_EVENT_CQ_ERR) without losing the
+ * completions that caused it. A channel is an eventfd plus a list of CQs with a pending
+ * event.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rnic/engine.h"
+
+struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx)
+{
+    if (!ctx) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct uiw_comp_channel *ch = calloc(1, sizeof(*ch));
+    if (!ch) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ch->fd = eventfd(0, EFD_CLOEXEC);
+    if (ch->fd < 0) {
+        int e = errno;
+        free(ch);
+        errno = e;
+        return NULL;
+    }
+    ch->ctx = ctx;
+    pthread_mutex_init(&ch->lock, NULL);
+    uiw__ctx_get(ctx);
+    return ch;
+}
+
+int uiw_comp_channel_fd(const struct uiw_comp_channel *ch)
+{
+    return ch ? ch->fd : -EINVAL;
+}
+
+int uiw_destroy_comp_channel(struct uiw_comp_channel *ch)
+{
+    if (!ch)
+        return -EINVAL;
+    if (atomic_load(&ch->ncq) != 0)
+        return -EBUSY;
+    close(ch->fd);
+    pthread_mutex_destroy(&ch->lock);
+    uiw__ctx_put(ch->ctx);
+    free(ch);
+    return 0;
+}
+
+struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
+                             struct uiw_comp_channel *channel, int comp_vector)
+{
+    if (!ctx || cqe < 1 || cqe > (1 << 20)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct uiw_cq *cq = calloc(1, sizeof(*cq));
+    if (!cq) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uint32_t cap = 2;
+    while (cap < 2u * (uint32_t)cqe)
+        cap <<= 1;
+    cq->ring = calloc(cap, sizeof(*cq->ring));
+    if (!cq->ring) {
+        free(cq);
+        errno = ENOMEM;
+        return NULL;
+    }
+    cq->ctx = ctx;
+    cq->cap = cap;
+    cq->cqe = (uint32_t)cqe;
+    cq->cq_context = cq_context;
+    cq->channel = channel;
+    pthread_mutex_init(&cq->lock, NULL);
+    if (channel)
+        atomic_fetch_add(&channel->ncq, 1);
+    uiw__ctx_get(ctx);
+    return cq;
+}
+
+int uiw_destroy_cq(struct uiw_cq *cq)
+{
+    if (!cq)
+        return -EINVAL;
+    if (atomic_load(&cq->nqp) != 0)
+        return -EBUSY;
+    if (cq->channel) {
+        struct uiw_comp_channel *ch = cq->channel;
+        pthread_mutex_lock(&cq->lock);
+        bool busy = cq->events_done != cq->events_acked;
+        pthread_mutex_unlock(&cq->lock);
+        pthread_mutex_lock(&ch->lock);
+        busy = busy || cq->chan_queued;
+        pthread_mutex_unlock(&ch->lock);
+        if (busy)
+            return -EBUSY;
+        atomic_fetch_sub(&ch->ncq, 1);
+    }
+    pthread_mutex_destroy(&cq->lock);
+    uiw__ctx_put(cq->ctx);
+    free(cq->ring);
+    free(cq);
+    return 0;
+}
+
+void *uiw_cq_context(const struct uiw_cq *cq)
+{
+    return cq ? cq->cq_context : NULL;
+}
+
+static void channel_signal(struct uiw_cq *cq)
+{
+    struct uiw_comp_channel *ch = cq->channel;
+    pthread_mutex_lock(&ch->lock);
+    if (!cq->chan_queued) {
+        cq->chan_queued = true;
+        cq->chan_next = NULL;
+        struct uiw_cq **pp = &ch->pending;
+        while (*pp)
+            pp = &(*pp)->chan_next;
+        *pp = cq;
+    }
+    pthread_mutex_unlock(&ch->lock);
+    uint64_t one = 1;
+    ssize_t r = write(ch->fd, &one, sizeof(one));
+    (void)r;
+}
+
+int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
+{
+    bool signal = false, overflow = false;
+    int r = 0;
+    pthread_mutex_lock(&cq->lock);
+    if (cq->count >= cq->cqe && !cq->overflow_reported) {
+        cq->overflow_reported = true;
+        overflow = true;
+    }
+    if (cq->count == cq->cap) {
+        r = -ENOSPC;
+    } else {
+        cq->ring[(cq->head + cq->count) & (cq->cap - 1)] = *wc;
+        cq->count++;
+    }
+    if (cq->armed == 1 ||
+        (cq->armed == 2 && ((wc->wc_flags & UIW_WC_SOLICITED) || wc->status != UIW_WC_SUCCESS))) {
+        cq->armed = 0;
+        signal = cq->channel != NULL;
+    }
+    pthread_mutex_unlock(&cq->lock);
+    if (signal)
+        channel_signal(cq);
+    if (overflow) {
+        struct uiw_async_event ev = {
+            .event_type = UIW_EVENT_CQ_ERR, .cq = cq, .code = UIW_E_RNIC_CQ_OVERFLOW};
+        uiw__async_post(cq->ctx, &ev);
+        r = -ENOSPC;
+    }
+    return r;
+}
+
+int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc)
+{
+    if (!cq || n < 0 || (n > 0 && !wc))
+        return -EINVAL;
+    struct uiw_context *ctx = cq->ctx;
+    if (ctx->ops.progress)
+        ctx->ops.progress(ctx, ctx->io);
+    int got = 0;
+    pthread_mutex_lock(&cq->lock);
+    while (got < n && cq->count > 0) {
+        wc[got++] = cq->ring[cq->head];
+        cq->head = (cq->head + 1) & (cq->cap - 1);
+        cq->count--;
+    }
+    if (cq->count < cq->cqe)
+        cq->overflow_reported = false;
+    pthread_mutex_unlock(&cq->lock);
+    return got;
+}
+
+int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only)
+{
+    if (!cq)
+        return -EINVAL;
+    pthread_mutex_lock(&cq->lock);
+    cq->armed = solicited_only ? 2 : 1;
+    pthread_mutex_unlock(&cq->lock);
+    return 0;
+}
+
+int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context)
+{
+    if (!ch || !cq)
+        return -EINVAL;
+    for (;;) {
+        pthread_mutex_lock(&ch->lock);
+        struct uiw_cq *c = ch->pending;
+        if (c) {
+            ch->pending = c->chan_next;
+            c->chan_queued = false;
+            c->chan_next = NULL;
+            bool more = ch->pending != NULL;
+            if (!more) {
+                /* drain the counter so the fd is readable only while events wait */
+                struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+                uint64_t v;
+                if (poll(&pfd, 1, 0) == 1 && read(ch->fd, &v, sizeof(v)) < 0)
+                    v = 0;
+            }
+            pthread_mutex_unlock(&ch->lock);
+            pthread_mutex_lock(&c->lock);
+            c->events_done++;
+            pthread_mutex_unlock(&c->lock);
+            *cq = c;
+            if (cq_context)
+                *cq_context = c->cq_context;
+            return 0;
+        }
+        pthread_mutex_unlock(&ch->lock);
+        uint64_t v;
+        ssize_t r = read(ch->fd, &v, sizeof(v));
+        if (r < 0 && errno == EAGAIN)
+            return -EAGAIN;
+        if (r < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+void uiw_ack_cq_events(struct uiw_cq *cq, unsigned int nevents)
+{
+    if (!cq)
+        return;
+    pthread_mutex_lock(&cq->lock);
+    cq->events_acked += nevents;
+    pthread_mutex_unlock(&cq->lock);
+}

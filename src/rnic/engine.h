@@ -1,0 +1,328 @@
+/*
+ * Internal to src/rnic: the engine's objects. Other layers use rnic.h and verbs.h only.
+ */
+#ifndef UIW_RNIC_ENGINE_H
+#define UIW_RNIC_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uiw/verbs.h>
+#include <uiw/wire.h>
+
+#include "rnic/rnic.h"
+
+/* ---------------------------------------------------------------- context, STag table */
+
+/* A PD with the count of QPs using it. */
+struct uiw__pd {
+    struct uiw_pd pub;
+    _Atomic int nqp;
+};
+
+enum { UIW__STAG_FREE = 0, UIW__STAG_VALID, UIW__STAG_INVALID };
+
+struct uiw__stag {
+    uint8_t state;
+    uint8_t key;
+    uint8_t access;
+    bool fastreg; /* uiw_alloc_mr: may be invalidated and fast-registered */
+    struct uiw_pd *pd;
+    uint64_t base;
+    uint64_t len;
+    uint64_t max_len;
+    struct uiw_mr *mr;
+    uint32_t next_free;
+};
+
+struct uiw_context {
+    struct uiw_context_attr attr;
+    struct uiw__io_ops ops;
+    void *io;
+    _Atomic uint64_t stats[UIW__STAT_COUNT];
+    _Atomic int nobjs;
+    _Atomic uint32_t next_qpn;
+    _Atomic uint32_t next_pd;
+
+    pthread_mutex_t mem_lock;
+    struct uiw__stag *stags; /* index 0 unused */
+    uint32_t nstags;
+    uint32_t free_head; /* 0 = none */
+    uint64_t rnd;
+
+    pthread_mutex_t qps_lock; /* the list of live QPs */
+    struct uiw_qp *qps;
+
+    pthread_mutex_t async_lock;
+    struct uiw_async_event *aq;
+    uint32_t aq_cap, aq_head, aq_count;
+    int async_fd;
+};
+
+/* Result of an STag check (mem.c), the caller maps it to its error code. */
+enum uiw__stag_err {
+    UIW__STAG_OK = 0,
+    UIW__STAG_E_INVALID,
+    UIW__STAG_E_PD,
+    UIW__STAG_E_WRAP,
+    UIW__STAG_E_BOUNDS,
+    UIW__STAG_E_ACCESS,
+};
+enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
+                                   uint64_t to, uint64_t len, unsigned access, uint8_t **ptr);
+/* Invalidate a fast-register STag of pd: 0, or -EINVAL (unknown/invalid/other PD) or
+ * -EPERM (cannot be invalidated: a uiw_reg_mr STag). */
+int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag);
+/* Fast-register: 0 or -EINVAL. */
+int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct uiw_mr *mr,
+                      uint32_t key, void *addr, size_t len, unsigned access);
+
+void uiw__ctx_get(struct uiw_context *ctx);
+void uiw__ctx_put(struct uiw_context *ctx);
+
+/* ---------------------------------------------------------------- CQ */
+
+struct uiw_comp_channel {
+    struct uiw_context *ctx;
+    pthread_mutex_t lock;
+    int fd;
+    struct uiw_cq *pending; /* CQs with an undelivered event */
+    _Atomic int ncq;
+};
+
+struct uiw_cq {
+    struct uiw_context *ctx;
+    pthread_mutex_t lock;
+    struct uiw_wc *ring;
+    uint32_t cap;  /* physical */
+    uint32_t cqe;  /* advertised */
+    uint32_t head; /* next to poll */
+    uint32_t count;
+    int armed; /* 0, 1 = all, 2 = solicited */
+    bool overflow_reported;
+    struct uiw_comp_channel *channel;
+    void *cq_context;
+    struct uiw_cq *chan_next;
+    bool chan_queued;
+    unsigned events_done, events_acked;
+    _Atomic int nqp;
+};
+
+/* Queue a completion; returns 0, or -ENOSPC when the CQ overflowed (reported once). */
+int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc);
+
+/* ---------------------------------------------------------------- QP */
+
+enum uiw__swqe_state {
+    UIW__SWQE_QUEUED = 0, /* not started */
+    UIW__SWQE_TX,         /* segments being built */
+    UIW__SWQE_WAIT_SENT,  /* all segments built, waiting for the last byte to go out */
+    UIW__SWQE_WAIT_RESP,  /* Read Request sent (or built), waiting for the response */
+    UIW__SWQE_DONE,       /* has its status, waits to be retired in order */
+};
+
+struct uiw__swqe {
+    uint64_t wr_id;
+    uint8_t opcode; /* enum uiw_wr_opcode */
+    uint8_t state;
+    uint8_t num_sge;
+    unsigned flags;
+    uint32_t inv_rkey;
+    uint64_t remote_addr;
+    uint32_t rkey;
+    struct uiw_sge sge[UIW_MAX_SGE];
+    uint8_t *ptr[UIW_MAX_SGE]; /* resolved SGEs */
+    uint32_t len;              /* total payload bytes */
+    uint32_t off;              /* payload bytes already segmented */
+    uint32_t msn;              /* untagged MSN of the message */
+    int status;                /* enum uiw_wc_status when DONE */
+    int vendor_err;
+    struct uiw_mr *reg_mr;
+    void *reg_addr;
+    size_t reg_len;
+    unsigned reg_access;
+    uint32_t reg_key;
+    uint8_t *inline_buf; /* max_inline bytes, per slot */
+};
+
+struct uiw__rqe {
+    uint64_t wr_id;
+    uint8_t num_sge;
+    bool resolved;
+    struct uiw_sge sge[UIW_MAX_SGE];
+    uint8_t *ptr[UIW_MAX_SGE];
+    uint32_t len;
+};
+
+struct uiw__ird {
+    uint32_t sink_stag;
+    uint64_t sink_to;
+    uint32_t size;
+    uint32_t off;
+    uint8_t *src;
+};
+
+/* One FPDU under transmission. */
+struct uiw__txslot {
+    uint8_t hdr[UIW_DDP_UNTAGGED_HDR_LEN + 64]; /* DDP/RDMAP headers and body */
+    uint8_t *scratch;                           /* framing bytes (uiw_fpdu_tx_scratch) */
+    struct iovec *iov;
+    int niov;
+    size_t wire_len;
+    uint32_t swqe; /* SQ index completed when this slot's last byte is out */
+    bool has_swqe;
+    bool ird_last;  /* last segment of the head Read Response */
+    bool terminate; /* the Terminate */
+};
+
+enum uiw__rx_kind {
+    UIW__RX_NONE = 0,
+    UIW__RX_WRITE,
+    UIW__RX_RRESP,
+    UIW__RX_SEND,
+    UIW__RX_RREQ,
+    UIW__RX_TERM,
+    UIW__RX_DISCARD, /* zero-length RTR Write */
+};
+
+#define UIW__RX_HDR_CAP   128
+#define UIW__RX_STAGE_CAP 16384
+#define UIW__TX_SLOTS     64
+#define UIW__TX_AHEAD     (256u * 1024) /* bytes built but not yet sent */
+
+struct uiw_qp {
+    struct uiw_context *ctx;
+    struct uiw_pd *pd;
+    pthread_mutex_t lock;
+    struct uiw_qp *ctx_prev, *ctx_next; /* ctx->qps, under ctx->qps_lock */
+    void *qp_context;
+    void *io;
+    uint32_t qpn;
+    struct uiw_cq *send_cq, *recv_cq;
+    struct uiw_qp_cap cap;
+    bool sig_all;
+    uint16_t max_ird, max_ord;
+    enum uiw_qp_state state;
+    struct uiw__conn_params cp;
+    bool started;
+    bool want_close;
+    bool rtr_wait_rx; /* responder: the RTR has not arrived yet (and we must not send) */
+
+    /* send queue: [sq_head, sq_tail) posted, sq_tx = next to start */
+    struct uiw__swqe *sq;
+    uint32_t sq_size, sq_head, sq_tx, sq_tail; /* free-running */
+    uint32_t orq_count;                        /* Reads awaiting responses */
+    uint32_t send_msn, rreq_msn;
+
+    /* receive queue */
+    struct uiw__rqe *rq;
+    uint32_t rq_size, rq_head, rq_tail;
+
+    /* inbound Read Requests (IRD) */
+    struct uiw__ird *irq;
+    uint32_t irq_size, irq_head, irq_count;
+
+    /* transmit */
+    struct uiw_fpdu_tx ftx;
+    struct uiw__txslot slots[UIW__TX_SLOTS];
+    uint32_t slot_head, slot_tail; /* free-running: [head, tail) built */
+    size_t slot_off;               /* bytes of the head slot already sent */
+    size_t tx_ahead;               /* wire bytes of the built slots */
+    int iov_per_slot;
+    void *txm; /* tx.c's per-QP scratch */
+    bool term_pending;
+    bool term_queued;
+    struct uiw_terminate term_out;
+    bool tx_turn;          /* Read Responses and the send queue take turns */
+    bool rtr_send_pending; /* initiator: the RTR message is still to be built */
+    bool rtr_read_pending; /* initiator: the zero-length RTR Read Response is due */
+
+    /* receive */
+    struct uiw_fpdu_rx frx;
+    uint8_t rx_framing[16];
+    uint8_t rx_hdr[UIW__RX_HDR_CAP];
+    uint16_t rx_ulen;
+    uint16_t rx_hdr_need, rx_hdr_have;
+    bool rx_hdr_done;
+    bool rx_len_known;
+    uint8_t rx_hdr_len; /* DDP (+RDMAP) header length */
+    struct uiw_ddp_hdr rx_ddp;
+    enum uiw__rx_kind rx_kind;
+    uint32_t rx_plen;
+    uint8_t *rx_tgt; /* tagged target / not used for untagged */
+    struct uiw__rqe *rx_rqe;
+    /* the iovecs handed out by the last rx_next */
+    struct iovec rx_iov[UIW_MAX_SGE + 1];
+    int rx_niov;
+    int rx_tail_idx;     /* index of the lookahead iovec in rx_iov, -1 if none */
+    uint8_t rx_tail[48]; /* pad + CRC of this FPDU and the next FPDU's length + header */
+    bool rx_small;       /* the last segment was a small one: prefer the staging ring */
+    int rx_iov_kind;     /* 0 framing, 1 header, 2 payload */
+    uint32_t rx_send_msn, rx_rreq_msn; /* expected MSN */
+    uint32_t rx_send_len;              /* bytes of the current Send so far (max end) */
+    bool rx_failed;
+    uint8_t *stage;
+
+    /* counters, moved to the context's atomics once per entry call (uiw__qp_stat_flush) */
+    uint64_t st[UIW__STAT_COUNT];
+
+    /* Terminate info */
+    bool term_sent, term_received;
+    struct uiw_terminate term_in;
+    uint8_t tl, te, tc;
+    /* deferred kick/wake after unlock */
+};
+
+/* Count into the QP (QP lock held): no atomics on the data path; uiw_query_context_stats
+ * sums the context's counters and those of its live QPs. */
+static inline void uiw__qstat(struct uiw_qp *qp, enum uiw__stat s, uint64_t n)
+{
+    qp->st[s] += n;
+}
+/* Fold a QP's counters into its context's (at destroy). */
+void uiw__qp_stat_flush(struct uiw_qp *qp);
+static inline void uiw__qp_unlock(struct uiw_qp *qp)
+{
+    pthread_mutex_unlock(&qp->lock);
+}
+
+/* tx.c */
+bool uiw__tx_has_work(struct uiw_qp *qp);
+void uiw__tx_drop_unsent(struct uiw_qp *qp);
+int uiw__tx_alloc(struct uiw_qp *qp);
+void uiw__tx_free(struct uiw_qp *qp);
+
+/* rx.c */
+void uiw__rx_init(struct uiw_qp *qp);
+
+/* qp.c */
+void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
+                  const uint8_t *ddp_raw, uint8_t ddp_len, uint16_t seg_len,
+                  const uint8_t *rdma_hdr);
+void uiw__qp_flush(struct uiw_qp *qp);
+void uiw__sq_retire(struct uiw_qp *qp);
+void uiw__qp_complete_recv(struct uiw_qp *qp, struct uiw__rqe *r, int status, uint32_t len,
+                           unsigned flags, uint32_t inv, int vendor);
+void uiw__qp_check_close(struct uiw_qp *qp);
+/* A Terminate from the peer arrived: no more sends (RFC 5040 5.4), flush, ERROR. */
+void uiw__qp_term_received(struct uiw_qp *qp, const struct uiw_terminate *t);
+void uiw__async(struct uiw_qp *qp, enum uiw_event_type t, int code);
+
+/* term.c: the one table from an engine code to its consequences */
+struct uiw__term_map {
+    int code;
+    int8_t model; /* 1: tagged segments only, 0: untagged only, -1: either */
+    uint8_t layer, etype, ecode;
+    uint8_t hdrct;       /* which optional headers the Terminate carries: M, D, R */
+    int8_t async;        /* enum uiw_event_type or -1 */
+    int8_t local_status; /* WC status of the local WR the error hit, -1 if none */
+};
+/* The row for code on a tagged (1) / untagged (0) / no (-1) segment; never NULL (unknown
+ * codes get RDMAP / Remote Operation / Unspecified). */
+const struct uiw__term_map *uiw__term_lookup(int code, int tagged);
+/* WC status for the WR in progress when the peer's Terminate arrived. */
+enum uiw_wc_status uiw__term_remote_status(const struct uiw_terminate *t);
+
+#endif

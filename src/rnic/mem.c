@@ -1,0 +1,224 @@
+/*
+ * Protection domains and the STag table: STag = 24-bit index << 8 | 8-bit key, the key
+ * random per registration, index 0 (hence STag 0..255) never used. Checks follow RFC 5040
+ * 8.1.1: valid STag, stream association (PD), TO wrap, base and bounds, access rights.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "rnic/engine.h"
+
+struct uiw_pd *uiw_alloc_pd(struct uiw_context *ctx)
+{
+    if (!ctx) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct uiw__pd *ipd = calloc(1, sizeof(*ipd));
+    if (!ipd) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct uiw_pd *pd = &ipd->pub;
+    pd->context = ctx;
+    pd->handle = atomic_fetch_add(&ctx->next_pd, 1);
+    uiw__ctx_get(ctx);
+    return pd;
+}
+
+int uiw_dealloc_pd(struct uiw_pd *pd)
+{
+    if (!pd)
+        return -EINVAL;
+    struct uiw_context *ctx = pd->context;
+    struct uiw__pd *ipd = (struct uiw__pd *)pd;
+    if (atomic_load(&ipd->nqp) != 0)
+        return -EBUSY;
+    pthread_mutex_lock(&ctx->mem_lock);
+    for (uint32_t i = 1; i < ctx->nstags; i++) {
+        if (ctx->stags[i].state != UIW__STAG_FREE && ctx->stags[i].pd == pd) {
+            pthread_mutex_unlock(&ctx->mem_lock);
+            return -EBUSY;
+        }
+    }
+    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__ctx_put(ctx);
+    free(ipd);
+    return 0;
+}
+
+static uint8_t next_key(struct uiw_context *ctx)
+{
+    /* xorshift64*: keys need to be unpredictable to a peer guessing stale STags, not
+     * cryptographic. */
+    uint64_t x = ctx->rnd;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    ctx->rnd = x;
+    return (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
+}
+
+static bool access_ok(unsigned access)
+{
+    if (access &
+        ~(unsigned)(UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ))
+        return false;
+    if ((access & UIW_ACCESS_REMOTE_WRITE) && !(access & UIW_ACCESS_LOCAL_WRITE))
+        return false;
+    return true;
+}
+
+static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsigned access,
+                             bool fastreg)
+{
+    struct uiw_context *ctx = pd->context;
+    struct uiw_mr *mr = calloc(1, sizeof(*mr));
+    if (!mr) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    pthread_mutex_lock(&ctx->mem_lock);
+    uint32_t idx = ctx->free_head;
+    if (idx == 0) {
+        pthread_mutex_unlock(&ctx->mem_lock);
+        free(mr);
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct uiw__stag *s = &ctx->stags[idx];
+    ctx->free_head = s->next_free;
+    s->key = next_key(ctx);
+    s->pd = pd;
+    s->mr = mr;
+    s->fastreg = fastreg;
+    if (fastreg) {
+        s->state = UIW__STAG_INVALID;
+        s->max_len = length;
+        s->base = 0;
+        s->len = 0;
+        s->access = 0;
+    } else {
+        s->state = UIW__STAG_VALID;
+        s->base = (uint64_t)(uintptr_t)addr;
+        s->len = length;
+        s->max_len = length;
+        s->access = (uint8_t)access;
+    }
+    mr->context = ctx;
+    mr->pd = pd;
+    mr->addr = fastreg ? NULL : addr;
+    mr->length = fastreg ? 0 : length;
+    mr->handle = idx;
+    mr->lkey = mr->rkey = (idx << 8) | s->key;
+    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__ctx_get(ctx);
+    return mr;
+}
+
+struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t length, unsigned access)
+{
+    if (!pd || !access_ok(access) || (!addr && length) ||
+        (uint64_t)(uintptr_t)addr + length < (uint64_t)(uintptr_t)addr) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return mr_new(pd, addr, length, access, false);
+}
+
+struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length)
+{
+    if (!pd) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return mr_new(pd, NULL, max_length, 0, true);
+}
+
+int uiw_dereg_mr(struct uiw_mr *mr)
+{
+    if (!mr)
+        return -EINVAL;
+    struct uiw_context *ctx = mr->context;
+    pthread_mutex_lock(&ctx->mem_lock);
+    struct uiw__stag *s = &ctx->stags[mr->handle];
+    if (mr->handle == 0 || mr->handle >= ctx->nstags || s->mr != mr) {
+        pthread_mutex_unlock(&ctx->mem_lock);
+        return -EINVAL;
+    }
+    s->state = UIW__STAG_FREE;
+    s->mr = NULL;
+    s->pd = NULL;
+    s->next_free = ctx->free_head;
+    ctx->free_head = mr->handle;
+    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__ctx_put(ctx);
+    free(mr);
+    return 0;
+}
+
+enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
+                                   uint64_t to, uint64_t len, unsigned access, uint8_t **ptr)
+{
+    uint32_t idx = stag >> 8;
+    enum uiw__stag_err e = UIW__STAG_OK;
+    pthread_mutex_lock(&ctx->mem_lock);
+    const struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
+    if (idx == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag)
+        e = UIW__STAG_E_INVALID;
+    else if (s->pd != pd)
+        e = UIW__STAG_E_PD;
+    else if (to + len < to)
+        e = UIW__STAG_E_WRAP;
+    else if (to < s->base || to + len > s->base + s->len)
+        e = UIW__STAG_E_BOUNDS;
+    else if ((s->access & access) != access)
+        e = UIW__STAG_E_ACCESS;
+    else if (ptr)
+        *ptr = (uint8_t *)(uintptr_t)to;
+    pthread_mutex_unlock(&ctx->mem_lock);
+    return e;
+}
+
+int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag)
+{
+    uint32_t idx = stag >> 8;
+    int r = 0;
+    pthread_mutex_lock(&ctx->mem_lock);
+    struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
+    if (idx == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag || s->pd != pd)
+        r = -EINVAL;
+    else if (!s->fastreg)
+        r = -EPERM;
+    else
+        s->state = UIW__STAG_INVALID;
+    pthread_mutex_unlock(&ctx->mem_lock);
+    return r;
+}
+
+int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct uiw_mr *mr,
+                      uint32_t key, void *addr, size_t len, unsigned access)
+{
+    int r = 0;
+    if (!mr || !access_ok(access) || (!addr && len))
+        return -EINVAL;
+    pthread_mutex_lock(&ctx->mem_lock);
+    uint32_t idx = mr->handle;
+    struct uiw__stag *s = idx && idx < ctx->nstags ? &ctx->stags[idx] : NULL;
+    if (!s || s->mr != mr || !s->fastreg || s->state != UIW__STAG_INVALID || s->pd != pd ||
+        (key >> 8) != idx || len > s->max_len ||
+        (uint64_t)(uintptr_t)addr + len < (uint64_t)(uintptr_t)addr) {
+        r = -EINVAL;
+    } else {
+        s->key = (uint8_t)key;
+        s->base = (uint64_t)(uintptr_t)addr;
+        s->len = len;
+        s->access = (uint8_t)access;
+        s->state = UIW__STAG_VALID;
+        mr->addr = addr;
+        mr->length = len;
+        mr->lkey = mr->rkey = key;
+    }
+    pthread_mutex_unlock(&ctx->mem_lock);
+    return r;
+}

@@ -1,0 +1,654 @@
+/*
+ * Queue pairs: creation, the iWARP QP states (IDLE, RTS, CLOSING, TERMINATE, ERROR),
+ * posting, in-order retirement of send work requests, flushing, and the start / close /
+ * connection-lost entry points of rnic.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rnic/engine.h"
+
+static void qp_kick(struct uiw_qp *qp)
+{
+    struct uiw_context *ctx = qp->ctx;
+    if (ctx->ops.qp_kick)
+        ctx->ops.qp_kick(qp, ctx->io);
+}
+
+struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
+{
+    if (!pd || !attr || !attr->send_cq || !attr->recv_cq || attr->cap.max_send_wr < 1 ||
+        attr->cap.max_send_wr > (1u << 16) || attr->cap.max_recv_wr < 1 ||
+        attr->cap.max_recv_wr > (1u << 16) || attr->cap.max_send_sge > UIW_MAX_SGE ||
+        attr->cap.max_recv_sge > UIW_MAX_SGE || attr->cap.max_inline_data > UIW_MAX_INLINE ||
+        attr->max_ird > UIW_MAX_IRD_ORD || attr->max_ord > UIW_MAX_IRD_ORD ||
+        attr->send_cq->ctx != pd->context || attr->recv_cq->ctx != pd->context) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct uiw_qp *qp = calloc(1, sizeof(*qp));
+    if (!qp) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    qp->ctx = pd->context;
+    qp->pd = pd;
+    qp->qp_context = attr->qp_context;
+    qp->send_cq = attr->send_cq;
+    qp->recv_cq = attr->recv_cq;
+    attr->cap.max_send_sge = UIW_MAX_SGE;
+    attr->cap.max_recv_sge = UIW_MAX_SGE;
+    qp->cap = attr->cap;
+    qp->sig_all = attr->sq_sig_all != 0;
+    qp->max_ird = attr->max_ird ? attr->max_ird : UIW_DEFAULT_IRD_ORD;
+    qp->max_ord = attr->max_ord ? attr->max_ord : UIW_DEFAULT_IRD_ORD;
+    /* rings of a power of two, so free-running indices stay right when they wrap */
+    qp->sq_size = 1;
+    while (qp->sq_size < attr->cap.max_send_wr)
+        qp->sq_size <<= 1;
+    qp->rq_size = 1;
+    while (qp->rq_size < attr->cap.max_recv_wr)
+        qp->rq_size <<= 1;
+    qp->irq_size = UIW_MAX_IRD_ORD;
+    qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+    qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+    qp->irq = calloc(qp->irq_size, sizeof(*qp->irq));
+    qp->stage = malloc(UIW__RX_STAGE_CAP);
+    uint8_t *inl = NULL;
+    if (qp->cap.max_inline_data)
+        inl = malloc((size_t)qp->sq_size * qp->cap.max_inline_data);
+    if (!qp->sq || !qp->rq || !qp->irq || !qp->stage || (qp->cap.max_inline_data && !inl)) {
+        free(qp->sq);
+        free(qp->rq);
+        free(qp->irq);
+        free(qp->stage);
+        free(inl);
+        free(qp);
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < qp->sq_size; i++)
+        qp->sq[i].inline_buf = inl ? inl + (size_t)i * qp->cap.max_inline_data : NULL;
+    qp->state = UIW_QPS_IDLE;
+    qp->qpn = atomic_fetch_add(&qp->ctx->next_qpn, 1);
+    qp->send_msn = qp->rreq_msn = 1;
+    qp->rx_send_msn = qp->rx_rreq_msn = 1;
+    pthread_mutex_init(&qp->lock, NULL);
+    atomic_fetch_add(&qp->send_cq->nqp, 1);
+    atomic_fetch_add(&qp->recv_cq->nqp, 1);
+    atomic_fetch_add(&((struct uiw__pd *)pd)->nqp, 1);
+    uiw__ctx_get(qp->ctx);
+    pthread_mutex_lock(&qp->ctx->qps_lock);
+    qp->ctx_next = qp->ctx->qps;
+    if (qp->ctx_next)
+        qp->ctx_next->ctx_prev = qp;
+    qp->ctx->qps = qp;
+    pthread_mutex_unlock(&qp->ctx->qps_lock);
+    return qp;
+}
+
+int uiw_destroy_qp(struct uiw_qp *qp)
+{
+    if (!qp)
+        return -EINVAL;
+    struct uiw_context *ctx = qp->ctx;
+    pthread_mutex_lock(&qp->lock);
+    if (qp->started && (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING))
+        uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL); /* queues a Terminate */
+    uiw__qp_unlock(qp);
+    if (ctx->ops.qp_destroy && qp->io)
+        ctx->ops.qp_destroy(qp, ctx->io); /* io sends what it can and closes the socket */
+    pthread_mutex_lock(&qp->lock);
+    if (qp->state != UIW_QPS_ERROR && qp->state != UIW_QPS_IDLE) {
+        qp->state = UIW_QPS_ERROR;
+        uiw__qp_flush(qp);
+    }
+    uiw__qp_unlock(qp);
+    pthread_mutex_lock(&ctx->qps_lock);
+    if (qp->ctx_prev)
+        qp->ctx_prev->ctx_next = qp->ctx_next;
+    else
+        ctx->qps = qp->ctx_next;
+    if (qp->ctx_next)
+        qp->ctx_next->ctx_prev = qp->ctx_prev;
+    pthread_mutex_lock(&qp->lock);
+    uiw__qp_stat_flush(qp);
+    pthread_mutex_unlock(&qp->lock);
+    pthread_mutex_unlock(&ctx->qps_lock);
+    atomic_fetch_sub(&qp->send_cq->nqp, 1);
+    atomic_fetch_sub(&qp->recv_cq->nqp, 1);
+    atomic_fetch_sub(&((struct uiw__pd *)qp->pd)->nqp, 1);
+    uiw__tx_free(qp);
+    if (qp->sq_size)
+        free(qp->sq[0].inline_buf);
+    free(qp->sq);
+    free(qp->rq);
+    free(qp->irq);
+    free(qp->stage);
+    pthread_mutex_destroy(&qp->lock);
+    uiw__ctx_put(ctx);
+    free(qp);
+    return 0;
+}
+
+void *uiw_qp_context(const struct uiw_qp *qp)
+{
+    return qp ? qp->qp_context : NULL;
+}
+
+uint32_t uiw_qp_num(const struct uiw_qp *qp)
+{
+    return qp ? qp->qpn : 0;
+}
+
+int uiw_query_qp(struct uiw_qp *qp, struct uiw_qp_attr *a)
+{
+    if (!qp || !a)
+        return -EINVAL;
+    memset(a, 0, sizeof(*a));
+    pthread_mutex_lock(&qp->lock);
+    a->state = qp->state;
+    a->cap = qp->cap;
+    a->qp_num = qp->qpn;
+    if (qp->started) {
+        a->ird = qp->cp.ird;
+        a->ord = qp->cp.ord;
+        a->mulpdu = qp->cp.mulpdu;
+        a->mpa_rev = qp->cp.mpa_rev;
+        a->crc = qp->cp.crc;
+        a->markers_tx = qp->cp.markers_tx;
+        a->markers_rx = qp->cp.markers_rx;
+    } else {
+        a->ird = qp->max_ird;
+        a->ord = qp->max_ord;
+    }
+    a->term_sent = qp->term_sent;
+    a->term_received = qp->term_received;
+    a->term_siw_order = qp->term_received && qp->term_in.siw_order;
+    a->term_layer = qp->tl;
+    a->term_etype = qp->te;
+    a->term_code = qp->tc;
+    uiw__qp_unlock(qp);
+    return 0;
+}
+
+struct uiw_context *uiw__qp_context(const struct uiw_qp *qp)
+{
+    return qp->ctx;
+}
+
+void uiw__qp_set_io(struct uiw_qp *qp, void *io_conn)
+{
+    pthread_mutex_lock(&qp->lock);
+    qp->io = io_conn;
+    uiw__qp_unlock(qp);
+}
+
+void *uiw__qp_io(const struct uiw_qp *qp)
+{
+    return qp->io;
+}
+
+void uiw__qp_get_limits(const struct uiw_qp *qp, uint16_t *max_ird, uint16_t *max_ord)
+{
+    if (max_ird)
+        *max_ird = qp->max_ird;
+    if (max_ord)
+        *max_ord = qp->max_ord;
+}
+
+enum uiw_qp_state uiw__qp_state(struct uiw_qp *qp)
+{
+    pthread_mutex_lock(&qp->lock);
+    enum uiw_qp_state s = qp->state;
+    uiw__qp_unlock(qp);
+    return s;
+}
+
+void uiw__qp_stat_flush(struct uiw_qp *qp)
+{
+    for (int i = 0; i < UIW__STAT_COUNT; i++) {
+        if (qp->st[i]) {
+            uiw__stat_add(qp->ctx, (enum uiw__stat)i, qp->st[i]);
+            qp->st[i] = 0;
+        }
+    }
+}
+
+void uiw__async(struct uiw_qp *qp, enum uiw_event_type t, int code)
+{
+    struct uiw_async_event ev = {.event_type = t,
+                                 .qp = qp,
+                                 .code = code,
+                                 .term_layer = qp->tl,
+                                 .term_etype = qp->te,
+                                 .term_code = qp->tc};
+    uiw__async_post(qp->ctx, &ev);
+}
+
+/* ---------------------------------------------------------------- start */
+
+int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *p)
+{
+    if (!qp || !p || (p->mpa_rev != 1 && p->mpa_rev != 2) ||
+        p->mulpdu < UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN + 4 || p->rtr > UIW__RTR_READ)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    if (qp->state != UIW_QPS_IDLE || qp->started) {
+        uiw__qp_unlock(qp);
+        return -EBUSY;
+    }
+    qp->cp = *p;
+    if (qp->cp.ird > UIW_MAX_IRD_ORD)
+        qp->cp.ird = UIW_MAX_IRD_ORD;
+    if (qp->cp.ord > UIW_MAX_IRD_ORD)
+        qp->cp.ord = UIW_MAX_IRD_ORD;
+    int r = uiw__tx_alloc(qp);
+    if (r < 0) {
+        uiw__qp_unlock(qp);
+        return r;
+    }
+    uiw__rx_init(qp);
+    qp->started = true;
+    qp->state = UIW_QPS_RTS;
+    if (p->rtr != UIW__RTR_NONE) {
+        if (p->initiator)
+            qp->rtr_send_pending = true;
+        else
+            qp->rtr_wait_rx = true;
+    }
+    uiw__async(qp, UIW_EVENT_COMM_EST, 0);
+    uiw__qp_unlock(qp);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- completion */
+
+static enum uiw_wc_opcode wc_opcode(uint8_t op)
+{
+    switch (op) {
+    case UIW_WR_RDMA_WRITE:
+        return UIW_WC_RDMA_WRITE;
+    case UIW_WR_RDMA_READ:
+        return UIW_WC_RDMA_READ;
+    case UIW_WR_LOCAL_INV:
+        return UIW_WC_LOCAL_INV;
+    case UIW_WR_REG_MR:
+        return UIW_WC_REG_MR;
+    default:
+        return UIW_WC_SEND;
+    }
+}
+
+static void push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *wc)
+{
+    if (uiw__cq_push(cq, wc) < 0 && qp->state != UIW_QPS_ERROR && qp->state != UIW_QPS_TERMINATE &&
+        qp->started)
+        uiw__qp_fail(qp, UIW_E_RNIC_CQ_OVERFLOW, NULL, NULL, 0, 0, NULL);
+}
+
+void uiw__sq_retire(struct uiw_qp *qp)
+{
+    while (qp->sq_head != qp->sq_tail) {
+        struct uiw__swqe *w = &qp->sq[qp->sq_head & (qp->sq_size - 1)];
+        if (w->state != UIW__SWQE_DONE)
+            break;
+        qp->sq_head++;
+        if (w->status != UIW_WC_SUCCESS || (w->flags & UIW_SEND_SIGNALED) || qp->sig_all) {
+            struct uiw_wc wc = {.wr_id = w->wr_id,
+                                .status = (enum uiw_wc_status)w->status,
+                                .opcode = wc_opcode(w->opcode),
+                                .byte_len = w->opcode == UIW_WR_RDMA_READ ? w->len : 0,
+                                .qp_num = qp->qpn,
+                                .vendor_err = w->vendor_err};
+            push(qp, qp->send_cq, &wc);
+        }
+    }
+    uiw__qp_check_close(qp);
+}
+
+void uiw__qp_complete_recv(struct uiw_qp *qp, struct uiw__rqe *r, int status, uint32_t len,
+                           unsigned flags, uint32_t inv, int vendor)
+{
+    /* r is always the RQ head */
+    struct uiw_wc wc = {.wr_id = r->wr_id,
+                        .status = (enum uiw_wc_status)status,
+                        .opcode = UIW_WC_RECV,
+                        .byte_len = len,
+                        .invalidated_rkey = inv,
+                        .wc_flags = flags,
+                        .qp_num = qp->qpn,
+                        .vendor_err = vendor};
+    qp->rq_head++;
+    push(qp, qp->recv_cq, &wc);
+}
+
+/* Flush every outstanding WR (the caller set the QP state). */
+void uiw__qp_flush(struct uiw_qp *qp)
+{
+    uiw__tx_drop_unsent(qp);
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct uiw__swqe *w = &qp->sq[i & (qp->sq_size - 1)];
+        if (w->state != UIW__SWQE_DONE) {
+            w->state = UIW__SWQE_DONE;
+            w->status = UIW_WC_WR_FLUSH_ERR;
+        }
+    }
+    qp->sq_tx = qp->sq_tail;
+    qp->orq_count = 0;
+    qp->rtr_read_pending = false;
+    uiw__sq_retire(qp);
+    while (qp->rq_head != qp->rq_tail)
+        uiw__qp_complete_recv(qp, &qp->rq[qp->rq_head & (qp->rq_size - 1)], UIW_WC_WR_FLUSH_ERR, 0,
+                              0, 0, 0);
+    qp->irq_count = 0;
+}
+
+/* Give the oldest started send WR the status st (if any is in progress). */
+static void fail_inflight(struct uiw_qp *qp, int st, int vendor)
+{
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct uiw__swqe *w = &qp->sq[i & (qp->sq_size - 1)];
+        if (w->state == UIW__SWQE_DONE)
+            continue;
+        if (w->state == UIW__SWQE_QUEUED)
+            return;
+        w->state = UIW__SWQE_DONE;
+        w->status = st;
+        w->vendor_err = vendor;
+        return;
+    }
+}
+
+void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
+                  const uint8_t *ddp_raw, uint8_t ddp_len, uint16_t seg_len,
+                  const uint8_t *rdma_hdr)
+{
+    if (qp->state == UIW_QPS_TERMINATE || qp->state == UIW_QPS_ERROR)
+        return;
+    const struct uiw__term_map *m = uiw__term_lookup(code, ddp ? (int)ddp->tagged : -1);
+    qp->rx_failed = true;
+    qp->tl = m->layer;
+    qp->te = m->etype;
+    qp->tc = m->ecode;
+    bool connected = qp->started;
+    if (connected) {
+        struct uiw_terminate *t = &qp->term_out;
+        memset(t, 0, sizeof(*t));
+        t->layer = m->layer;
+        t->etype = m->etype;
+        t->code = m->ecode;
+        if ((m->hdrct & UIW_TERM_FLAG_M) && ddp_raw) {
+            t->hdrct |= UIW_TERM_FLAG_M;
+            t->ddp_seg_len = seg_len;
+        }
+        if ((m->hdrct & UIW_TERM_FLAG_D) && ddp_raw && ddp_len <= sizeof(t->ddp_hdr)) {
+            t->hdrct |= UIW_TERM_FLAG_D;
+            memcpy(t->ddp_hdr, ddp_raw, ddp_len);
+            t->ddp_hdr_len = ddp_len;
+        }
+        if ((m->hdrct & UIW_TERM_FLAG_R) && rdma_hdr) {
+            t->hdrct |= UIW_TERM_FLAG_R;
+            memcpy(t->rdma_hdr, rdma_hdr, UIW_RDMAP_READ_REQ_LEN);
+        }
+        qp->term_pending = true;
+        qp->state = UIW_QPS_TERMINATE;
+    } else {
+        qp->state = UIW_QPS_ERROR;
+        qp->want_close = true;
+    }
+    if (m->async >= 0)
+        uiw__async(qp, (enum uiw_event_type)m->async, code);
+    uiw__qp_flush(qp);
+}
+
+/* A Terminate from the peer: no more sends (RFC 5040 5.4 / 6.2.1). */
+void uiw__qp_term_received(struct uiw_qp *qp, const struct uiw_terminate *t)
+{
+    if (qp->state == UIW_QPS_ERROR)
+        return;
+    qp->term_received = true;
+    qp->term_in = *t;
+    qp->tl = t->layer;
+    qp->te = t->etype;
+    qp->tc = t->code;
+    qp->rx_failed = true;
+    uiw__qstat(qp, UIW__STAT_TERM_RECV, 1);
+    fail_inflight(qp, uiw__term_remote_status(t), UIW_E_RNIC_TERM_RECEIVED);
+    qp->term_pending = false;
+    qp->state = UIW_QPS_ERROR;
+    qp->want_close = true;
+    uiw__async(qp, UIW_EVENT_TERM_RECEIVED, UIW_E_RNIC_TERM_RECEIVED);
+    uiw__qp_flush(qp);
+}
+
+void uiw__qp_check_close(struct uiw_qp *qp)
+{
+    if (qp->state == UIW_QPS_CLOSING && qp->sq_head == qp->sq_tail && qp->irq_count == 0 &&
+        qp->slot_head == qp->slot_tail && !qp->rtr_send_pending)
+        qp->want_close = true;
+}
+
+void uiw__qp_conn_lost(struct uiw_qp *qp, int reason)
+{
+    pthread_mutex_lock(&qp->lock);
+    if (qp->state == UIW_QPS_ERROR && !qp->started) {
+        uiw__qp_unlock(qp);
+        return;
+    }
+    enum uiw_qp_state old = qp->state;
+    if (old != UIW_QPS_ERROR) {
+        if (reason != 0)
+            fail_inflight(qp, UIW_WC_RETRY_EXC_ERR, UIW_E_RNIC_CONN_LOST);
+        qp->state = UIW_QPS_ERROR;
+        qp->rx_failed = true;
+        qp->term_pending = false;
+        uiw__qp_flush(qp);
+        if (reason != 0 && old == UIW_QPS_RTS)
+            uiw__async(qp, UIW_EVENT_QP_FATAL, reason);
+    }
+    if (qp->started) {
+        qp->started = false; /* conn_lost reported once */
+        uiw__async(qp, UIW_EVENT_CONN_CLOSED, reason);
+    }
+    qp->want_close = true;
+    uiw__qp_unlock(qp);
+}
+
+int uiw__qp_close(struct uiw_qp *qp, bool graceful)
+{
+    pthread_mutex_lock(&qp->lock);
+    if (qp->state == UIW_QPS_IDLE) {
+        uiw__qp_unlock(qp);
+        return -EINVAL;
+    }
+    if (graceful) {
+        if (qp->state == UIW_QPS_RTS)
+            qp->state = UIW_QPS_CLOSING;
+        uiw__qp_check_close(qp);
+    } else if (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING) {
+        uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL);
+    } else if (qp->state == UIW_QPS_ERROR) {
+        qp->want_close = true;
+    }
+    uiw__qp_unlock(qp);
+    return 0;
+}
+
+int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state)
+{
+    if (!qp || state != UIW_QPS_ERROR)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    if (qp->state == UIW_QPS_IDLE) {
+        qp->state = UIW_QPS_ERROR;
+        uiw__qp_flush(qp);
+    } else if (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING) {
+        uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL);
+    }
+    uiw__qp_unlock(qp);
+    qp_kick(qp);
+    return 0;
+}
+
+unsigned uiw__qp_want(struct uiw_qp *qp)
+{
+    unsigned w = 0;
+    pthread_mutex_lock(&qp->lock);
+    if (qp->started && uiw__tx_has_work(qp))
+        w |= UIW__WANT_TX;
+    if (qp->want_close && !(w & UIW__WANT_TX))
+        w |= UIW__WANT_CLOSE;
+    if (qp->started && !qp->rx_failed && (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING))
+        w |= UIW__WANT_RX;
+    uiw__qp_unlock(qp);
+    return w;
+}
+
+/* ---------------------------------------------------------------- posting */
+
+static bool is_send(unsigned op)
+{
+    return op == UIW_WR_SEND || op == UIW_WR_SEND_WITH_INV || op == UIW_WR_SEND_WITH_SE ||
+           op == UIW_WR_SEND_WITH_SE_AND_INV;
+}
+
+static int check_wr(const struct uiw_qp *qp, const struct uiw_send_wr *wr, uint64_t *total)
+{
+    if (wr->opcode > UIW_WR_REG_MR || wr->num_sge < 0 ||
+        (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+        return -EINVAL;
+    uint64_t sum = 0;
+    for (int i = 0; i < wr->num_sge; i++)
+        sum += wr->sg_list[i].length;
+    if (sum > UINT32_MAX)
+        return -EINVAL;
+    if (wr->opcode == UIW_WR_RDMA_READ && wr->num_sge > 1)
+        return -EINVAL; /* an iWARP Read has one sink STag */
+    if (wr->send_flags & UIW_SEND_INLINE) {
+        if (!(is_send(wr->opcode) || wr->opcode == UIW_WR_RDMA_WRITE) ||
+            sum > qp->cap.max_inline_data)
+            return -EINVAL;
+    }
+    if (wr->opcode == UIW_WR_REG_MR && !wr->wr.reg.mr)
+        return -EINVAL;
+    *total = sum;
+    return 0;
+}
+
+int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr, struct uiw_send_wr **bad_wr)
+{
+    if (!qp || !wr) {
+        if (bad_wr)
+            *bad_wr = wr;
+        return -EINVAL;
+    }
+    int r = 0;
+    bool kick = false;
+    pthread_mutex_lock(&qp->lock);
+    for (; wr; wr = wr->next) {
+        uint64_t total = 0;
+        if (qp->state == UIW_QPS_IDLE) {
+            r = -ENOTCONN;
+            break;
+        }
+        r = check_wr(qp, wr, &total);
+        if (r < 0)
+            break;
+        if (qp->sq_tail - qp->sq_head >= qp->cap.max_send_wr) {
+            r = -ENOMEM;
+            break;
+        }
+        struct uiw__swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+        uint8_t *inl = w->inline_buf;
+        memset(w, 0, sizeof(*w));
+        w->inline_buf = inl;
+        w->wr_id = wr->wr_id;
+        w->opcode = (uint8_t)wr->opcode;
+        w->flags = wr->send_flags;
+        w->num_sge = (uint8_t)wr->num_sge;
+        w->inv_rkey = wr->invalidate_rkey;
+        w->remote_addr = wr->wr.rdma.remote_addr;
+        w->rkey = wr->wr.rdma.rkey;
+        w->len = (uint32_t)total;
+        if (wr->num_sge)
+            memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+        if (wr->opcode == UIW_WR_REG_MR) {
+            w->reg_mr = wr->wr.reg.mr;
+            w->reg_key = wr->wr.reg.key;
+            w->reg_addr = wr->wr.reg.addr;
+            w->reg_len = wr->wr.reg.length;
+            w->reg_access = wr->wr.reg.access;
+        }
+        if ((wr->send_flags & UIW_SEND_INLINE) && total) {
+            uint32_t o = 0;
+            for (int i = 0; i < wr->num_sge; i++) {
+                memcpy(inl + o, (const void *)(uintptr_t)wr->sg_list[i].addr,
+                       wr->sg_list[i].length);
+                o += wr->sg_list[i].length;
+            }
+            uiw__qstat(qp, UIW__STAT_COPIED, total);
+        }
+        qp->sq_tail++;
+        if (qp->state != UIW_QPS_RTS) {
+            /* CLOSING, TERMINATE, ERROR: flushed at once */
+            w->state = UIW__SWQE_DONE;
+            w->status = UIW_WC_WR_FLUSH_ERR;
+            if (qp->sq_tx == qp->sq_tail - 1)
+                qp->sq_tx = qp->sq_tail;
+            uiw__sq_retire(qp);
+        } else {
+            kick = true;
+        }
+    }
+    if (r < 0 && bad_wr)
+        *bad_wr = wr;
+    uiw__qp_unlock(qp);
+    if (kick)
+        qp_kick(qp);
+    return r;
+}
+
+int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr, struct uiw_recv_wr **bad_wr)
+{
+    if (!qp || !wr) {
+        if (bad_wr)
+            *bad_wr = wr;
+        return -EINVAL;
+    }
+    int r = 0;
+    pthread_mutex_lock(&qp->lock);
+    for (; wr; wr = wr->next) {
+        if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
+            (wr->num_sge && !wr->sg_list)) {
+            r = -EINVAL;
+            break;
+        }
+        uint64_t sum = 0;
+        for (int i = 0; i < wr->num_sge; i++)
+            sum += wr->sg_list[i].length;
+        if (sum > UINT32_MAX) {
+            r = -EINVAL;
+            break;
+        }
+        if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr) {
+            r = -ENOMEM;
+            break;
+        }
+        struct uiw__rqe *q = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+        memset(q, 0, sizeof(*q));
+        q->wr_id = wr->wr_id;
+        q->num_sge = (uint8_t)wr->num_sge;
+        q->len = (uint32_t)sum;
+        if (wr->num_sge)
+            memcpy(q->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(q->sge[0]));
+        qp->rq_tail++;
+        if (qp->state == UIW_QPS_TERMINATE || qp->state == UIW_QPS_ERROR)
+            uiw__qp_complete_recv(qp, q, UIW_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+    }
+    if (r < 0 && bad_wr)
+        *bad_wr = wr;
+    uiw__qp_unlock(qp);
+    return r;
+}

@@ -1,0 +1,225 @@
+/* uiw: rnic.h interface ready */
+/*
+ * Internal interface of the RNIC engine (src/rnic) for the io layer (src/io).
+ *
+ * The engine does no I/O on sockets: it is told about stream bytes. The io layer owns the
+ * sockets and the event loop; it creates the context (uiw_open_context), binds QPs to
+ * connections, runs the MPA handshake, then drives each QP with these calls:
+ *
+ *   after the handshake:  uiw__qp_start(qp, &params)          IDLE -> RTS
+ *   receive:              n = uiw__qp_rx_next(qp, iov, max);  readv(fd, iov, n) -> k;
+ *                         r = uiw__qp_rx_advance(qp, k);
+ *                     or  uiw__qp_rx_stage(qp, &buf, &cap);   read(fd, buf, cap) -> k;
+ *                         r = uiw__qp_rx_staged(qp, k);
+ *   transmit:             n = uiw__qp_tx_next(qp, iov, max);  writev(fd, iov, n) -> k;
+ *                         uiw__qp_tx_advance(qp, k);
+ *   connection gone:      uiw__qp_conn_lost(qp, -ECONNRESET / -ETIMEDOUT / 0 for EOF)
+ *   close:                uiw__qp_close(qp, graceful)
+ *   after every call:     w = uiw__qp_want(qp) tells whether TX bytes are pending and
+ *                         whether the engine wants the socket shut down.
+ *
+ * Locking (the contract between engine, io and application threads):
+ * - Each QP has one mutex; every uiw__qp_* call and every verb on the QP takes it. Each
+ *   CQ has one mutex (then its channel's); the STag table has one mutex; the async queue
+ *   has one; the context's QP list has one (taken before QP locks, by create / destroy /
+ *   uiw_query_context_stats only). Order: QP list -> QP -> CQ -> channel, STag table,
+ *   async queue. No engine lock is held when a uiw__io_ops
+ *   callback runs, so io may take its own locks in a callback and call back into any
+ *   uiw__qp_* function (never from inside its own callback while holding a lock that
+ *   another thread may hold while calling into the engine).
+ * - The engine calls io only through struct uiw__io_ops (set by uiw_open_context).
+ *   Paths started by io (rx_advance, tx_advance, conn_lost...) do not call qp_kick: io
+ *   checks uiw__qp_want() after them. Paths started by the application that create TX
+ *   work (uiw_post_send, uiw_modify_qp_state) call qp_kick after releasing the QP lock;
+ *   uiw_destroy_qp calls qp_destroy; uiw_poll_cq calls progress.
+ * - Completion channels and the async fd are eventfds written by the engine (cq.c,
+ *   ctx.c); these writes never block.
+ */
+#ifndef UIW_RNIC_RNIC_H
+#define UIW_RNIC_RNIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <uiw/verbs.h>
+#include <uiw/wire.h>
+
+/* ---------------------------------------------------------------------------------------
+ * Context: allocated by the engine, owned by io's uiw_open_context / uiw_close_context.
+ * ------------------------------------------------------------------------------------- */
+
+struct uiw__io_ops {
+    /* The QP has new work for io: TX bytes (post_send), or it wants to be closed
+     * (uiw__qp_want). Called with no engine lock held. May be NULL. */
+    void (*qp_kick)(struct uiw_qp *qp, void *io_ctx);
+    /* Inline progress: called at the start of every uiw_poll_cq (no engine lock held);
+     * io runs one non-blocking pass over its sockets if nobody else is (trylock), so a
+     * busy-polling application pays no thread hand-off. May be NULL. */
+    void (*progress)(struct uiw_context *ctx, void *io_ctx);
+    /* uiw_destroy_qp is about to free qp: io must unbind it from its connection (and
+     * close the socket) before returning. Called with no engine lock held. May be NULL. */
+    void (*qp_destroy)(struct uiw_qp *qp, void *io_ctx);
+};
+
+/* Allocate a context's engine part (STag table, async queue and its eventfd, stats).
+ * attr NULL = defaults. NULL + errno. uiw_open_context (io) calls it first. */
+struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr);
+/* Free it: -EBUSY while PDs, CQs, QPs, channels exist. uiw_close_context calls it last. */
+int uiw__context_free(struct uiw_context *ctx);
+/* io's callbacks and its own state (io_ctx, passed back to the callbacks). */
+void uiw__context_set_io(struct uiw_context *ctx, const struct uiw__io_ops *ops, void *io_ctx);
+void *uiw__context_io(const struct uiw_context *ctx);
+const struct uiw_context_attr *uiw__context_attr(const struct uiw_context *ctx);
+
+/* Stats counters io adds to (relaxed atomics). */
+enum uiw__stat {
+    UIW__STAT_TX_BYTES,
+    UIW__STAT_RX_BYTES,
+    UIW__STAT_TX_FPDUS,
+    UIW__STAT_RX_FPDUS,
+    UIW__STAT_PLACED,
+    UIW__STAT_COPIED,
+    UIW__STAT_TERM_SENT,
+    UIW__STAT_TERM_RECV,
+    UIW__STAT_CRC_ERRORS,
+    UIW__STAT_ASYNC_DROPPED,
+    UIW__STAT_COUNT
+};
+void uiw__stat_add(struct uiw_context *ctx, enum uiw__stat s, uint64_t n);
+
+/* Queue an async event (engine and io may call it; e.g. io for CONN_CLOSED of a QP it
+ * closed itself). Never blocks; counts a drop when the queue is full. */
+void uiw__async_post(struct uiw_context *ctx, const struct uiw_async_event *ev);
+
+/* ---------------------------------------------------------------------------------------
+ * QP binding and start
+ * ------------------------------------------------------------------------------------- */
+
+struct uiw_context *uiw__qp_context(const struct uiw_qp *qp);
+/* io's per-connection state for a QP (NULL while unbound). */
+void uiw__qp_set_io(struct uiw_qp *qp, void *io_conn);
+void *uiw__qp_io(const struct uiw_qp *qp);
+/* The IRD / ORD the application asked for at create time (what io offers in MPA). */
+void uiw__qp_get_limits(const struct uiw_qp *qp, uint16_t *max_ird, uint16_t *max_ord);
+
+enum uiw__rtr {
+    UIW__RTR_NONE = 0, /* no peer-to-peer RTR (Rev 1, or Rev 2 without the A bit) */
+    UIW__RTR_SEND,     /* zero-length Send */
+    UIW__RTR_WRITE,    /* zero-length RDMA Write */
+    UIW__RTR_READ,     /* zero-length RDMA Read */
+};
+
+struct uiw__conn_params {
+    uint8_t mpa_rev;   /* 1 or 2 */
+    bool crc;          /* CRC on in both directions */
+    bool markers_tx;   /* we insert markers (the peer asked, M in its frame) */
+    bool markers_rx;   /* the peer inserts markers (we asked) */
+    uint16_t mulpdu;   /* largest ULPDU we send (from EMSS; uiw_mpa_mulpdu), >= 50 */
+    uint16_t ird;      /* negotiated: Read Requests we serve at once (0 counts as 1) */
+    uint16_t ord;      /* negotiated: Reads we may have outstanding (0 counts as 1); with
+                          Rev 1 (no negotiation) pass the QP's own uiw__qp_get_limits */
+    enum uiw__rtr rtr; /* negotiated RTR message, UIW__RTR_NONE if none */
+    bool initiator;    /* we are the MPA initiator: with rtr we send the RTR first; as the
+                          responder with rtr we send no FPDU before the RTR arrived (a
+                          different first message is a Terminate MPA/7 "no matching RTR").
+                          Zero-length RTR Write/Read use STag 1 and TO 0 (as siw); the responder
+                          places nothing and does not validate it; a zero-length Send RTR
+                          consumes no receive. */
+};
+
+/* IDLE -> RTS: set the framing parameters and queue the RTR when we are its sender.
+ * IRD and ORD above UIW_MAX_IRD_ORD are clamped to it. Queues UIW_EVENT_COMM_EST.
+ * -EINVAL (bad params), -EBUSY (not IDLE), -ENOMEM. */
+int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *params);
+
+/* ---------------------------------------------------------------------------------------
+ * Receive
+ * ------------------------------------------------------------------------------------- */
+
+/* The iovecs (up to max, max >= 1) into which the next bytes of the TCP stream belong:
+ * the engine's header staging while a DDP header is incomplete, the target memory
+ * (tagged: STag + TO; untagged: the posted receive at MO, one iovec per SGE) once the
+ * header is checked, its framing area for length, markers, pad and CRC. Returns the count
+ * (>= 1), 0 when the QP accepts no more bytes (TERMINATE / ERROR: io should drain and
+ * discard or close). A readv into them may fill them partly. */
+int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max);
+
+/* Account n bytes read into the iovecs of the last uiw__qp_rx_next (n <= their total).
+ * Returns 0, or a fatal code (UIW_E_*, negative): then the engine has queued a
+ * Terminate (uiw__qp_want shows TX) and moved the QP to TERMINATE; it moves to ERROR
+ * (and wants the socket closed) once the Terminate is sent. UIW_E_RNIC_TERM_RECEIVED:
+ * the peer's Terminate arrived, the QP is in ERROR and wants the socket closed. */
+int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n);
+
+/* Bulk mode for small FPDUs: *buf, *cap is a staging ring area to read() into. Returns 1
+ * when staging is the better choice now (small segments are flowing), 0 when direct reads
+ * are (a large payload is next, or large segments are flowing: use uiw__qp_rx_next, which
+ * points straight into the target and appends a small lookahead iovec for the FPDU's
+ * trailer and the next FPDU's header, so one readv per FPDU suffices), -EPIPE when the QP
+ * accepts no more bytes. Payload bytes that land in the ring are copied (and counted). */
+int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
+
+/* Zero copy at the switch from small to large segments: with staging advised, io may
+ * peek (recv MSG_PEEK) up to *cap bytes into *buf instead of reading them, and ask how
+ * many to take: uiw__qp_rx_plan(qp, n) returns k (0 <= k <= n): the complete small FPDUs
+ * and framing at the start of the n peeked bytes, stopping at the end of the DDP header
+ * of the first large segment (payload >= 1 KiB or not the message's last), whose payload
+ * then goes straight to memory through uiw__qp_rx_next. io consumes those k bytes from the
+ * socket without copying them again (recv MSG_TRUNC) and calls uiw__qp_rx_staged(qp, k).
+ * 0 means: nothing through the ring now, use uiw__qp_rx_next. -EPIPE when the QP accepts
+ * no more bytes. The peeked bytes must still be in *buf when uiw__qp_rx_staged runs. */
+int uiw__qp_rx_plan(struct uiw_qp *qp, size_t n);
+
+/* Parse n bytes read into the staging area: every complete FPDU in it is processed;
+ * small payloads are copied to their targets (counted in copied_payload_bytes); a partial
+ * large payload at the end is copied too and the rest will be asked for through
+ * uiw__qp_rx_next. Same return values as uiw__qp_rx_advance. */
+int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n);
+
+/* ---------------------------------------------------------------------------------------
+ * Transmit
+ * ------------------------------------------------------------------------------------- */
+
+/* Fill up to max iovecs with the next bytes to send: many FPDUs (Terminate first, then
+ * Read Responses, then the send queue in order, obeying fence and ORD), framing bytes
+ * from engine scratch, payload straight from registered memory. Returns the count, 0 when
+ * nothing is to send now. Repeated calls without tx_advance return the same bytes (plus
+ * possibly more FPDUs appended). Memory stays valid until tx_advance covers it. */
+int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max);
+
+/* n bytes of the last tx_next's iovecs were written (a partial writev is fine). Completes
+ * Sends / Writes whose last byte went out; after the Terminate went out the QP moves to
+ * ERROR and wants the socket closed. */
+void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n);
+
+/* ---------------------------------------------------------------------------------------
+ * Connection end
+ * ------------------------------------------------------------------------------------- */
+
+/* The connection is gone: reason 0 (EOF), -ECONNRESET, -ETIMEDOUT, -EPIPE... The QP goes
+ * to ERROR and every outstanding WR completes: UIW_WC_WR_FLUSH_ERR, or
+ * UIW_WC_RETRY_EXC_ERR for an operation that was in progress on the wire when reason is
+ * not 0. Queues UIW_EVENT_CONN_CLOSED (and UIW_EVENT_QP_FATAL when reason != 0 and the QP
+ * was in RTS). Idempotent. */
+void uiw__qp_conn_lost(struct uiw_qp *qp, int reason);
+
+/* Close. graceful: CLOSING: already posted WRs still go out and complete, new posts
+ * flush; once the send queue is empty and nothing awaits a response the engine wants the
+ * socket closed (UIW__WANT_CLOSE); io then calls uiw__qp_conn_lost(qp, 0).
+ * Not graceful (abortive): from RTS a Terminate RDMAP / Remote Operation / Unspecified is
+ * queued, every WR is flushed, the QP moves to TERMINATE and wants the socket closed once
+ * the Terminate went out; otherwise straight to ERROR. -EINVAL in IDLE. */
+int uiw__qp_close(struct uiw_qp *qp, bool graceful);
+
+enum uiw__want {
+    UIW__WANT_TX = 1 << 0,    /* uiw__qp_tx_next has bytes */
+    UIW__WANT_CLOSE = 1 << 1, /* all that must be sent was sent: shut the socket down */
+    UIW__WANT_RX = 1 << 2,    /* the engine accepts more RX bytes */
+};
+unsigned uiw__qp_want(struct uiw_qp *qp);
+
+enum uiw_qp_state uiw__qp_state(struct uiw_qp *qp);
+
+#endif

@@ -1,0 +1,666 @@
+/*
+ * The receive side: a resumable parser over the FPDU stream (uiw_fpdu_rx) that tells io
+ * where each next run of bytes belongs: framing scratch, the header staging area, or,
+ * once the DDP/RDMAP header has been checked (RFC 5040 8.1.1, RFC 5041 7), straight into
+ * the target memory: the tagged buffer at STag+TO, or the posted receive at MO. The CRC
+ * is computed over the bytes where they were placed. Tagged and untagged messages are
+ * tracked separately (every segment carries its own STag/TO or QN/MSN/MO), so a Send may
+ * interleave with a multi-segment Read Response. Read Requests and Terminates are acted
+ * on only once their FPDU is complete and its CRC checked (RFC 5040 5.5).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "common/byteorder.h"
+#include "rnic/engine.h"
+
+/* Payload runs at least this long go straight to memory (and every payload run of a
+ * segment that is not its message's last). */
+#define STAGE_DIRECT_MIN 1024
+/* What one staged read asks for: many small FPDUs, yet little of a large payload that may
+ * follow them (whatever of it lands in the ring is copied, and counted). */
+#define STAGE_READ 4096
+
+static void seg_reset(struct uiw_qp *qp)
+{
+    qp->rx_len_known = false;
+    qp->rx_hdr_have = 0;
+    qp->rx_hdr_need = UIW_DDP_TAGGED_HDR_LEN;
+    qp->rx_hdr_done = false;
+    qp->rx_hdr_len = 0;
+    qp->rx_kind = UIW__RX_NONE;
+    qp->rx_plen = 0;
+    qp->rx_tgt = NULL;
+    qp->rx_rqe = NULL;
+}
+
+void uiw__rx_init(struct uiw_qp *qp)
+{
+    uiw_fpdu_rx_init(&qp->frx, qp->cp.crc, qp->cp.markers_rx, 0);
+    qp->rx_failed = false;
+    qp->rx_niov = 0;
+    qp->rx_tail_idx = -1;
+    qp->rx_small = false; /* until a small segment is seen, read headers exactly */
+    qp->rx_send_len = 0;
+    seg_reset(qp);
+}
+
+static bool rx_accepting(const struct uiw_qp *qp)
+{
+    return qp->started && !qp->rx_failed &&
+           (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING);
+}
+
+/* The oldest Read waiting for its response, or NULL. */
+static struct uiw__swqe *oldest_read(struct uiw_qp *qp)
+{
+    for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
+        struct uiw__swqe *w = &qp->sq[i & (qp->sq_size - 1)];
+        if (w->state == UIW__SWQE_WAIT_RESP)
+            return w;
+    }
+    return NULL;
+}
+
+/* Fail the stream because of what the current segment carries. */
+static int rx_fail(struct uiw_qp *qp, int code)
+{
+    int tagged = qp->rx_hdr_have >= 1 ? ((qp->rx_hdr[0] & UIW_DDP_FLAG_TAGGED) != 0) : -1;
+    const struct uiw__term_map *m = uiw__term_lookup(code, tagged);
+    if (m->local_status >= 0 && qp->rx_rqe && qp->rq_head != qp->rq_tail &&
+        qp->rx_rqe == &qp->rq[qp->rq_head & (qp->rq_size - 1)])
+        uiw__qp_complete_recv(qp, qp->rx_rqe, m->local_status, 0, 0, 0, code);
+    qp->rx_rqe = NULL;
+    if (qp->rx_kind == UIW__RX_RRESP) {
+        /* the Read whose response was bad */
+        struct uiw__swqe *w = oldest_read(qp);
+        if (w) {
+            w->state = UIW__SWQE_DONE;
+            w->status = UIW_WC_BAD_RESP_ERR;
+            w->vendor_err = code;
+        }
+    }
+    uint8_t hl = 0;
+    if (tagged >= 0) {
+        hl = tagged ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
+        if (qp->rx_hdr_have < hl)
+            hl = 0;
+    }
+    struct uiw_ddp_hdr d = {.tagged = tagged == 1};
+    const uint8_t *rdma = NULL;
+    if (tagged == 0 && hl && qp->rx_hdr_have >= UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN &&
+        uiw__get_be32(qp->rx_hdr + 6) == UIW_DDP_QN_READ_REQ)
+        rdma = qp->rx_hdr + UIW_DDP_UNTAGGED_HDR_LEN;
+    if (code == UIW_E_FPDU_CRC)
+        uiw__qstat(qp, UIW__STAT_CRC_ERRORS, 1);
+    uiw__qp_fail(qp, code, tagged >= 0 ? &d : NULL, hl ? qp->rx_hdr : NULL, hl, qp->rx_ulen, rdma);
+    qp->rx_failed = true;
+    return code;
+}
+
+static int tag_code(enum uiw__stag_err e)
+{
+    switch (e) {
+    case UIW__STAG_E_PD:
+        return UIW_E_RNIC_TAG_NOT_ASSOC;
+    case UIW__STAG_E_WRAP:
+        return UIW_E_RNIC_TAG_TO_WRAP;
+    case UIW__STAG_E_BOUNDS:
+        return UIW_E_RNIC_TAG_BOUNDS;
+    case UIW__STAG_E_ACCESS:
+        return UIW_E_RNIC_TAG_ACCESS;
+    default:
+        return UIW_E_RNIC_TAG_STAG_INVALID;
+    }
+}
+
+static int read_code(enum uiw__stag_err e)
+{
+    switch (e) {
+    case UIW__STAG_E_PD:
+        return UIW_E_RNIC_READ_NOT_ASSOC;
+    case UIW__STAG_E_WRAP:
+        return UIW_E_RNIC_READ_TO_WRAP;
+    case UIW__STAG_E_BOUNDS:
+        return UIW_E_RNIC_READ_BOUNDS;
+    case UIW__STAG_E_ACCESS:
+        return UIW_E_RNIC_READ_ACCESS;
+    default:
+        return UIW_E_RNIC_READ_STAG_INVALID;
+    }
+}
+
+static int resolve_rqe(struct uiw_qp *qp, struct uiw__rqe *r)
+{
+    if (r->resolved)
+        return 0;
+    for (int i = 0; i < r->num_sge; i++) {
+        uint8_t *p = NULL;
+        if (r->sge[i].length == 0)
+            continue;
+        if (uiw__stag_check(qp->ctx, qp->pd, r->sge[i].lkey, r->sge[i].addr, r->sge[i].length,
+                            UIW_ACCESS_LOCAL_WRITE, &p) != UIW__STAG_OK)
+            return UIW_E_RNIC_LOCAL_PROT;
+        r->ptr[i] = p;
+    }
+    r->resolved = true;
+    return 0;
+}
+
+/* The header is complete: check it and set up placement. Returns 0 or a code. */
+static int hdr_done(struct uiw_qp *qp)
+{
+    const struct uiw_ddp_hdr *h = &qp->rx_ddp;
+    unsigned op = uiw_rdmap_ctrl_opcode(h->rdmap_ctrl);
+    qp->rx_hdr_done = true;
+    qp->rx_plen = qp->rx_ulen - qp->rx_hdr_len;
+    if (h->tagged) {
+        if (op == UIW_RDMAP_WRITE) {
+            if (qp->rtr_wait_rx) {
+                if (qp->cp.rtr != UIW__RTR_WRITE || qp->rx_plen != 0 || !h->last)
+                    return UIW_E_RNIC_NO_RTR;
+                qp->rtr_wait_rx = false;
+                qp->rx_kind = UIW__RX_DISCARD;
+                return 0;
+            }
+            qp->rx_kind = UIW__RX_WRITE;
+            if (qp->rx_plen == 0)
+                return 0; /* nothing to place, nothing to check (as Linux siw) */
+            enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, h->stag, h->to, qp->rx_plen,
+                                                   UIW_ACCESS_REMOTE_WRITE, &qp->rx_tgt);
+            return e ? tag_code(e) : 0;
+        }
+        /* Read Response */
+        if (qp->rtr_wait_rx)
+            return UIW_E_RNIC_NO_RTR;
+        qp->rx_kind = UIW__RX_RRESP;
+        if (qp->rtr_read_pending && qp->rx_plen == 0 && h->last)
+            return 0;
+        const struct uiw__swqe *w = oldest_read(qp);
+        if (!w)
+            return UIW_E_RNIC_UNEXPECTED_OP;
+        if (qp->rx_plen == 0)
+            return 0;
+        /* only into the sink this Read named (RFC 5040 5.2.2), then the usual checks */
+        if (w->num_sge == 0 || h->stag != w->sge[0].lkey)
+            return UIW_E_RNIC_TAG_STAG_INVALID;
+        if (h->to < w->sge[0].addr || h->to + qp->rx_plen < h->to ||
+            h->to + qp->rx_plen > w->sge[0].addr + w->sge[0].length)
+            return UIW_E_RNIC_TAG_BOUNDS;
+        enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, h->stag, h->to, qp->rx_plen,
+                                               UIW_ACCESS_LOCAL_WRITE, &qp->rx_tgt);
+        return e ? tag_code(e) : 0;
+    }
+    switch (h->qn) {
+    case UIW_DDP_QN_SEND: {
+        if (qp->rtr_wait_rx) {
+            if (qp->cp.rtr != UIW__RTR_SEND || qp->rx_plen != 0 || !h->last ||
+                h->msn != qp->rx_send_msn)
+                return UIW_E_RNIC_NO_RTR;
+            qp->rtr_wait_rx = false;
+            qp->rx_kind = UIW__RX_DISCARD;
+            qp->rx_send_msn++;
+            return 0;
+        }
+        qp->rx_kind = UIW__RX_SEND;
+        if (h->msn != qp->rx_send_msn)
+            return UIW_E_RNIC_MSN_RANGE;
+        if (qp->rq_head == qp->rq_tail)
+            return UIW_E_RNIC_MSN_NO_BUF;
+        struct uiw__rqe *r = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
+        qp->rx_rqe = r;
+        int c = resolve_rqe(qp, r);
+        if (c)
+            return c;
+        if (h->mo > r->len)
+            return UIW_E_RNIC_BAD_MO;
+        if ((uint64_t)h->mo + qp->rx_plen > r->len)
+            return UIW_E_RNIC_MSG_TOO_LONG;
+        return 0;
+    }
+    case UIW_DDP_QN_READ_REQ:
+        if (qp->rx_ulen != UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN)
+            return qp->rx_ulen < UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN
+                       ? UIW_E_RDMAP_TRUNCATED
+                       : UIW_E_RNIC_MSG_TOO_LONG;
+        qp->rx_kind = UIW__RX_RREQ;
+        qp->rx_plen = 0;
+        return 0;
+    default: /* Terminate: its body sits in the header staging area */
+        qp->rx_kind = UIW__RX_TERM;
+        qp->rx_plen = qp->rx_ulen - qp->rx_hdr_len;
+        return 0;
+    }
+}
+
+/* hdr_have reached hdr_need. */
+static int hdr_step(struct uiw_qp *qp)
+{
+    if (qp->rx_hdr_len == 0) {
+        if (qp->rx_hdr[0] & UIW_DDP_FLAG_TAGGED) {
+            qp->rx_hdr_len = UIW_DDP_TAGGED_HDR_LEN;
+        } else {
+            qp->rx_hdr_len = UIW_DDP_UNTAGGED_HDR_LEN;
+            if (qp->rx_ulen < UIW_DDP_UNTAGGED_HDR_LEN)
+                return UIW_E_DDP_TRUNCATED;
+            if (qp->rx_hdr_have < UIW_DDP_UNTAGGED_HDR_LEN) {
+                qp->rx_hdr_need = UIW_DDP_UNTAGGED_HDR_LEN;
+                return 0;
+            }
+        }
+    }
+    if (qp->rx_hdr_have == qp->rx_hdr_len) {
+        ssize_t r = uiw_ddp_hdr_parse(qp->rx_hdr, qp->rx_hdr_have, &qp->rx_ddp);
+        if (r < 0)
+            return (int)r;
+        if (!qp->rx_ddp.tagged && qp->rx_ddp.qn > UIW_DDP_QN_TERMINATE)
+            return UIW_E_RNIC_BAD_QN;
+        int c = uiw_rdmap_check_ctrl(&qp->rx_ddp);
+        if (c)
+            return c;
+        if (!qp->rx_ddp.tagged && qp->rx_ddp.qn == UIW_DDP_QN_READ_REQ) {
+            qp->rx_hdr_need = qp->rx_ulen < UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN
+                                  ? qp->rx_ulen
+                                  : UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN;
+            if (qp->rx_hdr_need > qp->rx_hdr_have)
+                return 0;
+        } else if (!qp->rx_ddp.tagged && qp->rx_ddp.qn == UIW_DDP_QN_TERMINATE) {
+            qp->rx_hdr_need = qp->rx_ulen < UIW__RX_HDR_CAP ? qp->rx_ulen : UIW__RX_HDR_CAP;
+            if (qp->rx_hdr_need > qp->rx_hdr_have)
+                return 0;
+        }
+    }
+    return hdr_done(qp);
+}
+
+static int serve_read_req(struct uiw_qp *qp)
+{
+    struct uiw_rdmap_read_req rr;
+    if (uiw_rdmap_read_req_parse(qp->rx_hdr + UIW_DDP_UNTAGGED_HDR_LEN,
+                                 qp->rx_hdr_have - UIW_DDP_UNTAGGED_HDR_LEN, &rr) < 0)
+        return UIW_E_RDMAP_TRUNCATED;
+    const struct uiw_ddp_hdr *h = &qp->rx_ddp;
+    if (qp->rtr_wait_rx) {
+        if (qp->cp.rtr != UIW__RTR_READ || rr.size != 0)
+            return UIW_E_RNIC_NO_RTR;
+        qp->rtr_wait_rx = false;
+    }
+    if (h->msn != qp->rx_rreq_msn)
+        return UIW_E_RNIC_MSN_RANGE;
+    if (h->mo != 0 || !h->last)
+        return UIW_E_RNIC_BAD_MO;
+    uint16_t ird = qp->cp.ird ? qp->cp.ird : 1;
+    if (qp->irq_count >= ird || qp->irq_count >= qp->irq_size)
+        return UIW_E_RNIC_IRD_EXCEEDED;
+    uint8_t *src = NULL;
+    if (rr.size) { /* RFC 5040 5.2.1: a zero-length Read is not validated */
+        enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, rr.src_stag, rr.src_to, rr.size,
+                                               UIW_ACCESS_REMOTE_READ, &src);
+        if (e)
+            return read_code(e);
+    }
+    struct uiw__ird *e = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_size];
+    e->sink_stag = rr.sink_stag;
+    e->sink_to = rr.sink_to;
+    e->size = rr.size;
+    e->off = 0;
+    e->src = src;
+    qp->irq_count++;
+    qp->rx_rreq_msn++;
+    return 0;
+}
+
+/* The FPDU is complete and its CRC checked: deliver. */
+static int seg_complete(struct uiw_qp *qp)
+{
+    uiw__qstat(qp, UIW__STAT_RX_FPDUS, 1);
+    qp->rx_small = qp->rx_plen < STAGE_DIRECT_MIN && qp->rx_ddp.last;
+    const struct uiw_ddp_hdr *h = &qp->rx_ddp;
+    int code = 0;
+    switch (qp->rx_kind) {
+    case UIW__RX_RRESP:
+        if (h->last) {
+            struct uiw__swqe *w = oldest_read(qp);
+            if (qp->rtr_read_pending) {
+                qp->rtr_read_pending = false;
+            } else if (w) {
+                w->state = UIW__SWQE_DONE;
+                w->status = UIW_WC_SUCCESS;
+                qp->orq_count--;
+                uiw__sq_retire(qp);
+            }
+        }
+        break;
+    case UIW__RX_SEND: {
+        uint32_t end = h->mo + qp->rx_plen;
+        if (end > qp->rx_send_len)
+            qp->rx_send_len = end;
+        if (!h->last)
+            break;
+        unsigned op = uiw_rdmap_ctrl_opcode(h->rdmap_ctrl);
+        unsigned flags = 0;
+        uint32_t inv = 0;
+        if (op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) {
+            if (uiw__stag_invalidate(qp->ctx, qp->pd, h->rsvd_ulp) < 0) {
+                code = UIW_E_RNIC_CANT_INVALIDATE;
+                break;
+            }
+            flags |= UIW_WC_WITH_INV;
+            inv = h->rsvd_ulp;
+        }
+        if (op == UIW_RDMAP_SEND_SE || op == UIW_RDMAP_SEND_SE_INV)
+            flags |= UIW_WC_SOLICITED;
+        uint32_t len = qp->rx_send_len;
+        qp->rx_send_len = 0;
+        qp->rx_send_msn++;
+        struct uiw__rqe *r = qp->rx_rqe;
+        qp->rx_rqe = NULL;
+        uiw__qp_complete_recv(qp, r, UIW_WC_SUCCESS, len, flags, inv, 0);
+        break;
+    }
+    case UIW__RX_RREQ:
+        code = serve_read_req(qp);
+        break;
+    case UIW__RX_TERM: {
+        struct uiw_terminate t;
+        memset(&t, 0, sizeof(t));
+        if (uiw_terminate_parse(qp->rx_hdr + UIW_DDP_UNTAGGED_HDR_LEN,
+                                qp->rx_hdr_have - UIW_DDP_UNTAGGED_HDR_LEN, &t) < 0) {
+            t.layer = UIW_TERM_LAYER_RDMAP;
+            t.etype = UIW_TERM_RDMAP_REMOTE_OPERATION;
+            t.code = UIW_TERM_RO_UNSPECIFIED;
+        }
+        seg_reset(qp);
+        uiw__qp_term_received(qp, &t);
+        return UIW_E_RNIC_TERM_RECEIVED;
+    }
+    default:
+        break;
+    }
+    if (code)
+        return rx_fail(qp, code);
+    seg_reset(qp);
+    return 0;
+}
+
+static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
+{
+    if (!tail || n >= max || end != qp->rx_ulen)
+        return n;
+    size_t pad = (4 - ((2 + (size_t)qp->rx_ulen) & 3)) & 3;
+    size_t next = qp->rx_ddp.tagged ? 2 + UIW_DDP_TAGGED_HDR_LEN : 2 + UIW_DDP_UNTAGGED_HDR_LEN;
+    qp->rx_iov[n].iov_base = qp->rx_tail;
+    qp->rx_iov[n].iov_len = pad + 4 + next;
+    qp->rx_tail_idx = n;
+    return n + 1;
+}
+
+/* Fill qp->rx_iov (at most max entries) with where the next bytes go. Returns the count,
+ * 0 if not accepting. With tail, a payload run that ends the ULPDU is followed by a
+ * lookahead iovec for the FPDU's pad and CRC and the next FPDU's length and DDP header, so
+ * that one readv per FPDU suffices for a stream of large segments. */
+static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
+{
+    qp->rx_niov = 0;
+    qp->rx_tail_idx = -1;
+    if (!rx_accepting(qp))
+        return 0;
+    enum uiw_fpdu_run kind;
+    uint32_t off = 0;
+    size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
+    if (kind == UIW_FPDU_RUN_FRAMING) {
+        qp->rx_iov[0].iov_base = qp->rx_framing;
+        qp->rx_iov[0].iov_len = run < sizeof(qp->rx_framing) ? run : sizeof(qp->rx_framing);
+        qp->rx_iov_kind = 0;
+        return qp->rx_niov = 1;
+    }
+    if (!qp->rx_len_known) {
+        qp->rx_len_known = true;
+        qp->rx_ulen = uiw_fpdu_rx_ulpdu_len(&qp->frx);
+        qp->rx_hdr_need = UIW_DDP_TAGGED_HDR_LEN;
+    }
+    if (!qp->rx_hdr_done && off < qp->rx_hdr_need) {
+        size_t k = qp->rx_hdr_need - off;
+        qp->rx_iov[0].iov_base = qp->rx_hdr + off;
+        qp->rx_iov[0].iov_len = run < k ? run : k;
+        qp->rx_iov_kind = 1;
+        return qp->rx_niov = 1;
+    }
+    uint32_t po = off - qp->rx_hdr_len; /* payload offset in this segment */
+    qp->rx_iov_kind = 2;
+    switch (qp->rx_kind) {
+    case UIW__RX_WRITE:
+    case UIW__RX_RRESP:
+        qp->rx_iov[0].iov_base = qp->rx_tgt + po;
+        qp->rx_iov[0].iov_len = run;
+        return qp->rx_niov = add_tail(qp, 1, max, tail, off + run);
+    case UIW__RX_SEND: {
+        struct uiw__rqe *r = qp->rx_rqe;
+        uint64_t mo = (uint64_t)qp->rx_ddp.mo + po;
+        size_t left = run;
+        int n = 0;
+        for (int i = 0; i < r->num_sge && left && n < max; i++) {
+            uint32_t l = r->sge[i].length;
+            if (mo >= l) {
+                mo -= l;
+                continue;
+            }
+            size_t k = l - mo < left ? l - mo : left;
+            qp->rx_iov[n].iov_base = r->ptr[i] + mo;
+            qp->rx_iov[n].iov_len = k;
+            n++;
+            left -= k;
+            mo = 0;
+        }
+        if (left)
+            return qp->rx_niov = n; /* max reached: no lookahead */
+        return qp->rx_niov = add_tail(qp, n, max, tail, off + run);
+    }
+    default: /* bytes nobody keeps (an oversized Terminate's tail) */
+        qp->rx_iov[0].iov_base = qp->rx_framing;
+        qp->rx_iov[0].iov_len = run < sizeof(qp->rx_framing) ? run : sizeof(qp->rx_framing);
+        qp->rx_iov_kind = 0;
+        return qp->rx_niov = 1;
+    }
+}
+
+/* Account n bytes placed into qp->rx_iov. */
+static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n);
+
+static int rx_account(struct uiw_qp *qp, size_t n)
+{
+    size_t total = n;
+    int tail = qp->rx_tail_idx;
+    size_t tailk = 0;
+    for (int i = 0; i < qp->rx_niov && n; i++) {
+        if (i == tail) {
+            tailk = n < qp->rx_iov[i].iov_len ? n : qp->rx_iov[i].iov_len;
+            break;
+        }
+        size_t k = qp->rx_iov[i].iov_len < n ? qp->rx_iov[i].iov_len : n;
+        n -= k;
+        int r = uiw_fpdu_rx_consume(&qp->frx, qp->rx_iov[i].iov_base, k);
+        if (r < 0)
+            return rx_fail(qp, r);
+        if (qp->rx_iov_kind == 1) {
+            qp->rx_hdr_have = (uint16_t)(qp->rx_hdr_have + k);
+            if (qp->rx_hdr_have == qp->rx_hdr_need) {
+                int c = hdr_step(qp);
+                if (c)
+                    return rx_fail(qp, c);
+            }
+        } else if (qp->rx_iov_kind == 2) {
+            uiw__qstat(qp, UIW__STAT_PLACED, k);
+        }
+        if (r == UIW_FPDU_COMPLETE) {
+            if (!qp->rx_hdr_done) /* cannot happen: ULPDUs are at least 14 bytes */
+                return rx_fail(qp, UIW_E_RNIC_SHORT_SEGMENT);
+            int c = seg_complete(qp);
+            if (c)
+                return c;
+        }
+    }
+    qp->rx_niov = 0;
+    qp->rx_tail_idx = -1;
+    uiw__qstat(qp, UIW__STAT_RX_BYTES, total - tailk); /* rx_from_buf counts the tail */
+    if (tailk)
+        return rx_from_buf(qp, qp->rx_tail, tailk);
+    return 0;
+}
+
+/* Process n stream bytes held at p (the staging ring or the lookahead): header and
+ * framing bytes are moved where the parser keeps them, payload is copied to its target
+ * (counted in copied_payload_bytes). */
+static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n)
+{
+    int r = 0;
+    while (n) {
+        int cnt = rx_prepare(qp, UIW_MAX_SGE + 1, false);
+        if (cnt == 0)
+            break; /* no longer accepting: the rest is dropped */
+        size_t took = 0;
+        for (int i = 0; i < cnt && took < n; i++) {
+            size_t k = qp->rx_iov[i].iov_len < n - took ? qp->rx_iov[i].iov_len : n - took;
+            memcpy(qp->rx_iov[i].iov_base, p + took, k);
+            took += k;
+        }
+        if (qp->rx_iov_kind == 2)
+            uiw__qstat(qp, UIW__STAT_COPIED, took);
+        r = rx_account(qp, took);
+        if (r < 0)
+            break;
+        p += took;
+        n -= took;
+    }
+    return r;
+}
+
+int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
+{
+    if (!qp || !iov || max < 1)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    int n = rx_prepare(qp, max < UIW_MAX_SGE + 1 ? max : UIW_MAX_SGE + 1, true);
+    for (int i = 0; i < n; i++)
+        iov[i] = qp->rx_iov[i];
+    uiw__qp_unlock(qp);
+    return n;
+}
+
+int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
+{
+    if (!qp)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    int r = 0;
+    if (qp->rx_niov) {
+        size_t tot = 0;
+        for (int i = 0; i < qp->rx_niov; i++)
+            tot += qp->rx_iov[i].iov_len;
+        if (n > tot)
+            r = -EINVAL;
+        else
+            r = rx_account(qp, n);
+    } else if (n) {
+        r = -EINVAL;
+    }
+    uiw__qp_unlock(qp);
+    return r;
+}
+
+int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap)
+{
+    if (!qp || !buf || !cap)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    int r;
+    if (!rx_accepting(qp)) {
+        r = -EPIPE;
+    } else {
+        *buf = qp->stage;
+        *cap = STAGE_READ;
+        r = 1;
+        enum uiw_fpdu_run kind;
+        uint32_t off = 0;
+        size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
+        bool payload = kind == UIW_FPDU_RUN_ULPDU && qp->rx_hdr_done &&
+                       (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
+                        qp->rx_kind == UIW__RX_SEND);
+        if (payload)
+            r = run >= STAGE_DIRECT_MIN || !qp->rx_ddp.last || !qp->rx_small ? 0 : 1;
+        else if (!qp->rx_small)
+            r = 0; /* large segments flow: read headers exactly, payload straight */
+    }
+    uiw__qp_unlock(qp);
+    return r;
+}
+
+int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n)
+{
+    if (!qp || n > UIW__RX_STAGE_CAP)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    int r = rx_from_buf(qp, qp->stage, n);
+    uiw__qp_unlock(qp);
+    return r;
+}
+
+int uiw__qp_rx_plan(struct uiw_qp *qp, size_t n)
+{
+    if (!qp || n > UIW__RX_STAGE_CAP)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    int ret;
+    if (!rx_accepting(qp)) {
+        ret = -EPIPE;
+        goto out;
+    }
+    /* Walk a copy of the framing parser over the peeked bytes; the engine's own state is
+     * not touched. Stop before the first payload byte of a large segment. */
+    const uint8_t *buf = qp->stage;
+    struct uiw_fpdu_rx f = qp->frx;
+    bool len_known = qp->rx_len_known;
+    uint16_t ulen = qp->rx_ulen;
+    bool b0_known = qp->rx_hdr_have >= 1;
+    uint8_t b0 = qp->rx_hdr[0];
+    size_t pos = 0;
+    while (pos < n) {
+        enum uiw_fpdu_run kind;
+        uint32_t off = 0;
+        size_t run = uiw_fpdu_rx_next(&f, &kind, &off);
+        size_t k = run < n - pos ? run : n - pos;
+        if (kind == UIW_FPDU_RUN_ULPDU) {
+            if (!len_known) {
+                len_known = true;
+                ulen = uiw_fpdu_rx_ulpdu_len(&f);
+            }
+            if (off == 0) {
+                b0 = buf[pos];
+                b0_known = true;
+            }
+            size_t hl =
+                b0 & UIW_DDP_FLAG_TAGGED ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
+            bool large = b0_known && ulen > hl &&
+                         (ulen - hl >= STAGE_DIRECT_MIN || !(b0 & UIW_DDP_FLAG_LAST));
+            if (large && off + k > hl) {
+                if (off >= hl)
+                    break;    /* payload of a large segment: not through the ring */
+                k = hl - off; /* up to the end of its header */
+            }
+        }
+        int r = uiw_fpdu_rx_consume(&f, buf + pos, k);
+        pos += k;
+        if (r < 0) {
+            pos = n; /* the real parse will find the same error */
+            break;
+        }
+        if (r == UIW_FPDU_COMPLETE) {
+            len_known = false;
+            b0_known = false;
+        }
+    }
+    ret = (int)pos;
+out:
+    pthread_mutex_unlock(&qp->lock);
+    return ret;
+}

@@ -1,0 +1,480 @@
+/*
+ * The transmit scheduler: turns the Terminate, the RTR message, Read Responses (served
+ * in order, bounded by IRD) and the send queue (in order, obeying fence and ORD) into
+ * FPDUs. Each FPDU is a slot: DDP/RDMAP header bytes and framing bytes in engine scratch,
+ * payload iovecs straight into registered memory. Sends and Writes complete when their
+ * last byte has been handed to TCP; Reads when their response has been placed (rx.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/byteorder.h"
+#include "rnic/engine.h"
+
+/* Each slot keeps the framer state from before it was built, so unsent slots can be
+ * dropped (abort) without breaking marker positions. */
+struct slot_extra {
+    struct uiw_fpdu_tx ftx_before;
+};
+
+struct tx_mem {
+    struct slot_extra extra[UIW__TX_SLOTS];
+    struct uiw_wire_iov *tmp;
+};
+
+int uiw__tx_alloc(struct uiw_qp *qp)
+{
+    uiw__tx_free(qp);
+    size_t mul = qp->cp.mulpdu;
+    /* header + up to 4 payload pieces, framing, and 2 more per marker when markers are on */
+    int niov = qp->cp.markers_tx ? uiw_fpdu_tx_iovs(mul, 1 + UIW_MAX_SGE) : 1 + UIW_MAX_SGE + 2;
+    size_t scr = uiw_fpdu_tx_scratch(mul);
+    scr = (scr + 15) & ~(size_t)15;
+    size_t per = scr + (size_t)niov * sizeof(struct iovec);
+    uint8_t *blk = malloc(per * UIW__TX_SLOTS + sizeof(struct tx_mem) +
+                          (size_t)niov * sizeof(struct uiw_wire_iov));
+    if (!blk)
+        return -ENOMEM;
+    for (int i = 0; i < UIW__TX_SLOTS; i++) {
+        struct uiw__txslot *s = &qp->slots[i];
+        s->iov = (struct iovec *)(void *)(blk + per * (size_t)i);
+        s->scratch = (uint8_t *)(s->iov + niov);
+        s->niov = 0;
+        s->wire_len = 0;
+        s->has_swqe = false;
+    }
+    struct tx_mem *tm = (struct tx_mem *)(void *)(blk + per * UIW__TX_SLOTS);
+    tm->tmp = (struct uiw_wire_iov *)(void *)(tm + 1);
+    qp->txm = tm;
+    qp->iov_per_slot = niov;
+    qp->slot_head = qp->slot_tail = 0;
+    qp->tx_ahead = 0;
+    qp->slot_off = 0;
+    uiw_fpdu_tx_init(&qp->ftx, qp->cp.crc, qp->cp.markers_tx);
+    return 0;
+}
+
+static struct tx_mem *tx_mem(struct uiw_qp *qp)
+{
+    return qp->txm;
+}
+
+void uiw__tx_free(struct uiw_qp *qp)
+{
+    if (qp->iov_per_slot) {
+        free(qp->slots[0].iov);
+        qp->iov_per_slot = 0;
+        qp->txm = NULL;
+    }
+}
+
+static struct uiw__txslot *slot_new(struct uiw_qp *qp)
+{
+    if (qp->slot_tail - qp->slot_head >= UIW__TX_SLOTS)
+        return NULL;
+    /* Build (and checksum) only a little ahead of what TCP takes, so the payload is still
+     * in cache when the kernel copies it. */
+    if (qp->tx_ahead >= UIW__TX_AHEAD && !qp->term_pending)
+        return NULL;
+    struct uiw__txslot *s = &qp->slots[qp->slot_tail % UIW__TX_SLOTS];
+    s->has_swqe = false;
+    s->ird_last = false;
+    s->terminate = false;
+    s->niov = 0;
+    s->wire_len = 0;
+    return s;
+}
+
+/* Frame hdr[0..hlen) + payload into slot s and commit it. */
+static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, size_t hlen,
+                       const struct uiw_wire_iov *pl, int npl)
+{
+    struct uiw_wire_iov ul[1 + UIW_MAX_SGE];
+    ul[0].base = s->hdr;
+    ul[0].len = hlen;
+    for (int i = 0; i < npl; i++)
+        ul[1 + i] = pl[i];
+    struct tx_mem *tm = tx_mem(qp);
+    uint32_t idx = qp->slot_tail % UIW__TX_SLOTS;
+    tm->extra[idx].ftx_before = qp->ftx;
+    int n = uiw_fpdu_tx_build(&qp->ftx, ul, 1 + npl, s->scratch, tm->tmp, qp->iov_per_slot);
+    if (n < 0)
+        return n;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        s->iov[i].iov_base = (void *)(uintptr_t)tm->tmp[i].base;
+        s->iov[i].iov_len = tm->tmp[i].len;
+        total += tm->tmp[i].len;
+    }
+    s->niov = n;
+    s->wire_len = total;
+    qp->tx_ahead += total;
+    qp->slot_tail++;
+    return 0;
+}
+
+void uiw__tx_drop_unsent(struct uiw_qp *qp)
+{
+    if (!qp->iov_per_slot)
+        return;
+    uint32_t keep = qp->slot_head + (qp->slot_off > 0 && qp->slot_head != qp->slot_tail ? 1 : 0);
+    if (keep != qp->slot_tail) {
+        struct tx_mem *tm = tx_mem(qp);
+        qp->ftx = tm->extra[keep % UIW__TX_SLOTS].ftx_before;
+        for (uint32_t i = keep; i != qp->slot_tail; i++)
+            qp->tx_ahead -= qp->slots[i % UIW__TX_SLOTS].wire_len;
+        qp->slot_tail = keep;
+    }
+    for (uint32_t i = qp->slot_head; i != qp->slot_tail; i++) {
+        qp->slots[i % UIW__TX_SLOTS].has_swqe = false;
+        qp->slots[i % UIW__TX_SLOTS].ird_last = false;
+    }
+}
+
+/* Payload bytes [off, off+len) of a WR's gather list as wire iovecs. */
+static int gather(const struct uiw__swqe *w, uint32_t off, uint32_t len, struct uiw_wire_iov *v)
+{
+    int n = 0;
+    if (w->flags & UIW_SEND_INLINE) {
+        if (len) {
+            v[0].base = w->inline_buf + off;
+            v[0].len = len;
+            n = 1;
+        }
+        return n;
+    }
+    for (int i = 0; i < w->num_sge && len; i++) {
+        uint32_t l = w->sge[i].length;
+        if (off >= l) {
+            off -= l;
+            continue;
+        }
+        uint32_t k = l - off < len ? l - off : len;
+        v[n].base = w->ptr[i] + off;
+        v[n].len = k;
+        n++;
+        len -= k;
+        off = 0;
+    }
+    return n;
+}
+
+static void wr_done(struct uiw_qp *qp, struct uiw__swqe *w, int status, int vendor)
+{
+    w->state = UIW__SWQE_DONE;
+    w->status = status;
+    w->vendor_err = vendor;
+}
+
+/* Check and resolve the local SGEs of w. Returns 0 or an engine code. */
+static int resolve_sges(struct uiw_qp *qp, struct uiw__swqe *w, unsigned access)
+{
+    if (w->flags & UIW_SEND_INLINE)
+        return 0;
+    for (int i = 0; i < w->num_sge; i++) {
+        uint8_t *p = NULL;
+        if (w->sge[i].length == 0) {
+            w->ptr[i] = NULL;
+            continue;
+        }
+        enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, w->sge[i].lkey, w->sge[i].addr,
+                                               w->sge[i].length, access, &p);
+        if (e != UIW__STAG_OK)
+            return UIW_E_RNIC_LOCAL_PROT;
+        w->ptr[i] = p;
+    }
+    return 0;
+}
+
+static size_t put_untagged(uint8_t *b, uint8_t op, bool last, uint32_t inv, uint32_t qn,
+                           uint32_t msn, uint32_t mo)
+{
+    struct uiw_ddp_hdr h = {.tagged = false,
+                            .last = last,
+                            .rdmap_ctrl = uiw_rdmap_ctrl(op),
+                            .rsvd_ulp = inv,
+                            .qn = qn,
+                            .msn = msn,
+                            .mo = mo};
+    return (size_t)uiw_ddp_hdr_encode(&h, b, UIW_DDP_UNTAGGED_HDR_LEN);
+}
+
+static size_t put_tagged(uint8_t *b, uint8_t op, bool last, uint32_t stag, uint64_t to)
+{
+    struct uiw_ddp_hdr h = {
+        .tagged = true, .last = last, .rdmap_ctrl = uiw_rdmap_ctrl(op), .stag = stag, .to = to};
+    return (size_t)uiw_ddp_hdr_encode(&h, b, UIW_DDP_TAGGED_HDR_LEN);
+}
+
+static uint8_t send_op(const struct uiw__swqe *w)
+{
+    bool se = w->opcode == UIW_WR_SEND_WITH_SE || w->opcode == UIW_WR_SEND_WITH_SE_AND_INV ||
+              (w->flags & UIW_SEND_SOLICITED);
+    bool inv = w->opcode == UIW_WR_SEND_WITH_INV || w->opcode == UIW_WR_SEND_WITH_SE_AND_INV;
+    if (inv)
+        return se ? UIW_RDMAP_SEND_SE_INV : UIW_RDMAP_SEND_INV;
+    return se ? UIW_RDMAP_SEND_SE : UIW_RDMAP_SEND;
+}
+
+static void build_terminate(struct uiw_qp *qp, struct uiw__txslot *s)
+{
+    size_t h = put_untagged(s->hdr, UIW_RDMAP_TERMINATE, true, 0, UIW_DDP_QN_TERMINATE, 1, 0);
+    ssize_t b = uiw_terminate_encode(&qp->term_out, s->hdr + h, sizeof(s->hdr) - h);
+    if (b < 0)
+        b = 0;
+    if (slot_commit(qp, s, h + (size_t)b, NULL, 0) == 0)
+        s->terminate = true;
+}
+
+/* The next segment of the oldest Read Response. */
+static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
+{
+    uint16_t mul = qp->cp.mulpdu;
+    struct uiw__ird *e = &qp->irq[qp->irq_head];
+    uint32_t room = (uint32_t)(mul - UIW_DDP_TAGGED_HDR_LEN);
+    uint32_t n = e->size - e->off < room ? e->size - e->off : room;
+    bool last = e->off + n == e->size;
+    size_t h = put_tagged(s->hdr, UIW_RDMAP_READ_RESP, last, e->sink_stag, e->sink_to + e->off);
+    struct uiw_wire_iov v = {n ? e->src + e->off : NULL, n};
+    if (slot_commit(qp, s, h, &v, n ? 1 : 0) < 0)
+        return false;
+    e->off += n;
+    if (last) {
+        s->ird_last = true;
+        qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
+        qp->irq_count--;
+    }
+    return true;
+}
+
+static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s);
+
+/* One step of work; returns false when nothing more can be built now. */
+static bool tx_step(struct uiw_qp *qp)
+{
+    struct uiw__txslot *s = slot_new(qp);
+    if (!s)
+        return false;
+    if (qp->term_pending) {
+        qp->term_pending = false;
+        qp->term_queued = true;
+        build_terminate(qp, s);
+        return false;
+    }
+    if (qp->term_queued || (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING) ||
+        qp->rtr_wait_rx)
+        return false;
+    if (qp->rtr_send_pending) {
+        qp->rtr_send_pending = false;
+        size_t h;
+        if (qp->cp.rtr == UIW__RTR_WRITE) {
+            h = put_tagged(s->hdr, UIW_RDMAP_WRITE, true, 1, 0);
+        } else if (qp->cp.rtr == UIW__RTR_READ) {
+            h = put_untagged(s->hdr, UIW_RDMAP_READ_REQ, true, 0, UIW_DDP_QN_READ_REQ,
+                             qp->rreq_msn++, 0);
+            struct uiw_rdmap_read_req rr = {
+                .sink_stag = 1, .sink_to = 0, .size = 0, .src_stag = 1, .src_to = 0};
+            uiw_rdmap_read_req_encode(&rr, s->hdr + h);
+            h += UIW_RDMAP_READ_REQ_LEN;
+            qp->rtr_read_pending = true;
+        } else {
+            h = put_untagged(s->hdr, UIW_RDMAP_SEND, true, 0, UIW_DDP_QN_SEND, qp->send_msn++, 0);
+        }
+        slot_commit(qp, s, h, NULL, 0);
+        return true;
+    }
+    /* Read Responses and the send queue take turns, one FPDU each */
+    qp->tx_turn = !qp->tx_turn;
+    if (qp->irq_count && qp->tx_turn && rr_step(qp, s))
+        return true;
+    if (sq_step(qp, s))
+        return true;
+    return qp->irq_count && rr_step(qp, s);
+}
+
+/* The next step of the send queue: a segment, a Read Request or a local operation. */
+static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
+{
+    uint16_t mul = qp->cp.mulpdu;
+    /* the send queue */
+    while (qp->sq_tx != qp->sq_tail &&
+           qp->sq[qp->sq_tx & (qp->sq_size - 1)].state == UIW__SWQE_DONE)
+        qp->sq_tx++;
+    if (qp->sq_tx == qp->sq_tail)
+        return false;
+    uint32_t idx = qp->sq_tx;
+    struct uiw__swqe *w = &qp->sq[idx & (qp->sq_size - 1)];
+    if (w->state == UIW__SWQE_QUEUED) {
+        if ((w->flags & UIW_SEND_FENCE) && qp->orq_count > 0)
+            return false;
+        int code = 0;
+        switch (w->opcode) {
+        case UIW_WR_LOCAL_INV: {
+            int r = uiw__stag_invalidate(qp->ctx, qp->pd, w->inv_rkey);
+            qp->sq_tx++;
+            if (r < 0) {
+                wr_done(qp, w, UIW_WC_LOC_PROT_ERR, UIW_E_RNIC_LOCAL_PROT);
+                uiw__qp_fail(qp, UIW_E_RNIC_LOCAL_PROT, NULL, NULL, 0, 0, NULL);
+            } else {
+                wr_done(qp, w, UIW_WC_SUCCESS, 0);
+            }
+            uiw__sq_retire(qp);
+            return true;
+        }
+        case UIW_WR_REG_MR: {
+            int r = uiw__stag_fastreg(qp->ctx, qp->pd, w->reg_mr, w->reg_key, w->reg_addr,
+                                      w->reg_len, w->reg_access);
+            qp->sq_tx++;
+            if (r < 0) {
+                wr_done(qp, w, UIW_WC_MW_BIND_ERR, UIW_E_RNIC_LOCAL_OP);
+                uiw__qp_fail(qp, UIW_E_RNIC_LOCAL_OP, NULL, NULL, 0, 0, NULL);
+            } else {
+                wr_done(qp, w, UIW_WC_SUCCESS, 0);
+            }
+            uiw__sq_retire(qp);
+            return true;
+        }
+        case UIW_WR_RDMA_READ:
+            if (qp->orq_count >= (qp->cp.ord ? qp->cp.ord : 1u))
+                return false;
+            code = resolve_sges(qp, w, UIW_ACCESS_LOCAL_WRITE);
+            break;
+        default:
+            code = resolve_sges(qp, w, 0);
+            break;
+        }
+        if (code) {
+            qp->sq_tx++;
+            wr_done(qp, w, UIW_WC_LOC_PROT_ERR, code);
+            uiw__qp_fail(qp, code, NULL, NULL, 0, 0, NULL);
+            uiw__sq_retire(qp);
+            return true;
+        }
+        if (w->opcode == UIW_WR_RDMA_READ) {
+            size_t h = put_untagged(s->hdr, UIW_RDMAP_READ_REQ, true, 0, UIW_DDP_QN_READ_REQ,
+                                    qp->rreq_msn++, 0);
+            struct uiw_rdmap_read_req rr = {
+                .sink_stag = w->num_sge ? w->sge[0].lkey : 0,
+                .sink_to = w->num_sge ? w->sge[0].addr : 0,
+                .size = w->len,
+                .src_stag = w->rkey,
+                .src_to = w->remote_addr,
+            };
+            uiw_rdmap_read_req_encode(&rr, s->hdr + h);
+            if (slot_commit(qp, s, h + UIW_RDMAP_READ_REQ_LEN, NULL, 0) < 0)
+                return false;
+            w->state = UIW__SWQE_WAIT_RESP;
+            qp->orq_count++;
+            qp->sq_tx++;
+            return true;
+        }
+        w->state = UIW__SWQE_TX;
+        w->off = 0;
+        if (w->opcode != UIW_WR_RDMA_WRITE)
+            w->msn = qp->send_msn++;
+    }
+    /* next segment of a Send or Write */
+    bool write = w->opcode == UIW_WR_RDMA_WRITE;
+    size_t hl = write ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
+    uint32_t room = (uint32_t)(mul - hl);
+    uint32_t n = w->len - w->off < room ? w->len - w->off : room;
+    bool last = w->off + n == w->len;
+    size_t h;
+    if (write)
+        h = put_tagged(s->hdr, UIW_RDMAP_WRITE, last, w->rkey, w->remote_addr + w->off);
+    else
+        h = put_untagged(
+            s->hdr, send_op(w), last,
+            (w->opcode == UIW_WR_SEND_WITH_INV || w->opcode == UIW_WR_SEND_WITH_SE_AND_INV)
+                ? w->inv_rkey
+                : 0,
+            UIW_DDP_QN_SEND, w->msn, w->off);
+    struct uiw_wire_iov v[UIW_MAX_SGE];
+    int nv = gather(w, w->off, n, v);
+    if (slot_commit(qp, s, h, v, nv) < 0)
+        return false;
+    w->off += n;
+    if (last) {
+        s->swqe = idx;
+        s->has_swqe = true;
+        w->state = UIW__SWQE_WAIT_SENT;
+        qp->sq_tx++;
+    }
+    return true;
+}
+
+static void tx_fill(struct uiw_qp *qp)
+{
+    if (!qp->iov_per_slot)
+        return;
+    while (tx_step(qp))
+        ;
+}
+
+bool uiw__tx_has_work(struct uiw_qp *qp)
+{
+    tx_fill(qp);
+    return qp->slot_head != qp->slot_tail;
+}
+
+int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
+{
+    if (!qp || !iov || max < 1)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->lock);
+    int n = 0;
+    if (qp->iov_per_slot) {
+        tx_fill(qp);
+        size_t skip = qp->slot_off;
+        for (uint32_t i = qp->slot_head; i != qp->slot_tail && n < max; i++) {
+            const struct uiw__txslot *s = &qp->slots[i % UIW__TX_SLOTS];
+            for (int j = 0; j < s->niov && n < max; j++) {
+                size_t l = s->iov[j].iov_len;
+                if (skip >= l) {
+                    skip -= l;
+                    continue;
+                }
+                iov[n].iov_base = (uint8_t *)s->iov[j].iov_base + skip;
+                iov[n].iov_len = l - skip;
+                skip = 0;
+                n++;
+            }
+        }
+    }
+    uiw__qp_unlock(qp);
+    return n;
+}
+
+void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
+{
+    pthread_mutex_lock(&qp->lock);
+    uiw__qstat(qp, UIW__STAT_TX_BYTES, n);
+    while (n && qp->slot_head != qp->slot_tail) {
+        struct uiw__txslot *s = &qp->slots[qp->slot_head % UIW__TX_SLOTS];
+        size_t rem = s->wire_len - qp->slot_off;
+        if (n < rem) {
+            qp->slot_off += n;
+            break;
+        }
+        n -= rem;
+        qp->slot_off = 0;
+        qp->tx_ahead -= s->wire_len;
+        qp->slot_head++;
+        uiw__qstat(qp, UIW__STAT_TX_FPDUS, 1);
+        if (s->has_swqe) {
+            struct uiw__swqe *w = &qp->sq[s->swqe & (qp->sq_size - 1)];
+            if (w->state == UIW__SWQE_WAIT_SENT)
+                wr_done(qp, w, UIW_WC_SUCCESS, 0);
+            uiw__sq_retire(qp);
+        }
+        if (s->terminate) {
+            qp->term_sent = true;
+            uiw__qstat(qp, UIW__STAT_TERM_SENT, 1);
+            qp->state = UIW_QPS_ERROR;
+            qp->want_close = true;
+        }
+    }
+    uiw__qp_check_close(qp);
+    uiw__qp_unlock(qp);
+}

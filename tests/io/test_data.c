@@ -1,0 +1,1092 @@
+/* End-to-end RDMA over real loopback connections: verbs driven through the cm. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "io_util.h"
+
+struct side {
+    struct uiw_context *ctx;
+    struct uiw_pd *pd;
+    struct uiw_cq *cq;
+    struct uiw_cm_id *id;
+};
+
+struct link {
+    struct uiw_cm_channel *ch;
+    struct uiw_cm_id *lid;
+    struct side a; /* initiator */
+    struct side b; /* responder */
+};
+
+static void side_open(struct side *s, bool thread)
+{
+    struct uiw_context_attr at;
+    uiw_context_attr_init(&at);
+    at.progress_thread = thread;
+    s->ctx = uiw_open_context(&at);
+    CHECK(s->ctx != NULL);
+    s->pd = uiw_alloc_pd(s->ctx);
+    CHECK(s->pd != NULL);
+    s->cq = uiw_create_cq(s->ctx, 512, NULL, NULL, 0);
+    CHECK(s->cq != NULL);
+}
+
+static struct uiw_qp_init_attr qp_attr(struct side *s)
+{
+    struct uiw_qp_init_attr a = {
+        .send_cq = s->cq,
+        .recv_cq = s->cq,
+        .cap = {.max_send_wr = 64,
+                .max_recv_wr = 64,
+                .max_send_sge = 4,
+                .max_recv_sge = 4,
+                .max_inline_data = 64},
+    };
+    return a;
+}
+
+static void link_up_ex(struct link *k, int family, bool ta, bool tb,
+                       const struct uiw_conn_param *cp, const struct uiw_conn_param *sp)
+{
+    memset(k, 0, sizeof(*k));
+    k->ch = uiw_cm_create_channel();
+    CHECK(k->ch != NULL);
+    side_open(&k->a, ta);
+    side_open(&k->b, tb);
+    k->lid = uiw_cm_create_id(k->ch, k->b.ctx, NULL);
+    uint16_t port = io_listen(k->lid, family, NULL);
+    k->a.id = uiw_cm_create_id(k->ch, k->a.ctx, NULL);
+    struct uiw_qp_init_attr qa = qp_attr(&k->a), qb = qp_attr(&k->b);
+    CHECK_EQ(uiw_cm_create_qp(k->a.id, k->a.pd, &qa), 0);
+    CHECK(k->a.id->qp != NULL);
+    struct sockaddr_storage dst = io_addr(family, port);
+    CHECK_EQ(uiw_cm_connect(k->a.id, (struct sockaddr *)&dst, cp), 0);
+    struct uiw_cm_event *ev = io_expect(k->ch, UIW_CM_EVENT_CONNECT_REQUEST);
+    k->b.id = ev->id;
+    uiw_cm_ack_event(ev);
+    CHECK(k->b.id->verbs == k->b.ctx);
+    CHECK_EQ(uiw_cm_create_qp(k->b.id, k->b.pd, &qb), 0);
+    CHECK_EQ(uiw_cm_accept(k->b.id, sp), 0);
+    ev = io_expect(k->ch, UIW_CM_EVENT_ESTABLISHED);
+    CHECK(ev->id == k->b.id);
+    uiw_cm_ack_event(ev);
+    ev = io_expect(k->ch, UIW_CM_EVENT_ESTABLISHED);
+    CHECK(ev->id == k->a.id);
+    uiw_cm_ack_event(ev);
+}
+
+static void link_up(struct link *k, int family)
+{
+    link_up_ex(k, family, true, true, NULL, NULL);
+}
+
+static void side_close(struct side *s)
+{
+    uiw_cm_destroy_qp(s->id);
+    CHECK_EQ(uiw_cm_destroy_id(s->id), 0);
+    CHECK_EQ(uiw_destroy_cq(s->cq), 0);
+    CHECK_EQ(uiw_dealloc_pd(s->pd), 0);
+    CHECK_EQ(uiw_close_context(s->ctx), 0);
+}
+
+/* Both DISCONNECTED events (any order). */
+static void link_wait_down(struct link *k)
+{
+    bool seen_a = false, seen_b = false;
+    while (!seen_a || !seen_b) {
+        struct uiw_cm_event *ev = io_expect(k->ch, UIW_CM_EVENT_DISCONNECTED);
+        if (ev->id == k->a.id)
+            seen_a = true;
+        else if (ev->id == k->b.id)
+            seen_b = true;
+        else
+            CHECK(0);
+        uiw_cm_ack_event(ev);
+    }
+}
+
+static void link_close(struct link *k)
+{
+    side_close(&k->a);
+    side_close(&k->b);
+    CHECK_EQ(uiw_cm_destroy_id(k->lid), 0);
+    CHECK_EQ(uiw_cm_destroy_channel(k->ch), 0);
+}
+
+/* Disconnect (initiator side), wait for both ends, tear everything down. */
+static void link_down(struct link *k, bool disconnect)
+{
+    if (disconnect)
+        CHECK_EQ(uiw_cm_disconnect(k->a.id), 0);
+    link_wait_down(k);
+    link_close(k);
+}
+
+/* One completion within the bound (progress inline from poll when no thread runs). */
+static void wait_wc(struct side *s, struct uiw_wc *wc)
+{
+    uint64_t end = io_now_ms() + EV_WAIT_MS;
+    for (;;) {
+        int n = uiw_poll_cq(s->cq, 1, wc);
+        CHECK(n >= 0);
+        if (n == 1)
+            return;
+        if (io_now_ms() > end)
+            uiw_test_fail(__FILE__, __LINE__, "no completion within %d ms", EV_WAIT_MS);
+        struct pollfd none;
+        poll(&none, 0, 1);
+    }
+}
+
+static void expect_wc(struct side *s, uint64_t wr_id, enum uiw_wc_opcode op, enum uiw_wc_status st,
+                      uint32_t len)
+{
+    struct uiw_wc wc;
+    wait_wc(s, &wc);
+    if (wc.status != st)
+        uiw_test_fail(__FILE__, __LINE__, "wr %llu: status %s (vendor %s), wanted %s",
+                      (unsigned long long)wc.wr_id, uiw_wc_status_str(wc.status),
+                      uiw_strerror(wc.vendor_err), uiw_wc_status_str(st));
+    CHECK_EQ(wc.wr_id, wr_id);
+    if (st == UIW_WC_SUCCESS) {
+        CHECK_EQ(wc.opcode, op);
+        if (op == UIW_WC_RECV || op == UIW_WC_RDMA_READ)
+            CHECK_EQ(wc.byte_len, len);
+    }
+}
+
+static void post_recv(struct side *s, struct uiw_mr *mr, void *buf, uint32_t len, uint64_t id)
+{
+    struct uiw_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey};
+    struct uiw_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+    CHECK_EQ(uiw_post_recv(s->id->qp, &wr, &bad), 0);
+}
+
+static void post_op_ex(struct side *s, enum uiw_wr_opcode op, struct uiw_mr *mr, void *buf,
+                       uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t id, unsigned flags,
+                       uint32_t inv)
+{
+    struct uiw_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = mr ? mr->lkey : 0};
+    struct uiw_send_wr wr = {
+        .wr_id = id,
+        .sg_list = &sge,
+        .num_sge = len ? 1 : 0,
+        .opcode = op,
+        .send_flags = flags,
+        .invalidate_rkey = inv,
+    };
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(s->id->qp, &wr, &bad), 0);
+}
+
+static void post_op(struct side *s, enum uiw_wr_opcode op, struct uiw_mr *mr, void *buf,
+                    uint32_t len, uint64_t raddr, uint32_t rkey, uint64_t id)
+{
+    struct uiw_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = mr ? mr->lkey : 0};
+    struct uiw_send_wr wr = {
+        .wr_id = id,
+        .sg_list = &sge,
+        .num_sge = len ? 1 : 0,
+        .opcode = op,
+        .send_flags = UIW_SEND_SIGNALED,
+    };
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(s->id->qp, &wr, &bad), 0);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        p[i] = (uint8_t)(x >> 16);
+    }
+}
+
+/* Send, RDMA Write and RDMA Read in both directions, small and large. */
+static void exercise(struct link *k, size_t big)
+{
+    struct side *a = &k->a, *b = &k->b;
+    uint8_t *abuf = calloc(1, big), *bbuf = calloc(1, big), *abuf2 = calloc(1, big);
+    CHECK(abuf && bbuf && abuf2);
+    unsigned acc = UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ;
+    struct uiw_mr *amr = uiw_reg_mr(a->pd, abuf, big, acc);
+    struct uiw_mr *amr2 = uiw_reg_mr(a->pd, abuf2, big, acc);
+    struct uiw_mr *bmr = uiw_reg_mr(b->pd, bbuf, big, acc);
+    CHECK(amr && amr2 && bmr);
+
+    /* Send a -> b, b -> a. */
+    fill(abuf, 100, 1);
+    post_recv(b, bmr, bbuf, 4096, 11);
+    post_op(a, UIW_WR_SEND, amr, abuf, 100, 0, 0, 1);
+    expect_wc(a, 1, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_wc(b, 11, UIW_WC_RECV, UIW_WC_SUCCESS, 100);
+    CHECK_MEM(bbuf, abuf, 100);
+    fill(bbuf, 3000, 2);
+    post_recv(a, amr2, abuf2, 4096, 12);
+    post_op(b, UIW_WR_SEND, bmr, bbuf, 3000, 0, 0, 2);
+    expect_wc(b, 2, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_wc(a, 12, UIW_WC_RECV, UIW_WC_SUCCESS, 3000);
+    CHECK_MEM(abuf2, bbuf, 3000);
+
+    /* Large RDMA Write a -> b, then a reads it back into abuf2. */
+    fill(abuf, big, 3);
+    memset(bbuf, 0, big);
+    memset(abuf2, 0, big);
+    post_op(a, UIW_WR_RDMA_WRITE, amr, abuf, (uint32_t)big, (uintptr_t)bbuf, bmr->rkey, 3);
+    expect_wc(a, 3, UIW_WC_RDMA_WRITE, UIW_WC_SUCCESS, 0);
+    post_op(a, UIW_WR_RDMA_READ, amr2, abuf2, (uint32_t)big, (uintptr_t)bbuf, bmr->rkey, 4);
+    expect_wc(a, 4, UIW_WC_RDMA_READ, UIW_WC_SUCCESS, (uint32_t)big);
+    CHECK_MEM(bbuf, abuf, big);
+    CHECK_MEM(abuf2, abuf, big);
+
+    /* And b reads a's memory. */
+    fill(abuf, big, 4);
+    post_op(b, UIW_WR_RDMA_READ, bmr, bbuf, (uint32_t)big, (uintptr_t)abuf, amr->rkey, 5);
+    expect_wc(b, 5, UIW_WC_RDMA_READ, UIW_WC_SUCCESS, (uint32_t)big);
+    CHECK_MEM(bbuf, abuf, big);
+
+    /* A last Send a -> b: once it completed at a, a's transmit path has returned from
+     * every write that read abuf (Read Responses go out before later Sends). */
+    post_recv(b, bmr, bbuf, 4096, 13);
+    post_op(a, UIW_WR_SEND, amr2, abuf2, 16, 0, 0, 6);
+    expect_wc(a, 6, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_wc(b, 13, UIW_WC_RECV, UIW_WC_SUCCESS, 16);
+
+    CHECK_EQ(uiw_dereg_mr(amr), 0);
+    CHECK_EQ(uiw_dereg_mr(amr2), 0);
+    CHECK_EQ(uiw_dereg_mr(bmr), 0);
+    free(abuf);
+    free(abuf2);
+    free(bbuf);
+}
+
+TEST(data_ops_ipv4)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    struct uiw_qp_attr qa;
+    CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
+    CHECK_EQ(qa.state, UIW_QPS_RTS);
+    CHECK_EQ(qa.mpa_rev, 2);
+    exercise(&k, 1 << 20);
+    link_down(&k, true);
+}
+
+TEST(data_ops_ipv6)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_storage ss = io_addr(AF_INET6, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in6)) < 0)
+        SKIP("no IPv6 loopback");
+    close(fd);
+    struct link k;
+    link_up(&k, AF_INET6);
+    exercise(&k, 256 << 10);
+    link_down(&k, true);
+}
+
+TEST(data_ops_crc)
+{
+    struct link k;
+    struct uiw_conn_param cp = {.crc = true};
+    link_up_ex(&k, AF_INET, true, true, &cp, NULL);
+    struct uiw_qp_attr qa, qb;
+    CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
+    CHECK_EQ(uiw_query_qp(k.b.id->qp, &qb), 0);
+    CHECK(qa.crc && qb.crc);
+    exercise(&k, 1 << 20);
+    link_down(&k, true);
+}
+
+TEST(data_ops_markers_both_directions)
+{
+    struct link k;
+    struct uiw_conn_param cp = {.markers = true, .crc = true}, sp = {.markers = true};
+    link_up_ex(&k, AF_INET, true, true, &cp, &sp);
+    struct uiw_qp_attr qa, qb;
+    CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
+    CHECK_EQ(uiw_query_qp(k.b.id->qp, &qb), 0);
+    CHECK(qa.markers_tx && qa.markers_rx && qb.markers_tx && qb.markers_rx);
+    exercise(&k, 300000);
+    link_down(&k, true);
+}
+
+TEST(data_ops_rev1_both_directions)
+{
+    struct link k;
+    struct uiw_conn_param v1 = {.mpa_rev = 1};
+    link_up_ex(&k, AF_INET, true, true, &v1, NULL); /* Rev 1 initiator */
+    struct uiw_qp_attr qa;
+    CHECK_EQ(uiw_query_qp(k.b.id->qp, &qa), 0);
+    CHECK_EQ(qa.mpa_rev, 1);
+    exercise(&k, 100000);
+    link_down(&k, true);
+    link_up_ex(&k, AF_INET, true, true, NULL, &v1); /* Rev 1 responder */
+    CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
+    CHECK_EQ(qa.mpa_rev, 1);
+    exercise(&k, 100000);
+    link_down(&k, true);
+}
+
+static void rtr_case(uint8_t rtr)
+{
+    struct link k;
+    struct uiw_conn_param cp = {.peer2peer = true, .rtr = rtr};
+    struct uiw_conn_param sp = {.peer2peer = true, .rtr = rtr};
+    link_up_ex(&k, AF_INET, true, true, &cp, &sp);
+    struct uiw_cm_conn_info ci;
+    CHECK_EQ(uiw_cm_query(k.a.id, &ci), 0);
+    CHECK_EQ(ci.rtr, rtr);
+    /* The responder speaks first: its Send may only leave after the RTR arrived. */
+    uint8_t *x = calloc(1, 4096), *y = calloc(1, 4096);
+    unsigned acc = UIW_ACCESS_LOCAL_WRITE;
+    struct uiw_mr *xm = uiw_reg_mr(k.a.pd, x, 4096, acc), *ym = uiw_reg_mr(k.b.pd, y, 4096, acc);
+    fill(y, 64, 9);
+    post_recv(&k.a, xm, x, 4096, 21);
+    post_op(&k.b, UIW_WR_SEND, ym, y, 64, 0, 0, 22);
+    expect_wc(&k.b, 22, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_wc(&k.a, 21, UIW_WC_RECV, UIW_WC_SUCCESS, 64);
+    CHECK_MEM(x, y, 64);
+    uiw_dereg_mr(xm);
+    uiw_dereg_mr(ym);
+    free(x);
+    free(y);
+    exercise(&k, 65536);
+    link_down(&k, true);
+}
+
+TEST(data_peer2peer_rtr)
+{
+    rtr_case(UIW_CM_RTR_WRITE);
+    rtr_case(UIW_CM_RTR_READ);
+    rtr_case(UIW_CM_RTR_SEND);
+}
+
+/* The responder's application never calls into the stack while the initiator reads its
+ * memory: its progress thread serves the Read. The initiator has no progress thread and
+ * progresses inline from uiw_poll_cq. */
+TEST(data_peer_read_while_app_sleeps)
+{
+    struct link k;
+    link_up_ex(&k, AF_INET, false, true, NULL, NULL);
+    size_t n = 2 << 20;
+    uint8_t *src = malloc(n), *dst = calloc(1, n);
+    fill(src, n, 7);
+    struct uiw_mr *sm = uiw_reg_mr(k.b.pd, src, n, UIW_ACCESS_REMOTE_READ);
+    struct uiw_mr *dm = uiw_reg_mr(k.a.pd, dst, n, UIW_ACCESS_LOCAL_WRITE);
+    CHECK(sm && dm);
+    post_op(&k.a, UIW_WR_RDMA_READ, dm, dst, (uint32_t)n, (uintptr_t)src, sm->rkey, 31);
+    expect_wc(&k.a, 31, UIW_WC_RDMA_READ, UIW_WC_SUCCESS, (uint32_t)n);
+    CHECK_MEM(dst, src, n);
+    /* The responder's CQ saw nothing: a Read completes only at the requester. */
+    struct uiw_wc wc;
+    CHECK_EQ(uiw_poll_cq(k.b.cq, 1, &wc), 0);
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(k.a.ctx, &st), 0);
+    CHECK(st.placed_payload_bytes >= n);
+    CHECK(st.rx_bytes > n);
+    /* b's progress thread may still be returning from the write that sent src: free
+     * the memory once the connection is down. */
+    CHECK_EQ(uiw_cm_disconnect(k.a.id), 0);
+    link_wait_down(&k);
+    uiw_dereg_mr(sm);
+    uiw_dereg_mr(dm);
+    link_close(&k);
+    free(src);
+    free(dst);
+}
+
+/* A raw MPA initiator (our own frames on a plain socket) that vanishes with a TCP reset:
+ * every outstanding work request on our side is flushed, DISCONNECTED reports the reset. */
+TEST(data_flush_on_reset)
+{
+    struct uiw_cm_channel *ch = uiw_cm_create_channel();
+    struct side s;
+    side_open(&s, true);
+    struct uiw_cm_id *lid = uiw_cm_create_id(ch, s.ctx, NULL);
+    uint16_t port = io_listen(lid, AF_INET, NULL);
+    int fd = raw_connect(AF_INET, port);
+    struct uiw_mpa_frame rq = {.kind = UIW_MPA_REQUEST, .rev = 1};
+    uint8_t buf[64];
+    ssize_t fl = uiw_mpa_frame_encode(&rq, buf, sizeof(buf));
+    CHECK_EQ(write(fd, buf, (size_t)fl), fl);
+    struct uiw_cm_event *ev = io_expect(ch, UIW_CM_EVENT_CONNECT_REQUEST);
+    s.id = ev->id;
+    uiw_cm_ack_event(ev);
+    struct uiw_qp_init_attr qa = qp_attr(&s);
+    CHECK_EQ(uiw_cm_create_qp(s.id, s.pd, &qa), 0);
+    CHECK_EQ(uiw_cm_accept(s.id, NULL), 0);
+    uiw_cm_ack_event(io_expect(ch, UIW_CM_EVENT_ESTABLISHED));
+    CHECK_EQ(raw_read(fd, buf, 20, 2000), 20);
+    CHECK_MEM(buf, "MPA ID Rep Frame", 16);
+
+    uint8_t *mem = calloc(1, 8192);
+    struct uiw_mr *mr = uiw_reg_mr(s.pd, mem, 8192, UIW_ACCESS_LOCAL_WRITE);
+    post_recv(&s, mr, mem, 1024, 41);
+    post_recv(&s, mr, mem + 1024, 1024, 42);
+    post_recv(&s, mr, mem + 2048, 1024, 43);
+    /* A Read the raw peer never answers stays outstanding. */
+    post_op(&s, UIW_WR_RDMA_READ, mr, mem + 4096, 512, 0x1000, 0x1234, 44);
+
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd); /* RST */
+
+    ev = io_expect(ch, UIW_CM_EVENT_DISCONNECTED);
+    CHECK(ev->id == s.id);
+    CHECK(ev->status != 0);
+    uiw_cm_ack_event(ev);
+    bool seen[4] = {false, false, false, false};
+    for (int i = 0; i < 4; i++) {
+        struct uiw_wc wc;
+        wait_wc(&s, &wc);
+        CHECK(wc.wr_id >= 41 && wc.wr_id <= 44);
+        CHECK(!seen[wc.wr_id - 41]);
+        seen[wc.wr_id - 41] = true;
+        CHECK(wc.status == UIW_WC_WR_FLUSH_ERR || wc.status == UIW_WC_RETRY_EXC_ERR);
+    }
+    struct uiw_qp_attr at;
+    CHECK_EQ(uiw_query_qp(s.id->qp, &at), 0);
+    CHECK_EQ(at.state, UIW_QPS_ERROR);
+    /* New work flushes at once. */
+    post_recv(&s, mr, mem, 1024, 45);
+    expect_wc(&s, 45, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    uiw_dereg_mr(mr);
+    free(mem);
+    side_close(&s);
+    CHECK_EQ(uiw_cm_destroy_id(lid), 0);
+    CHECK_EQ(uiw_cm_destroy_channel(ch), 0);
+}
+
+/* Graceful disconnect while Writes are queued: they complete, then DISCONNECTED. */
+TEST(data_graceful_disconnect_completes_work)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    size_t n = 1 << 20;
+    uint8_t *src = malloc(n), *dst = calloc(1, n);
+    fill(src, n, 5);
+    struct uiw_mr *sm = uiw_reg_mr(k.a.pd, src, n, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *dm =
+        uiw_reg_mr(k.b.pd, dst, n, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
+    for (int i = 0; i < 8; i++)
+        post_op(&k.a, UIW_WR_RDMA_WRITE, sm, src + i * (n / 8), (uint32_t)(n / 8),
+                (uintptr_t)dst + i * (n / 8), dm->rkey, 50 + (uint64_t)i);
+    CHECK_EQ(uiw_cm_disconnect(k.a.id), 0);
+    for (int i = 0; i < 8; i++)
+        expect_wc(&k.a, 50 + (uint64_t)i, UIW_WC_RDMA_WRITE, UIW_WC_SUCCESS, 0);
+    link_wait_down(&k);
+    CHECK_MEM(dst, src, n);
+    uiw_dereg_mr(sm);
+    uiw_dereg_mr(dm);
+    link_close(&k);
+    free(src);
+    free(dst);
+}
+
+/* Many small Sends in a burst (bulk receive path), posted from another thread. */
+struct burst {
+    struct side *s;
+    struct uiw_mr *mr;
+    uint8_t *buf;
+};
+
+static void *burst_sender(void *arg)
+{
+    struct burst *bu = arg;
+    for (int i = 0; i < 48; i++)
+        post_op(bu->s, UIW_WR_SEND, bu->mr, bu->buf + i * 64, 64, 0, 0, 100 + (uint64_t)i);
+    return NULL;
+}
+
+TEST(data_small_send_burst)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    uint8_t *tx = malloc(64 * 48), *rx = calloc(64, 48);
+    fill(tx, 64 * 48, 8);
+    struct uiw_mr *tm = uiw_reg_mr(k.a.pd, tx, 64 * 48, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *rm = uiw_reg_mr(k.b.pd, rx, 64 * 48, UIW_ACCESS_LOCAL_WRITE);
+    for (int i = 0; i < 48; i++)
+        post_recv(&k.b, rm, rx + i * 64, 64, 200 + (uint64_t)i);
+    struct burst bu = {&k.a, tm, tx};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, burst_sender, &bu), 0);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 48; i++)
+        expect_wc(&k.b, 200 + (uint64_t)i, UIW_WC_RECV, UIW_WC_SUCCESS, 64);
+    for (int i = 0; i < 48; i++)
+        expect_wc(&k.a, 100 + (uint64_t)i, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    CHECK_MEM(rx, tx, 64 * 48);
+    uiw_dereg_mr(tm);
+    uiw_dereg_mr(rm);
+    free(tx);
+    free(rx);
+    link_down(&k, true);
+}
+
+/* Destroying a connected QP closes its connection: the peer's work is flushed. */
+TEST(data_destroy_qp_while_connected)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    uint8_t *mem = calloc(1, 4096);
+    struct uiw_mr *mr = uiw_reg_mr(k.b.pd, mem, 4096, UIW_ACCESS_LOCAL_WRITE);
+    post_recv(&k.b, mr, mem, 1024, 61);
+    post_recv(&k.b, mr, mem + 1024, 1024, 62);
+    uiw_cm_destroy_qp(k.a.id);
+    CHECK(k.a.id->qp == NULL);
+    struct uiw_cm_event *ev = io_expect(k.ch, UIW_CM_EVENT_DISCONNECTED);
+    CHECK(ev->id == k.b.id);
+    uiw_cm_ack_event(ev);
+    expect_wc(&k.b, 61, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    expect_wc(&k.b, 62, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    struct uiw_qp_attr at;
+    CHECK_EQ(uiw_query_qp(k.b.id->qp, &at), 0);
+    CHECK_EQ(at.state, UIW_QPS_ERROR);
+    uiw_dereg_mr(mr);
+    free(mem);
+    link_close(&k);
+}
+
+static int count_pcaps(const char *dir, const char *needle, size_t nlen)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "ls %s", dir);
+    FILE *ls = popen(cmd, "r");
+    CHECK(ls != NULL);
+    char name[256];
+    int n = 0;
+    while (fgets(name, sizeof(name), ls)) {
+        name[strcspn(name, "\n")] = 0;
+        char path[800];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        FILE *f = fopen(path, "rb");
+        CHECK(f != NULL);
+        static uint8_t buf[1 << 16];
+        size_t len = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        CHECK(len > 24);
+        CHECK_EQ(buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24, 0xa1b2c3d4u);
+        bool found = false;
+        for (size_t i = 0; i + nlen <= len && !found; i++)
+            found = memcmp(buf + i, needle, nlen) == 0;
+        CHECK(found);
+        unlink(path);
+        n++;
+    }
+    pclose(ls);
+    return n;
+}
+
+/* Captures: per connection through the parameter, for every connection through
+ * UIW_PCAP_DIR; the handshake is in them. */
+TEST(data_pcap_capture)
+{
+    char dir[] = "/tmp/uiw-io-pcap-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    struct link k;
+    struct uiw_conn_param cp = {.pcap_dir = dir};
+    link_up_ex(&k, AF_INET, true, true, &cp, NULL);
+    exercise(&k, 65536);
+    link_down(&k, true);
+    CHECK_EQ(count_pcaps(dir, "MPA ID Req Frame", 16), 1);
+
+    CHECK_EQ(setenv("UIW_PCAP_DIR", dir, 1), 0);
+    link_up(&k, AF_INET);
+    exercise(&k, 4096);
+    link_down(&k, true);
+    unsetenv("UIW_PCAP_DIR");
+    CHECK_EQ(count_pcaps(dir, "MPA ID Rep Frame", 16), 2);
+    rmdir(dir);
+}
+
+static void post_reg(struct side *s, struct uiw_mr *fmr, uint32_t key, void *addr, size_t len,
+                     unsigned access, uint64_t id)
+{
+    struct uiw_send_wr wr = {.wr_id = id, .opcode = UIW_WR_REG_MR, .send_flags = UIW_SEND_SIGNALED};
+    wr.wr.reg.mr = fmr;
+    wr.wr.reg.key = key;
+    wr.wr.reg.addr = addr;
+    wr.wr.reg.length = len;
+    wr.wr.reg.access = access;
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(s->id->qp, &wr, &bad), 0);
+}
+
+static void expect_recv_flags(struct side *s, uint64_t id, uint32_t len, unsigned flags,
+                              uint32_t inv)
+{
+    struct uiw_wc wc;
+    wait_wc(s, &wc);
+    CHECK_EQ(wc.wr_id, id);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(wc.opcode, UIW_WC_RECV);
+    CHECK_EQ(wc.byte_len, len);
+    CHECK_EQ(wc.wc_flags, flags);
+    if (flags & UIW_WC_WITH_INV)
+        CHECK_EQ(wc.invalidated_rkey, inv);
+}
+
+/* Every opcode and flag over a real connection: fast-register, 4-SGE Write, inline Send
+ * with SE, Send with Invalidate, Send with SE and Invalidate, Local Invalidate, fenced
+ * Send after a Read, selective signalling. */
+TEST(data_every_opcode)
+{
+    struct link k;
+    struct uiw_conn_param cp = {.crc = true};
+    link_up_ex(&k, AF_INET, true, true, &cp, NULL);
+    struct side *a = &k.a, *b = &k.b;
+    enum { SZ = 16384 };
+    uint8_t *am = calloc(1, SZ), *bm = calloc(1, SZ), *bt = calloc(1, SZ);
+    unsigned acc = UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ;
+    struct uiw_mr *amr = uiw_reg_mr(a->pd, am, SZ, acc);
+    struct uiw_mr *bmr = uiw_reg_mr(b->pd, bm, SZ, acc);
+    struct uiw_mr *fmr = uiw_alloc_mr(b->pd, SZ);
+    CHECK(amr && bmr && fmr);
+    for (int i = 0; i < 8; i++)
+        post_recv(b, bmr, bm + 8192 + i * 256, 256, 300 + (uint64_t)i);
+
+    /* Fast-register b's target under a new key. */
+    uint32_t k1 = uiw_inc_rkey(fmr->rkey);
+    post_reg(b, fmr, k1, bt, SZ, acc, 1);
+    expect_wc(b, 1, UIW_WC_REG_MR, UIW_WC_SUCCESS, 0);
+
+    /* RDMA Write gathered from 4 SGEs into it. */
+    fill(am, 4000, 11);
+    struct uiw_sge sg[4];
+    for (int i = 0; i < 4; i++)
+        sg[i] = (struct uiw_sge){
+            .addr = (uintptr_t)am + (uint64_t)i * 1000, .length = 1000, .lkey = amr->lkey};
+    struct uiw_send_wr w = {.wr_id = 2,
+                            .sg_list = sg,
+                            .num_sge = 4,
+                            .opcode = UIW_WR_RDMA_WRITE,
+                            .send_flags = UIW_SEND_SIGNALED};
+    w.wr.rdma.remote_addr = (uintptr_t)bt + 100;
+    w.wr.rdma.rkey = k1;
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(a->id->qp, &w, &bad), 0);
+    expect_wc(a, 2, UIW_WC_RDMA_WRITE, UIW_WC_SUCCESS, 0);
+
+    /* Inline Send with Solicited Event: after it arrived the Write is placed too. */
+    uint8_t msg[40];
+    fill(msg, sizeof(msg), 12);
+    post_op_ex(a, UIW_WR_SEND, NULL, msg, sizeof(msg), 0, 0, 3,
+               UIW_SEND_SIGNALED | UIW_SEND_INLINE | UIW_SEND_SOLICITED, 0);
+    memset(msg, 0, sizeof(msg)); /* inline: the buffer is free again at once */
+    expect_wc(a, 3, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_recv_flags(b, 300, 40, UIW_WC_SOLICITED, 0);
+    CHECK_MEM(bt + 100, am, 4000);
+    fill(msg, sizeof(msg), 12);
+    CHECK_MEM(bm + 8192, msg, 40);
+
+    /* Send with Invalidate of k1. */
+    post_op_ex(a, UIW_WR_SEND_WITH_INV, amr, am, 64, 0, 0, 4, UIW_SEND_SIGNALED, k1);
+    expect_wc(a, 4, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_recv_flags(b, 301, 64, UIW_WC_WITH_INV, k1);
+
+    /* Registered again under the next key; Send with SE and Invalidate. */
+    uint32_t k2 = uiw_inc_rkey(k1);
+    post_reg(b, fmr, k2, bt, SZ, acc, 5);
+    expect_wc(b, 5, UIW_WC_REG_MR, UIW_WC_SUCCESS, 0);
+    post_op(a, UIW_WR_RDMA_WRITE, amr, am, 512, (uintptr_t)bt, k2, 6);
+    expect_wc(a, 6, UIW_WC_RDMA_WRITE, UIW_WC_SUCCESS, 0);
+    post_op_ex(a, UIW_WR_SEND_WITH_SE_AND_INV, amr, am, 8, 0, 0, 7, UIW_SEND_SIGNALED, k2);
+    expect_wc(a, 7, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_recv_flags(b, 302, 8, UIW_WC_SOLICITED | UIW_WC_WITH_INV, k2);
+    CHECK_MEM(bt, am, 512);
+
+    /* Local Invalidate. */
+    uint32_t k3 = uiw_inc_rkey(k2);
+    post_reg(b, fmr, k3, bt, SZ, acc, 8);
+    expect_wc(b, 8, UIW_WC_REG_MR, UIW_WC_SUCCESS, 0);
+    post_op_ex(b, UIW_WR_LOCAL_INV, NULL, NULL, 0, 0, 0, 9, UIW_SEND_SIGNALED, k3);
+    expect_wc(b, 9, UIW_WC_LOCAL_INV, UIW_WC_SUCCESS, 0);
+
+    /* Read, then a fenced Send; an unsignalled Send in between completes silently. */
+    fill(bm, 4096, 13);
+    post_op(a, UIW_WR_RDMA_READ, amr, am + 4096, 4096, (uintptr_t)bm, bmr->rkey, 10);
+    post_op_ex(a, UIW_WR_SEND, amr, am, 16, 0, 0, 11, 0, 0);
+    post_op_ex(a, UIW_WR_SEND, amr, am + 4096, 32, 0, 0, 12, UIW_SEND_SIGNALED | UIW_SEND_FENCE, 0);
+    expect_wc(a, 10, UIW_WC_RDMA_READ, UIW_WC_SUCCESS, 4096);
+    expect_wc(a, 12, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_recv_flags(b, 303, 16, 0, 0);
+    expect_recv_flags(b, 304, 32, 0, 0);
+    CHECK_MEM(am + 4096, bm, 4096);
+    CHECK_MEM(bm + 8192 + 4 * 256, bm, 32); /* the fenced Send carried the read data */
+    struct uiw_wc wc;
+    CHECK_EQ(uiw_poll_cq(a->cq, 1, &wc), 0);
+
+    CHECK_EQ(uiw_cm_disconnect(k.a.id), 0);
+    link_wait_down(&k);
+    CHECK_EQ(uiw_dereg_mr(amr), 0);
+    CHECK_EQ(uiw_dereg_mr(bmr), 0);
+    CHECK_EQ(uiw_dereg_mr(fmr), 0);
+    link_close(&k);
+    free(am);
+    free(bm);
+    free(bt);
+}
+
+/* The completion channel fd wakes a sleeping application when a Send arrives. */
+TEST(data_comp_channel_wakeup)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    struct uiw_comp_channel *cc = uiw_create_comp_channel(k.b.ctx);
+    CHECK(cc != NULL);
+    struct uiw_cq *cq = uiw_create_cq(k.b.ctx, 16, (void *)0x77, cc, 0);
+    CHECK(cq != NULL);
+    /* A second connection on the same listener, its responder QP on the new CQ. */
+    struct uiw_cm_id *sid = NULL;
+    struct uiw_cm_id *cid = uiw_cm_create_id(k.ch, k.a.ctx, NULL);
+    struct uiw_qp_init_attr qa = qp_attr(&k.a);
+    CHECK_EQ(uiw_cm_create_qp(cid, k.a.pd, &qa), 0);
+    struct sockaddr_storage dst = io_addr(AF_INET, io_port(uiw_cm_get_local_addr(k.lid)));
+    CHECK_EQ(uiw_cm_connect(cid, (struct sockaddr *)&dst, NULL), 0);
+    struct uiw_cm_event *ev = io_expect(k.ch, UIW_CM_EVENT_CONNECT_REQUEST);
+    sid = ev->id;
+    uiw_cm_ack_event(ev);
+    struct uiw_qp_init_attr qb = {
+        .send_cq = cq,
+        .recv_cq = cq,
+        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+    CHECK_EQ(uiw_cm_create_qp(sid, k.b.pd, &qb), 0);
+    CHECK_EQ(uiw_cm_accept(sid, NULL), 0);
+    uiw_cm_ack_event(io_expect(k.ch, UIW_CM_EVENT_ESTABLISHED));
+    uiw_cm_ack_event(io_expect(k.ch, UIW_CM_EVENT_ESTABLISHED));
+
+    uint8_t *rb = calloc(1, 256), *sb = calloc(1, 256);
+    struct uiw_mr *rm = uiw_reg_mr(k.b.pd, rb, 256, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *sm = uiw_reg_mr(k.a.pd, sb, 256, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_sge g = {.addr = (uintptr_t)rb, .length = 256, .lkey = rm->lkey};
+    struct uiw_recv_wr rw = {.wr_id = 71, .sg_list = &g, .num_sge = 1}, *rbad = NULL;
+    CHECK_EQ(uiw_post_recv(sid->qp, &rw, &rbad), 0);
+    CHECK_EQ(uiw_req_notify_cq(cq, 0), 0);
+    struct pollfd pfd = {.fd = uiw_comp_channel_fd(cc), .events = POLLIN};
+    CHECK_EQ(poll(&pfd, 1, 0), 0); /* nothing yet */
+
+    fill(sb, 100, 21);
+    struct uiw_sge sg = {.addr = (uintptr_t)sb, .length = 100, .lkey = sm->lkey};
+    struct uiw_send_wr sw = {.wr_id = 72,
+                             .sg_list = &sg,
+                             .num_sge = 1,
+                             .opcode = UIW_WR_SEND,
+                             .send_flags = UIW_SEND_SIGNALED},
+                       *sbad = NULL;
+    CHECK_EQ(uiw_post_send(cid->qp, &sw, &sbad), 0);
+    CHECK_EQ(poll(&pfd, 1, EV_WAIT_MS), 1); /* b's progress thread delivered it */
+    struct uiw_cq *got = NULL;
+    void *gctx = NULL;
+    CHECK_EQ(uiw_get_cq_event(cc, &got, &gctx), 0);
+    CHECK(got == cq);
+    CHECK(gctx == (void *)0x77);
+    uiw_ack_cq_events(cq, 1);
+    struct uiw_wc wc;
+    CHECK_EQ(uiw_poll_cq(cq, 1, &wc), 1);
+    CHECK_EQ(wc.wr_id, 71);
+    CHECK_EQ(wc.byte_len, 100);
+    CHECK_MEM(rb, sb, 100);
+    struct side tmp = {.ctx = k.a.ctx, .pd = k.a.pd, .cq = k.a.cq, .id = cid};
+    expect_wc(&tmp, 72, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+
+    /* Close the extra connection, then the link. */
+    CHECK_EQ(uiw_cm_disconnect(cid), 0);
+    for (int i = 0; i < 2; i++)
+        uiw_cm_ack_event(io_expect(k.ch, UIW_CM_EVENT_DISCONNECTED));
+    uiw_cm_destroy_qp(cid);
+    uiw_cm_destroy_qp(sid);
+    CHECK_EQ(uiw_cm_destroy_id(cid), 0);
+    CHECK_EQ(uiw_cm_destroy_id(sid), 0);
+    uiw_dereg_mr(rm);
+    uiw_dereg_mr(sm);
+    CHECK_EQ(uiw_destroy_cq(cq), 0);
+    CHECK_EQ(uiw_destroy_comp_channel(cc), 0);
+    free(rb);
+    free(sb);
+    link_down(&k, true);
+}
+
+/* A protection violation over the wire: the Terminate ends the stream on both sides. */
+TEST(data_write_to_invalid_stag_terminates)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    uint8_t *am = calloc(1, 4096), *bm = calloc(1, 4096);
+    struct uiw_mr *amr = uiw_reg_mr(k.a.pd, am, 4096, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *bmr = uiw_reg_mr(k.b.pd, bm, 4096, UIW_ACCESS_LOCAL_WRITE);
+    post_recv(&k.a, amr, am + 2048, 1024, 81);
+    post_recv(&k.b, bmr, bm, 1024, 82);
+    /* b's MR allows no remote write: the STag exists but the access is missing. */
+    post_op(&k.a, UIW_WR_RDMA_WRITE, amr, am, 256, (uintptr_t)bm, bmr->rkey, 83);
+    struct uiw_wc wc;
+    bool seen81 = false, seen83 = false;
+    for (int i = 0; i < 2; i++) {
+        wait_wc(&k.a, &wc);
+        if (wc.wr_id == 83) {
+            seen83 = true; /* a Write may complete once sent, or fail with the Terminate */
+            CHECK(wc.status == UIW_WC_SUCCESS || wc.status == UIW_WC_REM_ACCESS_ERR);
+        } else {
+            CHECK_EQ(wc.wr_id, 81);
+            seen81 = true;
+            CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+        }
+    }
+    CHECK(seen81 && seen83);
+    expect_wc(&k.b, 82, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    link_wait_down(&k);
+    struct uiw_qp_attr qa, qb;
+    CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
+    CHECK_EQ(uiw_query_qp(k.b.id->qp, &qb), 0);
+    CHECK_EQ(qa.state, UIW_QPS_ERROR);
+    CHECK_EQ(qb.state, UIW_QPS_ERROR);
+    CHECK(qb.term_sent && qa.term_received);
+    /* RFC 5040 section 8.1.1: a valid STag without Remote Write access. */
+    CHECK_EQ(qb.term_layer, UIW_TERM_LAYER_RDMAP);
+    CHECK_EQ(qb.term_etype, UIW_TERM_RDMAP_REMOTE_PROTECTION);
+    CHECK_EQ(qb.term_code, UIW_TERM_RP_ACCESS_RIGHTS);
+    CHECK_EQ(qa.term_layer, qb.term_layer);
+    CHECK_EQ(qa.term_etype, qb.term_etype);
+    CHECK_EQ(qa.term_code, qb.term_code);
+    uiw_dereg_mr(amr);
+    uiw_dereg_mr(bmr);
+    link_close(&k);
+    free(am);
+    free(bm);
+}
+
+/* Abortive close by moving the QP to ERROR: a Terminate goes out, both ends flush. */
+TEST(data_abortive_close_sends_terminate)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    uint8_t *am = calloc(1, 4096), *bm = calloc(1, 4096);
+    struct uiw_mr *amr = uiw_reg_mr(k.a.pd, am, 4096, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *bmr = uiw_reg_mr(k.b.pd, bm, 4096, UIW_ACCESS_LOCAL_WRITE);
+    post_recv(&k.a, amr, am, 1024, 91);
+    post_recv(&k.b, bmr, bm, 1024, 92);
+    CHECK_EQ(uiw_modify_qp_state(k.a.id->qp, UIW_QPS_ERROR), 0);
+    expect_wc(&k.a, 91, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    expect_wc(&k.b, 92, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    link_wait_down(&k);
+    struct uiw_qp_attr qa, qb;
+    CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
+    CHECK_EQ(uiw_query_qp(k.b.id->qp, &qb), 0);
+    CHECK_EQ(qa.state, UIW_QPS_ERROR);
+    CHECK_EQ(qb.state, UIW_QPS_ERROR);
+    CHECK(qa.term_sent);
+    CHECK(qb.term_received);
+    CHECK_EQ(qb.term_layer, qa.term_layer);
+    CHECK_EQ(qb.term_etype, qa.term_etype);
+    CHECK_EQ(qb.term_code, qa.term_code);
+    struct uiw_context_stats sa, sb;
+    CHECK_EQ(uiw_query_context_stats(k.a.ctx, &sa), 0);
+    CHECK_EQ(uiw_query_context_stats(k.b.ctx, &sb), 0);
+    CHECK_EQ(sa.terminates_sent, 1);
+    CHECK_EQ(sb.terminates_received, 1);
+    uiw_dereg_mr(amr);
+    uiw_dereg_mr(bmr);
+    link_close(&k);
+    free(am);
+    free(bm);
+}
+
+/* Many connections on one channel and one context per side, set up concurrently. */
+TEST(data_many_connections)
+{
+    enum { NC = 64 };
+    struct uiw_cm_channel *ch = uiw_cm_create_channel();
+    struct side a, b;
+    side_open(&a, true);
+    side_open(&b, true);
+    struct uiw_cm_id *lid = uiw_cm_create_id(ch, b.ctx, NULL);
+    uint16_t port = io_listen(lid, AF_INET, NULL);
+    struct uiw_cm_id *cid[NC], *sid[NC];
+    struct sockaddr_storage dst = io_addr(AF_INET, port);
+    for (int i = 0; i < NC; i++) {
+        cid[i] = uiw_cm_create_id(ch, a.ctx, (void *)(uintptr_t)(i + 1));
+        struct uiw_qp_init_attr qa = qp_attr(&a);
+        CHECK_EQ(uiw_cm_create_qp(cid[i], a.pd, &qa), 0);
+        CHECK_EQ(uiw_cm_connect(cid[i], (struct sockaddr *)&dst, NULL), 0);
+    }
+    int requests = 0, established = 0;
+    while (established < 2 * NC) {
+        struct uiw_cm_event *ev = NULL;
+        CHECK_EQ(uiw_cm_get_event(ch, &ev, EV_WAIT_MS), 0);
+        if (ev->event == UIW_CM_EVENT_CONNECT_REQUEST) {
+            CHECK(requests < NC);
+            sid[requests] = ev->id;
+            struct uiw_qp_init_attr qb = qp_attr(&b);
+            CHECK_EQ(uiw_cm_create_qp(ev->id, b.pd, &qb), 0);
+            CHECK_EQ(uiw_cm_accept(ev->id, NULL), 0);
+            requests++;
+        } else {
+            CHECK_EQ(ev->event, UIW_CM_EVENT_ESTABLISHED);
+            established++;
+        }
+        uiw_cm_ack_event(ev);
+    }
+    CHECK_EQ(requests, NC);
+    uint8_t *tx = calloc(NC, 64), *rx = calloc(NC, 64);
+    struct uiw_mr *tm = uiw_reg_mr(a.pd, tx, NC * 64, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *rm = uiw_reg_mr(b.pd, rx, NC * 64, UIW_ACCESS_LOCAL_WRITE);
+    /* sid[i] is not necessarily cid[i]'s peer: every receive is posted before any Send. */
+    for (int i = 0; i < NC; i++) {
+        struct side sb = b;
+        sb.id = sid[i];
+        post_recv(&sb, rm, rx + i * 64, 64, 1000 + (uint64_t)i);
+    }
+    for (int i = 0; i < NC; i++) {
+        struct side sa = a;
+        sa.id = cid[i];
+        memset(tx + i * 64, i + 1, 64);
+        post_op(&sa, UIW_WR_SEND, tm, tx + i * 64, 64, 0, 0, 2000 + (uint64_t)i);
+    }
+    for (int i = 0; i < 2 * NC; i++) {
+        struct uiw_wc wc;
+        wait_wc(i < NC ? &a : &b, &wc);
+        if (wc.status != UIW_WC_SUCCESS)
+            uiw_test_fail(__FILE__, __LINE__, "wr %llu: %s (%s)", (unsigned long long)wc.wr_id,
+                          uiw_wc_status_str(wc.status), uiw_strerror(wc.vendor_err));
+    }
+    /* Each server-side connection got the whole message of exactly one client. */
+    bool seen[NC + 1] = {false};
+    for (int i = 0; i < NC; i++) {
+        uint8_t v = rx[i * 64];
+        CHECK(v >= 1 && v <= NC);
+        CHECK(!seen[v]);
+        seen[v] = true;
+        for (int j = 1; j < 64; j++)
+            CHECK_EQ(rx[i * 64 + j], v);
+    }
+    for (int i = 0; i < NC; i++)
+        CHECK_EQ(uiw_cm_disconnect(cid[i]), 0);
+    for (int i = 0; i < 2 * NC; i++)
+        uiw_cm_ack_event(io_expect(ch, UIW_CM_EVENT_DISCONNECTED));
+    for (int i = 0; i < NC; i++) {
+        uiw_cm_destroy_qp(cid[i]);
+        uiw_cm_destroy_qp(sid[i]);
+        CHECK_EQ(uiw_cm_destroy_id(cid[i]), 0);
+        CHECK_EQ(uiw_cm_destroy_id(sid[i]), 0);
+    }
+    uiw_dereg_mr(tm);
+    uiw_dereg_mr(rm);
+    free(tx);
+    free(rx);
+    CHECK_EQ(uiw_cm_destroy_id(lid), 0);
+    CHECK_EQ(uiw_cm_destroy_channel(ch), 0);
+    a.id = b.id = NULL;
+    CHECK_EQ(uiw_destroy_cq(a.cq), 0);
+    CHECK_EQ(uiw_destroy_cq(b.cq), 0);
+    CHECK_EQ(uiw_dealloc_pd(a.pd), 0);
+    CHECK_EQ(uiw_dealloc_pd(b.pd), 0);
+    CHECK_EQ(uiw_close_context(a.ctx), 0);
+    CHECK_EQ(uiw_close_context(b.ctx), 0);
+}
+
+/* Contexts without progress threads: the peer's close still surfaces as DISCONNECTED while
+ * the application waits in uiw_cm_get_event. */
+TEST(data_no_thread_disconnect_reported)
+{
+    struct link k;
+    link_up_ex(&k, AF_INET, false, false, NULL, NULL);
+    uint8_t *am = calloc(1, 4096), *bm = calloc(1, 4096);
+    struct uiw_mr *amr = uiw_reg_mr(k.a.pd, am, 4096, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *bmr = uiw_reg_mr(k.b.pd, bm, 4096, UIW_ACCESS_LOCAL_WRITE);
+    post_recv(&k.a, amr, am, 1024, 95);
+    CHECK_EQ(uiw_cm_disconnect(k.b.id), 0); /* the responder closes */
+    link_wait_down(&k);
+    expect_wc(&k.a, 95, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    uiw_dereg_mr(amr);
+    uiw_dereg_mr(bmr);
+    link_close(&k);
+    free(am);
+    free(bm);
+}
+
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+
+static int set_lo(bool up)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strcpy(ifr.ifr_name, "lo");
+    int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+    if (r == 0) {
+        if (up)
+            ifr.ifr_flags |= IFF_UP;
+        else
+            ifr.ifr_flags &= ~IFF_UP;
+        r = ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    r = r < 0 ? -errno : 0;
+    close(s);
+    return r;
+}
+
+/* A peer that vanishes without a reset (its network goes away, in a network namespace of
+ * this test process): TCP_USER_TIMEOUT / keepalive end the connection, every outstanding
+ * work request is flushed on both sides, DISCONNECTED reports the error. */
+TEST(slow_dead_peer_detected)
+{
+    if (unshare(CLONE_NEWNET) < 0)
+        SKIP("cannot create a network namespace (needs CAP_SYS_ADMIN)");
+    CHECK_EQ(set_lo(true), 0);
+    struct link k;
+    struct uiw_conn_param live = {.keepalive_idle_s = 1,
+                                  .keepalive_intvl_s = 1,
+                                  .keepalive_cnt = 2,
+                                  .tcp_user_timeout_ms = 1500};
+    link_up_ex(&k, AF_INET, true, true, &live, &live);
+    uint8_t *am = calloc(1, 4096), *bm = calloc(1, 4096);
+    struct uiw_mr *amr = uiw_reg_mr(k.a.pd, am, 4096, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *bmr = uiw_reg_mr(k.b.pd, bm, 4096, UIW_ACCESS_LOCAL_WRITE);
+    post_recv(&k.a, amr, am + 2048, 1024, 111);
+    post_recv(&k.b, bmr, bm, 1024, 112);
+    /* Everything works before. */
+    post_op(&k.a, UIW_WR_SEND, amr, am, 32, 0, 0, 113);
+    expect_wc(&k.a, 113, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_wc(&k.b, 112, UIW_WC_RECV, UIW_WC_SUCCESS, 32);
+    post_recv(&k.b, bmr, bm, 1024, 114);
+
+    CHECK_EQ(set_lo(false), 0); /* no FIN, no RST: the peer is just gone */
+    post_op(&k.a, UIW_WR_SEND, amr, am, 32, 0, 0, 115);
+    bool seen_a = false, seen_b = false;
+    while (!seen_a || !seen_b) {
+        struct uiw_cm_event *ev = io_expect(k.ch, UIW_CM_EVENT_DISCONNECTED);
+        CHECK(ev->status < 0);
+        if (ev->id == k.a.id)
+            seen_a = true;
+        else if (ev->id == k.b.id)
+            seen_b = true;
+        uiw_cm_ack_event(ev);
+    }
+    struct uiw_wc wc;
+    for (int i = 0; i < 2; i++) {
+        wait_wc(&k.a, &wc);
+        CHECK(wc.wr_id == 111 || wc.wr_id == 115);
+        /* A Send completes once TCP took it (iWARP semantics), so 115 may be a success. */
+        if (wc.wr_id == 115 && wc.status == UIW_WC_SUCCESS)
+            continue;
+        if (wc.status != UIW_WC_WR_FLUSH_ERR && wc.status != UIW_WC_RETRY_EXC_ERR)
+            uiw_test_fail(__FILE__, __LINE__, "wr %llu: %s (%s)", (unsigned long long)wc.wr_id,
+                          uiw_wc_status_str(wc.status), uiw_strerror(wc.vendor_err));
+    }
+    expect_wc(&k.b, 114, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    uiw_dereg_mr(amr);
+    uiw_dereg_mr(bmr);
+    link_close(&k);
+    free(am);
+    free(bm);
+}

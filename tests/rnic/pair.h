@@ -1,0 +1,88 @@
+/* Two engine QPs back to back in memory, with a byte pump between them (no sockets). */
+#ifndef UIW_TESTS_RNIC_PAIR_H
+#define UIW_TESTS_RNIC_PAIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uiw/verbs.h>
+#include <uiw/wire.h>
+
+#include "rnic/rnic.h"
+
+/* PAIR_IO: like the io layer: follow uiw__qp_rx_stage's advice, read all that is there */
+/* PAIR_PEEK: as PAIR_IO, but staged reads are peeks planned by uiw__qp_rx_plan */
+enum { PAIR_DIRECT = 0, PAIR_STAGED = 1, PAIR_MIXED = 2, PAIR_IO = 3, PAIR_PEEK = 4 };
+
+struct pair_opts {
+    bool crc;
+    bool markers;
+    uint16_t mulpdu;
+    uint16_t ird[2], ord[2];
+    enum uiw__rtr rtr; /* side 0 is the initiator */
+    uint32_t sq, rq;
+    int sig_all;
+    uint64_t seed;
+    size_t max_chunk; /* largest piece the pump moves at once */
+    int mode;         /* PAIR_DIRECT / STAGED / MIXED on receive */
+    int cqe;
+    bool channel; /* CQs on a completion channel per side */
+};
+
+struct side {
+    struct uiw_context *ctx;
+    struct uiw_pd *pd;
+    struct uiw_cq *scq, *rcq;
+    struct uiw_qp *qp;
+    struct uiw_comp_channel *ch;
+    uint8_t *cap; /* every byte this side sent */
+    size_t cap_len, cap_size;
+};
+
+struct pair {
+    struct side s[2];
+    struct pair_opts o;
+    uint64_t rnd;
+    uint8_t *tmp;
+    unsigned long rx_calls[2]; /* reads the receive side needed */
+    unsigned long chunks[2];   /* pieces side d's stream was cut into */
+};
+
+void pair_opts_default(struct pair_opts *o);
+/* Create both sides; start = also uiw__qp_start both. */
+void pair_init(struct pair *p, const struct pair_opts *o, bool start);
+void pair_start(struct pair *p);
+void pair_free(struct pair *p);
+uint64_t pair_rand(struct pair *p);
+/* Move bytes both ways until nothing moves. Returns bytes moved. */
+size_t pair_pump(struct pair *p);
+/* Side d's pending TX bytes are written and lost (a peer that reads nothing). */
+size_t pair_discard_tx(struct pair *p, int d);
+/* Move bytes from side d only (up to limit bytes). */
+size_t pair_pump_dir(struct pair *p, int d, size_t limit);
+/* Feed raw stream bytes to side d's receive path (random splits). Returns the first
+ * nonzero rx_advance / rx_staged result. */
+int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len);
+/* Bytes side d would send now (tx_next total) without sending them. */
+size_t pair_tx_pending(struct pair *p, int d);
+
+/* Poll exactly one completion from side d's send (send=true) or recv CQ; fails the test
+ * if there is none. */
+struct uiw_wc pair_wc(struct pair *p, int d, bool send);
+int pair_nwc(struct pair *p, int d, bool send); /* drain and count */
+/* Find (and consume events up to) an async event of type t on side d. */
+bool pair_event(struct pair *p, int d, enum uiw_event_type t, struct uiw_async_event *ev);
+
+/* The Terminate side d sent: the body after the DDP header (returns its length, 0 if
+ * none) and the DDP header bytes into ddp[18]. */
+size_t pair_terminate(struct pair *p, int d, uint8_t *ddp, uint8_t *body, size_t cap);
+
+struct uiw_mr *pair_mr(struct pair *p, int d, size_t len, unsigned access, uint8_t fill);
+void pair_mr_free(struct uiw_mr *mr);
+void pair_post_recv(struct pair *p, int d, uint64_t id, struct uiw_mr *mr, size_t off,
+                    uint32_t len);
+int pair_post(struct pair *p, int d, uint64_t id, enum uiw_wr_opcode op, unsigned flags,
+              struct uiw_mr *mr, size_t off, uint32_t len, uint64_t raddr, uint32_t rkey);
+
+#endif

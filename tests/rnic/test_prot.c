@@ -1,0 +1,535 @@
+/* Protection violations and stream errors: the exact Terminate on the wire, the QP
+ * states, the async events and the completion statuses on both sides. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/byteorder.h"
+#include "pair.h"
+#include "test.h"
+
+#define RW (UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ)
+#define LW UIW_ACCESS_LOCAL_WRITE
+
+/* The Terminate side d sent must be: DDP untagged header on QN 2 (MSN 1, MO 0, Last),
+ * RDMAP opcode 7, then control bytes in RFC 5040 4.8 order and the optional fields. */
+static void check_term(struct pair *p, int d, uint8_t layer, uint8_t etype, uint8_t code,
+                       uint8_t hdrct, uint16_t seglen, const uint8_t *ddp, size_t ddplen,
+                       const uint8_t *rdma)
+{
+    uint8_t hdr[18], body[128];
+    size_t n = pair_terminate(p, d, hdr, body, sizeof(body));
+    CHECK(n > 0);
+    static const uint8_t th[18] = {0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0};
+    CHECK_MEM(hdr, th, 18);
+    uint8_t want[128];
+    size_t w = 0;
+    want[w++] = (uint8_t)(layer << 4 | etype);
+    want[w++] = code;
+    want[w++] = (uint8_t)(hdrct << 5);
+    want[w++] = 0;
+    if (hdrct & (UIW_TERM_FLAG_M | UIW_TERM_FLAG_D)) {
+        want[w++] = (uint8_t)(seglen >> 8);
+        want[w++] = (uint8_t)seglen;
+    }
+    if (hdrct & UIW_TERM_FLAG_D) {
+        memcpy(want + w, ddp, ddplen);
+        w += ddplen;
+    }
+    if (hdrct & UIW_TERM_FLAG_R) {
+        memcpy(want + w, rdma, 28);
+        w += 28;
+    }
+    CHECK_EQ(n, w);
+    CHECK_MEM(body, want, w);
+    struct uiw_qp_attr a;
+    CHECK_EQ(uiw_query_qp(p->s[d].qp, &a), 0);
+    CHECK_EQ(a.state, UIW_QPS_ERROR);
+    CHECK(a.term_sent);
+    CHECK_EQ(a.term_layer, layer);
+    CHECK_EQ(a.term_etype, etype);
+    CHECK_EQ(a.term_code, code);
+    CHECK(uiw__qp_want(p->s[d].qp) & UIW__WANT_CLOSE);
+    /* the peer decoded it */
+    CHECK_EQ(uiw_query_qp(p->s[1 - d].qp, &a), 0);
+    CHECK_EQ(a.state, UIW_QPS_ERROR);
+    CHECK(a.term_received);
+    CHECK_EQ(a.term_layer, layer);
+    CHECK_EQ(a.term_etype, etype);
+    CHECK_EQ(a.term_code, code);
+    struct uiw_async_event ev;
+    CHECK(pair_event(p, 1 - d, UIW_EVENT_TERM_RECEIVED, &ev));
+    CHECK(ev.qp == p->s[1 - d].qp);
+    CHECK_EQ(ev.term_layer, layer);
+    CHECK_EQ(ev.term_etype, etype);
+    CHECK_EQ(ev.term_code, code);
+    CHECK(uiw__qp_want(p->s[1 - d].qp) & UIW__WANT_CLOSE);
+}
+
+static void tagged_hdr(uint8_t *b, uint8_t op, uint32_t stag, uint64_t to)
+{
+    b[0] = 0xC1;
+    b[1] = (uint8_t)(0x40 | op);
+    uiw__put_be32(b + 2, stag);
+    uiw__put_be64(b + 6, to);
+}
+
+enum wcase { W_INVALID, W_BOUNDS, W_ACCESS, W_OTHER_PD, W_WRAP, W_KEY };
+
+static void write_violation(enum wcase c, uint8_t layer, uint8_t etype, uint8_t code)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_mr *src = pair_mr(&p, 0, 200, 0, 1);
+    struct uiw_mr *dst = pair_mr(&p, 1, 100, c == W_ACCESS ? LW : RW, 0);
+    struct uiw_pd *pd2 = uiw_alloc_pd(p.s[1].ctx);
+    CHECK(pd2);
+    uint8_t *mem2 = malloc(100);
+    struct uiw_mr *other = uiw_reg_mr(pd2, mem2, 100, RW);
+    CHECK(other);
+    uint32_t rkey = dst->rkey;
+    uint64_t to = (uintptr_t)dst->addr;
+    uint32_t len = 100;
+    switch (c) {
+    case W_INVALID:
+        rkey = 0x00FFFF00; /* index never allocated */
+        break;
+    case W_KEY:
+        rkey = (dst->rkey & ~0xFFu) | ((dst->rkey + 1) & 0xFF); /* right index, wrong key */
+        break;
+    case W_BOUNDS:
+        len = 101;
+        break;
+    case W_OTHER_PD:
+        rkey = other->rkey;
+        to = (uintptr_t)mem2;
+        break;
+    case W_WRAP:
+        to = UINT64_MAX - 10;
+        break;
+    default:
+        break;
+    }
+    /* an outstanding receive on each side, to see it flushed */
+    struct uiw_mr *rb0 = pair_mr(&p, 0, 16, LW, 0);
+    struct uiw_mr *rb1 = pair_mr(&p, 1, 16, LW, 0);
+    pair_post_recv(&p, 0, 100, rb0, 0, 16);
+    pair_post_recv(&p, 1, 101, rb1, 0, 16);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, src, 0, len, to, rkey), 0);
+    pair_pump(&p);
+    uint8_t ddp[14];
+    tagged_hdr(ddp, 0, rkey, to);
+    check_term(&p, 1, layer, etype, code, UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, (uint16_t)(14 + len),
+               ddp, 14, NULL);
+    /* the data sink reports the access error; nothing was placed */
+    struct uiw_async_event ev;
+    CHECK(pair_event(&p, 1, UIW_EVENT_QP_ACCESS_ERR, &ev));
+    CHECK(ev.qp == p.s[1].qp);
+    CHECK_EQ(((uint8_t *)dst->addr)[0], 0);
+    /* the Write itself completed when sent; the receives are flushed on both sides */
+    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
+    struct uiw_wc wc = pair_wc(&p, 0, false);
+    CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    CHECK_EQ(wc.wr_id, 100);
+    wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    CHECK_EQ(wc.wr_id, 101);
+    /* posting after the error flushes at once */
+    CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_SEND, 0, src, 0, 1, 0, 0), 0);
+    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_WR_FLUSH_ERR);
+    CHECK_EQ(pair_tx_pending(&p, 0), 0);
+    CHECK_EQ(uiw_dereg_mr(other), 0);
+    free(mem2);
+    CHECK_EQ(uiw_dealloc_pd(pd2), 0);
+    pair_mr_free(src);
+    pair_mr_free(dst);
+    pair_mr_free(rb0);
+    pair_mr_free(rb1);
+    pair_free(&p);
+}
+
+TEST(write_invalid_stag)
+{
+    write_violation(W_INVALID, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_TAGGED, UIW_TERM_DT_INVALID_STAG);
+}
+
+TEST(write_stale_key)
+{
+    write_violation(W_KEY, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_TAGGED, UIW_TERM_DT_INVALID_STAG);
+}
+
+TEST(write_base_bounds)
+{
+    write_violation(W_BOUNDS, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_TAGGED, UIW_TERM_DT_BASE_BOUNDS);
+}
+
+TEST(write_access_rights)
+{
+    write_violation(W_ACCESS, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_PROTECTION,
+                    UIW_TERM_RP_ACCESS_RIGHTS);
+}
+
+TEST(write_stag_other_pd)
+{
+    write_violation(W_OTHER_PD, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_TAGGED,
+                    UIW_TERM_DT_STAG_NOT_ASSOC);
+}
+
+TEST(write_to_wrap)
+{
+    write_violation(W_WRAP, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_TAGGED, UIW_TERM_DT_TO_WRAP);
+}
+
+enum rcase { R_INVALID, R_BOUNDS, R_ACCESS, R_OTHER_PD, R_WRAP };
+
+static void read_violation(enum rcase c, uint8_t code)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_mr *sink = pair_mr(&p, 0, 200, LW, 0);
+    struct uiw_mr *src = pair_mr(&p, 1, 100, c == R_ACCESS ? RW & ~UIW_ACCESS_REMOTE_READ : RW, 9);
+    struct uiw_pd *pd2 = uiw_alloc_pd(p.s[1].ctx);
+    uint8_t *mem2 = malloc(100);
+    struct uiw_mr *other = uiw_reg_mr(pd2, mem2, 100, RW);
+    CHECK(other);
+    uint32_t rkey = src->rkey;
+    uint64_t to = (uintptr_t)src->addr;
+    uint32_t len = 100;
+    if (c == R_INVALID)
+        rkey = 0;
+    if (c == R_BOUNDS)
+        to += 1;
+    if (c == R_OTHER_PD) {
+        rkey = other->rkey;
+        to = (uintptr_t)mem2;
+    }
+    if (c == R_WRAP)
+        to = UINT64_MAX - 50;
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_READ, 0, sink, 0, len, to, rkey), 0);
+    CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_SEND, UIW_SEND_SIGNALED, sink, 0, 1, 0, 0), 0);
+    pair_pump(&p);
+    uint8_t ddp[18] = {0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+    uint8_t rr[28];
+    uiw__put_be32(rr, sink->lkey);
+    uiw__put_be64(rr + 4, (uintptr_t)sink->addr);
+    uiw__put_be32(rr + 12, len);
+    uiw__put_be32(rr + 16, rkey);
+    uiw__put_be64(rr + 20, to);
+    check_term(&p, 1, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_PROTECTION, code,
+               UIW_TERM_FLAG_M | UIW_TERM_FLAG_D | UIW_TERM_FLAG_R, 46, ddp, 18, rr);
+    CHECK(pair_event(&p, 1, UIW_EVENT_QP_ACCESS_ERR, NULL));
+    /* the Read fails with a remote access error (always reported), the Send after it
+     * completed on the wire but completions are in order: it follows as sent */
+    struct uiw_wc wc = pair_wc(&p, 0, true);
+    CHECK_EQ(wc.wr_id, 1);
+    CHECK_EQ(wc.status, UIW_WC_REM_ACCESS_ERR);
+    CHECK_EQ(wc.opcode, UIW_WC_RDMA_READ);
+    wc = pair_wc(&p, 0, true);
+    CHECK_EQ(wc.wr_id, 2);
+    CHECK(wc.status == UIW_WC_SUCCESS || wc.status == UIW_WC_WR_FLUSH_ERR);
+    CHECK_EQ(uiw_dereg_mr(other), 0);
+    free(mem2);
+    CHECK_EQ(uiw_dealloc_pd(pd2), 0);
+    pair_mr_free(sink);
+    pair_mr_free(src);
+    pair_free(&p);
+}
+
+TEST(read_invalid_stag)
+{
+    read_violation(R_INVALID, UIW_TERM_RP_INVALID_STAG);
+}
+
+TEST(read_base_bounds)
+{
+    read_violation(R_BOUNDS, UIW_TERM_RP_BASE_BOUNDS);
+}
+
+TEST(read_access_rights)
+{
+    read_violation(R_ACCESS, UIW_TERM_RP_ACCESS_RIGHTS);
+}
+
+TEST(read_stag_other_pd)
+{
+    read_violation(R_OTHER_PD, UIW_TERM_RP_STAG_NOT_ASSOC);
+}
+
+TEST(read_to_wrap)
+{
+    read_violation(R_WRAP, UIW_TERM_RP_TO_WRAP);
+}
+
+static void untagged_hdr(uint8_t *b, uint8_t op, bool last, uint32_t inv, uint32_t qn, uint32_t msn,
+                         uint32_t mo)
+{
+    b[0] = last ? 0x41 : 0x01;
+    b[1] = (uint8_t)(0x40 | op);
+    uiw__put_be32(b + 2, inv);
+    uiw__put_be32(b + 6, qn);
+    uiw__put_be32(b + 10, msn);
+    uiw__put_be32(b + 14, mo);
+}
+
+TEST(send_without_receive)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_mr *src = pair_mr(&p, 0, 64, 0, 1);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND, UIW_SEND_SIGNALED, src, 0, 20, 0, 0), 0);
+    pair_pump(&p);
+    uint8_t ddp[18];
+    untagged_hdr(ddp, UIW_RDMAP_SEND, true, 0, 0, 1, 0);
+    check_term(&p, 1, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_INVALID_MSN_NO_BUF,
+               UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 38, ddp, 18, NULL);
+    CHECK(pair_event(&p, 1, UIW_EVENT_QP_REQ_ERR, NULL));
+    pair_mr_free(src);
+    pair_free(&p);
+}
+
+TEST(send_too_long)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_mr *src = pair_mr(&p, 0, 64, 0, 1);
+    struct uiw_mr *dst = pair_mr(&p, 1, 64, LW, 0);
+    pair_post_recv(&p, 1, 7, dst, 0, 16);
+    pair_post_recv(&p, 1, 8, dst, 16, 16);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND_WITH_SE, 0, src, 0, 17, 0, 0), 0);
+    pair_pump(&p);
+    uint8_t ddp[18];
+    untagged_hdr(ddp, UIW_RDMAP_SEND_SE, true, 0, 0, 1, 0);
+    check_term(&p, 1, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_MSG_TOO_LONG,
+               UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 35, ddp, 18, NULL);
+    /* the receive it hit: local length error; the next one flushed */
+    struct uiw_wc wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.wr_id, 7);
+    CHECK_EQ(wc.status, UIW_WC_LOC_LEN_ERR);
+    wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.wr_id, 8);
+    CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    pair_mr_free(src);
+    pair_mr_free(dst);
+    pair_free(&p);
+}
+
+TEST(send_inv_cannot_invalidate)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_mr *src = pair_mr(&p, 0, 64, 0, 1);
+    struct uiw_mr *dst = pair_mr(&p, 1, 64, RW, 0); /* uiw_reg_mr: not invalidatable */
+    pair_post_recv(&p, 1, 7, dst, 0, 64);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND_WITH_INV, 0, src, 0, 8, 0, dst->rkey), 0);
+    pair_pump(&p);
+    uint8_t ddp[18];
+    untagged_hdr(ddp, UIW_RDMAP_SEND_INV, true, dst->rkey, 0, 1, 0);
+    check_term(&p, 1, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION,
+               UIW_TERM_RO_CANT_INVALIDATE, UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 26, ddp, 18, NULL);
+    struct uiw_wc wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.status, UIW_WC_LOC_ACCESS_ERR);
+    /* the STag stays valid for local use */
+    CHECK_EQ(dst->rkey, dst->lkey);
+    pair_mr_free(src);
+    pair_mr_free(dst);
+    pair_free(&p);
+}
+
+TEST(ird_exceeded)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.ird[1] = 1;
+    o.ord[0] = 4; /* the requester exceeds what the responder offered */
+    o.max_chunk = 1 << 16;
+    pair_init(&p, &o, true);
+    struct uiw_mr *sink = pair_mr(&p, 0, 64, LW, 0);
+    struct uiw_mr *src = pair_mr(&p, 1, 64, RW, 0);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pair_post(&p, 0, (uint64_t)i, UIW_WR_RDMA_READ, 0, sink, 0, 8,
+                           (uintptr_t)src->addr, src->rkey),
+                 0);
+    /* both requests reach the responder before it answers */
+    size_t n = pair_tx_pending(&p, 0);
+    CHECK_EQ(n, 2 * uiw_fpdu_len(46));
+    while (pair_pump_dir(&p, 0, SIZE_MAX))
+        ;
+    pair_pump(&p);
+    uint8_t ddp[18];
+    untagged_hdr(ddp, UIW_RDMAP_READ_REQ, true, 0, 1, 2, 0);
+    uint8_t rr[28];
+    uiw__put_be32(rr, sink->lkey);
+    uiw__put_be64(rr + 4, (uintptr_t)sink->addr);
+    uiw__put_be32(rr + 12, 8);
+    uiw__put_be32(rr + 16, src->rkey);
+    uiw__put_be64(rr + 20, (uintptr_t)src->addr);
+    check_term(&p, 1, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_INVALID_MSN_NO_BUF,
+               UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 46, ddp, 18, NULL);
+    pair_nwc(&p, 0, true);
+    pair_mr_free(sink);
+    pair_mr_free(src);
+    pair_free(&p);
+}
+
+/* Frame one ULPDU as the next FPDU of a stream to side d (nothing else sent to it). */
+static int inject(struct pair *p, int d, struct uiw_fpdu_tx *ftx, const uint8_t *ul, size_t n)
+{
+    uint8_t buf[4096];
+    struct uiw_wire_iov v = {ul, n};
+    ssize_t len = uiw_fpdu_tx_encode(ftx, &v, 1, buf, sizeof(buf));
+    CHECK(len > 0);
+    return pair_feed(p, d, buf, (size_t)len);
+}
+
+static void bad_ulpdu(const uint8_t *ul, size_t n, uint8_t layer, uint8_t etype, uint8_t code,
+                      uint8_t hdrct, size_t ddplen)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.crc = true;
+    pair_init(&p, &o, true);
+    struct uiw_fpdu_tx ftx;
+    uiw_fpdu_tx_init(&ftx, true, false);
+    int r = inject(&p, 1, &ftx, ul, n);
+    CHECK(r < 0);
+    CHECK(uiw_error_is_fatal(r));
+    pair_pump(&p);
+    check_term(&p, 1, layer, etype, code, hdrct, (uint16_t)n, ul, ddplen, NULL);
+    pair_free(&p);
+}
+
+TEST(bad_ddp_version_untagged)
+{
+    uint8_t ul[18];
+    untagged_hdr(ul, UIW_RDMAP_SEND, true, 0, 0, 1, 0);
+    ul[0] = 0x42; /* DV 2 */
+    bad_ulpdu(ul, 18, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_INVALID_VERSION,
+              UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 18);
+}
+
+TEST(bad_ddp_version_tagged)
+{
+    uint8_t ul[14];
+    tagged_hdr(ul, 0, 0x1234, 0);
+    ul[0] = 0xC2;
+    bad_ulpdu(ul, 14, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_TAGGED, UIW_TERM_DT_INVALID_VERSION,
+              UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 14);
+}
+
+TEST(bad_rdmap_version)
+{
+    uint8_t ul[18];
+    untagged_hdr(ul, UIW_RDMAP_SEND, true, 0, 0, 1, 0);
+    ul[1] = 0x83; /* RDMAP version 2 */
+    bad_ulpdu(ul, 18, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION,
+              UIW_TERM_RO_INVALID_VERSION, UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 18);
+}
+
+TEST(bad_opcode)
+{
+    uint8_t ul[18];
+    untagged_hdr(ul, 0xF, true, 0, 0, 1, 0);
+    bad_ulpdu(ul, 18, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION,
+              UIW_TERM_RO_UNEXPECTED_OPCODE, UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 18);
+}
+
+TEST(bad_qn)
+{
+    uint8_t ul[18];
+    untagged_hdr(ul, UIW_RDMAP_SEND, true, 0, 7, 1, 0);
+    bad_ulpdu(ul, 18, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_INVALID_QN,
+              UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 18);
+}
+
+TEST(bad_msn_range)
+{
+    uint8_t ul[18];
+    untagged_hdr(ul, UIW_RDMAP_SEND, true, 0, 0, 1000, 0);
+    bad_ulpdu(ul, 18, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_INVALID_MSN_RANGE,
+              UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 18);
+}
+
+TEST(unexpected_read_response)
+{
+    uint8_t ul[14];
+    tagged_hdr(ul, UIW_RDMAP_READ_RESP, 0x1234, 0);
+    bad_ulpdu(ul, 14, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION,
+              UIW_TERM_RO_UNEXPECTED_OPCODE, UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 14);
+}
+
+TEST(crc_error)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.crc = true;
+    pair_init(&p, &o, true);
+    struct uiw_mr *dst = pair_mr(&p, 1, 64, LW, 0);
+    pair_post_recv(&p, 1, 7, dst, 0, 64);
+    uint8_t ul[18];
+    untagged_hdr(ul, UIW_RDMAP_SEND, true, 0, 0, 1, 0);
+    uint8_t buf[64];
+    struct uiw_wire_iov v = {ul, 18};
+    struct uiw_fpdu_tx ftx;
+    uiw_fpdu_tx_init(&ftx, true, false);
+    ssize_t len = uiw_fpdu_tx_encode(&ftx, &v, 1, buf, sizeof(buf));
+    CHECK(len > 0);
+    buf[len - 1] ^= 1;
+    CHECK_EQ(pair_feed(&p, 1, buf, (size_t)len), UIW_E_FPDU_CRC);
+    pair_pump(&p);
+    check_term(&p, 1, UIW_TERM_LAYER_LLP, UIW_TERM_LLP_MPA, UIW_TERM_MPA_CRC, 0, 0, NULL, 0, NULL);
+    CHECK(pair_event(&p, 1, UIW_EVENT_QP_FATAL, NULL));
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st), 0);
+    CHECK_EQ(st.crc_errors, 1);
+    CHECK_EQ(st.terminates_sent, 1);
+    /* the receive was not completed as a success: it is flushed */
+    CHECK_EQ(pair_wc(&p, 1, false).status, UIW_WC_WR_FLUSH_ERR);
+    pair_mr_free(dst);
+    pair_free(&p);
+}
+
+TEST(local_protection_error)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_mr *src = pair_mr(&p, 0, 64, 0, 1);
+    struct uiw_mr *dst = pair_mr(&p, 1, 64, RW, 0);
+    struct uiw_sge sge = {(uintptr_t)src->addr, 65, src->lkey}; /* beyond the MR */
+    struct uiw_send_wr wr = {
+        .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = UIW_WR_RDMA_WRITE};
+    wr.wr.rdma.remote_addr = (uintptr_t)dst->addr;
+    wr.wr.rdma.rkey = dst->rkey;
+    struct uiw_send_wr wr2 = wr;
+    wr2.wr_id = 2;
+    wr2.sg_list = &sge;
+    wr.next = &wr2;
+    struct uiw_send_wr *bad;
+    CHECK_EQ(uiw_post_send(p.s[0].qp, &wr, &bad), 0);
+    pair_pump(&p);
+    struct uiw_wc wc = pair_wc(&p, 0, true);
+    CHECK_EQ(wc.wr_id, 1);
+    CHECK_EQ(wc.status, UIW_WC_LOC_PROT_ERR);
+    wc = pair_wc(&p, 0, true);
+    CHECK_EQ(wc.wr_id, 2);
+    CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    check_term(&p, 0, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION,
+               UIW_TERM_RO_CATASTROPHIC_STREAM, 0, 0, NULL, 0, NULL);
+    pair_mr_free(src);
+    pair_mr_free(dst);
+    pair_free(&p);
+}

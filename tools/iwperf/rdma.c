@@ -1,0 +1,1057 @@
+/*
+ * iwperf over uiw: RDMA Write / Read / Send bandwidth and latency.
+ *
+ * Buffers (each side): buf = [source (max) | sink (max)] registered for local write,
+ * remote write and remote read; its address and rkey travel in the CM private data
+ * (iwp_pd). rbuf = receive slots: receive k lands at rbuf + k * IWP_CTRL_LEN with room
+ * for the largest message, so control messages never overwrite each other. cbuf = the
+ * sources of outgoing control messages (a ring, a slot reused once its Send completed).
+ *
+ * Protocol per size (the client drives, the server answers):
+ *   client START -> server ACK (credits, checksum of the server's source)
+ *   data phase: Writes to the server's sink, Reads from its source, or Sends (bounded by
+ *     the credits: receives the server has posted, advertised with CREDIT messages);
+ *     latency: Send ping-pong, Write ping-pong polling the last byte of the sink, or one
+ *     Read at a time
+ *   client STOP (a zero-length Send: after all earlier Writes are placed) -> server RESULT
+ *     (checksum of its sink, messages received, its copied-bytes statistic)
+ *   client REPORT (the row it printed; the server prints it too)
+ * and finally BYE, then a graceful disconnect.
+ */
+#include "iwperf.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uiw/cm.h>
+#include <uiw/verbs.h>
+
+enum {
+    SEED_CLIENT = 1,
+    SEED_SERVER = 2,
+    NCTRL = 32,         /* control message sources */
+    CLIENT_RECVS = 64,  /* receives the client keeps posted */
+    TIMEOUT_MS = 30000, /* no progress for this long: give up */
+    CM_TIMEOUT_MS = 15000,
+};
+
+#define RECV_FLAG (1ull << 63)
+
+struct conn {
+    const struct iwp_opts *o;
+    bool server;
+    struct uiw_context *ctx;
+    struct uiw_pd *pd;
+    struct uiw_cq *cq;
+    struct uiw_comp_channel *cch; /* --events */
+    struct uiw_cm_channel *ch;
+    struct uiw_cm_id *lid, *id;
+    struct uiw_qp *qp;
+    struct uiw_cm_conn_info info;
+    uint64_t max;
+    uint8_t *buf, *rbuf, *cbuf;
+    size_t buflen, rbuflen;
+    struct uiw_mr *mr, *rmr, *cmr;
+    uint64_t peer_addr;
+    uint32_t peer_rkey;
+    uint32_t nrecv;
+    /* send queue: WRs posted and completed (completions arrive in order) */
+    uint64_t sq_posted, sq_done;
+    uint32_t sq_limit;
+    uint64_t ctrl_seq[NCTRL];
+    uint32_t ctrl_next;
+    /* client: Sends the server allows in total, Sends made */
+    uint64_t credits, sends;
+    /* server: receives posted in total, last total advertised */
+    uint64_t posted, advertised;
+    /* received control messages (client: ACK / RESULT) */
+    bool have[16];
+    struct iwp_ctrl last[16];
+    /* data phase state */
+    bool in_phase, lat_phase;
+    uint64_t size;
+    uint64_t data_recvs, last_slot;
+    uint64_t pongs, last_pong_slot;
+    bool stop_seen, bye_seen;
+    int in_pump;  /* handlers run inside pump and must not wait */
+    bool closing; /* after BYE: flushed receives are expected */
+    int err;
+};
+
+static int fail(struct conn *c, const char *what, int code)
+{
+    fprintf(stderr, "iwperf: %s: %s\n", what, uiw_strerror(code));
+    if (!c->err)
+        c->err = code ? code : -EIO;
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static int post_recv_slot(struct conn *c, uint64_t slot)
+{
+    struct uiw_sge sge = {
+        .addr = (uint64_t)(uintptr_t)(c->rbuf + slot * IWP_CTRL_LEN),
+        .length = (uint32_t)(c->rbuflen - c->nrecv * (size_t)IWP_CTRL_LEN + IWP_CTRL_LEN),
+        .lkey = c->rmr->lkey,
+    };
+    /* every slot has room for the largest message: rbuf = nrecv slots + max - 1 slot */
+    struct uiw_recv_wr wr = {.wr_id = RECV_FLAG | slot, .sg_list = &sge, .num_sge = 1}, *bad;
+    int rc = uiw_post_recv(c->qp, &wr, &bad);
+    if (rc < 0)
+        return fail(c, "post_recv", rc);
+    c->posted++;
+    return 0;
+}
+
+/* Post one send-queue WR; signalled ones carry their sequence number. */
+static int post_wr(struct conn *c, enum uiw_wr_opcode op, void *addr, uint32_t len, uint32_t lkey,
+                   uint64_t raddr, bool signaled)
+{
+    struct uiw_sge sge = {.addr = (uint64_t)(uintptr_t)addr, .length = len, .lkey = lkey};
+    struct uiw_send_wr wr =
+                           {
+                               .wr_id = c->sq_posted,
+                               .sg_list = &sge,
+                               .num_sge = len ? 1 : 0,
+                               .opcode = op,
+                               .send_flags = signaled ? UIW_SEND_SIGNALED : 0,
+                           },
+                       *bad;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = c->peer_rkey;
+    int rc = uiw_post_send(c->qp, &wr, &bad);
+    if (rc < 0)
+        return fail(c, "post_send", rc);
+    c->sq_posted++;
+    if (op == UIW_WR_SEND)
+        c->sends++;
+    return 0;
+}
+
+static void handle_recv(struct conn *c, uint64_t slot, uint32_t len);
+
+/* Poll the CQ once; returns completions handled or -1. */
+static int pump(struct conn *c)
+{
+    struct uiw_wc wc[32];
+    if (c->in_pump)
+        return fail(c, "internal: a queue is full inside a completion handler", -ENOSPC);
+    int n = uiw_poll_cq(c->cq, 32, wc);
+    if (n < 0)
+        return fail(c, "poll_cq", n);
+    c->in_pump++;
+    for (int i = 0; i < n; i++) {
+        if (wc[i].status == UIW_WC_WR_FLUSH_ERR && c->closing)
+            continue;
+        if (wc[i].status != UIW_WC_SUCCESS) {
+            fprintf(stderr, "iwperf: work completion error: %s (opcode %d, %s)\n",
+                    uiw_wc_status_str(wc[i].status), (int)wc[i].opcode,
+                    uiw_strerror(wc[i].vendor_err));
+            if (!c->err)
+                c->err = -EIO;
+            c->in_pump--;
+            return -1;
+        }
+        if (wc[i].wr_id & RECV_FLAG) {
+            handle_recv(c, wc[i].wr_id & ~RECV_FLAG, wc[i].byte_len);
+            if (c->err) {
+                c->in_pump--;
+                return -1;
+            }
+        } else if (wc[i].wr_id + 1 > c->sq_done) {
+            c->sq_done = wc[i].wr_id + 1;
+        }
+    }
+    c->in_pump--;
+    return n;
+}
+
+/* --events: sleep until the CQ has a completion (bounded by timeout_ms). */
+static int wait_event(struct conn *c, int timeout_ms);
+
+/* One step of waiting: poll the CQ; with --events, sleep on the channel when it is empty.
+ * Returns the completions handled (0 after a sleep) or -1. */
+static int step(struct conn *c)
+{
+    int n = pump(c);
+    if (n != 0 || !c->o->events)
+        return n;
+    return wait_event(c, 100) < 0 ? -1 : 0;
+}
+
+static int wait_event(struct conn *c, int timeout_ms)
+{
+    int rc = uiw_req_notify_cq(c->cq, 0);
+    if (rc < 0)
+        return fail(c, "req_notify_cq", rc);
+    /* a completion that arrived before arming would not raise an event: look first */
+    int n = pump(c);
+    if (n != 0)
+        return n < 0 ? -1 : 0;
+    struct pollfd p = {.fd = uiw_comp_channel_fd(c->cch), .events = POLLIN};
+    if (poll(&p, 1, timeout_ms) > 0) {
+        struct uiw_cq *cq;
+        void *ctx;
+        if (uiw_get_cq_event(c->cch, &cq, &ctx) == 0)
+            uiw_ack_cq_events(cq, 1);
+    }
+    return 0;
+}
+
+/* Pump until *flag is set (or, with flag NULL, until the send queue drained). */
+static int wait_for(struct conn *c, const bool *flag)
+{
+    uint64_t deadline = iwp_now_ns() + (uint64_t)TIMEOUT_MS * 1000000;
+    for (;;) {
+        if (flag ? *flag : c->sq_done == c->sq_posted)
+            return 0;
+        int n = step(c);
+        if (n < 0)
+            return -1;
+        if (n > 0)
+            deadline = iwp_now_ns() + (uint64_t)TIMEOUT_MS * 1000000;
+        else if (iwp_now_ns() > deadline)
+            return fail(c, "waiting for the peer", -ETIMEDOUT);
+    }
+}
+
+/* Wait until the send queue has room for one more WR (limit: sq_limit outstanding). */
+static int sq_room(struct conn *c, uint32_t limit)
+{
+    uint64_t deadline = iwp_now_ns() + (uint64_t)TIMEOUT_MS * 1000000;
+    while (c->sq_posted - c->sq_done >= limit) {
+        int n = step(c);
+        if (n < 0)
+            return -1;
+        if (n == 0 && iwp_now_ns() > deadline)
+            return fail(c, "send queue", -ETIMEDOUT);
+    }
+    return 0;
+}
+
+/* Client: wait for a credit for one more Send. */
+static int send_credit(struct conn *c)
+{
+    if (c->server)
+        return 0;
+    uint64_t deadline = iwp_now_ns() + (uint64_t)TIMEOUT_MS * 1000000;
+    while (c->sends >= c->credits) {
+        int n = step(c);
+        if (n < 0)
+            return -1;
+        if (n == 0 && iwp_now_ns() > deadline)
+            return fail(c, "waiting for credits", -ETIMEDOUT);
+    }
+    return 0;
+}
+
+static int send_ctrl(struct conn *c, const struct iwp_ctrl *m)
+{
+    uint32_t k = c->ctrl_next;
+    uint64_t deadline = iwp_now_ns() + (uint64_t)TIMEOUT_MS * 1000000;
+    /* the slot is free once the Send that used it completed (all ctrl Sends signalled) */
+    while (c->ctrl_seq[k] != UINT64_MAX && c->ctrl_seq[k] >= c->sq_done) {
+        int n = step(c);
+        if (n < 0)
+            return -1;
+        if (n == 0 && iwp_now_ns() > deadline)
+            return fail(c, "control slot", -ETIMEDOUT);
+    }
+    if (send_credit(c) < 0 || sq_room(c, c->sq_limit) < 0)
+        return -1;
+    uint8_t *p = c->cbuf + (size_t)k * IWP_CTRL_LEN;
+    iwp_ctrl_encode(m, p);
+    c->ctrl_seq[k] = c->sq_posted;
+    c->ctrl_next = (k + 1) % NCTRL;
+    return post_wr(c, UIW_WR_SEND, p, IWP_CTRL_LEN, c->cmr->lkey, 0, true);
+}
+
+static int send_ctrl2(struct conn *c, uint32_t type, uint64_t v0, uint64_t v1)
+{
+    struct iwp_ctrl m = {.type = type};
+    m.v[0] = v0;
+    m.v[1] = v1;
+    return send_ctrl(c, &m);
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static uint64_t copied_now(struct conn *c, bool *known)
+{
+    struct uiw_context_stats st;
+    if (uiw_query_context_stats(c->ctx, &st) < 0) {
+        *known = false;
+        return 0;
+    }
+    return st.copied_payload_bytes;
+}
+
+/* verified length: Write latency changes the last byte each round */
+static uint64_t vlen(const struct conn *c, enum iwp_test t, bool lat, uint64_t s)
+{
+    return lat && t == IWP_WRITE ? s - 1 : s;
+}
+
+/* Server side of one size: state kept across handle_recv calls. */
+struct srv_phase {
+    enum iwp_test test;
+    bool lat, verify;
+    uint64_t s, t0, copied0;
+    bool copied_known;
+};
+static struct srv_phase sp;
+
+static int server_advertise(struct conn *c)
+{
+    uint64_t step = c->nrecv / 4 ? c->nrecv / 4 : 1;
+    if (c->posted - c->advertised < step)
+        return 0;
+    c->advertised = c->posted;
+    return send_ctrl2(c, IWP_C_CREDIT, c->posted, 0);
+}
+
+static void server_start(struct conn *c, const struct iwp_ctrl *m)
+{
+    uint64_t s = m->v[0];
+    if (s == 0 || s > c->max) {
+        fail(c, "START with a bad size", -EPROTO);
+        return;
+    }
+    sp.s = s;
+    c->size = s;
+    c->data_recvs = 0;
+    c->stop_seen = false;
+    c->in_phase = true;
+    /* zero the sink (Write latency polls its last byte); the source gets the pattern
+     * again (Write latency changes its last byte) */
+    memset(c->buf + c->max, 0, s);
+    iwp_fill_pattern(c->buf, s, SEED_SERVER);
+    sp.copied_known = true;
+    sp.copied0 = copied_now(c, &sp.copied_known);
+    sp.t0 = iwp_now_ns();
+    c->advertised = c->posted;
+    send_ctrl2(c, IWP_C_ACK, c->posted,
+               sp.verify ? iwp_checksum(c->buf, vlen(c, sp.test, sp.lat, s)) : 0);
+}
+
+static void server_stop(struct conn *c)
+{
+    uint64_t s = sp.s, sum = 0;
+    if (sp.verify) {
+        if (sp.test == IWP_SEND && c->data_recvs)
+            sum = iwp_checksum(c->rbuf + c->last_slot * IWP_CTRL_LEN, s);
+        else if (sp.test == IWP_WRITE)
+            sum = iwp_checksum(c->buf + c->max, vlen(c, sp.test, sp.lat, s));
+    }
+    bool known = sp.copied_known;
+    uint64_t copied = copied_now(c, &known) - sp.copied0;
+    struct iwp_ctrl m = {.type = IWP_C_RESULT};
+    m.v[0] = c->posted;
+    m.v[1] = sum;
+    m.v[2] = c->data_recvs;
+    m.v[3] = iwp_now_ns() - sp.t0;
+    m.v[4] = copied;
+    m.v[5] = known;
+    c->in_phase = false;
+    c->advertised = c->posted;
+    send_ctrl(c, &m);
+}
+
+static struct iwp_report *srv_report;
+
+static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
+{
+    const uint8_t *p = c->rbuf + slot * IWP_CTRL_LEN;
+    struct iwp_ctrl m;
+    if (!c->server) {
+        if (c->lat_phase) {
+            c->pongs++;
+            c->credits++; /* the server reposted before it answered */
+            c->last_pong_slot = slot;
+        } else if (len == IWP_CTRL_LEN && iwp_ctrl_decode(p, &m) == 0 && m.type < 16) {
+            if (m.v[0] > c->credits &&
+                (m.type == IWP_C_ACK || m.type == IWP_C_CREDIT || m.type == IWP_C_RESULT))
+                c->credits = m.v[0];
+            c->last[m.type] = m;
+            c->have[m.type] = true;
+        } else {
+            fail(c, "unexpected message from the server", -EPROTO);
+            return;
+        }
+        post_recv_slot(c, slot);
+        return;
+    }
+    /* server */
+    if (c->in_phase) {
+        if (len == 0) {
+            c->stop_seen = true;
+            post_recv_slot(c, slot);
+            server_stop(c);
+            return;
+        }
+        if (sp.test != IWP_SEND || len != sp.s) {
+            fail(c, "unexpected message in the data phase", -EPROTO);
+            return;
+        }
+        c->data_recvs++;
+        c->last_slot = slot;
+        if (post_recv_slot(c, slot) < 0)
+            return;
+        if (sp.lat) {
+            /* echo: the client counts the pong as the credit of the receive reposted */
+            c->advertised = c->posted;
+            if (c->sq_posted - c->sq_done >= c->sq_limit)
+                fail(c, "internal: send queue full", -ENOSPC);
+            else
+                post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)sp.s, c->mr->lkey, 0, true);
+        } else {
+            server_advertise(c);
+        }
+        return;
+    }
+    if (len != IWP_CTRL_LEN || iwp_ctrl_decode(p, &m) < 0) {
+        fail(c, "unexpected message from the client", -EPROTO);
+        return;
+    }
+    struct iwp_result res;
+    switch (m.type) {
+    case IWP_C_START:
+        post_recv_slot(c, slot);
+        server_start(c, &m);
+        return;
+    case IWP_C_REPORT:
+        iwp_result_from_ctrl(&m, &res);
+        if (srv_report)
+            iwp_report_row(srv_report, &res);
+        break;
+    case IWP_C_BYE:
+        c->bye_seen = true;
+        c->closing = true;
+        return;
+    default:
+        fail(c, "unexpected control message", -EPROTO);
+        return;
+    }
+    post_recv_slot(c, slot);
+    server_advertise(c);
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static int setup_common(struct conn *c)
+{
+    struct uiw_context_attr ca;
+    uiw_context_attr_init(&ca);
+    ca.progress_thread = !c->o->no_thread;
+    c->ctx = uiw_open_context(&ca);
+    if (!c->ctx)
+        return fail(c, "open_context", -errno);
+    c->pd = uiw_alloc_pd(c->ctx);
+    c->ch = uiw_cm_create_channel();
+    if (!c->pd || !c->ch)
+        return fail(c, "alloc_pd / cm channel", -errno);
+    c->sq_limit = c->o->tx_depth + NCTRL;
+    if (c->o->events) {
+        c->cch = uiw_create_comp_channel(c->ctx);
+        if (!c->cch)
+            return fail(c, "create_comp_channel", -errno);
+    }
+    c->cq = uiw_create_cq(c->ctx, (int)(c->sq_limit + c->o->rx_depth + CLIENT_RECVS + 64), NULL,
+                          c->cch, 0);
+    if (!c->cq)
+        return fail(c, "create_cq", -errno);
+    for (int i = 0; i < NCTRL; i++)
+        c->ctrl_seq[i] = UINT64_MAX;
+    return 0;
+}
+
+static void *alloc_pages(size_t len)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, (len + 4095) & ~(size_t)4095) != 0)
+        return NULL;
+    memset(p, 0, len);
+    return p;
+}
+
+static int setup_buffers(struct conn *c, uint64_t max, uint32_t nrecv, uint32_t seed)
+{
+    c->max = max;
+    c->nrecv = nrecv;
+    c->buflen = 2 * max;
+    size_t big = max > IWP_CTRL_LEN ? max : IWP_CTRL_LEN;
+    c->rbuflen = (size_t)nrecv * IWP_CTRL_LEN + big - IWP_CTRL_LEN;
+    c->buf = alloc_pages(c->buflen);
+    c->rbuf = alloc_pages(c->rbuflen);
+    c->cbuf = alloc_pages((size_t)NCTRL * IWP_CTRL_LEN);
+    if (!c->buf || !c->rbuf || !c->cbuf)
+        return fail(c, "allocating buffers", -ENOMEM);
+    iwp_fill_pattern(c->buf, max, seed);
+    c->mr = uiw_reg_mr(c->pd, c->buf, c->buflen,
+                       UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ);
+    c->rmr = uiw_reg_mr(c->pd, c->rbuf, c->rbuflen, UIW_ACCESS_LOCAL_WRITE);
+    c->cmr = uiw_reg_mr(c->pd, c->cbuf, (size_t)NCTRL * IWP_CTRL_LEN, 0);
+    if (!c->mr || !c->rmr || !c->cmr)
+        return fail(c, "reg_mr", -errno);
+    return 0;
+}
+
+static int create_qp(struct conn *c, struct uiw_cm_id *id, uint16_t ird, uint16_t ord)
+{
+    struct uiw_qp_init_attr qa = {
+        .send_cq = c->cq,
+        .recv_cq = c->cq,
+        .cap = {.max_send_wr = c->sq_limit,
+                .max_recv_wr = c->nrecv,
+                .max_send_sge = 1,
+                .max_recv_sge = 1},
+        .max_ird = ird,
+        .max_ord = ord,
+    };
+    int rc = uiw_cm_create_qp(id, c->pd, &qa);
+    if (rc < 0)
+        return fail(c, "cm_create_qp", rc);
+    c->qp = id->qp;
+    for (uint32_t k = 0; k < c->nrecv; k++)
+        if (post_recv_slot(c, k) < 0)
+            return -1;
+    return 0;
+}
+
+static void fill_param(const struct iwp_opts *o, struct uiw_conn_param *p, const void *pd,
+                       uint16_t ird, uint16_t ord)
+{
+    memset(p, 0, sizeof(*p));
+    p->private_data = pd;
+    p->private_data_len = IWP_PD_LEN;
+    p->responder_resources = ird;
+    p->initiator_depth = ord;
+    p->mpa_rev = (uint8_t)o->mpa_rev;
+    p->crc = o->crc;
+    p->markers = o->markers;
+    p->timeout_ms = 10000;
+}
+
+static void report_conn(struct conn *c, struct iwp_report *r)
+{
+    if (uiw_cm_query(c->id, &c->info) < 0)
+        return;
+    r->mpa_rev = c->info.mpa_rev;
+    r->crc = c->info.crc;
+    r->markers = c->info.markers_tx || c->info.markers_rx;
+    r->ird = c->info.ird;
+    r->ord = c->info.ord;
+    r->mulpdu = c->info.mulpdu;
+}
+
+static int wait_cm(struct conn *c, enum uiw_cm_event_type want, struct uiw_cm_event **out)
+{
+    struct uiw_cm_event *ev;
+    uint64_t deadline = iwp_now_ns() + (uint64_t)CM_TIMEOUT_MS * 1000000;
+    for (;;) {
+        int left = (int)(((int64_t)(deadline - iwp_now_ns())) / 1000000);
+        if (left <= 0)
+            return fail(c, uiw_cm_event_str(want), -ETIMEDOUT);
+        int rc = uiw_cm_get_event(c->ch, &ev, left);
+        if (rc == -EAGAIN)
+            continue;
+        if (rc < 0)
+            return fail(c, "cm_get_event", rc);
+        if (ev->event == want) {
+            *out = ev;
+            return 0;
+        }
+        fprintf(stderr, "iwperf: connection event %s (%s) while waiting for %s\n",
+                uiw_cm_event_str(ev->event), uiw_strerror(ev->status), uiw_cm_event_str(want));
+        int st = ev->status ? ev->status : -ECONNABORTED;
+        uiw_cm_ack_event(ev);
+        if (!c->err)
+            c->err = st;
+        return -1;
+    }
+}
+
+static void teardown(struct conn *c)
+{
+    if (c->id) {
+        if (c->qp)
+            uiw_cm_destroy_qp(c->id);
+        uiw_cm_destroy_id(c->id);
+    }
+    if (c->lid)
+        uiw_cm_destroy_id(c->lid);
+    if (c->cq)
+        uiw_destroy_cq(c->cq);
+    if (c->cch)
+        uiw_destroy_comp_channel(c->cch);
+    if (c->mr)
+        uiw_dereg_mr(c->mr);
+    if (c->rmr)
+        uiw_dereg_mr(c->rmr);
+    if (c->cmr)
+        uiw_dereg_mr(c->cmr);
+    if (c->pd)
+        uiw_dealloc_pd(c->pd);
+    if (c->ctx)
+        uiw_close_context(c->ctx);
+    if (c->ch)
+        uiw_cm_destroy_channel(c->ch);
+    free(c->buf);
+    free(c->rbuf);
+    free(c->cbuf);
+}
+
+/* Graceful close: disconnect and wait (bounded) for DISCONNECTED. */
+static void close_conn(struct conn *c, bool initiate)
+{
+    struct uiw_cm_event *ev;
+    if (initiate)
+        uiw_cm_disconnect(c->id);
+    uint64_t deadline = iwp_now_ns() + 5000000000ull;
+    c->closing = true;
+    while (iwp_now_ns() < deadline) {
+        /* without a progress thread, polling is what notices the peer's close */
+        struct uiw_wc wc[16];
+        uiw_poll_cq(c->cq, 16, wc);
+        if (uiw_cm_get_event(c->ch, &ev, 20) < 0)
+            continue;
+        enum uiw_cm_event_type t = ev->event;
+        uiw_cm_ack_event(ev);
+        if (t == UIW_CM_EVENT_DISCONNECTED) {
+            if (!initiate)
+                uiw_cm_disconnect(c->id);
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static int rdma_server(const struct iwp_opts *o)
+{
+    struct conn c = {.o = o, .server = true};
+    struct uiw_cm_event *ev = NULL;
+    struct iwp_report rep;
+    struct iwp_opts so = *o;
+    int status = 1;
+    if (setup_common(&c) < 0)
+        goto out;
+    c.lid = uiw_cm_create_id(c.ch, c.ctx, NULL);
+    if (!c.lid) {
+        fail(&c, "cm_create_id", -errno);
+        goto out;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (o->ipv6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_addr = in6addr_any;
+        s6->sin6_port = htons(o->port);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_addr.s_addr = htonl(INADDR_ANY);
+        s4->sin_port = htons(o->port);
+    }
+    int rc = uiw_cm_bind_addr(c.lid, (struct sockaddr *)&ss);
+    if (rc == 0)
+        rc = uiw_cm_listen(c.lid, 1, NULL);
+    if (rc < 0) {
+        fail(&c, "bind/listen", rc);
+        goto out;
+    }
+    /* one client: wait as long as it takes for it to come */
+    for (;;) {
+        rc = uiw_cm_get_event(c.ch, &ev, 1000);
+        if (rc == -EAGAIN)
+            continue;
+        if (rc < 0) {
+            fail(&c, "cm_get_event", rc);
+            goto out;
+        }
+        if (ev->event == UIW_CM_EVENT_CONNECT_REQUEST)
+            break;
+        uiw_cm_ack_event(ev);
+    }
+    struct iwp_pd cpd;
+    c.id = ev->id;
+    if (iwp_pd_decode(ev->param.private_data, ev->param.private_data_len, &cpd) < 0 ||
+        cpd.test > IWP_SEND || cpd.max_size == 0 || cpd.max_size > IWP_MAX_SIZE) {
+        uiw_cm_ack_event(ev);
+        uiw_cm_reject(c.id, NULL, 0);
+        fail(&c, "the client's private data", -EPROTO);
+        goto out;
+    }
+    uiw_cm_ack_event(ev);
+    c.peer_addr = cpd.addr;
+    c.peer_rkey = cpd.rkey;
+    so.test = (enum iwp_test)cpd.test;
+    so.lat = (cpd.flags & IWP_F_LAT) != 0;
+    so.verify = (cpd.flags & IWP_F_VERIFY) != 0;
+    sp.test = so.test;
+    sp.lat = so.lat;
+    sp.verify = so.verify;
+    if (setup_buffers(&c, cpd.max_size, o->rx_depth, SEED_SERVER) < 0 ||
+        create_qp(&c, c.id, UIW_MAX_IRD_ORD, UIW_DEFAULT_IRD_ORD) < 0)
+        goto out;
+    struct iwp_pd mypd = {.test = cpd.test,
+                          .max_size = c.max,
+                          .addr = (uint64_t)(uintptr_t)c.buf,
+                          .rkey = c.mr->rkey,
+                          .credits = (uint32_t)c.posted};
+    uint8_t pdb[IWP_PD_LEN];
+    iwp_pd_encode(&mypd, pdb);
+    struct uiw_conn_param prm;
+    fill_param(o, &prm, pdb, UIW_MAX_IRD_ORD, UIW_DEFAULT_IRD_ORD);
+    rc = uiw_cm_accept(c.id, &prm);
+    if (rc < 0) {
+        fail(&c, "cm_accept", rc);
+        goto out;
+    }
+    if (wait_cm(&c, UIW_CM_EVENT_ESTABLISHED, &ev) < 0)
+        goto out;
+    uiw_cm_ack_event(ev);
+    c.advertised = c.posted;
+    iwp_report_init(&rep, &so, "server", stdout);
+    report_conn(&c, &rep);
+    iwp_report_header(&rep);
+    srv_report = &rep;
+    /* serve until BYE */
+    uint64_t deadline = iwp_now_ns() + 3600ull * 1000000000ull;
+    uint8_t expect = 1;
+    while (!c.bye_seen) {
+        if (c.in_phase && sp.lat && sp.test == IWP_WRITE) {
+            /* Write ping-pong: answer when the last byte of the sink shows the tag */
+            volatile uint8_t *tail = c.buf + c.max + sp.s - 1;
+            if (*tail == expect) {
+                c.buf[sp.s - 1] = expect;
+                if (sq_room(&c, c.sq_limit) < 0 ||
+                    post_wr(&c, UIW_WR_RDMA_WRITE, c.buf, (uint32_t)sp.s, c.mr->lkey,
+                            c.peer_addr + c.max, true) < 0)
+                    goto out;
+                expect = (uint8_t)(expect % 255 + 1);
+            }
+        } else if (!c.in_phase) {
+            expect = 1;
+        }
+        /* Write latency polls memory: spin; otherwise wait as the options say */
+        bool spin = c.in_phase && sp.lat && sp.test == IWP_WRITE;
+        if ((spin ? pump(&c) : step(&c)) < 0)
+            goto out;
+        if (iwp_now_ns() > deadline)
+            break;
+    }
+    iwp_report_finish(&rep);
+    srv_report = NULL;
+    wait_for(&c, NULL);
+    close_conn(&c, false);
+    status = 0;
+out:
+    srv_report = NULL;
+    teardown(&c);
+    return status;
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static int resolve(const struct iwp_opts *o, struct sockaddr_storage *ss)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+    char port[8];
+    snprintf(port, sizeof(port), "%u", o->port);
+    int rc = getaddrinfo(o->host, port, &hints, &ai);
+    if (rc != 0) {
+        fprintf(stderr, "iwperf: %s: %s\n", o->host, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static bool time_up(const struct iwp_opts *o, uint64_t t0)
+{
+    return o->duration > 0 && (double)(iwp_now_ns() - t0) >= o->duration * 1e9;
+}
+
+/* Bandwidth: Writes, Reads or Sends with up to `limit` outstanding. */
+static int client_bw(struct conn *c, uint64_t s, struct iwp_result *res)
+{
+    const struct iwp_opts *o = c->o;
+    uint32_t limit = o->tx_depth;
+    if (o->test == IWP_READ && c->info.ord && c->info.ord < limit)
+        limit = c->info.ord;
+    uint32_t sig = limit / 4 ? limit / 4 : 1;
+    if (sig > 64)
+        sig = 64;
+    struct iwp_bw_meter m;
+    uint64_t t0 = iwp_now_ns(), seq0 = c->sq_posted, posted = 0;
+    iwp_bw_start(&m, t0, 10000000); /* peak over 10 ms windows */
+    for (bool last = false; !last;) {
+        if (c->sq_posted - c->sq_done >= limit || (o->test == IWP_SEND && c->sends >= c->credits)) {
+            if (step(c) < 0)
+                return -1;
+            iwp_bw_update(&m, iwp_now_ns(), (c->sq_done - seq0) * s);
+            continue;
+        }
+        /* the last WR is always signalled, so its completion ends the phase */
+        last = o->iters ? posted + 1 == o->iters : time_up(o, t0);
+        bool signaled = last || (posted % sig) == sig - 1;
+        int rc;
+        if (o->test == IWP_WRITE)
+            rc = post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)s, c->mr->lkey,
+                         c->peer_addr + c->max, signaled);
+        else if (o->test == IWP_READ)
+            rc = post_wr(c, UIW_WR_RDMA_READ, c->buf + c->max, (uint32_t)s, c->mr->lkey,
+                         c->peer_addr, signaled);
+        else
+            rc = post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)s, c->mr->lkey, 0, signaled);
+        if (rc < 0)
+            return -1;
+        posted++;
+    }
+    if (wait_for(c, NULL) < 0)
+        return -1;
+    res->iters = posted;
+    res->bw_peak = m.peak;
+    return 0;
+}
+
+static int client_lat(struct conn *c, uint64_t s, struct iwp_samples *smp)
+{
+    const struct iwp_opts *o = c->o;
+    uint64_t t0 = iwp_now_ns();
+    volatile uint8_t *tail = c->buf + c->max + s - 1;
+    uint8_t tag = 1;
+    c->pongs = 0;
+    for (uint64_t i = 0; o->iters ? i < o->iters : !time_up(o, t0); i++) {
+        uint64_t a = iwp_now_ns(), deadline = a + (uint64_t)TIMEOUT_MS * 1000000;
+        if (sq_room(c, c->sq_limit) < 0)
+            return -1;
+        if (o->test == IWP_SEND) {
+            if (send_credit(c) < 0 ||
+                post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)s, c->mr->lkey, 0, true) < 0)
+                return -1;
+            while (c->pongs <= i) {
+                int n = step(c);
+                if (n < 0)
+                    return -1;
+                if (n == 0 && iwp_now_ns() > deadline)
+                    return fail(c, "waiting for the pong", -ETIMEDOUT);
+            }
+        } else if (o->test == IWP_WRITE) {
+            c->buf[s - 1] = tag;
+            if (post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)s, c->mr->lkey,
+                        c->peer_addr + c->max, true) < 0)
+                return -1;
+            while (*tail != tag) {
+                int n = pump(c);
+                if (n < 0)
+                    return -1;
+                if (n == 0 && iwp_now_ns() > deadline)
+                    return fail(c, "waiting for the pong", -ETIMEDOUT);
+            }
+            tag = (uint8_t)(tag % 255 + 1);
+        } else {
+            uint64_t want = c->sq_posted + 1;
+            if (post_wr(c, UIW_WR_RDMA_READ, c->buf + c->max, (uint32_t)s, c->mr->lkey,
+                        c->peer_addr, true) < 0)
+                return -1;
+            while (c->sq_done < want) {
+                int n = step(c);
+                if (n < 0)
+                    return -1;
+                if (n == 0 && iwp_now_ns() > deadline)
+                    return fail(c, "waiting for the Read", -ETIMEDOUT);
+            }
+        }
+        if (iwp_samples_push(smp, iwp_now_ns() - a) < 0)
+            return fail(c, "samples", -ENOMEM);
+    }
+    return 0;
+}
+
+static int client_phase(struct conn *c, uint64_t s, struct iwp_result *res)
+{
+    const struct iwp_opts *o = c->o;
+    struct iwp_samples smp = {0};
+    int rc = -1;
+    memset(res, 0, sizeof(*res));
+    res->bytes = s;
+    if (o->lat && iwp_samples_reserve(&smp, o->iters ? o->iters : 65536) < 0)
+        return fail(c, "samples", -ENOMEM);
+    memset(c->buf + c->max, 0, s);
+    iwp_fill_pattern(c->buf, s, SEED_CLIENT);
+    c->have[IWP_C_ACK] = c->have[IWP_C_RESULT] = false;
+    if (send_ctrl2(c, IWP_C_START, s, o->iters) < 0 || wait_for(c, &c->have[IWP_C_ACK]) < 0)
+        goto out;
+    uint64_t ack_sum = c->last[IWP_C_ACK].v[1];
+    bool known = true;
+    uint64_t copied0 = copied_now(c, &known);
+    uint64_t t0 = iwp_now_ns();
+    if (o->lat) {
+        c->lat_phase = o->test == IWP_SEND;
+        rc = client_lat(c, s, &smp);
+        c->lat_phase = false;
+        if (rc < 0)
+            goto out;
+        rc = -1;
+        res->iters = smp.n;
+    } else if (client_bw(c, s, res) < 0) {
+        goto out;
+    }
+    if (wait_for(c, NULL) < 0)
+        goto out;
+    /* every WR of the phase has completed: what the stack copied meanwhile */
+    uint64_t copied1 = copied_now(c, &known);
+    /* STOP: a zero-length Send; the server sees it after every earlier Write is placed */
+    if (send_credit(c) < 0 || sq_room(c, c->sq_limit) < 0 ||
+        post_wr(c, UIW_WR_SEND, NULL, 0, c->mr->lkey, 0, true) < 0 || wait_for(c, NULL) < 0 ||
+        wait_for(c, &c->have[IWP_C_RESULT]) < 0)
+        goto out;
+    uint64_t t1 = iwp_now_ns();
+    const struct iwp_ctrl *r = &c->last[IWP_C_RESULT];
+    res->seconds = (double)(t1 - t0) / 1e9;
+    if (o->lat) {
+        iwp_lat_summarise(smp.v, smp.n, o->test == IWP_READ ? 1.0 : 0.5, &res->lat);
+    } else {
+        res->bw_avg = res->seconds > 0 ? (double)(res->iters * s) / res->seconds : 0;
+        res->msg_rate = res->seconds > 0 ? (double)res->iters / res->seconds : 0;
+        if (res->bw_peak < res->bw_avg)
+            res->bw_peak = res->bw_avg;
+    }
+    res->copied_known = known && r->v[5];
+    res->copied = copied1 - copied0 + r->v[4];
+    if (o->verify) {
+        uint64_t vl = vlen(c, o->test, o->lat, s);
+        bool ok = true;
+        if (o->test == IWP_SEND)
+            ok = r->v[2] == res->iters && r->v[1] == iwp_checksum(c->buf, s);
+        else if (o->test == IWP_WRITE)
+            ok = r->v[1] == iwp_checksum(c->buf, vl);
+        if (o->test == IWP_READ || (o->lat && o->test == IWP_WRITE))
+            ok = ok && iwp_checksum(c->buf + c->max, vl) == ack_sum;
+        if (o->lat && o->test == IWP_SEND && res->iters)
+            ok = ok && iwp_checksum(c->rbuf + c->last_pong_slot * IWP_CTRL_LEN, s) == ack_sum;
+        res->verify = ok ? IWP_VERIFY_OK : IWP_VERIFY_FAIL;
+    }
+    struct iwp_ctrl rep;
+    iwp_result_to_ctrl(res, &rep);
+    rc = send_ctrl(c, &rep);
+out:
+    iwp_samples_free(&smp);
+    return rc;
+}
+
+static int rdma_client(const struct iwp_opts *o)
+{
+    struct conn c = {.o = o};
+    struct uiw_cm_event *ev;
+    struct iwp_report rep;
+    int status = 1;
+    struct sockaddr_storage dst;
+    if (resolve(o, &dst) < 0 || setup_common(&c) < 0)
+        goto out;
+    if (setup_buffers(&c, iwp_max_size(o), CLIENT_RECVS, SEED_CLIENT) < 0)
+        goto out;
+    c.id = uiw_cm_create_id(c.ch, c.ctx, NULL);
+    if (!c.id) {
+        fail(&c, "cm_create_id", -errno);
+        goto out;
+    }
+    uint16_t ord = (uint16_t)(o->tx_depth < UIW_MAX_IRD_ORD ? o->tx_depth : UIW_MAX_IRD_ORD);
+    if (create_qp(&c, c.id, UIW_DEFAULT_IRD_ORD, ord) < 0)
+        goto out;
+    struct iwp_pd mypd = {.test = o->test,
+                          .flags = (o->lat ? IWP_F_LAT : 0) | (o->verify ? IWP_F_VERIFY : 0),
+                          .max_size = c.max,
+                          .addr = (uint64_t)(uintptr_t)c.buf,
+                          .rkey = c.mr->rkey,
+                          .credits = c.nrecv};
+    uint8_t pdb[IWP_PD_LEN];
+    iwp_pd_encode(&mypd, pdb);
+    struct uiw_conn_param prm;
+    fill_param(o, &prm, pdb, UIW_DEFAULT_IRD_ORD, ord);
+    /* the server may still be starting: retry a refused connection for a few seconds */
+    for (int attempt = 0;; attempt++) {
+        int rc = uiw_cm_connect(c.id, (struct sockaddr *)&dst, &prm);
+        if (rc < 0) {
+            fail(&c, "cm_connect", rc);
+            goto out;
+        }
+        rc = uiw_cm_get_event(c.ch, &ev, CM_TIMEOUT_MS);
+        if (rc < 0) {
+            fail(&c, "waiting for the connection", rc);
+            goto out;
+        }
+        if (ev->event == UIW_CM_EVENT_ESTABLISHED)
+            break;
+        int st = ev->status;
+        enum uiw_cm_event_type t = ev->event;
+        uiw_cm_ack_event(ev);
+        if (t == UIW_CM_EVENT_UNREACHABLE && attempt < 50) {
+            /* a fresh id for the next attempt */
+            uiw_cm_destroy_qp(c.id);
+            uiw_cm_destroy_id(c.id);
+            c.qp = NULL;
+            c.id = uiw_cm_create_id(c.ch, c.ctx, NULL);
+            if (!c.id) {
+                fail(&c, "cm_create_id", -errno);
+                goto out;
+            }
+            c.posted = 0;
+            if (create_qp(&c, c.id, UIW_DEFAULT_IRD_ORD, ord) < 0)
+                goto out;
+            struct timespec ts = {0, 100000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        fprintf(stderr, "iwperf: connect: %s (%s)\n", uiw_cm_event_str(t), uiw_strerror(st));
+        goto out;
+    }
+    struct iwp_pd spd;
+    int bad = iwp_pd_decode(ev->param.private_data, ev->param.private_data_len, &spd);
+    uiw_cm_ack_event(ev);
+    /* the server sized its buffer from our request: its sink is at its base + max too */
+    if (bad < 0 || spd.max_size != c.max) {
+        fail(&c, "the server's private data", -EPROTO);
+        goto out;
+    }
+    c.peer_addr = spd.addr;
+    c.peer_rkey = spd.rkey;
+    c.credits = spd.credits;
+    iwp_report_init(&rep, o, "client", stdout);
+    report_conn(&c, &rep);
+    iwp_report_header(&rep);
+    uint64_t sizes[32];
+    int nsizes = iwp_sizes(o, sizes, 32);
+    bool vfail = false;
+    for (int i = 0; i < nsizes; i++) {
+        struct iwp_result res;
+        if (client_phase(&c, sizes[i], &res) < 0)
+            goto out;
+        vfail |= res.verify == IWP_VERIFY_FAIL;
+        iwp_report_row(&rep, &res);
+    }
+    if (send_ctrl2(&c, IWP_C_BYE, 0, 0) < 0 || wait_for(&c, NULL) < 0)
+        goto out;
+    c.closing = true;
+    iwp_report_finish(&rep);
+    close_conn(&c, true);
+    status = vfail ? 2 : 0;
+out:
+    teardown(&c);
+    return status;
+}
+
+int iwp_rdma_run(const struct iwp_opts *o)
+{
+    return o->host ? rdma_client(o) : rdma_server(o);
+}
