@@ -133,6 +133,7 @@ static const char *jtype_name(enum rd_jtype t)
 
 static int want_u32(struct pctx *c, const struct rd_jval *v, uint32_t *out)
 {
+    *out = 0;
     if (v->type != RD_JINT || v->neg || v->u > UINT32_MAX)
         return efail(c, "expected an integer 0..4294967295, got %s",
                      v->type == RD_JINT ? "an integer out of range" : jtype_name(v->type));
@@ -142,6 +143,7 @@ static int want_u32(struct pctx *c, const struct rd_jval *v, uint32_t *out)
 
 static int want_u64(struct pctx *c, const struct rd_jval *v, uint64_t *out)
 {
+    *out = 0;
     if (v->type != RD_JINT || v->neg)
         return efail(c, "expected an integer 0..18446744073709551615, got %s",
                      v->type == RD_JINT ? "a negative integer" : jtype_name(v->type));
@@ -197,6 +199,7 @@ static int want_opaque(struct pctx *c, const struct rd_jval *v, uint32_t *len, c
 static int member(struct pctx *c, const struct rd_jval *obj, const char *key,
                   const struct rd_jval **m, size_t *old)
 {
+    *old = c->plen;
     *m = rd_json_get(c->doc, obj, key);
     if (!*m)
         return efail(c, "missing key \"%s\"", key);
@@ -207,7 +210,7 @@ static int member(struct pctx *c, const struct rd_jval *obj, const char *key,
 static int u32_member(struct pctx *c, const struct rd_jval *obj, const char *key, uint32_t *out)
 {
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = member(c, obj, key, &m, &old)) != 0 || (r = want_u32(c, m, out)) != 0)
         return r;
@@ -248,7 +251,7 @@ static int segment(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_s
 {
     static const char *const keys[] = {"rdma_handle", "rdma_length", "rdma_offset"};
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (segment)")) != 0 ||
         (r = u32_member(c, v, "rdma_handle", &s->handle)) != 0 ||
@@ -264,7 +267,7 @@ static int write_chunk(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrd
 {
     static const char *const keys[] = {"rdma_target"};
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (write chunk)")) != 0 ||
         (r = member(c, v, "rdma_target", &m, &old)) != 0 ||
@@ -303,7 +306,7 @@ static int read_list(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma
         struct uiw_rpcrdma_read_segment tmp = {0};
         struct uiw_rpcrdma_read_segment *rs = ch->reads ? &ch->reads[i] : &tmp;
         const struct rd_jval *m;
-        size_t at = push(c, NULL, i), old;
+        size_t at = push(c, NULL, i), old = 0;
         if ((r = want_type(c, e, RD_JOBJ, "an object (read segment)")) != 0 ||
             (r = u32_member(c, e, "rdma_position", &rs->position)) != 0 ||
             (r = member(c, e, "rdma_target", &m, &old)) != 0 ||
@@ -342,7 +345,7 @@ static int write_list(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdm
 static int lists(struct pctx *c, const struct rd_jval *obj, struct uiw_rpcrdma_chunks *ch)
 {
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = member(c, obj, "rdma_reads", &m, &old)) != 0 || (r = read_list(c, m, ch)) != 0)
         return r;
@@ -366,7 +369,7 @@ static int chunks(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_ch
     static const char *const keys[] = {"rdma_direction", "rdma_inv_handle", "rdma_reads",
                                        "rdma_writes", "rdma_reply"};
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (chunk lists)")) != 0)
         return r;
@@ -394,7 +397,7 @@ static int error_body(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdm
     const char *arm = NULL, *f1 = NULL, *f2 = NULL;
     uint32_t *p1 = NULL, *p2 = NULL;
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (error)")) != 0 ||
         (r = member(c, v, disc, &m, &old)) != 0 ||
@@ -428,7 +431,7 @@ static int optional(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_
 {
     static const char *const keys[] = {"rdma_optdir", "rdma_opttype", "rdma_optinfo"};
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (rpcrdma2_optional)")) != 0 ||
         (r = member(c, v, "rdma_optdir", &m, &old)) != 0 ||
@@ -447,7 +450,7 @@ static int propval(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_p
 {
     static const char *const keys[] = {"rdma_which", "rdma_data"};
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     uint8_t four[4];
     if ((r = want_type(c, v, RD_JOBJ, "an object (rpcrdma2_propval)")) != 0 ||
@@ -475,7 +478,7 @@ static int propset(struct pctx *c, const struct rd_jval *obj, const char *key,
                    struct uiw_rpcrdma_propset *ps)
 {
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = member(c, obj, key, &m, &old)) != 0 || (r = want_type(c, m, RD_JARR, "an array")) != 0)
         return r;
@@ -501,7 +504,7 @@ static int subset(struct pctx *c, const struct rd_jval *obj, const char *key,
                   struct uiw_rpcrdma_propsubset *s)
 {
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = member(c, obj, key, &m, &old)) != 0 || (r = want_type(c, m, RD_JARR, "an array")) != 0)
         return r;
@@ -513,7 +516,7 @@ static int subset(struct pctx *c, const struct rd_jval *obj, const char *key,
     size_t i = 0;
     for (const struct rd_jval *e = rd_json_at(c->doc, m->child); e;
          e = rd_json_at(c->doc, e->next), i++) {
-        uint32_t w;
+        uint32_t w = 0;
         size_t at = push(c, NULL, i);
         if ((r = want_u32(c, e, &w)) != 0)
             return r;
@@ -567,7 +570,7 @@ static int body(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_hdr 
 {
     const char *disc = c->nv == 1 ? "proc" : "rdma_proc";
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (the body union)")) != 0 ||
         (r = member(c, v, disc, &m, &old)) != 0 ||
@@ -637,7 +640,7 @@ static int header(struct pctx *c, const struct rd_jval *root, const char *const 
 {
     static const char *const keys[] = {"rdma_xid", "rdma_vers", "rdma_credit", "rdma_body"};
     const struct rd_jval *m;
-    size_t old;
+    size_t old = 0;
     int r;
     memset(h, 0, sizeof *h);
     if (!root || root->type != RD_JOBJ)
