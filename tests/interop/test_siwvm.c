@@ -1,0 +1,653 @@
+/*
+ * Interop with the Linux kernel's soft-iWARP (siw) in the VM rig (scripts/siwvm.sh):
+ *  - the kernel's rping client drives an iwping server on this host (MPA Rev 2 default,
+ *    siw asking for CRC, siw speaking MPA Rev 1), rping's sizes from 26 to 65535 bytes,
+ *    rping -V checking the data and iwping -V checking it too;
+ *  - iwping clients drive the kernel's rping server (Rev 2 default and CRC);
+ *  - Terminates: a raw peer (the wire codecs on a plain socket) provokes siw into sending
+ *    Terminates and checks how they decode (siw's bit order), and sends siw an RFC-order
+ *    Terminate that siw must take as one (its "got TERMINATE" line in dmesg); then the
+ *    stack itself (iwping --bad-rkey) sends siw its Terminate, seen the same way;
+ *  - the pcap of each iwping connection is decoded by tshark (MPA frames, CRC verdicts).
+ * Each test boots one VM (20-35 s under TCG) and combines its scenarios in that run.
+ * The tests exit 77 (skipped, see tests.cmake) when the rig is not available here; a rig
+ * that fails to build or boot fails them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uiw/wire.h>
+
+#include "interop.h"
+#include "test.h"
+
+/* Time the Linux 6.1 siw responder needs after sending its MPA Reply before it notices
+ * incoming FPDUs (it misses one that arrives earlier and then waits for more data). */
+#define SIW_SETTLE_MS 2000
+
+static const int rping_sizes[] = {26, 64, 1000, 4096, 16384, 65535};
+#define NSIZES ((int)(sizeof(rping_sizes) / sizeof(rping_sizes[0])))
+
+struct vm {
+    char dir[512];
+    char console[600], out[600], script[600];
+    int pid;
+};
+
+static void siwvm_ensure(void)
+{
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "'%s/scripts/siwvm.sh' ensure", UIW_SOURCE_DIR);
+    int rc = it_run(cmd, 1, 540, &out);
+    if (rc == 77) {
+        fprintf(stderr, "%s", out);
+        free(out);
+        SKIP("siw VM rig not available on this machine");
+    }
+    if (rc != 0)
+        uiw_test_fail(__FILE__, __LINE__, "siw VM rig not usable (status %d):\n%s", rc, out);
+    free(out);
+}
+
+/* Boot a VM running `script` (a sh script, written to a shared folder) with the given siw
+ * options and host port forwards. */
+static void vm_start(struct vm *v, const char *script, const char *siwopts, const char *hostfwd,
+                     int timeout_s)
+{
+    char cmd[4096];
+    siwvm_ensure();
+    it_tmpdir(v->dir, sizeof(v->dir), "siwvm");
+    snprintf(v->console, sizeof(v->console), "%s/console.log", v->dir);
+    snprintf(v->out, sizeof(v->out), "%s/run.txt", v->dir);
+    snprintf(v->script, sizeof(v->script), "%s/guest.sh", v->dir);
+    FILE *f = fopen(v->script, "w");
+    CHECK(f != NULL);
+    fprintf(f, "%s\n", script);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd),
+             "SIWVM_SHARE='%s' SIWVM_LOG='%s' SIWVM_TIMEOUT=%d SIWVM_SIWOPTS='%s' "
+             "SIWVM_HOSTFWD='%s' exec '%s/scripts/siwvm.sh' run sh /mnt/host/guest.sh",
+             v->dir, v->console, timeout_s, siwopts ? siwopts : "", hostfwd ? hostfwd : "",
+             UIW_SOURCE_DIR);
+    v->pid = it_spawn(cmd, v->out);
+}
+
+/* Wait for the VM; returns the guest command's status. Prints the console on failure. */
+static int vm_wait(struct vm *v, int timeout_s)
+{
+    int rc = it_wait(v->pid, timeout_s);
+    if (rc != 0) {
+        char *s = it_slurp(v->out);
+        fprintf(stderr, "---- VM run (status %d):\n%s\n", rc, s);
+        free(s);
+    }
+    return rc;
+}
+
+static char *vm_output(const struct vm *v)
+{
+    return it_slurp(v->out);
+}
+
+/* tshark over every capture in dir: the MPA Replies (one per connection that completed its
+ * handshake; attempts the guest refused leave a Request only) carry the expected
+ * revision, the side that asks for CRC (`asker`: "req" or "rep") sets C, and Wireshark
+ * finds exactly `bad_crcs` FPDUs with a bad CRC (those siw sent, see SIW_CRC_RETRY). */
+static void check_pcaps(const char *dir, int want_conns, int want_rev, int want_crc,
+                        const char *asker, int bad_crcs)
+{
+    char cmd[2048], *out = NULL, want[64];
+    snprintf(cmd, sizeof(cmd),
+             "for f in '%s'/*.pcap; do tshark -n -r \"$f\" -Y iwarp_mpa.rep -T fields "
+             "-E separator='|' -e iwarp_mpa.rev 2>/dev/null; "
+             "tshark -n -r \"$f\" -Y 'iwarp_mpa.%s' -T fields -e iwarp_mpa.crc_flag 2>/dev/null "
+             "| sed 's/^/C/'; done",
+             dir, asker);
+    CHECK_EQ(it_run(cmd, 1, 300, &out), 0);
+    snprintf(want, sizeof(want), "%d", want_rev);
+    if (it_count_lines(out, want) != want_conns)
+        fprintf(stderr, "captures:\n%s\n", out);
+    CHECK_EQ(it_count_lines(out, want), want_conns);
+    if (want_crc)
+        CHECK_EQ(it_count_lines(out, "C1"), want_conns);
+    else
+        CHECK_EQ(it_count_lines(out, "C1"), 0);
+    free(out);
+    snprintf(cmd, sizeof(cmd),
+             "for f in '%s'/*.pcap; do tshark -n -r \"$f\" -V 2>/dev/null | "
+             "grep -E 'Good CRC32|Bad CRC32|Malformed' ; done",
+             dir);
+    it_run(cmd, 1, 300, &out);
+    if (want_crc) {
+        CHECK(it_count(out, "Good CRC32") > 0);
+    }
+    CHECK_EQ(it_count(out, "Bad CRC32"), bad_crcs);
+    CHECK_EQ(it_count(out, "Malformed"), 0);
+    free(out);
+}
+
+/*
+ * With CRC on, Linux 6.1 siw now and then sends an FPDU whose CRC does not match its
+ * (correct) payload when its socket pushes back (seen with 64 KiB transfers through the
+ * slow VM link). The stack must then end the stream with LLP / MPA / CRC Error, which
+ * iwping reports as "sent Terminate: layer 2 etype 0 code 2"; Wireshark confirms the bad
+ * CRC in the capture (check_pcaps counts them). Such an attempt is retried, at most
+ * SIW_CRC_RETRY times per size; any other failure fails the test.
+ */
+#define SIW_CRC_RETRY 2
+#define CRC_TERM      "sent Terminate: layer 2 etype 0 code 2"
+
+/* The kernel's rping client against an iwping server on this host, every size. */
+static void rping_client_to_iwping(const char *siwopts, int rev, int crc)
+{
+    char dir[512], srv_out[600], pcap[600], cmd[2048], script[2048];
+    int port = it_free_port();
+    it_tmpdir(dir, sizeof(dir), "siwsrv");
+    snprintf(srv_out, sizeof(srv_out), "%s/server.txt", dir);
+    snprintf(pcap, sizeof(pcap), "%s/pcap", dir);
+    snprintf(cmd, sizeof(cmd),
+             "mkdir -p '%s' && exec '%s' -s -a 127.0.0.1 -p %d -P -S 65535 -V -v "
+             "--timeout 400 --pcap '%s'",
+             pcap, it_iwping(), port, pcap);
+    int spid = it_spawn(cmd, srv_out);
+    CHECK(it_wait_for(srv_out, "listening", spid, 20));
+
+    size_t o = 0;
+    for (int i = 0; i < NSIZES; i++)
+        o += (size_t)snprintf(script + o, sizeof(script) - o,
+                              "ok=0; for t in %s; do "
+                              "if rping -c -a 10.0.2.2 -p %d -S %d -C 3 -V -v; then ok=1; break; "
+                              "fi; echo RPING-RETRY-%d; sleep 1; done\n"
+                              "[ $ok = 1 ] || exit 1\necho RPING-OK-%d\n",
+                              crc ? "1 2 3" : "1", port, rping_sizes[i], rping_sizes[i],
+                              rping_sizes[i]);
+    struct vm v;
+    vm_start(&v, script, siwopts, NULL, 420);
+    int rc = vm_wait(&v, 450);
+    it_kill(spid); /* a persistent server: it serves until stopped */
+    char *s = it_slurp(srv_out);
+    char *out = vm_output(&v);
+    int retries = it_count(out, "RPING-RETRY-");
+    if (rc != 0 || retries)
+        fprintf(stderr, "---- iwping server:\n%s\n", s);
+    CHECK_EQ(rc, 0);
+    for (int i = 0; i < NSIZES; i++) {
+        char want[64];
+        snprintf(want, sizeof(want), "RPING-OK-%d", rping_sizes[i]);
+        CHECK(strstr(out, want) != NULL);
+    }
+    /* every retry was our stack catching a bad CRC from siw */
+    CHECK_EQ(it_count(s, CRC_TERM), retries);
+    CHECK(retries <= (crc ? SIW_CRC_RETRY * NSIZES : 0));
+    /* rping -v prints each ping; -V compared the data */
+    CHECK_EQ(it_count(out, "ping data: rdma-ping-2: "), NSIZES);
+    CHECK(it_count(s, "server ping data: rdma-ping-") >= 3 * NSIZES);
+    CHECK(strstr(s, "mismatch") == NULL);
+    free(out);
+    free(s);
+    if (it_tshark())
+        check_pcaps(pcap, NSIZES + retries, rev, crc, "req", retries);
+    it_rmtree(v.dir);
+    it_rmtree(dir);
+}
+
+TEST(siwvm_rping_client_to_iwping_server)
+{
+    rping_client_to_iwping("", 2, 0);
+}
+
+TEST(siwvm_rping_client_to_iwping_server_crc)
+{
+    rping_client_to_iwping("mpa_crc_required=1", 2, 1);
+}
+
+TEST(siwvm_rping_client_to_iwping_server_mpa_rev1)
+{
+    rping_client_to_iwping("mpa_version=1", 1, 0);
+}
+
+/* iwping clients against the kernel's rping server (one server after another, until the
+ * test creates the file "stop" in the shared folder). With crc the client asks for CRC
+ * (siw as the responder does not set C on its own even with mpa_crc_required=1; it turns
+ * CRC on when the initiator asks) and siw's Reply must carry C. */
+static void iwping_to_rping_server(const char *siwopts, int crc)
+{
+    char script[1024], fwd[128], dir[512], pcap[600], cmd[2048], marker[64], stop[700];
+    int hport = it_free_port(), conns = 0, retries = 0, pings2 = 0;
+    snprintf(script, sizeof(script),
+             "i=0\nwhile [ ! -e /mnt/host/stop ]; do rping -s -a 10.0.2.15 -p 7174 -S 65535 -v; "
+             "echo SERVER-DONE-$i; i=$((i+1)); done\n");
+    snprintf(fwd, sizeof(fwd), "tcp:127.0.0.1:%d-:7174", hport);
+    it_tmpdir(dir, sizeof(dir), "siwcli");
+    snprintf(pcap, sizeof(pcap), "%s/pcap", dir);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", pcap);
+    char *out = NULL;
+    CHECK_EQ(it_run(cmd, 1, 10, &out), 0);
+    free(out);
+
+    struct vm v;
+    vm_start(&v, script, siwopts, fwd, 420);
+    snprintf(stop, sizeof(stop), "%s/stop", v.dir);
+    CHECK(it_wait_for(v.console, "siwvm: ready", v.pid, 120));
+    for (int i = 0; i <= NSIZES; i++) {
+        /* the last round (i == NSIZES) only releases the last server after "stop" */
+        int size = i < NSIZES ? rping_sizes[i] : 64, count = i < NSIZES ? 3 : 1;
+        if (i == NSIZES) {
+            FILE *f = fopen(stop, "w");
+            CHECK(f != NULL);
+            fclose(f);
+        }
+        for (int attempt = 0;; attempt++) {
+            /* retry: until the guest's rping listens, slirp accepts and drops the
+             * connection */
+            snprintf(cmd, sizeof(cmd),
+                     "exec '%s' -c -a 127.0.0.1 -p %d -S %d -C %d -V -v --timeout 60 --retry 90 "
+                     "--start-delay %d --pcap '%s' %s",
+                     it_iwping(), hport, size, count, SIW_SETTLE_MS, pcap, crc ? "--crc" : "");
+            int rc = it_run(cmd, 1, 200, &out);
+            snprintf(marker, sizeof(marker), "SERVER-DONE-%d", conns++);
+            int siw_crc = rc != 0 && crc && strstr(out, CRC_TERM) != NULL;
+            if (rc != 0)
+                fprintf(stderr, "---- iwping client, size %d (status %d):\n%s\n", size, rc, out);
+            pings2 += it_count(out, "ping data: rdma-ping-2: ");
+            free(out);
+            CHECK(rc == 0 || (siw_crc && attempt < SIW_CRC_RETRY));
+            CHECK(it_wait_for(v.console, marker, v.pid, 60));
+            if (rc == 0)
+                break;
+            retries++;
+        }
+    }
+    CHECK_EQ(vm_wait(&v, 200), 0);
+    char *g = vm_output(&v);
+    CHECK_EQ(pings2, NSIZES);
+    CHECK(it_count(g, "server ping data: rdma-ping-2: ") >= NSIZES);
+    free(g);
+    if (it_tshark())
+        check_pcaps(pcap, NSIZES + 1 + retries, 2, crc, "rep", retries);
+    it_rmtree(v.dir);
+    it_rmtree(dir);
+}
+
+TEST(siwvm_iwping_client_to_rping_server)
+{
+    iwping_to_rping_server("", 0);
+}
+
+TEST(siwvm_iwping_client_to_rping_server_crc)
+{
+    iwping_to_rping_server("mpa_crc_required=1", 1);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* A raw iWARP peer built from the wire codecs. */
+
+struct raw {
+    int fd;
+    struct uiw_fpdu_rx rx;
+    uint8_t buf[70000];
+    size_t have, off;
+    uint8_t ulpdu[65536];
+    uint32_t msn[3]; /* next MSN we send per QN */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Read more bytes (bounded); returns bytes read, 0 on EOF, -1 on error, -2 on timeout. */
+static ssize_t raw_fill(struct raw *r, int timeout_ms)
+{
+    if (r->off == r->have)
+        r->off = r->have = 0;
+    struct pollfd p = {r->fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0)
+        return -2;
+    ssize_t n = read(r->fd, r->buf + r->have, sizeof(r->buf) - r->have);
+    if (n > 0)
+        r->have += (size_t)n;
+    return n < 0 ? -1 : n;
+}
+
+static int raw_send(struct raw *r, const void *b, size_t n)
+{
+    const uint8_t *p = b;
+    while (n) {
+        ssize_t w = write(r->fd, p, n);
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* TCP connect + MPA Rev 2 Request (IRD = ORD = 1, no CRC) + Reply; retries while the
+ * guest is not listening yet. Returns 0 when the Reply (no reject) arrived. */
+static int raw_connect(struct raw *r, int port, int timeout_s)
+{
+    double deadline = now_s() + timeout_s;
+    while (now_s() < deadline) {
+        struct sockaddr_in a;
+        memset(r, 0, sizeof(*r));
+        r->fd = socket(AF_INET, SOCK_STREAM, 0);
+        CHECK(r->fd >= 0);
+        int one = 1;
+        setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(r->fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+            struct uiw_mpa_frame req = {0};
+            uint8_t fb[64];
+            req.kind = UIW_MPA_REQUEST;
+            req.flags = UIW_MPA_FLAG_ENHANCED;
+            req.rev = 2;
+            req.ird = 1;
+            req.ord = 1;
+            ssize_t n = uiw_mpa_frame_encode(&req, fb, sizeof(fb));
+            CHECK(n > 0);
+            if (raw_send(r, fb, (size_t)n) == 0) {
+                struct uiw_mpa_frame rep;
+                for (;;) {
+                    ssize_t k = uiw_mpa_frame_parse(UIW_MPA_REPLY, r->buf, r->have, 0, &rep);
+                    if (k > 0) {
+                        r->off = (size_t)k;
+                        if (rep.flags & UIW_MPA_FLAG_REJECT)
+                            break;
+                        uiw_fpdu_rx_init(&r->rx, (rep.flags & UIW_MPA_FLAG_CRC) != 0, false, 0);
+                        r->msn[0] = r->msn[1] = r->msn[2] = 1;
+                        /* siw (Linux 6.1) as the responder can miss an FPDU that arrives
+                         * while it finishes its side of the handshake: give it a moment */
+                        usleep(SIW_SETTLE_MS * 1000);
+                        return 0;
+                    }
+                    if (k != UIW_E_MPA_TRUNCATED || raw_fill(r, 5000) <= 0)
+                        break;
+                }
+            }
+        }
+        close(r->fd);
+        usleep(300000);
+    }
+    return -1;
+}
+
+/* Send one FPDU with the given DDP header and payload. */
+static void raw_fpdu(struct raw *r, const struct uiw_ddp_hdr *h, const void *pay, size_t len)
+{
+    uint8_t hb[32], out[2048];
+    ssize_t hl = uiw_ddp_hdr_encode(h, hb, sizeof(hb));
+    CHECK(hl > 0);
+    struct uiw_wire_iov iov[2] = {{hb, (size_t)hl}, {pay, len}};
+    ssize_t n = uiw_fpdu_encode(iov, len ? 2 : 1, r->rx.crc_on, out, sizeof(out));
+    CHECK(n > 0);
+    CHECK_EQ(raw_send(r, out, (size_t)n), 0);
+}
+
+/* Next FPDU from the peer into r->ulpdu; returns its ULPDU length or -1 (EOF/timeout). */
+static int raw_next(struct raw *r, int timeout_s)
+{
+    double deadline = now_s() + timeout_s;
+    for (;;) {
+        if (r->off < r->have) {
+            uint16_t ul = 0;
+            bool done = false;
+            ssize_t k = uiw_fpdu_rx_feed(&r->rx, r->buf + r->off, r->have - r->off, r->ulpdu,
+                                         sizeof(r->ulpdu), &ul, &done);
+            if (k < 0)
+                return -1;
+            r->off += (size_t)k;
+            if (done)
+                return ul;
+            continue;
+        }
+        int left = (int)((deadline - now_s()) * 1000);
+        if (left <= 0 || raw_fill(r, left) <= 0)
+            return -1;
+    }
+}
+
+/* Wait for the peer's Terminate; returns 0 with *t. */
+static int raw_wait_terminate(struct raw *r, struct uiw_terminate *t, int timeout_s)
+{
+    for (;;) {
+        int ul = raw_next(r, timeout_s);
+        if (ul < 0)
+            return -1;
+        struct uiw_ddp_hdr h;
+        ssize_t hl = uiw_ddp_hdr_parse(r->ulpdu, (size_t)ul, &h);
+        if (hl < 0)
+            return -1;
+        if (!h.tagged && h.qn == UIW_DDP_QN_TERMINATE &&
+            uiw_rdmap_ctrl_opcode(h.rdmap_ctrl) == UIW_RDMAP_TERMINATE)
+            return uiw_terminate_parse(r->ulpdu + hl, (size_t)ul - (size_t)hl, t) > 0 ? 0 : -1;
+    }
+}
+
+static void raw_close(struct raw *r)
+{
+    close(r->fd);
+}
+
+/* Wait until the peer closes the stream (bounded); 1 if it did. */
+static int raw_wait_eof(struct raw *r, int timeout_s)
+{
+    double deadline = now_s() + timeout_s;
+    while (now_s() < deadline) {
+        r->off = r->have = 0;
+        ssize_t n = raw_fill(r, 500);
+        if (n == 0 || n == -1)
+            return 1; /* EOF or reset */
+    }
+    return 0;
+}
+
+/*
+ * One VM, three kernel rping servers in turn:
+ *  1. an RDMA Write to an STag siw never issued: siw answers DDP / Tagged Buffer /
+ *     Invalid STag, written in siw's bit order;
+ *  2. a Read Request for an unknown source STag: RDMAP / Remote Protection / Invalid STag;
+ *  3. rping's first Send advertising a bogus STag: the kernel rping posts an RDMA Read,
+ *     we answer its Read Request with an RFC-order Terminate (RDMAP / Remote Protection /
+ *     Invalid STag, with the DDP and RDMAP headers); siw must take it as a Terminate: its
+ *     "got TERMINATE" line appears in dmesg (siw reads the control word with its own bit
+ *     order, so it prints layer 1, type 0 for RDMAP(0) / Remote Protection(1));
+ *  4. the same provoked through the stack: iwping --bad-rkey, our engine's Terminate;
+ *  5. the kernel's rping client against iwping -s --bad-remote-rkey: siw's Terminate for
+ *     our RDMA Read through a wrong key must reach the application decoded as RDMAP /
+ *     Remote Protection / Invalid STag (the engine undoing siw's bit order).
+ */
+TEST(siwvm_terminates)
+{
+    char script[1024], fwd[128], dir[512], srv_out[600], scmd[1024];
+    int hport = it_free_port(), sport = it_free_port();
+    /* 5 (after the servers): the kernel's rping client against an iwping server that reads
+     * through a wrong key: siw answers with its Terminate, which our engine must decode */
+    it_tmpdir(dir, sizeof(dir), "siwterm");
+    snprintf(srv_out, sizeof(srv_out), "%s/server.txt", dir);
+    snprintf(scmd, sizeof(scmd),
+             "exec '%s' -s -a 127.0.0.1 -p %d -S 64 --timeout 300 --bad-remote-rkey", it_iwping(),
+             sport);
+    int spid = it_spawn(scmd, srv_out);
+    CHECK(it_wait_for(srv_out, "listening", spid, 20));
+    snprintf(script, sizeof(script),
+             "for i in 1 2 3 4; do timeout 100 rping -s -a 10.0.2.15 -p 7174 -v; "
+             "echo RPING-SERVER-$i-EXIT=$?; done\n"
+             "timeout 60 rping -c -a 10.0.2.2 -p %d -C 1 -v; echo RPING-CLIENT-EXIT=$?\n"
+             "dmesg | grep -E 'siw: (got|rx bogus) TERM' | sed 's/^/DMESG: /'\n"
+             "exit 0\n",
+             sport);
+    snprintf(fwd, sizeof(fwd), "tcp:127.0.0.1:%d-:7174", hport);
+    struct vm v;
+    vm_start(&v, script, "", fwd, 360);
+    CHECK(it_wait_for(v.console, "siwvm: ready", v.pid, 120));
+
+    struct raw *r = calloc(1, sizeof(*r));
+    struct uiw_terminate t;
+    struct uiw_ddp_hdr h;
+    CHECK(r != NULL);
+
+    /* 1: RDMA Write to an invalid STag */
+    CHECK_EQ(raw_connect(r, hport, 120), 0);
+    memset(&h, 0, sizeof(h));
+    h.tagged = true;
+    h.last = true;
+    h.rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_WRITE);
+    h.stag = 0x00BAD100u;
+    h.to = 0x1000;
+    raw_fpdu(r, &h, "0123456789abcdef", 16);
+    memset(&t, 0, sizeof(t));
+    CHECK_EQ(raw_wait_terminate(r, &t, 30), 0);
+    fprintf(stderr, "siw Terminate 1: layer %u etype %u code %u hdrct %x siw_order %d\n", t.layer,
+            t.etype, t.code, t.hdrct, t.siw_order);
+    CHECK_EQ(t.layer, UIW_TERM_LAYER_DDP);
+    CHECK_EQ(t.etype, UIW_TERM_DDP_TAGGED);
+    CHECK_EQ(t.code, UIW_TERM_DT_INVALID_STAG);
+    CHECK(t.siw_order);
+    raw_close(r);
+    CHECK(it_wait_for(v.console, "RPING-SERVER-1-EXIT", v.pid, 120));
+
+    /* 2: Read Request for an invalid source STag */
+    CHECK_EQ(raw_connect(r, hport, 120), 0);
+    memset(&h, 0, sizeof(h));
+    h.last = true;
+    h.rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_READ_REQ);
+    h.qn = UIW_DDP_QN_READ_REQ;
+    h.msn = r->msn[1]++;
+    struct uiw_rdmap_read_req rr = {0x00001200u, 0x2000, 64, 0x00BAD200u, 0x3000};
+    uint8_t rrb[UIW_RDMAP_READ_REQ_LEN];
+    uiw_rdmap_read_req_encode(&rr, rrb);
+    raw_fpdu(r, &h, rrb, sizeof(rrb));
+    memset(&t, 0, sizeof(t));
+    CHECK_EQ(raw_wait_terminate(r, &t, 30), 0);
+    fprintf(stderr, "siw Terminate 2: layer %u etype %u code %u hdrct %x siw_order %d\n", t.layer,
+            t.etype, t.code, t.hdrct, t.siw_order);
+    CHECK_EQ(t.layer, UIW_TERM_LAYER_RDMAP);
+    CHECK_EQ(t.etype, UIW_TERM_RDMAP_REMOTE_PROTECTION);
+    CHECK_EQ(t.code, UIW_TERM_RP_INVALID_STAG);
+    CHECK(t.siw_order);
+    raw_close(r);
+    CHECK(it_wait_for(v.console, "RPING-SERVER-2-EXIT", v.pid, 120));
+
+    /* 3: our RFC-order Terminate in answer to the kernel rping's RDMA Read */
+    CHECK_EQ(raw_connect(r, hport, 120), 0);
+    uint8_t info[16];
+    it_put64(info, 0x5000);
+    it_put32(info + 8, 0x00BAD300u);
+    it_put32(info + 12, 64);
+    memset(&h, 0, sizeof(h));
+    h.last = true;
+    h.rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_SEND);
+    h.qn = UIW_DDP_QN_SEND;
+    h.msn = r->msn[0]++;
+    raw_fpdu(r, &h, info, sizeof(info));
+    int got_rr = 0;
+    struct uiw_ddp_hdr rh;
+    uint8_t rdma_hdr[UIW_RDMAP_READ_REQ_LEN];
+    for (int i = 0; i < 8 && !got_rr; i++) {
+        int ul = raw_next(r, 30);
+        CHECK(ul > 0);
+        ssize_t hl = uiw_ddp_hdr_parse(r->ulpdu, (size_t)ul, &rh);
+        CHECK(hl > 0);
+        if (!rh.tagged && rh.qn == UIW_DDP_QN_READ_REQ) {
+            CHECK(ul >= hl + UIW_RDMAP_READ_REQ_LEN);
+            memcpy(rdma_hdr, r->ulpdu + hl, sizeof(rdma_hdr));
+            CHECK_EQ(uiw_rdmap_read_req_parse(rdma_hdr, sizeof(rdma_hdr), &rr),
+                     UIW_RDMAP_READ_REQ_LEN);
+            CHECK_EQ(rr.src_stag, 0x00BAD300u);
+            got_rr = 1;
+        }
+    }
+    CHECK(got_rr);
+    struct uiw_terminate our = {0};
+    our.layer = UIW_TERM_LAYER_RDMAP;
+    our.etype = UIW_TERM_RDMAP_REMOTE_PROTECTION;
+    our.code = UIW_TERM_RP_INVALID_STAG;
+    our.hdrct = UIW_TERM_FLAG_M | UIW_TERM_FLAG_D | UIW_TERM_FLAG_R;
+    our.ddp_seg_len = UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN;
+    our.ddp_hdr_len = UIW_DDP_UNTAGGED_HDR_LEN;
+    CHECK_EQ(uiw_ddp_hdr_encode(&rh, our.ddp_hdr, sizeof(our.ddp_hdr)), UIW_DDP_UNTAGGED_HDR_LEN);
+    memcpy(our.rdma_hdr, rdma_hdr, sizeof(rdma_hdr));
+    uint8_t tb[128];
+    ssize_t tl = uiw_terminate_encode(&our, tb, sizeof(tb));
+    CHECK(tl > 0);
+    CHECK_EQ(tb[0], 0x01); /* RFC 5040 4.8: Layer in the high nibble, EType in the low */
+    memset(&h, 0, sizeof(h));
+    h.last = true;
+    h.rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_TERMINATE);
+    h.qn = UIW_DDP_QN_TERMINATE;
+    h.msn = r->msn[2]++;
+    raw_fpdu(r, &h, tb, (size_t)tl);
+    CHECK(raw_wait_eof(r, 30)); /* siw ends the stream */
+    raw_close(r);
+    free(r);
+    CHECK(it_wait_for(v.console, "RPING-SERVER-3-EXIT", v.pid, 120));
+
+    /* 4: the same from the stack itself: iwping advertises an STag that names no region;
+     * the kernel rping's RDMA Read gets our engine's Terminate */
+    char cmd[1024], *cout = NULL;
+    snprintf(cmd, sizeof(cmd),
+             "exec '%s' -c -a 127.0.0.1 -p %d -S 64 -C 1 --timeout 30 --retry 90 --bad-rkey "
+             "--start-delay %d",
+             it_iwping(), hport, SIW_SETTLE_MS);
+    int crc = it_run(cmd, 1, 150, &cout);
+    fprintf(stderr, "iwping --bad-rkey (status %d):\n%s\n", crc, cout);
+    CHECK(crc != 0);
+    CHECK(strstr(cout, "rping client failed") != NULL);
+    free(cout);
+
+    CHECK_EQ(vm_wait(&v, 200), 0);
+    int src = it_wait(spid, 30);
+    char *so = it_slurp(srv_out);
+    fprintf(stderr, "iwping server --bad-remote-rkey (status %d):\n%s\n", src, so);
+    CHECK(src != 0);
+    CHECK(strstr(so, "cq completion failed") != NULL);
+    /* RDMAP / Remote Protection / Invalid STag, though siw wrote it in its own bit order */
+    CHECK(strstr(so, "peer Terminate: layer 0 etype 1 code 0") != NULL);
+    free(so);
+    it_rmtree(dir);
+    char *g = vm_output(&v);
+    fprintf(stderr, "%s", strstr(g, "RPING-SERVER-1") ? strstr(g, "RPING-SERVER-1") : g);
+    CHECK(strstr(g, "RPING-SERVER-4-EXIT") != NULL);
+    CHECK(strstr(g, "RPING-CLIENT-EXIT") != NULL);
+    CHECK(strstr(g, "DMESG: ") != NULL);
+    CHECK_EQ(it_count(g, "DMESG: "), 2);
+    CHECK_EQ(it_count(g, "got TERMINATE. layer 1, type 0, code 0"), 2);
+    CHECK(strstr(g, "rx bogus TERM") == NULL);
+    free(g);
+    it_rmtree(v.dir);
+}
+
+/* The rig boots and siw0 is active, with the module parameters the tests use. */
+TEST(siwvm_rig)
+{
+    struct vm v;
+    vm_start(&v,
+             "rdma link show\n"
+             "for p in mpa_crc_required mpa_version; do echo PARAM $p=$(cat "
+             "/sys/module/siw/parameters/$p); done\n"
+             "command -v rping\n",
+             "mpa_crc_required=1", NULL, 180);
+    CHECK_EQ(vm_wait(&v, 200), 0);
+    char *g = vm_output(&v);
+    CHECK(strstr(g, "siw0/1 state ACTIVE") != NULL);
+    CHECK(strstr(g, "PARAM mpa_crc_required=Y") != NULL ||
+          strstr(g, "PARAM mpa_crc_required=1") != NULL);
+    CHECK(strstr(g, "/rping") != NULL);
+    free(g);
+    it_rmtree(v.dir);
+}
