@@ -242,7 +242,7 @@ static void check_capture(const char *path, const struct convo *cv, int crc, int
             if (strcmp(field(line, F_ACK, g, sizeof(g)), "1") == 0) {
                 synack++;
             } else {
-                char want[256], got[512];
+                char want[256], got[1040];
                 syn++;
                 snprintf(want, sizeof(want), "%s|%s", client_ip, server_ip);
                 snprintf(got, sizeof(got), "%s|%s", field(line, F_SRC, f, sizeof(f)),
