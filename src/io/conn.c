@@ -134,6 +134,43 @@ static size_t iov_total(const struct iovec *iov, int n)
     return t;
 }
 
+/* Staging mode: peek at what the socket holds (into the staging ring), let the engine
+ * plan how much of it goes through the ring (complete small FPDUs, up to the header of the
+ * first large segment), and consume exactly that much from the socket without copying it
+ * again (MSG_TRUNC discards TCP data), so that no large payload lands in the ring.
+ * Returns 0 to go on reading, 2 to read directly (uiw__qp_rx_next) now, -EAGAIN when the
+ * socket is drained or the engine failed the stream, 1 on EOF, another -errno on error. */
+static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_t cap)
+{
+    ssize_t n;
+    do
+        n = recv(c->h.fd, buf, cap, MSG_PEEK | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 1;
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    int k = uiw__qp_rx_plan(c->qp, (size_t)n);
+    if (k <= 0)
+        return 2; /* nothing through the ring (-EPIPE: the QP takes no more) */
+    ssize_t t;
+    do
+        t = recv(c->h.fd, buf, (size_t)k, MSG_TRUNC | MSG_DONTWAIT);
+    while (t < 0 && errno == EINTR);
+    if (t != k) /* the peeked bytes are ours alone: cannot happen */
+        return t < 0 ? -errno : -EIO;
+    c->rx_moved = true;
+    struct iovec v = {.iov_base = buf, .iov_len = (size_t)k};
+    if (c->pcap)
+        uiw__pcap_data(c->pcap, 0, &v, 1, (size_t)k);
+    int r = uiw__qp_rx_staged(c->qp, (size_t)k);
+    if (r < 0)
+        return -EAGAIN; /* the engine queued a Terminate; TX sends it */
+    if (k == n && (size_t)n < cap)
+        return -EAGAIN; /* took all the socket had */
+    return 0;
+}
+
 /* Read what the socket has. Returns 0 (drained or budget spent), 1 on EOF, -errno. */
 static int conn_rx(struct uiw__conn *c)
 {
@@ -144,13 +181,14 @@ static int conn_rx(struct uiw__conn *c)
         int cnt;
         int staged = uiw__qp_rx_stage(c->qp, &buf, &cap);
         if (staged == 1 && cap > 0) {
-            iov[0].iov_base = buf;
-            iov[0].iov_len = cap;
-            cnt = 1;
-        } else {
-            staged = 0;
-            cnt = uiw__qp_rx_next(c->qp, iov, CONN_IOV);
+            int k = conn_rx_staged(c, buf, cap);
+            if (k == 0)
+                continue;
+            if (k != 2)
+                return k == -EAGAIN ? 0 : k;
         }
+        staged = 0;
+        cnt = uiw__qp_rx_next(c->qp, iov, CONN_IOV);
         if (cnt <= 0) {
             /* The QP takes no more bytes (TERMINATE / ERROR): discard, watch for EOF. */
             uint8_t sink[4096];
@@ -171,6 +209,7 @@ static int conn_rx(struct uiw__conn *c)
                 continue;
             return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
         }
+        c->rx_moved = true;
         if (c->pcap)
             uiw__pcap_data(c->pcap, 0, iov, cnt, (size_t)n);
         int r = staged ? uiw__qp_rx_staged(c->qp, (size_t)n) : uiw__qp_rx_advance(c->qp, (size_t)n);
@@ -249,6 +288,13 @@ void uiw__conn_service(struct uiw__conn *c, uint32_t events)
         return;
     }
     uiw__loop_set(&c->io->loop, &c->h, EPOLLIN | (c->out_blocked ? EPOLLOUT : 0u));
+}
+
+int uiw__conn_probe(struct uiw__conn *c)
+{
+    c->rx_moved = false;
+    uiw__conn_service(c, EPOLLIN);
+    return c->rx_moved;
 }
 
 void uiw__conn_defer(struct uiw__conn *c)

@@ -41,11 +41,24 @@ static void io_qp_kick(struct uiw_qp *qp, void *io_ctx)
         uiw__conn_kick(c);
 }
 
+/* Inline progress from uiw_poll_cq: one non-blocking pass if nobody else is making
+ * progress. With a single connection, most passes read its socket directly instead of
+ * asking epoll first (every 8th pass, a doorbell ring, or a connection waiting for
+ * EPOLLOUT or closing takes the full epoll pass). */
 static void io_progress(struct uiw_context *ctx, void *io_ctx)
 {
     struct uiw__io *io = io_ctx;
+    struct uiw__loop *l = &io->loop;
     (void)ctx;
-    uiw__loop_try(&io->loop);
+    if (pthread_mutex_trylock(&l->lock) != 0)
+        return;
+    struct uiw__conn *c = io->conns;
+    bool direct = c && !c->next && c->h.fn && c->open && !c->closing && !c->out_blocked &&
+                  !atomic_load(&l->kicks) && (++io->probes & 7) != 0;
+    int n = direct ? uiw__conn_probe(c) : uiw__loop_pass_locked(l, 0);
+    pthread_mutex_unlock(&l->lock);
+    if (n == 0)
+        atomic_fetch_add_explicit(&l->idle_inline, 1, memory_order_relaxed);
 }
 
 static void io_qp_destroy(struct uiw_qp *qp, void *io_ctx)

@@ -31,6 +31,7 @@ struct uiw__io {
     pthread_mutex_t pend_lock;
     struct uiw__conn *pending; /* kicked connections the dispatcher serves next */
     char *pcap_dir;            /* from the context attributes, or NULL */
+    unsigned probes;           /* inline passes (guarded by loop.lock) */
 };
 
 struct uiw__conn {
@@ -44,6 +45,7 @@ struct uiw__conn {
     bool reported;    /* the engine and the cm were told that the stream ended */
     bool out_blocked; /* the last write hit EAGAIN: wait for EPOLLOUT */
     bool queued;      /* on io->pending (guarded by pend_lock) */
+    bool rx_moved;    /* the last uiw__conn_service read stream bytes */
     struct uiw__conn *pend_next; /* (guarded by pend_lock) */
     struct uiw__conn *next, *prev;
 };
@@ -57,6 +59,10 @@ int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct ui
                     const struct uiw__conn_params *p, struct uiw__conn **out);
 /* Register a started connection with its loop and run it. */
 void uiw__conn_go(struct uiw__conn *c);
+/* Inline progress for a context with this one connection: service it as if epoll had
+ * reported it readable (the read is the probe: one syscall when nothing arrived, none
+ * wasted on epoll when something did). loop.lock held. Returns 1 if stream bytes moved. */
+int uiw__conn_probe(struct uiw__conn *c);
 /* Queue c for the dispatcher and ring the doorbell. */
 void uiw__conn_defer(struct uiw__conn *c);
 /* Serve the connection (events: EPOLL* seen, 0 for a doorbell). loop.lock held. */

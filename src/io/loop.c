@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 static void bell_fn(struct uiw__ioh *h, uint32_t events)
@@ -33,19 +34,46 @@ int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
     return n;
 }
 
+/* Inline passes that found nothing, per millisecond, from which on the application
+ * counts as busy polling; and the progress thread's nap while it does. An application that
+ * sleeps on a completion channel makes a few such passes per wake-up, far below. */
+enum { SPIN_PER_MS = 50, SPIN_NAP_US = 200 };
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static void *loop_thread(void *arg)
 {
     struct uiw__loop *l = arg;
+    unsigned seen = atomic_load(&l->idle_inline);
+    uint64_t since = mono_us();
     while (!atomic_load(&l->stop)) {
         pthread_mutex_lock(&l->lock);
         uiw__loop_pass_locked(l, 0);
         pthread_mutex_unlock(&l->lock);
         if (atomic_load(&l->stop))
             break;
+        unsigned now_seen = atomic_load(&l->idle_inline);
+        uint64_t now = mono_us();
+        uint64_t spins = (unsigned)(now_seen - seen), us = now - since;
+        bool app_spins = spins >= 4 && spins * 1000 >= (uint64_t)SPIN_PER_MS * (us ? us : 1);
+        seen = now_seen;
+        since = now;
+        if (atomic_load(&l->kicks))
+            continue;
         /* Sleep without the lock so that application threads can progress inline. */
-        struct pollfd pfd = {.fd = l->epfd, .events = POLLIN};
-        if (!atomic_load(&l->kicks))
+        if (app_spins) {
+            struct pollfd pfd = {.fd = l->evfd, .events = POLLIN};
+            struct timespec ts = {0, SPIN_NAP_US * 1000L};
+            ppoll(&pfd, 1, &ts, NULL);
+        } else {
+            struct pollfd pfd = {.fd = l->epfd, .events = POLLIN};
             poll(&pfd, 1, 1000);
+        }
     }
     return NULL;
 }
@@ -64,6 +92,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     pthread_mutex_init(&l->lock, NULL);
     atomic_init(&l->stop, false);
     atomic_init(&l->kicks, 0);
+    atomic_init(&l->idle_inline, 0);
     l->on_bell = NULL;
     l->bell_arg = NULL;
     l->bell.fd = l->evfd;
@@ -155,5 +184,7 @@ int uiw__loop_try(struct uiw__loop *l)
         return 0;
     int n = uiw__loop_pass_locked(l, 0);
     pthread_mutex_unlock(&l->lock);
+    if (n == 0)
+        atomic_fetch_add_explicit(&l->idle_inline, 1, memory_order_relaxed);
     return n;
 }

@@ -5,7 +5,11 @@
  * callbacks of one loop never race each other.
  *
  * Inline progress: uiw__loop_try runs one non-blocking pass if nobody else is
- * dispatching (trylock), so an application busy-polling does the I/O itself.
+ * dispatching (trylock), so an application busy-polling does the I/O itself. While it
+ * does (inline passes that find nothing come fast), the progress thread stops waiting on
+ * the sockets and only watches the doorbell, in short naps, so that arriving data does
+ * not wake it to race the application for the same bytes (a thread hand-off per
+ * message); once the inline passes stop, it waits on the sockets again.
  */
 #ifndef UIW_IO_LOOP_H
 #define UIW_IO_LOOP_H
@@ -32,7 +36,8 @@ struct uiw__loop {
     pthread_t thread;
     bool has_thread;
     atomic_bool stop;
-    atomic_uint kicks; /* doorbell rings not yet seen by a dispatcher */
+    atomic_uint kicks;       /* doorbell rings not yet seen by a dispatcher */
+    atomic_uint idle_inline; /* uiw__loop_try passes that found nothing (wraps) */
     void (*on_bell)(struct uiw__loop *l, void *arg); /* run on each pass after a kick */
     void *bell_arg;
 };

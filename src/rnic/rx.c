@@ -17,9 +17,10 @@
 /* Payload runs at least this long go straight to memory (and every payload run of a
  * segment that is not its message's last). */
 #define STAGE_DIRECT_MIN 1024
-/* What one staged read asks for: many small FPDUs, yet little of a large payload that may
- * follow them (whatever of it lands in the ring is copied, and counted). */
-#define STAGE_READ 4096
+/* What one staged read asks for: many small FPDUs. io peeks and plans (uiw__qp_rx_plan),
+ * so no large payload lands in the ring; a reader that does not plan gets whatever of a
+ * large payload follows copied (and counted). */
+#define STAGE_READ UIW__RX_STAGE_CAP
 
 static void seg_reset(struct uiw_qp *qp)
 {

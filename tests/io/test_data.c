@@ -401,6 +401,51 @@ TEST(data_peer_read_while_app_sleeps)
     free(dst);
 }
 
+/* The responder's application busy-polls (its progress thread then leaves the sockets to
+ * it), then stops calling into the stack: its progress thread serves the peer's Read. */
+TEST(data_peer_read_after_busy_poll)
+{
+    struct link k;
+    link_up_ex(&k, AF_INET, false, true, NULL, NULL);
+    size_t n = 2 << 20;
+    uint8_t *src = malloc(n), *dst = calloc(1, n), *msg = calloc(1, 64);
+    CHECK(src && dst && msg);
+    fill(src, n, 9);
+    struct uiw_mr *sm = uiw_reg_mr(k.b.pd, src, n, UIW_ACCESS_REMOTE_READ);
+    struct uiw_mr *dm = uiw_reg_mr(k.a.pd, dst, n, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *mm = uiw_reg_mr(k.b.pd, msg, 64, UIW_ACCESS_LOCAL_WRITE);
+    CHECK(sm && dm && mm);
+    for (int round = 0; round < 3; round++) {
+        /* b spins on its CQ (no sleep) until a's Send arrives */
+        post_recv(&k.b, mm, msg, 64, 40 + (uint64_t)round);
+        post_op(&k.a, UIW_WR_SEND, dm, dst, 64, 0, 0, 50 + (uint64_t)round);
+        struct uiw_wc wc;
+        uint64_t end = io_now_ms() + EV_WAIT_MS;
+        int got;
+        while ((got = uiw_poll_cq(k.b.cq, 1, &wc)) == 0)
+            CHECK(io_now_ms() < end);
+        CHECK_EQ(got, 1);
+        CHECK_EQ(wc.wr_id, 40 + (uint64_t)round);
+        CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+        expect_wc(&k.a, 50 + (uint64_t)round, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+        /* now b's application is away; a reads b's memory */
+        memset(dst, 0, n);
+        post_op(&k.a, UIW_WR_RDMA_READ, dm, dst, (uint32_t)n, (uintptr_t)src, sm->rkey,
+                60 + (uint64_t)round);
+        expect_wc(&k.a, 60 + (uint64_t)round, UIW_WC_RDMA_READ, UIW_WC_SUCCESS, (uint32_t)n);
+        CHECK_MEM(dst, src, n);
+    }
+    CHECK_EQ(uiw_cm_disconnect(k.a.id), 0);
+    link_wait_down(&k);
+    uiw_dereg_mr(sm);
+    uiw_dereg_mr(dm);
+    uiw_dereg_mr(mm);
+    link_close(&k);
+    free(src);
+    free(dst);
+    free(msg);
+}
+
 /* A raw MPA initiator (our own frames on a plain socket) that vanishes with a TCP reset:
  * every outstanding work request on our side is flushed, DISCONNECTED reports the reset. */
 TEST(data_flush_on_reset)
@@ -1008,6 +1053,80 @@ TEST(data_no_thread_disconnect_reported)
     link_close(&k);
     free(am);
     free(bm);
+}
+
+/* Small Sends followed by large payloads in the same stream, all queued in the receiver's
+ * socket before it reads: its bulk reads of the small FPDUs never pull a large payload into
+ * the staging ring, so only the small payloads are copied. */
+TEST(data_no_copy_after_small_sends)
+{
+    enum { NS = 16, SM = 64, BIG = 16384, LS = 8192, NWR = 2 * NS + 3 };
+    struct link k;
+    link_up_ex(&k, AF_INET, true, false, NULL, NULL); /* b reads only when polled */
+    size_t asz = 2 * NS * SM + 2 * BIG + LS, ssz = 2 * NS * SM + LS;
+    uint8_t *ab = malloc(asz), *sb = calloc(1, ssz), *wb = calloc(1, 2 * BIG);
+    CHECK(ab && sb && wb);
+    fill(ab, asz, 21);
+    struct uiw_mr *amr = uiw_reg_mr(k.a.pd, ab, asz, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *smr = uiw_reg_mr(k.b.pd, sb, ssz, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *wmr =
+        uiw_reg_mr(k.b.pd, wb, 2 * BIG, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
+    CHECK(amr && smr && wmr);
+    for (int i = 0; i < 2 * NS; i++)
+        post_recv(&k.b, smr, sb + i * SM, SM, 200 + (uint64_t)i);
+    post_recv(&k.b, smr, sb + 2 * NS * SM, LS, 300);
+    uint64_t id = 1;
+    for (int half = 0; half < 2; half++) {
+        for (int i = 0; i < NS; i++) {
+            size_t o = (size_t)(half * NS + i) * SM;
+            post_op(&k.a, UIW_WR_SEND, amr, ab + o, SM, 0, 0, id++);
+        }
+        uint8_t *src = ab + 2 * NS * SM + (size_t)half * BIG;
+        post_op(&k.a, UIW_WR_RDMA_WRITE, amr, src, BIG, (uintptr_t)(wb + half * BIG), wmr->rkey,
+                id++);
+    }
+    post_op(&k.a, UIW_WR_SEND, amr, ab + 2 * NS * SM + 2 * BIG, LS, 0, 0, id++);
+    /* Let everything reach b's socket first (a's progress thread sends; a completion
+     * means the bytes were handed to TCP). Not waiting long only weakens the test. */
+    int done = 0;
+    uint64_t end = io_now_ms() + 2000;
+    while (done < NWR && io_now_ms() < end) {
+        struct uiw_wc wc;
+        int n = uiw_poll_cq(k.a.cq, 1, &wc);
+        CHECK(n >= 0);
+        if (n == 1) {
+            CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+            CHECK_EQ(wc.wr_id, (uint64_t)done + 1);
+            done++;
+        } else {
+            struct pollfd none;
+            poll(&none, 0, 1);
+        }
+    }
+    for (int i = 0; i < 2 * NS; i++)
+        expect_wc(&k.b, 200 + (uint64_t)i, UIW_WC_RECV, UIW_WC_SUCCESS, SM);
+    expect_wc(&k.b, 300, UIW_WC_RECV, UIW_WC_SUCCESS, LS);
+    while (done < NWR) {
+        struct uiw_wc wc;
+        wait_wc(&k.a, &wc);
+        CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+        CHECK_EQ(wc.wr_id, (uint64_t)done + 1);
+        done++;
+    }
+    CHECK_MEM(sb, ab, ssz - LS);
+    CHECK_MEM(sb + 2 * NS * SM, ab + 2 * NS * SM + 2 * BIG, LS);
+    CHECK_MEM(wb, ab + 2 * NS * SM, 2 * BIG);
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(k.b.ctx, &st), 0);
+    CHECK(st.copied_payload_bytes <= 2 * NS * SM);
+    CHECK(st.placed_payload_bytes >= 2 * NS * SM + 2 * BIG + LS);
+    CHECK_EQ(uiw_dereg_mr(amr), 0);
+    CHECK_EQ(uiw_dereg_mr(smr), 0);
+    CHECK_EQ(uiw_dereg_mr(wmr), 0);
+    free(ab);
+    free(sb);
+    free(wb);
+    link_down(&k, true);
 }
 
 #include <net/if.h>
