@@ -11,7 +11,8 @@
  *
  * usage: bench-iwperf [-r REPS] [-D SECS] [-m auto|inline|thread|events] [-i IWPERF]
  *   defaults: 5 repetitions, 1 s bandwidth runs, -m auto, the iwperf built next to this
- *   program. How the RDMA side waits for completions (the TCP side blocks in the kernel):
+ *   program. How the RDMA side waits for completions (the TCP side blocks in the kernel,
+ *   except in the ping-pong when the RDMA side spins: then TCP spins too, --busy-poll):
  *     inline: no progress thread, the application busy-polls and so drives the stack
  *             (iwperf --no-thread);
  *     thread: the stack's progress thread, the application busy-polls (iwperf default);
@@ -108,6 +109,8 @@ static bool json_num(const char *doc, const char *key, double *v)
 }
 
 /* One client/server pair: extra[] are the test's options. Returns 0 and the JSON. */
+static bool tcp_blocking; /* force the TCP side to sleep in the kernel */
+
 static int pair(const char *const extra[], bool tcp, bool lat, char *out, size_t cap)
 {
     char port[16];
@@ -119,6 +122,11 @@ static int pair(const char *const extra[], bool tcp, bool lat, char *out, size_t
     if (tcp) {
         sv[ns++] = "--tcp";
         cv[nc++] = "--tcp";
+        /* When the RDMA side busy-polls, so does the TCP baseline (like with like). */
+        if (lat && !tcp_blocking && (mode == M_AUTO || mode == M_INLINE || mode == M_THREAD)) {
+            sv[ns++] = "--busy-poll";
+            cv[nc++] = "--busy-poll";
+        }
     } else {
         enum mode m = mode == M_AUTO ? (lat ? M_INLINE : M_EVENTS) : mode;
         const char *flag = m == M_INLINE ? "--no-thread" : m == M_EVENTS ? "--events" : NULL;
@@ -216,7 +224,7 @@ int main(int argc, char **argv)
     const char *l_rdma[] = {"-t", "send", "--lat", "-s", "64", "-n", "5000", NULL};
     const char *l_tcp[] = {"-t", "send", "--lat", "-s", "64", "-n", "5000", NULL};
     static char out[1 << 16];
-    double wr[MAXR], wt[MAXR], rr[MAXR], rt[MAXR], lr[MAXR], lt[MAXR], copied = 0;
+    double wr[MAXR], wt[MAXR], rr[MAXR], rt[MAXR], lr[MAXR], lt[MAXR], lb[MAXR], copied = 0;
     bool copied_known = true, ok = true;
 
     printf("bench-iwperf: %d repetitions, bandwidth runs of %s s, %s progress, iwperf %s\n", reps,
@@ -242,10 +250,14 @@ int main(int argc, char **argv)
              json_num(out, "t_typical_us", &lt[i]);
         ok = ok && pair(l_rdma, false, true, out, sizeof(out)) == 0 &&
              json_num(out, "t_typical_us", &lr[i]);
+        tcp_blocking = true;
+        ok = ok && pair(l_tcp, true, true, out, sizeof(out)) == 0 &&
+             json_num(out, "t_typical_us", &lb[i]);
+        tcp_blocking = false;
         if (ok)
             printf("  run %d: write %.0f / %.0f MiB/s, read %.0f / %.0f MiB/s, "
-                   "64 B half RTT %.2f / %.2f us (RDMA / TCP)\n",
-                   i + 1, wr[i], wt[i], rr[i], rt[i], lr[i], lt[i]);
+                   "64 B half RTT %.2f / %.2f us (RDMA / TCP), %.2f us (TCP blocking)\n",
+                   i + 1, wr[i], wt[i], rr[i], rt[i], lr[i], lt[i], lb[i]);
         fflush(stdout);
     }
     if (!ok) {
@@ -253,7 +265,8 @@ int main(int argc, char **argv)
         return 1;
     }
     double mwr = median(wr, reps), mwt = median(wt, reps), mrr = median(rr, reps),
-           mrt = median(rt, reps), mlr = median(lr, reps), mlt = median(lt, reps);
+           mrt = median(rt, reps), mlr = median(lr, reps), mlt = median(lt, reps),
+           mlb = median(lb, reps);
     printf("\n%-48s %12s %12s %8s %8s\n", "measurement (medians)", "uiw", "raw TCP", "ratio",
            "target");
     printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", "RDMA Write 1 MiB, CRC on [MiB/s]", mwr, mwt,
@@ -262,6 +275,8 @@ int main(int argc, char **argv)
            ">= 0.85", mrr / mrt >= 0.85 ? "met" : "NOT met");
     printf("%-48s %12.2f %12.2f %8.3f %8s %s\n", "Send ping-pong 64 B, half RTT [usec]", mlr, mlt,
            mlr / mlt, "<= 1.10", mlr / mlt <= 1.10 ? "met" : "NOT met");
+    printf("%-48s %12.2f %12.2f %8.3f %8s\n", "  (for reference: TCP sleeping in recv) [usec]", mlr,
+           mlb, mlr / mlb, "-");
     if (copied_known)
         printf("%-48s %12.0f %12s %8s %8s %s\n", "payload bytes copied (1 MiB runs, total)", copied,
                "-", "-", "0", copied == 0 ? "met" : "NOT met");

@@ -39,6 +39,7 @@ struct iwp_opts {
     bool gbits;        /* --report_gbits */
     bool json;         /* --json */
     bool tcp;          /* --tcp: the raw TCP baseline instead of RDMA */
+    bool busy_poll;    /* --busy-poll: TCP receives spin instead of sleeping */
     bool no_thread;    /* --no-thread: progress only inline from post/poll */
     bool events;       /* -e, --events: sleep on the completion channel instead of spinning */
     bool ipv6;         /* -6: the server listens on :: */

@@ -80,6 +80,9 @@ static void usage(FILE *f)
             "      --json                   one JSON document instead of tables\n"
             "      --tcp                    raw TCP baseline (same layout, no RDMA)\n"
             "      --no-thread              no progress thread: progress from post/poll\n"
+            "      --busy-poll              with --tcp: spin on non-blocking receives instead of\n"
+            "                               sleeping in the kernel (a like-for-like latency\n"
+            "                               baseline for a busy-polling RDMA application)\n"
             "  -e, --events                 wait for completions on the completion channel\n"
             "                               instead of busy polling\n"
             "  -6                           server: listen on :: instead of 0.0.0.0\n"
@@ -112,6 +115,7 @@ enum {
     OPT_JSON,
     OPT_TCP,
     OPT_NOTHREAD,
+    OPT_BUSY,
 };
 
 int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
@@ -136,6 +140,7 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
         {"json", no_argument, NULL, OPT_JSON},
         {"tcp", no_argument, NULL, OPT_TCP},
         {"no-thread", no_argument, NULL, OPT_NOTHREAD},
+        {"busy-poll", no_argument, NULL, OPT_BUSY},
         {"events", no_argument, NULL, 'e'},
         {NULL, 0, NULL, 0},
     };
@@ -247,6 +252,9 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
             break;
         case OPT_NOTHREAD:
             o->no_thread = true;
+            break;
+        case OPT_BUSY:
+            o->busy_poll = true;
             break;
         case ':':
             fprintf(stderr, "iwperf: option needs a value: %s\n", argv[optind - 1]);

@@ -36,12 +36,16 @@ static int write_full(int fd, const void *buf, size_t len)
     return 0;
 }
 
+/* --busy-poll: receive without sleeping in the kernel (spin on EAGAIN), the way an RDMA
+ * application polling its CQ waits, so the latency baseline compares like with like. */
+static bool busy_poll;
+
 static int read_full(int fd, void *buf, size_t len)
 {
     uint8_t *p = buf;
     while (len) {
-        ssize_t n = recv(fd, p, len, 0);
-        if (n < 0 && errno == EINTR)
+        ssize_t n = recv(fd, p, len, busy_poll ? MSG_DONTWAIT : 0);
+        if (n < 0 && (errno == EINTR || (busy_poll && errno == EAGAIN)))
             continue;
         if (n <= 0)
             return -1;
@@ -451,5 +455,6 @@ out:
 
 int iwp_tcp_run(const struct iwp_opts *o)
 {
+    busy_poll = o->busy_poll;
     return o->host ? tcp_client(o) : tcp_server(o);
 }
