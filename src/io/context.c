@@ -88,52 +88,44 @@ struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)
         uiw_context_attr_init(&def);
         attr = &def;
     }
+    int err = ENOMEM;
+    struct uiw_context *ctx = NULL;
     struct uiw__io *io = calloc(1, sizeof(*io));
-    if (!io) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (attr->pcap_dir && !(io->pcap_dir = strdup(attr->pcap_dir))) {
-        free(io);
-        errno = ENOMEM;
-        return NULL;
-    }
-    struct uiw_context *ctx = uiw__context_alloc(attr);
+    if (!io)
+        goto fail;
+    if (attr->pcap_dir && !(io->pcap_dir = strdup(attr->pcap_dir)))
+        goto fail;
+    ctx = uiw__context_alloc(attr);
     if (!ctx) {
-        int e = errno;
-        free(io->pcap_dir);
-        free(io);
-        errno = e;
-        return NULL;
+        err = errno;
+        goto fail;
     }
     io->ctx = ctx;
     pthread_mutex_init(&io->pend_lock, NULL);
     int r = uiw__loop_init(&io->loop, false);
-    if (r < 0) {
-        pthread_mutex_destroy(&io->pend_lock);
-        uiw__context_free(ctx);
-        free(io->pcap_dir);
-        free(io);
-        errno = -r;
-        return NULL;
-    }
+    if (r < 0)
+        goto fail_lock;
     io->loop.on_bell = io_bell;
     io->loop.bell_arg = io;
     uiw__context_set_io(ctx, &io_ops, io);
-    if (attr->progress_thread) {
-        r = uiw__loop_start_thread(&io->loop);
-        if (r < 0) {
-            uiw__context_set_io(ctx, NULL, NULL);
-            uiw__loop_fini(&io->loop);
-            pthread_mutex_destroy(&io->pend_lock);
-            uiw__context_free(ctx);
-            free(io->pcap_dir);
-            free(io);
-            errno = -r;
-            return NULL;
-        }
+    if (attr->progress_thread && (r = uiw__loop_start_thread(&io->loop)) < 0) {
+        uiw__context_set_io(ctx, NULL, NULL);
+        uiw__loop_fini(&io->loop);
+        goto fail_lock;
     }
     return ctx;
+
+fail_lock:
+    err = -r;
+    pthread_mutex_destroy(&io->pend_lock);
+fail:
+    if (ctx)
+        uiw__context_free(ctx);
+    if (io)
+        free(io->pcap_dir);
+    free(io);
+    errno = err;
+    return NULL;
 }
 
 int uiw_close_context(struct uiw_context *ctx)
