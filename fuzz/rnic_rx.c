@@ -11,6 +11,7 @@
  * bit 5 staged receive, bit 6 mixed), byte 1 seeds the split sizes and MULPDU, then the
  * stream.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,14 +137,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r = uiw__qp_rx_stage(qp, &buf, &cap);
             if (r < 0)
                 break;
-            if (r == 1 && (x & 0x200)) { /* peek, plan, take what the plan says */
+            if (r == 1 && (x & 0x200)) { /* peek, let the engine take what is small */
                 size_t m = chunk < cap ? chunk : cap;
                 memcpy(buf, data, m);
-                r = uiw__qp_rx_plan(qp, m);
-                if (r < 0 || (size_t)r > m)
+                r = uiw__qp_rx_take(qp, m, NULL);
+                if (r == -EINVAL || r > (int)m)
                     abort();
+                if (r < 0 && r != -EPIPE) {
+                    drain_tx(qp);
+                    break;
+                }
                 if (r > 0) {
-                    uiw__qp_rx_staged(qp, (size_t)r);
                     data += r;
                     size -= (size_t)r;
                     drain_tx(qp);

@@ -14,6 +14,7 @@
 
 #include "io/io.h"
 #include "io/pcap.h"
+#include "common/compiler.h"
 
 enum { CONN_IOV = 64, CONN_BUDGET = 64 };
 
@@ -113,6 +114,7 @@ static void conn_linger(struct uiw__conn *c)
 static void conn_drain(struct uiw__conn *c)
 {
     uint8_t sink[4096];
+    c->rx_skip = 0; /* discarded with the rest */
     for (;;) {
         ssize_t n = read(c->h.fd, sink, sizeof(sink));
         if (n > 0)
@@ -126,7 +128,7 @@ static void conn_drain(struct uiw__conn *c)
     }
 }
 
-static size_t iov_total(const struct iovec *iov, int n)
+UIW__DATAPATH static size_t iov_total(const struct iovec *iov, int n)
 {
     size_t t = 0;
     for (int i = 0; i < n; i++)
@@ -134,14 +136,36 @@ static size_t iov_total(const struct iovec *iov, int n)
     return t;
 }
 
+/* Consume the bytes already processed from a peek (MSG_TRUNC: no copy). Every read of
+ * the socket comes after this. Returns 0 or -errno. */
+UIW__DATAPATH static int conn_rx_skip(struct uiw__conn *c)
+{
+    if (!c->rx_skip)
+        return 0;
+    ssize_t t;
+    do
+        t = recv(c->h.fd, NULL, c->rx_skip, MSG_TRUNC | MSG_DONTWAIT);
+    while (t < 0 && errno == EINTR);
+    if (t < 0 || (size_t)t != c->rx_skip) /* the peeked bytes are ours alone */
+        return t < 0 ? -errno : -EIO;
+    c->rx_skip = 0;
+    return 0;
+}
+
 /* Staging mode: peek at what the socket holds (into the staging ring), let the engine
- * plan how much of it goes through the ring (complete small FPDUs, up to the header of the
- * first large segment), and consume exactly that much from the socket without copying it
- * again (MSG_TRUNC discards TCP data), so that no large payload lands in the ring.
+ * take what belongs in the ring (complete small FPDUs, up to the header of the first
+ * large segment), and consume exactly that much from the socket without copying it again
+ * (MSG_TRUNC discards TCP data), so that no large payload lands in the ring.
+ * When the peek took everything the socket had, the consume waits for the next read
+ * (conn_rx_skip): a ping-pong then pays one system call per message on its critical path,
+ * the peek, and consumes while it waits for the answer.
  * Returns 0 to go on reading, 2 to read directly (uiw__qp_rx_next) now, -EAGAIN when the
  * socket is drained or the engine failed the stream, 1 on EOF, another -errno on error. */
-static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_t cap)
+UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_t cap)
 {
+    int e = conn_rx_skip(c);
+    if (e < 0)
+        return e;
     ssize_t n;
     do
         n = recv(c->h.fd, buf, cap, MSG_PEEK | MSG_DONTWAIT);
@@ -150,36 +174,44 @@ static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_t cap)
         return 1;
     if (n < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
-    int k = uiw__qp_rx_plan(c->qp, (size_t)n);
-    if (k <= 0)
-        return 2; /* nothing through the ring (-EPIPE: the QP takes no more) */
-    ssize_t t;
-    do
-        t = recv(c->h.fd, buf, (size_t)k, MSG_TRUNC | MSG_DONTWAIT);
-    while (t < 0 && errno == EINTR);
-    if (t != k) /* the peeked bytes are ours alone: cannot happen */
-        return t < 0 ? -errno : -EIO;
+    unsigned want = 0;
+    int k = uiw__qp_rx_take(c->qp, (size_t)n, &want);
+    if (k == 0 || k == -EPIPE)
+        return 2; /* nothing through the ring / the QP takes no more: read directly */
     c->rx_moved = true;
-    struct iovec v = {.iov_base = buf, .iov_len = (size_t)k};
-    if (c->pcap)
-        uiw__pcap_data(c->pcap, 0, &v, 1, (size_t)k);
-    int r = uiw__qp_rx_staged(c->qp, (size_t)k);
-    if (r < 0)
-        return -EAGAIN; /* the engine queued a Terminate; TX sends it */
-    if (k == n && (size_t)n < cap)
-        return -EAGAIN; /* took all the socket had */
-    return 0;
+    if (c->pcap) { /* after a failure: all that was seen, the FPDU that failed included */
+        struct iovec v = {.iov_base = buf, .iov_len = k < 0 ? (size_t)n : (size_t)k};
+        uiw__pcap_data(c->pcap, 0, &v, 1, v.iov_len);
+    }
+    if (k < 0)
+        return -EAGAIN; /* the engine queued a Terminate; TX sends it; the rest is dropped */
+    c->rx_skip = (size_t)k;
+    if (k == n && (size_t)n < cap) {
+        c->rx_hint = want;
+        c->rx_hinted = true;
+        return -EAGAIN; /* took all the socket had: consume before the next read */
+    }
+    e = conn_rx_skip(c);
+    return e < 0 ? e : 0;
 }
 
 /* Read what the socket has. Returns 0 (drained or budget spent), 1 on EOF, -errno. */
-static int conn_rx(struct uiw__conn *c)
+UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
 {
     struct iovec iov[CONN_IOV];
     for (int i = 0; i < CONN_BUDGET; i++) {
-        uint8_t *buf = NULL;
-        size_t cap = 0;
+        uint8_t *buf = c->stage;
+        size_t cap = c->stage_cap;
         int cnt;
-        int staged = uiw__qp_rx_stage(c->qp, &buf, &cap);
+        /* after a message taken whole, the engine already said where the next bytes go */
+        int staged = c->rx_hinted && (c->rx_hint & UIW__WANT_STAGE) && buf
+                         ? 1
+                         : uiw__qp_rx_stage(c->qp, &buf, &cap);
+        c->rx_hinted = false;
+        if (staged == 1) {
+            c->stage = buf;
+            c->stage_cap = cap;
+        }
         if (staged == 1 && cap > 0) {
             int k = conn_rx_staged(c, buf, cap);
             if (k == 0)
@@ -188,6 +220,9 @@ static int conn_rx(struct uiw__conn *c)
                 return k == -EAGAIN ? 0 : k;
         }
         staged = 0;
+        int e = conn_rx_skip(c);
+        if (e < 0)
+            return e;
         cnt = uiw__qp_rx_next(c->qp, iov, CONN_IOV);
         if (cnt <= 0) {
             /* The QP takes no more bytes (TERMINATE / ERROR): discard, watch for EOF. */
@@ -223,7 +258,7 @@ static int conn_rx(struct uiw__conn *c)
 }
 
 /* Send what the engine has. Returns 0 or -errno. */
-static int conn_tx(struct uiw__conn *c)
+UIW__DATAPATH static int conn_tx(struct uiw__conn *c)
 {
     struct iovec iov[CONN_IOV];
     c->out_blocked = false;
@@ -255,21 +290,14 @@ static int conn_tx(struct uiw__conn *c)
     return 0;
 }
 
-void uiw__conn_service(struct uiw__conn *c, uint32_t events)
+/* After the read (r: what conn_rx returned, 0 if there was none): send what the engine
+ * has, then act on what it wants. loop.lock held. */
+UIW__DATAPATH static void conn_settle(struct uiw__conn *c, uint32_t events, int r)
 {
-    if (!c->open)
-        return;
-    if (c->closing) {
-        conn_drain(c);
-        return;
-    }
-    int eof = 0, r = 0;
-    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        r = conn_rx(c);
-        if (r > 0) {
-            eof = 1;
-            r = 0;
-        }
+    int eof = 0;
+    if (r > 0) {
+        eof = 1;
+        r = 0;
     }
     if (r == 0 && (!c->out_blocked || (events & EPOLLOUT) || !events))
         r = conn_tx(c);
@@ -290,10 +318,34 @@ void uiw__conn_service(struct uiw__conn *c, uint32_t events)
     uiw__loop_set(&c->io->loop, &c->h, EPOLLIN | (c->out_blocked ? EPOLLOUT : 0u));
 }
 
-int uiw__conn_probe(struct uiw__conn *c)
+UIW__DATAPATH void uiw__conn_service(struct uiw__conn *c, uint32_t events)
+{
+    if (!c->open)
+        return;
+    if (c->closing) {
+        conn_drain(c);
+        return;
+    }
+    conn_settle(c, events, events & (EPOLLIN | EPOLLERR | EPOLLHUP) ? conn_rx(c) : 0);
+}
+
+UIW__DATAPATH int uiw__conn_probe(struct uiw__conn *c)
 {
     c->rx_moved = false;
-    uiw__conn_service(c, EPOLLIN);
+    if (!c->open || c->closing) {
+        uiw__conn_service(c, EPOLLIN);
+        return c->rx_moved;
+    }
+    const unsigned busy = UIW__WANT_TX | UIW__WANT_CLOSE;
+    int r = conn_rx(c);
+    /* Nothing arrived: nothing changed that the rest of a service pass would act on
+     * (posting and closing kick the connection themselves). Something arrived that left
+     * nothing to send or close (a Send, a Write, a Read Response): neither. */
+    if (r == 0 && !c->rx_moved)
+        return 0;
+    if (r == 0 && !c->out_blocked && !((c->rx_hinted ? c->rx_hint : uiw__qp_want(c->qp)) & busy))
+        return 1;
+    conn_settle(c, EPOLLIN, r);
     return c->rx_moved;
 }
 
@@ -310,7 +362,7 @@ void uiw__conn_defer(struct uiw__conn *c)
     uiw__loop_kick(&io->loop);
 }
 
-void uiw__conn_kick(struct uiw__conn *c)
+UIW__DATAPATH void uiw__conn_kick(struct uiw__conn *c)
 {
     struct uiw__loop *l = &c->io->loop;
     /* Inline progress: the application's thread does the I/O when nobody else is. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "io/io.h"
+#include "common/compiler.h"
 
 struct uiw__io *uiw__io_of(struct uiw_context *ctx)
 {
@@ -33,7 +34,7 @@ static void io_bell(struct uiw__loop *l, void *arg)
     }
 }
 
-static void io_qp_kick(struct uiw_qp *qp, void *io_ctx)
+UIW__DATAPATH static void io_qp_kick(struct uiw_qp *qp, void *io_ctx)
 {
     struct uiw__conn *c = uiw__qp_io(qp);
     (void)io_ctx;
@@ -43,9 +44,11 @@ static void io_qp_kick(struct uiw_qp *qp, void *io_ctx)
 
 /* Inline progress from uiw_poll_cq: one non-blocking pass if nobody else is making
  * progress. With a single connection, most passes read its socket directly instead of
- * asking epoll first (every 8th pass, a doorbell ring, or a connection waiting for
- * EPOLLOUT or closing takes the full epoll pass). */
-static void io_progress(struct uiw_context *ctx, void *io_ctx)
+ * asking epoll first (every 64th pass, a doorbell ring, or a connection waiting for
+ * EPOLLOUT or closing takes the full epoll pass; the loop holds only the doorbell and the
+ * connections, so the epoll pass is a safety net and each one costs a busy poller about a
+ * system call of latency). */
+UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
 {
     struct uiw__io *io = io_ctx;
     struct uiw__loop *l = &io->loop;
@@ -54,7 +57,7 @@ static void io_progress(struct uiw_context *ctx, void *io_ctx)
         return;
     struct uiw__conn *c = io->conns;
     bool direct = c && !c->next && c->h.fn && c->open && !c->closing && !c->out_blocked &&
-                  !atomic_load(&l->kicks) && (++io->probes & 7) != 0;
+                  !atomic_load(&l->kicks) && (++io->probes & 63) != 0;
     int n = direct ? uiw__conn_probe(c) : uiw__loop_pass_locked(l, 0);
     pthread_mutex_unlock(&l->lock);
     if (n == 0)

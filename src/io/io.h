@@ -46,6 +46,11 @@ struct uiw__conn {
     bool out_blocked; /* the last write hit EAGAIN: wait for EPOLLOUT */
     bool queued;      /* on io->pending (guarded by pend_lock) */
     bool rx_moved;    /* the last uiw__conn_service read stream bytes */
+    size_t rx_skip;   /* processed bytes (peeked) still to be consumed from the socket */
+    bool rx_hinted;   /* the last read was a peek the engine took whole: rx_hint is fresh */
+    unsigned rx_hint; /* what uiw__qp_rx_take said the engine wants (UIW__WANT_*) */
+    uint8_t *stage;   /* the engine's staging ring (from uiw__qp_rx_stage) */
+    size_t stage_cap;
     struct uiw__conn *pend_next; /* (guarded by pend_lock) */
     struct uiw__conn *next, *prev;
 };
@@ -61,7 +66,8 @@ int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct ui
 void uiw__conn_go(struct uiw__conn *c);
 /* Inline progress for a context with this one connection: service it as if epoll had
  * reported it readable (the read is the probe: one syscall when nothing arrived, none
- * wasted on epoll when something did). loop.lock held. Returns 1 if stream bytes moved. */
+ * wasted on epoll when something did, and nothing else done when nothing arrived).
+ * loop.lock held. Returns 1 if stream bytes moved. */
 int uiw__conn_probe(struct uiw__conn *c);
 /* Queue c for the dispatcher and ring the doorbell. */
 void uiw__conn_defer(struct uiw__conn *c);

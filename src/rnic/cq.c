@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rnic/engine.h"
+#include "common/compiler.h"
 
 struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx)
 {
@@ -136,7 +137,7 @@ static void channel_signal(struct uiw_cq *cq)
     (void)r;
 }
 
-int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
+UIW__DATAPATH int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
 {
     bool signal = false, overflow = false;
     int r = 0;
@@ -168,7 +169,7 @@ int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
     return r;
 }
 
-int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc)
+UIW__DATAPATH int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc)
 {
     if (!cq || n < 0 || (n > 0 && !wc))
         return -EINVAL;

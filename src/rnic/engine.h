@@ -166,6 +166,7 @@ struct uiw__ird {
 
 /* One FPDU under transmission. */
 struct uiw__txslot {
+    uint8_t len[2];                             /* the MPA length, just before hdr */
     uint8_t hdr[UIW_DDP_UNTAGGED_HDR_LEN + 64]; /* DDP/RDMAP headers and body */
     uint8_t *scratch;                           /* framing bytes (uiw_fpdu_tx_scratch) */
     struct iovec *iov;
@@ -226,7 +227,6 @@ struct uiw_qp {
 
     /* transmit */
     struct uiw_fpdu_tx ftx;
-    struct uiw__txslot slots[UIW__TX_SLOTS];
     uint32_t slot_head, slot_tail; /* free-running: [head, tail) built */
     size_t slot_off;               /* bytes of the head slot already sent */
     size_t tx_ahead;               /* wire bytes of the built slots */
@@ -272,7 +272,10 @@ struct uiw_qp {
     bool term_sent, term_received;
     struct uiw_terminate term_in;
     uint8_t tl, te, tc;
-    /* deferred kick/wake after unlock */
+
+    /* last, so that the fields above share a page or two (the data path touches them all
+     * after every system call, with the TLB cold) */
+    struct uiw__txslot slots[UIW__TX_SLOTS];
 };
 
 /* Count into the QP (QP lock held): no atomics on the data path; uiw_query_context_stats
@@ -296,6 +299,9 @@ void uiw__tx_free(struct uiw_qp *qp);
 
 /* rx.c */
 void uiw__rx_init(struct uiw_qp *qp);
+
+/* qp.c: uiw__qp_want with the QP lock held */
+unsigned uiw__qp_want_locked(struct uiw_qp *qp);
 
 /* qp.c */
 void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,

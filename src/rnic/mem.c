@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "rnic/engine.h"
+#include "common/compiler.h"
 
 struct uiw_pd *uiw_alloc_pd(struct uiw_context *ctx)
 {
@@ -157,8 +158,9 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     return 0;
 }
 
-enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
-                                   uint64_t to, uint64_t len, unsigned access, uint8_t **ptr)
+UIW__DATAPATH enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd,
+                                                 uint32_t stag, uint64_t to, uint64_t len,
+                                                 unsigned access, uint8_t **ptr)
 {
     uint32_t idx = stag >> 8;
     enum uiw__stag_err e = UIW__STAG_OK;

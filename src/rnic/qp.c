@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "rnic/engine.h"
+#include "common/compiler.h"
 
-static void qp_kick(struct uiw_qp *qp)
+UIW__DATAPATH static void qp_kick(struct uiw_qp *qp)
 {
     struct uiw_context *ctx = qp->ctx;
     if (ctx->ops.qp_kick)
@@ -265,7 +266,7 @@ int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *p)
 
 /* ---------------------------------------------------------------- completion */
 
-static enum uiw_wc_opcode wc_opcode(uint8_t op)
+UIW__DATAPATH static enum uiw_wc_opcode wc_opcode(uint8_t op)
 {
     switch (op) {
     case UIW_WR_RDMA_WRITE:
@@ -281,14 +282,14 @@ static enum uiw_wc_opcode wc_opcode(uint8_t op)
     }
 }
 
-static void push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *wc)
+UIW__DATAPATH static void push(struct uiw_qp *qp, struct uiw_cq *cq, const struct uiw_wc *wc)
 {
     if (uiw__cq_push(cq, wc) < 0 && qp->state != UIW_QPS_ERROR && qp->state != UIW_QPS_TERMINATE &&
         qp->started)
         uiw__qp_fail(qp, UIW_E_RNIC_CQ_OVERFLOW, NULL, NULL, 0, 0, NULL);
 }
 
-void uiw__sq_retire(struct uiw_qp *qp)
+UIW__DATAPATH void uiw__sq_retire(struct uiw_qp *qp)
 {
     while (qp->sq_head != qp->sq_tail) {
         struct uiw__swqe *w = &qp->sq[qp->sq_head & (qp->sq_size - 1)];
@@ -308,8 +309,8 @@ void uiw__sq_retire(struct uiw_qp *qp)
     uiw__qp_check_close(qp);
 }
 
-void uiw__qp_complete_recv(struct uiw_qp *qp, struct uiw__rqe *r, int status, uint32_t len,
-                           unsigned flags, uint32_t inv, int vendor)
+UIW__DATAPATH void uiw__qp_complete_recv(struct uiw_qp *qp, struct uiw__rqe *r, int status,
+                                         uint32_t len, unsigned flags, uint32_t inv, int vendor)
 {
     /* r is always the RQ head */
     struct uiw_wc wc = {.wr_id = r->wr_id,
@@ -492,29 +493,36 @@ int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state)
     return 0;
 }
 
-unsigned uiw__qp_want(struct uiw_qp *qp)
+UIW__DATAPATH unsigned uiw__qp_want(struct uiw_qp *qp)
+{
+    pthread_mutex_lock(&qp->lock);
+    unsigned w = uiw__qp_want_locked(qp);
+    uiw__qp_unlock(qp);
+    return w;
+}
+
+UIW__DATAPATH unsigned uiw__qp_want_locked(struct uiw_qp *qp)
 {
     unsigned w = 0;
-    pthread_mutex_lock(&qp->lock);
     if (qp->started && uiw__tx_has_work(qp))
         w |= UIW__WANT_TX;
     if (qp->want_close && !(w & UIW__WANT_TX))
         w |= UIW__WANT_CLOSE;
     if (qp->started && !qp->rx_failed && (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING))
         w |= UIW__WANT_RX;
-    uiw__qp_unlock(qp);
     return w;
 }
 
 /* ---------------------------------------------------------------- posting */
 
-static bool is_send(unsigned op)
+UIW__DATAPATH static bool is_send(unsigned op)
 {
     return op == UIW_WR_SEND || op == UIW_WR_SEND_WITH_INV || op == UIW_WR_SEND_WITH_SE ||
            op == UIW_WR_SEND_WITH_SE_AND_INV;
 }
 
-static int check_wr(const struct uiw_qp *qp, const struct uiw_send_wr *wr, uint64_t *total)
+UIW__DATAPATH static int check_wr(const struct uiw_qp *qp, const struct uiw_send_wr *wr,
+                                  uint64_t *total)
 {
     if (wr->opcode > UIW_WR_REG_MR || wr->num_sge < 0 ||
         (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
@@ -537,7 +545,8 @@ static int check_wr(const struct uiw_qp *qp, const struct uiw_send_wr *wr, uint6
     return 0;
 }
 
-int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr, struct uiw_send_wr **bad_wr)
+UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
+                                struct uiw_send_wr **bad_wr)
 {
     if (!qp || !wr) {
         if (bad_wr)
@@ -610,7 +619,8 @@ int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr, struct uiw_send_wr 
     return r;
 }
 
-int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr, struct uiw_recv_wr **bad_wr)
+UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
+                                struct uiw_recv_wr **bad_wr)
 {
     if (!qp || !wr) {
         if (bad_wr)

@@ -11,6 +11,7 @@
  *                         r = uiw__qp_rx_advance(qp, k);
  *                     or  uiw__qp_rx_stage(qp, &buf, &cap);   read(fd, buf, cap) -> k;
  *                         r = uiw__qp_rx_staged(qp, k);
+ *                     or  peek(fd, buf, cap) -> n; k = uiw__qp_rx_take(qp, n, &w); consume k
  *   transmit:             n = uiw__qp_tx_next(qp, iov, max);  writev(fd, iov, n) -> k;
  *                         uiw__qp_tx_advance(qp, k);
  *   connection gone:      uiw__qp_conn_lost(qp, -ECONNRESET / -ETIMEDOUT / 0 for EOF)
@@ -162,15 +163,19 @@ int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n);
 int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
 
 /* Zero copy at the switch from small to large segments: with staging advised, io may
- * peek (recv MSG_PEEK) up to *cap bytes into *buf instead of reading them, and ask how
- * many to take: uiw__qp_rx_plan(qp, n) returns k (0 <= k <= n): the complete small FPDUs
- * and framing at the start of the n peeked bytes, stopping at the end of the DDP header
- * of the first large segment (payload >= 1 KiB or not the message's last), whose payload
- * then goes straight to memory through uiw__qp_rx_next. io consumes those k bytes from the
- * socket without copying them again (recv MSG_TRUNC) and calls uiw__qp_rx_staged(qp, k).
+ * peek (recv MSG_PEEK) up to *cap bytes into *buf instead of reading them, and let the
+ * engine take what belongs in the ring: uiw__qp_rx_take(qp, n, &want) processes the complete
+ * small FPDUs and framing at the start of the n peeked bytes (as uiw__qp_rx_staged),
+ * stopping at the first payload byte of a large segment (payload >= 1 KiB or not the
+ * message's last), whose payload then goes straight to memory through uiw__qp_rx_next.
+ * Returns k (0 <= k <= n), the bytes processed, which io then consumes from the socket
+ * without copying them again (recv MSG_TRUNC), at the latest before its next read of it;
  * 0 means: nothing through the ring now, use uiw__qp_rx_next. -EPIPE when the QP accepts
- * no more bytes. The peeked bytes must still be in *buf when uiw__qp_rx_staged runs. */
-int uiw__qp_rx_plan(struct uiw_qp *qp, size_t n);
+ * no more bytes; a negative engine code (UIW_E_*) when the bytes failed the stream (a
+ * Terminate is queued; the rest of the stream is to be discarded). With want, *want gets
+ * what uiw__qp_want would say afterwards, plus UIW__WANT_STAGE when k > 0 and staging is
+ * still advised, so that a busy poller needs no more engine calls for a plain message. */
+int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want);
 
 /* Parse n bytes read into the staging area: every complete FPDU in it is processed;
  * small payloads are copied to their targets (counted in copied_payload_bytes); a partial
@@ -217,6 +222,8 @@ enum uiw__want {
     UIW__WANT_TX = 1 << 0,    /* uiw__qp_tx_next has bytes */
     UIW__WANT_CLOSE = 1 << 1, /* all that must be sent was sent: shut the socket down */
     UIW__WANT_RX = 1 << 2,    /* the engine accepts more RX bytes */
+    UIW__WANT_STAGE = 1 << 3, /* (uiw__qp_rx_take only) the next bytes go through the ring:
+                                 what uiw__qp_rx_stage would now advise */
 };
 unsigned uiw__qp_want(struct uiw_qp *qp);
 

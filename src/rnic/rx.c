@@ -13,6 +13,7 @@
 
 #include "common/byteorder.h"
 #include "rnic/engine.h"
+#include "common/compiler.h"
 
 /* Payload runs at least this long go straight to memory (and every payload run of a
  * segment that is not its message's last). */
@@ -46,14 +47,14 @@ void uiw__rx_init(struct uiw_qp *qp)
     seg_reset(qp);
 }
 
-static bool rx_accepting(const struct uiw_qp *qp)
+UIW__DATAPATH static bool rx_accepting(const struct uiw_qp *qp)
 {
     return qp->started && !qp->rx_failed &&
            (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING);
 }
 
 /* The oldest Read waiting for its response, or NULL. */
-static struct uiw__swqe *oldest_read(struct uiw_qp *qp)
+UIW__DATAPATH static struct uiw__swqe *oldest_read(struct uiw_qp *qp)
 {
     for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
         struct uiw__swqe *w = &qp->sq[i & (qp->sq_size - 1)];
@@ -64,7 +65,7 @@ static struct uiw__swqe *oldest_read(struct uiw_qp *qp)
 }
 
 /* Fail the stream because of what the current segment carries. */
-static int rx_fail(struct uiw_qp *qp, int code)
+UIW__DATAPATH static int rx_fail(struct uiw_qp *qp, int code)
 {
     int tagged = qp->rx_hdr_have >= 1 ? ((qp->rx_hdr[0] & UIW_DDP_FLAG_TAGGED) != 0) : -1;
     const struct uiw__term_map *m = uiw__term_lookup(code, tagged);
@@ -99,7 +100,7 @@ static int rx_fail(struct uiw_qp *qp, int code)
     return code;
 }
 
-static int tag_code(enum uiw__stag_err e)
+UIW__DATAPATH static int tag_code(enum uiw__stag_err e)
 {
     switch (e) {
     case UIW__STAG_E_PD:
@@ -131,7 +132,7 @@ static int read_code(enum uiw__stag_err e)
     }
 }
 
-static int resolve_rqe(struct uiw_qp *qp, struct uiw__rqe *r)
+UIW__DATAPATH static int resolve_rqe(struct uiw_qp *qp, struct uiw__rqe *r)
 {
     if (r->resolved)
         return 0;
@@ -149,7 +150,7 @@ static int resolve_rqe(struct uiw_qp *qp, struct uiw__rqe *r)
 }
 
 /* The header is complete: check it and set up placement. Returns 0 or a code. */
-static int hdr_done(struct uiw_qp *qp)
+UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
 {
     const struct uiw_ddp_hdr *h = &qp->rx_ddp;
     unsigned op = uiw_rdmap_ctrl_opcode(h->rdmap_ctrl);
@@ -235,7 +236,7 @@ static int hdr_done(struct uiw_qp *qp)
 }
 
 /* hdr_have reached hdr_need. */
-static int hdr_step(struct uiw_qp *qp)
+UIW__DATAPATH static int hdr_step(struct uiw_qp *qp)
 {
     if (qp->rx_hdr_len == 0) {
         if (qp->rx_hdr[0] & UIW_DDP_FLAG_TAGGED) {
@@ -312,7 +313,7 @@ static int serve_read_req(struct uiw_qp *qp)
 }
 
 /* The FPDU is complete and its CRC checked: deliver. */
-static int seg_complete(struct uiw_qp *qp)
+UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
 {
     uiw__qstat(qp, UIW__STAT_RX_FPDUS, 1);
     qp->rx_small = qp->rx_plen < STAGE_DIRECT_MIN && qp->rx_ddp.last;
@@ -384,7 +385,7 @@ static int seg_complete(struct uiw_qp *qp)
     return 0;
 }
 
-static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
+UIW__DATAPATH static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
 {
     if (!tail || n >= max || end != qp->rx_ulen)
         return n;
@@ -400,7 +401,7 @@ static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
  * 0 if not accepting. With tail, a payload run that ends the ULPDU is followed by a
  * lookahead iovec for the FPDU's pad and CRC and the next FPDU's length and DDP header, so
  * that one readv per FPDU suffices for a stream of large segments. */
-static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
+UIW__DATAPATH static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
 {
     qp->rx_niov = 0;
     qp->rx_tail_idx = -1;
@@ -466,9 +467,9 @@ static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
 }
 
 /* Account n bytes placed into qp->rx_iov. */
-static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n);
+static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n, size_t *took);
 
-static int rx_account(struct uiw_qp *qp, size_t n)
+UIW__DATAPATH static int rx_account(struct uiw_qp *qp, size_t n)
 {
     size_t total = n;
     int tail = qp->rx_tail_idx;
@@ -505,20 +506,99 @@ static int rx_account(struct uiw_qp *qp, size_t n)
     qp->rx_tail_idx = -1;
     uiw__qstat(qp, UIW__STAT_RX_BYTES, total - tailk); /* rx_from_buf counts the tail */
     if (tailk)
-        return rx_from_buf(qp, qp->rx_tail, tailk);
+        return rx_from_buf(qp, qp->rx_tail, tailk, NULL);
     return 0;
+}
+
+/* The common small message, whole in a buffer: an FPDU that starts at p and ends within
+ * n bytes, a Send, Write or Read Response, without markers. It takes the same steps as the
+ * resumable path (length, header, payload and trailer through the framing parser, then
+ * hdr_step, rx_prepare and seg_complete) without its bookkeeping per run of bytes.
+ * With stop_large, a large segment is left to the resumable path (its payload goes
+ * straight to memory). Returns the bytes taken, 0 when the resumable path must take them,
+ * or a negative code (the stream failed). */
+UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n, bool stop_large)
+{
+    enum uiw_fpdu_run kind;
+    if (qp->cp.markers_rx || qp->rx_len_known || n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4 ||
+        uiw_fpdu_rx_next(&qp->frx, &kind, NULL) != 2 || kind != UIW_FPDU_RUN_FRAMING)
+        return 0;
+    size_t ulen = uiw__get_be16(p);
+    size_t total = 2 + ulen + ((4 - ((2 + ulen) & 3)) & 3) + 4;
+    const uint8_t *h = p + 2;
+    bool tagged = (h[0] & UIW_DDP_FLAG_TAGGED) != 0;
+    size_t hl = tagged ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
+    if (total > n || ulen < hl || (!tagged && uiw__get_be32(h + 6) != UIW_DDP_QN_SEND) ||
+        (stop_large && (ulen - hl >= STAGE_DIRECT_MIN || !(h[0] & UIW_DDP_FLAG_LAST))))
+        return 0;
+    int r = uiw_fpdu_rx_consume(&qp->frx, p, 2);
+    if (r < 0)
+        return rx_fail(qp, r);
+    qp->rx_len_known = true;
+    qp->rx_ulen = (uint16_t)ulen;
+    memcpy(qp->rx_hdr, h, hl);
+    qp->rx_hdr_have = qp->rx_hdr_need = (uint16_t)hl;
+    r = uiw_fpdu_rx_consume(&qp->frx, h, hl);
+    if (r < 0)
+        return rx_fail(qp, r);
+    int c = hdr_step(qp);
+    if (c)
+        return rx_fail(qp, c);
+    const uint8_t *pl = h + hl;
+    size_t left = ulen - hl;
+    while (left) {
+        int cnt = rx_prepare(qp, UIW_MAX_SGE + 1, false);
+        if (cnt == 0)
+            return UIW_E_RNIC_SHORT_SEGMENT; /* cannot happen: the QP accepts bytes */
+        size_t took = 0;
+        for (int i = 0; i < cnt && took < left; i++) {
+            size_t k = qp->rx_iov[i].iov_len < left - took ? qp->rx_iov[i].iov_len : left - took;
+            memcpy(qp->rx_iov[i].iov_base, pl + took, k);
+            took += k;
+        }
+        if (qp->rx_iov_kind == 2) {
+            uiw__qstat(qp, UIW__STAT_COPIED, took);
+            uiw__qstat(qp, UIW__STAT_PLACED, took);
+        }
+        r = uiw_fpdu_rx_consume(&qp->frx, pl, took);
+        if (r < 0)
+            return rx_fail(qp, r);
+        pl += took;
+        left -= took;
+    }
+    qp->rx_niov = 0;
+    r = uiw_fpdu_rx_consume(&qp->frx, pl, total - 2 - ulen);
+    if (r < 0)
+        return rx_fail(qp, r);
+    uiw__qstat(qp, UIW__STAT_RX_BYTES, total);
+    c = seg_complete(qp);
+    return c ? c : (long)total;
 }
 
 /* Process n stream bytes held at p (the staging ring or the lookahead): header and
  * framing bytes are moved where the parser keeps them, payload is copied to its target
- * (counted in copied_payload_bytes). */
-static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n)
+ * (counted in copied_payload_bytes). With took, stop at the first payload byte of a large
+ * segment (it goes straight to memory) and say in *took how many bytes were processed. */
+UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n,
+                                     size_t *took_out)
 {
     int r = 0;
+    const uint8_t *p0 = p;
     while (n) {
+        long w = rx_whole(qp, p, n, took_out != NULL);
+        if (w < 0)
+            return (int)w;
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
         int cnt = rx_prepare(qp, UIW_MAX_SGE + 1, false);
         if (cnt == 0)
             break; /* no longer accepting: the rest is dropped */
+        if (took_out && qp->rx_iov_kind == 2 &&
+            (qp->rx_plen >= STAGE_DIRECT_MIN || !qp->rx_ddp.last))
+            break;
         size_t took = 0;
         for (int i = 0; i < cnt && took < n; i++) {
             size_t k = qp->rx_iov[i].iov_len < n - took ? qp->rx_iov[i].iov_len : n - took;
@@ -533,10 +613,12 @@ static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n)
         p += took;
         n -= took;
     }
+    if (took_out)
+        *took_out = (size_t)(p - p0);
     return r;
 }
 
-int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
+UIW__DATAPATH int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     if (!qp || !iov || max < 1)
         return -EINVAL;
@@ -548,7 +630,7 @@ int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
     return n;
 }
 
-int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
+UIW__DATAPATH int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
 {
     if (!qp)
         return -EINVAL;
@@ -569,99 +651,62 @@ int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
     return r;
 }
 
-int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap)
+/* uiw__qp_rx_stage's advice (QP lock held, accepting). */
+UIW__DATAPATH static int stage_advice(const struct uiw_qp *qp)
+{
+    enum uiw_fpdu_run kind;
+    uint32_t off = 0;
+    size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
+    bool payload = kind == UIW_FPDU_RUN_ULPDU && qp->rx_hdr_done &&
+                   (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
+                    qp->rx_kind == UIW__RX_SEND);
+    if (payload)
+        return run >= STAGE_DIRECT_MIN || !qp->rx_ddp.last || !qp->rx_small ? 0 : 1;
+    return qp->rx_small ? 1 : 0; /* large segments flow: headers exactly, payload straight */
+}
+
+UIW__DATAPATH int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap)
 {
     if (!qp || !buf || !cap)
         return -EINVAL;
     pthread_mutex_lock(&qp->lock);
-    int r;
-    if (!rx_accepting(qp)) {
-        r = -EPIPE;
-    } else {
+    int r = -EPIPE;
+    if (rx_accepting(qp)) {
         *buf = qp->stage;
         *cap = STAGE_READ;
-        r = 1;
-        enum uiw_fpdu_run kind;
-        uint32_t off = 0;
-        size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
-        bool payload = kind == UIW_FPDU_RUN_ULPDU && qp->rx_hdr_done &&
-                       (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
-                        qp->rx_kind == UIW__RX_SEND);
-        if (payload)
-            r = run >= STAGE_DIRECT_MIN || !qp->rx_ddp.last || !qp->rx_small ? 0 : 1;
-        else if (!qp->rx_small)
-            r = 0; /* large segments flow: read headers exactly, payload straight */
+        r = stage_advice(qp);
     }
     uiw__qp_unlock(qp);
     return r;
 }
 
-int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n)
+UIW__DATAPATH int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;
     pthread_mutex_lock(&qp->lock);
-    int r = rx_from_buf(qp, qp->stage, n);
+    int r = rx_from_buf(qp, qp->stage, n, NULL);
     uiw__qp_unlock(qp);
     return r;
 }
 
-int uiw__qp_rx_plan(struct uiw_qp *qp, size_t n)
+UIW__DATAPATH int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;
     pthread_mutex_lock(&qp->lock);
-    int ret;
-    if (!rx_accepting(qp)) {
-        ret = -EPIPE;
-        goto out;
+    int r = -EPIPE;
+    size_t took = 0;
+    if (rx_accepting(qp)) {
+        r = rx_from_buf(qp, qp->stage, n, &took);
+        if (r == 0)
+            r = (int)took;
     }
-    /* Walk a copy of the framing parser over the peeked bytes; the engine's own state is
-     * not touched. Stop before the first payload byte of a large segment. */
-    const uint8_t *buf = qp->stage;
-    struct uiw_fpdu_rx f = qp->frx;
-    bool len_known = qp->rx_len_known;
-    uint16_t ulen = qp->rx_ulen;
-    bool b0_known = qp->rx_hdr_have >= 1;
-    uint8_t b0 = qp->rx_hdr[0];
-    size_t pos = 0;
-    while (pos < n) {
-        enum uiw_fpdu_run kind;
-        uint32_t off = 0;
-        size_t run = uiw_fpdu_rx_next(&f, &kind, &off);
-        size_t k = run < n - pos ? run : n - pos;
-        if (kind == UIW_FPDU_RUN_ULPDU) {
-            if (!len_known) {
-                len_known = true;
-                ulen = uiw_fpdu_rx_ulpdu_len(&f);
-            }
-            if (off == 0) {
-                b0 = buf[pos];
-                b0_known = true;
-            }
-            size_t hl =
-                b0 & UIW_DDP_FLAG_TAGGED ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
-            bool large = b0_known && ulen > hl &&
-                         (ulen - hl >= STAGE_DIRECT_MIN || !(b0 & UIW_DDP_FLAG_LAST));
-            if (large && off + k > hl) {
-                if (off >= hl)
-                    break;    /* payload of a large segment: not through the ring */
-                k = hl - off; /* up to the end of its header */
-            }
-        }
-        int r = uiw_fpdu_rx_consume(&f, buf + pos, k);
-        pos += k;
-        if (r < 0) {
-            pos = n; /* the real parse will find the same error */
-            break;
-        }
-        if (r == UIW_FPDU_COMPLETE) {
-            len_known = false;
-            b0_known = false;
-        }
+    if (want) {
+        *want = uiw__qp_want_locked(qp);
+        if (r > 0 && rx_accepting(qp) && stage_advice(qp) == 1)
+            *want |= UIW__WANT_STAGE;
     }
-    ret = (int)pos;
-out:
-    pthread_mutex_unlock(&qp->lock);
-    return ret;
+    uiw__qp_unlock(qp);
+    return r;
 }

@@ -11,6 +11,7 @@
 
 #include "common/byteorder.h"
 #include "rnic/engine.h"
+#include "common/compiler.h"
 
 /* Each slot keeps the framer state from before it was built, so unsent slots can be
  * dropped (abort) without breaking marker positions. */
@@ -55,7 +56,7 @@ int uiw__tx_alloc(struct uiw_qp *qp)
     return 0;
 }
 
-static struct tx_mem *tx_mem(struct uiw_qp *qp)
+UIW__DATAPATH static struct tx_mem *tx_mem(struct uiw_qp *qp)
 {
     return qp->txm;
 }
@@ -69,7 +70,7 @@ void uiw__tx_free(struct uiw_qp *qp)
     }
 }
 
-static struct uiw__txslot *slot_new(struct uiw_qp *qp)
+UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
 {
     if (qp->slot_tail - qp->slot_head >= UIW__TX_SLOTS)
         return NULL;
@@ -87,8 +88,8 @@ static struct uiw__txslot *slot_new(struct uiw_qp *qp)
 }
 
 /* Frame hdr[0..hlen) + payload into slot s and commit it. */
-static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, size_t hlen,
-                       const struct uiw_wire_iov *pl, int npl)
+UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, size_t hlen,
+                                     const struct uiw_wire_iov *pl, int npl)
 {
     struct uiw_wire_iov ul[1 + UIW_MAX_SGE];
     ul[0].base = s->hdr;
@@ -101,12 +102,22 @@ static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, size_t hlen,
     int n = uiw_fpdu_tx_build(&qp->ftx, ul, 1 + npl, s->scratch, tm->tmp, qp->iov_per_slot);
     if (n < 0)
         return n;
+    /* The length field alone in front of the header: move it into the slot, right before
+     * the header, and send both from one iovec (one fewer for the kernel to walk). */
+    int k = 0;
+    if (n >= 2 && tm->tmp[0].len == 2 && tm->tmp[1].base == s->hdr) {
+        memcpy(s->len, tm->tmp[0].base, 2);
+        tm->tmp[1].base = s->len;
+        tm->tmp[1].len += 2;
+        k = 1;
+    }
     size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        s->iov[i].iov_base = (void *)(uintptr_t)tm->tmp[i].base;
-        s->iov[i].iov_len = tm->tmp[i].len;
+    for (int i = k; i < n; i++) {
+        s->iov[i - k].iov_base = (void *)(uintptr_t)tm->tmp[i].base;
+        s->iov[i - k].iov_len = tm->tmp[i].len;
         total += tm->tmp[i].len;
     }
+    n -= k;
     s->niov = n;
     s->wire_len = total;
     qp->tx_ahead += total;
@@ -133,7 +144,8 @@ void uiw__tx_drop_unsent(struct uiw_qp *qp)
 }
 
 /* Payload bytes [off, off+len) of a WR's gather list as wire iovecs. */
-static int gather(const struct uiw__swqe *w, uint32_t off, uint32_t len, struct uiw_wire_iov *v)
+UIW__DATAPATH static int gather(const struct uiw__swqe *w, uint32_t off, uint32_t len,
+                                struct uiw_wire_iov *v)
 {
     int n = 0;
     if (w->flags & UIW_SEND_INLINE) {
@@ -160,7 +172,7 @@ static int gather(const struct uiw__swqe *w, uint32_t off, uint32_t len, struct 
     return n;
 }
 
-static void wr_done(struct uiw_qp *qp, struct uiw__swqe *w, int status, int vendor)
+UIW__DATAPATH static void wr_done(struct uiw_qp *qp, struct uiw__swqe *w, int status, int vendor)
 {
     w->state = UIW__SWQE_DONE;
     w->status = status;
@@ -168,7 +180,7 @@ static void wr_done(struct uiw_qp *qp, struct uiw__swqe *w, int status, int vend
 }
 
 /* Check and resolve the local SGEs of w. Returns 0 or an engine code. */
-static int resolve_sges(struct uiw_qp *qp, struct uiw__swqe *w, unsigned access)
+UIW__DATAPATH static int resolve_sges(struct uiw_qp *qp, struct uiw__swqe *w, unsigned access)
 {
     if (w->flags & UIW_SEND_INLINE)
         return 0;
@@ -187,8 +199,8 @@ static int resolve_sges(struct uiw_qp *qp, struct uiw__swqe *w, unsigned access)
     return 0;
 }
 
-static size_t put_untagged(uint8_t *b, uint8_t op, bool last, uint32_t inv, uint32_t qn,
-                           uint32_t msn, uint32_t mo)
+UIW__DATAPATH static size_t put_untagged(uint8_t *b, uint8_t op, bool last, uint32_t inv,
+                                         uint32_t qn, uint32_t msn, uint32_t mo)
 {
     struct uiw_ddp_hdr h = {.tagged = false,
                             .last = last,
@@ -200,14 +212,15 @@ static size_t put_untagged(uint8_t *b, uint8_t op, bool last, uint32_t inv, uint
     return (size_t)uiw_ddp_hdr_encode(&h, b, UIW_DDP_UNTAGGED_HDR_LEN);
 }
 
-static size_t put_tagged(uint8_t *b, uint8_t op, bool last, uint32_t stag, uint64_t to)
+UIW__DATAPATH static size_t put_tagged(uint8_t *b, uint8_t op, bool last, uint32_t stag,
+                                       uint64_t to)
 {
     struct uiw_ddp_hdr h = {
         .tagged = true, .last = last, .rdmap_ctrl = uiw_rdmap_ctrl(op), .stag = stag, .to = to};
     return (size_t)uiw_ddp_hdr_encode(&h, b, UIW_DDP_TAGGED_HDR_LEN);
 }
 
-static uint8_t send_op(const struct uiw__swqe *w)
+UIW__DATAPATH static uint8_t send_op(const struct uiw__swqe *w)
 {
     bool se = w->opcode == UIW_WR_SEND_WITH_SE || w->opcode == UIW_WR_SEND_WITH_SE_AND_INV ||
               (w->flags & UIW_SEND_SOLICITED);
@@ -228,7 +241,7 @@ static void build_terminate(struct uiw_qp *qp, struct uiw__txslot *s)
 }
 
 /* The next segment of the oldest Read Response. */
-static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
+UIW__DATAPATH static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
 {
     uint16_t mul = qp->cp.mulpdu;
     struct uiw__ird *e = &qp->irq[qp->irq_head];
@@ -251,7 +264,7 @@ static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
 static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s);
 
 /* One step of work; returns false when nothing more can be built now. */
-static bool tx_step(struct uiw_qp *qp)
+UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
 {
     struct uiw__txslot *s = slot_new(qp);
     if (!s)
@@ -294,7 +307,7 @@ static bool tx_step(struct uiw_qp *qp)
 }
 
 /* The next step of the send queue: a segment, a Read Request or a local operation. */
-static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
+UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
 {
     uint16_t mul = qp->cp.mulpdu;
     /* the send queue */
@@ -404,7 +417,7 @@ static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
     return true;
 }
 
-static void tx_fill(struct uiw_qp *qp)
+UIW__DATAPATH static void tx_fill(struct uiw_qp *qp)
 {
     if (!qp->iov_per_slot)
         return;
@@ -412,13 +425,13 @@ static void tx_fill(struct uiw_qp *qp)
         ;
 }
 
-bool uiw__tx_has_work(struct uiw_qp *qp)
+UIW__DATAPATH bool uiw__tx_has_work(struct uiw_qp *qp)
 {
     tx_fill(qp);
     return qp->slot_head != qp->slot_tail;
 }
 
-int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
+UIW__DATAPATH int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     if (!qp || !iov || max < 1)
         return -EINVAL;
@@ -446,7 +459,7 @@ int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
     return n;
 }
 
-void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
+UIW__DATAPATH void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
 {
     pthread_mutex_lock(&qp->lock);
     uiw__qstat(qp, UIW__STAT_TX_BYTES, n);

@@ -4,6 +4,7 @@
 #include <uiw/wire.h>
 
 #include "common/byteorder.h"
+#include "common/compiler.h"
 
 ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap)
 {
@@ -25,7 +26,7 @@ ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap
     return (ssize_t)len;
 }
 
-ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct uiw_ddp_hdr *h)
+UIW__DATAPATH ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct uiw_ddp_hdr *h)
 {
     if (len < 1)
         return UIW_E_DDP_TRUNCATED;

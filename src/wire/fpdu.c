@@ -10,16 +10,17 @@
 #include <uiw/wire.h>
 
 #include "common/byteorder.h"
+#include "common/compiler.h"
 
 #define MI UIW_MPA_MARKER_INTERVAL
 #define ML UIW_MPA_MARKER_LEN
 
-static inline size_t pad_of(size_t ulpdu_len)
+UIW__DATAPATH static inline size_t pad_of(size_t ulpdu_len)
 {
     return (4 - ((2 + ulpdu_len) & 3)) & 3;
 }
 
-static int iov_total(const struct uiw_wire_iov *v, int n, size_t *total)
+UIW__DATAPATH static int iov_total(const struct uiw_wire_iov *v, int n, size_t *total)
 {
     if (n < 0 || (n > 0 && !v))
         return -EINVAL;
@@ -187,8 +188,8 @@ static int put_framing(struct builder *b, const uint8_t *bytes, size_t k)
     return put(b, b->scratch, k, true);
 }
 
-int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
-                      uint8_t *scratch, struct uiw_wire_iov *out, int max)
+UIW__DATAPATH int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                                    uint8_t *scratch, struct uiw_wire_iov *out, int max)
 {
     size_t len;
     int r = iov_total(ulpdu, n, &len);
@@ -292,7 +293,7 @@ void uiw_fpdu_rx_init(struct uiw_fpdu_rx *rx, bool crc, bool markers, uint16_t m
 }
 
 /* Length of the current run and its kind, without the marker clamp. */
-static inline size_t rx_run(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind)
+UIW__DATAPATH static inline size_t rx_run(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind)
 {
     switch (rx->state) {
     case RX_LEN:
@@ -307,12 +308,13 @@ static inline size_t rx_run(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kin
     }
 }
 
-static inline bool rx_in_marker(const struct uiw_fpdu_rx *rx)
+UIW__DATAPATH static inline bool rx_in_marker(const struct uiw_fpdu_rx *rx)
 {
     return rx->markers && (rx->marker_have || (rx->stream_pos % MI) == 0);
 }
 
-size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind, uint32_t *off)
+UIW__DATAPATH size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind,
+                                      uint32_t *off)
 {
     if (rx->err) {
         *kind = UIW_FPDU_RUN_FRAMING;
@@ -333,7 +335,7 @@ size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind, u
     return n;
 }
 
-static int rx_fail(struct uiw_fpdu_rx *rx, int err)
+UIW__DATAPATH static int rx_fail(struct uiw_fpdu_rx *rx, int err)
 {
     rx->err = err;
     return err;
@@ -358,7 +360,7 @@ static int rx_marker(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
     return 0;
 }
 
-int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
+UIW__DATAPATH int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
 {
     if (rx->err)
         return rx->err;

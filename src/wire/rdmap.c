@@ -4,6 +4,7 @@
 #include <uiw/wire.h>
 
 #include "common/byteorder.h"
+#include "common/compiler.h"
 
 #define RDMAP_RSVD_MASK 0x30
 
@@ -24,7 +25,7 @@ const char *uiw_rdmap_opcode_name(unsigned opcode)
     return "Reserved";
 }
 
-int uiw_rdmap_check_ctrl(const struct uiw_ddp_hdr *h)
+UIW__DATAPATH int uiw_rdmap_check_ctrl(const struct uiw_ddp_hdr *h)
 {
     uint8_t c = h->rdmap_ctrl;
     if (uiw_rdmap_ctrl_version(c) != UIW_RDMAP_VERSION)

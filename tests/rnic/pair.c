@@ -144,13 +144,15 @@ int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len)
             if (r == 1 && p->o.mode == PAIR_PEEK) {
                 size_t m = want < cap ? want : cap;
                 memcpy(b, buf, m); /* recv(MSG_PEEK) */
-                r = uiw__qp_rx_plan(qp, m);
-                CHECK(r >= 0 && (size_t)r <= m);
+                r = uiw__qp_rx_take(qp, m, NULL);
+                CHECK(r != -EINVAL && r <= (int)m);
+                if (r < 0 && r != -EPIPE) {
+                    if (!first)
+                        first = r;
+                    return first; /* the stream failed: the rest is dropped */
+                }
                 if (r > 0) {
                     m = (size_t)r; /* recv(MSG_TRUNC) of m bytes */
-                    r = uiw__qp_rx_staged(qp, m);
-                    if (r && !first)
-                        first = r;
                     buf += m;
                     len -= m;
                     continue;

@@ -12,7 +12,7 @@
 #include "rnic/rnic.h"
 
 /* PAIR_IO: like the io layer: follow uiw__qp_rx_stage's advice, read all that is there */
-/* PAIR_PEEK: as PAIR_IO, but staged reads are peeks planned by uiw__qp_rx_plan */
+/* PAIR_PEEK: as PAIR_IO, but staged reads are peeks taken by uiw__qp_rx_take */
 enum { PAIR_DIRECT = 0, PAIR_STAGED = 1, PAIR_MIXED = 2, PAIR_IO = 3, PAIR_PEEK = 4 };
 
 struct pair_opts {
