@@ -64,6 +64,12 @@ UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
         atomic_fetch_add_explicit(&l->idle_inline, 1, memory_order_relaxed);
 }
 
+static bool io_app_waits(void *arg)
+{
+    const struct uiw__io *io = arg;
+    return uiw__ctx_waiting(io->ctx);
+}
+
 static void io_qp_destroy(struct uiw_qp *qp, void *io_ctx)
 {
     struct uiw__conn *c = uiw__qp_io(qp);
@@ -109,6 +115,7 @@ struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)
     if (r < 0)
         goto fail_lock;
     io->loop.on_bell = io_bell;
+    io->loop.app_waits = io_app_waits;
     io->loop.bell_arg = io;
     uiw__context_set_io(ctx, &io_ops, io);
     if (attr->progress_thread && (r = uiw__loop_start_thread(&io->loop)) < 0) {

@@ -61,7 +61,10 @@ static void *loop_thread(void *arg)
         unsigned now_seen = atomic_load(&l->idle_inline);
         uint64_t now = mono_us();
         uint64_t spins = (unsigned)(now_seen - seen), us = now - since;
-        bool app_spins = spins >= 4 && spins * 1000 >= (uint64_t)SPIN_PER_MS * (us ? us : 1);
+        /* an application that armed a CQ to sleep on its channel is not spinning, however
+         * often it polled before it went to sleep */
+        bool app_spins = spins >= 4 && spins * 1000 >= (uint64_t)SPIN_PER_MS * (us ? us : 1) &&
+                         !(l->app_waits && l->app_waits(l->bell_arg));
         seen = now_seen;
         since = now;
         if (atomic_load(&l->kicks))
@@ -95,6 +98,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     atomic_init(&l->kicks, 0);
     atomic_init(&l->idle_inline, 0);
     l->on_bell = NULL;
+    l->app_waits = NULL;
     l->bell_arg = NULL;
     l->bell.fd = l->evfd;
     l->bell.events = 0;

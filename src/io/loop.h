@@ -39,6 +39,7 @@ struct uiw__loop {
     atomic_uint kicks;       /* doorbell rings not yet seen by a dispatcher */
     atomic_uint idle_inline; /* uiw__loop_try passes that found nothing (wraps) */
     void (*on_bell)(struct uiw__loop *l, void *arg); /* run on each pass after a kick */
+    bool (*app_waits)(void *arg); /* the application sleeps on an event (bell_arg); NULL: no */
     void *bell_arg;
 };
 

@@ -106,6 +106,8 @@ int uiw_destroy_cq(struct uiw_cq *cq)
         if (busy)
             return -EBUSY;
         atomic_fetch_sub(&ch->ncq, 1);
+        if (cq->armed)
+            atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
     }
     pthread_mutex_destroy(&cq->lock);
     uiw__ctx_put(cq->ctx);
@@ -156,6 +158,8 @@ UIW__DATAPATH int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
         (cq->armed == 2 && ((wc->wc_flags & UIW_WC_SOLICITED) || wc->status != UIW_WC_SUCCESS))) {
         cq->armed = 0;
         signal = cq->channel != NULL;
+        if (signal)
+            atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
     }
     pthread_mutex_unlock(&cq->lock);
     if (signal)
@@ -194,9 +198,16 @@ int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only)
     if (!cq)
         return -EINVAL;
     pthread_mutex_lock(&cq->lock);
+    if (!cq->armed && cq->channel)
+        atomic_fetch_add(&cq->ctx->armed_cqs, 1);
     cq->armed = solicited_only ? 2 : 1;
     pthread_mutex_unlock(&cq->lock);
     return 0;
+}
+
+bool uiw__ctx_waiting(struct uiw_context *ctx)
+{
+    return atomic_load_explicit(&ctx->armed_cqs, memory_order_relaxed) > 0;
 }
 
 int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context)

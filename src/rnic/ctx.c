@@ -70,6 +70,7 @@ struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr)
     pthread_mutex_init(&ctx->qps_lock, NULL);
     atomic_init(&ctx->next_qpn, 1);
     atomic_init(&ctx->next_pd, 1);
+    atomic_init(&ctx->armed_cqs, 0);
     return ctx;
 }
 

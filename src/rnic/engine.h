@@ -45,6 +45,7 @@ struct uiw_context {
     _Atomic int nobjs;
     _Atomic uint32_t next_qpn;
     _Atomic uint32_t next_pd;
+    _Atomic int armed_cqs; /* CQs with a channel armed by uiw_req_notify_cq, not yet fired */
 
     pthread_mutex_t mem_lock;
     struct uiw__stag *stags; /* index 0 unused */

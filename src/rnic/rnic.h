@@ -72,6 +72,10 @@ int uiw__context_free(struct uiw_context *ctx);
 /* io's callbacks and its own state (io_ctx, passed back to the callbacks). */
 void uiw__context_set_io(struct uiw_context *ctx, const struct uiw__io_ops *ops, void *io_ctx);
 void *uiw__context_io(const struct uiw_context *ctx);
+/* Whether the application waits for a completion event: some CQ with a completion channel
+ * is armed (uiw_req_notify_cq) and has not fired yet. A progress thread must then watch
+ * the sockets, even if the application polled often a moment ago. Lock-free. */
+bool uiw__ctx_waiting(struct uiw_context *ctx);
 const struct uiw_context_attr *uiw__context_attr(const struct uiw_context *ctx);
 
 /* Stats counters io adds to (relaxed atomics). */
