@@ -232,6 +232,14 @@ size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind, u
  * covered by the CRC). With CRC off the CRC field is ignored. */
 int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
 
+/* The rest of an FPDU in one call, for a receiver holding all of it in one buffer: right
+ * after its length field was consumed (no byte of the ULPDU yet) and without markers, p
+ * holds the ULPDU, pad and CRC field, k bytes (exactly uiw_fpdu_rx_ulpdu_len + pad + 4).
+ * Checks what consuming them run by run would (the CRC) and returns the same:
+ * UIW_FPDU_COMPLETE or UIW_E_FPDU_CRC (fatal); -EINVAL (nothing consumed) when the
+ * preconditions do not hold; the parser's sticky error if it failed before. */
+int uiw_fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
+
 /* ULPDU length of the FPDU in progress (valid once its length field is consumed). */
 static inline uint16_t uiw_fpdu_rx_ulpdu_len(const struct uiw_fpdu_rx *rx)
 {

@@ -397,6 +397,30 @@ UIW__DATAPATH static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, 
     return n + 1;
 }
 
+/* Where payload bytes [po, po + *left) of the current Send segment go: into qp->rx_iov
+ * (at most max entries), across the posted receive's SGEs from MO + po. Returns the
+ * count; *left keeps what did not fit in max entries. */
+UIW__DATAPATH static int send_iov(struct uiw_qp *qp, uint32_t po, size_t *left, int max)
+{
+    const struct uiw__rqe *r = qp->rx_rqe;
+    uint64_t mo = (uint64_t)qp->rx_ddp.mo + po;
+    int n = 0;
+    for (int i = 0; i < r->num_sge && *left && n < max; i++) {
+        uint32_t l = r->sge[i].length;
+        if (mo >= l) {
+            mo -= l;
+            continue;
+        }
+        size_t k = l - mo < *left ? l - mo : *left;
+        qp->rx_iov[n].iov_base = r->ptr[i] + mo;
+        qp->rx_iov[n].iov_len = k;
+        n++;
+        *left -= k;
+        mo = 0;
+    }
+    return n;
+}
+
 /* Fill qp->rx_iov (at most max entries) with where the next bytes go. Returns the count,
  * 0 if not accepting. With tail, a payload run that ends the ULPDU is followed by a
  * lookahead iovec for the FPDU's pad and CRC and the next FPDU's length and DDP header, so
@@ -437,23 +461,8 @@ UIW__DATAPATH static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
         qp->rx_iov[0].iov_len = run;
         return qp->rx_niov = add_tail(qp, 1, max, tail, off + run);
     case UIW__RX_SEND: {
-        struct uiw__rqe *r = qp->rx_rqe;
-        uint64_t mo = (uint64_t)qp->rx_ddp.mo + po;
         size_t left = run;
-        int n = 0;
-        for (int i = 0; i < r->num_sge && left && n < max; i++) {
-            uint32_t l = r->sge[i].length;
-            if (mo >= l) {
-                mo -= l;
-                continue;
-            }
-            size_t k = l - mo < left ? l - mo : left;
-            qp->rx_iov[n].iov_base = r->ptr[i] + mo;
-            qp->rx_iov[n].iov_len = k;
-            n++;
-            left -= k;
-            mo = 0;
-        }
+        int n = send_iov(qp, po, &left, max);
         if (left)
             return qp->rx_niov = n; /* max reached: no lookahead */
         return qp->rx_niov = add_tail(qp, n, max, tail, off + run);
@@ -511,9 +520,9 @@ UIW__DATAPATH static int rx_account(struct uiw_qp *qp, size_t n)
 }
 
 /* The common small message, whole in a buffer: an FPDU that starts at p and ends within
- * n bytes, a Send, Write or Read Response, without markers. It takes the same steps as the
- * resumable path (length, header, payload and trailer through the framing parser, then
- * hdr_step, rx_prepare and seg_complete) without its bookkeeping per run of bytes.
+ * n bytes, a Send, Write or Read Response, without markers. It takes the same steps in the
+ * same order as the resumable path (the length checks, hdr_step, placement, the CRC,
+ * seg_complete) without its bookkeeping per run of bytes.
  * With stop_large, a large segment is left to the resumable path (its payload goes
  * straight to memory). Returns the bytes taken, 0 when the resumable path must take them,
  * or a negative code (the stream failed). */
@@ -531,43 +540,35 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
     if (total > n || ulen < hl || (!tagged && uiw__get_be32(h + 6) != UIW_DDP_QN_SEND) ||
         (stop_large && (ulen - hl >= STAGE_DIRECT_MIN || !(h[0] & UIW_DDP_FLAG_LAST))))
         return 0;
-    int r = uiw_fpdu_rx_consume(&qp->frx, p, 2);
+    int r = uiw_fpdu_rx_consume(&qp->frx, p, 2); /* the length checks */
     if (r < 0)
         return rx_fail(qp, r);
     qp->rx_len_known = true;
     qp->rx_ulen = (uint16_t)ulen;
     memcpy(qp->rx_hdr, h, hl);
     qp->rx_hdr_have = qp->rx_hdr_need = (uint16_t)hl;
-    r = uiw_fpdu_rx_consume(&qp->frx, h, hl);
-    if (r < 0)
-        return rx_fail(qp, r);
     int c = hdr_step(qp);
     if (c)
         return rx_fail(qp, c);
-    const uint8_t *pl = h + hl;
-    size_t left = ulen - hl;
-    while (left) {
-        int cnt = rx_prepare(qp, UIW_MAX_SGE + 1, false);
-        if (cnt == 0)
-            return UIW_E_RNIC_SHORT_SEGMENT; /* cannot happen: the QP accepts bytes */
-        size_t took = 0;
-        for (int i = 0; i < cnt && took < left; i++) {
-            size_t k = qp->rx_iov[i].iov_len < left - took ? qp->rx_iov[i].iov_len : left - took;
-            memcpy(qp->rx_iov[i].iov_base, pl + took, k);
-            took += k;
+    /* the payload where the header says (placed before the CRC is known, as when it
+     * arrives in pieces) */
+    size_t plen = ulen - hl;
+    if (plen && (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP)) {
+        memcpy(qp->rx_tgt, h + hl, plen);
+    } else if (plen && qp->rx_kind == UIW__RX_SEND) {
+        size_t left = plen, off = 0;
+        int cnt = send_iov(qp, 0, &left, UIW_MAX_SGE);
+        for (int i = 0; i < cnt; i++) {
+            memcpy(qp->rx_iov[i].iov_base, h + hl + off, qp->rx_iov[i].iov_len);
+            off += qp->rx_iov[i].iov_len;
         }
-        if (qp->rx_iov_kind == 2) {
-            uiw__qstat(qp, UIW__STAT_COPIED, took);
-            uiw__qstat(qp, UIW__STAT_PLACED, took);
-        }
-        r = uiw_fpdu_rx_consume(&qp->frx, pl, took);
-        if (r < 0)
-            return rx_fail(qp, r);
-        pl += took;
-        left -= took;
+        qp->rx_niov = 0;
+    } else if (plen) {
+        return rx_fail(qp, UIW_E_RNIC_UNEXPECTED_OP); /* cannot happen: checked above */
     }
-    qp->rx_niov = 0;
-    r = uiw_fpdu_rx_consume(&qp->frx, pl, total - 2 - ulen);
+    uiw__qstat(qp, UIW__STAT_COPIED, plen);
+    uiw__qstat(qp, UIW__STAT_PLACED, plen);
+    r = uiw_fpdu_rx_rest(&qp->frx, h, total - 2); /* the CRC */
     if (r < 0)
         return rx_fail(qp, r);
     uiw__qstat(qp, UIW__STAT_RX_BYTES, total);

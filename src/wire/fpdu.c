@@ -197,6 +197,39 @@ UIW__DATAPATH int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wir
         return r;
     if (!tx || !scratch || !out || max < 0)
         return -EINVAL;
+    if (!tx->markers) {
+        /* Without markers the FPDU is the length, the ULPDU as given, and pad plus CRC
+         * field: the same iovecs and scratch bytes as the general builder below, built
+         * without walking the stream position byte run by byte run. */
+        size_t pad = pad_of(len);
+        int k = 1;
+        for (int i = 0; i < n; i++)
+            k += ulpdu[i].len ? 1 : 0;
+        if (k + 1 > max)
+            return -ENOSPC;
+        uiw__put_be16(scratch, (uint16_t)len);
+        memset(scratch + 2, 0, pad);
+        uint32_t crc = 0;
+        out[0].base = scratch;
+        out[0].len = 2;
+        if (tx->crc)
+            crc = uiw_crc32c(0, scratch, 2);
+        k = 1;
+        for (int i = 0; i < n; i++) {
+            if (!ulpdu[i].len)
+                continue;
+            out[k++] = ulpdu[i];
+            if (tx->crc)
+                crc = uiw_crc32c(crc, ulpdu[i].base, ulpdu[i].len);
+        }
+        if (tx->crc && pad)
+            crc = uiw_crc32c(crc, scratch + 2, pad);
+        uiw__put_le32(scratch + 2 + pad, crc);
+        out[k].base = scratch + 2;
+        out[k].len = pad + 4;
+        tx->stream_pos += 2 + len + pad + 4;
+        return k + 1;
+    }
     struct builder b = {
         .pos = tx->stream_pos,
         .markers = tx->markers,
@@ -421,6 +454,20 @@ UIW__DATAPATH int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, 
     if (rx->field_have < rx->pad + 4u)
         return 0;
     if (rx->crc_on && rx->field != rx->crc)
+        return rx_fail(rx, UIW_E_FPDU_CRC);
+    rx_fpdu_reset(rx);
+    return UIW_FPDU_COMPLETE;
+}
+
+UIW__DATAPATH int uiw_fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
+{
+    if (rx->err)
+        return rx->err;
+    size_t covered = (size_t)rx->ulpdu_len + rx->pad;
+    if (!p || rx->markers || rx->state != RX_ULPDU || rx->ulpdu_done != 0 || k != covered + 4u)
+        return -EINVAL;
+    rx->stream_pos += k;
+    if (rx->crc_on && uiw__get_le32(p + covered) != uiw_crc32c(rx->crc, p, covered))
         return rx_fail(rx, UIW_E_FPDU_CRC);
     rx_fpdu_reset(rx);
     return UIW_FPDU_COMPLETE;

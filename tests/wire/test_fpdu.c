@@ -780,3 +780,103 @@ TEST(fpdu_feed_small_buffer_and_sticky_error)
     CHECK_EQ(uiw_fpdu_rx_feed(&rx, buf + 108, 108, NULL, 0, &n, &done), 108);
     CHECK(done);
 }
+
+/* Without markers the transmit framer takes a shortcut: it must still give the bytes
+ * uiw_fpdu_encode gives, for any ULPDU split (empty pieces included), CRC on and off, and
+ * advance the stream by the FPDU's length; too few iovecs is -ENOSPC with nothing moved. */
+TEST(fpdu_tx_build_no_markers_matches_encode)
+{
+    static uint8_t ul[3000], want[3100], got[3100], scratch[64];
+    for (int iter = 0; iter < 2000; iter++) {
+        bool crc = iter & 1;
+        size_t len = 14 + rnd() % (sizeof ul - 14);
+        for (size_t i = 0; i < len; i++)
+            ul[i] = (uint8_t)rnd();
+        struct uiw_wire_iov parts[6];
+        int np = 1 + (int)(rnd() % 6);
+        size_t off = 0;
+        for (int i = 0; i < np; i++) {
+            size_t k = i == np - 1 ? len - off : rnd() % (len - off + 1);
+            parts[i].base = ul + off;
+            parts[i].len = k;
+            off += k;
+        }
+        ssize_t wl = uiw_fpdu_encode(parts, np, crc, want, sizeof want);
+        CHECK(wl > 0);
+        struct uiw_fpdu_tx tx;
+        uiw_fpdu_tx_init(&tx, crc, false);
+        tx.stream_pos = rnd(); /* wherever the stream is: no markers, no difference */
+        uint64_t pos0 = tx.stream_pos;
+        struct uiw_wire_iov out[8];
+        int nonempty = 0;
+        for (int i = 0; i < np; i++)
+            nonempty += parts[i].len != 0;
+        CHECK_EQ(uiw_fpdu_tx_build(&tx, parts, np, scratch, out, nonempty + 1), -ENOSPC);
+        CHECK_EQ(tx.stream_pos, pos0);
+        int n = uiw_fpdu_tx_build(&tx, parts, np, scratch, out, 8);
+        CHECK_EQ(n, nonempty + 2);
+        CHECK_EQ(flatten(out, n, got), (size_t)wl);
+        CHECK(memcmp(got, want, (size_t)wl) == 0);
+        CHECK_EQ(tx.stream_pos - pos0, (uint64_t)wl);
+        CHECK_EQ(out[0].len, 2); /* the length alone first (the engine relies on it) */
+    }
+}
+
+/* uiw_fpdu_rx_rest takes an FPDU's ULPDU, pad and CRC in one call exactly as consuming
+ * them run by run would, and refuses what it cannot do without changing anything. */
+TEST(fpdu_rx_rest_matches_runs)
+{
+    static uint8_t ul[2000], fp[2100];
+    for (int iter = 0; iter < 1000; iter++) {
+        bool crc = iter & 1;
+        size_t len = 14 + rnd() % (sizeof ul - 14);
+        for (size_t i = 0; i < len; i++)
+            ul[i] = (uint8_t)rnd();
+        struct uiw_wire_iov v = {ul, len};
+        ssize_t wl = uiw_fpdu_encode(&v, 1, crc, fp, sizeof fp);
+        CHECK(wl > 0);
+        bool corrupt = (iter % 3) == 0;
+        if (corrupt) /* any byte but the length field */
+            fp[2 + rnd() % ((size_t)wl - 2)] ^= (uint8_t)(1u << (rnd() % 8));
+        struct uiw_fpdu_rx a, b;
+        uiw_fpdu_rx_init(&a, crc, false, 0);
+        uiw_fpdu_rx_init(&b, crc, false, 0);
+        /* before the length field: refused */
+        CHECK_EQ(uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2), -EINVAL);
+        CHECK_EQ(uiw_fpdu_rx_consume(&a, fp, 2), 0);
+        CHECK_EQ(uiw_fpdu_rx_consume(&b, fp, 2), 0);
+        /* the wrong length: refused, nothing consumed */
+        CHECK_EQ(uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 3), -EINVAL);
+        int ra = uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2);
+        int rb = 0;
+        size_t pos = 2;
+        while (pos < (size_t)wl && rb >= 0 && rb != UIW_FPDU_COMPLETE) {
+            enum uiw_fpdu_run kind;
+            uint32_t off;
+            size_t run = uiw_fpdu_rx_next(&b, &kind, &off);
+            rb = uiw_fpdu_rx_consume(&b, fp + pos, run);
+            pos += run;
+        }
+        CHECK_EQ(ra, rb);
+        if (crc && corrupt)
+            CHECK_EQ(ra, UIW_E_FPDU_CRC);
+        else
+            CHECK_EQ(ra, UIW_FPDU_COMPLETE);
+        if (ra == UIW_FPDU_COMPLETE) { /* both ready for the next FPDU */
+            enum uiw_fpdu_run ka, kb;
+            uint32_t oa = 0, ob = 0;
+            CHECK_EQ(uiw_fpdu_rx_next(&a, &ka, &oa), uiw_fpdu_rx_next(&b, &kb, &ob));
+            CHECK_EQ(ka, kb);
+        } else { /* sticky */
+            CHECK_EQ(uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2), UIW_E_FPDU_CRC);
+        }
+    }
+    /* with markers: refused */
+    struct uiw_fpdu_rx m;
+    uiw_fpdu_rx_init(&m, false, true, 0);
+    uint8_t z[64] = {0};
+    CHECK_EQ(uiw_fpdu_rx_consume(&m, z, 4), 0); /* the stream's first marker */
+    z[1] = 18;
+    CHECK_EQ(uiw_fpdu_rx_consume(&m, z, 2), 0);
+    CHECK_EQ(uiw_fpdu_rx_rest(&m, z + 2, 18 + 2 + 4), -EINVAL);
+}
