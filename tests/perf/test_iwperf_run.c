@@ -202,6 +202,22 @@ TEST(verify_all_sizes)
     }
 }
 
+TEST(verify_all_sizes_latency)
+{
+    /* ping-pong: the last answer is checked, even when later control messages land in
+     * the receive buffers next to it (sizes above one 128-byte slot) */
+    const char *tests[] = {"write", "read", "send"};
+    for (int t = 0; t < 3; t++) {
+        const char *opts[] = {"-t", tests[t], "--lat", "-a", "-n", "3", "--verify", NULL};
+        char *j = json_run(opts, NULL, NULL);
+        for (int i = 0; i < 23; i++) {
+            CHECK_EQ(num(j, "bytes", i), 2ull << i);
+            check_str(j, "verify", i, "ok");
+        }
+        free(j);
+    }
+}
+
 TEST(duration_and_tables)
 {
     /* -D: the client counts what it did in the time; the table has the perftest columns */
