@@ -144,7 +144,7 @@ UIW__DATAPATH static int conn_rx_skip(struct uiw__conn *c)
         return 0;
     ssize_t t;
     do
-        t = recv(c->h.fd, NULL, c->rx_skip, MSG_TRUNC | MSG_DONTWAIT);
+        t = recv(c->h.fd, c->stage, c->rx_skip, MSG_TRUNC | MSG_DONTWAIT); /* not written */
     while (t < 0 && errno == EINTR);
     if (t < 0 || (size_t)t != c->rx_skip) /* the peeked bytes are ours alone */
         return t < 0 ? -errno : -EIO;

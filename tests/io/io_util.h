@@ -65,16 +65,23 @@ static inline struct uiw_cm_event *io_expect(struct uiw_cm_channel *ch, enum uiw
     return ev;
 }
 
-/* A listener id on loopback (port chosen by the kernel); returns its port. */
-static inline uint16_t io_listen(struct uiw_cm_id *id, int family, const struct uiw_conn_param *p)
+/* A listener id on loopback (port chosen by the kernel) with room for backlog pending
+ * connections; returns its port. */
+static inline uint16_t io_listen_n(struct uiw_cm_id *id, int family, const struct uiw_conn_param *p,
+                                   int backlog)
 {
     struct sockaddr_storage ss = io_addr(family, 0);
     CHECK_EQ(uiw_cm_bind_addr(id, (struct sockaddr *)&ss), 0);
-    CHECK_EQ(uiw_cm_listen(id, 8, p), 0);
+    CHECK_EQ(uiw_cm_listen(id, backlog, p), 0);
     const struct sockaddr *la = uiw_cm_get_local_addr(id);
     CHECK(la != NULL);
     CHECK(io_port(la) != 0);
     return io_port(la);
+}
+
+static inline uint16_t io_listen(struct uiw_cm_id *id, int family, const struct uiw_conn_param *p)
+{
+    return io_listen_n(id, family, p, 8);
 }
 
 /* Raw blocking TCP helpers for hand-made peers. */
