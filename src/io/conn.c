@@ -161,7 +161,7 @@ UIW__DATAPATH static int conn_rx_skip(struct uiw__conn *c)
  * the peek, and consumes while it waits for the answer.
  * Returns 0 to go on reading, 2 to read directly (uiw__qp_rx_next) now, -EAGAIN when the
  * socket is drained or the engine failed the stream, 1 on EOF, another -errno on error. */
-UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_t cap)
+UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_t cap, bool hinted)
 {
     int e = conn_rx_skip(c);
     if (e < 0)
@@ -172,8 +172,12 @@ UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_
     while (n < 0 && errno == EINTR);
     if (n == 0)
         return 1;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        c->rx_hinted = hinted; /* nothing arrived: the engine's advice still holds */
+        return -EAGAIN;
+    }
     if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        return -errno;
     unsigned want = 0;
     int k = uiw__qp_rx_take(c->qp, (size_t)n, &want);
     if (k == 0 || k == -EPIPE)
@@ -204,16 +208,15 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
         size_t cap = c->stage_cap;
         int cnt;
         /* after a message taken whole, the engine already said where the next bytes go */
-        int staged = c->rx_hinted && (c->rx_hint & UIW__WANT_STAGE) && buf
-                         ? 1
-                         : uiw__qp_rx_stage(c->qp, &buf, &cap);
+        bool hinted = c->rx_hinted && (c->rx_hint & UIW__WANT_STAGE) && buf;
+        int staged = hinted ? 1 : uiw__qp_rx_stage(c->qp, &buf, &cap);
         c->rx_hinted = false;
         if (staged == 1) {
             c->stage = buf;
             c->stage_cap = cap;
         }
         if (staged == 1 && cap > 0) {
-            int k = conn_rx_staged(c, buf, cap);
+            int k = conn_rx_staged(c, buf, cap, hinted);
             if (k == 0)
                 continue;
             if (k != 2)

@@ -59,8 +59,9 @@ UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
     bool direct = c && !c->next && c->h.fn && c->open && !c->closing && !c->out_blocked &&
                   !atomic_load(&l->kicks) && (++io->probes & 63) != 0;
     int n = direct ? uiw__conn_probe(c) : uiw__loop_pass_locked(l, 0);
+    bool counted = n == 0 && l->has_thread; /* only the progress thread looks at the count */
     pthread_mutex_unlock(&l->lock);
-    if (n == 0)
+    if (counted)
         atomic_fetch_add_explicit(&l->idle_inline, 1, memory_order_relaxed);
 }
 
