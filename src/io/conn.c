@@ -222,7 +222,6 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
             if (k != 2)
                 return k == -EAGAIN ? 0 : k;
         }
-        staged = 0;
         int e = conn_rx_skip(c);
         if (e < 0)
             return e;
@@ -250,7 +249,7 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
         c->rx_moved = true;
         if (c->pcap)
             uiw__pcap_data(c->pcap, 0, iov, cnt, (size_t)n);
-        int r = staged ? uiw__qp_rx_staged(c->qp, (size_t)n) : uiw__qp_rx_advance(c->qp, (size_t)n);
+        int r = uiw__qp_rx_advance(c->qp, (size_t)n);
         if (r < 0)
             return 0; /* the engine queued a Terminate; TX sends it */
         if ((size_t)n < iov_total(iov, cnt))

@@ -18,10 +18,16 @@
 /* Payload runs at least this long go straight to memory (and every payload run of a
  * segment that is not its message's last). */
 #define STAGE_DIRECT_MIN 1024
-/* What one staged read asks for: many small FPDUs. io peeks and plans (uiw__qp_rx_plan),
- * so no large payload lands in the ring; a reader that does not plan gets whatever of a
- * large payload follows copied (and counted). */
+/* What one staged read asks for: many small FPDUs. io peeks and lets the engine take
+ * (uiw__qp_rx_take), so no large payload lands in the ring; a reader that does not plan gets
+ * whatever of a large payload follows copied (and counted). */
 #define STAGE_READ UIW__RX_STAGE_CAP
+
+/* A segment whose payload goes straight to memory rather than through the ring. */
+static inline bool seg_large(size_t plen, bool last)
+{
+    return plen >= STAGE_DIRECT_MIN || !last;
+}
 
 static void seg_reset(struct uiw_qp *qp)
 {
@@ -316,7 +322,7 @@ static int serve_read_req(struct uiw_qp *qp)
 UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
 {
     uiw__qstat(qp, UIW__STAT_RX_FPDUS, 1);
-    qp->rx_small = qp->rx_plen < STAGE_DIRECT_MIN && qp->rx_ddp.last;
+    qp->rx_small = !seg_large(qp->rx_plen, qp->rx_ddp.last);
     const struct uiw_ddp_hdr *h = &qp->rx_ddp;
     int code = 0;
     switch (qp->rx_kind) {
@@ -538,7 +544,7 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
     bool tagged = (h[0] & UIW_DDP_FLAG_TAGGED) != 0;
     size_t hl = tagged ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
     if (total > n || ulen < hl || (!tagged && uiw__get_be32(h + 6) != UIW_DDP_QN_SEND) ||
-        (stop_large && (ulen - hl >= STAGE_DIRECT_MIN || !(h[0] & UIW_DDP_FLAG_LAST))))
+        (stop_large && seg_large(ulen - hl, (h[0] & UIW_DDP_FLAG_LAST) != 0)))
         return 0;
     int r = uiw_fpdu_rx_consume(&qp->frx, p, 2); /* the length checks */
     if (r < 0)
@@ -597,8 +603,7 @@ UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t
         int cnt = rx_prepare(qp, UIW_MAX_SGE + 1, false);
         if (cnt == 0)
             break; /* no longer accepting: the rest is dropped */
-        if (took_out && qp->rx_iov_kind == 2 &&
-            (qp->rx_plen >= STAGE_DIRECT_MIN || !qp->rx_ddp.last))
+        if (took_out && qp->rx_iov_kind == 2 && seg_large(qp->rx_plen, qp->rx_ddp.last))
             break;
         size_t took = 0;
         for (int i = 0; i < cnt && took < n; i++) {
