@@ -13,4 +13,11 @@
 #define UIW__DATAPATH
 #endif
 
+/* An error or teardown path: kept out of the data path's pages and frames. */
+#if defined(__GNUC__)
+#define UIW__COLD __attribute__((cold, noinline))
+#else
+#define UIW__COLD
+#endif
+
 #endif

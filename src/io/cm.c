@@ -1081,13 +1081,13 @@ void uiw__cm_qp_destroyed(struct uiw__cmid *id, struct uiw__conn *c)
 {
     struct uiw_cm_channel *ch = id->ch;
     pthread_mutex_lock(&ch->lock);
-    pthread_mutex_lock(&c->io->loop.lock);
+    uiw__lock_take(&c->io->loop.lock);
     if (c->id == id) {
         c->id = NULL;
         id->conn = NULL;
         id->pub.qp = NULL;
     }
-    pthread_mutex_unlock(&c->io->loop.lock);
+    uiw__lock_give(&c->io->loop.lock);
     pthread_mutex_unlock(&ch->lock);
 }
 

@@ -16,7 +16,7 @@
 #include "io/pcap.h"
 #include "common/compiler.h"
 
-enum { CONN_IOV = 64, CONN_BUDGET = 64 };
+enum { CONN_IOV = UIW__CONN_IOV, CONN_BUDGET = 64 };
 
 int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct uiw__cmid *id,
                     const struct uiw__conn_params *p, struct uiw__conn **out)
@@ -57,7 +57,7 @@ static void conn_events(struct uiw__ioh *h, uint32_t events)
 void uiw__conn_go(struct uiw__conn *c)
 {
     struct uiw__io *io = c->io;
-    pthread_mutex_lock(&io->loop.lock);
+    uiw__lock_take(&io->loop.lock);
     c->h.fn = conn_events;
     c->next = io->conns;
     c->prev = NULL;
@@ -66,7 +66,7 @@ void uiw__conn_go(struct uiw__conn *c)
     io->conns = c;
     uiw__loop_set(&io->loop, &c->h, EPOLLIN);
     uiw__conn_service(c, 0);
-    pthread_mutex_unlock(&io->loop.lock);
+    uiw__lock_give(&io->loop.lock);
 }
 
 /* Tell the engine and the cm once that the stream ended. loop.lock held. */
@@ -199,10 +199,19 @@ UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_
     return e < 0 ? e : 0;
 }
 
+/* Read and drop what the socket holds (a sink off the data path's stack, which then spans
+ * fewer pages): bytes read, 0 on EOF, or -errno. */
+UIW__COLD static ssize_t conn_discard(struct uiw__conn *c)
+{
+    uint8_t sink[4096];
+    ssize_t n = read(c->h.fd, sink, sizeof(sink));
+    return n < 0 ? -errno : n;
+}
+
 /* Read what the socket has. Returns 0 (drained or budget spent), 1 on EOF, -errno. */
 UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
 {
-    struct iovec iov[CONN_IOV];
+    struct iovec *iov = c->iov;
     for (int i = 0; i < CONN_BUDGET; i++) {
         uint8_t *buf = c->stage;
         size_t cap = c->stage_cap;
@@ -228,15 +237,14 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
         cnt = uiw__qp_rx_next(c->qp, iov, CONN_IOV);
         if (cnt <= 0) {
             /* The QP takes no more bytes (TERMINATE / ERROR): discard, watch for EOF. */
-            uint8_t sink[4096];
-            ssize_t n = read(c->h.fd, sink, sizeof(sink));
+            ssize_t n = conn_discard(c);
             if (n > 0)
                 continue;
             if (n == 0)
                 return 1;
-            if (errno == EINTR)
+            if (n == -EINTR)
                 continue;
-            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+            return n == -EAGAIN || n == -EWOULDBLOCK ? 0 : (int)n;
         }
         ssize_t n = readv(c->h.fd, iov, cnt);
         if (n == 0)
@@ -262,7 +270,7 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
 /* Send what the engine has. Returns 0 or -errno. */
 UIW__DATAPATH static int conn_tx(struct uiw__conn *c)
 {
-    struct iovec iov[CONN_IOV];
+    struct iovec *iov = c->iov;
     c->out_blocked = false;
     for (int i = 0; i < CONN_BUDGET; i++) {
         int cnt = uiw__qp_tx_next(c->qp, iov, CONN_IOV);
@@ -354,13 +362,13 @@ UIW__DATAPATH int uiw__conn_probe(struct uiw__conn *c)
 void uiw__conn_defer(struct uiw__conn *c)
 {
     struct uiw__io *io = c->io;
-    pthread_mutex_lock(&io->pend_lock);
+    uiw__lock_take(&io->pend_lock);
     if (!c->queued) {
         c->queued = true;
         c->pend_next = io->pending;
         io->pending = c;
     }
-    pthread_mutex_unlock(&io->pend_lock);
+    uiw__lock_give(&io->pend_lock);
     uiw__loop_kick(&io->loop);
 }
 
@@ -368,10 +376,10 @@ UIW__DATAPATH void uiw__conn_kick(struct uiw__conn *c)
 {
     struct uiw__loop *l = &c->io->loop;
     /* Inline progress: the application's thread does the I/O when nobody else is. */
-    if (pthread_mutex_trylock(&l->lock) == 0) {
+    if (uiw__lock_try(&l->lock)) {
         if (c->h.fn)
             uiw__conn_service(c, 0);
-        pthread_mutex_unlock(&l->lock);
+        uiw__lock_give(&l->lock);
         return;
     }
     uiw__conn_defer(c);
@@ -379,15 +387,15 @@ UIW__DATAPATH void uiw__conn_kick(struct uiw__conn *c)
 
 void uiw__conn_forget_id(struct uiw__conn *c)
 {
-    pthread_mutex_lock(&c->io->loop.lock);
+    uiw__lock_take(&c->io->loop.lock);
     c->id = NULL;
-    pthread_mutex_unlock(&c->io->loop.lock);
+    uiw__lock_give(&c->io->loop.lock);
 }
 
 void uiw__conn_destroy(struct uiw__conn *c)
 {
     struct uiw__io *io = c->io;
-    pthread_mutex_lock(&io->loop.lock);
+    uiw__lock_take(&io->loop.lock);
     if (c->open) {
         uiw__loop_del(&io->loop, &c->h);
         conn_tx(c); /* a Terminate of an abortive close goes out if the socket takes it */
@@ -404,7 +412,7 @@ void uiw__conn_destroy(struct uiw__conn *c)
         if (c->next)
             c->next->prev = c->prev;
     }
-    pthread_mutex_lock(&io->pend_lock);
+    uiw__lock_take(&io->pend_lock);
     if (c->queued) {
         struct uiw__conn **pp = &io->pending;
         while (*pp != c)
@@ -412,8 +420,8 @@ void uiw__conn_destroy(struct uiw__conn *c)
         *pp = c->pend_next;
         c->queued = false;
     }
-    pthread_mutex_unlock(&io->pend_lock);
+    uiw__lock_give(&io->pend_lock);
     uiw__qp_set_io(c->qp, NULL);
-    pthread_mutex_unlock(&io->loop.lock);
+    uiw__lock_give(&io->loop.lock);
     free(c);
 }

@@ -18,17 +18,17 @@ static void io_bell(struct uiw__loop *l, void *arg)
 {
     struct uiw__io *io = arg;
     (void)l;
-    pthread_mutex_lock(&io->pend_lock);
+    uiw__lock_take(&io->pend_lock);
     struct uiw__conn *list = io->pending;
     io->pending = NULL;
-    pthread_mutex_unlock(&io->pend_lock);
+    uiw__lock_give(&io->pend_lock);
     while (list) {
         /* Still marked queued until taken off, so a kick meanwhile does not relink it. */
         struct uiw__conn *c = list;
-        pthread_mutex_lock(&io->pend_lock);
+        uiw__lock_take(&io->pend_lock);
         list = c->pend_next;
         c->queued = false;
-        pthread_mutex_unlock(&io->pend_lock);
+        uiw__lock_give(&io->pend_lock);
         if (c->h.fn)
             uiw__conn_service(c, 0);
     }
@@ -53,14 +53,14 @@ UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
     struct uiw__io *io = io_ctx;
     struct uiw__loop *l = &io->loop;
     (void)ctx;
-    if (pthread_mutex_trylock(&l->lock) != 0)
+    if (!uiw__lock_try(&l->lock))
         return;
     struct uiw__conn *c = io->conns;
     bool direct = c && !c->next && c->h.fn && c->open && !c->closing && !c->out_blocked &&
                   !atomic_load(&l->kicks) && (++io->probes & 63) != 0;
     int n = direct ? uiw__conn_probe(c) : uiw__loop_pass_locked(l, 0);
     bool counted = n == 0 && l->has_thread; /* only the progress thread looks at the count */
-    pthread_mutex_unlock(&l->lock);
+    uiw__lock_give(&l->lock);
     if (counted)
         atomic_fetch_add_explicit(&l->idle_inline, 1, memory_order_relaxed);
 }
@@ -77,9 +77,9 @@ static void io_qp_destroy(struct uiw_qp *qp, void *io_ctx)
     struct uiw__io *io = io_ctx;
     if (!c)
         return;
-    pthread_mutex_lock(&io->loop.lock);
+    uiw__lock_take(&io->loop.lock);
     struct uiw__cmid *id = c->id;
-    pthread_mutex_unlock(&io->loop.lock);
+    uiw__lock_give(&io->loop.lock);
     if (id)
         uiw__cm_qp_destroyed(id, c);
     uiw__conn_destroy(c);
@@ -111,7 +111,7 @@ struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)
         goto fail;
     }
     io->ctx = ctx;
-    pthread_mutex_init(&io->pend_lock, NULL);
+    uiw__lock_init(&io->pend_lock);
     int r = uiw__loop_init(&io->loop, false);
     if (r < 0)
         goto fail_lock;
@@ -128,7 +128,6 @@ struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)
 
 fail_lock:
     err = -r;
-    pthread_mutex_destroy(&io->pend_lock);
 fail:
     if (ctx)
         uiw__context_free(ctx);
@@ -146,9 +145,9 @@ int uiw_close_context(struct uiw_context *ctx)
     struct uiw__io *io = uiw__io_of(ctx);
     if (!io)
         return uiw__context_free(ctx);
-    pthread_mutex_lock(&io->loop.lock);
+    uiw__lock_take(&io->loop.lock);
     bool busy = io->conns != NULL;
-    pthread_mutex_unlock(&io->loop.lock);
+    uiw__lock_give(&io->loop.lock);
     if (busy)
         return -EBUSY;
     bool thread = io->loop.has_thread;
@@ -160,7 +159,6 @@ int uiw_close_context(struct uiw_context *ctx)
         return r;
     }
     uiw__loop_fini(&io->loop);
-    pthread_mutex_destroy(&io->pend_lock);
     free(io->pcap_dir);
     free(io);
     return 0;

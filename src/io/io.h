@@ -16,6 +16,7 @@
 #include <uiw/cm.h>
 #include <uiw/verbs.h>
 
+#include "common/lock.h"
 #include "io/loop.h"
 #include "rnic/rnic.h"
 
@@ -28,11 +29,13 @@ struct uiw__io {
     struct uiw_context *ctx;
     struct uiw__loop loop;
     struct uiw__conn *conns; /* every connection bound to a QP (guarded by loop.lock) */
-    pthread_mutex_t pend_lock;
+    struct uiw__lock pend_lock;
     struct uiw__conn *pending; /* kicked connections the dispatcher serves next */
     char *pcap_dir;            /* from the context attributes, or NULL */
     unsigned probes;           /* inline passes (guarded by loop.lock) */
 };
+
+enum { UIW__CONN_IOV = 64 };
 
 struct uiw__conn {
     struct uiw__ioh h;
@@ -53,6 +56,9 @@ struct uiw__conn {
     size_t stage_cap;
     struct uiw__conn *pend_next; /* (guarded by pend_lock) */
     struct uiw__conn *next, *prev;
+    /* the iovecs of one readv or sendmsg (loop.lock held): here rather than on the
+     * stack, which then stays within fewer pages (each a TLB miss after a system call) */
+    struct iovec iov[UIW__CONN_IOV];
 };
 
 struct uiw__io *uiw__io_of(struct uiw_context *ctx);

@@ -53,9 +53,9 @@ static void *loop_thread(void *arg)
     unsigned seen = atomic_load(&l->idle_inline);
     uint64_t since = mono_us();
     while (!atomic_load(&l->stop)) {
-        pthread_mutex_lock(&l->lock);
+        uiw__lock_take(&l->lock);
         uiw__loop_pass_locked(l, 0);
-        pthread_mutex_unlock(&l->lock);
+        uiw__lock_give(&l->lock);
         if (atomic_load(&l->stop))
             break;
         unsigned now_seen = atomic_load(&l->idle_inline);
@@ -93,7 +93,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
         close(l->epfd);
         return e;
     }
-    pthread_mutex_init(&l->lock, NULL);
+    uiw__lock_init(&l->lock);
     atomic_init(&l->stop, false);
     atomic_init(&l->kicks, 0);
     atomic_init(&l->idle_inline, 0);
@@ -110,7 +110,6 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     if (r < 0) {
         close(l->evfd);
         close(l->epfd);
-        pthread_mutex_destroy(&l->lock);
     }
     return r;
 }
@@ -140,7 +139,6 @@ void uiw__loop_fini(struct uiw__loop *l)
     uiw__loop_stop_thread(l);
     close(l->evfd);
     close(l->epfd);
-    pthread_mutex_destroy(&l->lock);
 }
 
 UIW__DATAPATH int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events)
@@ -177,18 +175,18 @@ void uiw__loop_kick(struct uiw__loop *l)
 
 int uiw__loop_run(struct uiw__loop *l, int timeout_ms)
 {
-    pthread_mutex_lock(&l->lock);
+    uiw__lock_take(&l->lock);
     int n = uiw__loop_pass_locked(l, timeout_ms);
-    pthread_mutex_unlock(&l->lock);
+    uiw__lock_give(&l->lock);
     return n;
 }
 
 int uiw__loop_try(struct uiw__loop *l)
 {
-    if (pthread_mutex_trylock(&l->lock) != 0)
+    if (!uiw__lock_try(&l->lock))
         return 0;
     int n = uiw__loop_pass_locked(l, 0);
-    pthread_mutex_unlock(&l->lock);
+    uiw__lock_give(&l->lock);
     if (n == 0)
         atomic_fetch_add_explicit(&l->idle_inline, 1, memory_order_relaxed);
     return n;

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/lock.h"
+
 struct uiw__ioh;
 typedef void (*uiw__ioh_fn)(struct uiw__ioh *h, uint32_t events);
 
@@ -32,7 +34,7 @@ struct uiw__loop {
     int epfd;
     int evfd; /* doorbell: written by uiw__loop_kick, drained by the dispatcher */
     struct uiw__ioh bell;
-    pthread_mutex_t lock; /* progress lock: held while dispatching */
+    struct uiw__lock lock; /* progress lock: held while dispatching */
     pthread_t thread;
     bool has_thread;
     atomic_bool stop;

@@ -33,7 +33,7 @@ struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx)
         return NULL;
     }
     ch->ctx = ctx;
-    pthread_mutex_init(&ch->lock, NULL);
+    uiw__lock_init(&ch->lock);
     uiw__ctx_get(ctx);
     return ch;
 }
@@ -50,7 +50,6 @@ int uiw_destroy_comp_channel(struct uiw_comp_channel *ch)
     if (atomic_load(&ch->ncq) != 0)
         return -EBUSY;
     close(ch->fd);
-    pthread_mutex_destroy(&ch->lock);
     uiw__ctx_put(ch->ctx);
     free(ch);
     return 0;
@@ -63,26 +62,23 @@ struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
         errno = EINVAL;
         return NULL;
     }
-    struct uiw_cq *cq = calloc(1, sizeof(*cq));
+    uint32_t cap = 2;
+    while (cap < 2u * (uint32_t)cqe)
+        cap <<= 1;
+    /* the ring right behind the CQ: polling an empty-again CQ starts at ring[0], so a
+     * ping-pong touches the page of the CQ and nothing else */
+    struct uiw_cq *cq = calloc(1, sizeof(*cq) + (size_t)cap * sizeof(struct uiw_wc));
     if (!cq) {
         errno = ENOMEM;
         return NULL;
     }
-    uint32_t cap = 2;
-    while (cap < 2u * (uint32_t)cqe)
-        cap <<= 1;
-    cq->ring = calloc(cap, sizeof(*cq->ring));
-    if (!cq->ring) {
-        free(cq);
-        errno = ENOMEM;
-        return NULL;
-    }
+    cq->ring = (struct uiw_wc *)(void *)(cq + 1);
     cq->ctx = ctx;
     cq->cap = cap;
     cq->cqe = (uint32_t)cqe;
     cq->cq_context = cq_context;
     cq->channel = channel;
-    pthread_mutex_init(&cq->lock, NULL);
+    uiw__lock_init(&cq->lock);
     if (channel)
         atomic_fetch_add(&channel->ncq, 1);
     uiw__ctx_get(ctx);
@@ -97,21 +93,19 @@ int uiw_destroy_cq(struct uiw_cq *cq)
         return -EBUSY;
     if (cq->channel) {
         struct uiw_comp_channel *ch = cq->channel;
-        pthread_mutex_lock(&cq->lock);
+        uiw__lock_take(&cq->lock);
         bool busy = cq->events_done != cq->events_acked;
-        pthread_mutex_unlock(&cq->lock);
-        pthread_mutex_lock(&ch->lock);
+        uiw__lock_give(&cq->lock);
+        uiw__lock_take(&ch->lock);
         busy = busy || cq->chan_queued;
-        pthread_mutex_unlock(&ch->lock);
+        uiw__lock_give(&ch->lock);
         if (busy)
             return -EBUSY;
         atomic_fetch_sub(&ch->ncq, 1);
         if (cq->armed)
             atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
     }
-    pthread_mutex_destroy(&cq->lock);
     uiw__ctx_put(cq->ctx);
-    free(cq->ring);
     free(cq);
     return 0;
 }
@@ -124,7 +118,7 @@ void *uiw_cq_context(const struct uiw_cq *cq)
 static void channel_signal(struct uiw_cq *cq)
 {
     struct uiw_comp_channel *ch = cq->channel;
-    pthread_mutex_lock(&ch->lock);
+    uiw__lock_take(&ch->lock);
     if (!cq->chan_queued) {
         cq->chan_queued = true;
         cq->chan_next = NULL;
@@ -133,7 +127,7 @@ static void channel_signal(struct uiw_cq *cq)
             pp = &(*pp)->chan_next;
         *pp = cq;
     }
-    pthread_mutex_unlock(&ch->lock);
+    uiw__lock_give(&ch->lock);
     uint64_t one = 1;
     ssize_t r = write(ch->fd, &one, sizeof(one));
     (void)r;
@@ -143,7 +137,7 @@ UIW__DATAPATH int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
 {
     bool signal = false, overflow = false;
     int r = 0;
-    pthread_mutex_lock(&cq->lock);
+    uiw__lock_take(&cq->lock);
     if (cq->count >= cq->cqe && !cq->overflow_reported) {
         cq->overflow_reported = true;
         overflow = true;
@@ -161,7 +155,7 @@ UIW__DATAPATH int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
         if (signal)
             atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
     }
-    pthread_mutex_unlock(&cq->lock);
+    uiw__lock_give(&cq->lock);
     if (signal)
         channel_signal(cq);
     if (overflow) {
@@ -181,15 +175,17 @@ UIW__DATAPATH int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc)
     if (ctx->ops.progress)
         ctx->ops.progress(ctx, ctx->io);
     int got = 0;
-    pthread_mutex_lock(&cq->lock);
+    uiw__lock_take(&cq->lock);
     while (got < n && cq->count > 0) {
         wc[got++] = cq->ring[cq->head];
         cq->head = (cq->head + 1) & (cq->cap - 1);
         cq->count--;
     }
+    if (cq->count == 0)
+        cq->head = 0;
     if (cq->count < cq->cqe)
         cq->overflow_reported = false;
-    pthread_mutex_unlock(&cq->lock);
+    uiw__lock_give(&cq->lock);
     return got;
 }
 
@@ -197,11 +193,11 @@ int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only)
 {
     if (!cq)
         return -EINVAL;
-    pthread_mutex_lock(&cq->lock);
+    uiw__lock_take(&cq->lock);
     if (!cq->armed && cq->channel)
         atomic_fetch_add(&cq->ctx->armed_cqs, 1);
     cq->armed = solicited_only ? 2 : 1;
-    pthread_mutex_unlock(&cq->lock);
+    uiw__lock_give(&cq->lock);
     return 0;
 }
 
@@ -215,7 +211,7 @@ int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_
     if (!ch || !cq)
         return -EINVAL;
     for (;;) {
-        pthread_mutex_lock(&ch->lock);
+        uiw__lock_take(&ch->lock);
         struct uiw_cq *c = ch->pending;
         if (c) {
             ch->pending = c->chan_next;
@@ -229,16 +225,16 @@ int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_
                 if (poll(&pfd, 1, 0) == 1 && read(ch->fd, &v, sizeof(v)) < 0)
                     v = 0;
             }
-            pthread_mutex_unlock(&ch->lock);
-            pthread_mutex_lock(&c->lock);
+            uiw__lock_give(&ch->lock);
+            uiw__lock_take(&c->lock);
             c->events_done++;
-            pthread_mutex_unlock(&c->lock);
+            uiw__lock_give(&c->lock);
             *cq = c;
             if (cq_context)
                 *cq_context = c->cq_context;
             return 0;
         }
-        pthread_mutex_unlock(&ch->lock);
+        uiw__lock_give(&ch->lock);
         uint64_t v;
         ssize_t r = read(ch->fd, &v, sizeof(v));
         if (r < 0 && errno == EAGAIN)
@@ -252,7 +248,7 @@ void uiw_ack_cq_events(struct uiw_cq *cq, unsigned int nevents)
 {
     if (!cq)
         return;
-    pthread_mutex_lock(&cq->lock);
+    uiw__lock_take(&cq->lock);
     cq->events_acked += nevents;
-    pthread_mutex_unlock(&cq->lock);
+    uiw__lock_give(&cq->lock);
 }

@@ -65,9 +65,9 @@ struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr)
         seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)ctx;
     }
     ctx->rnd = seed | 1;
-    pthread_mutex_init(&ctx->mem_lock, NULL);
-    pthread_mutex_init(&ctx->async_lock, NULL);
-    pthread_mutex_init(&ctx->qps_lock, NULL);
+    uiw__lock_init(&ctx->mem_lock);
+    uiw__lock_init(&ctx->async_lock);
+    uiw__lock_init(&ctx->qps_lock);
     atomic_init(&ctx->next_qpn, 1);
     atomic_init(&ctx->next_pd, 1);
     atomic_init(&ctx->armed_cqs, 0);
@@ -81,9 +81,6 @@ int uiw__context_free(struct uiw_context *ctx)
     if (atomic_load(&ctx->nobjs) != 0)
         return -EBUSY;
     close(ctx->async_fd);
-    pthread_mutex_destroy(&ctx->mem_lock);
-    pthread_mutex_destroy(&ctx->async_lock);
-    pthread_mutex_destroy(&ctx->qps_lock);
     free(ctx->stags);
     free(ctx->aq);
     free(ctx);
@@ -132,14 +129,14 @@ int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *s
     uint64_t sum[UIW__STAT_COUNT];
     for (int i = 0; i < UIW__STAT_COUNT; i++)
         sum[i] = atomic_load_explicit(&ctx->stats[i], memory_order_relaxed);
-    pthread_mutex_lock(&ctx->qps_lock);
+    uiw__lock_take(&ctx->qps_lock);
     for (struct uiw_qp *qp = ctx->qps; qp; qp = qp->ctx_next) {
-        pthread_mutex_lock(&qp->lock);
+        uiw__lock_take(&qp->lock);
         for (int i = 0; i < UIW__STAT_COUNT; i++)
             sum[i] += qp->st[i];
-        pthread_mutex_unlock(&qp->lock);
+        uiw__lock_give(&qp->lock);
     }
-    pthread_mutex_unlock(&ctx->qps_lock);
+    uiw__lock_give(&ctx->qps_lock);
 #define S(i) sum[i]
     st->tx_bytes = S(UIW__STAT_TX_BYTES);
     st->rx_bytes = S(UIW__STAT_RX_BYTES);
@@ -159,15 +156,15 @@ int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *s
 
 void uiw__async_post(struct uiw_context *ctx, const struct uiw_async_event *ev)
 {
-    pthread_mutex_lock(&ctx->async_lock);
+    uiw__lock_take(&ctx->async_lock);
     if (ctx->aq_count == ctx->aq_cap) {
-        pthread_mutex_unlock(&ctx->async_lock);
+        uiw__lock_give(&ctx->async_lock);
         uiw__stat_add(ctx, UIW__STAT_ASYNC_DROPPED, 1);
         return;
     }
     ctx->aq[(ctx->aq_head + ctx->aq_count) % ctx->aq_cap] = *ev;
     ctx->aq_count++;
-    pthread_mutex_unlock(&ctx->async_lock);
+    uiw__lock_give(&ctx->async_lock);
     uint64_t one = 1;
     ssize_t r = write(ctx->async_fd, &one, sizeof(one));
     (void)r;
@@ -182,9 +179,9 @@ int uiw_get_async_event(struct uiw_context *ctx, struct uiw_async_event *ev)
 {
     if (!ctx || !ev)
         return -EINVAL;
-    pthread_mutex_lock(&ctx->async_lock);
+    uiw__lock_take(&ctx->async_lock);
     if (ctx->aq_count == 0) {
-        pthread_mutex_unlock(&ctx->async_lock);
+        uiw__lock_give(&ctx->async_lock);
         return -EAGAIN;
     }
     *ev = ctx->aq[ctx->aq_head];
@@ -195,7 +192,7 @@ int uiw_get_async_event(struct uiw_context *ctx, struct uiw_async_event *ev)
         ssize_t r = read(ctx->async_fd, &v, sizeof(v));
         (void)r;
     }
-    pthread_mutex_unlock(&ctx->async_lock);
+    uiw__lock_give(&ctx->async_lock);
     return 0;
 }
 

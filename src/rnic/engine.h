@@ -12,6 +12,7 @@
 #include <uiw/verbs.h>
 #include <uiw/wire.h>
 
+#include "common/lock.h"
 #include "rnic/rnic.h"
 
 /* ---------------------------------------------------------------- context, STag table */
@@ -47,16 +48,16 @@ struct uiw_context {
     _Atomic uint32_t next_pd;
     _Atomic int armed_cqs; /* CQs with a channel armed by uiw_req_notify_cq, not yet fired */
 
-    pthread_mutex_t mem_lock;
+    struct uiw__lock mem_lock;
     struct uiw__stag *stags; /* index 0 unused */
     uint32_t nstags;
     uint32_t free_head; /* 0 = none */
     uint64_t rnd;
 
-    pthread_mutex_t qps_lock; /* the list of live QPs */
+    struct uiw__lock qps_lock; /* the list of live QPs */
     struct uiw_qp *qps;
 
-    pthread_mutex_t async_lock;
+    struct uiw__lock async_lock;
     struct uiw_async_event *aq;
     uint32_t aq_cap, aq_head, aq_count;
     int async_fd;
@@ -87,7 +88,7 @@ void uiw__ctx_put(struct uiw_context *ctx);
 
 struct uiw_comp_channel {
     struct uiw_context *ctx;
-    pthread_mutex_t lock;
+    struct uiw__lock lock;
     int fd;
     struct uiw_cq *pending; /* CQs with an undelivered event */
     _Atomic int ncq;
@@ -95,7 +96,7 @@ struct uiw_comp_channel {
 
 struct uiw_cq {
     struct uiw_context *ctx;
-    pthread_mutex_t lock;
+    struct uiw__lock lock;
     struct uiw_wc *ring;
     uint32_t cap;  /* physical */
     uint32_t cqe;  /* advertised */
@@ -197,7 +198,7 @@ enum uiw__rx_kind {
 struct uiw_qp {
     struct uiw_context *ctx;
     struct uiw_pd *pd;
-    pthread_mutex_t lock;
+    struct uiw__lock lock;
     struct uiw_qp *ctx_prev, *ctx_next; /* ctx->qps, under ctx->qps_lock */
     void *qp_context;
     void *io;
@@ -289,7 +290,7 @@ static inline void uiw__qstat(struct uiw_qp *qp, enum uiw__stat s, uint64_t n)
 void uiw__qp_stat_flush(struct uiw_qp *qp);
 static inline void uiw__qp_unlock(struct uiw_qp *qp)
 {
-    pthread_mutex_unlock(&qp->lock);
+    uiw__lock_give(&qp->lock);
 }
 
 /* tx.c */

@@ -35,14 +35,14 @@ int uiw_dealloc_pd(struct uiw_pd *pd)
     struct uiw__pd *ipd = (struct uiw__pd *)pd;
     if (atomic_load(&ipd->nqp) != 0)
         return -EBUSY;
-    pthread_mutex_lock(&ctx->mem_lock);
+    uiw__lock_take(&ctx->mem_lock);
     for (uint32_t i = 1; i < ctx->nstags; i++) {
         if (ctx->stags[i].state != UIW__STAG_FREE && ctx->stags[i].pd == pd) {
-            pthread_mutex_unlock(&ctx->mem_lock);
+            uiw__lock_give(&ctx->mem_lock);
             return -EBUSY;
         }
     }
-    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__lock_give(&ctx->mem_lock);
     uiw__ctx_put(ctx);
     free(ipd);
     return 0;
@@ -79,10 +79,10 @@ static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsig
         errno = ENOMEM;
         return NULL;
     }
-    pthread_mutex_lock(&ctx->mem_lock);
+    uiw__lock_take(&ctx->mem_lock);
     uint32_t idx = ctx->free_head;
     if (idx == 0) {
-        pthread_mutex_unlock(&ctx->mem_lock);
+        uiw__lock_give(&ctx->mem_lock);
         free(mr);
         errno = ENOMEM;
         return NULL;
@@ -112,7 +112,7 @@ static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsig
     mr->length = fastreg ? 0 : length;
     mr->handle = idx;
     mr->lkey = mr->rkey = (idx << 8) | s->key;
-    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__lock_give(&ctx->mem_lock);
     uiw__ctx_get(ctx);
     return mr;
 }
@@ -141,10 +141,10 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     if (!mr)
         return -EINVAL;
     struct uiw_context *ctx = mr->context;
-    pthread_mutex_lock(&ctx->mem_lock);
+    uiw__lock_take(&ctx->mem_lock);
     struct uiw__stag *s = &ctx->stags[mr->handle];
     if (mr->handle == 0 || mr->handle >= ctx->nstags || s->mr != mr) {
-        pthread_mutex_unlock(&ctx->mem_lock);
+        uiw__lock_give(&ctx->mem_lock);
         return -EINVAL;
     }
     s->state = UIW__STAG_FREE;
@@ -152,7 +152,7 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     s->pd = NULL;
     s->next_free = ctx->free_head;
     ctx->free_head = mr->handle;
-    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__lock_give(&ctx->mem_lock);
     uiw__ctx_put(ctx);
     free(mr);
     return 0;
@@ -164,7 +164,7 @@ UIW__DATAPATH enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const 
 {
     uint32_t idx = stag >> 8;
     enum uiw__stag_err e = UIW__STAG_OK;
-    pthread_mutex_lock(&ctx->mem_lock);
+    uiw__lock_take(&ctx->mem_lock);
     const struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
     if (idx == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag)
         e = UIW__STAG_E_INVALID;
@@ -178,7 +178,7 @@ UIW__DATAPATH enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const 
         e = UIW__STAG_E_ACCESS;
     else if (ptr)
         *ptr = (uint8_t *)(uintptr_t)to;
-    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__lock_give(&ctx->mem_lock);
     return e;
 }
 
@@ -186,7 +186,7 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
 {
     uint32_t idx = stag >> 8;
     int r = 0;
-    pthread_mutex_lock(&ctx->mem_lock);
+    uiw__lock_take(&ctx->mem_lock);
     struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
     if (idx == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag || s->pd != pd)
         r = -EINVAL;
@@ -194,7 +194,7 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
         r = -EPERM;
     else
         s->state = UIW__STAG_INVALID;
-    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__lock_give(&ctx->mem_lock);
     return r;
 }
 
@@ -204,7 +204,7 @@ int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct u
     int r = 0;
     if (!mr || !access_ok(access) || (!addr && len))
         return -EINVAL;
-    pthread_mutex_lock(&ctx->mem_lock);
+    uiw__lock_take(&ctx->mem_lock);
     uint32_t idx = mr->handle;
     struct uiw__stag *s = idx && idx < ctx->nstags ? &ctx->stags[idx] : NULL;
     if (!s || s->mr != mr || !s->fastreg || s->state != UIW__STAG_INVALID || s->pd != pd ||
@@ -221,6 +221,6 @@ int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct u
         mr->length = len;
         mr->lkey = mr->rkey = key;
     }
-    pthread_mutex_unlock(&ctx->mem_lock);
+    uiw__lock_give(&ctx->mem_lock);
     return r;
 }

@@ -75,17 +75,17 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     qp->qpn = atomic_fetch_add(&qp->ctx->next_qpn, 1);
     qp->send_msn = qp->rreq_msn = 1;
     qp->rx_send_msn = qp->rx_rreq_msn = 1;
-    pthread_mutex_init(&qp->lock, NULL);
+    uiw__lock_init(&qp->lock);
     atomic_fetch_add(&qp->send_cq->nqp, 1);
     atomic_fetch_add(&qp->recv_cq->nqp, 1);
     atomic_fetch_add(&((struct uiw__pd *)pd)->nqp, 1);
     uiw__ctx_get(qp->ctx);
-    pthread_mutex_lock(&qp->ctx->qps_lock);
+    uiw__lock_take(&qp->ctx->qps_lock);
     qp->ctx_next = qp->ctx->qps;
     if (qp->ctx_next)
         qp->ctx_next->ctx_prev = qp;
     qp->ctx->qps = qp;
-    pthread_mutex_unlock(&qp->ctx->qps_lock);
+    uiw__lock_give(&qp->ctx->qps_lock);
     return qp;
 }
 
@@ -94,29 +94,29 @@ int uiw_destroy_qp(struct uiw_qp *qp)
     if (!qp)
         return -EINVAL;
     struct uiw_context *ctx = qp->ctx;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     if (qp->started && (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING))
         uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL); /* queues a Terminate */
     uiw__qp_unlock(qp);
     if (ctx->ops.qp_destroy && qp->io)
         ctx->ops.qp_destroy(qp, ctx->io); /* io sends what it can and closes the socket */
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     if (qp->state != UIW_QPS_ERROR && qp->state != UIW_QPS_IDLE) {
         qp->state = UIW_QPS_ERROR;
         uiw__qp_flush(qp);
     }
     uiw__qp_unlock(qp);
-    pthread_mutex_lock(&ctx->qps_lock);
+    uiw__lock_take(&ctx->qps_lock);
     if (qp->ctx_prev)
         qp->ctx_prev->ctx_next = qp->ctx_next;
     else
         ctx->qps = qp->ctx_next;
     if (qp->ctx_next)
         qp->ctx_next->ctx_prev = qp->ctx_prev;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     uiw__qp_stat_flush(qp);
-    pthread_mutex_unlock(&qp->lock);
-    pthread_mutex_unlock(&ctx->qps_lock);
+    uiw__lock_give(&qp->lock);
+    uiw__lock_give(&ctx->qps_lock);
     atomic_fetch_sub(&qp->send_cq->nqp, 1);
     atomic_fetch_sub(&qp->recv_cq->nqp, 1);
     atomic_fetch_sub(&((struct uiw__pd *)qp->pd)->nqp, 1);
@@ -127,7 +127,6 @@ int uiw_destroy_qp(struct uiw_qp *qp)
     free(qp->rq);
     free(qp->irq);
     free(qp->stage);
-    pthread_mutex_destroy(&qp->lock);
     uiw__ctx_put(ctx);
     free(qp);
     return 0;
@@ -148,7 +147,7 @@ int uiw_query_qp(struct uiw_qp *qp, struct uiw_qp_attr *a)
     if (!qp || !a)
         return -EINVAL;
     memset(a, 0, sizeof(*a));
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     a->state = qp->state;
     a->cap = qp->cap;
     a->qp_num = qp->qpn;
@@ -181,12 +180,12 @@ struct uiw_context *uiw__qp_context(const struct uiw_qp *qp)
 
 void uiw__qp_set_io(struct uiw_qp *qp, void *io_conn)
 {
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     qp->io = io_conn;
     uiw__qp_unlock(qp);
 }
 
-void *uiw__qp_io(const struct uiw_qp *qp)
+UIW__DATAPATH void *uiw__qp_io(const struct uiw_qp *qp)
 {
     return qp->io;
 }
@@ -201,7 +200,7 @@ void uiw__qp_get_limits(const struct uiw_qp *qp, uint16_t *max_ird, uint16_t *ma
 
 enum uiw_qp_state uiw__qp_state(struct uiw_qp *qp)
 {
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     enum uiw_qp_state s = qp->state;
     uiw__qp_unlock(qp);
     return s;
@@ -235,7 +234,7 @@ int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *p)
     if (!qp || !p || (p->mpa_rev != 1 && p->mpa_rev != 2) ||
         p->mulpdu < UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN + 4 || p->rtr > UIW__RTR_READ)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     if (qp->state != UIW_QPS_IDLE || qp->started) {
         uiw__qp_unlock(qp);
         return -EBUSY;
@@ -306,6 +305,10 @@ UIW__DATAPATH void uiw__sq_retire(struct uiw_qp *qp)
             push(qp, qp->send_cq, &wc);
         }
     }
+    /* Empty: start again at entry 0, so that one WR at a time always reuses the same
+     * (cache- and TLB-warm) entry. No index of a retired WR is kept anywhere. */
+    if (qp->sq_head == qp->sq_tail)
+        qp->sq_head = qp->sq_tx = qp->sq_tail = 0;
     uiw__qp_check_close(qp);
 }
 
@@ -433,7 +436,7 @@ void uiw__qp_check_close(struct uiw_qp *qp)
 
 void uiw__qp_conn_lost(struct uiw_qp *qp, int reason)
 {
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     if (qp->state == UIW_QPS_ERROR && !qp->started) {
         uiw__qp_unlock(qp);
         return;
@@ -459,7 +462,7 @@ void uiw__qp_conn_lost(struct uiw_qp *qp, int reason)
 
 int uiw__qp_close(struct uiw_qp *qp, bool graceful)
 {
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     if (qp->state == UIW_QPS_IDLE) {
         uiw__qp_unlock(qp);
         return -EINVAL;
@@ -481,7 +484,7 @@ int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state)
 {
     if (!qp || state != UIW_QPS_ERROR)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     if (qp->state == UIW_QPS_IDLE) {
         qp->state = UIW_QPS_ERROR;
         uiw__qp_flush(qp);
@@ -495,7 +498,7 @@ int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state)
 
 UIW__DATAPATH unsigned uiw__qp_want(struct uiw_qp *qp)
 {
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     unsigned w = uiw__qp_want_locked(qp);
     uiw__qp_unlock(qp);
     return w;
@@ -555,7 +558,7 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
     }
     int r = 0;
     bool kick = false;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     for (; wr; wr = wr->next) {
         uint64_t total = 0;
         if (qp->state == UIW_QPS_IDLE) {
@@ -628,7 +631,7 @@ UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
         return -EINVAL;
     }
     int r = 0;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     for (; wr; wr = wr->next) {
         if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
             (wr->num_sge && !wr->sg_list)) {

@@ -628,7 +628,7 @@ UIW__DATAPATH int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     if (!qp || !iov || max < 1)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     int n = rx_prepare(qp, max < UIW_MAX_SGE + 1 ? max : UIW_MAX_SGE + 1, true);
     for (int i = 0; i < n; i++)
         iov[i] = qp->rx_iov[i];
@@ -640,7 +640,7 @@ UIW__DATAPATH int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
 {
     if (!qp)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     int r = 0;
     if (qp->rx_niov) {
         size_t tot = 0;
@@ -675,7 +675,7 @@ UIW__DATAPATH int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap
 {
     if (!qp || !buf || !cap)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     int r = -EPIPE;
     if (rx_accepting(qp)) {
         *buf = qp->stage;
@@ -690,7 +690,7 @@ UIW__DATAPATH int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     int r = rx_from_buf(qp, qp->stage, n, NULL);
     uiw__qp_unlock(qp);
     return r;
@@ -700,7 +700,7 @@ UIW__DATAPATH int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     int r = -EPIPE;
     size_t took = 0;
     if (rx_accepting(qp)) {

@@ -33,20 +33,23 @@ int uiw__tx_alloc(struct uiw_qp *qp)
     size_t scr = uiw_fpdu_tx_scratch(mul);
     scr = (scr + 15) & ~(size_t)15;
     size_t per = scr + (size_t)niov * sizeof(struct iovec);
-    uint8_t *blk = malloc(per * UIW__TX_SLOTS + sizeof(struct tx_mem) +
-                          (size_t)niov * sizeof(struct uiw_wire_iov));
+    /* the scratch first, then slot 0, which a ping-pong uses all the time (tx_advance
+     * rewinds to it): both on one page */
+    size_t head = sizeof(struct tx_mem) + (size_t)niov * sizeof(struct uiw_wire_iov);
+    head = (head + 15) & ~(size_t)15;
+    uint8_t *blk = malloc(head + per * UIW__TX_SLOTS);
     if (!blk)
         return -ENOMEM;
+    struct tx_mem *tm = (struct tx_mem *)(void *)blk;
+    tm->tmp = (struct uiw_wire_iov *)(void *)(tm + 1);
     for (int i = 0; i < UIW__TX_SLOTS; i++) {
         struct uiw__txslot *s = &qp->slots[i];
-        s->iov = (struct iovec *)(void *)(blk + per * (size_t)i);
+        s->iov = (struct iovec *)(void *)(blk + head + per * (size_t)i);
         s->scratch = (uint8_t *)(s->iov + niov);
         s->niov = 0;
         s->wire_len = 0;
         s->has_swqe = false;
     }
-    struct tx_mem *tm = (struct tx_mem *)(void *)(blk + per * UIW__TX_SLOTS);
-    tm->tmp = (struct uiw_wire_iov *)(void *)(tm + 1);
     qp->txm = tm;
     qp->iov_per_slot = niov;
     qp->slot_head = qp->slot_tail = 0;
@@ -64,7 +67,7 @@ UIW__DATAPATH static struct tx_mem *tx_mem(struct uiw_qp *qp)
 void uiw__tx_free(struct uiw_qp *qp)
 {
     if (qp->iov_per_slot) {
-        free(qp->slots[0].iov);
+        free(qp->txm);
         qp->iov_per_slot = 0;
         qp->txm = NULL;
     }
@@ -435,7 +438,7 @@ UIW__DATAPATH int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     if (!qp || !iov || max < 1)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     int n = 0;
     if (qp->iov_per_slot) {
         tx_fill(qp);
@@ -461,7 +464,7 @@ UIW__DATAPATH int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 
 UIW__DATAPATH void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
 {
-    pthread_mutex_lock(&qp->lock);
+    uiw__lock_take(&qp->lock);
     uiw__qstat(qp, UIW__STAT_TX_BYTES, n);
     while (n && qp->slot_head != qp->slot_tail) {
         struct uiw__txslot *s = &qp->slots[qp->slot_head % UIW__TX_SLOTS];
@@ -488,6 +491,9 @@ UIW__DATAPATH void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
             qp->want_close = true;
         }
     }
+    /* All sent: the next FPDU is built in slot 0 again (as the SQ and the CQ rewind) */
+    if (qp->slot_head == qp->slot_tail && qp->slot_off == 0)
+        qp->slot_head = qp->slot_tail = 0;
     uiw__qp_check_close(qp);
     uiw__qp_unlock(qp);
 }

@@ -6,7 +6,7 @@
 #include "common/byteorder.h"
 #include "common/compiler.h"
 
-ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap)
+UIW__DATAPATH ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap)
 {
     size_t len = h->tagged ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
     if (cap < len)
