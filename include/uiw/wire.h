@@ -232,6 +232,14 @@ size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind, u
  * covered by the CRC). With CRC off the CRC field is ignored. */
 int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
 
+/* The length field of an FPDU in one call, for a receiver holding it at p (2 bytes):
+ * when the parser is at the start of an FPDU and markers are off, checks and consumes it
+ * as uiw_fpdu_rx_consume would and returns the same (0, or UIW_E_FPDU_TOO_LONG /
+ * UIW_E_FPDU_TOO_SHORT, fatal). Returns 1 (nothing consumed) when not at the start of an
+ * FPDU or with markers on: use uiw_fpdu_rx_consume. The parser's sticky error if it
+ * failed before; -EINVAL for a NULL p. */
+int uiw_fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p);
+
 /* The rest of an FPDU in one call, for a receiver holding all of it in one buffer: right
  * after its length field was consumed (no byte of the ULPDU yet) and without markers, p
  * holds the ULPDU, pad and CRC field, k bytes (exactly uiw_fpdu_rx_ulpdu_len + pad + 4).

@@ -66,6 +66,7 @@ struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr)
     }
     ctx->rnd = seed | 1;
     uiw__lock_init(&ctx->mem_lock);
+    atomic_init(&ctx->mem_gen, 1);
     uiw__lock_init(&ctx->async_lock);
     uiw__lock_init(&ctx->qps_lock);
     atomic_init(&ctx->next_qpn, 1);

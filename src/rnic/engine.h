@@ -47,6 +47,10 @@ struct uiw_context {
     _Atomic uint32_t next_qpn;
     _Atomic uint32_t next_pd;
     _Atomic int armed_cqs; /* CQs with a channel armed by uiw_req_notify_cq, not yet fired */
+    /* Bumped (under mem_lock) by every change that can make a valid STag's check fail:
+     * what a QP remembered of a check (struct uiw__stag_hit) holds while it is unchanged.
+     * Starts at 1, so a zeroed hit never matches. */
+    _Atomic uint32_t mem_gen;
 
     struct uiw__lock mem_lock;
     struct uiw__stag *stags; /* index 0 unused */
@@ -74,6 +78,18 @@ enum uiw__stag_err {
 };
 enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
                                    uint64_t to, uint64_t len, unsigned access, uint8_t **ptr);
+/* A valid STag of the QP's PD as a check found it, at table generation gen. */
+struct uiw__stag_hit {
+    uint32_t stag, gen;
+    unsigned access;
+    uint64_t base, len;
+};
+struct uiw_qp;
+/* uiw__stag_check for the QP's own data path (QP lock held): answers from the QP's last
+ * successful checks while the table is unchanged, without the table's lock or its
+ * cache lines; the same answers, errors always from the table. */
+enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
+                                      unsigned access, uint8_t **ptr);
 /* Invalidate a fast-register STag of pd: 0, or -EINVAL (unknown/invalid/other PD) or
  * -EPERM (cannot be invalidated: a uiw_reg_mr STag). */
 int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag);
@@ -211,6 +227,8 @@ struct uiw_qp {
     struct uiw__conn_params cp;
     bool started;
     bool want_close;
+    struct uiw__stag_hit stag_hit[2]; /* the last two successful checks (mem.c) */
+    unsigned stag_hit_next;
     bool rtr_wait_rx; /* responder: the RTR has not arrived yet (and we must not send) */
 
     /* send queue: [sq_head, sq_tail) posted, sq_tx = next to start */

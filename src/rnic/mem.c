@@ -148,6 +148,7 @@ int uiw_dereg_mr(struct uiw_mr *mr)
         return -EINVAL;
     }
     s->state = UIW__STAG_FREE;
+    atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
     s->mr = NULL;
     s->pd = NULL;
     s->next_free = ctx->free_head;
@@ -158,27 +159,70 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     return 0;
 }
 
-UIW__DATAPATH enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd,
-                                                 uint32_t stag, uint64_t to, uint64_t len,
-                                                 unsigned access, uint8_t **ptr)
+/* The checks of RFC 5040 8.1.1 against one entry (or none). */
+UIW__DATAPATH static enum uiw__stag_err stag_verdict(const struct uiw__stag *s,
+                                                     const struct uiw_pd *pd, uint32_t stag,
+                                                     uint64_t to, uint64_t len, unsigned access)
+{
+    if ((stag >> 8) == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag)
+        return UIW__STAG_E_INVALID;
+    if (s->pd != pd)
+        return UIW__STAG_E_PD;
+    if (to + len < to)
+        return UIW__STAG_E_WRAP;
+    if (to < s->base || to + len > s->base + s->len)
+        return UIW__STAG_E_BOUNDS;
+    if ((s->access & access) != access)
+        return UIW__STAG_E_ACCESS;
+    return UIW__STAG_OK;
+}
+
+UIW__DATAPATH static enum uiw__stag_err stag_check(struct uiw_context *ctx, const struct uiw_pd *pd,
+                                                   uint32_t stag, uint64_t to, uint64_t len,
+                                                   unsigned access, struct uiw__stag_hit *hit)
 {
     uint32_t idx = stag >> 8;
-    enum uiw__stag_err e = UIW__STAG_OK;
     uiw__lock_take(&ctx->mem_lock);
     const struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
-    if (idx == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag)
-        e = UIW__STAG_E_INVALID;
-    else if (s->pd != pd)
-        e = UIW__STAG_E_PD;
-    else if (to + len < to)
-        e = UIW__STAG_E_WRAP;
-    else if (to < s->base || to + len > s->base + s->len)
-        e = UIW__STAG_E_BOUNDS;
-    else if ((s->access & access) != access)
-        e = UIW__STAG_E_ACCESS;
-    else if (ptr)
-        *ptr = (uint8_t *)(uintptr_t)to;
+    enum uiw__stag_err e = stag_verdict(s, pd, stag, to, len, access);
+    if (e == UIW__STAG_OK && hit) {
+        hit->stag = stag;
+        hit->gen = atomic_load_explicit(&ctx->mem_gen, memory_order_relaxed);
+        hit->access = s->access;
+        hit->base = s->base;
+        hit->len = s->len;
+    }
     uiw__lock_give(&ctx->mem_lock);
+    return e;
+}
+
+UIW__DATAPATH enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t stag, uint64_t to,
+                                                    uint64_t len, unsigned access, uint8_t **ptr)
+{
+    uint32_t gen = atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire);
+    for (int i = 0; i < 2; i++) {
+        const struct uiw__stag_hit *h = &qp->stag_hit[i];
+        if (h->stag == stag && h->gen == gen && to + len >= to && to >= h->base &&
+            to + len <= h->base + h->len && (h->access & access) == access) {
+            *ptr = (uint8_t *)(uintptr_t)to;
+            return UIW__STAG_OK;
+        }
+    }
+    struct uiw__stag_hit *h = &qp->stag_hit[qp->stag_hit_next & 1];
+    enum uiw__stag_err e = stag_check(qp->ctx, qp->pd, stag, to, len, access, h);
+    if (e == UIW__STAG_OK) {
+        qp->stag_hit_next++;
+        *ptr = (uint8_t *)(uintptr_t)to;
+    }
+    return e;
+}
+
+enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
+                                   uint64_t to, uint64_t len, unsigned access, uint8_t **ptr)
+{
+    enum uiw__stag_err e = stag_check(ctx, pd, stag, to, len, access, NULL);
+    if (e == UIW__STAG_OK && ptr)
+        *ptr = (uint8_t *)(uintptr_t)to;
     return e;
 }
 
@@ -192,8 +236,10 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
         r = -EINVAL;
     else if (!s->fastreg)
         r = -EPERM;
-    else
+    else {
         s->state = UIW__STAG_INVALID;
+        atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
+    }
     uiw__lock_give(&ctx->mem_lock);
     return r;
 }
@@ -217,6 +263,7 @@ int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct u
         s->len = len;
         s->access = (uint8_t)access;
         s->state = UIW__STAG_VALID;
+        atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
         mr->addr = addr;
         mr->length = len;
         mr->lkey = mr->rkey = key;

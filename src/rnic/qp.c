@@ -573,9 +573,14 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
             break;
         }
         struct uiw__swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+        /* every field the engine reads for this opcode (no memset of the whole entry:
+         * the SGEs past num_sge and the fast-register fields of other opcodes are unread) */
         uint8_t *inl = w->inline_buf;
-        memset(w, 0, sizeof(*w));
-        w->inline_buf = inl;
+        w->state = UIW__SWQE_QUEUED;
+        w->off = 0;
+        w->msn = 0;
+        w->status = 0;
+        w->vendor_err = 0;
         w->wr_id = wr->wr_id;
         w->opcode = (uint8_t)wr->opcode;
         w->flags = wr->send_flags;

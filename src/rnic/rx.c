@@ -71,7 +71,7 @@ UIW__DATAPATH static struct uiw__swqe *oldest_read(struct uiw_qp *qp)
 }
 
 /* Fail the stream because of what the current segment carries. */
-UIW__DATAPATH static int rx_fail(struct uiw_qp *qp, int code)
+UIW__COLD static int rx_fail(struct uiw_qp *qp, int code)
 {
     int tagged = qp->rx_hdr_have >= 1 ? ((qp->rx_hdr[0] & UIW_DDP_FLAG_TAGGED) != 0) : -1;
     const struct uiw__term_map *m = uiw__term_lookup(code, tagged);
@@ -106,7 +106,7 @@ UIW__DATAPATH static int rx_fail(struct uiw_qp *qp, int code)
     return code;
 }
 
-UIW__DATAPATH static int tag_code(enum uiw__stag_err e)
+static int tag_code(enum uiw__stag_err e)
 {
     switch (e) {
     case UIW__STAG_E_PD:
@@ -146,8 +146,8 @@ UIW__DATAPATH static int resolve_rqe(struct uiw_qp *qp, struct uiw__rqe *r)
         uint8_t *p = NULL;
         if (r->sge[i].length == 0)
             continue;
-        if (uiw__stag_check(qp->ctx, qp->pd, r->sge[i].lkey, r->sge[i].addr, r->sge[i].length,
-                            UIW_ACCESS_LOCAL_WRITE, &p) != UIW__STAG_OK)
+        if (uiw__qp_stag_check(qp, r->sge[i].lkey, r->sge[i].addr, r->sge[i].length,
+                               UIW_ACCESS_LOCAL_WRITE, &p) != UIW__STAG_OK)
             return UIW_E_RNIC_LOCAL_PROT;
         r->ptr[i] = p;
     }
@@ -174,8 +174,8 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
             qp->rx_kind = UIW__RX_WRITE;
             if (qp->rx_plen == 0)
                 return 0; /* nothing to place, nothing to check (as Linux siw) */
-            enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, h->stag, h->to, qp->rx_plen,
-                                                   UIW_ACCESS_REMOTE_WRITE, &qp->rx_tgt);
+            enum uiw__stag_err e = uiw__qp_stag_check(qp, h->stag, h->to, qp->rx_plen,
+                                                      UIW_ACCESS_REMOTE_WRITE, &qp->rx_tgt);
             return e ? tag_code(e) : 0;
         }
         /* Read Response */
@@ -195,8 +195,8 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
         if (h->to < w->sge[0].addr || h->to + qp->rx_plen < h->to ||
             h->to + qp->rx_plen > w->sge[0].addr + w->sge[0].length)
             return UIW_E_RNIC_TAG_BOUNDS;
-        enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, h->stag, h->to, qp->rx_plen,
-                                               UIW_ACCESS_LOCAL_WRITE, &qp->rx_tgt);
+        enum uiw__stag_err e = uiw__qp_stag_check(qp, h->stag, h->to, qp->rx_plen,
+                                                  UIW_ACCESS_LOCAL_WRITE, &qp->rx_tgt);
         return e ? tag_code(e) : 0;
     }
     switch (h->qn) {
@@ -302,8 +302,8 @@ static int serve_read_req(struct uiw_qp *qp)
         return UIW_E_RNIC_IRD_EXCEEDED;
     uint8_t *src = NULL;
     if (rr.size) { /* RFC 5040 5.2.1: a zero-length Read is not validated */
-        enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, rr.src_stag, rr.src_to, rr.size,
-                                               UIW_ACCESS_REMOTE_READ, &src);
+        enum uiw__stag_err e =
+            uiw__qp_stag_check(qp, rr.src_stag, rr.src_to, rr.size, UIW_ACCESS_REMOTE_READ, &src);
         if (e)
             return read_code(e);
     }
@@ -534,9 +534,7 @@ UIW__DATAPATH static int rx_account(struct uiw_qp *qp, size_t n)
  * or a negative code (the stream failed). */
 UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n, bool stop_large)
 {
-    enum uiw_fpdu_run kind;
-    if (qp->cp.markers_rx || qp->rx_len_known || n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4 ||
-        uiw_fpdu_rx_next(&qp->frx, &kind, NULL) != 2 || kind != UIW_FPDU_RUN_FRAMING)
+    if (qp->cp.markers_rx || qp->rx_len_known || n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4)
         return 0;
     size_t ulen = uiw__get_be16(p);
     size_t total = 2 + ulen + ((4 - ((2 + ulen) & 3)) & 3) + 4;
@@ -546,7 +544,9 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
     if (total > n || ulen < hl || (!tagged && uiw__get_be32(h + 6) != UIW_DDP_QN_SEND) ||
         (stop_large && seg_large(ulen - hl, (h[0] & UIW_DDP_FLAG_LAST) != 0)))
         return 0;
-    int r = uiw_fpdu_rx_consume(&qp->frx, p, 2); /* the length checks */
+    int r = uiw_fpdu_rx_start(&qp->frx, p); /* the length checks */
+    if (r == 1)
+        return 0; /* not at the start of an FPDU */
     if (r < 0)
         return rx_fail(qp, r);
     qp->rx_len_known = true;

@@ -193,8 +193,8 @@ UIW__DATAPATH static int resolve_sges(struct uiw_qp *qp, struct uiw__swqe *w, un
             w->ptr[i] = NULL;
             continue;
         }
-        enum uiw__stag_err e = uiw__stag_check(qp->ctx, qp->pd, w->sge[i].lkey, w->sge[i].addr,
-                                               w->sge[i].length, access, &p);
+        enum uiw__stag_err e =
+            uiw__qp_stag_check(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, access, &p);
         if (e != UIW__STAG_OK)
             return UIW_E_RNIC_LOCAL_PROT;
         w->ptr[i] = p;
@@ -420,11 +420,19 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
     return true;
 }
 
+/* Nothing that tx_step could build: no Terminate, RTR, Read Response or unstarted part of
+ * a WR (tx_step would find as much, at several times the cost). */
+UIW__DATAPATH static bool tx_idle(const struct uiw_qp *qp)
+{
+    return !qp->term_pending && !qp->rtr_send_pending && qp->irq_count == 0 &&
+           qp->sq_tx == qp->sq_tail;
+}
+
 UIW__DATAPATH static void tx_fill(struct uiw_qp *qp)
 {
     if (!qp->iov_per_slot)
         return;
-    while (tx_step(qp))
+    while (!tx_idle(qp) && tx_step(qp))
         ;
 }
 

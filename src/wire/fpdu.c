@@ -202,29 +202,30 @@ UIW__DATAPATH int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wir
          * field: the same iovecs and scratch bytes as the general builder below, built
          * without walking the stream position byte run by byte run. */
         size_t pad = pad_of(len);
-        int k = 1;
-        for (int i = 0; i < n; i++)
-            k += ulpdu[i].len ? 1 : 0;
-        if (k + 1 > max)
+        if (max < 2)
             return -ENOSPC;
         uiw__put_be16(scratch, (uint16_t)len);
-        memset(scratch + 2, 0, pad);
-        uint32_t crc = 0;
+        uiw__put_le32(scratch + 2, 0); /* the pad (and a CRC field of 0 without CRC) */
         out[0].base = scratch;
         out[0].len = 2;
-        if (tx->crc)
-            crc = uiw_crc32c(0, scratch, 2);
-        k = 1;
+        int k = 1;
         for (int i = 0; i < n; i++) {
             if (!ulpdu[i].len)
                 continue;
+            if (k + 1 >= max)
+                return -ENOSPC;
             out[k++] = ulpdu[i];
-            if (tx->crc)
-                crc = uiw_crc32c(crc, ulpdu[i].base, ulpdu[i].len);
         }
-        if (tx->crc && pad)
-            crc = uiw_crc32c(crc, scratch + 2, pad);
-        uiw__put_le32(scratch + 2 + pad, crc);
+        if (tx->crc) {
+            uint32_t crc = uiw_crc32c(0, scratch, 2);
+            for (int i = 1; i < k; i++)
+                crc = uiw_crc32c(crc, out[i].base, out[i].len);
+            if (pad)
+                crc = uiw_crc32c(crc, scratch + 2, pad);
+            uiw__put_le32(scratch + 2 + pad, crc);
+        } else if (pad) {
+            uiw__put_le32(scratch + 2 + pad, 0);
+        }
         out[k].base = scratch + 2;
         out[k].len = pad + 4;
         tx->stream_pos += 2 + len + pad + 4;
@@ -368,7 +369,7 @@ UIW__DATAPATH size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpd
     return n;
 }
 
-UIW__DATAPATH static int rx_fail(struct uiw_fpdu_rx *rx, int err)
+UIW__COLD static int rx_fail(struct uiw_fpdu_rx *rx, int err)
 {
     rx->err = err;
     return err;
@@ -391,6 +392,36 @@ static int rx_marker(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
     if ((uint16_t)(rx->marker & 0xFFFF) != want)
         return rx_fail(rx, UIW_E_FPDU_MARKER);
     return 0;
+}
+
+/* The length field is complete: check it, expect the ULPDU. */
+UIW__DATAPATH static int rx_len_done(struct uiw_fpdu_rx *rx, uint16_t len)
+{
+    rx->ulpdu_len = len;
+    if (rx->ulpdu_len > rx->max_ulpdu)
+        return rx_fail(rx, UIW_E_FPDU_TOO_LONG);
+    if (rx->ulpdu_len < UIW_FPDU_MIN_ULPDU)
+        return rx_fail(rx, UIW_E_FPDU_TOO_SHORT);
+    rx->pad = (uint8_t)pad_of(rx->ulpdu_len);
+    rx->field = 0;
+    rx->field_have = 0;
+    rx->state = RX_ULPDU;
+    return 0;
+}
+
+UIW__DATAPATH int uiw_fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p)
+{
+    if (rx->err)
+        return rx->err;
+    if (!p)
+        return -EINVAL;
+    if (rx->markers || rx->state != RX_LEN || rx->field_have != 0)
+        return 1;
+    if (rx->crc_on)
+        rx->crc = uiw_crc32c(rx->crc, p, 2);
+    rx->fpdu_start = (uint32_t)rx->stream_pos;
+    rx->stream_pos += 2;
+    return rx_len_done(rx, uiw__get_be16(p));
 }
 
 UIW__DATAPATH int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
@@ -424,16 +455,7 @@ UIW__DATAPATH int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, 
         rx->stream_pos += k;
         if (rx->field_have < 2)
             return 0;
-        rx->ulpdu_len = (uint16_t)rx->field;
-        if (rx->ulpdu_len > rx->max_ulpdu)
-            return rx_fail(rx, UIW_E_FPDU_TOO_LONG);
-        if (rx->ulpdu_len < UIW_FPDU_MIN_ULPDU)
-            return rx_fail(rx, UIW_E_FPDU_TOO_SHORT);
-        rx->pad = (uint8_t)pad_of(rx->ulpdu_len);
-        rx->field = 0;
-        rx->field_have = 0;
-        rx->state = RX_ULPDU;
-        return 0;
+        return rx_len_done(rx, (uint16_t)rx->field);
     default:
         break;
     }

@@ -880,3 +880,50 @@ TEST(fpdu_rx_rest_matches_runs)
     CHECK_EQ(uiw_fpdu_rx_consume(&m, z, 2), 0);
     CHECK_EQ(uiw_fpdu_rx_rest(&m, z + 2, 18 + 2 + 4), -EINVAL);
 }
+
+/* uiw_fpdu_rx_start takes an FPDU's length field as consuming its two bytes would: the
+ * same result, the same state after (the CRC included), and it leaves alone what it
+ * cannot take (inside an FPDU, markers on). */
+TEST(fpdu_rx_start_matches_consume)
+{
+    static const uint16_t lens[] = {0, 1, 13, 14, 15, 100, 1000, 2000, 2001, 65535};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        for (int crc = 0; crc < 2; crc++) {
+            uint8_t f[2] = {(uint8_t)(lens[i] >> 8), (uint8_t)lens[i]};
+            struct uiw_fpdu_rx a, b;
+            uiw_fpdu_rx_init(&a, crc, false, 2000);
+            uiw_fpdu_rx_init(&b, crc, false, 2000);
+            int ra = uiw_fpdu_rx_start(&a, f);
+            int rb = uiw_fpdu_rx_consume(&b, f, 2);
+            CHECK_EQ(ra, rb);
+            if (lens[i] > 2000)
+                CHECK_EQ(ra, UIW_E_FPDU_TOO_LONG);
+            else if (lens[i] < 14)
+                CHECK_EQ(ra, UIW_E_FPDU_TOO_SHORT);
+            else
+                CHECK_EQ(ra, 0);
+            if (ra < 0) { /* sticky, as the run-by-run parser's */
+                CHECK_EQ(uiw_fpdu_rx_start(&a, f), ra);
+                continue;
+            }
+            CHECK(memcmp(&a, &b, sizeof a) == 0);
+            /* inside the FPDU now: nothing taken, nothing changed */
+            CHECK_EQ(uiw_fpdu_rx_start(&a, f), 1);
+            CHECK(memcmp(&a, &b, sizeof a) == 0);
+        }
+    }
+    /* half a length field in: refused */
+    struct uiw_fpdu_rx h;
+    uiw_fpdu_rx_init(&h, false, false, 0);
+    uint8_t f[2] = {0, 20};
+    CHECK_EQ(uiw_fpdu_rx_consume(&h, f, 1), 0);
+    CHECK_EQ(uiw_fpdu_rx_start(&h, f + 1), 1);
+    CHECK_EQ(uiw_fpdu_rx_consume(&h, f + 1, 1), 0);
+    /* with markers: refused */
+    struct uiw_fpdu_rx m;
+    uiw_fpdu_rx_init(&m, false, true, 0);
+    uint8_t z[4] = {0};
+    CHECK_EQ(uiw_fpdu_rx_consume(&m, z, 4), 0); /* the stream's first marker */
+    CHECK_EQ(uiw_fpdu_rx_start(&m, f), 1);
+    CHECK_EQ(uiw_fpdu_rx_start(&m, NULL), -EINVAL);
+}
