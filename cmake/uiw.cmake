@@ -10,6 +10,7 @@ if(UIW_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all
                       -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
+  add_compile_definitions(UIW__ASAN) # src/common/copy.h keeps memcpy (checked)
 endif()
 if(UIW_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
@@ -23,6 +24,16 @@ add_compile_definitions(_GNU_SOURCE)
 if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
   add_compile_options(-fno-plt)
 endif()
+# The stack's switches as compare chains, not jump or value tables in .rodata: the data
+# path then reads no constant page (each page it touches after a system call is a TLB
+# miss).
+set(UIW_CODEGEN)
+if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+  set(UIW_CODEGEN -fno-jump-tables)
+  if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
+    list(APPEND UIW_CODEGEN -fno-tree-switch-conversion)
+  endif()
+endif()
 
 # uiw_layer(name dep...): static library uiw_<name> from src/<name>/*.c
 function(uiw_layer name)
@@ -34,7 +45,7 @@ function(uiw_layer name)
   target_include_directories(uiw_${name}
     PUBLIC ${CMAKE_SOURCE_DIR}/include
     PRIVATE ${CMAKE_SOURCE_DIR}/src)
-  target_compile_options(uiw_${name} PRIVATE ${UIW_WARNINGS})
+  target_compile_options(uiw_${name} PRIVATE ${UIW_WARNINGS} ${UIW_CODEGEN})
   set_target_properties(uiw_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   foreach(dep ${ARGN})
     if(TARGET uiw_${dep})

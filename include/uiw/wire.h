@@ -158,6 +158,14 @@ void uiw_fpdu_tx_init(struct uiw_fpdu_tx *tx, bool crc, bool markers);
  * (at least uiw_fpdu_tx_scratch(len) bytes, must stay alive until sent). Returns the
  * number of iovecs written or -ENOSPC. Advances the stream position. */
 size_t uiw_fpdu_tx_scratch(size_t ulpdu_len);
+/* Without markers, the framing of one FPDU carrying `ulpdu` (n entries, total length
+ * <= 65535) when the caller lays out the iovecs itself: the length field into len_out
+ * (2 bytes), the pad and CRC field into trailer (returns their count, 4 to 7 bytes).
+ * On the wire: len_out, the ULPDU, then the trailer. Advances the stream position.
+ * -EINVAL with markers on (use uiw_fpdu_tx_build) or a bad iovec, -EMSGSIZE when too long;
+ * errors leave the stream position unchanged. */
+int uiw_fpdu_tx_seal(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                     uint8_t len_out[2], uint8_t trailer[7]);
 int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
                       uint8_t *scratch, struct uiw_wire_iov *out, int max);
 /* Details of uiw_fpdu_tx_build: framing bytes that are adjacent on the wire share one

@@ -194,6 +194,9 @@ struct uiw__txslot {
     bool has_swqe;
     bool ird_last;  /* last segment of the head Read Response */
     bool terminate; /* the Terminate */
+    /* the framer's state before this slot was built: unsent slots can be dropped (abort)
+     * without breaking marker positions */
+    struct uiw_fpdu_tx ftx_before;
 };
 
 enum uiw__rx_kind {
@@ -251,7 +254,9 @@ struct uiw_qp {
     size_t slot_off;               /* bytes of the head slot already sent */
     size_t tx_ahead;               /* wire bytes of the built slots */
     int iov_per_slot;
-    void *txm; /* tx.c's per-QP scratch */
+    void *txm;         /* tx.c's per-QP scratch */
+    uint8_t *slot_mem; /* the UIW__TX_SLOTS slot records (tx.c), slot_stride bytes apart */
+    size_t slot_stride;
     bool term_pending;
     bool term_queued;
     struct uiw_terminate term_out;
@@ -292,10 +297,6 @@ struct uiw_qp {
     bool term_sent, term_received;
     struct uiw_terminate term_in;
     uint8_t tl, te, tc;
-
-    /* last, so that the fields above share a page or two (the data path touches them all
-     * after every system call, with the TLB cold) */
-    struct uiw__txslot slots[UIW__TX_SLOTS];
 };
 
 /* Count into the QP (QP lock held): no atomics on the data path; uiw_query_context_stats

@@ -9,6 +9,7 @@
 
 #include "rnic/engine.h"
 #include "common/compiler.h"
+#include "common/copy.h"
 
 UIW__DATAPATH static void qp_kick(struct uiw_qp *qp)
 {
@@ -28,11 +29,19 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
         errno = EINVAL;
         return NULL;
     }
-    struct uiw_qp *qp = calloc(1, sizeof(*qp));
+    /* rings of a power of two, so free-running indices stay right when they wrap */
+    uint32_t sq_size = 1;
+    while (sq_size < attr->cap.max_send_wr)
+        sq_size <<= 1;
+    /* the send queue right behind the QP: entry 0, which one WR at a time always uses (the
+     * SQ rewinds when empty), shares a page with the QP's hot fields */
+    struct uiw_qp *qp = calloc(1, sizeof(*qp) + (size_t)sq_size * sizeof(struct uiw__swqe));
     if (!qp) {
         errno = ENOMEM;
         return NULL;
     }
+    qp->sq_size = sq_size;
+    qp->sq = (struct uiw__swqe *)(void *)(qp + 1);
     qp->ctx = pd->context;
     qp->pd = pd;
     qp->qp_context = attr->qp_context;
@@ -44,23 +53,17 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     qp->sig_all = attr->sq_sig_all != 0;
     qp->max_ird = attr->max_ird ? attr->max_ird : UIW_DEFAULT_IRD_ORD;
     qp->max_ord = attr->max_ord ? attr->max_ord : UIW_DEFAULT_IRD_ORD;
-    /* rings of a power of two, so free-running indices stay right when they wrap */
-    qp->sq_size = 1;
-    while (qp->sq_size < attr->cap.max_send_wr)
-        qp->sq_size <<= 1;
     qp->rq_size = 1;
     while (qp->rq_size < attr->cap.max_recv_wr)
         qp->rq_size <<= 1;
     qp->irq_size = UIW_MAX_IRD_ORD;
-    qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
     qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
     qp->irq = calloc(qp->irq_size, sizeof(*qp->irq));
     qp->stage = malloc(UIW__RX_STAGE_CAP);
     uint8_t *inl = NULL;
     if (qp->cap.max_inline_data)
         inl = malloc((size_t)qp->sq_size * qp->cap.max_inline_data);
-    if (!qp->sq || !qp->rq || !qp->irq || !qp->stage || (qp->cap.max_inline_data && !inl)) {
-        free(qp->sq);
+    if (!qp->rq || !qp->irq || !qp->stage || (qp->cap.max_inline_data && !inl)) {
         free(qp->rq);
         free(qp->irq);
         free(qp->stage);
@@ -123,7 +126,6 @@ int uiw_destroy_qp(struct uiw_qp *qp)
     uiw__tx_free(qp);
     if (qp->sq_size)
         free(qp->sq[0].inline_buf);
-    free(qp->sq);
     free(qp->rq);
     free(qp->irq);
     free(qp->stage);
@@ -590,7 +592,7 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
         w->rkey = wr->wr.rdma.rkey;
         w->len = (uint32_t)total;
         if (wr->num_sge)
-            memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+            uiw__copy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
         if (wr->opcode == UIW_WR_REG_MR) {
             w->reg_mr = wr->wr.reg.mr;
             w->reg_key = wr->wr.reg.key;
@@ -601,8 +603,8 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
         if ((wr->send_flags & UIW_SEND_INLINE) && total) {
             uint32_t o = 0;
             for (int i = 0; i < wr->num_sge; i++) {
-                memcpy(inl + o, (const void *)(uintptr_t)wr->sg_list[i].addr,
-                       wr->sg_list[i].length);
+                uiw__copy(inl + o, (const void *)(uintptr_t)wr->sg_list[i].addr,
+                          wr->sg_list[i].length);
                 o += wr->sg_list[i].length;
             }
             uiw__qstat(qp, UIW__STAT_COPIED, total);
@@ -660,7 +662,7 @@ UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
         q->num_sge = (uint8_t)wr->num_sge;
         q->len = (uint32_t)sum;
         if (wr->num_sge)
-            memcpy(q->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(q->sge[0]));
+            uiw__copy(q->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(q->sge[0]));
         qp->rq_tail++;
         if (qp->state == UIW_QPS_TERMINATE || qp->state == UIW_QPS_ERROR)
             uiw__qp_complete_recv(qp, q, UIW_WC_WR_FLUSH_ERR, 0, 0, 0, 0);

@@ -14,6 +14,7 @@
 #include "common/byteorder.h"
 #include "rnic/engine.h"
 #include "common/compiler.h"
+#include "common/copy.h"
 
 /* Payload runs at least this long go straight to memory (and every payload run of a
  * segment that is not its message's last). */
@@ -551,7 +552,8 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
         return rx_fail(qp, r);
     qp->rx_len_known = true;
     qp->rx_ulen = (uint16_t)ulen;
-    memcpy(qp->rx_hdr, h, hl);
+    /* both header kinds at once (a fixed size copy, inline): the FPDU is longer than that */
+    memcpy(qp->rx_hdr, h, UIW_DDP_UNTAGGED_HDR_LEN);
     qp->rx_hdr_have = qp->rx_hdr_need = (uint16_t)hl;
     int c = hdr_step(qp);
     if (c)
@@ -560,12 +562,12 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
      * arrives in pieces) */
     size_t plen = ulen - hl;
     if (plen && (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP)) {
-        memcpy(qp->rx_tgt, h + hl, plen);
+        uiw__copy(qp->rx_tgt, h + hl, plen);
     } else if (plen && qp->rx_kind == UIW__RX_SEND) {
         size_t left = plen, off = 0;
         int cnt = send_iov(qp, 0, &left, UIW_MAX_SGE);
         for (int i = 0; i < cnt; i++) {
-            memcpy(qp->rx_iov[i].iov_base, h + hl + off, qp->rx_iov[i].iov_len);
+            uiw__copy(qp->rx_iov[i].iov_base, h + hl + off, qp->rx_iov[i].iov_len);
             off += qp->rx_iov[i].iov_len;
         }
         qp->rx_niov = 0;
@@ -608,7 +610,7 @@ UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t
         size_t took = 0;
         for (int i = 0; i < cnt && took < n; i++) {
             size_t k = qp->rx_iov[i].iov_len < n - took ? qp->rx_iov[i].iov_len : n - took;
-            memcpy(qp->rx_iov[i].iov_base, p + took, k);
+            uiw__copy(qp->rx_iov[i].iov_base, p + took, k);
             took += k;
         }
         if (qp->rx_iov_kind == 2)

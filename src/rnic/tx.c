@@ -6,6 +6,7 @@
  * last byte has been handed to TCP; Reads when their response has been placed (rx.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,16 +14,21 @@
 #include "rnic/engine.h"
 #include "common/compiler.h"
 
-/* Each slot keeps the framer state from before it was built, so unsent slots can be
- * dropped (abort) without breaking marker positions. */
-struct slot_extra {
-    struct uiw_fpdu_tx ftx_before;
-};
-
 struct tx_mem {
-    struct slot_extra extra[UIW__TX_SLOTS];
     struct uiw_wire_iov *tmp;
 };
+
+_Static_assert(offsetof(struct uiw__txslot, hdr) == offsetof(struct uiw__txslot, len) + 2,
+               "the MPA length field sits right before the header");
+
+/* Slot i: a record of the slot, its iovecs and its framing scratch, one after another,
+ * so that the slot a ping-pong uses all the time (tx_advance rewinds to slot 0) sits on
+ * one page with the scratch. */
+UIW__DATAPATH static struct uiw__txslot *slot_at(const struct uiw_qp *qp, uint32_t i)
+{
+    return (struct uiw__txslot *)(void *)(qp->slot_mem +
+                                          (size_t)(i % UIW__TX_SLOTS) * qp->slot_stride);
+}
 
 int uiw__tx_alloc(struct uiw_qp *qp)
 {
@@ -32,19 +38,21 @@ int uiw__tx_alloc(struct uiw_qp *qp)
     int niov = qp->cp.markers_tx ? uiw_fpdu_tx_iovs(mul, 1 + UIW_MAX_SGE) : 1 + UIW_MAX_SGE + 2;
     size_t scr = uiw_fpdu_tx_scratch(mul);
     scr = (scr + 15) & ~(size_t)15;
-    size_t per = scr + (size_t)niov * sizeof(struct iovec);
-    /* the scratch first, then slot 0, which a ping-pong uses all the time (tx_advance
-     * rewinds to it): both on one page */
+    size_t rec = (sizeof(struct uiw__txslot) + 15) & ~(size_t)15;
+    size_t per = rec + (size_t)niov * sizeof(struct iovec) + scr;
+    per = (per + 63) & ~(size_t)63;
     size_t head = sizeof(struct tx_mem) + (size_t)niov * sizeof(struct uiw_wire_iov);
-    head = (head + 15) & ~(size_t)15;
+    head = (head + 63) & ~(size_t)63;
     uint8_t *blk = malloc(head + per * UIW__TX_SLOTS);
     if (!blk)
         return -ENOMEM;
     struct tx_mem *tm = (struct tx_mem *)(void *)blk;
     tm->tmp = (struct uiw_wire_iov *)(void *)(tm + 1);
-    for (int i = 0; i < UIW__TX_SLOTS; i++) {
-        struct uiw__txslot *s = &qp->slots[i];
-        s->iov = (struct iovec *)(void *)(blk + head + per * (size_t)i);
+    qp->slot_mem = blk + head;
+    qp->slot_stride = per;
+    for (uint32_t i = 0; i < UIW__TX_SLOTS; i++) {
+        struct uiw__txslot *s = slot_at(qp, i);
+        s->iov = (struct iovec *)(void *)((uint8_t *)s + rec);
         s->scratch = (uint8_t *)(s->iov + niov);
         s->niov = 0;
         s->wire_len = 0;
@@ -70,6 +78,7 @@ void uiw__tx_free(struct uiw_qp *qp)
         free(qp->txm);
         qp->iov_per_slot = 0;
         qp->txm = NULL;
+        qp->slot_mem = NULL;
     }
 }
 
@@ -81,7 +90,7 @@ UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
      * in cache when the kernel copies it. */
     if (qp->tx_ahead >= UIW__TX_AHEAD && !qp->term_pending)
         return NULL;
-    struct uiw__txslot *s = &qp->slots[qp->slot_tail % UIW__TX_SLOTS];
+    struct uiw__txslot *s = slot_at(qp, qp->slot_tail);
     s->has_swqe = false;
     s->ird_last = false;
     s->terminate = false;
@@ -99,9 +108,33 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
     ul[0].len = hlen;
     for (int i = 0; i < npl; i++)
         ul[1 + i] = pl[i];
+    s->ftx_before = qp->ftx;
+    if (!qp->ftx.markers) {
+        /* length and header from one iovec (the length field sits right before hdr), the
+         * payload, then pad and CRC from the scratch */
+        int t = uiw_fpdu_tx_seal(&qp->ftx, ul, 1 + npl, s->len, s->scratch);
+        if (t < 0)
+            return t;
+        s->iov[0].iov_base = s->len;
+        s->iov[0].iov_len = 2 + hlen;
+        size_t total = 2 + hlen + (size_t)t;
+        int k = 1;
+        for (int i = 0; i < npl; i++) {
+            if (!pl[i].len)
+                continue;
+            s->iov[k].iov_base = (void *)(uintptr_t)pl[i].base;
+            s->iov[k++].iov_len = pl[i].len;
+            total += pl[i].len;
+        }
+        s->iov[k].iov_base = s->scratch;
+        s->iov[k++].iov_len = (size_t)t;
+        s->niov = k;
+        s->wire_len = total;
+        qp->tx_ahead += total;
+        qp->slot_tail++;
+        return 0;
+    }
     struct tx_mem *tm = tx_mem(qp);
-    uint32_t idx = qp->slot_tail % UIW__TX_SLOTS;
-    tm->extra[idx].ftx_before = qp->ftx;
     int n = uiw_fpdu_tx_build(&qp->ftx, ul, 1 + npl, s->scratch, tm->tmp, qp->iov_per_slot);
     if (n < 0)
         return n;
@@ -134,15 +167,14 @@ void uiw__tx_drop_unsent(struct uiw_qp *qp)
         return;
     uint32_t keep = qp->slot_head + (qp->slot_off > 0 && qp->slot_head != qp->slot_tail ? 1 : 0);
     if (keep != qp->slot_tail) {
-        struct tx_mem *tm = tx_mem(qp);
-        qp->ftx = tm->extra[keep % UIW__TX_SLOTS].ftx_before;
+        qp->ftx = slot_at(qp, keep)->ftx_before;
         for (uint32_t i = keep; i != qp->slot_tail; i++)
-            qp->tx_ahead -= qp->slots[i % UIW__TX_SLOTS].wire_len;
+            qp->tx_ahead -= slot_at(qp, i)->wire_len;
         qp->slot_tail = keep;
     }
     for (uint32_t i = qp->slot_head; i != qp->slot_tail; i++) {
-        qp->slots[i % UIW__TX_SLOTS].has_swqe = false;
-        qp->slots[i % UIW__TX_SLOTS].ird_last = false;
+        slot_at(qp, i)->has_swqe = false;
+        slot_at(qp, i)->ird_last = false;
     }
 }
 
@@ -452,7 +484,7 @@ UIW__DATAPATH int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
         tx_fill(qp);
         size_t skip = qp->slot_off;
         for (uint32_t i = qp->slot_head; i != qp->slot_tail && n < max; i++) {
-            const struct uiw__txslot *s = &qp->slots[i % UIW__TX_SLOTS];
+            const struct uiw__txslot *s = slot_at(qp, i);
             for (int j = 0; j < s->niov && n < max; j++) {
                 size_t l = s->iov[j].iov_len;
                 if (skip >= l) {
@@ -475,7 +507,7 @@ UIW__DATAPATH void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
     uiw__lock_take(&qp->lock);
     uiw__qstat(qp, UIW__STAT_TX_BYTES, n);
     while (n && qp->slot_head != qp->slot_tail) {
-        struct uiw__txslot *s = &qp->slots[qp->slot_head % UIW__TX_SLOTS];
+        struct uiw__txslot *s = slot_at(qp, qp->slot_head);
         size_t rem = s->wire_len - qp->slot_off;
         if (n < rem) {
             qp->slot_off += n;

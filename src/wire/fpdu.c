@@ -188,6 +188,33 @@ static int put_framing(struct builder *b, const uint8_t *bytes, size_t k)
     return put(b, b->scratch, k, true);
 }
 
+UIW__DATAPATH int uiw_fpdu_tx_seal(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                                   uint8_t len_out[2], uint8_t trailer[7])
+{
+    size_t len;
+    int r = iov_total(ulpdu, n, &len);
+    if (r < 0)
+        return r;
+    if (!tx || tx->markers || !len_out || !trailer)
+        return -EINVAL;
+    size_t pad = pad_of(len);
+    uiw__put_be16(len_out, (uint16_t)len);
+    uiw__put_le32(trailer, 0); /* the pad (and a CRC field of 0 without CRC) */
+    if (tx->crc) {
+        uint32_t crc = uiw_crc32c(0, len_out, 2);
+        for (int i = 0; i < n; i++)
+            if (ulpdu[i].len)
+                crc = uiw_crc32c(crc, ulpdu[i].base, ulpdu[i].len);
+        if (pad)
+            crc = uiw_crc32c(crc, trailer, pad);
+        uiw__put_le32(trailer + pad, crc);
+    } else if (pad) {
+        uiw__put_le32(trailer + pad, 0);
+    }
+    tx->stream_pos += 2 + len + pad + 4;
+    return (int)(pad + 4);
+}
+
 UIW__DATAPATH int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
                                     uint8_t *scratch, struct uiw_wire_iov *out, int max)
 {
@@ -201,34 +228,22 @@ UIW__DATAPATH int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wir
         /* Without markers the FPDU is the length, the ULPDU as given, and pad plus CRC
          * field: the same iovecs and scratch bytes as the general builder below, built
          * without walking the stream position byte run by byte run. */
-        size_t pad = pad_of(len);
-        if (max < 2)
+        int k = 1;
+        for (int i = 0; i < n; i++)
+            k += ulpdu[i].len ? 1 : 0;
+        if (k + 1 > max)
             return -ENOSPC;
-        uiw__put_be16(scratch, (uint16_t)len);
-        uiw__put_le32(scratch + 2, 0); /* the pad (and a CRC field of 0 without CRC) */
+        int t = uiw_fpdu_tx_seal(tx, ulpdu, n, scratch, scratch + 2);
+        if (t < 0)
+            return t;
         out[0].base = scratch;
         out[0].len = 2;
-        int k = 1;
-        for (int i = 0; i < n; i++) {
-            if (!ulpdu[i].len)
-                continue;
-            if (k + 1 >= max)
-                return -ENOSPC;
-            out[k++] = ulpdu[i];
-        }
-        if (tx->crc) {
-            uint32_t crc = uiw_crc32c(0, scratch, 2);
-            for (int i = 1; i < k; i++)
-                crc = uiw_crc32c(crc, out[i].base, out[i].len);
-            if (pad)
-                crc = uiw_crc32c(crc, scratch + 2, pad);
-            uiw__put_le32(scratch + 2 + pad, crc);
-        } else if (pad) {
-            uiw__put_le32(scratch + 2 + pad, 0);
-        }
+        k = 1;
+        for (int i = 0; i < n; i++)
+            if (ulpdu[i].len)
+                out[k++] = ulpdu[i];
         out[k].base = scratch + 2;
-        out[k].len = pad + 4;
-        tx->stream_pos += 2 + len + pad + 4;
+        out[k].len = (size_t)t;
         return k + 1;
     }
     struct builder b = {
@@ -394,7 +409,8 @@ static int rx_marker(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
     return 0;
 }
 
-/* The length field is complete: check it, expect the ULPDU. */
+/* The length field is complete (field and field_have are clear): check it, expect the
+ * ULPDU. */
 UIW__DATAPATH static int rx_len_done(struct uiw_fpdu_rx *rx, uint16_t len)
 {
     rx->ulpdu_len = len;
@@ -403,8 +419,6 @@ UIW__DATAPATH static int rx_len_done(struct uiw_fpdu_rx *rx, uint16_t len)
     if (rx->ulpdu_len < UIW_FPDU_MIN_ULPDU)
         return rx_fail(rx, UIW_E_FPDU_TOO_SHORT);
     rx->pad = (uint8_t)pad_of(rx->ulpdu_len);
-    rx->field = 0;
-    rx->field_have = 0;
     rx->state = RX_ULPDU;
     return 0;
 }
@@ -455,7 +469,10 @@ UIW__DATAPATH int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, 
         rx->stream_pos += k;
         if (rx->field_have < 2)
             return 0;
-        return rx_len_done(rx, (uint16_t)rx->field);
+        uint16_t len = (uint16_t)rx->field;
+        rx->field = 0;
+        rx->field_have = 0;
+        return rx_len_done(rx, len);
     default:
         break;
     }

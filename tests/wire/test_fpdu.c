@@ -927,3 +927,51 @@ TEST(fpdu_rx_start_matches_consume)
     CHECK_EQ(uiw_fpdu_rx_start(&m, f), 1);
     CHECK_EQ(uiw_fpdu_rx_start(&m, NULL), -EINVAL);
 }
+
+/* uiw_fpdu_tx_seal gives the length field and the trailer that uiw_fpdu_encode puts
+ * around the ULPDU, CRC on and off, for any split; it refuses markers and bad iovecs
+ * without moving the stream. */
+TEST(fpdu_tx_seal_matches_encode)
+{
+    static uint8_t ul[3000], want[3100];
+    for (int iter = 0; iter < 2000; iter++) {
+        bool crc = iter & 1;
+        size_t len = 14 + rnd() % (sizeof ul - 14);
+        for (size_t i = 0; i < len; i++)
+            ul[i] = (uint8_t)rnd();
+        struct uiw_wire_iov parts[4];
+        int np = 1 + (int)(rnd() % 4);
+        size_t off = 0;
+        for (int i = 0; i < np; i++) {
+            size_t k = i == np - 1 ? len - off : rnd() % (len - off + 1);
+            parts[i].base = ul + off;
+            parts[i].len = k;
+            off += k;
+        }
+        ssize_t wl = uiw_fpdu_encode(parts, np, crc, want, sizeof want);
+        CHECK(wl > 0);
+        struct uiw_fpdu_tx tx;
+        uiw_fpdu_tx_init(&tx, crc, false);
+        tx.stream_pos = rnd();
+        uint64_t pos0 = tx.stream_pos;
+        uint8_t lenb[2], trailer[7];
+        int t = uiw_fpdu_tx_seal(&tx, parts, np, lenb, trailer);
+        CHECK_EQ((size_t)t, (size_t)wl - 2 - len);
+        CHECK(memcmp(lenb, want, 2) == 0);
+        CHECK(memcmp(trailer, want + 2 + len, (size_t)t) == 0);
+        CHECK_EQ(tx.stream_pos - pos0, (uint64_t)wl);
+    }
+    struct uiw_fpdu_tx m;
+    uiw_fpdu_tx_init(&m, true, true);
+    uint8_t lenb[2], trailer[7];
+    struct uiw_wire_iov v = {ul, 20};
+    CHECK_EQ(uiw_fpdu_tx_seal(&m, &v, 1, lenb, trailer), -EINVAL);
+    CHECK_EQ(m.stream_pos, 0);
+    struct uiw_fpdu_tx p;
+    uiw_fpdu_tx_init(&p, false, false);
+    struct uiw_wire_iov bad = {NULL, 20};
+    CHECK_EQ(uiw_fpdu_tx_seal(&p, &bad, 1, lenb, trailer), -EINVAL);
+    struct uiw_wire_iov big[2] = {{ul, 40000}, {ul, 40000}};
+    CHECK_EQ(uiw_fpdu_tx_seal(&p, big, 2, lenb, trailer), -EMSGSIZE);
+    CHECK_EQ(p.stream_pos, 0);
+}
