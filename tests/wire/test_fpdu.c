@@ -781,6 +781,24 @@ TEST(fpdu_feed_small_buffer_and_sticky_error)
     CHECK(done);
 }
 
+/* A random ULPDU of 14 to cap bytes in ul, split into 1 to maxp pieces (empty ones too).
+ * Returns the piece count; *len is the ULPDU's length. */
+static int random_ulpdu(uint8_t *ul, size_t cap, struct uiw_wire_iov *parts, int maxp, size_t *len)
+{
+    *len = 14 + rnd() % (cap - 14);
+    for (size_t i = 0; i < *len; i++)
+        ul[i] = (uint8_t)rnd();
+    int np = 1 + (int)(rnd() % (unsigned)maxp);
+    size_t off = 0;
+    for (int i = 0; i < np; i++) {
+        size_t k = i == np - 1 ? *len - off : rnd() % (*len - off + 1);
+        parts[i].base = ul + off;
+        parts[i].len = k;
+        off += k;
+    }
+    return np;
+}
+
 /* Without markers the transmit framer takes a shortcut: it must still give the bytes
  * uiw_fpdu_encode gives, for any ULPDU split (empty pieces included), CRC on and off, and
  * advance the stream by the FPDU's length; too few iovecs is -ENOSPC with nothing moved. */
@@ -789,18 +807,9 @@ TEST(fpdu_tx_build_no_markers_matches_encode)
     static uint8_t ul[3000], want[3100], got[3100], scratch[64];
     for (int iter = 0; iter < 2000; iter++) {
         bool crc = iter & 1;
-        size_t len = 14 + rnd() % (sizeof ul - 14);
-        for (size_t i = 0; i < len; i++)
-            ul[i] = (uint8_t)rnd();
+        size_t len;
         struct uiw_wire_iov parts[6];
-        int np = 1 + (int)(rnd() % 6);
-        size_t off = 0;
-        for (int i = 0; i < np; i++) {
-            size_t k = i == np - 1 ? len - off : rnd() % (len - off + 1);
-            parts[i].base = ul + off;
-            parts[i].len = k;
-            off += k;
-        }
+        int np = random_ulpdu(ul, sizeof ul, parts, 6, &len);
         ssize_t wl = uiw_fpdu_encode(parts, np, crc, want, sizeof want);
         CHECK(wl > 0);
         struct uiw_fpdu_tx tx;
@@ -936,18 +945,9 @@ TEST(fpdu_tx_seal_matches_encode)
     static uint8_t ul[3000], want[3100];
     for (int iter = 0; iter < 2000; iter++) {
         bool crc = iter & 1;
-        size_t len = 14 + rnd() % (sizeof ul - 14);
-        for (size_t i = 0; i < len; i++)
-            ul[i] = (uint8_t)rnd();
+        size_t len;
         struct uiw_wire_iov parts[4];
-        int np = 1 + (int)(rnd() % 4);
-        size_t off = 0;
-        for (int i = 0; i < np; i++) {
-            size_t k = i == np - 1 ? len - off : rnd() % (len - off + 1);
-            parts[i].base = ul + off;
-            parts[i].len = k;
-            off += k;
-        }
+        int np = random_ulpdu(ul, sizeof ul, parts, 4, &len);
         ssize_t wl = uiw_fpdu_encode(parts, np, crc, want, sizeof want);
         CHECK(wl > 0);
         struct uiw_fpdu_tx tx;
