@@ -372,6 +372,30 @@ void uiw__conn_defer(struct uiw__conn *c)
     uiw__loop_kick(&io->loop);
 }
 
+UIW__DATAPATH bool uiw__conn_send_locked(struct uiw__conn *c)
+{
+    struct uiw__loop *l = &c->io->loop;
+    if (!uiw__lock_try(&l->lock))
+        return false;
+    bool done = false;
+    /* anything but a plain send (a capture, a blocked or closing socket) takes the
+     * doorbell's path */
+    if (c->h.fn && c->open && !c->closing && !c->out_blocked && !c->pcap) {
+        int cnt = uiw__qp_tx_next_locked(c->qp, c->iov, CONN_IOV);
+        if (cnt > 0) {
+            struct msghdr m = {.msg_iov = c->iov, .msg_iovlen = (size_t)cnt};
+            ssize_t w = sendmsg(c->h.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0)
+                uiw__qp_tx_advance_locked(c->qp, (size_t)w);
+            /* all out, nothing more to send or close: nothing for the service pass */
+            done = w > 0 && (size_t)w == iov_total(c->iov, cnt) &&
+                   !(uiw__qp_want_locked(c->qp) & (UIW__WANT_TX | UIW__WANT_CLOSE));
+        }
+    }
+    uiw__lock_give(&l->lock);
+    return done;
+}
+
 UIW__DATAPATH void uiw__conn_kick(struct uiw__conn *c)
 {
     struct uiw__loop *l = &c->io->loop;

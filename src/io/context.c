@@ -65,6 +65,13 @@ UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
         atomic_fetch_add_explicit(&l->idle_inline, 1, memory_order_relaxed);
 }
 
+UIW__DATAPATH static bool io_qp_send(struct uiw_qp *qp, void *io_ctx)
+{
+    struct uiw__conn *c = uiw__qp_io(qp);
+    (void)io_ctx;
+    return c && uiw__conn_send_locked(c);
+}
+
 static bool io_app_waits(void *arg)
 {
     const struct uiw__io *io = arg;
@@ -87,6 +94,7 @@ static void io_qp_destroy(struct uiw_qp *qp, void *io_ctx)
 
 static const struct uiw__io_ops io_ops = {
     .qp_kick = io_qp_kick,
+    .qp_send = io_qp_send,
     .progress = io_progress,
     .qp_destroy = io_qp_destroy,
 };

@@ -75,6 +75,10 @@ void uiw__conn_go(struct uiw__conn *c);
  * wasted on epoll when something did, and nothing else done when nothing arrived).
  * loop.lock held. Returns 1 if stream bytes moved. */
 int uiw__conn_probe(struct uiw__conn *c);
+/* From uiw_post_send, the QP lock held (uiw__io_ops.qp_send): if the loop's lock is free
+ * and the socket is plain, send what the engine has now. True if all went out and
+ * nothing is left for a service pass; false otherwise (the caller kicks c). */
+bool uiw__conn_send_locked(struct uiw__conn *c);
 /* Queue c for the dispatcher and ring the doorbell. */
 void uiw__conn_defer(struct uiw__conn *c);
 /* Serve the connection (events: EPOLL* seen, 0 for a doorbell). loop.lock held. */

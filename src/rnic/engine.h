@@ -321,9 +321,6 @@ void uiw__tx_free(struct uiw_qp *qp);
 /* rx.c */
 void uiw__rx_init(struct uiw_qp *qp);
 
-/* qp.c: uiw__qp_want with the QP lock held */
-unsigned uiw__qp_want_locked(struct uiw_qp *qp);
-
 /* qp.c */
 void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
                   const uint8_t *ddp_raw, uint8_t ddp_len, uint16_t seg_len,

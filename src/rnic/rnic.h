@@ -32,6 +32,8 @@
  *   Paths started by io (rx_advance, tx_advance, conn_lost...) do not call qp_kick: io
  *   checks uiw__qp_want() after them. Paths started by the application that create TX
  *   work (uiw_post_send, uiw_modify_qp_state) call qp_kick after releasing the QP lock;
+ *   uiw_post_send first offers the bytes to qp_send, with the QP lock held (the one
+ *   callback that runs under an engine lock: it calls only the *_locked functions);
  *   uiw_destroy_qp calls qp_destroy; uiw_poll_cq calls progress.
  * - Completion channels and the async fd are eventfds written by the engine (cq.c,
  *   ctx.c); these writes never block.
@@ -55,6 +57,12 @@ struct uiw__io_ops {
     /* The QP has new work for io: TX bytes (post_send), or it wants to be closed
      * (uiw__qp_want). Called with no engine lock held. May be NULL. */
     void (*qp_kick)(struct uiw_qp *qp, void *io_ctx);
+    /* uiw_post_send queued WRs and holds the QP lock: io may send their bytes right away
+     * if it can without waiting for any lock or for the socket (trylock, MSG_DONTWAIT),
+     * using only uiw__qp_tx_next_locked, uiw__qp_tx_advance_locked and
+     * uiw__qp_want_locked. Returns true if nothing is left for io to do (all sent, no
+     * close wanted); false and the engine calls qp_kick after the unlock. May be NULL. */
+    bool (*qp_send)(struct uiw_qp *qp, void *io_ctx);
     /* Inline progress: called at the start of every uiw_poll_cq (no engine lock held);
      * io runs one non-blocking pass over its sockets if nobody else is (trylock), so a
      * busy-polling application pays no thread hand-off. May be NULL. */
@@ -203,6 +211,10 @@ int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max);
  * ERROR and wants the socket closed. */
 void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n);
 
+/* The same, for io's uiw__io_ops.qp_send, which runs with the QP lock held. */
+int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, int max);
+void uiw__qp_tx_advance_locked(struct uiw_qp *qp, size_t n);
+
 /* ---------------------------------------------------------------------------------------
  * Connection end
  * ------------------------------------------------------------------------------------- */
@@ -230,6 +242,8 @@ enum uiw__want {
                                  what uiw__qp_rx_stage would now advise */
 };
 unsigned uiw__qp_want(struct uiw_qp *qp);
+/* uiw__qp_want with the QP lock held (in uiw__io_ops.qp_send). */
+unsigned uiw__qp_want_locked(struct uiw_qp *qp);
 
 enum uiw_qp_state uiw__qp_state(struct uiw_qp *qp);
 

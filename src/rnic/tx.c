@@ -479,6 +479,13 @@ UIW__DATAPATH int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
     if (!qp || !iov || max < 1)
         return -EINVAL;
     uiw__lock_take(&qp->lock);
+    int n = uiw__qp_tx_next_locked(qp, iov, max);
+    uiw__qp_unlock(qp);
+    return n;
+}
+
+UIW__DATAPATH int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, int max)
+{
     int n = 0;
     if (qp->iov_per_slot) {
         tx_fill(qp);
@@ -498,13 +505,18 @@ UIW__DATAPATH int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
             }
         }
     }
-    uiw__qp_unlock(qp);
     return n;
 }
 
 UIW__DATAPATH void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
 {
     uiw__lock_take(&qp->lock);
+    uiw__qp_tx_advance_locked(qp, n);
+    uiw__qp_unlock(qp);
+}
+
+UIW__DATAPATH void uiw__qp_tx_advance_locked(struct uiw_qp *qp, size_t n)
+{
     uiw__qstat(qp, UIW__STAT_TX_BYTES, n);
     while (n && qp->slot_head != qp->slot_tail) {
         struct uiw__txslot *s = slot_at(qp, qp->slot_head);
@@ -535,5 +547,4 @@ UIW__DATAPATH void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
     if (qp->slot_head == qp->slot_tail && qp->slot_off == 0)
         qp->slot_head = qp->slot_tail = 0;
     uiw__qp_check_close(qp);
-    uiw__qp_unlock(qp);
 }
