@@ -268,7 +268,7 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
 }
 
 /* Send what the engine has. Returns 0 or -errno. */
-UIW__DATAPATH static int conn_tx(struct uiw__conn *c)
+static int conn_tx(struct uiw__conn *c)
 {
     struct iovec *iov = c->iov;
     c->out_blocked = false;
@@ -302,7 +302,7 @@ UIW__DATAPATH static int conn_tx(struct uiw__conn *c)
 
 /* After the read (r: what conn_rx returned, 0 if there was none): send what the engine
  * has, then act on what it wants. loop.lock held. */
-UIW__DATAPATH static void conn_settle(struct uiw__conn *c, uint32_t events, int r)
+static void conn_settle(struct uiw__conn *c, uint32_t events, int r)
 {
     int eof = 0;
     if (r > 0) {
@@ -328,7 +328,7 @@ UIW__DATAPATH static void conn_settle(struct uiw__conn *c, uint32_t events, int 
     uiw__loop_set(&c->io->loop, &c->h, EPOLLIN | (c->out_blocked ? EPOLLOUT : 0u));
 }
 
-UIW__DATAPATH void uiw__conn_service(struct uiw__conn *c, uint32_t events)
+void uiw__conn_service(struct uiw__conn *c, uint32_t events)
 {
     if (!c->open)
         return;

@@ -18,7 +18,7 @@ static void bell_fn(struct uiw__ioh *h, uint32_t events)
         ;
 }
 
-UIW__DATAPATH int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
+int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
 {
     struct epoll_event ev[32];
     if (atomic_load(&l->kicks))
@@ -141,7 +141,7 @@ void uiw__loop_fini(struct uiw__loop *l)
     close(l->epfd);
 }
 
-UIW__DATAPATH int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events)
+int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events)
 {
     struct epoll_event ev = {.events = events, .data.ptr = h};
     int op = h->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;

@@ -498,7 +498,7 @@ int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state)
     return 0;
 }
 
-UIW__DATAPATH unsigned uiw__qp_want(struct uiw_qp *qp)
+unsigned uiw__qp_want(struct uiw_qp *qp)
 {
     uiw__lock_take(&qp->lock);
     unsigned w = uiw__qp_want_locked(qp);

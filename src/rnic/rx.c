@@ -392,7 +392,7 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
     return 0;
 }
 
-UIW__DATAPATH static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
+static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
 {
     if (!tail || n >= max || end != qp->rx_ulen)
         return n;
@@ -432,7 +432,7 @@ UIW__DATAPATH static int send_iov(struct uiw_qp *qp, uint32_t po, size_t *left, 
  * 0 if not accepting. With tail, a payload run that ends the ULPDU is followed by a
  * lookahead iovec for the FPDU's pad and CRC and the next FPDU's length and DDP header, so
  * that one readv per FPDU suffices for a stream of large segments. */
-UIW__DATAPATH static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
+static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
 {
     qp->rx_niov = 0;
     qp->rx_tail_idx = -1;
@@ -485,7 +485,7 @@ UIW__DATAPATH static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
 /* Account n bytes placed into qp->rx_iov. */
 static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n, size_t *took);
 
-UIW__DATAPATH static int rx_account(struct uiw_qp *qp, size_t n)
+static int rx_account(struct uiw_qp *qp, size_t n)
 {
     size_t total = n;
     int tail = qp->rx_tail_idx;
@@ -626,7 +626,7 @@ UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t
     return r;
 }
 
-UIW__DATAPATH int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
+int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     if (!qp || !iov || max < 1)
         return -EINVAL;
@@ -638,7 +638,7 @@ UIW__DATAPATH int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
     return n;
 }
 
-UIW__DATAPATH int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
+int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
 {
     if (!qp)
         return -EINVAL;
@@ -688,7 +688,7 @@ UIW__DATAPATH int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap
     return r;
 }
 
-UIW__DATAPATH int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n)
+int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;

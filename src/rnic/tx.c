@@ -99,15 +99,14 @@ UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
     return s;
 }
 
-/* Frame hdr[0..hlen) + payload into slot s and commit it. */
+/* Frame hdr[0..hlen) + the payload ul[1..1+npl) into slot s and commit it (ul[0], the
+ * header's entry, is set here: the callers gather the payload in place). */
 UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, size_t hlen,
-                                     const struct uiw_wire_iov *pl, int npl)
+                                     struct uiw_wire_iov *ul, int npl)
 {
-    struct uiw_wire_iov ul[1 + UIW_MAX_SGE];
+    const struct uiw_wire_iov *pl = ul + 1;
     ul[0].base = s->hdr;
     ul[0].len = hlen;
-    for (int i = 0; i < npl; i++)
-        ul[1 + i] = pl[i];
     s->ftx_before = qp->ftx;
     if (!qp->ftx.markers) {
         /* length and header from one iovec (the length field sits right before hdr), the
@@ -271,12 +270,13 @@ static void build_terminate(struct uiw_qp *qp, struct uiw__txslot *s)
     ssize_t b = uiw_terminate_encode(&qp->term_out, s->hdr + h, sizeof(s->hdr) - h);
     if (b < 0)
         b = 0;
-    if (slot_commit(qp, s, h + (size_t)b, NULL, 0) == 0)
+    struct uiw_wire_iov ul[1];
+    if (slot_commit(qp, s, h + (size_t)b, ul, 0) == 0)
         s->terminate = true;
 }
 
 /* The next segment of the oldest Read Response. */
-UIW__DATAPATH static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
+static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
 {
     uint16_t mul = qp->cp.mulpdu;
     struct uiw__ird *e = &qp->irq[qp->irq_head];
@@ -284,8 +284,8 @@ UIW__DATAPATH static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
     uint32_t n = e->size - e->off < room ? e->size - e->off : room;
     bool last = e->off + n == e->size;
     size_t h = put_tagged(s->hdr, UIW_RDMAP_READ_RESP, last, e->sink_stag, e->sink_to + e->off);
-    struct uiw_wire_iov v = {n ? e->src + e->off : NULL, n};
-    if (slot_commit(qp, s, h, &v, n ? 1 : 0) < 0)
+    struct uiw_wire_iov ul[2] = {{NULL, 0}, {n ? e->src + e->off : NULL, n}};
+    if (slot_commit(qp, s, h, ul, n ? 1 : 0) < 0)
         return false;
     e->off += n;
     if (last) {
@@ -329,7 +329,8 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
         } else {
             h = put_untagged(s->hdr, UIW_RDMAP_SEND, true, 0, UIW_DDP_QN_SEND, qp->send_msn++, 0);
         }
-        slot_commit(qp, s, h, NULL, 0);
+        struct uiw_wire_iov ul[1];
+        slot_commit(qp, s, h, ul, 0);
         return true;
     }
     /* Read Responses and the send queue take turns, one FPDU each */
@@ -410,7 +411,8 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
                 .src_to = w->remote_addr,
             };
             uiw_rdmap_read_req_encode(&rr, s->hdr + h);
-            if (slot_commit(qp, s, h + UIW_RDMAP_READ_REQ_LEN, NULL, 0) < 0)
+            struct uiw_wire_iov ul[1];
+            if (slot_commit(qp, s, h + UIW_RDMAP_READ_REQ_LEN, ul, 0) < 0)
                 return false;
             w->state = UIW__SWQE_WAIT_RESP;
             qp->orq_count++;
@@ -438,9 +440,9 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
                 ? w->inv_rkey
                 : 0,
             UIW_DDP_QN_SEND, w->msn, w->off);
-    struct uiw_wire_iov v[UIW_MAX_SGE];
-    int nv = gather(w, w->off, n, v);
-    if (slot_commit(qp, s, h, v, nv) < 0)
+    struct uiw_wire_iov ul[1 + UIW_MAX_SGE];
+    int nv = gather(w, w->off, n, ul + 1);
+    if (slot_commit(qp, s, h, ul, nv) < 0)
         return false;
     w->off += n;
     if (last) {
@@ -474,7 +476,7 @@ UIW__DATAPATH bool uiw__tx_has_work(struct uiw_qp *qp)
     return qp->slot_head != qp->slot_tail;
 }
 
-UIW__DATAPATH int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
+int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     if (!qp || !iov || max < 1)
         return -EINVAL;
@@ -508,7 +510,7 @@ UIW__DATAPATH int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, i
     return n;
 }
 
-UIW__DATAPATH void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
+void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
 {
     uiw__lock_take(&qp->lock);
     uiw__qp_tx_advance_locked(qp, n);

@@ -215,8 +215,8 @@ UIW__DATAPATH int uiw_fpdu_tx_seal(struct uiw_fpdu_tx *tx, const struct uiw_wire
     return (int)(pad + 4);
 }
 
-UIW__DATAPATH int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
-                                    uint8_t *scratch, struct uiw_wire_iov *out, int max)
+int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                      uint8_t *scratch, struct uiw_wire_iov *out, int max)
 {
     size_t len;
     int r = iov_total(ulpdu, n, &len);
@@ -438,7 +438,7 @@ UIW__DATAPATH int uiw_fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p)
     return rx_len_done(rx, uiw__get_be16(p));
 }
 
-UIW__DATAPATH int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
+int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
 {
     if (rx->err)
         return rx->err;
