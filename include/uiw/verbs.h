@@ -67,7 +67,9 @@ struct uiw_context_stats {
     uint64_t rx_fpdus;
     uint64_t placed_payload_bytes; /* payload bytes placed into registered memory */
     uint64_t copied_payload_bytes; /* payload bytes the stack copied in user space (staging
-                                      ring to target, inline data): 0 on the zero-copy path */
+                                      ring to target, inline data, a small message's payload
+                                      behind its header): 0 on the zero-copy path (payloads
+                                      of 4 KiB and more) */
     uint64_t terminates_sent;
     uint64_t terminates_received;
     uint64_t crc_errors;

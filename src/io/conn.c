@@ -128,6 +128,16 @@ static void conn_drain(struct uiw__conn *c)
     }
 }
 
+/* Write iov[0..cnt): one send() for a single piece (cheaper in the kernel than sendmsg's
+ * msghdr and iovec import), sendmsg() otherwise. */
+UIW__DATAPATH static ssize_t conn_write(int fd, const struct iovec *iov, int cnt)
+{
+    if (cnt == 1)
+        return send(fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    struct msghdr m = {.msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)cnt};
+    return sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 UIW__DATAPATH static size_t iov_total(const struct iovec *iov, int n)
 {
     size_t t = 0;
@@ -276,8 +286,7 @@ static int conn_tx(struct uiw__conn *c)
         int cnt = uiw__qp_tx_next(c->qp, iov, CONN_IOV);
         if (cnt <= 0)
             return 0;
-        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-        ssize_t w = sendmsg(c->h.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = conn_write(c->h.fd, iov, cnt);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -383,8 +392,7 @@ UIW__DATAPATH bool uiw__conn_send_locked(struct uiw__conn *c)
     if (c->h.fn && c->open && !c->closing && !c->out_blocked && !c->pcap) {
         int cnt = uiw__qp_tx_next_locked(c->qp, c->iov, CONN_IOV);
         if (cnt > 0) {
-            struct msghdr m = {.msg_iov = c->iov, .msg_iovlen = (size_t)cnt};
-            ssize_t w = sendmsg(c->h.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w = conn_write(c->h.fd, c->iov, cnt);
             if (w > 0)
                 uiw__qp_tx_advance_locked(c->qp, (size_t)w);
             /* all out, nothing more to send or close: nothing for the service pass */

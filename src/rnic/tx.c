@@ -13,6 +13,7 @@
 #include "common/byteorder.h"
 #include "rnic/engine.h"
 #include "common/compiler.h"
+#include "common/copy.h"
 
 struct tx_mem {
     struct uiw_wire_iov *tmp;
@@ -108,6 +109,30 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
     ul[0].base = s->hdr;
     ul[0].len = hlen;
     s->ftx_before = qp->ftx;
+    size_t plen = 0;
+    for (int i = 0; i < npl; i++)
+        plen += pl[i].len;
+    if (!qp->ftx.markers && plen && plen <= UIW__TX_COPY_MAX && hlen + plen + 7 <= sizeof(s->hdr)) {
+        /* small: the whole FPDU in the slot, one iovec (UIW__TX_COPY_MAX) */
+        uint8_t *d = s->hdr + hlen;
+        for (int i = 0; i < npl; i++) {
+            uiw__copy(d, pl[i].base, pl[i].len);
+            d += pl[i].len;
+        }
+        ul[0].len = hlen + plen;
+        int t = uiw_fpdu_tx_seal(&qp->ftx, ul, 1, s->len, d);
+        if (t < 0)
+            return t;
+        uiw__qstat(qp, UIW__STAT_COPIED, plen);
+        size_t total = 2 + hlen + plen + (size_t)t;
+        s->iov[0].iov_base = s->len;
+        s->iov[0].iov_len = total;
+        s->niov = 1;
+        s->wire_len = total;
+        qp->tx_ahead += total;
+        qp->slot_tail++;
+        return 0;
+    }
     if (!qp->ftx.markers) {
         /* length and header from one iovec (the length field sits right before hdr), the
          * payload, then pad and CRC from the scratch */
