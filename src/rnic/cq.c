@@ -147,6 +147,7 @@ UIW__DATAPATH int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
     } else {
         cq->ring[(cq->head + cq->count) & (cq->cap - 1)] = *wc;
         cq->count++;
+        atomic_store_explicit(&cq->avail, cq->count, memory_order_release);
     }
     if (cq->armed == 1 ||
         (cq->armed == 2 && ((wc->wc_flags & UIW_WC_SOLICITED) || wc->status != UIW_WC_SUCCESS))) {
@@ -175,6 +176,10 @@ UIW__DATAPATH int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc)
     if (ctx->ops.progress)
         ctx->ops.progress(ctx, ctx->io);
     int got = 0;
+    /* empty (the spin of a busy poller): no lock; a completion being queued meanwhile is
+     * the next poll's */
+    if (atomic_load_explicit(&cq->avail, memory_order_acquire) == 0)
+        return 0;
     uiw__lock_take(&cq->lock);
     while (got < n && cq->count > 0) {
         wc[got++] = cq->ring[cq->head];
@@ -183,6 +188,7 @@ UIW__DATAPATH int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc)
     }
     if (cq->count == 0)
         cq->head = 0;
+    atomic_store_explicit(&cq->avail, cq->count, memory_order_relaxed);
     if (cq->count < cq->cqe)
         cq->overflow_reported = false;
     uiw__lock_give(&cq->lock);

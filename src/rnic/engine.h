@@ -118,7 +118,8 @@ struct uiw_cq {
     uint32_t cqe;  /* advertised */
     uint32_t head; /* next to poll */
     uint32_t count;
-    int armed; /* 0, 1 = all, 2 = solicited */
+    _Atomic uint32_t avail; /* count, for a poll that finds the CQ empty without the lock */
+    int armed;              /* 0, 1 = all, 2 = solicited */
     bool overflow_reported;
     struct uiw_comp_channel *channel;
     void *cq_context;
