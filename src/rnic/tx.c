@@ -101,9 +101,11 @@ UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
 }
 
 /* Frame hdr[0..hlen) + the payload ul[1..1+npl) into slot s and commit it (ul[0], the
- * header's entry, is set here: the callers gather the payload in place). */
+ * header's entry, is set here: the callers gather the payload in place). whole: the
+ * payload is a whole message, which may be copied if small (never a piece of a large
+ * one: those stay zero-copy to the last byte). */
 UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, size_t hlen,
-                                     struct uiw_wire_iov *ul, int npl)
+                                     struct uiw_wire_iov *ul, int npl, bool whole)
 {
     const struct uiw_wire_iov *pl = ul + 1;
     ul[0].base = s->hdr;
@@ -112,7 +114,8 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
     size_t plen = 0;
     for (int i = 0; i < npl; i++)
         plen += pl[i].len;
-    if (!qp->ftx.markers && plen && plen <= UIW__TX_COPY_MAX && hlen + plen + 7 <= sizeof(s->hdr)) {
+    if (whole && !qp->ftx.markers && plen && plen <= UIW__TX_COPY_MAX &&
+        hlen + plen + 7 <= sizeof(s->hdr)) {
         /* small: the whole FPDU in the slot, one iovec (UIW__TX_COPY_MAX) */
         uint8_t *d = s->hdr + hlen;
         for (int i = 0; i < npl; i++) {
@@ -296,7 +299,7 @@ static void build_terminate(struct uiw_qp *qp, struct uiw__txslot *s)
     if (b < 0)
         b = 0;
     struct uiw_wire_iov ul[1];
-    if (slot_commit(qp, s, h + (size_t)b, ul, 0) == 0)
+    if (slot_commit(qp, s, h + (size_t)b, ul, 0, false) == 0)
         s->terminate = true;
 }
 
@@ -310,7 +313,7 @@ static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
     bool last = e->off + n == e->size;
     size_t h = put_tagged(s->hdr, UIW_RDMAP_READ_RESP, last, e->sink_stag, e->sink_to + e->off);
     struct uiw_wire_iov ul[2] = {{NULL, 0}, {n ? e->src + e->off : NULL, n}};
-    if (slot_commit(qp, s, h, ul, n ? 1 : 0) < 0)
+    if (slot_commit(qp, s, h, ul, n ? 1 : 0, e->size == n) < 0)
         return false;
     e->off += n;
     if (last) {
@@ -355,7 +358,7 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
             h = put_untagged(s->hdr, UIW_RDMAP_SEND, true, 0, UIW_DDP_QN_SEND, qp->send_msn++, 0);
         }
         struct uiw_wire_iov ul[1];
-        slot_commit(qp, s, h, ul, 0);
+        slot_commit(qp, s, h, ul, 0, false);
         return true;
     }
     /* Read Responses and the send queue take turns, one FPDU each */
@@ -437,7 +440,7 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
             };
             uiw_rdmap_read_req_encode(&rr, s->hdr + h);
             struct uiw_wire_iov ul[1];
-            if (slot_commit(qp, s, h + UIW_RDMAP_READ_REQ_LEN, ul, 0) < 0)
+            if (slot_commit(qp, s, h + UIW_RDMAP_READ_REQ_LEN, ul, 0, false) < 0)
                 return false;
             w->state = UIW__SWQE_WAIT_RESP;
             qp->orq_count++;
@@ -467,7 +470,7 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
             UIW_DDP_QN_SEND, w->msn, w->off);
     struct uiw_wire_iov ul[1 + UIW_MAX_SGE];
     int nv = gather(w, w->off, n, ul + 1);
-    if (slot_commit(qp, s, h, ul, nv) < 0)
+    if (slot_commit(qp, s, h, ul, nv, w->len == n) < 0)
         return false;
     w->off += n;
     if (last) {
