@@ -623,9 +623,10 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
     }
     if (r < 0 && bad_wr)
         *bad_wr = wr;
-    /* the bytes out now, under this lock hold, if io can (no second lock of the QP on the
-     * way to the socket) */
-    if (kick && qp->ctx->ops.qp_send && qp->ctx->ops.qp_send(qp, qp->ctx->io))
+    /* Built now (a small payload is copied now, while the caller waits), and out now
+     * under this lock hold if io can (no second lock of the QP on the way to the socket). */
+    if (kick && uiw__tx_has_work(qp) && qp->ctx->ops.qp_send &&
+        qp->ctx->ops.qp_send(qp, qp->ctx->io))
         kick = false;
     uiw__qp_unlock(qp);
     if (kick)

@@ -394,6 +394,37 @@ TEST(fast_register_and_invalidate)
     pair_free(&p);
 }
 
+/* A Write of nw bytes from a to b, a Read of nw bytes back into a, a Send of ns bytes
+ * into b, each checked; then neither side copied a payload byte. */
+static void write_read_send_zero_copy(struct pair *p, struct uiw_mr *a, struct uiw_mr *b, size_t nw,
+                                      size_t ns)
+{
+    fill_pattern(a->addr, nw, 5);
+    CHECK_EQ(pair_post(p, 0, 1, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, a, 0, (uint32_t)nw,
+                       addr_of(b, 0), b->rkey),
+             0);
+    pair_pump(p);
+    CHECK_EQ(pair_wc(p, 0, true).status, UIW_WC_SUCCESS);
+    CHECK_MEM(b->addr, a->addr, nw);
+    fill_pattern(b->addr, nw, 6);
+    CHECK_EQ(pair_post(p, 0, 2, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, a, 0, (uint32_t)nw,
+                       addr_of(b, 0), b->rkey),
+             0);
+    pair_pump(p);
+    CHECK_EQ(pair_wc(p, 0, true).status, UIW_WC_SUCCESS);
+    CHECK_MEM(a->addr, b->addr, nw);
+    pair_post_recv(p, 1, 1, b, 0, (uint32_t)ns);
+    CHECK_EQ(pair_post(p, 0, 3, UIW_WR_SEND, UIW_SEND_SIGNALED, a, 0, (uint32_t)ns, 0, 0), 0);
+    pair_pump(p);
+    CHECK_EQ(pair_wc(p, 1, false).byte_len, ns);
+    CHECK_MEM(b->addr, a->addr, ns);
+    for (int d = 0; d < 2; d++) {
+        struct uiw_context_stats st;
+        CHECK_EQ(uiw_query_context_stats(p->s[d].ctx, &st), 0);
+        CHECK_EQ(st.copied_payload_bytes, 0);
+    }
+}
+
 TEST(large_payloads_zero_copy)
 {
     struct pair p;
@@ -407,29 +438,7 @@ TEST(large_payloads_zero_copy)
     size_t n = 1 << 20;
     struct uiw_mr *a = pair_mr(&p, 0, n, RW, 0);
     struct uiw_mr *b = pair_mr(&p, 1, n, RW, 0);
-    fill_pattern(a->addr, n, 5);
-    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, a, 0, (uint32_t)n,
-                       addr_of(b, 0), b->rkey),
-             0);
-    pair_pump(&p);
-    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
-    CHECK_MEM(b->addr, a->addr, n);
-    fill_pattern(b->addr, n, 6);
-    CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, a, 0, (uint32_t)n,
-                       addr_of(b, 0), b->rkey),
-             0);
-    pair_pump(&p);
-    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
-    CHECK_MEM(a->addr, b->addr, n);
-    pair_post_recv(&p, 1, 1, b, 0, (uint32_t)n);
-    CHECK_EQ(pair_post(&p, 0, 3, UIW_WR_SEND, UIW_SEND_SIGNALED, a, 0, (uint32_t)n, 0, 0), 0);
-    pair_pump(&p);
-    CHECK_EQ(pair_wc(&p, 1, false).byte_len, n);
-    for (int d = 0; d < 2; d++) {
-        struct uiw_context_stats st;
-        CHECK_EQ(uiw_query_context_stats(p.s[d].ctx, &st), 0);
-        CHECK_EQ(st.copied_payload_bytes, 0);
-    }
+    write_read_send_zero_copy(&p, a, b, n, n);
     struct uiw_context_stats st;
     CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st), 0);
     CHECK_EQ(st.placed_payload_bytes, 2 * n);
@@ -488,30 +497,7 @@ TEST(small_tail_of_a_large_message_is_not_copied)
     size_t nw = 3 * (1460 - 14) + 64, ns = 3 * (1460 - 18) + 64;
     struct uiw_mr *a = pair_mr(&p, 0, nw, RW, 0);
     struct uiw_mr *b = pair_mr(&p, 1, nw, RW, 0);
-    fill_pattern(a->addr, nw, 8);
-    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, a, 0, (uint32_t)nw,
-                       addr_of(b, 0), b->rkey),
-             0);
-    pair_pump(&p);
-    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
-    CHECK_MEM(b->addr, a->addr, nw);
-    fill_pattern(b->addr, nw, 9);
-    CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, a, 0, (uint32_t)nw,
-                       addr_of(b, 0), b->rkey),
-             0);
-    pair_pump(&p);
-    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
-    CHECK_MEM(a->addr, b->addr, nw);
-    pair_post_recv(&p, 1, 3, b, 0, (uint32_t)ns);
-    CHECK_EQ(pair_post(&p, 0, 3, UIW_WR_SEND, UIW_SEND_SIGNALED, a, 0, (uint32_t)ns, 0, 0), 0);
-    pair_pump(&p);
-    CHECK_EQ(pair_wc(&p, 1, false).byte_len, ns);
-    CHECK_MEM(b->addr, a->addr, ns);
-    for (int d = 0; d < 2; d++) {
-        struct uiw_context_stats st;
-        CHECK_EQ(uiw_query_context_stats(p.s[d].ctx, &st), 0);
-        CHECK_EQ(st.copied_payload_bytes, 0);
-    }
+    write_read_send_zero_copy(&p, a, b, nw, ns);
     /* a whole small message is copied on the sender, once */
     pair_post_recv(&p, 1, 4, b, 0, 64);
     CHECK_EQ(pair_post(&p, 0, 4, UIW_WR_SEND, UIW_SEND_SIGNALED, a, 100, 64, 0, 0), 0);

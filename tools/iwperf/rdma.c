@@ -337,12 +337,14 @@ static void server_start(struct conn *c, const struct iwp_ctrl *m)
      * again (Write latency changes its last byte) */
     memset(c->buf + c->max, 0, s);
     iwp_fill_pattern(c->buf, s, SEED_SERVER);
-    sp.copied_known = true;
-    sp.copied0 = copied_now(c, &sp.copied_known);
     sp.t0 = iwp_now_ns();
     c->advertised = c->posted;
     send_ctrl2(c, IWP_C_ACK, c->posted,
                sp.verify ? iwp_checksum(c->buf, vlen(c, sp.test, sp.lat, s)) : 0);
+    /* after the ACK: the stack copies a small message's payload when it is posted, and
+     * the phase's count is of the data */
+    sp.copied_known = true;
+    sp.copied0 = copied_now(c, &sp.copied_known);
 }
 
 static void server_stop(struct conn *c)
