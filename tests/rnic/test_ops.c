@@ -399,20 +399,16 @@ TEST(fast_register_and_invalidate)
 static void write_read_send_zero_copy(struct pair *p, struct uiw_mr *a, struct uiw_mr *b, size_t nw,
                                       size_t ns)
 {
-    fill_pattern(a->addr, nw, 5);
-    CHECK_EQ(pair_post(p, 0, 1, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, a, 0, (uint32_t)nw,
-                       addr_of(b, 0), b->rkey),
-             0);
-    pair_pump(p);
-    CHECK_EQ(pair_wc(p, 0, true).status, UIW_WC_SUCCESS);
-    CHECK_MEM(b->addr, a->addr, nw);
-    fill_pattern(b->addr, nw, 6);
-    CHECK_EQ(pair_post(p, 0, 2, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, a, 0, (uint32_t)nw,
-                       addr_of(b, 0), b->rkey),
-             0);
-    pair_pump(p);
-    CHECK_EQ(pair_wc(p, 0, true).status, UIW_WC_SUCCESS);
-    CHECK_MEM(a->addr, b->addr, nw);
+    for (int k = 0; k < 2; k++) { /* the Write, then the Read: the data lands in to */
+        struct uiw_mr *from = k ? b : a, *to = k ? a : b;
+        fill_pattern(from->addr, nw, 5 + (unsigned)k);
+        CHECK_EQ(pair_post(p, 0, 1 + (uint64_t)k, k ? UIW_WR_RDMA_READ : UIW_WR_RDMA_WRITE,
+                           UIW_SEND_SIGNALED, a, 0, (uint32_t)nw, addr_of(b, 0), b->rkey),
+                 0);
+        pair_pump(p);
+        CHECK_EQ(pair_wc(p, 0, true).status, UIW_WC_SUCCESS);
+        CHECK_MEM(to->addr, from->addr, nw);
+    }
     pair_post_recv(p, 1, 1, b, 0, (uint32_t)ns);
     CHECK_EQ(pair_post(p, 0, 3, UIW_WR_SEND, UIW_SEND_SIGNALED, a, 0, (uint32_t)ns, 0, 0), 0);
     pair_pump(p);
