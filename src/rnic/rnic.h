@@ -20,10 +20,11 @@
  *                         whether the engine wants the socket shut down.
  *
  * Locking (the contract between engine, io and application threads):
- * - Each QP has one mutex; every uiw__qp_* call and every verb on the QP takes it. Each
- *   CQ has one mutex (then its channel's); the STag table has one mutex; the async queue
- *   has one; the context's QP list has one (taken before QP locks, by create / destroy /
- *   uiw_query_context_stats only). Order: QP list -> QP -> CQ -> channel, STag table,
+ * - Each QP has one lock (struct uiw__lock, src/common/lock.h); every uiw__qp_* call and
+ *   every verb on the QP takes it. Each CQ has one (then its channel's mutex); the STag
+ *   table has one (the data path mostly answers from a QP's uiw__stag_hit instead); the
+ *   async queue has one; the context's QP list has one (taken before QP locks, by create /
+ *   destroy / uiw_query_context_stats only). Order: QP list -> QP -> CQ -> channel, STag table,
  *   async queue. No engine lock is held when a uiw__io_ops
  *   callback runs, so io may take its own locks in a callback and call back into any
  *   uiw__qp_* function (never from inside its own callback while holding a lock that
