@@ -100,6 +100,16 @@ UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
     return s;
 }
 
+/* Slot s holds niov iovecs of total wire bytes: queue it. */
+UIW__DATAPATH static int slot_done(struct uiw_qp *qp, struct uiw__txslot *s, int niov, size_t total)
+{
+    s->niov = niov;
+    s->wire_len = total;
+    qp->tx_ahead += total;
+    qp->slot_tail++;
+    return 0;
+}
+
 /* Frame hdr[0..hlen) + the payload ul[1..1+npl) into slot s and commit it (ul[0], the
  * header's entry, is set here: the callers gather the payload in place). whole: the
  * payload is a whole message, which may be copied if small (never a piece of a large
@@ -130,11 +140,7 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
         size_t total = 2 + hlen + plen + (size_t)t;
         s->iov[0].iov_base = s->len;
         s->iov[0].iov_len = total;
-        s->niov = 1;
-        s->wire_len = total;
-        qp->tx_ahead += total;
-        qp->slot_tail++;
-        return 0;
+        return slot_done(qp, s, 1, total);
     }
     if (!qp->ftx.markers) {
         /* length and header from one iovec (the length field sits right before hdr), the
@@ -155,11 +161,7 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
         }
         s->iov[k].iov_base = s->scratch;
         s->iov[k++].iov_len = (size_t)t;
-        s->niov = k;
-        s->wire_len = total;
-        qp->tx_ahead += total;
-        qp->slot_tail++;
-        return 0;
+        return slot_done(qp, s, k, total);
     }
     struct tx_mem *tm = tx_mem(qp);
     int n = uiw_fpdu_tx_build(&qp->ftx, ul, 1 + npl, s->scratch, tm->tmp, qp->iov_per_slot);
@@ -180,12 +182,7 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
         s->iov[i - k].iov_len = tm->tmp[i].len;
         total += tm->tmp[i].len;
     }
-    n -= k;
-    s->niov = n;
-    s->wire_len = total;
-    qp->tx_ahead += total;
-    qp->slot_tail++;
-    return 0;
+    return slot_done(qp, s, n - k, total);
 }
 
 void uiw__tx_drop_unsent(struct uiw_qp *qp)

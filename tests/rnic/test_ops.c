@@ -394,6 +394,22 @@ TEST(fast_register_and_invalidate)
     pair_free(&p);
 }
 
+/* A pair receiving in mode, moving at most chunk bytes at once, with n-byte regions a
+ * (side 0) and b (side 1) open to everything. */
+static void zero_copy_pair(struct pair *p, int mode, size_t chunk, uint16_t mulpdu, bool crc,
+                           size_t n, struct uiw_mr **a, struct uiw_mr **b)
+{
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.mode = mode;
+    o.max_chunk = chunk;
+    o.mulpdu = mulpdu;
+    o.crc = crc;
+    pair_init(p, &o, true);
+    *a = pair_mr(p, 0, n, RW, 0);
+    *b = pair_mr(p, 1, n, RW, 0);
+}
+
 /* A Write of nw bytes from a to b, a Read of nw bytes back into a, a Send of ns bytes
  * into b, each checked; then neither side copied a payload byte. */
 static void write_read_send_zero_copy(struct pair *p, struct uiw_mr *a, struct uiw_mr *b, size_t nw,
@@ -424,16 +440,9 @@ static void write_read_send_zero_copy(struct pair *p, struct uiw_mr *a, struct u
 TEST(large_payloads_zero_copy)
 {
     struct pair p;
-    struct pair_opts o;
-    pair_opts_default(&o);
-    o.mode = PAIR_DIRECT;
-    o.max_chunk = 1 << 16;
-    o.mulpdu = 9000;
-    o.crc = true;
-    pair_init(&p, &o, true);
+    struct uiw_mr *a, *b;
     size_t n = 1 << 20;
-    struct uiw_mr *a = pair_mr(&p, 0, n, RW, 0);
-    struct uiw_mr *b = pair_mr(&p, 1, n, RW, 0);
+    zero_copy_pair(&p, PAIR_DIRECT, 1 << 16, 9000, true, n, &a, &b);
     write_read_send_zero_copy(&p, a, b, n, n);
     struct uiw_context_stats st;
     CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st), 0);
@@ -483,16 +492,10 @@ TEST(staged_small_sends)
 TEST(small_tail_of_a_large_message_is_not_copied)
 {
     struct pair p;
-    struct pair_opts o;
-    pair_opts_default(&o);
-    o.mode = PAIR_PEEK;
-    o.max_chunk = 1 << 20;
-    o.mulpdu = 1460;
-    pair_init(&p, &o, true);
+    struct uiw_mr *a, *b;
     /* three full segments and a 64-byte one, for tagged (14) and untagged (18) headers */
     size_t nw = 3 * (1460 - 14) + 64, ns = 3 * (1460 - 18) + 64;
-    struct uiw_mr *a = pair_mr(&p, 0, nw, RW, 0);
-    struct uiw_mr *b = pair_mr(&p, 1, nw, RW, 0);
+    zero_copy_pair(&p, PAIR_PEEK, 1 << 20, 1460, false, nw, &a, &b);
     write_read_send_zero_copy(&p, a, b, nw, ns);
     /* a whole small message is copied on the sender, once */
     pair_post_recv(&p, 1, 4, b, 0, 64);
@@ -554,16 +557,9 @@ TEST(wc_status_strings)
 TEST(mss_segments_zero_copy_one_read_per_fpdu)
 {
     struct pair p;
-    struct pair_opts o;
-    pair_opts_default(&o);
-    o.mode = PAIR_IO;
-    o.max_chunk = 1 << 20;
-    o.mulpdu = 1460;
-    o.crc = true;
-    pair_init(&p, &o, true);
+    struct uiw_mr *a, *b;
     size_t n = 1 << 20;
-    struct uiw_mr *a = pair_mr(&p, 0, n, RW, 0);
-    struct uiw_mr *b = pair_mr(&p, 1, n, RW, 0);
+    zero_copy_pair(&p, PAIR_IO, 1 << 20, 1460, true, n, &a, &b);
     fill_pattern(a->addr, n, 4);
     CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, a, 0, (uint32_t)n,
                        addr_of(b, 0), b->rkey),

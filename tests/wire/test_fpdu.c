@@ -799,6 +799,21 @@ static int random_ulpdu(uint8_t *ul, size_t cap, struct uiw_wire_iov *parts, int
     return np;
 }
 
+/* random_ulpdu, the FPDU uiw_fpdu_encode makes of it in want (*wl bytes), and a
+ * marker-free framer at a random stream position (no markers: the position makes no
+ * difference to the bytes). Returns the piece count. */
+static int random_tx_case(bool crc, uint8_t *ul, size_t cap, struct uiw_wire_iov *parts, int maxp,
+                          size_t *len, uint8_t *want, size_t wcap, ssize_t *wl,
+                          struct uiw_fpdu_tx *tx)
+{
+    int np = random_ulpdu(ul, cap, parts, maxp, len);
+    *wl = uiw_fpdu_encode(parts, np, crc, want, wcap);
+    CHECK(*wl > 0);
+    uiw_fpdu_tx_init(tx, crc, false);
+    tx->stream_pos = rnd();
+    return np;
+}
+
 /* Without markers the transmit framer takes a shortcut: it must still give the bytes
  * uiw_fpdu_encode gives, for any ULPDU split (empty pieces included), CRC on and off, and
  * advance the stream by the FPDU's length; too few iovecs is -ENOSPC with nothing moved. */
@@ -808,13 +823,10 @@ TEST(fpdu_tx_build_no_markers_matches_encode)
     for (int iter = 0; iter < 2000; iter++) {
         bool crc = iter & 1;
         size_t len;
+        ssize_t wl;
         struct uiw_wire_iov parts[6];
-        int np = random_ulpdu(ul, sizeof ul, parts, 6, &len);
-        ssize_t wl = uiw_fpdu_encode(parts, np, crc, want, sizeof want);
-        CHECK(wl > 0);
         struct uiw_fpdu_tx tx;
-        uiw_fpdu_tx_init(&tx, crc, false);
-        tx.stream_pos = rnd(); /* wherever the stream is: no markers, no difference */
+        int np = random_tx_case(crc, ul, sizeof ul, parts, 6, &len, want, sizeof want, &wl, &tx);
         uint64_t pos0 = tx.stream_pos;
         struct uiw_wire_iov out[8];
         int nonempty = 0;
@@ -946,13 +958,10 @@ TEST(fpdu_tx_seal_matches_encode)
     for (int iter = 0; iter < 2000; iter++) {
         bool crc = iter & 1;
         size_t len;
+        ssize_t wl;
         struct uiw_wire_iov parts[4];
-        int np = random_ulpdu(ul, sizeof ul, parts, 4, &len);
-        ssize_t wl = uiw_fpdu_encode(parts, np, crc, want, sizeof want);
-        CHECK(wl > 0);
         struct uiw_fpdu_tx tx;
-        uiw_fpdu_tx_init(&tx, crc, false);
-        tx.stream_pos = rnd();
+        int np = random_tx_case(crc, ul, sizeof ul, parts, 4, &len, want, sizeof want, &wl, &tx);
         uint64_t pos0 = tx.stream_pos;
         uint8_t lenb[2], trailer[7];
         int t = uiw_fpdu_tx_seal(&tx, parts, np, lenb, trailer);
