@@ -137,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r = uiw__qp_rx_stage(qp, &buf, &cap);
             if (r < 0)
                 break;
-            if (r == 1 && (x & 0x200)) { /* peek, let the engine take what is small */
+            if (r >= 1 && (x & 0x200)) { /* peek, let the engine take what is small */
                 size_t m = chunk < cap ? chunk : cap;
                 memcpy(buf, data, m);
                 r = uiw__qp_rx_take(qp, m, NULL);
@@ -153,10 +153,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     drain_tx(qp);
                     continue;
                 }
-            } else if (r == 1) {
+            } else if (r >= 1) {
                 size_t m = chunk < cap ? chunk : cap;
                 memcpy(buf, data, m);
-                uiw__qp_rx_staged(qp, m);
+                unsigned want = 0;
+                uiw__qp_rx_staged(qp, m, &want);
                 data += m;
                 size -= m;
                 drain_tx(qp);

@@ -162,6 +162,28 @@ UIW__DATAPATH static int conn_rx_skip(struct uiw__conn *c)
     return 0;
 }
 
+/* One read (flags 0) or peek (MSG_PEEK) into the staging ring, after consuming what the
+ * last peek left. Returns the bytes, 0 on EOF or -errno; on -EAGAIN (nothing there) the
+ * engine's advice (hinted) still holds. */
+UIW__DATAPATH static ssize_t conn_recv_ring(struct uiw__conn *c, uint8_t *buf, size_t cap,
+                                            int flags, bool hinted)
+{
+    int e = conn_rx_skip(c);
+    if (e < 0)
+        return e;
+    ssize_t n;
+    do
+        n = recv(c->h.fd, buf, cap, flags | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n >= 0)
+        return n;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c->rx_hinted = hinted;
+        return -EAGAIN;
+    }
+    return -errno;
+}
+
 /* Staging mode: peek at what the socket holds (into the staging ring), let the engine
  * take what belongs in the ring (complete small FPDUs, up to the header of the first
  * large segment), and consume exactly that much from the socket without copying it again
@@ -173,21 +195,9 @@ UIW__DATAPATH static int conn_rx_skip(struct uiw__conn *c)
  * socket is drained or the engine failed the stream, 1 on EOF, another -errno on error. */
 UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_t cap, bool hinted)
 {
-    int e = conn_rx_skip(c);
-    if (e < 0)
-        return e;
-    ssize_t n;
-    do
-        n = recv(c->h.fd, buf, cap, MSG_PEEK | MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n == 0)
-        return 1;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        c->rx_hinted = hinted; /* nothing arrived: the engine's advice still holds */
-        return -EAGAIN;
-    }
-    if (n < 0)
-        return -errno;
+    ssize_t n = conn_recv_ring(c, buf, cap, MSG_PEEK, hinted);
+    if (n <= 0)
+        return n == 0 ? 1 : (int)n;
     unsigned want = 0;
     int k = uiw__qp_rx_take(c->qp, (size_t)n, &want);
     if (k == 0 || k == -EPIPE)
@@ -205,8 +215,35 @@ UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_
         c->rx_hinted = true;
         return -EAGAIN; /* took all the socket had: consume before the next read */
     }
-    e = conn_rx_skip(c);
+    int e = conn_rx_skip(c);
     return e < 0 ? e : 0;
+}
+
+/* Reading mode: nothing but small segments can legally arrive (uiw__qp_rx_narrow), so
+ * read into the staging ring: the read consumes, and a message costs one system call, as
+ * a plain TCP receiver's does. Same returns as conn_rx_staged (never 2). */
+UIW__DATAPATH static int conn_rx_read(struct uiw__conn *c, uint8_t *buf, size_t cap, bool hinted)
+{
+    ssize_t n = conn_recv_ring(c, buf, cap, 0, hinted);
+    if (n <= 0)
+        return n == 0 ? 1 : (int)n;
+    c->rx_moved = true;
+    if (c->pcap) {
+        struct iovec v = {.iov_base = buf, .iov_len = (size_t)n};
+        uiw__pcap_data(c->pcap, 0, &v, 1, v.iov_len);
+    }
+    unsigned want = 0;
+    int k = uiw__qp_rx_staged(c->qp, (size_t)n, &want);
+    if (k == -EPIPE)
+        return 0; /* the QP takes no more: the next pass discards */
+    if (k < 0)
+        return -EAGAIN; /* the engine queued a Terminate; TX sends it; the rest is dropped */
+    if ((size_t)n < cap) {
+        c->rx_hint = want;
+        c->rx_hinted = true;
+        return -EAGAIN; /* took all the socket had */
+    }
+    return 0;
 }
 
 /* Read and drop what the socket holds (a sink off the data path's stack, which then spans
@@ -226,16 +263,20 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
         uint8_t *buf = c->stage;
         size_t cap = c->stage_cap;
         int cnt;
-        /* after a message taken whole, the engine already said where the next bytes go */
+        /* after a message taken whole, the engine already said where the next bytes go;
+         * whether only small segments can come is rechecked, it depends on the application */
         bool hinted = c->rx_hinted && (c->rx_hint & UIW__WANT_STAGE) && buf;
-        int staged = hinted ? 1 : uiw__qp_rx_stage(c->qp, &buf, &cap);
+        int staged = !hinted ? uiw__qp_rx_stage(c->qp, &buf, &cap)
+                     : (c->rx_hint & UIW__WANT_READ) && uiw__qp_rx_narrow(c->qp) ? 2
+                                                                                 : 1;
         c->rx_hinted = false;
-        if (staged == 1) {
+        if (staged >= 1) {
             c->stage = buf;
             c->stage_cap = cap;
         }
-        if (staged == 1 && cap > 0) {
-            int k = conn_rx_staged(c, buf, cap, hinted);
+        if (staged >= 1 && cap > 0) {
+            int k = staged == 2 ? conn_rx_read(c, buf, cap, hinted)
+                                : conn_rx_staged(c, buf, cap, hinted);
             if (k == 0)
                 continue;
             if (k != 2)

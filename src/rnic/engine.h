@@ -17,10 +17,18 @@
 
 /* ---------------------------------------------------------------- context, STag table */
 
-/* A PD with the count of QPs using it. */
+/* Payload runs at least this long go straight from the socket to memory (and every
+ * payload run of a segment that is not its message's last); shorter ones may be copied
+ * from the staging ring. */
+#define UIW__RX_DIRECT_MIN 1024
+
+/* A PD with the count of QPs using it, and the count of its valid STags through which a
+ * peer may write UIW__RX_DIRECT_MIN bytes or more (REMOTE_WRITE, that long): while it is
+ * 0, no Write to this PD can carry a payload that must go straight to memory. */
 struct uiw__pd {
     struct uiw_pd pub;
     _Atomic int nqp;
+    _Atomic int rw_wide;
 };
 
 enum { UIW__STAG_FREE = 0, UIW__STAG_VALID, UIW__STAG_INVALID };
@@ -30,6 +38,7 @@ struct uiw__stag {
     uint8_t key;
     uint8_t access;
     bool fastreg; /* uiw_alloc_mr: may be invalidated and fast-registered */
+    bool wide;    /* counted in its PD's rw_wide */
     struct uiw_pd *pd;
     uint64_t base;
     uint64_t len;
@@ -247,11 +256,15 @@ struct uiw_qp {
     struct uiw__swqe *sq;
     uint32_t sq_size, sq_head, sq_tx, sq_tail; /* free-running */
     uint32_t orq_count;                        /* Reads awaiting responses */
+    /* of those, the ones UIW__RX_DIRECT_MIN bytes long or more (written under the QP lock,
+     * read without it by uiw__qp_rx_narrow) */
+    _Atomic uint32_t orq_wide;
     uint32_t send_msn, rreq_msn;
 
     /* receive queue */
     struct uiw__rqe *rq;
     uint32_t rq_size, rq_head, rq_tail;
+    _Atomic uint32_t rq_wide; /* posted receives UIW__RX_DIRECT_MIN bytes long or more */
 
     /* inbound Read Requests (IRD) */
     struct uiw__ird *irq;
@@ -316,6 +329,12 @@ static inline void uiw__qstat(struct uiw_qp *qp, enum uiw__stat s, uint64_t n)
 }
 /* Fold a QP's counters into its context's (at destroy). */
 void uiw__qp_stat_flush(struct uiw_qp *qp);
+/* Add d to a count written only under its owner's lock and read without it. */
+static inline void uiw__count_add(_Atomic uint32_t *c, int d)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + (uint32_t)d,
+                          memory_order_relaxed);
+}
 static inline void uiw__qp_unlock(struct uiw_qp *qp)
 {
     uiw__lock_give(&qp->lock);

@@ -70,6 +70,19 @@ static bool access_ok(unsigned access)
     return true;
 }
 
+/* Keep s->wide, and with it its PD's rw_wide, in step with what a peer may write through
+ * the entry (mem_lock held). */
+static void stag_track(struct uiw__stag *s)
+{
+    bool wide = s->state == UIW__STAG_VALID && (s->access & UIW_ACCESS_REMOTE_WRITE) &&
+                s->len >= UIW__RX_DIRECT_MIN;
+    if (wide != s->wide) {
+        atomic_fetch_add_explicit(&((struct uiw__pd *)s->pd)->rw_wide, wide ? 1 : -1,
+                                  memory_order_relaxed);
+        s->wide = wide;
+    }
+}
+
 static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsigned access,
                              bool fastreg)
 {
@@ -106,6 +119,8 @@ static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsig
         s->max_len = length;
         s->access = (uint8_t)access;
     }
+    s->wide = false;
+    stag_track(s);
     mr->context = ctx;
     mr->pd = pd;
     mr->addr = fastreg ? NULL : addr;
@@ -148,6 +163,7 @@ int uiw_dereg_mr(struct uiw_mr *mr)
         return -EINVAL;
     }
     s->state = UIW__STAG_FREE;
+    stag_track(s);
     atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
     s->mr = NULL;
     s->pd = NULL;
@@ -238,6 +254,7 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
         r = -EPERM;
     else {
         s->state = UIW__STAG_INVALID;
+        stag_track(s);
         atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
     }
     uiw__lock_give(&ctx->mem_lock);
@@ -263,6 +280,7 @@ int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct u
         s->len = len;
         s->access = (uint8_t)access;
         s->state = UIW__STAG_VALID;
+        stag_track(s);
         atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
         mr->addr = addr;
         mr->length = len;

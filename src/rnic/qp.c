@@ -327,6 +327,8 @@ UIW__DATAPATH void uiw__qp_complete_recv(struct uiw_qp *qp, struct uiw__rqe *r, 
                         .qp_num = qp->qpn,
                         .vendor_err = vendor};
     qp->rq_head++;
+    if (r->len >= UIW__RX_DIRECT_MIN)
+        uiw__count_add(&qp->rq_wide, -1);
     push(qp, qp->recv_cq, &wc);
 }
 
@@ -343,6 +345,7 @@ void uiw__qp_flush(struct uiw_qp *qp)
     }
     qp->sq_tx = qp->sq_tail;
     qp->orq_count = 0;
+    atomic_store_explicit(&qp->orq_wide, 0, memory_order_relaxed);
     qp->rtr_read_pending = false;
     uiw__sq_retire(qp);
     while (qp->rq_head != qp->rq_tail)
@@ -666,6 +669,8 @@ UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
         q->wr_id = wr->wr_id;
         q->num_sge = (uint8_t)wr->num_sge;
         q->len = (uint32_t)sum;
+        if (sum >= UIW__RX_DIRECT_MIN)
+            uiw__count_add(&qp->rq_wide, 1);
         if (wr->num_sge)
             uiw__copy(q->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(q->sge[0]));
         qp->rq_tail++;

@@ -10,7 +10,7 @@
  *   receive:              n = uiw__qp_rx_next(qp, iov, max);  readv(fd, iov, n) -> k;
  *                         r = uiw__qp_rx_advance(qp, k);
  *                     or  uiw__qp_rx_stage(qp, &buf, &cap);   read(fd, buf, cap) -> k;
- *                         r = uiw__qp_rx_staged(qp, k);
+ *                         r = uiw__qp_rx_staged(qp, k, &w);
  *                     or  peek(fd, buf, cap) -> n; k = uiw__qp_rx_take(qp, n, &w); consume k
  *   transmit:             n = uiw__qp_tx_next(qp, iov, max);  writev(fd, iov, n) -> k;
  *                         uiw__qp_tx_advance(qp, k);
@@ -168,12 +168,22 @@ int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max);
 int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n);
 
 /* Bulk mode for small FPDUs: *buf, *cap is a staging ring area to read() into. Returns 1
- * when staging is the better choice now (small segments are flowing), 0 when direct reads
- * are (a large payload is next, or large segments are flowing: use uiw__qp_rx_next, which
- * points straight into the target and appends a small lookahead iovec for the FPDU's
- * trailer and the next FPDU's header, so one readv per FPDU suffices), -EPIPE when the QP
- * accepts no more bytes. Payload bytes that land in the ring are copied (and counted). */
+ * when staging is the better choice now (small segments are flowing; peek and take, see
+ * uiw__qp_rx_take, to keep a large payload that may follow out of the ring), 2 when
+ * nothing but small segments can legally arrive now (uiw__qp_rx_narrow): read() into the
+ * ring and pass the bytes to uiw__qp_rx_staged, with no consume afterwards; 0 when direct
+ * reads are the better choice (a large payload is next, or large segments are flowing: use
+ * uiw__qp_rx_next, which points straight into the target and appends a small lookahead
+ * iovec for the FPDU's trailer and the next FPDU's header, so one readv per FPDU
+ * suffices); -EPIPE when the QP accepts no more bytes. Payload bytes that land in the ring
+ * are copied (and counted). */
 int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
+
+/* True while no segment whose payload goes straight to memory can legally arrive: no
+ * posted receive, no Read awaiting its response and no STag of the QP's PD that a peer may
+ * write (REMOTE_WRITE), of 1 KiB or more. Safe without the QP lock: a stale answer (the
+ * application posted or registered at that moment) costs at most a counted copy. */
+bool uiw__qp_rx_narrow(const struct uiw_qp *qp);
 
 /* Zero copy at the switch from small to large segments: with staging advised, io may
  * peek (recv MSG_PEEK) up to *cap bytes into *buf instead of reading them, and let the
@@ -186,15 +196,18 @@ int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
  * 0 means: nothing through the ring now, use uiw__qp_rx_next. -EPIPE when the QP accepts
  * no more bytes; a negative engine code (UIW_E_*) when the bytes failed the stream (a
  * Terminate is queued; the rest of the stream is to be discarded). With want, *want gets
- * what uiw__qp_want would say afterwards, plus UIW__WANT_STAGE when k > 0 and staging is
- * still advised, so that a busy poller needs no more engine calls for a plain message. */
+ * what uiw__qp_want would say afterwards, plus, when k > 0, UIW__WANT_STAGE when staging
+ * is still advised (and UIW__WANT_READ when uiw__qp_rx_stage would say 2), so that a busy
+ * poller needs no more engine calls for a plain message. */
 int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want);
 
 /* Parse n bytes read into the staging area: every complete FPDU in it is processed;
  * small payloads are copied to their targets (counted in copied_payload_bytes); a partial
  * large payload at the end is copied too and the rest will be asked for through
- * uiw__qp_rx_next. Same return values as uiw__qp_rx_advance. */
-int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n);
+ * uiw__qp_rx_next. Same return values as uiw__qp_rx_advance. With want, *want gets what
+ * uiw__qp_want would say afterwards plus the staging advice (UIW__WANT_STAGE, with
+ * UIW__WANT_READ for uiw__qp_rx_stage's 2), as uiw__qp_rx_take gives it. */
+int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want);
 
 /* ---------------------------------------------------------------------------------------
  * Transmit
@@ -239,8 +252,9 @@ enum uiw__want {
     UIW__WANT_TX = 1 << 0,    /* uiw__qp_tx_next has bytes */
     UIW__WANT_CLOSE = 1 << 1, /* all that must be sent was sent: shut the socket down */
     UIW__WANT_RX = 1 << 2,    /* the engine accepts more RX bytes */
-    UIW__WANT_STAGE = 1 << 3, /* (uiw__qp_rx_take only) the next bytes go through the ring:
-                                 what uiw__qp_rx_stage would now advise */
+    UIW__WANT_STAGE = 1 << 3, /* (uiw__qp_rx_take / _staged only) the next bytes go
+                                 through the ring: what uiw__qp_rx_stage would now advise */
+    UIW__WANT_READ = 1 << 4,  /* (with UIW__WANT_STAGE) read, no peek: its answer 2 */
 };
 unsigned uiw__qp_want(struct uiw_qp *qp);
 /* uiw__qp_want with the QP lock held (in uiw__io_ops.qp_send). */

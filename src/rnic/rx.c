@@ -16,18 +16,16 @@
 #include "common/compiler.h"
 #include "common/copy.h"
 
-/* Payload runs at least this long go straight to memory (and every payload run of a
- * segment that is not its message's last). */
-#define STAGE_DIRECT_MIN 1024
 /* What one staged read asks for: many small FPDUs. io peeks and lets the engine take
- * (uiw__qp_rx_take), so no large payload lands in the ring; a reader that does not plan gets
- * whatever of a large payload follows copied (and counted). */
+ * (uiw__qp_rx_take), so no large payload lands in the ring, unless no large payload can
+ * legally arrive (uiw__qp_rx_narrow); a reader that does not plan gets whatever of a large
+ * payload follows copied (and counted). */
 #define STAGE_READ UIW__RX_STAGE_CAP
 
 /* A segment whose payload goes straight to memory rather than through the ring. */
 static inline bool seg_large(size_t plen, bool last)
 {
-    return plen >= STAGE_DIRECT_MIN || !last;
+    return plen >= UIW__RX_DIRECT_MIN || !last;
 }
 
 static void seg_reset(struct uiw_qp *qp)
@@ -336,6 +334,8 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
                 w->state = UIW__SWQE_DONE;
                 w->status = UIW_WC_SUCCESS;
                 qp->orq_count--;
+                if (w->len >= UIW__RX_DIRECT_MIN)
+                    uiw__count_add(&qp->orq_wide, -1);
                 uiw__sq_retire(qp);
             }
         }
@@ -659,6 +659,18 @@ int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
     return r;
 }
 
+/* No segment that goes straight to memory can legally arrive: no posted receive, no Read
+ * awaiting its response and no STag a peer may write, of UIW__RX_DIRECT_MIN bytes or more.
+ * Read without the QP lock (io's busy poll): the counts are atomics, and a stale answer
+ * costs at most a counted copy, never a wrong placement. */
+UIW__DATAPATH bool uiw__qp_rx_narrow(const struct uiw_qp *qp)
+{
+    return atomic_load_explicit(&qp->rq_wide, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&qp->orq_wide, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&((const struct uiw__pd *)qp->pd)->rw_wide, memory_order_relaxed) ==
+               0;
+}
+
 /* uiw__qp_rx_stage's advice (QP lock held, accepting). */
 UIW__DATAPATH static int stage_advice(const struct uiw_qp *qp)
 {
@@ -668,9 +680,23 @@ UIW__DATAPATH static int stage_advice(const struct uiw_qp *qp)
     bool payload = kind == UIW_FPDU_RUN_ULPDU && qp->rx_hdr_done &&
                    (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
                     qp->rx_kind == UIW__RX_SEND);
-    if (payload)
-        return run >= STAGE_DIRECT_MIN || !qp->rx_ddp.last || !qp->rx_small ? 0 : 1;
+    if (payload && (run >= UIW__RX_DIRECT_MIN || !qp->rx_ddp.last))
+        return 0; /* a large payload is under way: straight to memory */
+    if (uiw__qp_rx_narrow(qp))
+        return 2;
     return qp->rx_small ? 1 : 0; /* large segments flow: headers exactly, payload straight */
+}
+
+/* What uiw__qp_want says, plus the staging advice (QP lock held). */
+UIW__DATAPATH static unsigned rx_want(struct uiw_qp *qp)
+{
+    unsigned want = uiw__qp_want_locked(qp);
+    if (rx_accepting(qp)) {
+        int a = stage_advice(qp);
+        if (a)
+            want |= UIW__WANT_STAGE | (a == 2 ? UIW__WANT_READ : 0);
+    }
+    return want;
 }
 
 UIW__DATAPATH int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap)
@@ -688,12 +714,14 @@ UIW__DATAPATH int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap
     return r;
 }
 
-int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n)
+UIW__DATAPATH int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;
     uiw__lock_take(&qp->lock);
     int r = rx_from_buf(qp, qp->stage, n, NULL);
+    if (want)
+        *want = rx_want(qp);
     uiw__qp_unlock(qp);
     return r;
 }
@@ -710,11 +738,8 @@ UIW__DATAPATH int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want)
         if (r == 0)
             r = (int)took;
     }
-    if (want) {
-        *want = uiw__qp_want_locked(qp);
-        if (r > 0 && rx_accepting(qp) && stage_advice(qp) == 1)
-            *want |= UIW__WANT_STAGE;
-    }
+    if (want)
+        *want = r > 0 ? rx_want(qp) : uiw__qp_want_locked(qp);
     uiw__qp_unlock(qp);
     return r;
 }

@@ -441,6 +441,8 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
                 return false;
             w->state = UIW__SWQE_WAIT_RESP;
             qp->orq_count++;
+            if (w->len >= UIW__RX_DIRECT_MIN)
+                uiw__count_add(&qp->orq_wide, 1);
             qp->sq_tx++;
             return true;
         }

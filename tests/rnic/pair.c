@@ -157,10 +157,10 @@ int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len)
                     len -= m;
                     continue;
                 }
-            } else if (r == 1) {
+            } else if (r >= 1) { /* 2 (only small segments can come): read() as io does */
                 size_t m = want < cap ? want : cap;
                 memcpy(b, buf, m);
-                r = uiw__qp_rx_staged(qp, m);
+                r = uiw__qp_rx_staged(qp, m, NULL);
                 if (r && !first)
                     first = r;
                 buf += m;

@@ -671,16 +671,23 @@ TEST(local_invalidate_errors)
     pair_free(&q);
 }
 
-TEST(peek_plan_keeps_large_payloads_out_of_the_ring)
+/* A started pair whose receivers read as io does (peek and take, or read when narrow),
+ * with Ethernet-sized FPDUs. */
+static void peek_pair(struct pair *p, bool crc)
 {
-    struct pair p;
     struct pair_opts o;
     pair_opts_default(&o);
     o.mode = PAIR_PEEK;
     o.max_chunk = 1 << 20;
     o.mulpdu = 1460;
-    o.crc = true;
-    pair_init(&p, &o, true);
+    o.crc = crc;
+    pair_init(p, &o, true);
+}
+
+TEST(peek_plan_keeps_large_payloads_out_of_the_ring)
+{
+    struct pair p;
+    peek_pair(&p, true);
     size_t n = 1 << 20;
     struct uiw_mr *a = pair_mr(&p, 0, n, RW, 0);
     struct uiw_mr *b = pair_mr(&p, 1, n, RW, 0);
@@ -710,5 +717,149 @@ TEST(peek_plan_keeps_large_payloads_out_of_the_ring)
     CHECK(st.copied_payload_bytes >= 2 * 20 * 64);
     pair_mr_free(a);
     pair_mr_free(b);
+    pair_free(&p);
+}
+
+static bool narrow(struct pair *p, int d)
+{
+    return uiw__qp_rx_narrow(p->s[d].qp);
+}
+
+static int stage_advice(struct pair *p, int d)
+{
+    uint8_t *b;
+    size_t cap;
+    return uiw__qp_rx_stage(p->s[d].qp, &b, &cap);
+}
+
+/* Side 1 fast-registers fr over mem with access; the REG_MR completes. */
+static void fast_register(struct pair *p, struct uiw_mr *fr, uint8_t *mem, size_t len,
+                          unsigned access)
+{
+    struct uiw_send_wr reg = {
+        .wr_id = 77, .opcode = UIW_WR_REG_MR, .send_flags = UIW_SEND_SIGNALED};
+    reg.wr.reg.mr = fr;
+    reg.wr.reg.key = uiw_inc_rkey(fr->rkey);
+    reg.wr.reg.addr = mem;
+    reg.wr.reg.length = len;
+    reg.wr.reg.access = access;
+    struct uiw_send_wr *bad;
+    CHECK_EQ(uiw_post_send(p->s[1].qp, &reg, &bad), 0);
+    pair_pump(p);
+    CHECK_EQ(pair_wc(p, 1, true).status, UIW_WC_SUCCESS);
+}
+
+/* A QP that can receive only small segments reads them into its staging ring (advice 2,
+ * no peek). Anything that lets a payload of 1 KiB or more arrive turns that off while it
+ * lasts: a posted receive that long, a Read that long awaiting its response, a valid
+ * remote-writable STag of the PD that long (reg_mr or fast registration). */
+TEST(narrow_qp_reads_until_a_large_payload_can_arrive)
+{
+    struct pair p;
+    peek_pair(&p, false);
+    CHECK(narrow(&p, 1));
+    CHECK_EQ(stage_advice(&p, 1), 2);
+
+    /* registrations: only a remote-writable one of 1 KiB or more, in this QP's PD */
+    struct uiw_mr *lw = pair_mr(&p, 1, 8192, LW, 0);
+    struct uiw_mr *rr = pair_mr(&p, 1, 8192, LW | UIW_ACCESS_REMOTE_READ, 0);
+    struct uiw_mr *short_rw = pair_mr(&p, 1, 1023, RW, 0);
+    CHECK(narrow(&p, 1));
+    struct uiw_pd *other = uiw_alloc_pd(p.s[1].ctx);
+    CHECK(other);
+    struct uiw_mr *other_rw = uiw_reg_mr(other, rr->addr, 8192, RW);
+    CHECK(other_rw);
+    CHECK(narrow(&p, 1));
+    struct uiw_mr *long_rw = pair_mr(&p, 1, 1024, RW, 0);
+    CHECK(!narrow(&p, 1));
+    CHECK(stage_advice(&p, 1) != 2);
+    pair_mr_free(long_rw);
+    CHECK(narrow(&p, 1));
+    CHECK_EQ(stage_advice(&p, 1), 2);
+
+    /* a long posted receive, until a Send takes it */
+    struct uiw_mr *src = pair_mr(&p, 0, 1 << 20, RW, 0);
+    fill_pattern(src->addr, 1 << 20, 13);
+    pair_post_recv(&p, 1, 1, lw, 0, 2048);
+    CHECK(!narrow(&p, 1));
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND, 0, src, 0, 64, 0, 0), 0);
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 1, false).byte_len, 64);
+    CHECK(narrow(&p, 1));
+
+    /* a long Read awaiting its response; a short one does not count */
+    CHECK_EQ(pair_post(&p, 1, 2, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, lw, 0, 4096, addr_of(src, 0),
+                       src->rkey),
+             0);
+    CHECK(!narrow(&p, 1));
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 1, true).status, UIW_WC_SUCCESS);
+    CHECK_MEM(lw->addr, src->addr, 4096);
+    CHECK(narrow(&p, 1));
+    CHECK_EQ(pair_post(&p, 1, 3, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, lw, 0, 512,
+                       addr_of(src, 8192), src->rkey),
+             0);
+    CHECK(narrow(&p, 1));
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 1, true).status, UIW_WC_SUCCESS);
+    CHECK_MEM(lw->addr, (uint8_t *)src->addr + 8192, 512);
+
+    /* fast registration: counted while valid and remote-writable */
+    uint8_t *mem = calloc(1, 8192);
+    CHECK(mem);
+    struct uiw_mr *fr = uiw_alloc_mr(p.s[1].pd, 8192);
+    CHECK(fr);
+    CHECK(narrow(&p, 1));
+    fast_register(&p, fr, mem, 8192, LW | UIW_ACCESS_REMOTE_WRITE);
+    CHECK(!narrow(&p, 1));
+    /* a Write into it while large payloads are possible: straight to memory */
+    struct uiw_context_stats st0, st1;
+    CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st0), 0);
+    CHECK_EQ(pair_post(&p, 0, 4, UIW_WR_RDMA_WRITE, 0, src, 0, 8192, (uintptr_t)mem, fr->rkey), 0);
+    pair_pump(&p);
+    CHECK_MEM(mem, src->addr, 8192);
+    CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st1), 0);
+    CHECK_EQ(st1.copied_payload_bytes, st0.copied_payload_bytes);
+    /* invalidated by the peer's Send with Invalidate: narrow again */
+    pair_post_recv(&p, 1, 5, lw, 0, 64);
+    CHECK_EQ(pair_post(&p, 0, 5, UIW_WR_SEND_WITH_INV, 0, src, 0, 64, 0, fr->rkey), 0);
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 1, false).invalidated_rkey, fr->rkey);
+    CHECK(narrow(&p, 1));
+    fast_register(&p, fr, mem, 8192, LW);
+    CHECK(narrow(&p, 1));
+
+    /* small Sends while narrow come through the ring (read, not peeked) and are copied */
+    CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st0), 0);
+    for (int i = 0; i < 16; i++)
+        pair_post_recv(&p, 1, 10 + (uint64_t)i, lw, (size_t)i * 64, 64);
+    for (int i = 0; i < 16; i++)
+        CHECK_EQ(
+            pair_post(&p, 0, 10 + (uint64_t)i, UIW_WR_SEND, 0, src, 100 + (size_t)i * 64, 64, 0, 0),
+            0);
+    pair_pump(&p);
+    CHECK_EQ(pair_nwc(&p, 1, false), 16);
+    CHECK_MEM(lw->addr, (uint8_t *)src->addr + 100, 16 * 64);
+    CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st1), 0);
+    CHECK_EQ(st1.copied_payload_bytes - st0.copied_payload_bytes, 16 * 64);
+    CHECK_EQ(stage_advice(&p, 1), 2);
+
+    /* a flushed long receive no longer counts */
+    pair_post_recv(&p, 1, 30, lw, 0, 4096);
+    CHECK(!narrow(&p, 1));
+    CHECK_EQ(uiw__qp_close(p.s[1].qp, false), 0);
+    CHECK_EQ(pair_wc(&p, 1, false).status, UIW_WC_WR_FLUSH_ERR);
+    CHECK(narrow(&p, 1));
+
+    pair_nwc(&p, 0, true);
+    pair_nwc(&p, 1, true);
+    CHECK_EQ(uiw_dereg_mr(fr), 0);
+    CHECK_EQ(uiw_dereg_mr(other_rw), 0);
+    CHECK_EQ(uiw_dealloc_pd(other), 0);
+    free(mem);
+    pair_mr_free(src);
+    pair_mr_free(lw);
+    pair_mr_free(rr);
+    pair_mr_free(short_rw);
     pair_free(&p);
 }
