@@ -69,7 +69,13 @@ struct uiw_context_stats {
     uint64_t copied_payload_bytes; /* payload bytes the stack copied in user space (staging
                                       ring to target, inline data, a small message's payload
                                       behind its header): 0 on the zero-copy path (payloads
-                                      of 4 KiB and more) */
+                                      of 4 KiB and more). A QP that nothing of 1 KiB or more
+                                      can legally reach (no posted receive, no Read awaiting
+                                      its response, no remote-writable STag of its PD, that
+                                      long) reads its stream into the staging ring; a long
+                                      receive or registration made while such a read is
+                                      under way may get its first payload bytes copied, and
+                                      counted here */
     uint64_t terminates_sent;
     uint64_t terminates_received;
     uint64_t crc_errors;

@@ -216,7 +216,10 @@ TEST(siwvm_rping_client_to_iwping_server_mpa_rev1)
 }
 
 /* iwping clients against the kernel's rping server (one server after another, until the
- * test creates the file "stop" in the shared folder). With crc the client asks for CRC
+ * test creates the file "stop" in the shared folder). The guest looks for "stop" before it
+ * prints a server's marker, and the test creates it only after it saw the marker of the
+ * last round it needs: so one more server always listens, for the client that releases
+ * it, and then the loop ends. With crc the client asks for CRC
  * (siw as the responder does not set C on its own even with mpa_crc_required=1; it turns
  * CRC on when the initiator asks) and siw's Reply must carry C. */
 static void iwping_to_rping_server(const char *siwopts, int crc)
@@ -224,8 +227,9 @@ static void iwping_to_rping_server(const char *siwopts, int crc)
     char script[1024], fwd[128], dir[512], pcap[600], cmd[2048], marker[64], stop[700];
     int hport = it_free_port(), conns = 0, retries = 0, pings2 = 0;
     snprintf(script, sizeof(script),
-             "i=0\nwhile [ ! -e /mnt/host/stop ]; do rping -s -a 10.0.2.15 -p 7174 -S 65535 -v; "
-             "echo SERVER-DONE-$i; i=$((i+1)); done\n");
+             "i=0\nwhile :; do rping -s -a 10.0.2.15 -p 7174 -S 65535 -v; s=0; "
+             "[ -e /mnt/host/stop ] && s=1; echo SERVER-DONE-$i; i=$((i+1)); "
+             "[ $s = 1 ] && break; done\n");
     snprintf(fwd, sizeof(fwd), "tcp:127.0.0.1:%d-:7174", hport);
     it_tmpdir(dir, sizeof(dir), "siwcli");
     snprintf(pcap, sizeof(pcap), "%s/pcap", dir);
