@@ -212,8 +212,19 @@ int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc);
 int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only);
 
 /* Wait for a CQ event of the channel (blocks unless the fd was made non-blocking, then
- * -EAGAIN). Returns 0 and the CQ and its cq_context. */
+ * -EAGAIN). Returns 0 and the CQ and its cq_context.
+ * While a thread sleeps here (or in uiw_wait_cq_event) it also watches the context's
+ * sockets and does their work itself when they wake it: a message reaches it with one
+ * wake-up, as a blocking recv() would, instead of a hand-off from the progress thread.
+ * A thread that sleeps in poll() on the channel fd gets its events through the progress
+ * thread (two wake-ups). */
 int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context);
+
+/* uiw_get_cq_event with a time limit, whatever the fd's blocking mode: timeout_ms < 0
+ * waits without one, 0 only looks (after one non-blocking pass over the sockets).
+ * -ETIMEDOUT when no event came in time. */
+int uiw_wait_cq_event(struct uiw_comp_channel *ch, int timeout_ms, struct uiw_cq **cq,
+                      void **cq_context);
 void uiw_ack_cq_events(struct uiw_cq *cq, unsigned int nevents);
 
 void *uiw_cq_context(const struct uiw_cq *cq);

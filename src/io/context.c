@@ -72,6 +72,13 @@ UIW__DATAPATH static bool io_qp_send(struct uiw_qp *qp, void *io_ctx)
     return c && uiw__conn_send_locked(c);
 }
 
+static int io_wait(struct uiw_context *ctx, void *io_ctx, int fd, int timeout_ms)
+{
+    struct uiw__io *io = io_ctx;
+    (void)ctx;
+    return uiw__loop_wait(&io->loop, fd, timeout_ms);
+}
+
 static bool io_app_waits(void *arg)
 {
     const struct uiw__io *io = arg;
@@ -97,6 +104,7 @@ static const struct uiw__io_ops io_ops = {
     .qp_send = io_qp_send,
     .progress = io_progress,
     .qp_destroy = io_qp_destroy,
+    .wait = io_wait,
 };
 
 struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)

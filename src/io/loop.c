@@ -38,7 +38,7 @@ int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
 /* Inline passes that found nothing, per millisecond, from which on the application
  * counts as busy polling; and the progress thread's nap while it does. An application that
  * sleeps on a completion channel makes a few such passes per wake-up, far below. */
-enum { SPIN_PER_MS = 50, SPIN_NAP_US = 200 };
+enum { SPIN_PER_MS = 50, SPIN_NAP_US = 200, WAITER_CHECK_MS = 10 };
 
 static uint64_t mono_us(void)
 {
@@ -70,7 +70,12 @@ static void *loop_thread(void *arg)
         if (atomic_load(&l->kicks))
             continue;
         /* Sleep without the lock so that application threads can progress inline. */
-        if (app_spins) {
+        if (atomic_load(&l->waiters)) {
+            /* an application thread asleep in uiw__loop_wait watches the sockets; look
+             * again now and then, for when it has left */
+            struct pollfd pfd = {.fd = l->evfd, .events = POLLIN};
+            poll(&pfd, 1, WAITER_CHECK_MS);
+        } else if (app_spins) {
             struct pollfd pfd = {.fd = l->evfd, .events = POLLIN};
             struct timespec ts = {0, SPIN_NAP_US * 1000L};
             ppoll(&pfd, 1, &ts, NULL);
@@ -171,6 +176,20 @@ void uiw__loop_kick(struct uiw__loop *l)
     uint64_t one = 1;
     ssize_t w = write(l->evfd, &one, sizeof(one));
     (void)w;
+}
+
+int uiw__loop_wait(struct uiw__loop *l, int fd, int timeout_ms)
+{
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = l->epfd, .events = POLLIN}};
+    atomic_fetch_add(&l->waiters, 1);
+    int r = poll(p, 2, timeout_ms) < 0 ? -errno : 0;
+    if (r == 0 && p[1].revents) {
+        uiw__lock_take(&l->lock);
+        uiw__loop_pass_locked(l, 0);
+        uiw__lock_give(&l->lock);
+    }
+    atomic_fetch_sub(&l->waiters, 1);
+    return r == -EINTR ? 0 : r;
 }
 
 int uiw__loop_run(struct uiw__loop *l, int timeout_ms)

@@ -40,10 +40,18 @@ struct uiw__loop {
     atomic_bool stop;
     atomic_uint kicks;       /* doorbell rings not yet seen by a dispatcher */
     atomic_uint idle_inline; /* uiw__loop_try passes that found nothing (wraps) */
+    atomic_uint waiters;     /* application threads asleep in uiw__loop_wait */
     void (*on_bell)(struct uiw__loop *l, void *arg); /* run on each pass after a kick */
     bool (*app_waits)(void *arg); /* the application sleeps on an event (bell_arg); NULL: no */
     void *bell_arg;
 };
+
+/* An application thread sleeps until fd is readable (its completion channel) or
+ * timeout_ms (-1: no limit) passed, watching the loop's sockets too and dispatching their
+ * work itself when they wake it (one pass), so that input reaches it with no hand-off
+ * from the progress thread, which meanwhile leaves the sockets to it (and looks again
+ * every few milliseconds, for when it has left). Returns after one wake-up: 0 or -errno. */
+int uiw__loop_wait(struct uiw__loop *l, int fd, int timeout_ms);
 
 /* Returns 0 or -errno. The thread (if asked) starts at once. */
 int uiw__loop_init(struct uiw__loop *l, bool thread);

@@ -6,6 +6,9 @@
  * event.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <time.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -212,42 +215,93 @@ bool uiw__ctx_waiting(struct uiw_context *ctx)
     return atomic_load_explicit(&ctx->armed_cqs, memory_order_relaxed) > 0;
 }
 
-int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context)
+/* The channel's first pending event, or NULL. */
+static struct uiw_cq *chan_take(struct uiw_comp_channel *ch)
+{
+    uiw__lock_take(&ch->lock);
+    struct uiw_cq *c = ch->pending;
+    if (c) {
+        ch->pending = c->chan_next;
+        c->chan_queued = false;
+        c->chan_next = NULL;
+        if (!ch->pending) {
+            /* drain the counter so the fd is readable only while events wait */
+            struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+            uint64_t v;
+            if (poll(&pfd, 1, 0) == 1 && read(ch->fd, &v, sizeof(v)) < 0)
+                v = 0;
+        }
+    }
+    uiw__lock_give(&ch->lock);
+    if (c) {
+        uiw__lock_take(&c->lock);
+        c->events_done++;
+        uiw__lock_give(&c->lock);
+    }
+    return c;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int uiw_wait_cq_event(struct uiw_comp_channel *ch, int timeout_ms, struct uiw_cq **cq,
+                      void **cq_context)
 {
     if (!ch || !cq)
         return -EINVAL;
-    for (;;) {
-        uiw__lock_take(&ch->lock);
-        struct uiw_cq *c = ch->pending;
+    struct uiw_context *ctx = ch->ctx;
+    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+    for (bool waited = false;; waited = true) {
+        struct uiw_cq *c = chan_take(ch);
         if (c) {
-            ch->pending = c->chan_next;
-            c->chan_queued = false;
-            c->chan_next = NULL;
-            bool more = ch->pending != NULL;
-            if (!more) {
-                /* drain the counter so the fd is readable only while events wait */
-                struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
-                uint64_t v;
-                if (poll(&pfd, 1, 0) == 1 && read(ch->fd, &v, sizeof(v)) < 0)
-                    v = 0;
-            }
-            uiw__lock_give(&ch->lock);
-            uiw__lock_take(&c->lock);
-            c->events_done++;
-            uiw__lock_give(&c->lock);
             *cq = c;
             if (cq_context)
                 *cq_context = c->cq_context;
             return 0;
         }
-        uiw__lock_give(&ch->lock);
-        uint64_t v;
-        ssize_t r = read(ch->fd, &v, sizeof(v));
-        if (r < 0 && errno == EAGAIN)
-            return -EAGAIN;
-        if (r < 0 && errno != EINTR)
-            return -errno;
+        int left = -1;
+        if (timeout_ms == 0) {
+            if (waited)
+                return -ETIMEDOUT;
+            left = 0; /* one look, with progress */
+        } else if (timeout_ms > 0) {
+            int64_t d = deadline - mono_ms();
+            if (d <= 0)
+                return -ETIMEDOUT;
+            left = d > INT_MAX ? INT_MAX : (int)d;
+        }
+        int w;
+        if (ctx->ops.wait) {
+            w = ctx->ops.wait(ctx, ctx->io, ch->fd, left);
+        } else {
+            struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+            w = poll(&pfd, 1, left) < 0 ? -errno : 0;
+        }
+        if (w < 0 && w != -EINTR)
+            return w;
     }
+}
+
+int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context)
+{
+    if (!ch || !cq)
+        return -EINVAL;
+    struct uiw_cq *c = chan_take(ch);
+    if (c) {
+        *cq = c;
+        if (cq_context)
+            *cq_context = c->cq_context;
+        return 0;
+    }
+    int fl = fcntl(ch->fd, F_GETFL);
+    if (fl < 0)
+        return -errno;
+    int r = uiw_wait_cq_event(ch, (fl & O_NONBLOCK) ? 0 : -1, cq, cq_context);
+    return r == -ETIMEDOUT ? -EAGAIN : r;
 }
 
 void uiw_ack_cq_events(struct uiw_cq *cq, unsigned int nevents)

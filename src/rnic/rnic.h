@@ -35,7 +35,8 @@
  *   work (uiw_post_send, uiw_modify_qp_state) call qp_kick after releasing the QP lock;
  *   uiw_post_send first offers the bytes to qp_send, with the QP lock held (the one
  *   callback that runs under an engine lock: it calls only the *_locked functions);
- *   uiw_destroy_qp calls qp_destroy; uiw_poll_cq calls progress.
+ *   uiw_destroy_qp calls qp_destroy; uiw_poll_cq calls progress; uiw_wait_cq_event and
+ *   uiw_get_cq_event call wait (no engine lock held).
  * - Completion channels and the async fd are eventfds written by the engine (cq.c,
  *   ctx.c); these writes never block.
  */
@@ -71,6 +72,12 @@ struct uiw__io_ops {
     /* uiw_destroy_qp is about to free qp: io must unbind it from its connection (and
      * close the socket) before returning. Called with no engine lock held. May be NULL. */
     void (*qp_destroy)(struct uiw_qp *qp, void *io_ctx);
+    /* uiw_wait_cq_event found no event: sleep until fd (the channel's eventfd) is
+     * readable or timeout_ms (-1: no limit) passed, doing io's work inline when io's
+     * sockets (or its doorbell) wake the thread first, so that input reaches a sleeping
+     * application with no hand-off from the progress thread. Returns after one wake-up:
+     * 0 or -errno. May be NULL (the engine then polls fd). */
+    int (*wait)(struct uiw_context *ctx, void *io_ctx, int fd, int timeout_ms);
 };
 
 /* Allocate a context's engine part (STag table, async queue and its eventfd, stats).

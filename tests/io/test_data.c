@@ -1,4 +1,5 @@
 /* End-to-end RDMA over real loopback connections: verbs driven through the cm. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -779,86 +780,206 @@ TEST(data_every_opcode)
     free(bt);
 }
 
+/* A second connection on a link's listener whose responder QP (sid) has its CQ on a
+ * completion channel of b's context; cid is a's end, on a's CQ. */
+struct chan_conn {
+    struct uiw_comp_channel *cc;
+    struct uiw_cq *cq;
+    struct uiw_cm_id *cid, *sid;
+    uint8_t *rb, *sb;
+    struct uiw_mr *rm, *sm;
+    struct side a; /* a's end, for expect_wc / post_op */
+};
+
+static void chan_conn_up(struct link *k, struct chan_conn *x)
+{
+    memset(x, 0, sizeof(*x));
+    x->cc = uiw_create_comp_channel(k->b.ctx);
+    CHECK(x->cc != NULL);
+    x->cq = uiw_create_cq(k->b.ctx, 64, (void *)0x77, x->cc, 0);
+    CHECK(x->cq != NULL);
+    x->cid = uiw_cm_create_id(k->ch, k->a.ctx, NULL);
+    struct uiw_qp_init_attr qa = qp_attr(&k->a);
+    CHECK_EQ(uiw_cm_create_qp(x->cid, k->a.pd, &qa), 0);
+    struct sockaddr_storage dst = io_addr(AF_INET, io_port(uiw_cm_get_local_addr(k->lid)));
+    CHECK_EQ(uiw_cm_connect(x->cid, (struct sockaddr *)&dst, NULL), 0);
+    struct uiw_cm_event *ev = io_expect(k->ch, UIW_CM_EVENT_CONNECT_REQUEST);
+    x->sid = ev->id;
+    uiw_cm_ack_event(ev);
+    struct uiw_qp_init_attr qb = {
+        .send_cq = x->cq,
+        .recv_cq = x->cq,
+        .cap = {.max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1, .max_recv_sge = 1}};
+    CHECK_EQ(uiw_cm_create_qp(x->sid, k->b.pd, &qb), 0);
+    CHECK_EQ(uiw_cm_accept(x->sid, NULL), 0);
+    uiw_cm_ack_event(io_expect(k->ch, UIW_CM_EVENT_ESTABLISHED));
+    uiw_cm_ack_event(io_expect(k->ch, UIW_CM_EVENT_ESTABLISHED));
+    x->rb = calloc(1, 4096);
+    x->sb = calloc(1, 4096);
+    x->rm = uiw_reg_mr(k->b.pd, x->rb, 4096, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_READ);
+    x->sm = uiw_reg_mr(k->a.pd, x->sb, 4096, UIW_ACCESS_LOCAL_WRITE);
+    CHECK(x->rb && x->sb && x->rm && x->sm);
+    x->a = (struct side){.ctx = k->a.ctx, .pd = k->a.pd, .cq = k->a.cq, .id = x->cid};
+}
+
+static void chan_conn_down(struct link *k, struct chan_conn *x)
+{
+    CHECK_EQ(uiw_cm_disconnect(x->cid), 0);
+    for (int i = 0; i < 2; i++)
+        uiw_cm_ack_event(io_expect(k->ch, UIW_CM_EVENT_DISCONNECTED));
+    uiw_cm_destroy_qp(x->cid);
+    uiw_cm_destroy_qp(x->sid);
+    CHECK_EQ(uiw_cm_destroy_id(x->cid), 0);
+    CHECK_EQ(uiw_cm_destroy_id(x->sid), 0);
+    uiw_dereg_mr(x->rm);
+    uiw_dereg_mr(x->sm);
+    struct uiw_wc wc;
+    while (uiw_poll_cq(x->cq, 1, &wc) > 0)
+        ;
+    CHECK_EQ(uiw_destroy_cq(x->cq), 0);
+    CHECK_EQ(uiw_destroy_comp_channel(x->cc), 0);
+    free(x->rb);
+    free(x->sb);
+}
+
+/* b receives a Send of len bytes (seed) at offset off of its buffer as wr_id id. */
+static void chan_send(struct chan_conn *x, uint64_t id, size_t off, uint32_t len)
+{
+    struct uiw_sge g = {.addr = (uintptr_t)(x->rb + off), .length = len, .lkey = x->rm->lkey};
+    struct uiw_recv_wr rw = {.wr_id = id, .sg_list = &g, .num_sge = 1}, *rbad = NULL;
+    CHECK_EQ(uiw_post_recv(x->sid->qp, &rw, &rbad), 0);
+    fill(x->sb + off, len, (unsigned)id);
+    post_op(&x->a, UIW_WR_SEND, x->sm, x->sb + off, len, 0, 0, id);
+}
+
+/* b's next completion is the receive id, of len bytes at off; a's Send completed. */
+static void chan_expect_recv(struct chan_conn *x, uint64_t id, size_t off, uint32_t len)
+{
+    struct uiw_wc wc;
+    CHECK_EQ(uiw_poll_cq(x->cq, 1, &wc), 1);
+    CHECK_EQ(wc.wr_id, id);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(wc.byte_len, len);
+    CHECK_MEM(x->rb + off, x->sb + off, len);
+    expect_wc(&x->a, id, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+}
+
 /* The completion channel fd wakes a sleeping application when a Send arrives. */
 TEST(data_comp_channel_wakeup)
 {
     struct link k;
     link_up(&k, AF_INET);
-    struct uiw_comp_channel *cc = uiw_create_comp_channel(k.b.ctx);
-    CHECK(cc != NULL);
-    struct uiw_cq *cq = uiw_create_cq(k.b.ctx, 16, (void *)0x77, cc, 0);
-    CHECK(cq != NULL);
-    /* A second connection on the same listener, its responder QP on the new CQ. */
-    struct uiw_cm_id *sid = NULL;
-    struct uiw_cm_id *cid = uiw_cm_create_id(k.ch, k.a.ctx, NULL);
-    struct uiw_qp_init_attr qa = qp_attr(&k.a);
-    CHECK_EQ(uiw_cm_create_qp(cid, k.a.pd, &qa), 0);
-    struct sockaddr_storage dst = io_addr(AF_INET, io_port(uiw_cm_get_local_addr(k.lid)));
-    CHECK_EQ(uiw_cm_connect(cid, (struct sockaddr *)&dst, NULL), 0);
-    struct uiw_cm_event *ev = io_expect(k.ch, UIW_CM_EVENT_CONNECT_REQUEST);
-    sid = ev->id;
-    uiw_cm_ack_event(ev);
-    struct uiw_qp_init_attr qb = {
-        .send_cq = cq,
-        .recv_cq = cq,
-        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
-    CHECK_EQ(uiw_cm_create_qp(sid, k.b.pd, &qb), 0);
-    CHECK_EQ(uiw_cm_accept(sid, NULL), 0);
-    uiw_cm_ack_event(io_expect(k.ch, UIW_CM_EVENT_ESTABLISHED));
-    uiw_cm_ack_event(io_expect(k.ch, UIW_CM_EVENT_ESTABLISHED));
-
-    uint8_t *rb = calloc(1, 256), *sb = calloc(1, 256);
-    struct uiw_mr *rm = uiw_reg_mr(k.b.pd, rb, 256, UIW_ACCESS_LOCAL_WRITE);
-    struct uiw_mr *sm = uiw_reg_mr(k.a.pd, sb, 256, UIW_ACCESS_LOCAL_WRITE);
-    struct uiw_sge g = {.addr = (uintptr_t)rb, .length = 256, .lkey = rm->lkey};
-    struct uiw_recv_wr rw = {.wr_id = 71, .sg_list = &g, .num_sge = 1}, *rbad = NULL;
-    CHECK_EQ(uiw_post_recv(sid->qp, &rw, &rbad), 0);
-    CHECK_EQ(uiw_req_notify_cq(cq, 0), 0);
-    struct pollfd pfd = {.fd = uiw_comp_channel_fd(cc), .events = POLLIN};
+    struct chan_conn x;
+    chan_conn_up(&k, &x);
+    CHECK_EQ(uiw_req_notify_cq(x.cq, 0), 0);
+    struct pollfd pfd = {.fd = uiw_comp_channel_fd(x.cc), .events = POLLIN};
     CHECK_EQ(poll(&pfd, 1, 0), 0); /* nothing yet */
-
-    fill(sb, 100, 21);
-    struct uiw_sge sg = {.addr = (uintptr_t)sb, .length = 100, .lkey = sm->lkey};
-    struct uiw_send_wr sw = {.wr_id = 72,
-                             .sg_list = &sg,
-                             .num_sge = 1,
-                             .opcode = UIW_WR_SEND,
-                             .send_flags = UIW_SEND_SIGNALED},
-                       *sbad = NULL;
-    CHECK_EQ(uiw_post_send(cid->qp, &sw, &sbad), 0);
+    chan_send(&x, 71, 0, 100);
     CHECK_EQ(poll(&pfd, 1, EV_WAIT_MS), 1); /* b's progress thread delivered it */
     struct uiw_cq *got = NULL;
     void *gctx = NULL;
-    CHECK_EQ(uiw_get_cq_event(cc, &got, &gctx), 0);
-    CHECK(got == cq);
+    CHECK_EQ(uiw_get_cq_event(x.cc, &got, &gctx), 0);
+    CHECK(got == x.cq);
     CHECK(gctx == (void *)0x77);
-    uiw_ack_cq_events(cq, 1);
-    struct uiw_wc wc;
-    CHECK_EQ(uiw_poll_cq(cq, 1, &wc), 1);
-    CHECK_EQ(wc.wr_id, 71);
-    CHECK_EQ(wc.byte_len, 100);
-    CHECK_MEM(rb, sb, 100);
-    struct side tmp = {.ctx = k.a.ctx, .pd = k.a.pd, .cq = k.a.cq, .id = cid};
-    expect_wc(&tmp, 72, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
-
-    /* Close the extra connection, then the link. */
-    CHECK_EQ(uiw_cm_disconnect(cid), 0);
-    for (int i = 0; i < 2; i++)
-        uiw_cm_ack_event(io_expect(k.ch, UIW_CM_EVENT_DISCONNECTED));
-    uiw_cm_destroy_qp(cid);
-    uiw_cm_destroy_qp(sid);
-    CHECK_EQ(uiw_cm_destroy_id(cid), 0);
-    CHECK_EQ(uiw_cm_destroy_id(sid), 0);
-    uiw_dereg_mr(rm);
-    uiw_dereg_mr(sm);
-    CHECK_EQ(uiw_destroy_cq(cq), 0);
-    CHECK_EQ(uiw_destroy_comp_channel(cc), 0);
-    free(rb);
-    free(sb);
+    uiw_ack_cq_events(x.cq, 1);
+    chan_expect_recv(&x, 71, 0, 100);
+    chan_conn_down(&k, &x);
     link_down(&k, true);
 }
 
-/* A protection violation over the wire: the Terminate ends the stream on both sides. */
+struct later_sends {
+    struct chan_conn *x;
+    int n;
+};
+
+static void *later_sender(void *arg)
+{
+    struct later_sends *l = arg;
+    for (int i = 0; i < l->n; i++) {
+        struct pollfd none;
+        poll(&none, 0, 2);
+        chan_send(l->x, 100 + (uint64_t)i, (size_t)i * 64, 64);
+    }
+    return NULL;
+}
+
+/* A thread asleep in uiw_wait_cq_event does the socket work itself: with no progress
+ * thread on b, every Send still raises its event. The time limit and the non-blocking
+ * fd give up with -ETIMEDOUT / -EAGAIN. */
+TEST(data_cq_event_sleeper_takes_input_itself)
+{
+    struct link k;
+    link_up_ex(&k, AF_INET, true, false, NULL, NULL);
+    struct chan_conn x;
+    chan_conn_up(&k, &x);
+    struct uiw_cq *got = NULL;
+    void *gctx = NULL;
+    uint64_t t0 = io_now_ms();
+    CHECK_EQ(uiw_wait_cq_event(x.cc, 30, &got, &gctx), -ETIMEDOUT);
+    CHECK(io_now_ms() - t0 >= 29);
+    CHECK_EQ(uiw_wait_cq_event(x.cc, 0, &got, &gctx), -ETIMEDOUT);
+
+    struct later_sends l = {.x = &x, .n = 20};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, later_sender, &l), 0);
+    int waits = 0;
+    for (int i = 0; i < l.n;) {
+        CHECK_EQ(uiw_req_notify_cq(x.cq, 0), 0);
+        struct uiw_wc wc;
+        while (uiw_poll_cq(x.cq, 1, &wc) == 1) { /* what came before arming raises none */
+            CHECK_EQ(wc.wr_id, 100 + (uint64_t)i);
+            CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+            CHECK_EQ(wc.byte_len, 64);
+            CHECK_MEM(x.rb + (size_t)i * 64, x.sb + (size_t)i * 64, 64);
+            expect_wc(&x.a, 100 + (uint64_t)i, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+            i++;
+        }
+        if (i == l.n)
+            break;
+        CHECK_EQ(uiw_wait_cq_event(x.cc, EV_WAIT_MS, &got, &gctx), 0);
+        CHECK(got == x.cq);
+        uiw_ack_cq_events(x.cq, 1);
+        waits++;
+    }
+    CHECK(waits > 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+
+    int fl = fcntl(uiw_comp_channel_fd(x.cc), F_GETFL);
+    CHECK(fl >= 0);
+    CHECK_EQ(fcntl(uiw_comp_channel_fd(x.cc), F_SETFL, fl | O_NONBLOCK), 0);
+    CHECK_EQ(uiw_get_cq_event(x.cc, &got, &gctx), -EAGAIN);
+    chan_conn_down(&k, &x);
+    link_down(&k, true);
+}
+
+/* Once the sleeper has left (and stays away), b's progress thread takes the sockets back:
+ * a peer's Read is served while b's application calls nothing. */
+TEST(data_peer_read_after_cq_event_sleeper_left)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    struct chan_conn x;
+    chan_conn_up(&k, &x);
+    struct later_sends l = {.x = &x, .n = 1};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, later_sender, &l), 0);
+    CHECK_EQ(uiw_req_notify_cq(x.cq, 0), 0);
+    struct uiw_cq *got = NULL;
+    void *gctx = NULL;
+    CHECK_EQ(uiw_get_cq_event(x.cc, &got, &gctx), 0);
+    uiw_ack_cq_events(x.cq, 1);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    chan_expect_recv(&x, 100, 0, 64);
+    /* b's application makes no more calls; a reads b's buffer */
+    fill(x.rb + 1024, 2048, 5);
+    post_op(&x.a, UIW_WR_RDMA_READ, x.sm, x.sb + 1024, 2048, (uintptr_t)(x.rb + 1024), x.rm->rkey,
+            9);
+    expect_wc(&x.a, 9, UIW_WC_RDMA_READ, UIW_WC_SUCCESS, 2048);
+    CHECK_MEM(x.sb + 1024, x.rb + 1024, 2048);
+    chan_conn_down(&k, &x);
+    link_down(&k, true);
+}
+
 TEST(data_write_to_invalid_stag_terminates)
 {
     struct link k;

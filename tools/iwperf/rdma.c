@@ -196,13 +196,14 @@ static int wait_event(struct conn *c, int timeout_ms)
     int n = pump(c);
     if (n != 0)
         return n < 0 ? -1 : 0;
-    struct pollfd p = {.fd = uiw_comp_channel_fd(c->cch), .events = POLLIN};
-    if (poll(&p, 1, timeout_ms) > 0) {
-        struct uiw_cq *cq;
-        void *ctx;
-        if (uiw_get_cq_event(c->cch, &cq, &ctx) == 0)
-            uiw_ack_cq_events(cq, 1);
-    }
+    /* sleep in the library, not in poll(): the thread is then woken by the socket itself */
+    struct uiw_cq *cq;
+    void *ctx;
+    rc = uiw_wait_cq_event(c->cch, timeout_ms, &cq, &ctx);
+    if (rc == 0)
+        uiw_ack_cq_events(cq, 1);
+    else if (rc != -ETIMEDOUT)
+        return fail(c, "wait_cq_event", rc);
     return 0;
 }
 
