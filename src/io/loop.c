@@ -101,6 +101,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     uiw__lock_init(&l->lock);
     atomic_init(&l->stop, false);
     atomic_init(&l->kicks, 0);
+    atomic_init(&l->waiters, 0);
     atomic_init(&l->idle_inline, 0);
     l->on_bell = NULL;
     l->app_waits = NULL;
