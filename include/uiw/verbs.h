@@ -199,8 +199,11 @@ struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
 /* -EBUSY while QPs use it or events are unacknowledged. */
 int uiw_destroy_cq(struct uiw_cq *cq);
 
-/* Up to n completions into wc[]. Returns the count (0 when empty) or -EINVAL. Drives the
- * progress engine inline when it is idle (so busy polling needs no progress thread).
+/* Up to n completions into wc[]. Returns the count (0 when empty) or -EINVAL. When the
+ * CQ has nothing to return, drives the progress engine inline if it is idle (so busy
+ * polling needs no progress thread), unless a progress thread runs and a CQ of the
+ * context is armed (the application is about to sleep: the thread, or the thread asleep
+ * in uiw_get_cq_event, takes the input).
  * Send queue completions come in posting order. A Send or RDMA Write completes once its
  * last byte has been handed to TCP; an RDMA Read once its response has been placed;
  * LOCAL_INV and REG_MR when executed in send queue order. Error completions are always

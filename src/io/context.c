@@ -52,7 +52,11 @@ UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
 {
     struct uiw__io *io = io_ctx;
     struct uiw__loop *l = &io->loop;
-    (void)ctx;
+    /* a CQ armed while a progress thread runs: the application is about to sleep (it
+     * polls once more, for what came before arming); input goes to the thread, or to the
+     * application once it sleeps in uiw_wait_cq_event, without a read here first */
+    if (l->has_thread && uiw__ctx_waiting(ctx))
+        return;
     if (!uiw__lock_try(&l->lock))
         return;
     struct uiw__conn *c = io->conns;

@@ -130,10 +130,11 @@ static void channel_signal(struct uiw_cq *cq)
             pp = &(*pp)->chan_next;
         *pp = cq;
     }
+    if (!ch->signaled) { /* under the lock: the fd is readable exactly while events wait */
+        uint64_t one = 1;
+        ch->signaled = write(ch->fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+    }
     uiw__lock_give(&ch->lock);
-    uint64_t one = 1;
-    ssize_t r = write(ch->fd, &one, sizeof(one));
-    (void)r;
 }
 
 UIW__DATAPATH int uiw__cq_push(struct uiw_cq *cq, const struct uiw_wc *wc)
@@ -176,13 +177,15 @@ UIW__DATAPATH int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc)
     if (!cq || n < 0 || (n > 0 && !wc))
         return -EINVAL;
     struct uiw_context *ctx = cq->ctx;
-    if (ctx->ops.progress)
-        ctx->ops.progress(ctx, ctx->io);
     int got = 0;
-    /* empty (the spin of a busy poller): no lock; a completion being queued meanwhile is
-     * the next poll's */
-    if (atomic_load_explicit(&cq->avail, memory_order_acquire) == 0)
-        return 0;
+    /* progress only when there is nothing to return (completions first); empty (the spin
+     * of a busy poller): no lock; a completion being queued meanwhile is the next poll's */
+    if (atomic_load_explicit(&cq->avail, memory_order_acquire) == 0) {
+        if (ctx->ops.progress)
+            ctx->ops.progress(ctx, ctx->io);
+        if (atomic_load_explicit(&cq->avail, memory_order_acquire) == 0)
+            return 0;
+    }
     uiw__lock_take(&cq->lock);
     while (got < n && cq->count > 0) {
         wc[got++] = cq->ring[cq->head];
@@ -224,12 +227,10 @@ static struct uiw_cq *chan_take(struct uiw_comp_channel *ch)
         ch->pending = c->chan_next;
         c->chan_queued = false;
         c->chan_next = NULL;
-        if (!ch->pending) {
-            /* drain the counter so the fd is readable only while events wait */
-            struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+        if (!ch->pending && ch->signaled) {
+            /* drain the counter (non-zero: the read does not block) */
             uint64_t v;
-            if (poll(&pfd, 1, 0) == 1 && read(ch->fd, &v, sizeof(v)) < 0)
-                v = 0;
+            ch->signaled = read(ch->fd, &v, sizeof(v)) != (ssize_t)sizeof(v);
         }
     }
     uiw__lock_give(&ch->lock);

@@ -116,6 +116,7 @@ struct uiw_comp_channel {
     struct uiw__lock lock;
     int fd;
     struct uiw_cq *pending; /* CQs with an undelivered event */
+    bool signaled;          /* fd's counter is non-zero: exactly while pending != NULL */
     _Atomic int ncq;
 };
 

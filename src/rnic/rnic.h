@@ -65,9 +65,9 @@ struct uiw__io_ops {
      * uiw__qp_want_locked. Returns true if nothing is left for io to do (all sent, no
      * close wanted); false and the engine calls qp_kick after the unlock. May be NULL. */
     bool (*qp_send)(struct uiw_qp *qp, void *io_ctx);
-    /* Inline progress: called at the start of every uiw_poll_cq (no engine lock held);
-     * io runs one non-blocking pass over its sockets if nobody else is (trylock), so a
-     * busy-polling application pays no thread hand-off. May be NULL. */
+    /* Inline progress: called by uiw_poll_cq when the CQ has nothing to return (no engine
+     * lock held); io runs one non-blocking pass over its sockets if nobody else is
+     * (trylock), so a busy-polling application pays no thread hand-off. May be NULL. */
     void (*progress)(struct uiw_context *ctx, void *io_ctx);
     /* uiw_destroy_qp is about to free qp: io must unbind it from its connection (and
      * close the socket) before returning. Called with no engine lock held. May be NULL. */
