@@ -118,6 +118,10 @@ void *uiw_cq_context(const struct uiw_cq *cq)
     return cq ? cq->cq_context : NULL;
 }
 
+/* The channel whose events this thread takes itself right after the io wait it is in
+ * (uiw_wait_cq_event): what its own pass queues there needs no eventfd round trip. */
+static _Thread_local const struct uiw_comp_channel *taking;
+
 static void channel_signal(struct uiw_cq *cq)
 {
     struct uiw_comp_channel *ch = cq->channel;
@@ -130,7 +134,9 @@ static void channel_signal(struct uiw_cq *cq)
             pp = &(*pp)->chan_next;
         *pp = cq;
     }
-    if (!ch->signaled) { /* under the lock: the fd is readable exactly while events wait */
+    /* under the lock: the fd is readable exactly while events wait (but for the moment
+     * until the thread that queued them takes them, see taking) */
+    if (!ch->signaled && taking != ch) {
         uint64_t one = 1;
         ch->signaled = write(ch->fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
     }
@@ -231,6 +237,10 @@ static struct uiw_cq *chan_take(struct uiw_comp_channel *ch)
             /* drain the counter (non-zero: the read does not block) */
             uint64_t v;
             ch->signaled = read(ch->fd, &v, sizeof(v)) != (ssize_t)sizeof(v);
+        } else if (ch->pending && !ch->signaled) {
+            /* events this thread queued for itself and leaves to others */
+            uint64_t one = 1;
+            ch->signaled = write(ch->fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
         }
     }
     uiw__lock_give(&ch->lock);
@@ -277,7 +287,9 @@ int uiw_wait_cq_event(struct uiw_comp_channel *ch, int timeout_ms, struct uiw_cq
         }
         int w;
         if (ctx->ops.wait) {
+            taking = ch;
             w = ctx->ops.wait(ctx, ctx->io, ch->fd, left);
+            taking = NULL;
         } else {
             struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
             w = poll(&pfd, 1, left) < 0 ? -errno : 0;

@@ -939,6 +939,9 @@ TEST(data_cq_event_sleeper_takes_input_itself)
         CHECK_EQ(uiw_wait_cq_event(x.cc, EV_WAIT_MS, &got, &gctx), 0);
         CHECK(got == x.cq);
         uiw_ack_cq_events(x.cq, 1);
+        /* no event left: the fd is not readable (the one taken needed no eventfd trip) */
+        struct pollfd pfd = {.fd = uiw_comp_channel_fd(x.cc), .events = POLLIN};
+        CHECK_EQ(poll(&pfd, 1, 0), 0);
         waits++;
     }
     CHECK(waits > 0);
