@@ -122,6 +122,13 @@ void *uiw_cq_context(const struct uiw_cq *cq)
  * (uiw_wait_cq_event): what its own pass queues there needs no eventfd round trip. */
 static _Thread_local const struct uiw_comp_channel *taking;
 
+/* Make the fd readable (channel lock held). */
+static void chan_ring(struct uiw_comp_channel *ch)
+{
+    uint64_t one = 1;
+    ch->signaled = write(ch->fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+}
+
 static void channel_signal(struct uiw_cq *cq)
 {
     struct uiw_comp_channel *ch = cq->channel;
@@ -136,10 +143,8 @@ static void channel_signal(struct uiw_cq *cq)
     }
     /* under the lock: the fd is readable exactly while events wait (but for the moment
      * until the thread that queued them takes them, see taking) */
-    if (!ch->signaled && taking != ch) {
-        uint64_t one = 1;
-        ch->signaled = write(ch->fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
-    }
+    if (!ch->signaled && taking != ch)
+        chan_ring(ch);
     uiw__lock_give(&ch->lock);
 }
 
@@ -224,8 +229,9 @@ bool uiw__ctx_waiting(struct uiw_context *ctx)
     return atomic_load_explicit(&ctx->armed_cqs, memory_order_relaxed) > 0;
 }
 
-/* The channel's first pending event, or NULL. */
-static struct uiw_cq *chan_take(struct uiw_comp_channel *ch)
+/* Take the channel's first pending event into *cq (and *cq_context): true if there was
+ * one. */
+static bool chan_take(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context)
 {
     uiw__lock_take(&ch->lock);
     struct uiw_cq *c = ch->pending;
@@ -238,18 +244,19 @@ static struct uiw_cq *chan_take(struct uiw_comp_channel *ch)
             uint64_t v;
             ch->signaled = read(ch->fd, &v, sizeof(v)) != (ssize_t)sizeof(v);
         } else if (ch->pending && !ch->signaled) {
-            /* events this thread queued for itself and leaves to others */
-            uint64_t one = 1;
-            ch->signaled = write(ch->fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+            chan_ring(ch); /* events this thread queued for itself and leaves to others */
         }
     }
     uiw__lock_give(&ch->lock);
-    if (c) {
-        uiw__lock_take(&c->lock);
-        c->events_done++;
-        uiw__lock_give(&c->lock);
-    }
-    return c;
+    if (!c)
+        return false;
+    uiw__lock_take(&c->lock);
+    c->events_done++;
+    uiw__lock_give(&c->lock);
+    *cq = c;
+    if (cq_context)
+        *cq_context = c->cq_context;
+    return true;
 }
 
 static int64_t mono_ms(void)
@@ -267,13 +274,8 @@ int uiw_wait_cq_event(struct uiw_comp_channel *ch, int timeout_ms, struct uiw_cq
     struct uiw_context *ctx = ch->ctx;
     int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
     for (bool waited = false;; waited = true) {
-        struct uiw_cq *c = chan_take(ch);
-        if (c) {
-            *cq = c;
-            if (cq_context)
-                *cq_context = c->cq_context;
+        if (chan_take(ch, cq, cq_context))
             return 0;
-        }
         int left = -1;
         if (timeout_ms == 0) {
             if (waited)
@@ -303,13 +305,8 @@ int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_
 {
     if (!ch || !cq)
         return -EINVAL;
-    struct uiw_cq *c = chan_take(ch);
-    if (c) {
-        *cq = c;
-        if (cq_context)
-            *cq_context = c->cq_context;
+    if (chan_take(ch, cq, cq_context))
         return 0;
-    }
     int fl = fcntl(ch->fd, F_GETFL);
     if (fl < 0)
         return -errno;
