@@ -41,7 +41,11 @@ struct uiw_comp_channel;
 
 struct uiw_context_attr {
     bool progress_thread; /* run the progress engine in its own thread (else only inline
-                             from post/poll and the cm calls) */
+                             from post/poll and the cm calls). While the application
+                             busy-polls a CQ, the thread leaves the sockets to it and
+                             only naps (naps that grow to 3.2 ms); it takes the sockets
+                             back a few milliseconds after the polls stop, and at once
+                             when the application arms a CQ (uiw_req_notify_cq) */
     uint32_t max_mr;      /* size of the STag table; 0 = 4096 (max 1 << 24 - 1) */
     uint32_t max_async;   /* async event queue length; 0 = 256 */
     const char *pcap_dir; /* capture every connection into this folder (NULL = off;

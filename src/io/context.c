@@ -83,6 +83,13 @@ static int io_wait(struct uiw_context *ctx, void *io_ctx, int fd, int timeout_ms
     return uiw__loop_wait(&io->loop, fd, timeout_ms);
 }
 
+static void io_armed(struct uiw_context *ctx, void *io_ctx)
+{
+    struct uiw__io *io = io_ctx;
+    (void)ctx;
+    uiw__loop_app_sleeps(&io->loop);
+}
+
 static bool io_app_waits(void *arg)
 {
     const struct uiw__io *io = arg;
@@ -108,6 +115,7 @@ static const struct uiw__io_ops io_ops = {
     .qp_send = io_qp_send,
     .progress = io_progress,
     .qp_destroy = io_qp_destroy,
+    .armed = io_armed,
     .wait = io_wait,
 };
 

@@ -36,9 +36,18 @@ int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
 }
 
 /* Inline passes that found nothing, per millisecond, from which on the application
- * counts as busy polling; and the progress thread's nap while it does. An application that
- * sleeps on a completion channel makes a few such passes per wake-up, far below. */
-enum { SPIN_PER_MS = 50, SPIN_NAP_US = 200, WAITER_CHECK_MS = 10 };
+ * counts as busy polling (once it does, over windows of SPIN_WINDOW_US at least); the
+ * progress thread's first and longest nap while it does (each nap doubles the last: the
+ * longest bounds how late the thread notices that the polls stopped, unless the
+ * application arms a CQ, which wakes it at once). An application that sleeps on a
+ * completion channel makes a few such passes per wake-up, far below. */
+enum {
+    SPIN_PER_MS = 50,
+    SPIN_NAP_US = 200,
+    SPIN_NAP_MAX_US = 3200,
+    SPIN_WINDOW_US = 1000,
+    WAITER_CHECK_MS = 10
+};
 
 static uint64_t mono_us(void)
 {
@@ -52,33 +61,67 @@ static void *loop_thread(void *arg)
     struct uiw__loop *l = arg;
     unsigned seen = atomic_load(&l->idle_inline);
     uint64_t since = mono_us();
+    long nap_us = SPIN_NAP_US;
+    bool spinning = false;
+    bool app_spins = false;
     while (!atomic_load(&l->stop)) {
-        uiw__lock_take(&l->lock);
-        uiw__loop_pass_locked(l, 0);
-        uiw__lock_give(&l->lock);
+        if (!app_spins) {
+            uiw__lock_take(&l->lock);
+            uiw__loop_pass_locked(l, 0);
+            uiw__lock_give(&l->lock);
+        } else if (atomic_load(&l->kicks) && uiw__lock_try(&l->lock)) {
+            /* the busy poller reads the sockets and sees the doorbell itself: only a ring
+             * it has not answered yet, and never waiting for its lock */
+            uiw__loop_pass_locked(l, 0);
+            uiw__lock_give(&l->lock);
+        }
         if (atomic_load(&l->stop))
             break;
         unsigned now_seen = atomic_load(&l->idle_inline);
         uint64_t now = mono_us();
         uint64_t spins = (unsigned)(now_seen - seen), us = now - since;
+        /* the rate over a window of SPIN_WINDOW_US at least, once the application spins:
+         * a wake-up soon after the last (a doorbell) does not end the busy poll */
+        if (!spinning || us >= SPIN_WINDOW_US) {
+            spinning = spins >= 4 && spins * 1000 >= (uint64_t)SPIN_PER_MS * (us ? us : 1);
+            seen = now_seen;
+            since = now;
+        }
         /* an application that armed a CQ to sleep on its channel is not spinning, however
          * often it polled before it went to sleep */
-        bool app_spins = spins >= 4 && spins * 1000 >= (uint64_t)SPIN_PER_MS * (us ? us : 1) &&
-                         !(l->app_waits && l->app_waits(l->bell_arg));
-        seen = now_seen;
-        since = now;
-        if (atomic_load(&l->kicks))
+        app_spins = spinning && !(l->app_waits && l->app_waits(l->bell_arg));
+        atomic_store(&l->napping, app_spins && !atomic_load(&l->waiters));
+        if (app_spins) {
+            /* an application arming a CQ right now saw napping false and rang no bell:
+             * look once more (uiw__loop_app_sleeps stores armed, then loads napping) */
+            atomic_thread_fence(memory_order_seq_cst);
+            if (l->app_waits && l->app_waits(l->bell_arg)) {
+                atomic_store(&l->napping, false);
+                app_spins = false;
+            }
+        }
+        if (!app_spins)
+            nap_us = SPIN_NAP_US;
+        bool rung = atomic_load(&l->kicks) != 0;
+        if (rung && !app_spins)
             continue;
         /* Sleep without the lock so that application threads can progress inline. */
-        if (atomic_load(&l->waiters)) {
+        if (rung) {
+            /* a ring the busy poller has not answered yet (the doorbell stays readable
+             * until a pass drains it): look again after a short nap */
+            struct timespec ts = {0, SPIN_NAP_US * 1000L};
+            ppoll(NULL, 0, &ts, NULL);
+            nap_us = SPIN_NAP_US;
+        } else if (atomic_load(&l->waiters)) {
             /* an application thread asleep in uiw__loop_wait watches the sockets; look
              * again now and then, for when it has left */
             struct pollfd pfd = {.fd = l->evfd, .events = POLLIN};
             poll(&pfd, 1, WAITER_CHECK_MS);
         } else if (app_spins) {
             struct pollfd pfd = {.fd = l->evfd, .events = POLLIN};
-            struct timespec ts = {0, SPIN_NAP_US * 1000L};
+            struct timespec ts = {0, nap_us * 1000L};
             ppoll(&pfd, 1, &ts, NULL);
+            nap_us = nap_us * 2 > SPIN_NAP_MAX_US ? SPIN_NAP_MAX_US : nap_us * 2;
         } else {
             struct pollfd pfd = {.fd = l->epfd, .events = POLLIN};
             poll(&pfd, 1, 1000);
@@ -103,6 +146,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     atomic_init(&l->kicks, 0);
     atomic_init(&l->waiters, 0);
     atomic_init(&l->idle_inline, 0);
+    atomic_init(&l->napping, false);
     l->on_bell = NULL;
     l->app_waits = NULL;
     l->bell_arg = NULL;
@@ -177,6 +221,14 @@ void uiw__loop_kick(struct uiw__loop *l)
     uint64_t one = 1;
     ssize_t w = write(l->evfd, &one, sizeof(one));
     (void)w;
+}
+
+void uiw__loop_app_sleeps(struct uiw__loop *l)
+{
+    if (atomic_load(&l->napping)) {
+        atomic_store(&l->napping, false);
+        uiw__loop_kick(l);
+    }
 }
 
 int uiw__loop_wait(struct uiw__loop *l, int fd, int timeout_ms)

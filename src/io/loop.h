@@ -9,7 +9,10 @@
  * does (inline passes that find nothing come fast), the progress thread stops waiting on
  * the sockets and only watches the doorbell, in short naps, so that arriving data does
  * not wake it to race the application for the same bytes (a thread hand-off per
- * message); once the inline passes stop, it waits on the sockets again.
+ * message); once the inline passes stop, it waits on the sockets again. The naps grow
+ * (doubling, within bounds) while the busy poll lasts, since each wake-up of the thread
+ * takes a CPU from a spinning application for a moment; an application that arms a CQ to
+ * sleep wakes the thread at once (uiw__loop_app_sleeps).
  */
 #ifndef UIW_IO_LOOP_H
 #define UIW_IO_LOOP_H
@@ -41,6 +44,7 @@ struct uiw__loop {
     atomic_uint kicks;       /* doorbell rings not yet seen by a dispatcher */
     atomic_uint idle_inline; /* uiw__loop_try passes that found nothing (wraps) */
     atomic_uint waiters;     /* application threads asleep in uiw__loop_wait */
+    atomic_bool napping;     /* the progress thread naps (the application busy-polls) */
     void (*on_bell)(struct uiw__loop *l, void *arg); /* run on each pass after a kick */
     bool (*app_waits)(void *arg); /* the application sleeps on an event (bell_arg); NULL: no */
     void *bell_arg;
@@ -52,6 +56,9 @@ struct uiw__loop {
  * from the progress thread, which meanwhile leaves the sockets to it (and looks again
  * every few milliseconds, for when it has left). Returns after one wake-up: 0 or -errno. */
 int uiw__loop_wait(struct uiw__loop *l, int fd, int timeout_ms);
+/* The application is about to sleep on an event: a progress thread that naps (its naps
+ * grow while the busy poll lasts) wakes now to watch the sockets. */
+void uiw__loop_app_sleeps(struct uiw__loop *l);
 
 /* Returns 0 or -errno. The thread (if asked) starts at once. */
 int uiw__loop_init(struct uiw__loop *l, bool thread);

@@ -216,11 +216,15 @@ int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only)
 {
     if (!cq)
         return -EINVAL;
+    struct uiw_context *ctx = cq->ctx;
+    bool first = false;
     uiw__lock_take(&cq->lock);
     if (!cq->armed && cq->channel)
-        atomic_fetch_add(&cq->ctx->armed_cqs, 1);
+        first = atomic_fetch_add(&ctx->armed_cqs, 1) == 0;
     cq->armed = solicited_only ? 2 : 1;
     uiw__lock_give(&cq->lock);
+    if (first && ctx->ops.armed)
+        ctx->ops.armed(ctx, ctx->io);
     return 0;
 }
 

@@ -78,6 +78,11 @@ struct uiw__io_ops {
      * application with no hand-off from the progress thread. Returns after one wake-up:
      * 0 or -errno. May be NULL (the engine then polls fd). */
     int (*wait)(struct uiw_context *ctx, void *io_ctx, int fd, int timeout_ms);
+    /* uiw_req_notify_cq armed the context's first CQ (none was armed): the application is
+     * about to sleep on its channel, so a progress thread that only naps while the
+     * application busy-polls must watch the sockets now. Called with no engine lock held.
+     * May be NULL. */
+    void (*armed)(struct uiw_context *ctx, void *io_ctx);
 };
 
 /* Allocate a context's engine part (STag table, async queue and its eventfd, stats).

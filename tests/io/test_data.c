@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "io_util.h"
+#include "io/io.h"
 
 struct side {
     struct uiw_context *ctx;
@@ -951,6 +952,41 @@ TEST(data_cq_event_sleeper_takes_input_itself)
     CHECK(fl >= 0);
     CHECK_EQ(fcntl(uiw_comp_channel_fd(x.cc), F_SETFL, fl | O_NONBLOCK), 0);
     CHECK_EQ(uiw_get_cq_event(x.cc, &got, &gctx), -EAGAIN);
+    chan_conn_down(&k, &x);
+    link_down(&k, true);
+}
+
+/* b's application busy-polls until its progress thread only naps (it then leaves the
+ * sockets to the application, in naps that grow while the poll lasts), then arms its CQ
+ * and sleeps in poll() on the channel fd: arming takes the thread out of its nap, and the
+ * thread delivers the Send that follows. */
+TEST(data_busy_poll_then_channel_sleep)
+{
+    struct link k;
+    link_up(&k, AF_INET);
+    struct chan_conn x;
+    chan_conn_up(&k, &x);
+    struct uiw__loop *lb = &uiw__io_of(k.b.ctx)->loop;
+    struct uiw_wc wc;
+    uint64_t end = io_now_ms() + EV_WAIT_MS;
+    while (!atomic_load(&lb->napping)) {
+        CHECK_EQ(uiw_poll_cq(x.cq, 1, &wc), 0);
+        CHECK(io_now_ms() < end);
+    }
+    for (uint64_t t = io_now_ms() + 20; io_now_ms() < t;) /* the naps grow */
+        CHECK_EQ(uiw_poll_cq(x.cq, 1, &wc), 0);
+    CHECK_EQ(uiw_req_notify_cq(x.cq, 0), 0);
+    while (atomic_load(&lb->napping))
+        CHECK(io_now_ms() < end);
+    chan_send(&x, 73, 0, 64);
+    struct pollfd pfd = {.fd = uiw_comp_channel_fd(x.cc), .events = POLLIN};
+    CHECK_EQ(poll(&pfd, 1, EV_WAIT_MS), 1);
+    struct uiw_cq *got = NULL;
+    void *gctx = NULL;
+    CHECK_EQ(uiw_get_cq_event(x.cc, &got, &gctx), 0);
+    CHECK(got == x.cq);
+    uiw_ack_cq_events(x.cq, 1);
+    chan_expect_recv(&x, 73, 0, 64);
     chan_conn_down(&k, &x);
     link_down(&k, true);
 }
