@@ -52,7 +52,6 @@ struct conn {
     struct uiw_cm_channel *ch;
     struct uiw_cm_id *lid, *id;
     struct uiw_qp *qp;
-    struct uiw_cm_conn_info info;
     uint64_t max;
     uint8_t *buf, *rbuf, *cbuf;
     size_t buflen, rbuflen;
@@ -63,15 +62,10 @@ struct conn {
     /* send queue: WRs posted and completed (completions arrive in order) */
     uint64_t sq_posted, sq_done;
     uint32_t sq_limit;
-    uint64_t ctrl_seq[NCTRL];
-    uint32_t ctrl_next;
     /* client: Sends the server allows in total, Sends made */
     uint64_t credits, sends;
     /* server: receives posted in total, last total advertised */
     uint64_t posted, advertised;
-    /* received control messages (client: ACK / RESULT) */
-    bool have[16];
-    struct iwp_ctrl last[16];
     /* data phase state */
     bool in_phase, lat_phase;
     uint64_t size;
@@ -83,6 +77,14 @@ struct conn {
     int in_pump;  /* handlers run inside pump and must not wait */
     bool closing; /* after BYE: flushed receives are expected */
     int err;
+    struct iwp_opts opts; /* o points here: a copy next to the fields the loop reads */
+    /* off the data path, after the fields it reads */
+    struct uiw_cm_conn_info info;
+    uint64_t ctrl_seq[NCTRL];
+    uint32_t ctrl_next;
+    /* received control messages (client: ACK / RESULT) */
+    bool have[16];
+    struct iwp_ctrl last[16];
 };
 
 static int fail(struct conn *c, const char *what, int code)
@@ -141,10 +143,10 @@ static void handle_recv(struct conn *c, uint64_t slot, uint32_t len);
 /* Poll the CQ once; returns completions handled or -1. */
 static int pump(struct conn *c)
 {
-    struct uiw_wc wc[32];
+    struct uiw_wc wc[16];
     if (c->in_pump)
         return fail(c, "internal: a queue is full inside a completion handler", -ENOSPC);
-    int n = uiw_poll_cq(c->cq, 32, wc);
+    int n = uiw_poll_cq(c->cq, 16, wc);
     if (n < 0)
         return fail(c, "poll_cq", n);
     c->in_pump++;
@@ -652,16 +654,24 @@ static void close_conn(struct conn *c, bool initiate)
 
 static int rdma_server(const struct iwp_opts *o)
 {
-    struct conn c = {.o = o, .server = true};
+    /* on the heap, not in this frame: the fields the data path reads share one page, and
+     * the stack below the polling loop spans fewer pages (each a TLB miss after a system
+     * call) */
+    struct conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return 1;
+    c->opts = *o;
+    c->o = &c->opts;
+    c->server = true;
     struct uiw_cm_event *ev = NULL;
     struct iwp_report rep;
     struct iwp_opts so = *o;
     int status = 1;
-    if (setup_common(&c) < 0)
+    if (setup_common(c) < 0)
         goto out;
-    c.lid = uiw_cm_create_id(c.ch, c.ctx, NULL);
-    if (!c.lid) {
-        fail(&c, "cm_create_id", -errno);
+    c->lid = uiw_cm_create_id(c->ch, c->ctx, NULL);
+    if (!c->lid) {
+        fail(c, "cm_create_id", -errno);
         goto out;
     }
     struct sockaddr_storage ss;
@@ -677,20 +687,20 @@ static int rdma_server(const struct iwp_opts *o)
         s4->sin_addr.s_addr = htonl(INADDR_ANY);
         s4->sin_port = htons(o->port);
     }
-    int rc = uiw_cm_bind_addr(c.lid, (struct sockaddr *)&ss);
+    int rc = uiw_cm_bind_addr(c->lid, (struct sockaddr *)&ss);
     if (rc == 0)
-        rc = uiw_cm_listen(c.lid, 1, NULL);
+        rc = uiw_cm_listen(c->lid, 1, NULL);
     if (rc < 0) {
-        fail(&c, "bind/listen", rc);
+        fail(c, "bind/listen", rc);
         goto out;
     }
     /* one client: wait as long as it takes for it to come */
     for (;;) {
-        rc = uiw_cm_get_event(c.ch, &ev, 1000);
+        rc = uiw_cm_get_event(c->ch, &ev, 1000);
         if (rc == -EAGAIN)
             continue;
         if (rc < 0) {
-            fail(&c, "cm_get_event", rc);
+            fail(c, "cm_get_event", rc);
             goto out;
         }
         if (ev->event == UIW_CM_EVENT_CONNECT_REQUEST)
@@ -698,82 +708,83 @@ static int rdma_server(const struct iwp_opts *o)
         uiw_cm_ack_event(ev);
     }
     struct iwp_pd cpd;
-    c.id = ev->id;
+    c->id = ev->id;
     if (iwp_pd_decode(ev->param.private_data, ev->param.private_data_len, &cpd) < 0 ||
         cpd.test > IWP_SEND || cpd.max_size == 0 || cpd.max_size > IWP_MAX_SIZE) {
         uiw_cm_ack_event(ev);
-        uiw_cm_reject(c.id, NULL, 0);
-        fail(&c, "the client's private data", -EPROTO);
+        uiw_cm_reject(c->id, NULL, 0);
+        fail(c, "the client's private data", -EPROTO);
         goto out;
     }
     uiw_cm_ack_event(ev);
-    c.peer_addr = cpd.addr;
-    c.peer_rkey = cpd.rkey;
+    c->peer_addr = cpd.addr;
+    c->peer_rkey = cpd.rkey;
     so.test = (enum iwp_test)cpd.test;
     so.lat = (cpd.flags & IWP_F_LAT) != 0;
     so.verify = (cpd.flags & IWP_F_VERIFY) != 0;
     sp.test = so.test;
     sp.lat = so.lat;
     sp.verify = so.verify;
-    if (setup_buffers(&c, cpd.max_size, o->rx_depth, SEED_SERVER) < 0 ||
-        create_qp(&c, c.id, UIW_MAX_IRD_ORD, UIW_DEFAULT_IRD_ORD) < 0)
+    if (setup_buffers(c, cpd.max_size, o->rx_depth, SEED_SERVER) < 0 ||
+        create_qp(c, c->id, UIW_MAX_IRD_ORD, UIW_DEFAULT_IRD_ORD) < 0)
         goto out;
     struct iwp_pd mypd = {.test = cpd.test,
-                          .max_size = c.max,
-                          .addr = (uint64_t)(uintptr_t)c.buf,
-                          .rkey = c.mr->rkey,
-                          .credits = (uint32_t)c.posted};
+                          .max_size = c->max,
+                          .addr = (uint64_t)(uintptr_t)c->buf,
+                          .rkey = c->mr->rkey,
+                          .credits = (uint32_t)c->posted};
     uint8_t pdb[IWP_PD_LEN];
     iwp_pd_encode(&mypd, pdb);
     struct uiw_conn_param prm;
     fill_param(o, &prm, pdb, UIW_MAX_IRD_ORD, UIW_DEFAULT_IRD_ORD);
-    rc = uiw_cm_accept(c.id, &prm);
+    rc = uiw_cm_accept(c->id, &prm);
     if (rc < 0) {
-        fail(&c, "cm_accept", rc);
+        fail(c, "cm_accept", rc);
         goto out;
     }
-    if (wait_cm(&c, UIW_CM_EVENT_ESTABLISHED, &ev) < 0)
+    if (wait_cm(c, UIW_CM_EVENT_ESTABLISHED, &ev) < 0)
         goto out;
     uiw_cm_ack_event(ev);
-    c.advertised = c.posted;
+    c->advertised = c->posted;
     iwp_report_init(&rep, &so, "server", stdout);
-    report_conn(&c, &rep);
+    report_conn(c, &rep);
     iwp_report_header(&rep);
     srv_report = &rep;
     /* serve until BYE */
     uint64_t deadline = iwp_now_ns() + 3600ull * 1000000000ull;
     unsigned spins = 0;
     uint8_t expect = 1;
-    while (!c.bye_seen) {
-        if (c.in_phase && sp.lat && sp.test == IWP_WRITE) {
+    while (!c->bye_seen) {
+        if (c->in_phase && sp.lat && sp.test == IWP_WRITE) {
             /* Write ping-pong: answer when the last byte of the sink shows the tag */
-            volatile uint8_t *tail = c.buf + c.max + sp.s - 1;
+            volatile uint8_t *tail = c->buf + c->max + sp.s - 1;
             if (*tail == expect) {
-                c.buf[sp.s - 1] = expect;
-                if (sq_room(&c, c.sq_limit) < 0 ||
-                    post_wr(&c, UIW_WR_RDMA_WRITE, c.buf, (uint32_t)sp.s, c.mr->lkey,
-                            c.peer_addr + c.max, true) < 0)
+                c->buf[sp.s - 1] = expect;
+                if (sq_room(c, c->sq_limit) < 0 ||
+                    post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)sp.s, c->mr->lkey,
+                            c->peer_addr + c->max, true) < 0)
                     goto out;
                 expect = (uint8_t)(expect % 255 + 1);
             }
-        } else if (!c.in_phase) {
+        } else if (!c->in_phase) {
             expect = 1;
         }
         /* Write latency polls memory: spin; otherwise wait as the options say */
-        bool spin = c.in_phase && sp.lat && sp.test == IWP_WRITE;
-        if ((spin ? pump(&c) : step(&c)) < 0)
+        bool spin = c->in_phase && sp.lat && sp.test == IWP_WRITE;
+        if ((spin ? pump(c) : step(c)) < 0)
             goto out;
         if ((++spins & 255) == 0 && iwp_now_ns() > deadline)
             break;
     }
     iwp_report_finish(&rep);
     srv_report = NULL;
-    wait_for(&c, NULL);
-    close_conn(&c, false);
+    wait_for(c, NULL);
+    close_conn(c, false);
     status = 0;
 out:
     srv_report = NULL;
-    teardown(&c);
+    teardown(c);
+    free(c);
     return status;
 }
 
@@ -985,43 +996,47 @@ out:
 
 static int rdma_client(const struct iwp_opts *o)
 {
-    struct conn c = {.o = o};
+    struct conn *c = calloc(1, sizeof(*c)); /* on the heap: as rdma_server */
+    if (!c)
+        return 1;
+    c->opts = *o;
+    c->o = &c->opts;
     struct uiw_cm_event *ev;
     struct iwp_report rep;
     int status = 1;
     struct sockaddr_storage dst;
-    if (resolve(o, &dst) < 0 || setup_common(&c) < 0)
+    if (resolve(o, &dst) < 0 || setup_common(c) < 0)
         goto out;
-    if (setup_buffers(&c, iwp_max_size(o), CLIENT_RECVS, SEED_CLIENT) < 0)
+    if (setup_buffers(c, iwp_max_size(o), CLIENT_RECVS, SEED_CLIENT) < 0)
         goto out;
-    c.id = uiw_cm_create_id(c.ch, c.ctx, NULL);
-    if (!c.id) {
-        fail(&c, "cm_create_id", -errno);
+    c->id = uiw_cm_create_id(c->ch, c->ctx, NULL);
+    if (!c->id) {
+        fail(c, "cm_create_id", -errno);
         goto out;
     }
     uint16_t ord = (uint16_t)(o->tx_depth < UIW_MAX_IRD_ORD ? o->tx_depth : UIW_MAX_IRD_ORD);
-    if (create_qp(&c, c.id, UIW_DEFAULT_IRD_ORD, ord) < 0)
+    if (create_qp(c, c->id, UIW_DEFAULT_IRD_ORD, ord) < 0)
         goto out;
     struct iwp_pd mypd = {.test = o->test,
                           .flags = (o->lat ? IWP_F_LAT : 0) | (o->verify ? IWP_F_VERIFY : 0),
-                          .max_size = c.max,
-                          .addr = (uint64_t)(uintptr_t)c.buf,
-                          .rkey = c.mr->rkey,
-                          .credits = c.nrecv};
+                          .max_size = c->max,
+                          .addr = (uint64_t)(uintptr_t)c->buf,
+                          .rkey = c->mr->rkey,
+                          .credits = c->nrecv};
     uint8_t pdb[IWP_PD_LEN];
     iwp_pd_encode(&mypd, pdb);
     struct uiw_conn_param prm;
     fill_param(o, &prm, pdb, UIW_DEFAULT_IRD_ORD, ord);
     /* the server may still be starting: retry a refused connection for a few seconds */
     for (int attempt = 0;; attempt++) {
-        int rc = uiw_cm_connect(c.id, (struct sockaddr *)&dst, &prm);
+        int rc = uiw_cm_connect(c->id, (struct sockaddr *)&dst, &prm);
         if (rc < 0) {
-            fail(&c, "cm_connect", rc);
+            fail(c, "cm_connect", rc);
             goto out;
         }
-        rc = uiw_cm_get_event(c.ch, &ev, CM_TIMEOUT_MS);
+        rc = uiw_cm_get_event(c->ch, &ev, CM_TIMEOUT_MS);
         if (rc < 0) {
-            fail(&c, "waiting for the connection", rc);
+            fail(c, "waiting for the connection", rc);
             goto out;
         }
         if (ev->event == UIW_CM_EVENT_ESTABLISHED)
@@ -1031,16 +1046,16 @@ static int rdma_client(const struct iwp_opts *o)
         uiw_cm_ack_event(ev);
         if (t == UIW_CM_EVENT_UNREACHABLE && attempt < 50) {
             /* a fresh id for the next attempt */
-            uiw_cm_destroy_qp(c.id);
-            uiw_cm_destroy_id(c.id);
-            c.qp = NULL;
-            c.id = uiw_cm_create_id(c.ch, c.ctx, NULL);
-            if (!c.id) {
-                fail(&c, "cm_create_id", -errno);
+            uiw_cm_destroy_qp(c->id);
+            uiw_cm_destroy_id(c->id);
+            c->qp = NULL;
+            c->id = uiw_cm_create_id(c->ch, c->ctx, NULL);
+            if (!c->id) {
+                fail(c, "cm_create_id", -errno);
                 goto out;
             }
-            c.posted = 0;
-            if (create_qp(&c, c.id, UIW_DEFAULT_IRD_ORD, ord) < 0)
+            c->posted = 0;
+            if (create_qp(c, c->id, UIW_DEFAULT_IRD_ORD, ord) < 0)
                 goto out;
             struct timespec ts = {0, 100000000};
             nanosleep(&ts, NULL);
@@ -1053,34 +1068,35 @@ static int rdma_client(const struct iwp_opts *o)
     int bad = iwp_pd_decode(ev->param.private_data, ev->param.private_data_len, &spd);
     uiw_cm_ack_event(ev);
     /* the server sized its buffer from our request: its sink is at its base + max too */
-    if (bad < 0 || spd.max_size != c.max) {
-        fail(&c, "the server's private data", -EPROTO);
+    if (bad < 0 || spd.max_size != c->max) {
+        fail(c, "the server's private data", -EPROTO);
         goto out;
     }
-    c.peer_addr = spd.addr;
-    c.peer_rkey = spd.rkey;
-    c.credits = spd.credits;
+    c->peer_addr = spd.addr;
+    c->peer_rkey = spd.rkey;
+    c->credits = spd.credits;
     iwp_report_init(&rep, o, "client", stdout);
-    report_conn(&c, &rep);
+    report_conn(c, &rep);
     iwp_report_header(&rep);
     uint64_t sizes[32];
     int nsizes = iwp_sizes(o, sizes, 32);
     bool vfail = false;
     for (int i = 0; i < nsizes; i++) {
         struct iwp_result res;
-        if (client_phase(&c, sizes[i], &res) < 0)
+        if (client_phase(c, sizes[i], &res) < 0)
             goto out;
         vfail |= res.verify == IWP_VERIFY_FAIL;
         iwp_report_row(&rep, &res);
     }
-    if (send_ctrl2(&c, IWP_C_BYE, 0, 0) < 0 || wait_for(&c, NULL) < 0)
+    if (send_ctrl2(c, IWP_C_BYE, 0, 0) < 0 || wait_for(c, NULL) < 0)
         goto out;
-    c.closing = true;
+    c->closing = true;
     iwp_report_finish(&rep);
-    close_conn(&c, true);
+    close_conn(c, true);
     status = vfail ? 2 : 0;
 out:
-    teardown(&c);
+    teardown(c);
+    free(c);
     return status;
 }
 
