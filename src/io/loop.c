@@ -10,31 +10,6 @@
 #include <unistd.h>
 #include "common/compiler.h"
 
-static void bell_fn(struct uiw__ioh *h, uint32_t events)
-{
-    (void)events;
-    uint64_t v;
-    while (read(h->fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
-        ;
-}
-
-int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
-{
-    struct epoll_event ev[32];
-    if (atomic_load(&l->kicks))
-        timeout_ms = 0;
-    int n = epoll_wait(l->epfd, ev, 32, timeout_ms);
-    if (n < 0)
-        return errno == EINTR ? 0 : -errno;
-    for (int i = 0; i < n; i++) {
-        struct uiw__ioh *h = ev[i].data.ptr;
-        h->fn(h, ev[i].events);
-    }
-    if (atomic_exchange(&l->kicks, 0) && l->on_bell)
-        l->on_bell(l, l->bell_arg);
-    return n;
-}
-
 /* Inline passes that found nothing, per millisecond, from which on the application
  * counts as busy polling (once it does, over windows of SPIN_WINDOW_US at least); the
  * progress thread's first and longest nap while it does (each nap doubles the last: the
@@ -46,8 +21,111 @@ enum {
     SPIN_NAP_US = 200,
     SPIN_NAP_MAX_US = 3200,
     SPIN_WINDOW_US = 1000,
-    WAITER_CHECK_MS = 10
+    WAITER_CHECK_MS = 10,
+    /* empty direct reads since the last sleep on the set after which a busy poller's
+     * socket is parked (an application that sleeps on its channel makes a few per
+     * wake-up; one that spins makes this many in some tens of microseconds) */
+    PARK_AFTER = 64
 };
+
+static void bell_fn(struct uiw__ioh *h, uint32_t events)
+{
+    (void)events;
+    uint64_t v;
+    while (read(h->fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+        ;
+}
+
+/* Register every parked handler again (lock held). False if one could not be (it stays
+ * parked: the caller then sleeps briefly, as if woken, and looks again). */
+static bool unpark(struct uiw__loop *l)
+{
+    bool ok = true;
+    for (struct uiw__ioh **pp = &l->parked; *pp;) {
+        struct uiw__ioh *h = *pp;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = h};
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, h->fd, &ev) < 0) {
+            ok = false;
+            pp = &h->parked_next;
+            continue;
+        }
+        *pp = h->parked_next;
+        h->parked = false;
+        h->events = EPOLLIN;
+    }
+    l->idle_direct = 0;
+    return ok;
+}
+
+/* Unpark before a sleep on the set; the time limit to sleep with (1 ms at most when a
+ * handler is still parked). Takes the lock if take. */
+static int before_sleep(struct uiw__loop *l, int timeout_ms, bool take)
+{
+    if (take)
+        uiw__lock_take(&l->lock);
+    bool ok = !l->parked || unpark(l);
+    if (take)
+        uiw__lock_give(&l->lock);
+    return ok || (timeout_ms >= 0 && timeout_ms < 1) ? timeout_ms : 1;
+}
+
+int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h)
+{
+    if (h->parked)
+        return 0;
+    if (h->events != EPOLLIN)
+        return -EINVAL;
+    if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL) < 0)
+        return -errno;
+    h->events = 0;
+    h->parked = true;
+    h->parked_next = l->parked;
+    l->parked = h;
+    return 0;
+}
+
+UIW__DATAPATH void uiw__loop_idle_probe(struct uiw__loop *l, struct uiw__ioh *h)
+{
+    if (++l->idle_direct < PARK_AFTER || h->parked || atomic_load(&l->waiters) ||
+        (l->has_thread && !atomic_load(&l->napping)))
+        return;
+    (void)uiw__loop_park(l, h); /* on failure it stays in the set, which is correct too */
+}
+
+static void unlink_parked(struct uiw__loop *l, struct uiw__ioh *h)
+{
+    struct uiw__ioh **pp = &l->parked;
+    while (*pp != h)
+        pp = &(*pp)->parked_next;
+    *pp = h->parked_next;
+    h->parked = false;
+}
+
+int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
+{
+    struct epoll_event ev[32];
+    if (atomic_load(&l->kicks))
+        timeout_ms = 0;
+    if (timeout_ms != 0 && l->parked)
+        timeout_ms = before_sleep(l, timeout_ms, false);
+    int n = epoll_wait(l->epfd, ev, 32, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < n; i++) {
+        struct uiw__ioh *h = ev[i].data.ptr;
+        h->fn(h, ev[i].events);
+    }
+    /* the parked handlers are probed as if epoll had found them readable (a handler may
+     * unpark or remove itself meanwhile) */
+    for (struct uiw__ioh *h = l->parked, *next; h; h = next) {
+        next = h->parked_next;
+        h->fn(h, EPOLLIN);
+        n++;
+    }
+    if (atomic_exchange(&l->kicks, 0) && l->on_bell)
+        l->on_bell(l, l->bell_arg);
+    return n;
+}
 
 static uint64_t mono_us(void)
 {
@@ -124,7 +202,7 @@ static void *loop_thread(void *arg)
             nap_us = nap_us * 2 > SPIN_NAP_MAX_US ? SPIN_NAP_MAX_US : nap_us * 2;
         } else {
             struct pollfd pfd = {.fd = l->epfd, .events = POLLIN};
-            poll(&pfd, 1, 1000);
+            poll(&pfd, 1, before_sleep(l, 1000, true));
         }
     }
     return NULL;
@@ -147,12 +225,15 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     atomic_init(&l->waiters, 0);
     atomic_init(&l->idle_inline, 0);
     atomic_init(&l->napping, false);
+    l->idle_direct = 0;
+    l->parked = NULL;
     l->on_bell = NULL;
     l->app_waits = NULL;
     l->bell_arg = NULL;
     l->bell.fd = l->evfd;
     l->bell.events = 0;
     l->bell.fn = bell_fn;
+    l->bell.parked = false;
     int r = uiw__loop_set(l, &l->bell, EPOLLIN);
     l->has_thread = false;
     if (r == 0 && thread)
@@ -193,6 +274,11 @@ void uiw__loop_fini(struct uiw__loop *l)
 
 int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events)
 {
+    if (h->parked) {
+        if (events == EPOLLIN)
+            return 0;
+        unlink_parked(l, h);
+    }
     struct epoll_event ev = {.events = events, .data.ptr = h};
     int op = h->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (h->events == events && events)
@@ -209,6 +295,8 @@ int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events)
 
 void uiw__loop_del(struct uiw__loop *l, struct uiw__ioh *h)
 {
+    if (h->parked)
+        unlink_parked(l, h);
     if (h->events) {
         epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL);
         h->events = 0;
@@ -234,7 +322,8 @@ void uiw__loop_app_sleeps(struct uiw__loop *l)
 int uiw__loop_wait(struct uiw__loop *l, int fd, int timeout_ms)
 {
     struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = l->epfd, .events = POLLIN}};
-    atomic_fetch_add(&l->waiters, 1);
+    atomic_fetch_add(&l->waiters, 1); /* before the unpark: no handler is parked again */
+    timeout_ms = before_sleep(l, timeout_ms, true);
     int r = poll(p, 2, timeout_ms) < 0 ? -errno : 0;
     if (r == 0 && p[1].revents) {
         uiw__lock_take(&l->lock);

@@ -31,6 +31,8 @@ struct uiw__ioh {
     int fd;
     uint32_t events; /* EPOLL* currently registered, 0 if not registered */
     uiw__ioh_fn fn;
+    bool parked;                  /* out of the epoll set, probed by every pass instead */
+    struct uiw__ioh *parked_next; /* the loop's parked list (guarded by the loop's lock) */
 };
 
 struct uiw__loop {
@@ -48,6 +50,8 @@ struct uiw__loop {
     void (*on_bell)(struct uiw__loop *l, void *arg); /* run on each pass after a kick */
     bool (*app_waits)(void *arg); /* the application sleeps on an event (bell_arg); NULL: no */
     void *bell_arg;
+    struct uiw__ioh *parked; /* handlers out of the epoll set (guarded by lock) */
+    unsigned idle_direct;    /* empty direct reads since the last unpark (lock held) */
 };
 
 /* An application thread sleeps until fd is readable (its completion channel) or
@@ -69,9 +73,27 @@ void uiw__loop_stop_thread(struct uiw__loop *l);
 void uiw__loop_fini(struct uiw__loop *l);
 
 /* Register, change or remove a handler (events: EPOLLIN | EPOLLOUT | ...; level
- * triggered). Safe from any thread. */
+ * triggered). Safe from any thread; on a parked handler (below) only with the lock
+ * held. A parked handler set to EPOLLIN alone stays parked; to anything else it is
+ * registered again. */
 int uiw__loop_set(struct uiw__loop *l, struct uiw__ioh *h, uint32_t events);
 void uiw__loop_del(struct uiw__loop *l, struct uiw__ioh *h);
+
+/* Parking, for a socket that a busy-polling thread reads directly anyway: take h (which
+ * wants EPOLLIN only) out of the epoll set; every pass then calls h->fn(h, EPOLLIN)
+ * itself instead of asking epoll. While a socket sits in an epoll set, every segment that
+ * reaches it runs the set's wake-up callback inside the sender's system call (on loopback,
+ * the peer's send()); out of the set, nothing runs there. Every thread that is about to
+ * sleep on the set (the progress thread, uiw__loop_wait, a pass that may block) registers
+ * the parked handlers again first, and a level-triggered registration reports what is
+ * already readable, so no input is missed. Returns 0, -EINVAL (h wants more than
+ * EPOLLIN) or -errno (it then stays in the set). lock held. */
+int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h);
+/* A busy poller's direct read of h (lock held, h wanting EPOLLIN only) found nothing:
+ * after enough of them since the last sleep on the set, and while no thread may sleep on
+ * it (no progress thread, or one napping while the application spins; nobody in
+ * uiw__loop_wait), h is parked. */
+void uiw__loop_idle_probe(struct uiw__loop *l, struct uiw__ioh *h);
 
 /* Ring the doorbell: the dispatcher (thread or a blocked uiw__loop_run) wakes. */
 void uiw__loop_kick(struct uiw__loop *l);

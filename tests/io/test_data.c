@@ -11,6 +11,7 @@ struct side {
     struct uiw_pd *pd;
     struct uiw_cq *cq;
     struct uiw_cm_id *id;
+    struct uiw_comp_channel *cc; /* the CQ's completion channel, if it has one */
 };
 
 struct link {
@@ -20,7 +21,7 @@ struct link {
     struct side b; /* responder */
 };
 
-static void side_open(struct side *s, bool thread)
+static void side_open(struct side *s, bool thread, bool channel)
 {
     struct uiw_context_attr at;
     uiw_context_attr_init(&at);
@@ -29,7 +30,9 @@ static void side_open(struct side *s, bool thread)
     CHECK(s->ctx != NULL);
     s->pd = uiw_alloc_pd(s->ctx);
     CHECK(s->pd != NULL);
-    s->cq = uiw_create_cq(s->ctx, 512, NULL, NULL, 0);
+    s->cc = channel ? uiw_create_comp_channel(s->ctx) : NULL;
+    CHECK(!channel || s->cc != NULL);
+    s->cq = uiw_create_cq(s->ctx, 512, NULL, s->cc, 0);
     CHECK(s->cq != NULL);
 }
 
@@ -47,14 +50,16 @@ static struct uiw_qp_init_attr qp_attr(struct side *s)
     return a;
 }
 
-static void link_up_ex(struct link *k, int family, bool ta, bool tb,
-                       const struct uiw_conn_param *cp, const struct uiw_conn_param *sp)
+/* b's CQ on a completion channel (k->b.cc) if chan_b. */
+static void link_up_full(struct link *k, int family, bool ta, bool tb,
+                         const struct uiw_conn_param *cp, const struct uiw_conn_param *sp,
+                         bool chan_b)
 {
     memset(k, 0, sizeof(*k));
     k->ch = uiw_cm_create_channel();
     CHECK(k->ch != NULL);
-    side_open(&k->a, ta);
-    side_open(&k->b, tb);
+    side_open(&k->a, ta, false);
+    side_open(&k->b, tb, chan_b);
     k->lid = uiw_cm_create_id(k->ch, k->b.ctx, NULL);
     uint16_t port = io_listen(k->lid, family, NULL);
     k->a.id = uiw_cm_create_id(k->ch, k->a.ctx, NULL);
@@ -77,6 +82,12 @@ static void link_up_ex(struct link *k, int family, bool ta, bool tb,
     uiw_cm_ack_event(ev);
 }
 
+static void link_up_ex(struct link *k, int family, bool ta, bool tb,
+                       const struct uiw_conn_param *cp, const struct uiw_conn_param *sp)
+{
+    link_up_full(k, family, ta, tb, cp, sp, false);
+}
+
 static void link_up(struct link *k, int family)
 {
     link_up_ex(k, family, true, true, NULL, NULL);
@@ -87,6 +98,8 @@ static void side_close(struct side *s)
     uiw_cm_destroy_qp(s->id);
     CHECK_EQ(uiw_cm_destroy_id(s->id), 0);
     CHECK_EQ(uiw_destroy_cq(s->cq), 0);
+    if (s->cc)
+        CHECK_EQ(uiw_destroy_comp_channel(s->cc), 0);
     CHECK_EQ(uiw_dealloc_pd(s->pd), 0);
     CHECK_EQ(uiw_close_context(s->ctx), 0);
 }
@@ -454,7 +467,7 @@ TEST(data_flush_on_reset)
 {
     struct uiw_cm_channel *ch = uiw_cm_create_channel();
     struct side s;
-    side_open(&s, true);
+    side_open(&s, true, false);
     struct uiw_cm_id *lid = uiw_cm_create_id(ch, s.ctx, NULL);
     uint16_t port = io_listen(lid, AF_INET, NULL);
     int fd = raw_connect(AF_INET, port);
@@ -1108,8 +1121,8 @@ TEST(data_many_connections)
     enum { NC = 64 };
     struct uiw_cm_channel *ch = uiw_cm_create_channel();
     struct side a, b;
-    side_open(&a, true);
-    side_open(&b, true);
+    side_open(&a, true, false);
+    side_open(&b, true, false);
     /* this test accepts one connection at a time: under valgrind the last one waits for
      * its Reply longer than the default handshake timeout, and a listen queue shorter than
      * the connections makes the kernel drop SYNs (retried after seconds): neither is what
@@ -1372,5 +1385,95 @@ TEST(slow_dead_peer_detected)
     uiw_dereg_mr(bmr);
     link_close(&k);
     free(am);
+    free(bm);
+}
+
+/* b (no progress thread) busy-polls its empty CQ until its connection leaves the epoll set
+ * (parked: b reads the socket itself on every poll). */
+static struct uiw__conn *busy_poll_until_parked(struct link *k)
+{
+    struct uiw__conn *c = uiw__qp_io(k->b.id->qp);
+    CHECK(c != NULL);
+    struct uiw_wc wc;
+    uint64_t end = io_now_ms() + EV_WAIT_MS;
+    while (!c->h.parked) {
+        CHECK_EQ(uiw_poll_cq(k->b.cq, 1, &wc), 0);
+        CHECK(io_now_ms() < end);
+    }
+    return c;
+}
+
+struct late_send {
+    struct side *a;
+    struct uiw_mr *mr;
+    uint8_t *buf;
+};
+
+static void *late_send_fn(void *arg)
+{
+    struct late_send *l = arg;
+    struct pollfd none;
+    poll(&none, 0, 50);
+    post_op(l->a, UIW_WR_SEND, l->mr, l->buf, 64, 0, 0, 7);
+    return NULL;
+}
+
+/* Parked while b busy-polls with no progress thread; b then sleeps in uiw_wait_cq_event,
+ * which registers the socket again, and the Send that arrives meanwhile wakes it. */
+TEST(data_parked_socket_then_cq_event_sleep)
+{
+    struct link k;
+    link_up_full(&k, AF_INET, true, false, NULL, NULL, true);
+    uint8_t *sb = calloc(1, 64), *rb = calloc(1, 64);
+    struct uiw_mr *sm = uiw_reg_mr(k.a.pd, sb, 64, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *rm = uiw_reg_mr(k.b.pd, rb, 64, UIW_ACCESS_LOCAL_WRITE);
+    CHECK(sb && rb && sm && rm);
+    fill(sb, 64, 3);
+    post_recv(&k.b, rm, rb, 64, 8);
+    struct uiw__conn *c = busy_poll_until_parked(&k);
+    struct late_send l = {.a = &k.a, .mr = sm, .buf = sb};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, late_send_fn, &l), 0);
+    CHECK_EQ(uiw_req_notify_cq(k.b.cq, 0), 0);
+    struct uiw_wc wc;
+    CHECK_EQ(uiw_poll_cq(k.b.cq, 1, &wc), 0);
+    struct uiw_cq *got = NULL;
+    void *gctx = NULL;
+    CHECK_EQ(uiw_wait_cq_event(k.b.cc, EV_WAIT_MS, &got, &gctx), 0);
+    CHECK(got == k.b.cq);
+    CHECK(!c->h.parked); /* the sleeper put it back in the set */
+    uiw_ack_cq_events(k.b.cq, 1);
+    CHECK_EQ(uiw_poll_cq(k.b.cq, 1, &wc), 1);
+    CHECK_EQ(wc.wr_id, 8);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(wc.byte_len, 64);
+    CHECK_MEM(rb, sb, 64);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    expect_wc(&k.a, 7, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    CHECK_EQ(uiw_cm_disconnect(k.a.id), 0);
+    link_wait_down(&k);
+    uiw_dereg_mr(sm);
+    uiw_dereg_mr(rm);
+    link_close(&k);
+    free(sb);
+    free(rb);
+}
+
+/* A parked socket's end is still seen: the peer disconnects while b (no progress thread)
+ * waits for cm events, whose inline passes read the parked socket. */
+TEST(data_parked_socket_disconnect_reported)
+{
+    struct link k;
+    link_up_ex(&k, AF_INET, true, false, NULL, NULL);
+    uint8_t *bm = calloc(1, 4096);
+    struct uiw_mr *bmr = uiw_reg_mr(k.b.pd, bm, 4096, UIW_ACCESS_LOCAL_WRITE);
+    CHECK(bm && bmr);
+    post_recv(&k.b, bmr, bm, 1024, 96);
+    busy_poll_until_parked(&k);
+    CHECK_EQ(uiw_cm_disconnect(k.a.id), 0);
+    link_wait_down(&k);
+    expect_wc(&k.b, 96, UIW_WC_RECV, UIW_WC_WR_FLUSH_ERR, 0);
+    uiw_dereg_mr(bmr);
+    link_close(&k);
     free(bm);
 }

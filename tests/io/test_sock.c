@@ -111,3 +111,73 @@ TEST(loop_dispatch_and_doorbell)
     close(pfd[0]);
     close(pfd[1]);
 }
+
+/* A parked handler is out of the epoll set (the wake-up callback of a socket there runs in
+ * every sender's system call), yet every pass still serves it; whatever may sleep on the
+ * set registers it again first, and a parked handler asked for more than EPOLLIN or
+ * removed leaves the parked list. */
+TEST(loop_parked_handler)
+{
+    struct uiw__loop l;
+    CHECK_EQ(uiw__loop_init(&l, false), 0);
+    int pfd[2];
+    CHECK_EQ(pipe(pfd), 0);
+    struct counter c = {.h = {.fd = pfd[0], .fn = count_fn}};
+    CHECK_EQ(uiw__loop_set(&l, &c.h, EPOLLIN | EPOLLOUT), 0);
+    CHECK_EQ(uiw__loop_park(&l, &c.h), -EINVAL); /* only a reader parks */
+    CHECK_EQ(uiw__loop_set(&l, &c.h, EPOLLIN), 0);
+    CHECK_EQ(uiw__loop_park(&l, &c.h), 0);
+    CHECK(c.h.parked && c.h.events == 0 && l.parked == &c.h);
+    uint64_t one = 1;
+    CHECK_EQ(write(pfd[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+    struct epoll_event ev;
+    CHECK_EQ(epoll_wait(l.epfd, &ev, 1, 0), 0); /* not in the set */
+    CHECK_EQ(uiw__loop_run(&l, 0), 1);          /* but a pass serves it */
+    CHECK_EQ(c.calls, 1);
+    CHECK_EQ(uiw__loop_set(&l, &c.h, EPOLLIN), 0); /* a reader again: stays parked */
+    CHECK(c.h.parked);
+
+    /* a pass that may sleep registers it first: the data written meanwhile wakes it */
+    CHECK_EQ(write(pfd[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+    CHECK_EQ(uiw__loop_run(&l, 1000), 1);
+    CHECK(!c.h.parked && c.h.events == EPOLLIN && l.parked == NULL);
+    CHECK_EQ(c.calls, 2);
+
+    /* the busy poller's policy: parked after enough empty direct reads, unless a thread
+     * may sleep on the set */
+    for (int i = 1; i < 64; i++) {
+        uiw__loop_idle_probe(&l, &c.h);
+        CHECK(!c.h.parked);
+    }
+    atomic_store(&l.waiters, 1);
+    uiw__loop_idle_probe(&l, &c.h);
+    CHECK(!c.h.parked);
+    atomic_store(&l.waiters, 0);
+    uiw__loop_idle_probe(&l, &c.h);
+    CHECK(c.h.parked);
+
+    /* a sleeper in uiw__loop_wait registers it too, and is woken by its input */
+    CHECK_EQ(write(pfd[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+    int efd[2];
+    CHECK_EQ(pipe(efd), 0);
+    CHECK_EQ(uiw__loop_wait(&l, efd[0], EV_WAIT_MS), 0);
+    CHECK(!c.h.parked && c.h.events == EPOLLIN);
+    CHECK_EQ(c.calls, 3);
+    close(efd[0]);
+    close(efd[1]);
+
+    /* more than EPOLLIN, or removal, takes it off the parked list */
+    CHECK_EQ(uiw__loop_park(&l, &c.h), 0);
+    CHECK_EQ(uiw__loop_set(&l, &c.h, EPOLLIN | EPOLLOUT), 0);
+    CHECK(!c.h.parked && l.parked == NULL && c.h.events == (EPOLLIN | EPOLLOUT));
+    CHECK_EQ(uiw__loop_set(&l, &c.h, EPOLLIN), 0);
+    CHECK_EQ(uiw__loop_park(&l, &c.h), 0);
+    uiw__loop_del(&l, &c.h);
+    CHECK(!c.h.parked && l.parked == NULL && c.h.events == 0);
+    CHECK_EQ(write(pfd[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+    CHECK_EQ(uiw__loop_run(&l, 0), 0);
+    CHECK_EQ(c.calls, 3);
+    uiw__loop_fini(&l);
+    close(pfd[0]);
+    close(pfd[1]);
+}
