@@ -256,6 +256,15 @@ int uiw_fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p);
  * preconditions do not hold; the parser's sticky error if it failed before. */
 int uiw_fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
 
+/* A whole FPDU in one call, for a receiver that holds it at p within n bytes and takes it
+ * only if nothing is wrong with it: when the parser is at the start of an FPDU, markers
+ * are off and no error is sticky, and p holds the FPDU whole (length field, ULPDU, pad
+ * and CRC field) with a length uiw_fpdu_rx_consume accepts and (CRC on) a good CRC, it is
+ * consumed and its total length returned (uiw_fpdu_rx_ulpdu_len then gives its ULPDU's).
+ * Otherwise 0, with nothing consumed: uiw_fpdu_rx_start / _consume then take it and find
+ * whatever is wrong, with their exact error. */
+size_t uiw_fpdu_rx_take_whole(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t n);
+
 /* ULPDU length of the FPDU in progress (valid once its length field is consumed). */
 static inline uint16_t uiw_fpdu_rx_ulpdu_len(const struct uiw_fpdu_rx *rx)
 {

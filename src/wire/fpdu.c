@@ -512,6 +512,23 @@ UIW__DATAPATH int uiw_fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, siz
     return UIW_FPDU_COMPLETE;
 }
 
+UIW__DATAPATH size_t uiw_fpdu_rx_take_whole(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t n)
+{
+    if (rx->err || rx->markers || rx->state != RX_LEN || rx->field_have != 0 || n < 2 || !p)
+        return 0;
+    uint16_t len = uiw__get_be16(p);
+    if (len > rx->max_ulpdu || len < UIW_FPDU_MIN_ULPDU)
+        return 0;
+    size_t covered = 2 + (size_t)len + pad_of(len);
+    if (covered + 4 > n || (rx->crc_on && uiw__get_le32(p + covered) != uiw_crc32c(0, p, covered)))
+        return 0;
+    rx->fpdu_start = (uint32_t)rx->stream_pos;
+    rx->stream_pos += covered + 4;
+    rx->ulpdu_len = len;
+    rx_fpdu_reset(rx);
+    return covered + 4;
+}
+
 ssize_t uiw_fpdu_rx_feed(struct uiw_fpdu_rx *rx, const uint8_t *buf, size_t len, uint8_t *ulpdu,
                          size_t cap, uint16_t *ulpdu_len, bool *done)
 {

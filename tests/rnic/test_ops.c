@@ -225,36 +225,68 @@ TEST(inline_send_copies_at_post)
     pair_free(&p);
 }
 
-TEST(send_opcodes_and_solicited)
+/* Each Send opcode and flag through every way of receiving (straight into the posted
+ * buffer, through the staging ring, peeked), CRC on and off: small whole Sends take the
+ * receiver's shortest path, and whatever does not fit it (a receive split over two SGEs
+ * shorter than the payload) the general one, with the same results. */
+static void send_opcodes_case(int mode, bool crc)
 {
     struct pair p;
     struct pair_opts o;
     pair_opts_default(&o);
+    o.mode = mode;
+    o.crc = crc;
     pair_init(&p, &o, true);
-    struct uiw_mr *src = pair_mr(&p, 0, 64, 0, 0x11);
-    struct uiw_mr *dst = pair_mr(&p, 1, 64 * 4, LW, 0);
-    for (int i = 0; i < 4; i++)
+    struct uiw_mr *src = pair_mr(&p, 0, 64, 0, 0);
+    struct uiw_mr *dst = pair_mr(&p, 1, 64 * 6, LW, 0);
+    fill_pattern(src->addr, 64, 3);
+    for (int i = 0; i < 5; i++)
         pair_post_recv(&p, 1, (uint64_t)i, dst, (size_t)i * 64, 64);
+    /* receive 5: 5 bytes, then the rest */
+    struct uiw_sge two[2] = {{(uintptr_t)dst->addr + 5 * 64, 5, dst->lkey},
+                             {(uintptr_t)dst->addr + 5 * 64 + 32, 32, dst->lkey}};
+    struct uiw_recv_wr rw = {.wr_id = 5, .sg_list = two, .num_sge = 2}, *rbad = NULL;
+    CHECK_EQ(uiw_post_recv(p.s[1].qp, &rw, &rbad), 0);
     CHECK_EQ(pair_post(&p, 0, 0, UIW_WR_SEND, 0, src, 0, 10, 0, 0), 0);
     CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND_WITH_SE, 0, src, 0, 11, 0, 0), 0);
     CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_SEND, UIW_SEND_SOLICITED, src, 0, 12, 0, 0), 0);
     CHECK_EQ(pair_post(&p, 0, 3, UIW_WR_SEND, 0, src, 0, 0, 0, 0), 0); /* zero-length */
+    CHECK_EQ(pair_post(&p, 0, 4, UIW_WR_SEND, UIW_SEND_INLINE, src, 0, 13, 0, 0), 0);
+    CHECK_EQ(pair_post(&p, 0, 5, UIW_WR_SEND, 0, src, 0, 20, 0, 0), 0);
     pair_pump(&p);
-    struct uiw_wc wc = pair_wc(&p, 1, false);
-    CHECK_EQ(wc.byte_len, 10);
-    CHECK_EQ(wc.wc_flags, 0);
-    wc = pair_wc(&p, 1, false);
-    CHECK_EQ(wc.byte_len, 11);
-    CHECK_EQ(wc.wc_flags, UIW_WC_SOLICITED);
-    wc = pair_wc(&p, 1, false);
-    CHECK_EQ(wc.byte_len, 12);
-    CHECK_EQ(wc.wc_flags, UIW_WC_SOLICITED);
-    wc = pair_wc(&p, 1, false);
-    CHECK_EQ(wc.byte_len, 0);
-    CHECK_EQ(wc.wr_id, 3);
+    static const uint32_t lens[] = {10, 11, 12, 0, 13, 20};
+    static const unsigned flags[] = {0, UIW_WC_SOLICITED, UIW_WC_SOLICITED, 0, 0, 0};
+    for (int i = 0; i < 6; i++) {
+        struct uiw_wc wc = pair_wc(&p, 1, false);
+        CHECK_EQ(wc.wr_id, (uint64_t)i);
+        CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+        CHECK_EQ(wc.opcode, UIW_WC_RECV);
+        CHECK_EQ(wc.byte_len, lens[i]);
+        CHECK_EQ(wc.wc_flags, flags[i]);
+        if (i != 5)
+            CHECK_MEM((uint8_t *)dst->addr + i * 64, src->addr, lens[i]);
+    }
+    const uint8_t *d5 = (const uint8_t *)dst->addr + 5 * 64, *s0 = src->addr;
+    CHECK_MEM(d5, s0, 5);
+    CHECK_MEM(d5 + 32, s0 + 5, 15);
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st), 0);
+    CHECK_EQ(st.rx_fpdus, 6);
+    CHECK_EQ(st.placed_payload_bytes, 66);
+    CHECK_EQ(st.crc_errors, 0);
+    CHECK_EQ(pair_nwc(&p, 1, false), 0);
+    CHECK_EQ(uiw__qp_state(p.s[1].qp), UIW_QPS_RTS);
     pair_mr_free(src);
     pair_mr_free(dst);
     pair_free(&p);
+}
+
+TEST(send_opcodes_and_solicited)
+{
+    static const int modes[] = {PAIR_DIRECT, PAIR_STAGED, PAIR_MIXED, PAIR_IO, PAIR_PEEK};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+        for (int crc = 0; crc < 2; crc++)
+            send_opcodes_case(modes[m], crc);
 }
 
 TEST(fence_waits_for_reads)

@@ -843,22 +843,46 @@ TEST(fpdu_tx_build_no_markers_matches_encode)
     }
 }
 
+/* A random FPDU (a ULPDU of 14 to 1999 bytes) in fp (2100 bytes), every third one with a
+ * bit flipped after its length field: its length, *len its ULPDU's, *corrupt the flip. */
+static size_t random_fpdu(int iter, bool crc, uint8_t *fp, size_t *len, bool *corrupt)
+{
+    static uint8_t ul[2000];
+    *len = 14 + rnd() % (sizeof ul - 14);
+    for (size_t i = 0; i < *len; i++)
+        ul[i] = (uint8_t)rnd();
+    struct uiw_wire_iov v = {ul, *len};
+    ssize_t wl = uiw_fpdu_encode(&v, 1, crc, fp, 2100);
+    CHECK(wl > 0);
+    *corrupt = (iter % 3) == 0;
+    if (*corrupt) /* any byte but the length field */
+        fp[2 + rnd() % ((size_t)wl - 2)] ^= (uint8_t)(1u << (rnd() % 8));
+    return (size_t)wl;
+}
+
+/* Consume fp[pos..wl) run by run until the FPDU completes or fails: the last result. */
+static int consume_runs(struct uiw_fpdu_rx *b, const uint8_t *fp, size_t pos, size_t wl)
+{
+    int rb = 0;
+    while (pos < wl && rb >= 0 && rb != UIW_FPDU_COMPLETE) {
+        enum uiw_fpdu_run kind;
+        uint32_t off;
+        size_t run = uiw_fpdu_rx_next(b, &kind, &off);
+        rb = uiw_fpdu_rx_consume(b, fp + pos, run);
+        pos += run;
+    }
+    return rb;
+}
+
 /* uiw_fpdu_rx_rest takes an FPDU's ULPDU, pad and CRC in one call exactly as consuming
  * them run by run would, and refuses what it cannot do without changing anything. */
 TEST(fpdu_rx_rest_matches_runs)
 {
-    static uint8_t ul[2000], fp[2100];
+    static uint8_t fp[2100];
     for (int iter = 0; iter < 1000; iter++) {
-        bool crc = iter & 1;
-        size_t len = 14 + rnd() % (sizeof ul - 14);
-        for (size_t i = 0; i < len; i++)
-            ul[i] = (uint8_t)rnd();
-        struct uiw_wire_iov v = {ul, len};
-        ssize_t wl = uiw_fpdu_encode(&v, 1, crc, fp, sizeof fp);
-        CHECK(wl > 0);
-        bool corrupt = (iter % 3) == 0;
-        if (corrupt) /* any byte but the length field */
-            fp[2 + rnd() % ((size_t)wl - 2)] ^= (uint8_t)(1u << (rnd() % 8));
+        bool crc = iter & 1, corrupt;
+        size_t len;
+        ssize_t wl = (ssize_t)random_fpdu(iter, crc, fp, &len, &corrupt);
         struct uiw_fpdu_rx a, b;
         uiw_fpdu_rx_init(&a, crc, false, 0);
         uiw_fpdu_rx_init(&b, crc, false, 0);
@@ -869,15 +893,7 @@ TEST(fpdu_rx_rest_matches_runs)
         /* the wrong length: refused, nothing consumed */
         CHECK_EQ(uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 3), -EINVAL);
         int ra = uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2);
-        int rb = 0;
-        size_t pos = 2;
-        while (pos < (size_t)wl && rb >= 0 && rb != UIW_FPDU_COMPLETE) {
-            enum uiw_fpdu_run kind;
-            uint32_t off;
-            size_t run = uiw_fpdu_rx_next(&b, &kind, &off);
-            rb = uiw_fpdu_rx_consume(&b, fp + pos, run);
-            pos += run;
-        }
+        int rb = consume_runs(&b, fp, 2, (size_t)wl);
         CHECK_EQ(ra, rb);
         if (crc && corrupt)
             CHECK_EQ(ra, UIW_E_FPDU_CRC);
@@ -983,4 +999,59 @@ TEST(fpdu_tx_seal_matches_encode)
     struct uiw_wire_iov big[2] = {{ul, 40000}, {ul, 40000}};
     CHECK_EQ(uiw_fpdu_tx_seal(&p, big, 2, lenb, trailer), -EMSGSIZE);
     CHECK_EQ(p.stream_pos, 0);
+}
+
+/* uiw_fpdu_rx_take_whole takes a whole good FPDU in one call, leaving the parser as
+ * consuming it run by run would; anything it cannot take whole (a corrupt CRC, too few
+ * bytes, an impossible length, not at an FPDU's start, markers on, a sticky error) it
+ * leaves alone, so that the run-by-run parser finds the error. */
+TEST(fpdu_rx_take_whole_matches_runs)
+{
+    static uint8_t fp[2100];
+    for (int iter = 0; iter < 1000; iter++) {
+        bool crc = iter & 1, corrupt;
+        size_t len;
+        size_t wl = random_fpdu(iter, crc, fp, &len, &corrupt);
+        struct uiw_fpdu_rx a, b;
+        uiw_fpdu_rx_init(&a, crc, false, 0);
+        uiw_fpdu_rx_init(&b, crc, false, 0);
+        a.stream_pos = b.stream_pos = rnd();
+        struct uiw_fpdu_rx a0 = a;
+        CHECK_EQ(uiw_fpdu_rx_take_whole(&a, fp, wl - 1), 0); /* not all of it */
+        CHECK(memcmp(&a, &a0, sizeof a) == 0);
+        size_t took = uiw_fpdu_rx_take_whole(&a, fp, wl + (rnd() % 8));
+        int rb = consume_runs(&b, fp, 0, wl);
+        if (crc && corrupt) {
+            CHECK_EQ(took, 0);
+            CHECK(memcmp(&a, &a0, sizeof a) == 0);
+            CHECK_EQ(rb, UIW_E_FPDU_CRC);
+            continue;
+        }
+        CHECK_EQ(took, wl);
+        CHECK_EQ(rb, UIW_FPDU_COMPLETE);
+        CHECK_EQ(uiw_fpdu_rx_ulpdu_len(&a), len);
+        CHECK(memcmp(&a, &b, sizeof a) == 0);
+        /* inside an FPDU: refused */
+        CHECK_EQ(uiw_fpdu_rx_consume(&a, fp, 1), 0);
+        a0 = a;
+        CHECK_EQ(uiw_fpdu_rx_take_whole(&a, fp, wl), 0);
+        CHECK(memcmp(&a, &a0, sizeof a) == 0);
+    }
+    /* lengths no ULPDU can have: refused, and consume reports them */
+    static const uint16_t bad[] = {0, 13, 2001};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint8_t f[2100] = {(uint8_t)(bad[i] >> 8), (uint8_t)bad[i]};
+        struct uiw_fpdu_rx r;
+        uiw_fpdu_rx_init(&r, false, false, 2000);
+        CHECK_EQ(uiw_fpdu_rx_take_whole(&r, f, sizeof f), 0);
+        CHECK(uiw_fpdu_rx_consume(&r, f, 2) < 0);
+        CHECK_EQ(uiw_fpdu_rx_take_whole(&r, f, sizeof f), 0); /* sticky error */
+    }
+    /* with markers: refused */
+    struct uiw_fpdu_rx m;
+    uiw_fpdu_rx_init(&m, false, true, 0);
+    uint8_t z[64] = {0};
+    z[1] = 18;
+    CHECK_EQ(uiw_fpdu_rx_take_whole(&m, z, sizeof z), 0);
+    CHECK_EQ(uiw_fpdu_rx_take_whole(&m, NULL, 0), 0);
 }
