@@ -52,15 +52,21 @@ static bool unpark(struct uiw__loop *l)
         *pp = h->parked_next;
         h->parked = false;
         h->events = EPOLLIN;
+        atomic_fetch_sub(&l->nparked, 1);
     }
     l->idle_direct = 0;
     return ok;
 }
 
 /* Unpark before a sleep on the set; the time limit to sleep with (1 ms at most when a
- * handler is still parked). Takes the lock if take. */
+ * handler is still parked). Takes the lock if take, and only if a handler may be parked:
+ * the caller made itself known as a sleeper (waiters, or napping false) before, and a
+ * parker counts itself in nparked before it looks for sleepers, so at least one of the
+ * two sees the other (and a parker holds the lock until it is done). */
 static int before_sleep(struct uiw__loop *l, int timeout_ms, bool take)
 {
+    if (!atomic_load(&l->nparked))
+        return timeout_ms;
     if (take)
         uiw__lock_take(&l->lock);
     bool ok = !l->parked || unpark(l);
@@ -69,12 +75,10 @@ static int before_sleep(struct uiw__loop *l, int timeout_ms, bool take)
     return ok || (timeout_ms >= 0 && timeout_ms < 1) ? timeout_ms : 1;
 }
 
-int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h)
+/* Out of the set and onto the parked list (lock held, h wants EPOLLIN only, counted in
+ * nparked by the caller). */
+static int park(struct uiw__loop *l, struct uiw__ioh *h)
 {
-    if (h->parked)
-        return 0;
-    if (h->events != EPOLLIN)
-        return -EINVAL;
     if (epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL) < 0)
         return -errno;
     h->events = 0;
@@ -84,12 +88,28 @@ int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h)
     return 0;
 }
 
+int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h)
+{
+    if (h->parked)
+        return 0;
+    if (h->events != EPOLLIN)
+        return -EINVAL;
+    atomic_fetch_add(&l->nparked, 1);
+    int r = park(l, h);
+    if (r < 0)
+        atomic_fetch_sub(&l->nparked, 1);
+    return r;
+}
+
 UIW__DATAPATH void uiw__loop_idle_probe(struct uiw__loop *l, struct uiw__ioh *h)
 {
-    if (++l->idle_direct < PARK_AFTER || h->parked || atomic_load(&l->waiters) ||
-        (l->has_thread && !atomic_load(&l->napping)))
+    if (++l->idle_direct < PARK_AFTER || h->parked || h->events != EPOLLIN)
         return;
-    (void)uiw__loop_park(l, h); /* on failure it stays in the set, which is correct too */
+    /* counted first, then no sleeper may be there (before_sleep) */
+    atomic_fetch_add(&l->nparked, 1);
+    if (atomic_load(&l->waiters) || (l->has_thread && !atomic_load(&l->napping)) ||
+        park(l, h) < 0) /* on failure it stays in the set, which is correct too */
+        atomic_fetch_sub(&l->nparked, 1);
 }
 
 static void unlink_parked(struct uiw__loop *l, struct uiw__ioh *h)
@@ -99,6 +119,7 @@ static void unlink_parked(struct uiw__loop *l, struct uiw__ioh *h)
         pp = &(*pp)->parked_next;
     *pp = h->parked_next;
     h->parked = false;
+    atomic_fetch_sub(&l->nparked, 1);
 }
 
 int uiw__loop_pass_locked(struct uiw__loop *l, int timeout_ms)
@@ -227,6 +248,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     atomic_init(&l->napping, false);
     l->idle_direct = 0;
     l->parked = NULL;
+    atomic_init(&l->nparked, 0);
     l->on_bell = NULL;
     l->app_waits = NULL;
     l->bell_arg = NULL;

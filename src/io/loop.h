@@ -52,6 +52,7 @@ struct uiw__loop {
     void *bell_arg;
     struct uiw__ioh *parked; /* handlers out of the epoll set (guarded by lock) */
     unsigned idle_direct;    /* empty direct reads since the last unpark (lock held) */
+    atomic_int nparked;      /* handlers on the parked list (read without the lock) */
 };
 
 /* An application thread sleeps until fd is readable (its completion channel) or
