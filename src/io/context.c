@@ -47,9 +47,9 @@ UIW__DATAPATH static void io_qp_kick(struct uiw_qp *qp, void *io_ctx)
  * asking epoll first (every 64th pass, a doorbell ring, or a connection waiting for
  * EPOLLOUT or closing takes the full epoll pass; the loop holds only the doorbell and the
  * connections, so the epoll pass is a safety net and each one costs a busy poller about a
- * system call of latency). Once the direct reads keep finding nothing, the socket is
- * parked (uiw__loop_idle_probe): out of the epoll set, so that the peer's segments run no
- * epoll wake-up callback, until some thread sleeps on the set. */
+ * system call of latency). Once the application keeps polling, the socket is parked
+ * (uiw__loop_direct_read): out of the epoll set, so that the peer's segments run no epoll
+ * wake-up callback, until some thread sleeps on the set. */
 UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
 {
     struct uiw__io *io = io_ctx;
@@ -65,8 +65,8 @@ UIW__DATAPATH static void io_progress(struct uiw_context *ctx, void *io_ctx)
     bool direct = c && !c->next && c->h.fn && c->open && !c->closing && !c->out_blocked &&
                   !atomic_load(&l->kicks) && (++io->probes & 63) != 0;
     int n = direct ? uiw__conn_probe(c) : uiw__loop_pass_locked(l, 0);
-    if (direct && n == 0)
-        uiw__loop_idle_probe(l, &c->h);     /* a busy poller's socket leaves the epoll set */
+    if (direct)
+        uiw__loop_direct_read(l, &c->h);    /* a poller's socket leaves the epoll set */
     bool counted = n == 0 && l->has_thread; /* only the progress thread looks at the count */
     uiw__lock_give(&l->lock);
     if (counted)

@@ -22,9 +22,10 @@ enum {
     SPIN_NAP_MAX_US = 3200,
     SPIN_WINDOW_US = 1000,
     WAITER_CHECK_MS = 10,
-    /* empty direct reads since the last sleep on the set after which a busy poller's
-     * socket is parked (an application that sleeps on its channel makes a few per
-     * wake-up; one that spins makes this many in some tens of microseconds) */
+    /* direct reads since the last sleep on the set after which a polling application's
+     * socket is parked (one that sleeps on its channel makes a few per wake-up, and pays
+     * two epoll_ctl calls per sleep when it makes more; one that spins makes this many in
+     * some tens of microseconds) */
     PARK_AFTER = 64
 };
 
@@ -101,7 +102,7 @@ int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h)
     return r;
 }
 
-UIW__DATAPATH void uiw__loop_idle_probe(struct uiw__loop *l, struct uiw__ioh *h)
+UIW__DATAPATH void uiw__loop_direct_read(struct uiw__loop *l, struct uiw__ioh *h)
 {
     if (++l->idle_direct < PARK_AFTER || h->parked || h->events != EPOLLIN)
         return;

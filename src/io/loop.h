@@ -51,7 +51,7 @@ struct uiw__loop {
     bool (*app_waits)(void *arg); /* the application sleeps on an event (bell_arg); NULL: no */
     void *bell_arg;
     struct uiw__ioh *parked; /* handlers out of the epoll set (guarded by lock) */
-    unsigned idle_direct;    /* empty direct reads since the last unpark (lock held) */
+    unsigned idle_direct;    /* direct reads since the last unpark (lock held) */
     atomic_int nparked;      /* handlers on the parked list (read without the lock) */
 };
 
@@ -90,11 +90,11 @@ void uiw__loop_del(struct uiw__loop *l, struct uiw__ioh *h);
  * already readable, so no input is missed. Returns 0, -EINVAL (h wants more than
  * EPOLLIN) or -errno (it then stays in the set). lock held. */
 int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h);
-/* A busy poller's direct read of h (lock held, h wanting EPOLLIN only) found nothing:
- * after enough of them since the last sleep on the set, and while no thread may sleep on
- * it (no progress thread, or one napping while the application spins; nobody in
+/* A polling application read h directly (lock held, h wanting EPOLLIN only): after enough
+ * such reads since the last sleep on the set, and while no thread may sleep on it (no
+ * progress thread, or one napping while the application spins; nobody in
  * uiw__loop_wait), h is parked. */
-void uiw__loop_idle_probe(struct uiw__loop *l, struct uiw__ioh *h);
+void uiw__loop_direct_read(struct uiw__loop *l, struct uiw__ioh *h);
 
 /* Ring the doorbell: the dispatcher (thread or a blocked uiw__loop_run) wakes. */
 void uiw__loop_kick(struct uiw__loop *l);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <uiw/verbs.h>
@@ -152,38 +153,46 @@ enum uiw__swqe_state {
     UIW__SWQE_DONE,       /* has its status, waits to be retired in order */
 };
 
+/* A send queue entry: what a Send or Write touches in its first line, its SGEs and their
+ * resolved pointers in the next two (192 bytes, a multiple of the line). */
 struct uiw__swqe {
     uint64_t wr_id;
     uint8_t opcode; /* enum uiw_wr_opcode */
     uint8_t state;
     uint8_t num_sge;
     unsigned flags;
+    uint32_t len; /* total payload bytes */
+    uint32_t off; /* payload bytes already segmented */
+    uint32_t msn; /* untagged MSN of the message */
+    int status;   /* enum uiw_wc_status when DONE */
+    int vendor_err;
     uint32_t inv_rkey;
-    uint64_t remote_addr;
     uint32_t rkey;
+    uint64_t remote_addr;
+    uint8_t *inline_buf; /* max_inline bytes, per slot */
     struct uiw_sge sge[UIW_MAX_SGE];
     uint8_t *ptr[UIW_MAX_SGE]; /* resolved SGEs */
-    uint32_t len;              /* total payload bytes */
-    uint32_t off;              /* payload bytes already segmented */
-    uint32_t msn;              /* untagged MSN of the message */
-    int status;                /* enum uiw_wc_status when DONE */
-    int vendor_err;
     struct uiw_mr *reg_mr;
     void *reg_addr;
     size_t reg_len;
     unsigned reg_access;
     uint32_t reg_key;
-    uint8_t *inline_buf; /* max_inline bytes, per slot */
 };
+_Static_assert(sizeof(struct uiw__swqe) % 64 == 0 && offsetof(struct uiw__swqe, sge) == 64,
+               "a send queue entry is whole lines, its first one for a small Send or Write");
 
+/* A receive queue entry: one line holds all that a small Send into its first SGE reads
+ * (the RQ is 64-byte aligned and its entries 128 bytes). */
 struct uiw__rqe {
-    uint64_t wr_id;
+    _Alignas(64) uint64_t wr_id;
+    uint32_t len;
     uint8_t num_sge;
     bool resolved;
-    struct uiw_sge sge[UIW_MAX_SGE];
     uint8_t *ptr[UIW_MAX_SGE];
-    uint32_t len;
+    struct uiw_sge sge[UIW_MAX_SGE];
+    uint8_t pad[16];
 };
+_Static_assert(sizeof(struct uiw__rqe) == 128, "a receive queue entry is two lines");
 
 struct uiw__ird {
     uint32_t sink_stag;
@@ -233,68 +242,91 @@ enum uiw__rx_kind {
 #define UIW__TX_SLOTS     64
 #define UIW__TX_AHEAD     (256u * 1024) /* bytes built but not yet sent */
 
+/* Laid out by use: the fields that a small message in and out touches come first, in
+ * cache lines of their own (the QP is 64-byte aligned), and the rest behind them; after
+ * each system call the kernel has evicted much of what the last message touched. */
 struct uiw_qp {
-    struct uiw_context *ctx;
-    struct uiw_pd *pd;
+    /* line 0: the state every path checks first */
     struct uiw__lock lock;
-    struct uiw_qp *ctx_prev, *ctx_next; /* ctx->qps, under ctx->qps_lock */
-    void *qp_context;
-    void *io;
-    uint32_t qpn;
-    struct uiw_cq *send_cq, *recv_cq;
-    struct uiw_qp_cap cap;
-    bool sig_all;
-    uint16_t max_ird, max_ord;
     enum uiw_qp_state state;
-    struct uiw__conn_params cp;
     bool started;
     bool want_close;
-    struct uiw__stag_hit stag_hit[2]; /* the last two successful checks (mem.c) */
-    unsigned stag_hit_next;
     bool rtr_wait_rx; /* responder: the RTR has not arrived yet (and we must not send) */
+    bool rx_failed;
+    bool rx_len_known;
+    bool rx_hdr_done;
+    bool rx_small; /* the last segment was a small one: prefer the staging ring */
+    bool term_pending;
+    bool term_queued;
+    bool rtr_send_pending; /* initiator: the RTR message is still to be built */
+    bool tx_turn;          /* Read Responses and the send queue take turns */
+    bool sig_all;
+    struct uiw_context *ctx;
+    struct uiw_pd *pd;
+    struct uiw_cq *send_cq, *recv_cq;
+    void *io;
 
-    /* send queue: [sq_head, sq_tail) posted, sq_tx = next to start */
-    struct uiw__swqe *sq;
+    /* line 1: the queues. Send queue: [sq_head, sq_tail) posted, sq_tx = next to start */
+    _Alignas(64) struct uiw__swqe *sq;
     uint32_t sq_size, sq_head, sq_tx, sq_tail; /* free-running */
     uint32_t orq_count;                        /* Reads awaiting responses */
     /* of those, the ones UIW__RX_DIRECT_MIN bytes long or more (written under the QP lock,
      * read without it by uiw__qp_rx_narrow) */
     _Atomic uint32_t orq_wide;
-    uint32_t send_msn, rreq_msn;
-
-    /* receive queue */
+    uint32_t send_msn;
+    uint32_t irq_count; /* inbound Read Requests queued (irq below) */
     struct uiw__rqe *rq;
     uint32_t rq_size, rq_head, rq_tail;
     _Atomic uint32_t rq_wide; /* posted receives UIW__RX_DIRECT_MIN bytes long or more */
 
-    /* inbound Read Requests (IRD) */
-    struct uiw__ird *irq;
-    uint32_t irq_size, irq_head, irq_count;
-
-    /* transmit */
-    struct uiw_fpdu_tx ftx;
-    uint32_t slot_head, slot_tail; /* free-running: [head, tail) built */
+    /* line 2: transmit slots, receive sequence */
+    _Alignas(
+        64) uint8_t *slot_mem; /* the UIW__TX_SLOTS slot records (tx.c), slot_stride bytes apart */
+    size_t slot_stride;
     size_t slot_off;               /* bytes of the head slot already sent */
     size_t tx_ahead;               /* wire bytes of the built slots */
+    uint32_t slot_head, slot_tail; /* free-running: [head, tail) built */
     int iov_per_slot;
-    void *txm;         /* tx.c's per-QP scratch */
-    uint8_t *slot_mem; /* the UIW__TX_SLOTS slot records (tx.c), slot_stride bytes apart */
-    size_t slot_stride;
-    bool term_pending;
-    bool term_queued;
+    uint32_t rx_send_msn; /* expected MSN */
+    uint32_t rx_send_len; /* bytes of the current Send so far (max end) */
+    uint16_t rx_ulen;
+    uint32_t qpn;
+
+    /* line 3: the framers */
+    _Alignas(64) struct uiw_fpdu_tx ftx;
+    struct uiw_fpdu_rx frx;
+
+    /* line 4 */
+    _Alignas(64) uint8_t *stage;
+    struct uiw__conn_params cp;
+    unsigned stag_hit_next;
+    struct uiw_qp_cap cap;
+
+    /* line 5: the last two successful STag checks (mem.c) */
+    _Alignas(64) struct uiw__stag_hit stag_hit[2];
+
+    /* lines 6-7: counters, moved to the context's atomics once per entry call
+     * (uiw__qp_stat_flush) */
+    _Alignas(64) uint64_t st[UIW__STAT_COUNT];
+
+    /* the rest: other operations, the resumable parser, errors */
+    _Alignas(64) struct uiw_qp *ctx_prev, *ctx_next; /* ctx->qps, under ctx->qps_lock */
+    void *qp_context;
+    uint16_t max_ird, max_ord;
+    uint32_t rreq_msn;
+
+    /* inbound Read Requests (IRD) */
+    struct uiw__ird *irq;
+    uint32_t irq_size, irq_head;
+
+    void *txm; /* tx.c's per-QP scratch */
     struct uiw_terminate term_out;
-    bool tx_turn;          /* Read Responses and the send queue take turns */
-    bool rtr_send_pending; /* initiator: the RTR message is still to be built */
     bool rtr_read_pending; /* initiator: the zero-length RTR Read Response is due */
 
     /* receive */
-    struct uiw_fpdu_rx frx;
     uint8_t rx_framing[16];
     uint8_t rx_hdr[UIW__RX_HDR_CAP];
-    uint16_t rx_ulen;
     uint16_t rx_hdr_need, rx_hdr_have;
-    bool rx_hdr_done;
-    bool rx_len_known;
     uint8_t rx_hdr_len; /* DDP (+RDMAP) header length */
     struct uiw_ddp_hdr rx_ddp;
     enum uiw__rx_kind rx_kind;
@@ -304,23 +336,20 @@ struct uiw_qp {
     /* the iovecs handed out by the last rx_next */
     struct iovec rx_iov[UIW_MAX_SGE + 1];
     int rx_niov;
-    int rx_tail_idx;     /* index of the lookahead iovec in rx_iov, -1 if none */
-    uint8_t rx_tail[48]; /* pad + CRC of this FPDU and the next FPDU's length + header */
-    bool rx_small;       /* the last segment was a small one: prefer the staging ring */
-    int rx_iov_kind;     /* 0 framing, 1 header, 2 payload */
-    uint32_t rx_send_msn, rx_rreq_msn; /* expected MSN */
-    uint32_t rx_send_len;              /* bytes of the current Send so far (max end) */
-    bool rx_failed;
-    uint8_t *stage;
-
-    /* counters, moved to the context's atomics once per entry call (uiw__qp_stat_flush) */
-    uint64_t st[UIW__STAT_COUNT];
+    int rx_tail_idx;      /* index of the lookahead iovec in rx_iov, -1 if none */
+    uint8_t rx_tail[48];  /* pad + CRC of this FPDU and the next FPDU's length + header */
+    int rx_iov_kind;      /* 0 framing, 1 header, 2 payload */
+    uint32_t rx_rreq_msn; /* expected MSN */
 
     /* Terminate info */
     bool term_sent, term_received;
     struct uiw_terminate term_in;
     uint8_t tl, te, tc;
 };
+_Static_assert(offsetof(struct uiw_qp, sq) == 64 && offsetof(struct uiw_qp, slot_mem) == 128 &&
+                   offsetof(struct uiw_qp, ftx) == 192 && offsetof(struct uiw_qp, stage) == 256 &&
+                   offsetof(struct uiw_qp, stag_hit) == 320 && offsetof(struct uiw_qp, st) == 384,
+               "the QP's hot fields fill its first lines, each group in its own");
 
 /* Count into the QP (QP lock held): no atomics on the data path; uiw_query_context_stats
  * sums the context's counters and those of its live QPs. */

@@ -35,11 +35,13 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
         sq_size <<= 1;
     /* the send queue right behind the QP: entry 0, which one WR at a time always uses (the
      * SQ rewinds when empty), shares a page with the QP's hot fields */
-    struct uiw_qp *qp = calloc(1, sizeof(*qp) + (size_t)sq_size * sizeof(struct uiw__swqe));
+    size_t qp_bytes = sizeof(struct uiw_qp) + (size_t)sq_size * sizeof(struct uiw__swqe);
+    struct uiw_qp *qp = aligned_alloc(_Alignof(struct uiw_qp), qp_bytes);
     if (!qp) {
         errno = ENOMEM;
         return NULL;
     }
+    memset(qp, 0, qp_bytes);
     qp->sq_size = sq_size;
     qp->sq = (struct uiw__swqe *)(void *)(qp + 1);
     qp->ctx = pd->context;
@@ -57,7 +59,9 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     while (qp->rq_size < attr->cap.max_recv_wr)
         qp->rq_size <<= 1;
     qp->irq_size = UIW_MAX_IRD_ORD;
-    qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+    qp->rq = aligned_alloc(_Alignof(struct uiw__rqe), qp->rq_size * sizeof(*qp->rq));
+    if (qp->rq)
+        memset(qp->rq, 0, qp->rq_size * sizeof(*qp->rq));
     qp->irq = calloc(qp->irq_size, sizeof(*qp->irq));
     qp->stage = malloc(UIW__RX_STAGE_CAP);
     uint8_t *inl = NULL;

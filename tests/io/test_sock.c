@@ -143,17 +143,17 @@ TEST(loop_parked_handler)
     CHECK(!c.h.parked && c.h.events == EPOLLIN && l.parked == NULL);
     CHECK_EQ(c.calls, 2);
 
-    /* the busy poller's policy: parked after enough empty direct reads, unless a thread
-     * may sleep on the set */
+    /* the poller's policy: parked after enough direct reads, unless a thread may sleep on
+     * the set */
     for (int i = 1; i < 64; i++) {
-        uiw__loop_idle_probe(&l, &c.h);
+        uiw__loop_direct_read(&l, &c.h);
         CHECK(!c.h.parked);
     }
     atomic_store(&l.waiters, 1);
-    uiw__loop_idle_probe(&l, &c.h);
+    uiw__loop_direct_read(&l, &c.h);
     CHECK(!c.h.parked);
     atomic_store(&l.waiters, 0);
-    uiw__loop_idle_probe(&l, &c.h);
+    uiw__loop_direct_read(&l, &c.h);
     CHECK(c.h.parked);
 
     /* a sleeper in uiw__loop_wait registers it too, and is woken by its input */
