@@ -3,7 +3,9 @@
  *
  * Runs the built iwperf binary as two processes over one loopback connection (server and
  * client), alternating RDMA and TCP (iwperf --tcp, the same process layout), REPS times,
- * and prints the medians and their ratios:
+ * and prints the medians and the median of each repetition's ratio (RDMA over the TCP
+ * run right before it: the machine's speed changes from second to second, and a pair
+ * measured back to back shares it):
  *   RDMA Write 1 MiB with CRC / TCP one-way stream of 1 MiB messages   (target >= 0.90)
  *   RDMA Read 1 MiB / TCP 1 MiB per request, same depth               (target >= 0.85)
  *   Send ping-pong 64 B half RTT / TCP 64 B ping-pong half RTT         (target <= 1.10)
@@ -221,8 +223,8 @@ int main(int argc, char **argv)
     const char *w_tcp[] = {"-t", "write", "-s", "1M", "-D", dur, NULL};
     const char *r_rdma[] = {"-t", "read", "-s", "1M", "-D", dur, "--tx-depth", "16", NULL};
     const char *r_tcp[] = {"-t", "read", "-s", "1M", "-D", dur, "--tx-depth", "16", NULL};
-    const char *l_rdma[] = {"-t", "send", "--lat", "-s", "64", "-n", "5000", NULL};
-    const char *l_tcp[] = {"-t", "send", "--lat", "-s", "64", "-n", "5000", NULL};
+    const char *l_rdma[] = {"-t", "send", "--lat", "-s", "64", "-n", "20000", NULL};
+    const char *l_tcp[] = {"-t", "send", "--lat", "-s", "64", "-n", "20000", NULL};
     static char out[1 << 16];
     double wr[MAXR], wt[MAXR], rr[MAXR], rt[MAXR], lr[MAXR], lt[MAXR], lb[MAXR], copied = 0;
     bool copied_known = true, ok = true;
@@ -264,19 +266,27 @@ int main(int argc, char **argv)
         printf("bench-iwperf: a run failed; no ratios\n");
         return 1;
     }
+    double qw[MAXR], qr[MAXR], ql[MAXR], qb[MAXR];
+    for (int i = 0; i < reps; i++) {
+        qw[i] = wr[i] / wt[i];
+        qr[i] = rr[i] / rt[i];
+        ql[i] = lr[i] / lt[i];
+        qb[i] = lr[i] / lb[i];
+    }
     double mwr = median(wr, reps), mwt = median(wt, reps), mrr = median(rr, reps),
            mrt = median(rt, reps), mlr = median(lr, reps), mlt = median(lt, reps),
-           mlb = median(lb, reps);
-    printf("\n%-48s %12s %12s %8s %8s\n", "measurement (medians)", "uiw", "raw TCP", "ratio",
-           "target");
-    printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", "RDMA Write 1 MiB, CRC on [MiB/s]", mwr, mwt,
-           mwr / mwt, ">= 0.90", mwr / mwt >= 0.90 ? "met" : "NOT met");
-    printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", "RDMA Read 1 MiB [MiB/s]", mrr, mrt, mrr / mrt,
-           ">= 0.85", mrr / mrt >= 0.85 ? "met" : "NOT met");
+           mlb = median(lb, reps), rw = median(qw, reps), rrd = median(qr, reps),
+           rl = median(ql, reps), rb = median(qb, reps);
+    printf("\n%-48s %12s %12s %8s %8s\n", "measurement (medians; ratio: of the runs' ratios)",
+           "uiw", "raw TCP", "ratio", "target");
+    printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", "RDMA Write 1 MiB, CRC on [MiB/s]", mwr, mwt, rw,
+           ">= 0.90", rw >= 0.90 ? "met" : "NOT met");
+    printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", "RDMA Read 1 MiB [MiB/s]", mrr, mrt, rrd,
+           ">= 0.85", rrd >= 0.85 ? "met" : "NOT met");
     printf("%-48s %12.2f %12.2f %8.3f %8s %s\n", "Send ping-pong 64 B, half RTT [usec]", mlr, mlt,
-           mlr / mlt, "<= 1.10", mlr / mlt <= 1.10 ? "met" : "NOT met");
+           rl, "<= 1.10", rl <= 1.10 ? "met" : "NOT met");
     printf("%-48s %12.2f %12.2f %8.3f %8s\n", "  (for reference: TCP sleeping in recv) [usec]", mlr,
-           mlb, mlr / mlb, "-");
+           mlb, rb, "-");
     if (copied_known)
         printf("%-48s %12.0f %12s %8s %8s %s\n", "payload bytes copied (1 MiB runs, total)", copied,
                "-", "-", "0", copied == 0 ? "met" : "NOT met");

@@ -15,7 +15,10 @@
  * per message (half the difference). Not a target of its own: a development aid for the
  * small-message path (bench-iwperf measures the ping-pong target).
  *
- * usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE]   (defaults 9, 20000, 64)
+ * usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o uiw|tcp]
+ *   defaults 9 rounds of 20000 round trips of 64 bytes, one Send in 100 signalled (as
+ *   iwperf and perftest: -Q 1 signals every one); -o runs only one kind (to profile it,
+ *   with perf record for instance), and prints no ratio.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -105,7 +108,7 @@ static struct uiw_qp_init_attr qp_attr(struct end *e)
     struct uiw_qp_init_attr a = {
         .send_cq = e->cq,
         .recv_cq = e->cq,
-        .cap = {.max_send_wr = 64, .max_recv_wr = SLOTS, .max_send_sge = 1, .max_recv_sge = 1},
+        .cap = {.max_send_wr = 128, .max_recv_wr = SLOTS, .max_send_sge = 1, .max_recv_sge = 1},
     };
     return a;
 }
@@ -131,14 +134,17 @@ static void post_recv(struct end *e, uint64_t slot)
         die("post_recv", r);
 }
 
+static unsigned cq_mod = 100;
+
 static void post_send(struct end *e, uint32_t len)
 {
+    static unsigned posts;
     struct uiw_sge g = {.addr = (uintptr_t)e->buf, .length = len, .lkey = e->mr->lkey};
     struct uiw_send_wr wr = {.wr_id = 1 << 20,
                              .sg_list = &g,
                              .num_sge = 1,
                              .opcode = UIW_WR_SEND,
-                             .send_flags = UIW_SEND_SIGNALED},
+                             .send_flags = ++posts % cq_mod == 0 ? UIW_SEND_SIGNALED : 0},
                        *bad;
     int r = uiw_post_send(e->id->qp, &wr, &bad);
     if (r < 0)
@@ -305,7 +311,8 @@ int main(int argc, char **argv)
     int rounds = 9, c;
     size_t iters = 20000;
     uint32_t size = 64;
-    while ((c = getopt(argc, argv, "r:n:s:")) != -1) {
+    const char *only = NULL;
+    while ((c = getopt(argc, argv, "r:n:s:o:Q:")) != -1) {
         switch (c) {
         case 'r':
             rounds = atoi(optarg);
@@ -316,14 +323,24 @@ int main(int argc, char **argv)
         case 's':
             size = (uint32_t)strtoul(optarg, NULL, 10);
             break;
+        case 'o':
+            only = optarg;
+            break;
+        case 'Q':
+            cq_mod = (unsigned)strtoul(optarg, NULL, 10);
+            break;
         default:
-            fprintf(stderr, "usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE]\n");
+            fprintf(
+                stderr,
+                "usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o uiw|tcp]\n");
             return 1;
         }
     }
-    if (rounds < 1 || rounds > MAXR || iters < 1 || size < 1 || size > SLOT) {
-        fprintf(stderr, "bench-turnaround: rounds 1..%d, iterations >= 1, size 1..%d\n", MAXR,
-                SLOT);
+    bool do_uiw = !only || strcmp(only, "uiw") == 0, do_tcp = !only || strcmp(only, "tcp") == 0;
+    if (rounds < 1 || rounds > MAXR || iters < 1 || size < 1 || size > SLOT || cq_mod < 1 ||
+        cq_mod > 128) {
+        fprintf(stderr, "bench-turnaround: rounds 1..%d, iterations >= 1, size 1..%d, -Q 1..128\n",
+                MAXR, SLOT);
         return 1;
     }
     uint64_t *t = malloc(iters * sizeof(*t));
@@ -343,14 +360,16 @@ int main(int argc, char **argv)
     printf("bench-turnaround: %d rounds of %zu round trips of %u bytes, both ends in one thread\n",
            rounds, iters, size);
     for (int i = 0; i < rounds; i++) {
-        t_ns[i] = (double)tcp_round(fd, tbuf, size, iters, t);
-        r_ns[i] = (double)rdma_round(&k, size, iters, t);
+        t_ns[i] = do_tcp ? (double)tcp_round(fd, tbuf, size, iters, t) : 1;
+        r_ns[i] = do_uiw ? (double)rdma_round(&k, size, iters, t) : 1;
         ratio[i] = r_ns[i] / t_ns[i];
         printf("  round %d: %.0f / %.0f ns per round trip (uiw / TCP), %.3f\n", i + 1, r_ns[i],
                t_ns[i], ratio[i]);
         fflush(stdout);
     }
     double mr = median_d(r_ns, rounds), mt = median_d(t_ns, rounds), mq = median_d(ratio, rounds);
+    if (!do_uiw || !do_tcp)
+        mq = 0; /* one kind only: no ratio */
     printf("\n%-44s %10s %10s %8s\n", "measurement (medians)", "uiw", "raw TCP", "ratio");
     printf("%-44s %10.0f %10.0f %8.3f\n", "round trip, both ends in one thread [ns]", mr, mt, mq);
     printf("%-44s %10.0f\n", "the stack's own time per message [ns]", (mr - mt) / 2);

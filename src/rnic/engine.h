@@ -371,7 +371,22 @@ static inline void uiw__qp_unlock(struct uiw_qp *qp)
 }
 
 /* tx.c */
-bool uiw__tx_has_work(struct uiw_qp *qp);
+/* Nothing that tx.c could build: no Terminate, RTR, Read Response or unstarted part of a
+ * WR (building would find as much, at several times the cost). */
+static inline bool uiw__tx_idle(const struct uiw_qp *qp)
+{
+    return !qp->term_pending && !qp->rtr_send_pending && qp->irq_count == 0 &&
+           qp->sq_tx == qp->sq_tail;
+}
+/* Build FPDUs for what can be sent now (QP lock held, not idle, slots allocated). */
+void uiw__tx_build(struct uiw_qp *qp);
+/* Build what can be built; whether FPDUs are waiting to be sent. */
+static inline bool uiw__tx_has_work(struct uiw_qp *qp)
+{
+    if (qp->iov_per_slot && !uiw__tx_idle(qp))
+        uiw__tx_build(qp);
+    return qp->slot_head != qp->slot_tail;
+}
 void uiw__tx_drop_unsent(struct uiw_qp *qp);
 int uiw__tx_alloc(struct uiw_qp *qp);
 void uiw__tx_free(struct uiw_qp *qp);

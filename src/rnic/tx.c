@@ -538,26 +538,18 @@ UIW__DATAPATH static bool tx_send_small(struct uiw_qp *qp)
     return true;
 }
 
-/* Nothing that tx_step could build: no Terminate, RTR, Read Response or unstarted part of
- * a WR (tx_step would find as much, at several times the cost). */
-UIW__DATAPATH static bool tx_idle(const struct uiw_qp *qp)
+UIW__DATAPATH void uiw__tx_build(struct uiw_qp *qp)
 {
-    return !qp->term_pending && !qp->rtr_send_pending && qp->irq_count == 0 &&
-           qp->sq_tx == qp->sq_tail;
-}
-
-UIW__DATAPATH static void tx_fill(struct uiw_qp *qp)
-{
-    if (!qp->iov_per_slot)
-        return;
-    while (!tx_idle(qp) && (tx_send_small(qp) || tx_step(qp)))
+    while ((tx_send_small(qp) || tx_step(qp)) && !uiw__tx_idle(qp))
         ;
 }
 
-UIW__DATAPATH bool uiw__tx_has_work(struct uiw_qp *qp)
+/* Build what can be built now: a few loads when there is nothing (the common case, on
+ * every pass of a poller), without a call. */
+UIW__DATAPATH static inline void tx_fill(struct uiw_qp *qp)
 {
-    tx_fill(qp);
-    return qp->slot_head != qp->slot_tail;
+    if (qp->iov_per_slot && !uiw__tx_idle(qp))
+        uiw__tx_build(qp);
 }
 
 int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)

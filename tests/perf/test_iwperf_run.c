@@ -157,6 +157,32 @@ TEST(send_lat)
     lat_case("send", "64", NULL);
 }
 
+/* CQ moderation (-Q): one Send or Write in N signalled, the client's last always (its
+ * completion ends the phase), whether the phase counts iterations (a last that is no
+ * multiple of N) or runs for a time; every one with -Q 1. */
+TEST(lat_cq_moderation)
+{
+    static const char *const tests[] = {"send", "write"};
+    for (int t = 0; t < 2; t++) {
+        const char *n[] = {"-t",  tests[t], "--lat", "-s",       "64", "-n",
+                           "157", "-Q",     "10",    "--verify", NULL};
+        char *j = json_run(n, NULL, NULL);
+        CHECK_EQ(num(j, "iterations", 0), 157);
+        check_str(j, "verify", 0, "ok");
+        free(j);
+        const char *d[] = {"-t",  tests[t], "--lat", "-s",       "64", "-D",
+                           "0.2", "-Q",     "7",     "--verify", NULL};
+        j = json_run(d, NULL, NULL);
+        CHECK(num(j, "iterations", 0) > 0);
+        check_str(j, "verify", 0, "ok");
+        free(j);
+        const char *e[] = {"-t", tests[t], "--lat", "-s", "64", "-n", "20", "-Q", "1", NULL};
+        j = json_run(e, NULL, NULL);
+        CHECK_EQ(num(j, "iterations", 0), 20);
+        free(j);
+    }
+}
+
 TEST(crc)
 {
     const char *opts[] = {"-t", "write", "-s", "200000", "-n", "20", "--crc", "--verify", NULL};

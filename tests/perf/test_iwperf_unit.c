@@ -88,6 +88,7 @@ TEST(args_defaults_and_options)
     CHECK_EQ(o.port, IWP_DEFAULT_PORT);
     CHECK_EQ(o.mpa_rev, 2);
     CHECK_EQ(o.tx_depth, 128);
+    CHECK_EQ(o.cq_mod, 100); /* perftest's default CQ moderation */
 
     char *a2[] = {"iwperf",    "-t",         "read",  "-s",        "1M",
                   "-n",        "77",         "--crc", "--mpa-rev", "1",
@@ -101,6 +102,14 @@ TEST(args_defaults_and_options)
     char *a3[] = {"iwperf", "--lat", "-t", "send", "-D", "2.5", "10.0.0.1", NULL};
     CHECK_EQ(iwp_parse_args(&o, 7, a3), 0);
     CHECK(o.lat && o.test == IWP_SEND && o.size == 2 && o.iters == 0 && near(o.duration, 2.5));
+
+    /* CQ moderation: one completion in N, never fewer than one per send queue */
+    char *q1[] = {"iwperf", "--lat", "-Q", "1", NULL};
+    CHECK_EQ(iwp_parse_args(&o, 4, q1), 0);
+    CHECK_EQ(o.cq_mod, 1);
+    char *q2[] = {"iwperf", "--cq-mod", "500", "--tx-depth", "64", NULL};
+    CHECK_EQ(iwp_parse_args(&o, 5, q2), 0);
+    CHECK_EQ(o.cq_mod, 64);
 
     char *a4[] = {"iwperf", "--lat", "-a", "h", NULL};
     CHECK_EQ(iwp_parse_args(&o, 4, a4), 0);
@@ -117,17 +126,12 @@ TEST(args_errors)
 {
     struct iwp_opts o;
     char *bad[][5] = {
-        {"iwperf", "-t", "atomic", NULL},
-        {"iwperf", "-s", "0", NULL},
-        {"iwperf", "-s", "12Q", NULL},
-        {"iwperf", "--mpa-rev", "3", NULL},
-        {"iwperf", "-a", "-s", "4", NULL},
-        {"iwperf", "-D", "1", "-n", "5"},
-        {"iwperf", "--bogus", NULL},
-        {"iwperf", "a", "b", NULL},
-        {"iwperf", "-p", "70000", NULL},
-        {"iwperf", "--tx-depth", "0", NULL},
-        {"iwperf", "-n", NULL},
+        {"iwperf", "-t", "atomic", NULL},  {"iwperf", "-s", "0", NULL},
+        {"iwperf", "-s", "12Q", NULL},     {"iwperf", "--mpa-rev", "3", NULL},
+        {"iwperf", "-a", "-s", "4", NULL}, {"iwperf", "-D", "1", "-n", "5"},
+        {"iwperf", "--bogus", NULL},       {"iwperf", "a", "b", NULL},
+        {"iwperf", "-p", "70000", NULL},   {"iwperf", "--tx-depth", "0", NULL},
+        {"iwperf", "-Q", "0", NULL},       {"iwperf", "-n", NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int argc = 0;

@@ -35,6 +35,7 @@ struct iwp_opts {
     bool markers;      /* --markers */
     uint32_t tx_depth; /* --tx-depth */
     uint32_t rx_depth; /* --rx-depth (server receives posted for Send tests) */
+    uint32_t cq_mod;   /* -Q, --cq-mod: latency Sends and Writes signalled one in cq_mod */
     bool verify;       /* --verify */
     bool gbits;        /* --report_gbits */
     bool json;         /* --json */

@@ -75,6 +75,9 @@ static void usage(FILE *f)
             "      --markers                ask the peer for MPA markers\n"
             "      --tx-depth N             outstanding work requests (default 128)\n"
             "      --rx-depth N             receives the server keeps posted (default 256)\n"
+            "  -Q, --cq-mod N               latency Sends and Writes: one in N is signalled\n"
+            "                               (a completion), as perftest's CQ moderation\n"
+            "                               (default 100, at most --tx-depth; 1: every one)\n"
             "      --verify                 check the sink's checksum after each size\n"
             "      --report_gbits           bandwidth in Gb/sec instead of MiB/sec\n"
             "      --json                   one JSON document instead of tables\n"
@@ -118,6 +121,8 @@ enum {
     OPT_BUSY,
 };
 
+enum { IWP_DEFAULT_CQ_MOD = 100 };
+
 int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -142,6 +147,7 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
         {"no-thread", no_argument, NULL, OPT_NOTHREAD},
         {"busy-poll", no_argument, NULL, OPT_BUSY},
         {"events", no_argument, NULL, 'e'},
+        {"cq-mod", required_argument, NULL, 'Q'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
@@ -150,13 +156,14 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
     o->mpa_rev = 2;
     o->tx_depth = 128;
     o->rx_depth = 256;
+    o->cq_mod = IWP_DEFAULT_CQ_MOD;
     bool size_set = false, iters_set = false;
     uint32_t u;
     char *end;
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":t:s:n:aD:p:h6qe", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":t:s:n:aD:p:h6qeQ:", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (iwp_test_from_name(optarg, &o->test) < 0) {
@@ -207,6 +214,13 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
             break;
         case 'e':
             o->events = true;
+            break;
+        case 'Q':
+            if (parse_u32(optarg, 1, 8192, &u) < 0) {
+                fprintf(stderr, "iwperf: bad --cq-mod '%s' (1 .. 8192)\n", optarg);
+                return -1;
+            }
+            o->cq_mod = u;
             break;
         case OPT_LAT:
             o->lat = true;
@@ -288,6 +302,8 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
         fprintf(stderr, "iwperf: write latency needs -s 2 or more\n");
         return -1;
     }
+    if (o->cq_mod > o->tx_depth)
+        o->cq_mod = o->tx_depth; /* a completion before the send queue is full */
     if (o->duration > 0)
         o->iters = 0;
     else if (!iters_set)

@@ -71,6 +71,7 @@ struct conn {
     uint64_t size;
     uint64_t data_recvs, last_slot;
     uint64_t pongs, last_pong_slot;
+    uint64_t lat_posts;   /* Sends and Writes of latency phases (for --cq-mod) */
     bool repost;          /* client: the pong's receive is to be posted again */
     uint64_t repost_slot; /* (after the next ping went out: off the timed path) */
     bool stop_seen, bye_seen;
@@ -139,6 +140,14 @@ static int post_wr(struct conn *c, enum uiw_wr_opcode op, void *addr, uint32_t l
 }
 
 static void handle_recv(struct conn *c, uint64_t slot, uint32_t len);
+
+/* A latency phase's Send or Write is signalled one in cq_mod (perftest's CQ moderation: a
+ * completion costs the stack work that a TCP ping-pong does not do), and always when it is
+ * the client's last, whose completion ends the phase. */
+static bool lat_signalled(struct conn *c, bool last)
+{
+    return ++c->lat_posts % c->o->cq_mod == 0 || last;
+}
 
 /* Poll the CQ once; returns completions handled or -1. */
 static int pump(struct conn *c)
@@ -425,7 +434,8 @@ static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
             c->advertised = c->posted + 1;
             if (c->sq_posted - c->sq_done >= c->sq_limit)
                 fail(c, "internal: send queue full", -ENOSPC);
-            else if (post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)sp.s, c->mr->lkey, 0, true) == 0)
+            else if (post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)sp.s, c->mr->lkey, 0,
+                             lat_signalled(c, false)) == 0)
                 post_recv_slot(c, slot);
             return;
         }
@@ -762,7 +772,7 @@ static int rdma_server(const struct iwp_opts *o)
                 c->buf[sp.s - 1] = expect;
                 if (sq_room(c, c->sq_limit) < 0 ||
                     post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)sp.s, c->mr->lkey,
-                            c->peer_addr + c->max, true) < 0)
+                            c->peer_addr + c->max, lat_signalled(c, false)) < 0)
                     goto out;
                 expect = (uint8_t)(expect % 255 + 1);
             }
@@ -860,13 +870,15 @@ static int client_lat(struct conn *c, uint64_t s, struct iwp_samples *smp)
     volatile uint8_t *tail = c->buf + c->max + s - 1;
     uint8_t tag = 1;
     c->pongs = 0;
-    for (uint64_t i = 0; o->iters ? i < o->iters : !time_up(o, t0); i++) {
+    for (uint64_t i = 0;; i++) {
         uint64_t a = iwp_now_ns(), deadline = a + (uint64_t)TIMEOUT_MS * 1000000;
+        /* the last round trip: its Send or Write is signalled (the phase ends with it) */
+        bool last = o->iters ? i + 1 >= o->iters : time_up(o, t0);
         if (sq_room(c, c->sq_limit) < 0)
             return -1;
         if (o->test == IWP_SEND) {
-            if (send_credit(c) < 0 ||
-                post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)s, c->mr->lkey, 0, true) < 0)
+            if (send_credit(c) < 0 || post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)s, c->mr->lkey, 0,
+                                              lat_signalled(c, last)) < 0)
                 return -1;
             if (c->repost) {
                 c->repost = false;
@@ -884,7 +896,7 @@ static int client_lat(struct conn *c, uint64_t s, struct iwp_samples *smp)
         } else if (o->test == IWP_WRITE) {
             c->buf[s - 1] = tag;
             if (post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)s, c->mr->lkey,
-                        c->peer_addr + c->max, true) < 0)
+                        c->peer_addr + c->max, lat_signalled(c, last)) < 0)
                 return -1;
             while (*tail != tag) {
                 int n = pump(c);
@@ -909,8 +921,9 @@ static int client_lat(struct conn *c, uint64_t s, struct iwp_samples *smp)
         }
         if (iwp_samples_push(smp, iwp_now_ns() - a) < 0)
             return fail(c, "samples", -ENOMEM);
+        if (last)
+            return 0;
     }
-    return 0;
 }
 
 static int client_phase(struct conn *c, uint64_t s, struct iwp_result *res)
