@@ -55,7 +55,7 @@ static bool unpark(struct uiw__loop *l)
         h->events = EPOLLIN;
         atomic_fetch_sub(&l->nparked, 1);
     }
-    l->idle_direct = 0;
+    l->direct_reads = 0;
     return ok;
 }
 
@@ -104,7 +104,7 @@ int uiw__loop_park(struct uiw__loop *l, struct uiw__ioh *h)
 
 UIW__DATAPATH void uiw__loop_direct_read(struct uiw__loop *l, struct uiw__ioh *h)
 {
-    if (++l->idle_direct < PARK_AFTER || h->parked || h->events != EPOLLIN)
+    if (++l->direct_reads < PARK_AFTER || h->parked || h->events != EPOLLIN)
         return;
     /* counted first, then no sleeper may be there (before_sleep) */
     atomic_fetch_add(&l->nparked, 1);
@@ -247,7 +247,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     atomic_init(&l->waiters, 0);
     atomic_init(&l->idle_inline, 0);
     atomic_init(&l->napping, false);
-    l->idle_direct = 0;
+    l->direct_reads = 0;
     l->parked = NULL;
     atomic_init(&l->nparked, 0);
     l->on_bell = NULL;

@@ -51,7 +51,7 @@ struct uiw__loop {
     bool (*app_waits)(void *arg); /* the application sleeps on an event (bell_arg); NULL: no */
     void *bell_arg;
     struct uiw__ioh *parked; /* handlers out of the epoll set (guarded by lock) */
-    unsigned idle_direct;    /* direct reads since the last unpark (lock held) */
+    unsigned direct_reads;   /* direct reads since the last unpark (lock held) */
     atomic_int nparked;      /* handlers on the parked list (read without the lock) */
 };
 
