@@ -186,11 +186,13 @@ _Static_assert(sizeof(struct uiw__swqe) % 64 == 0 && offsetof(struct uiw__swqe, 
 struct uiw__rqe {
     _Alignas(64) uint64_t wr_id;
     uint32_t len;
-    uint8_t num_sge;
-    bool resolved;
+    /* ptr holds the SGEs resolved at STag table generation gen (0: not resolved): valid
+     * while the table is unchanged (uiw__rqe_resolve) */
+    uint32_t gen;
     uint8_t *ptr[UIW_MAX_SGE];
     struct uiw_sge sge[UIW_MAX_SGE];
-    uint8_t pad[16];
+    uint8_t num_sge;
+    uint8_t pad[15];
 };
 _Static_assert(sizeof(struct uiw__rqe) == 128, "a receive queue entry is two lines");
 
@@ -393,6 +395,11 @@ void uiw__tx_free(struct uiw_qp *qp);
 
 /* rx.c */
 void uiw__rx_init(struct uiw_qp *qp);
+/* Resolve r's SGEs for placement (QP lock held): 0, or UIW_E_RNIC_LOCAL_PROT when one is
+ * not a valid local-write STag of the QP's PD. Done once per table generation: post_recv
+ * resolves ahead (off the path of the message that arrives later), and placement checks
+ * only that nothing changed since. */
+int uiw__rqe_resolve(struct uiw_qp *qp, struct uiw__rqe *r);
 
 /* qp.c */
 void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,

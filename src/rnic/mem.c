@@ -83,6 +83,15 @@ static void stag_track(struct uiw__stag *s)
     }
 }
 
+/* A change that can make a valid STag's check fail (mem_lock held): a new table
+ * generation, never 0 (the generation of nothing checked yet: a zeroed hit or an
+ * unresolved receive never matches). */
+static void gen_bump(struct uiw_context *ctx)
+{
+    uint32_t g = atomic_load_explicit(&ctx->mem_gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&ctx->mem_gen, g ? g : 1, memory_order_release);
+}
+
 static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsigned access,
                              bool fastreg)
 {
@@ -164,7 +173,7 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     }
     s->state = UIW__STAG_FREE;
     stag_track(s);
-    atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
+    gen_bump(ctx);
     s->mr = NULL;
     s->pd = NULL;
     s->next_free = ctx->free_head;
@@ -255,7 +264,7 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
     else {
         s->state = UIW__STAG_INVALID;
         stag_track(s);
-        atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
+        gen_bump(ctx);
     }
     uiw__lock_give(&ctx->mem_lock);
     return r;
@@ -281,7 +290,7 @@ int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct u
         s->access = (uint8_t)access;
         s->state = UIW__STAG_VALID;
         stag_track(s);
-        atomic_fetch_add_explicit(&ctx->mem_gen, 1, memory_order_release);
+        gen_bump(ctx);
         mr->addr = addr;
         mr->length = len;
         mr->lkey = mr->rkey = key;

@@ -680,6 +680,8 @@ UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
         qp->rq_tail++;
         if (qp->state == UIW_QPS_TERMINATE || qp->state == UIW_QPS_ERROR)
             uiw__qp_complete_recv(qp, q, UIW_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+        else
+            (void)uiw__rqe_resolve(qp, q); /* ahead; a failure is the placement's to report */
     }
     if (r < 0 && bad_wr)
         *bad_wr = wr;

@@ -137,9 +137,10 @@ static int read_code(enum uiw__stag_err e)
     }
 }
 
-UIW__DATAPATH static int resolve_rqe(struct uiw_qp *qp, struct uiw__rqe *r)
+UIW__DATAPATH int uiw__rqe_resolve(struct uiw_qp *qp, struct uiw__rqe *r)
 {
-    if (r->resolved)
+    uint32_t gen = atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire);
+    if (r->gen == gen)
         return 0;
     for (int i = 0; i < r->num_sge; i++) {
         uint8_t *p = NULL;
@@ -150,7 +151,7 @@ UIW__DATAPATH static int resolve_rqe(struct uiw_qp *qp, struct uiw__rqe *r)
             return UIW_E_RNIC_LOCAL_PROT;
         r->ptr[i] = p;
     }
-    r->resolved = true;
+    r->gen = gen;
     return 0;
 }
 
@@ -216,7 +217,7 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
             return UIW_E_RNIC_MSN_NO_BUF;
         struct uiw__rqe *r = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
         qp->rx_rqe = r;
-        int c = resolve_rqe(qp, r);
+        int c = uiw__rqe_resolve(qp, r);
         if (c)
             return c;
         if (h->mo > r->len)
@@ -549,7 +550,7 @@ UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, s
         return 0;
     uint32_t plen = (uint32_t)(ulen - UIW_DDP_UNTAGGED_HDR_LEN);
     struct uiw__rqe *r = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
-    if (plen > r->len || (plen && plen > r->sge[0].length) || resolve_rqe(qp, r))
+    if (plen > r->len || (plen && plen > r->sge[0].length) || uiw__rqe_resolve(qp, r))
         return 0;
     size_t total = uiw_fpdu_rx_take_whole(&qp->frx, p, n);
     if (!total)

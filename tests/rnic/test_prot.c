@@ -533,3 +533,42 @@ TEST(local_protection_error)
     pair_mr_free(dst);
     pair_free(&p);
 }
+
+/* A receive is resolved when it is posted, for as long as the STag table stays as it was:
+ * its buffer deregistered before the Send arrives, the Send is refused (a local
+ * protection error, nothing written there); any other change of the table only makes it
+ * check again. */
+TEST(receive_resolved_at_post_rechecked_on_arrival)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.mode = PAIR_IO;
+    pair_init(&p, &o, true);
+    struct uiw_mr *src = pair_mr(&p, 0, 64, 0, 7);
+    struct uiw_mr *dst = pair_mr(&p, 1, 128, LW, 0);
+    struct uiw_mr *other = pair_mr(&p, 1, 64, LW, 0);
+    /* another STag changes: the posted receive still takes the Send */
+    pair_post_recv(&p, 1, 1, dst, 0, 64);
+    pair_mr_free(other);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND, 0, src, 0, 64, 0, 0), 0);
+    pair_pump(&p);
+    struct uiw_wc wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_MEM(dst->addr, src->addr, 64);
+    /* the receive's own buffer deregistered after the post: refused, untouched */
+    uint8_t *buf = dst->addr;
+    pair_post_recv(&p, 1, 2, dst, 64, 64);
+    CHECK_EQ(uiw_dereg_mr(dst), 0);
+    CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_SEND, 0, src, 0, 64, 0, 0), 0);
+    pair_pump(&p);
+    wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.wr_id, 2);
+    CHECK_EQ(wc.status, UIW_WC_LOC_PROT_ERR);
+    for (int i = 64; i < 128; i++)
+        CHECK_EQ(buf[i], 0);
+    CHECK(uiw__qp_state(p.s[1].qp) != UIW_QPS_RTS);
+    free(buf);
+    pair_mr_free(src);
+    pair_free(&p);
+}
