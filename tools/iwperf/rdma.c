@@ -98,7 +98,7 @@ static int fail(struct conn *c, const char *what, int code)
 
 /* ------------------------------------------------------------------------------------ */
 
-static int post_recv_slot(struct conn *c, uint64_t slot)
+IWP_HOT static int post_recv_slot(struct conn *c, uint64_t slot)
 {
     struct uiw_sge sge = {
         .addr = (uint64_t)(uintptr_t)(c->rbuf + slot * IWP_CTRL_LEN),
@@ -115,8 +115,8 @@ static int post_recv_slot(struct conn *c, uint64_t slot)
 }
 
 /* Post one send-queue WR; signalled ones carry their sequence number. */
-static int post_wr(struct conn *c, enum uiw_wr_opcode op, void *addr, uint32_t len, uint32_t lkey,
-                   uint64_t raddr, bool signaled)
+IWP_HOT static int post_wr(struct conn *c, enum uiw_wr_opcode op, void *addr, uint32_t len,
+                           uint32_t lkey, uint64_t raddr, bool signaled)
 {
     struct uiw_sge sge = {.addr = (uint64_t)(uintptr_t)addr, .length = len, .lkey = lkey};
     struct uiw_send_wr wr =
@@ -144,13 +144,13 @@ static void handle_recv(struct conn *c, uint64_t slot, uint32_t len);
 /* A latency phase's Send or Write is signalled one in cq_mod (perftest's CQ moderation: a
  * completion costs the stack work that a TCP ping-pong does not do), and always when it is
  * the client's last, whose completion ends the phase. */
-static bool lat_signalled(struct conn *c, bool last)
+IWP_HOT static bool lat_signalled(struct conn *c, bool last)
 {
     return ++c->lat_posts % c->o->cq_mod == 0 || last;
 }
 
 /* Poll the CQ once; returns completions handled or -1. */
-static int pump(struct conn *c)
+IWP_HOT static int pump(struct conn *c)
 {
     struct uiw_wc wc[16];
     if (c->in_pump)
@@ -190,7 +190,7 @@ static int wait_event(struct conn *c, int timeout_ms);
 
 /* One step of waiting: poll the CQ; with --events, sleep on the channel when it is empty.
  * Returns the completions handled (0 after a sleep) or -1. */
-static int step(struct conn *c)
+IWP_HOT static int step(struct conn *c)
 {
     int n = pump(c);
     if (n != 0 || !c->o->events)
@@ -237,7 +237,7 @@ static int wait_for(struct conn *c, const bool *flag)
 
 /* Wait until the send queue has room for one more WR (limit: sq_limit outstanding). */
 /* Inside a timed loop: the clock is read only when there is something to wait for. */
-static int sq_room(struct conn *c, uint32_t limit)
+IWP_HOT static int sq_room(struct conn *c, uint32_t limit)
 {
     if (c->sq_posted - c->sq_done < limit)
         return 0;
@@ -253,7 +253,7 @@ static int sq_room(struct conn *c, uint32_t limit)
 }
 
 /* Client: wait for a credit for one more Send. */
-static int send_credit(struct conn *c)
+IWP_HOT static int send_credit(struct conn *c)
 {
     if (c->server || c->sends < c->credits)
         return 0;
@@ -384,7 +384,38 @@ static void server_stop(struct conn *c)
 
 static struct iwp_report *srv_report;
 
-static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
+/* The server's loop, until BYE (or an hour): the client drives, handle_recv answers. */
+IWP_HOT static int serve(struct conn *c)
+{
+    uint64_t deadline = iwp_now_ns() + 3600ull * 1000000000ull;
+    unsigned spins = 0;
+    uint8_t expect = 1;
+    while (!c->bye_seen) {
+        if (c->in_phase && sp.lat && sp.test == IWP_WRITE) {
+            /* Write ping-pong: answer when the last byte of the sink shows the tag */
+            volatile uint8_t *tail = c->buf + c->max + sp.s - 1;
+            if (*tail == expect) {
+                c->buf[sp.s - 1] = expect;
+                if (sq_room(c, c->sq_limit) < 0 ||
+                    post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)sp.s, c->mr->lkey,
+                            c->peer_addr + c->max, lat_signalled(c, false)) < 0)
+                    return -1;
+                expect = (uint8_t)(expect % 255 + 1);
+            }
+        } else if (!c->in_phase) {
+            expect = 1;
+        }
+        /* Write latency polls memory: spin; otherwise wait as the options say */
+        bool spin = c->in_phase && sp.lat && sp.test == IWP_WRITE;
+        if ((spin ? pump(c) : step(c)) < 0)
+            return -1;
+        if ((++spins & 255) == 0 && iwp_now_ns() > deadline)
+            break;
+    }
+    return 0;
+}
+
+IWP_HOT static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
 {
     const uint8_t *p = c->rbuf + slot * IWP_CTRL_LEN;
     struct iwp_ctrl m;
@@ -760,32 +791,8 @@ static int rdma_server(const struct iwp_opts *o)
     report_conn(c, &rep);
     iwp_report_header(&rep);
     srv_report = &rep;
-    /* serve until BYE */
-    uint64_t deadline = iwp_now_ns() + 3600ull * 1000000000ull;
-    unsigned spins = 0;
-    uint8_t expect = 1;
-    while (!c->bye_seen) {
-        if (c->in_phase && sp.lat && sp.test == IWP_WRITE) {
-            /* Write ping-pong: answer when the last byte of the sink shows the tag */
-            volatile uint8_t *tail = c->buf + c->max + sp.s - 1;
-            if (*tail == expect) {
-                c->buf[sp.s - 1] = expect;
-                if (sq_room(c, c->sq_limit) < 0 ||
-                    post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)sp.s, c->mr->lkey,
-                            c->peer_addr + c->max, lat_signalled(c, false)) < 0)
-                    goto out;
-                expect = (uint8_t)(expect % 255 + 1);
-            }
-        } else if (!c->in_phase) {
-            expect = 1;
-        }
-        /* Write latency polls memory: spin; otherwise wait as the options say */
-        bool spin = c->in_phase && sp.lat && sp.test == IWP_WRITE;
-        if ((spin ? pump(c) : step(c)) < 0)
-            goto out;
-        if ((++spins & 255) == 0 && iwp_now_ns() > deadline)
-            break;
-    }
+    if (serve(c) < 0)
+        goto out;
     iwp_report_finish(&rep);
     srv_report = NULL;
     wait_for(c, NULL);
@@ -863,7 +870,7 @@ static int client_bw(struct conn *c, uint64_t s, struct iwp_result *res)
     return 0;
 }
 
-static int client_lat(struct conn *c, uint64_t s, struct iwp_samples *smp)
+IWP_HOT static int client_lat(struct conn *c, uint64_t s, struct iwp_samples *smp)
 {
     const struct iwp_opts *o = c->o;
     uint64_t t0 = iwp_now_ns();
