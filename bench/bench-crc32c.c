@@ -14,6 +14,8 @@
 
 #include <uiw/wire.h>
 
+#include "bench_stats.h"
+
 #if defined(UIW_HAVE_ISAL) && UIW_HAVE_ISAL
 #include <isa-l/crc.h>
 #endif
@@ -55,12 +57,6 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static volatile uint32_t sink;
 
 typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
@@ -93,8 +89,8 @@ static void measure(const crc_fn *fns, const size_t *bytes, int n, const uint8_t
         for (int run = 0; run < RUNS; run++)
             q[k][run] = r[0][run] / r[k][run];
     for (int k = 0; k < n; k++) {
-        qsort(r[k], RUNS, sizeof r[k][0], cmp_double);
-        qsort(q[k], RUNS, sizeof q[k][0], cmp_double);
+        qsort(r[k], RUNS, sizeof r[k][0], bench_cmp_double);
+        qsort(q[k], RUNS, sizeof q[k][0], bench_cmp_double);
         med[k] = r[k][RUNS / 2];
         ratio[k] = q[k][RUNS / 2];
     }

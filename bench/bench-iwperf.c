@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
+
 #ifndef IWPERF_PATH
 #define IWPERF_PATH "iwperf"
 #endif
@@ -170,16 +172,9 @@ static int pair(const char *const extra[], bool tcp, bool lat, char *out, size_t
     return rc;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof(double), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return bench_median(v, (size_t)n);
 }
 
 enum { MAXR = 21 };

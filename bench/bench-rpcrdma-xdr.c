@@ -20,6 +20,8 @@
 
 #include <uiw/rpcrdma.h>
 
+#include "bench_stats.h"
+
 #ifdef UIW_HAVE_RPCGEN
 #include "rpcrdma_v1.h"
 #include "rpcrdma_v2.h"
@@ -269,12 +271,6 @@ static double now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median ns per round over `reps` runs of `n` rounds; *allocs = allocations per round. */
 static double measure(void (*fn)(int, long), int c, long n, int reps, double *allocs)
 {
@@ -287,7 +283,7 @@ static double measure(void (*fn)(int, long), int c, long n, int reps, double *al
         t[r] = (now_ns() - t0) / (double)n;
     }
     *allocs = (double)(n_allocs - a0) / ((double)n * reps);
-    qsort(t, (size_t)reps, sizeof(t[0]), cmp_double);
+    qsort(t, (size_t)reps, sizeof(t[0]), bench_cmp_double);
     return t[reps / 2];
 }
 

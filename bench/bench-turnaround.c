@@ -35,6 +35,8 @@
 #include <uiw/cm.h>
 #include <uiw/verbs.h>
 
+#include "bench_stats.h"
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -46,30 +48,6 @@ static void die(const char *what, int code)
 {
     fprintf(stderr, "bench-turnaround: %s: %s\n", what, uiw_strerror(code));
     exit(1);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t median_u64(uint64_t *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_u64);
-    return v[n / 2];
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_d(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ------------------------------------------------------------------------ uiw ends */
@@ -246,7 +224,7 @@ static uint64_t rdma_round(struct link *k, uint32_t len, size_t n, uint64_t *t)
         await_recv(&k->a);
         t[i] = now_ns() - t0;
     }
-    return median_u64(t, n);
+    return bench_median_u64(t, n);
 }
 
 /* ------------------------------------------------------------------------ TCP ends */
@@ -299,7 +277,7 @@ static uint64_t tcp_round(const int fd[2], uint8_t *buf, uint32_t len, size_t n,
         tcp_recv(fd[0], buf, len);
         t[i] = now_ns() - t0;
     }
-    return median_u64(t, n);
+    return bench_median_u64(t, n);
 }
 
 /* ------------------------------------------------------------------------ main */
@@ -367,7 +345,8 @@ int main(int argc, char **argv)
                t_ns[i], ratio[i]);
         fflush(stdout);
     }
-    double mr = median_d(r_ns, rounds), mt = median_d(t_ns, rounds), mq = median_d(ratio, rounds);
+    double mr = bench_median(r_ns, (size_t)rounds), mt = bench_median(t_ns, (size_t)rounds),
+           mq = bench_median(ratio, (size_t)rounds);
     if (!do_uiw || !do_tcp)
         mq = 0; /* one kind only: no ratio */
     printf("\n%-44s %10s %10s %8s\n", "measurement (medians)", "uiw", "raw TCP", "ratio");
