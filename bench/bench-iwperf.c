@@ -172,11 +172,6 @@ static int pair(const char *const extra[], bool tcp, bool lat, char *out, size_t
     return rc;
 }
 
-static double median(double *v, int n)
-{
-    return bench_median(v, (size_t)n);
-}
-
 enum { MAXR = 21 };
 
 int main(int argc, char **argv)
@@ -268,10 +263,12 @@ int main(int argc, char **argv)
         ql[i] = lr[i] / lt[i];
         qb[i] = lr[i] / lb[i];
     }
-    double mwr = median(wr, reps), mwt = median(wt, reps), mrr = median(rr, reps),
-           mrt = median(rt, reps), mlr = median(lr, reps), mlt = median(lt, reps),
-           mlb = median(lb, reps), rw = median(qw, reps), rrd = median(qr, reps),
-           rl = median(ql, reps), rb = median(qb, reps);
+    double mwr = bench_median(wr, (size_t)reps), mwt = bench_median(wt, (size_t)reps),
+           mrr = bench_median(rr, (size_t)reps), mrt = bench_median(rt, (size_t)reps),
+           mlr = bench_median(lr, (size_t)reps), mlt = bench_median(lt, (size_t)reps),
+           mlb = bench_median(lb, (size_t)reps), rw = bench_median(qw, (size_t)reps),
+           rrd = bench_median(qr, (size_t)reps), rl = bench_median(ql, (size_t)reps),
+           rb = bench_median(qb, (size_t)reps);
     printf("\n%-48s %12s %12s %8s %8s\n", "measurement (medians; ratio: of the runs' ratios)",
            "uiw", "raw TCP", "ratio", "target");
     printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", "RDMA Write 1 MiB, CRC on [MiB/s]", mwr, mwt, rw,
