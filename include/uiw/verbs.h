@@ -143,33 +143,38 @@ static inline uint32_t uiw_inc_rkey(uint32_t rkey)
  * Completions
  * ------------------------------------------------------------------------------------- */
 
+/* Work completion status: each value is libibverbs' enum ibv_wc_status value of the same
+ * name, so a status read here means the same as in an ibv_wc (a port from ibverbs casts).
+ * Only the statuses an iWARP RNIC produces are named. */
 enum uiw_wc_status {
     UIW_WC_SUCCESS = 0,
-    UIW_WC_LOC_LEN_ERR,     /* receive too small for the Send; SGE beyond its MR */
-    UIW_WC_LOC_QP_OP_ERR,   /* a malformed work request */
-    UIW_WC_LOC_PROT_ERR,    /* local lkey invalid, other PD, or missing access */
-    UIW_WC_WR_FLUSH_ERR,    /* flushed: the QP left RTS before this WR completed */
-    UIW_WC_MW_BIND_ERR,     /* fast-register failed (bad MR, key, length, access) */
-    UIW_WC_BAD_RESP_ERR,    /* unexpected response from the peer */
-    UIW_WC_LOC_ACCESS_ERR,  /* an incoming op violated local access (receive side) */
-    UIW_WC_REM_INV_REQ_ERR, /* the peer reported an invalid request (DDP/untagged) */
-    UIW_WC_REM_ACCESS_ERR,  /* the peer reported a protection error (STag, bounds...) */
-    UIW_WC_REM_OP_ERR,      /* the peer reported an operation error */
-    UIW_WC_RETRY_EXC_ERR,   /* the connection died (reset, timeout) mid-operation */
-    UIW_WC_FATAL_ERR,       /* local catastrophic error */
-    UIW_WC_GENERAL_ERR,
+    UIW_WC_LOC_LEN_ERR = 1,     /* receive too small for the Send; SGE beyond its MR */
+    UIW_WC_LOC_QP_OP_ERR = 2,   /* a malformed work request */
+    UIW_WC_LOC_PROT_ERR = 4,    /* local lkey invalid, other PD, or missing access */
+    UIW_WC_WR_FLUSH_ERR = 5,    /* flushed: the QP left RTS before this WR completed */
+    UIW_WC_MW_BIND_ERR = 6,     /* fast-register failed (bad MR, key, length, access) */
+    UIW_WC_BAD_RESP_ERR = 7,    /* unexpected response from the peer */
+    UIW_WC_LOC_ACCESS_ERR = 8,  /* an incoming op violated local access (receive side) */
+    UIW_WC_REM_INV_REQ_ERR = 9, /* the peer reported an invalid request (DDP/untagged) */
+    UIW_WC_REM_ACCESS_ERR = 10, /* the peer reported a protection error (STag, bounds...) */
+    UIW_WC_REM_OP_ERR = 11,     /* the peer reported an operation error */
+    UIW_WC_RETRY_EXC_ERR = 12,  /* the connection died (reset, timeout) mid-operation */
+    UIW_WC_FATAL_ERR = 19,      /* local catastrophic error */
+    UIW_WC_GENERAL_ERR = 21,
 };
 
 /* "success", "local length error", ..., never NULL ("unknown" for other values). */
 const char *uiw_wc_status_str(enum uiw_wc_status status);
 
+/* Work completion opcode: libibverbs' enum ibv_wc_opcode values where ibverbs has the
+ * operation; a receive is any value with the UIW_WC_RECV bit (as IBV_WC_RECV). */
 enum uiw_wc_opcode {
     UIW_WC_SEND = 0,
-    UIW_WC_RDMA_WRITE,
-    UIW_WC_RDMA_READ,
-    UIW_WC_LOCAL_INV,
-    UIW_WC_REG_MR,
-    UIW_WC_RECV = 128, /* a Send (any kind) received into a posted receive */
+    UIW_WC_RDMA_WRITE = 1,
+    UIW_WC_RDMA_READ = 2,
+    UIW_WC_LOCAL_INV = 6,
+    UIW_WC_REG_MR = 10, /* no ibverbs counterpart: the Linux kernel's IB_WC_REG_MR */
+    UIW_WC_RECV = 128,  /* a Send (any kind) received into a posted receive */
 };
 
 enum uiw_wc_flags {
@@ -314,15 +319,19 @@ struct uiw_sge {
     uint32_t lkey;
 };
 
+/* Work request opcode: libibverbs' enum ibv_wr_opcode values where ibverbs has the
+ * operation. ibverbs asks for the Solicited Event variant of a Send with
+ * UIW_SEND_SOLICITED (IBV_SEND_SOLICITED), which works here too; the two _SE opcodes say
+ * the same in the opcode. */
 enum uiw_wr_opcode {
     UIW_WR_RDMA_WRITE = 0,
-    UIW_WR_RDMA_READ,
-    UIW_WR_SEND,
-    UIW_WR_SEND_WITH_INV,
-    UIW_WR_SEND_WITH_SE,
-    UIW_WR_SEND_WITH_SE_AND_INV,
-    UIW_WR_LOCAL_INV,
-    UIW_WR_REG_MR,
+    UIW_WR_SEND = 2,
+    UIW_WR_RDMA_READ = 4,
+    UIW_WR_LOCAL_INV = 7,
+    UIW_WR_SEND_WITH_INV = 9,
+    UIW_WR_REG_MR = 0x20, /* no ibverbs counterpart: the Linux kernel's IB_WR_REG_MR */
+    UIW_WR_SEND_WITH_SE = 0x40,
+    UIW_WR_SEND_WITH_SE_AND_INV = 0x41,
 };
 
 enum uiw_send_flags {
@@ -375,14 +384,16 @@ int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr, struct uiw_recv_wr 
  * Asynchronous events
  * ------------------------------------------------------------------------------------- */
 
+/* Async event type: libibverbs' enum ibv_event_type values where ibverbs has the event. */
 enum uiw_event_type {
-    UIW_EVENT_QP_FATAL = 0,  /* the stream failed (local catastrophic, CRC, framing) */
-    UIW_EVENT_QP_REQ_ERR,    /* the peer sent an invalid request (opcode, QN, MSN, ...) */
-    UIW_EVENT_QP_ACCESS_ERR, /* the peer violated STag protection */
-    UIW_EVENT_COMM_EST,      /* the QP entered RTS */
-    UIW_EVENT_CONN_CLOSED,   /* the connection ended (graceful close, EOF, reset) */
-    UIW_EVENT_TERM_RECEIVED, /* the peer sent a Terminate (see term_*) */
-    UIW_EVENT_CQ_ERR,        /* a CQ overflowed */
+    UIW_EVENT_CQ_ERR = 0,        /* a CQ overflowed */
+    UIW_EVENT_QP_FATAL = 1,      /* the stream failed (local catastrophic, CRC, framing) */
+    UIW_EVENT_QP_REQ_ERR = 2,    /* the peer sent an invalid request (opcode, QN, MSN, ...) */
+    UIW_EVENT_QP_ACCESS_ERR = 3, /* the peer violated STag protection */
+    UIW_EVENT_COMM_EST = 4,      /* the QP entered RTS */
+    /* no ibverbs counterpart (librdmacm reports the first as RDMA_CM_EVENT_DISCONNECTED) */
+    UIW_EVENT_CONN_CLOSED = 0x40,   /* the connection ended (graceful close, EOF, reset) */
+    UIW_EVENT_TERM_RECEIVED = 0x41, /* the peer sent a Terminate (see term_*) */
 };
 const char *uiw_event_type_str(enum uiw_event_type t);
 

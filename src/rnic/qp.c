@@ -533,11 +533,28 @@ UIW__DATAPATH static bool is_send(unsigned op)
            op == UIW_WR_SEND_WITH_SE_AND_INV;
 }
 
+UIW__DATAPATH static bool known_op(unsigned op)
+{
+    switch (op) {
+    case UIW_WR_RDMA_WRITE:
+    case UIW_WR_RDMA_READ:
+    case UIW_WR_SEND:
+    case UIW_WR_SEND_WITH_INV:
+    case UIW_WR_SEND_WITH_SE:
+    case UIW_WR_SEND_WITH_SE_AND_INV:
+    case UIW_WR_LOCAL_INV:
+    case UIW_WR_REG_MR:
+        return true;
+    default:
+        return false;
+    }
+}
+
 UIW__DATAPATH static int check_wr(const struct uiw_qp *qp, const struct uiw_send_wr *wr,
                                   uint64_t *total)
 {
-    if (wr->opcode > UIW_WR_REG_MR || wr->num_sge < 0 ||
-        (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+    if (!known_op(wr->opcode) || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ||
+        (wr->num_sge && !wr->sg_list))
         return -EINVAL;
     uint64_t sum = 0;
     for (int i = 0; i < wr->num_sge; i++)
