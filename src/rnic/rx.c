@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/byteorder.h"
+#include "wire/fpdu_fast.h"
 #include "rnic/engine.h"
 #include "common/compiler.h"
 #include "common/copy.h"
@@ -552,7 +553,7 @@ UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, s
     struct uiw__rqe *r = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
     if (plen > r->len || (plen && plen > r->sge[0].length) || uiw__rqe_resolve(qp, r))
         return 0;
-    size_t total = uiw_fpdu_rx_take_whole(&qp->frx, p, n);
+    size_t total = uiw__fpdu_rx_take_whole(&qp->frx, p, n);
     if (!total)
         return 0;
     if (plen)
@@ -588,7 +589,7 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
     if (total > n || ulen < hl || (!tagged && uiw__get_be32(h + 6) != UIW_DDP_QN_SEND) ||
         (stop_large && seg_large(ulen - hl, (h[0] & UIW_DDP_FLAG_LAST) != 0)))
         return 0;
-    int r = uiw_fpdu_rx_start(&qp->frx, p); /* the length checks */
+    int r = uiw__fpdu_rx_start(&qp->frx, p); /* the length checks */
     if (r == 1)
         return 0; /* not at the start of an FPDU */
     if (r < 0)
@@ -619,7 +620,7 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
     }
     uiw__qstat(qp, UIW__STAT_COPIED, plen);
     uiw__qstat(qp, UIW__STAT_PLACED, plen);
-    r = uiw_fpdu_rx_rest(&qp->frx, h, total - 2); /* the CRC */
+    r = uiw__fpdu_rx_rest(&qp->frx, h, total - 2); /* the CRC */
     if (r < 0)
         return rx_fail(qp, r);
     uiw__qstat(qp, UIW__STAT_RX_BYTES, total);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/byteorder.h"
+#include "wire/fpdu_fast.h"
 #include "rnic/engine.h"
 #include "common/compiler.h"
 #include "common/copy.h"
@@ -117,7 +118,7 @@ UIW__DATAPATH static int slot_seal_copied(struct uiw_qp *qp, struct uiw__txslot 
                                           size_t plen)
 {
     struct uiw_wire_iov ul = {s->hdr, hlen + plen};
-    int t = uiw_fpdu_tx_seal(&qp->ftx, &ul, 1, s->len, s->hdr + hlen + plen);
+    int t = uiw__fpdu_tx_seal(&qp->ftx, &ul, 1, s->len, s->hdr + hlen + plen);
     if (t < 0)
         return t;
     uiw__qstat(qp, UIW__STAT_COPIED, plen);
@@ -154,7 +155,7 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
     if (!qp->ftx.markers) {
         /* length and header from one iovec (the length field sits right before hdr), the
          * payload, then pad and CRC from the scratch */
-        int t = uiw_fpdu_tx_seal(&qp->ftx, ul, 1 + npl, s->len, s->scratch);
+        int t = uiw__fpdu_tx_seal(&qp->ftx, ul, 1 + npl, s->len, s->scratch);
         if (t < 0)
             return t;
         s->iov[0].iov_base = s->len;

@@ -10,6 +10,7 @@
 #include <uiw/wire.h>
 
 #include "common/byteorder.h"
+#include "wire/fpdu_fast.h"
 #include "common/compiler.h"
 
 #define MI UIW_MPA_MARKER_INTERVAL
@@ -188,8 +189,8 @@ static int put_framing(struct builder *b, const uint8_t *bytes, size_t k)
     return put(b, b->scratch, k, true);
 }
 
-UIW__DATAPATH int uiw_fpdu_tx_seal(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
-                                   uint8_t len_out[2], uint8_t trailer[7])
+UIW__DATAPATH int uiw__fpdu_tx_seal(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                                    uint8_t len_out[2], uint8_t trailer[7])
 {
     size_t len;
     int r = iov_total(ulpdu, n, &len);
@@ -233,7 +234,7 @@ int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, 
             k += ulpdu[i].len ? 1 : 0;
         if (k + 1 > max)
             return -ENOSPC;
-        int t = uiw_fpdu_tx_seal(tx, ulpdu, n, scratch, scratch + 2);
+        int t = uiw__fpdu_tx_seal(tx, ulpdu, n, scratch, scratch + 2);
         if (t < 0)
             return t;
         out[0].base = scratch;
@@ -423,7 +424,7 @@ UIW__DATAPATH static int rx_len_done(struct uiw_fpdu_rx *rx, uint16_t len)
     return 0;
 }
 
-UIW__DATAPATH int uiw_fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p)
+UIW__DATAPATH int uiw__fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p)
 {
     if (rx->err)
         return rx->err;
@@ -498,7 +499,7 @@ int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
     return UIW_FPDU_COMPLETE;
 }
 
-UIW__DATAPATH int uiw_fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
+UIW__DATAPATH int uiw__fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k)
 {
     if (rx->err)
         return rx->err;
@@ -512,7 +513,7 @@ UIW__DATAPATH int uiw_fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, siz
     return UIW_FPDU_COMPLETE;
 }
 
-UIW__DATAPATH size_t uiw_fpdu_rx_take_whole(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t n)
+UIW__DATAPATH size_t uiw__fpdu_rx_take_whole(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t n)
 {
     if (rx->err || rx->markers || rx->state != RX_LEN || rx->field_have != 0 || n < 2 || !p)
         return 0;

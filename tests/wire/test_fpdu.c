@@ -7,6 +7,7 @@
 #include <uiw/wire.h>
 
 #include "test.h"
+#include "wire/fpdu_fast.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 
@@ -874,7 +875,7 @@ static int consume_runs(struct uiw_fpdu_rx *b, const uint8_t *fp, size_t pos, si
     return rb;
 }
 
-/* uiw_fpdu_rx_rest takes an FPDU's ULPDU, pad and CRC in one call exactly as consuming
+/* uiw__fpdu_rx_rest takes an FPDU's ULPDU, pad and CRC in one call exactly as consuming
  * them run by run would, and refuses what it cannot do without changing anything. */
 TEST(fpdu_rx_rest_matches_runs)
 {
@@ -887,12 +888,12 @@ TEST(fpdu_rx_rest_matches_runs)
         uiw_fpdu_rx_init(&a, crc, false, 0);
         uiw_fpdu_rx_init(&b, crc, false, 0);
         /* before the length field: refused */
-        CHECK_EQ(uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2), -EINVAL);
+        CHECK_EQ(uiw__fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2), -EINVAL);
         CHECK_EQ(uiw_fpdu_rx_consume(&a, fp, 2), 0);
         CHECK_EQ(uiw_fpdu_rx_consume(&b, fp, 2), 0);
         /* the wrong length: refused, nothing consumed */
-        CHECK_EQ(uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 3), -EINVAL);
-        int ra = uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2);
+        CHECK_EQ(uiw__fpdu_rx_rest(&a, fp + 2, (size_t)wl - 3), -EINVAL);
+        int ra = uiw__fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2);
         int rb = consume_runs(&b, fp, 2, (size_t)wl);
         CHECK_EQ(ra, rb);
         if (crc && corrupt)
@@ -905,7 +906,7 @@ TEST(fpdu_rx_rest_matches_runs)
             CHECK_EQ(uiw_fpdu_rx_next(&a, &ka, &oa), uiw_fpdu_rx_next(&b, &kb, &ob));
             CHECK_EQ(ka, kb);
         } else { /* sticky */
-            CHECK_EQ(uiw_fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2), UIW_E_FPDU_CRC);
+            CHECK_EQ(uiw__fpdu_rx_rest(&a, fp + 2, (size_t)wl - 2), UIW_E_FPDU_CRC);
         }
     }
     /* with markers: refused */
@@ -915,10 +916,10 @@ TEST(fpdu_rx_rest_matches_runs)
     CHECK_EQ(uiw_fpdu_rx_consume(&m, z, 4), 0); /* the stream's first marker */
     z[1] = 18;
     CHECK_EQ(uiw_fpdu_rx_consume(&m, z, 2), 0);
-    CHECK_EQ(uiw_fpdu_rx_rest(&m, z + 2, 18 + 2 + 4), -EINVAL);
+    CHECK_EQ(uiw__fpdu_rx_rest(&m, z + 2, 18 + 2 + 4), -EINVAL);
 }
 
-/* uiw_fpdu_rx_start takes an FPDU's length field as consuming its two bytes would: the
+/* uiw__fpdu_rx_start takes an FPDU's length field as consuming its two bytes would: the
  * same result, the same state after (the CRC included), and it leaves alone what it
  * cannot take (inside an FPDU, markers on). */
 TEST(fpdu_rx_start_matches_consume)
@@ -930,7 +931,7 @@ TEST(fpdu_rx_start_matches_consume)
             struct uiw_fpdu_rx a, b;
             uiw_fpdu_rx_init(&a, crc, false, 2000);
             uiw_fpdu_rx_init(&b, crc, false, 2000);
-            int ra = uiw_fpdu_rx_start(&a, f);
+            int ra = uiw__fpdu_rx_start(&a, f);
             int rb = uiw_fpdu_rx_consume(&b, f, 2);
             CHECK_EQ(ra, rb);
             if (lens[i] > 2000)
@@ -940,12 +941,12 @@ TEST(fpdu_rx_start_matches_consume)
             else
                 CHECK_EQ(ra, 0);
             if (ra < 0) { /* sticky, as the run-by-run parser's */
-                CHECK_EQ(uiw_fpdu_rx_start(&a, f), ra);
+                CHECK_EQ(uiw__fpdu_rx_start(&a, f), ra);
                 continue;
             }
             CHECK(memcmp(&a, &b, sizeof a) == 0);
             /* inside the FPDU now: nothing taken, nothing changed */
-            CHECK_EQ(uiw_fpdu_rx_start(&a, f), 1);
+            CHECK_EQ(uiw__fpdu_rx_start(&a, f), 1);
             CHECK(memcmp(&a, &b, sizeof a) == 0);
         }
     }
@@ -954,18 +955,18 @@ TEST(fpdu_rx_start_matches_consume)
     uiw_fpdu_rx_init(&h, false, false, 0);
     uint8_t f[2] = {0, 20};
     CHECK_EQ(uiw_fpdu_rx_consume(&h, f, 1), 0);
-    CHECK_EQ(uiw_fpdu_rx_start(&h, f + 1), 1);
+    CHECK_EQ(uiw__fpdu_rx_start(&h, f + 1), 1);
     CHECK_EQ(uiw_fpdu_rx_consume(&h, f + 1, 1), 0);
     /* with markers: refused */
     struct uiw_fpdu_rx m;
     uiw_fpdu_rx_init(&m, false, true, 0);
     uint8_t z[4] = {0};
     CHECK_EQ(uiw_fpdu_rx_consume(&m, z, 4), 0); /* the stream's first marker */
-    CHECK_EQ(uiw_fpdu_rx_start(&m, f), 1);
-    CHECK_EQ(uiw_fpdu_rx_start(&m, NULL), -EINVAL);
+    CHECK_EQ(uiw__fpdu_rx_start(&m, f), 1);
+    CHECK_EQ(uiw__fpdu_rx_start(&m, NULL), -EINVAL);
 }
 
-/* uiw_fpdu_tx_seal gives the length field and the trailer that uiw_fpdu_encode puts
+/* uiw__fpdu_tx_seal gives the length field and the trailer that uiw_fpdu_encode puts
  * around the ULPDU, CRC on and off, for any split; it refuses markers and bad iovecs
  * without moving the stream. */
 TEST(fpdu_tx_seal_matches_encode)
@@ -980,7 +981,7 @@ TEST(fpdu_tx_seal_matches_encode)
         int np = random_tx_case(crc, ul, sizeof ul, parts, 4, &len, want, sizeof want, &wl, &tx);
         uint64_t pos0 = tx.stream_pos;
         uint8_t lenb[2], trailer[7];
-        int t = uiw_fpdu_tx_seal(&tx, parts, np, lenb, trailer);
+        int t = uiw__fpdu_tx_seal(&tx, parts, np, lenb, trailer);
         CHECK_EQ((size_t)t, (size_t)wl - 2 - len);
         CHECK(memcmp(lenb, want, 2) == 0);
         CHECK(memcmp(trailer, want + 2 + len, (size_t)t) == 0);
@@ -990,18 +991,18 @@ TEST(fpdu_tx_seal_matches_encode)
     uiw_fpdu_tx_init(&m, true, true);
     uint8_t lenb[2], trailer[7];
     struct uiw_wire_iov v = {ul, 20};
-    CHECK_EQ(uiw_fpdu_tx_seal(&m, &v, 1, lenb, trailer), -EINVAL);
+    CHECK_EQ(uiw__fpdu_tx_seal(&m, &v, 1, lenb, trailer), -EINVAL);
     CHECK_EQ(m.stream_pos, 0);
     struct uiw_fpdu_tx p;
     uiw_fpdu_tx_init(&p, false, false);
     struct uiw_wire_iov bad = {NULL, 20};
-    CHECK_EQ(uiw_fpdu_tx_seal(&p, &bad, 1, lenb, trailer), -EINVAL);
+    CHECK_EQ(uiw__fpdu_tx_seal(&p, &bad, 1, lenb, trailer), -EINVAL);
     struct uiw_wire_iov big[2] = {{ul, 40000}, {ul, 40000}};
-    CHECK_EQ(uiw_fpdu_tx_seal(&p, big, 2, lenb, trailer), -EMSGSIZE);
+    CHECK_EQ(uiw__fpdu_tx_seal(&p, big, 2, lenb, trailer), -EMSGSIZE);
     CHECK_EQ(p.stream_pos, 0);
 }
 
-/* uiw_fpdu_rx_take_whole takes a whole good FPDU in one call, leaving the parser as
+/* uiw__fpdu_rx_take_whole takes a whole good FPDU in one call, leaving the parser as
  * consuming it run by run would; anything it cannot take whole (a corrupt CRC, too few
  * bytes, an impossible length, not at an FPDU's start, markers on, a sticky error) it
  * leaves alone, so that the run-by-run parser finds the error. */
@@ -1017,9 +1018,9 @@ TEST(fpdu_rx_take_whole_matches_runs)
         uiw_fpdu_rx_init(&b, crc, false, 0);
         a.stream_pos = b.stream_pos = rnd();
         struct uiw_fpdu_rx a0 = a;
-        CHECK_EQ(uiw_fpdu_rx_take_whole(&a, fp, wl - 1), 0); /* not all of it */
+        CHECK_EQ(uiw__fpdu_rx_take_whole(&a, fp, wl - 1), 0); /* not all of it */
         CHECK(memcmp(&a, &a0, sizeof a) == 0);
-        size_t took = uiw_fpdu_rx_take_whole(&a, fp, wl + (rnd() % 8));
+        size_t took = uiw__fpdu_rx_take_whole(&a, fp, wl + (rnd() % 8));
         int rb = consume_runs(&b, fp, 0, wl);
         if (crc && corrupt) {
             CHECK_EQ(took, 0);
@@ -1034,7 +1035,7 @@ TEST(fpdu_rx_take_whole_matches_runs)
         /* inside an FPDU: refused */
         CHECK_EQ(uiw_fpdu_rx_consume(&a, fp, 1), 0);
         a0 = a;
-        CHECK_EQ(uiw_fpdu_rx_take_whole(&a, fp, wl), 0);
+        CHECK_EQ(uiw__fpdu_rx_take_whole(&a, fp, wl), 0);
         CHECK(memcmp(&a, &a0, sizeof a) == 0);
     }
     /* lengths no ULPDU can have: refused, and consume reports them */
@@ -1043,15 +1044,15 @@ TEST(fpdu_rx_take_whole_matches_runs)
         uint8_t f[2100] = {(uint8_t)(bad[i] >> 8), (uint8_t)bad[i]};
         struct uiw_fpdu_rx r;
         uiw_fpdu_rx_init(&r, false, false, 2000);
-        CHECK_EQ(uiw_fpdu_rx_take_whole(&r, f, sizeof f), 0);
+        CHECK_EQ(uiw__fpdu_rx_take_whole(&r, f, sizeof f), 0);
         CHECK(uiw_fpdu_rx_consume(&r, f, 2) < 0);
-        CHECK_EQ(uiw_fpdu_rx_take_whole(&r, f, sizeof f), 0); /* sticky error */
+        CHECK_EQ(uiw__fpdu_rx_take_whole(&r, f, sizeof f), 0); /* sticky error */
     }
     /* with markers: refused */
     struct uiw_fpdu_rx m;
     uiw_fpdu_rx_init(&m, false, true, 0);
     uint8_t z[64] = {0};
     z[1] = 18;
-    CHECK_EQ(uiw_fpdu_rx_take_whole(&m, z, sizeof z), 0);
-    CHECK_EQ(uiw_fpdu_rx_take_whole(&m, NULL, 0), 0);
+    CHECK_EQ(uiw__fpdu_rx_take_whole(&m, z, sizeof z), 0);
+    CHECK_EQ(uiw__fpdu_rx_take_whole(&m, NULL, 0), 0);
 }

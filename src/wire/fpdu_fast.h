@@ -1,0 +1,48 @@
+/*
+ * The FPDU framer's and parser's one-call fast paths, for the RNIC engine's data path
+ * (src/rnic): each does in one call what the public step-by-step calls of <uiw/wire.h>
+ * do, under preconditions the engine guarantees, and gives the same results.
+ */
+#ifndef UIW_WIRE_FPDU_FAST_H
+#define UIW_WIRE_FPDU_FAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uiw/wire.h>
+
+/* Without markers, the framing of one FPDU carrying `ulpdu` (n entries, total length
+ * <= 65535) when the caller lays out the iovecs itself: the length field into len_out
+ * (2 bytes), the pad and CRC field into trailer (returns their count, 4 to 7 bytes).
+ * On the wire: len_out, the ULPDU, then the trailer. Advances the stream position.
+ * -EINVAL with markers on (use uiw_fpdu_tx_build) or a bad iovec, -EMSGSIZE when too long;
+ * errors leave the stream position unchanged. */
+int uiw__fpdu_tx_seal(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                      uint8_t len_out[2], uint8_t trailer[7]);
+
+/* The length field of an FPDU in one call, for a receiver holding it at p (2 bytes):
+ * when the parser is at the start of an FPDU and markers are off, checks and consumes it
+ * as uiw_fpdu_rx_consume would and returns the same (0, or UIW_E_FPDU_TOO_LONG /
+ * UIW_E_FPDU_TOO_SHORT, fatal). Returns 1 (nothing consumed) when not at the start of an
+ * FPDU or with markers on: use uiw_fpdu_rx_consume. The parser's sticky error if it
+ * failed before; -EINVAL for a NULL p. */
+int uiw__fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p);
+
+/* The rest of an FPDU in one call, for a receiver holding all of it in one buffer: right
+ * after its length field was consumed (no byte of the ULPDU yet) and without markers, p
+ * holds the ULPDU, pad and CRC field, k bytes (exactly uiw_fpdu_rx_ulpdu_len + pad + 4).
+ * Checks what consuming them run by run would (the CRC) and returns the same:
+ * UIW_FPDU_COMPLETE or UIW_E_FPDU_CRC (fatal); -EINVAL (nothing consumed) when the
+ * preconditions do not hold; the parser's sticky error if it failed before. */
+int uiw__fpdu_rx_rest(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
+
+/* A whole FPDU in one call, for a receiver that holds it at p within n bytes and takes it
+ * only if nothing is wrong with it: when the parser is at the start of an FPDU, markers
+ * are off and no error is sticky, and p holds the FPDU whole (length field, ULPDU, pad
+ * and CRC field) with a length uiw_fpdu_rx_consume accepts and (CRC on) a good CRC, it is
+ * consumed and its total length returned (uiw_fpdu_rx_ulpdu_len then gives its ULPDU's).
+ * Otherwise 0, with nothing consumed: uiw__fpdu_rx_start / _consume then take it and find
+ * whatever is wrong, with their exact error. */
+size_t uiw__fpdu_rx_take_whole(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t n);
+
+#endif
