@@ -20,6 +20,12 @@ if(UIW_FUZZ)
 endif()
 
 add_compile_definitions(_GNU_SOURCE)
+# Only what the public headers declare with UIW_EXTERN (include/uiw/export.h) leaves a
+# shared library; calls between the layers stay direct (no PLT, no interposition).
+set(CMAKE_C_VISIBILITY_PRESET hidden)
+if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+  add_compile_options(-fno-semantic-interposition)
+endif()
 # Calls into libc through the GOT, not a PLT stub: one code page fewer on the data path.
 if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
   add_compile_options(-fno-plt)
@@ -74,4 +80,42 @@ function(uiw_program name)
   else()
     target_link_libraries(${name} PRIVATE uiw)
   endif()
+endfunction()
+
+# uiw_public_library(name LAYERS layer... HEADERS file... DESCRIPTION text
+#                    [REQUIRES public-library...])
+# A library for users made of layers: lib<name>.so (SONAME lib<name>.so.UIW_ABI_VERSION,
+# exporting only the UIW_EXTERN declarations of its headers, include/uiw/<file>) and
+# lib<name>.a, both holding the layers' objects. REQUIRES names public libraries this one
+# calls (through their public API only: their internal symbols are not exported).
+# Targets: <name>_shared, <name>_static; the global property UIW_PUBLIC_LIBRARIES lists
+# the names (the tests check each library's exports).
+function(uiw_public_library name)
+  cmake_parse_arguments(P "" "DESCRIPTION" "LAYERS;HEADERS;REQUIRES" ${ARGN})
+  set(objs)
+  set(layers)
+  foreach(l ${P_LAYERS})
+    if(TARGET uiw_${l})
+      list(APPEND objs $<TARGET_OBJECTS:uiw_${l}>)
+      list(APPEND layers uiw_${l})
+    endif()
+  endforeach()
+  add_library(${name}_shared SHARED ${objs})
+  add_library(${name}_static STATIC ${objs})
+  set_target_properties(${name}_shared PROPERTIES OUTPUT_NAME ${name}
+    VERSION ${PROJECT_VERSION} SOVERSION ${UIW_ABI_VERSION})
+  set_target_properties(${name}_static PROPERTIES OUTPUT_NAME ${name})
+  # The layers' own libraries bring their dependencies (threads, ISA-L); their objects
+  # are already in, so nothing else of them is linked.
+  target_link_libraries(${name}_shared PRIVATE ${layers})
+  foreach(r ${P_REQUIRES})
+    target_link_libraries(${name}_shared PRIVATE ${r}_shared)
+  endforeach()
+  if(NOT UIW_SANITIZE)
+    target_link_options(${name}_shared PRIVATE -Wl,--no-undefined)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY UIW_PUBLIC_LIBRARIES ${name})
+  set_property(TARGET ${name}_shared PROPERTY UIW_LAYERS ${layers})
+  list(TRANSFORM P_HEADERS PREPEND ${CMAKE_SOURCE_DIR}/include/uiw/)
+  set_property(TARGET ${name}_shared PROPERTY UIW_HEADERS ${P_HEADERS})
 endfunction()

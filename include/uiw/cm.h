@@ -44,6 +44,7 @@
 #include <sys/socket.h>
 
 #include <uiw/error.h>
+#include <uiw/export.h>
 #include <uiw/verbs.h>
 
 #ifdef __cplusplus
@@ -143,57 +144,59 @@ struct uiw_cm_event {
 };
 
 /* Channel. NULL + errno on failure. Destroying a channel with live ids fails (-EBUSY). */
-struct uiw_cm_channel *uiw_cm_create_channel(void);
-int uiw_cm_destroy_channel(struct uiw_cm_channel *ch);
+UIW_EXTERN struct uiw_cm_channel *uiw_cm_create_channel(void);
+UIW_EXTERN int uiw_cm_destroy_channel(struct uiw_cm_channel *ch);
 /* An fd that is readable while the channel has pending work or events. */
-int uiw_cm_channel_fd(const struct uiw_cm_channel *ch);
+UIW_EXTERN int uiw_cm_channel_fd(const struct uiw_cm_channel *ch);
 
 /* Ids. ctx may be NULL for a listener (its new ids then get ctx NULL too and the
  * application sets id->verbs before uiw_cm_create_qp, or passes the QP's pd). Destroying
  * an id closes its socket abortively if still connected and destroys nothing else (the QP
  * is destroyed by uiw_cm_destroy_qp or uiw_destroy_qp). */
-struct uiw_cm_id *uiw_cm_create_id(struct uiw_cm_channel *ch, struct uiw_context *ctx,
-                                   void *context);
-int uiw_cm_destroy_id(struct uiw_cm_id *id);
+UIW_EXTERN struct uiw_cm_id *uiw_cm_create_id(struct uiw_cm_channel *ch, struct uiw_context *ctx,
+                                              void *context);
+UIW_EXTERN int uiw_cm_destroy_id(struct uiw_cm_id *id);
 
 /* Bind to a local address (port 0 picks one); returns 0 or -errno. */
-int uiw_cm_bind_addr(struct uiw_cm_id *id, const struct sockaddr *addr);
+UIW_EXTERN int uiw_cm_bind_addr(struct uiw_cm_id *id, const struct sockaddr *addr);
 /* Listen (bind first). `param` (may be NULL) sets the responder's handshake timeout and
  * private-data cap for incoming connections. */
-int uiw_cm_listen(struct uiw_cm_id *id, int backlog, const struct uiw_conn_param *param);
+UIW_EXTERN int uiw_cm_listen(struct uiw_cm_id *id, int backlog, const struct uiw_conn_param *param);
 /* Local and peer addresses (NULL before bind/connect). */
-const struct sockaddr *uiw_cm_get_local_addr(const struct uiw_cm_id *id);
-const struct sockaddr *uiw_cm_get_peer_addr(const struct uiw_cm_id *id);
+UIW_EXTERN const struct sockaddr *uiw_cm_get_local_addr(const struct uiw_cm_id *id);
+UIW_EXTERN const struct sockaddr *uiw_cm_get_peer_addr(const struct uiw_cm_id *id);
 
 /* Create the id's QP on pd (as rdma_create_qp); id->qp is set. The QP moves to RTS when
  * the handshake completes. Returns 0 or -errno. */
-int uiw_cm_create_qp(struct uiw_cm_id *id, struct uiw_pd *pd, struct uiw_qp_init_attr *attr);
+UIW_EXTERN int uiw_cm_create_qp(struct uiw_cm_id *id, struct uiw_pd *pd,
+                                struct uiw_qp_init_attr *attr);
 /* Destroy the id's QP (after disconnecting). */
-void uiw_cm_destroy_qp(struct uiw_cm_id *id);
+UIW_EXTERN void uiw_cm_destroy_qp(struct uiw_cm_id *id);
 
 /* Active side: TCP connect to dst, then send the MPA Request. The outcome arrives as an
  * event: ESTABLISHED, REJECTED, CONNECT_ERROR or UNREACHABLE. Returns 0 or -errno
  * (-EINVAL for private data above the cap or bad parameters). */
-int uiw_cm_connect(struct uiw_cm_id *id, const struct sockaddr *dst,
-                   const struct uiw_conn_param *param);
+UIW_EXTERN int uiw_cm_connect(struct uiw_cm_id *id, const struct sockaddr *dst,
+                              const struct uiw_conn_param *param);
 /* Passive side, after CONNECT_REQUEST: send the Reply, start the QP, ESTABLISHED follows.
  * Returns 0 or -errno; negotiation failures (no matching RTR, markers refused) send a
  * reject, report CONNECT_ERROR and return the UIW_E_MPA_* code. */
-int uiw_cm_accept(struct uiw_cm_id *id, const struct uiw_conn_param *param);
+UIW_EXTERN int uiw_cm_accept(struct uiw_cm_id *id, const struct uiw_conn_param *param);
 /* Passive side: answer with a Reply with R set carrying private data, close. */
-int uiw_cm_reject(struct uiw_cm_id *id, const void *private_data, uint16_t len);
+UIW_EXTERN int uiw_cm_reject(struct uiw_cm_id *id, const void *private_data, uint16_t len);
 /* Close a connection: graceful (the QP completes work in progress, then the TCP stream
  * closes), DISCONNECTED follows on both sides. */
-int uiw_cm_disconnect(struct uiw_cm_id *id);
+UIW_EXTERN int uiw_cm_disconnect(struct uiw_cm_id *id);
 
 /* Negotiated settings; -ENOTCONN before the handshake completes. */
-int uiw_cm_query(const struct uiw_cm_id *id, struct uiw_cm_conn_info *info);
+UIW_EXTERN int uiw_cm_query(const struct uiw_cm_id *id, struct uiw_cm_conn_info *info);
 
 /* Next event: waits up to timeout_ms (-1 forever, 0 not at all). Returns 0 and *ev,
  * -EAGAIN when none arrived in time, or -errno. */
-int uiw_cm_get_event(struct uiw_cm_channel *ch, struct uiw_cm_event **ev, int timeout_ms);
-int uiw_cm_ack_event(struct uiw_cm_event *ev);
-const char *uiw_cm_event_str(enum uiw_cm_event_type e);
+UIW_EXTERN int uiw_cm_get_event(struct uiw_cm_channel *ch, struct uiw_cm_event **ev,
+                                int timeout_ms);
+UIW_EXTERN int uiw_cm_ack_event(struct uiw_cm_event *ev);
+UIW_EXTERN const char *uiw_cm_event_str(enum uiw_cm_event_type e);
 
 #ifdef __cplusplus
 }

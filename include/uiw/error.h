@@ -21,6 +21,8 @@
 #ifndef UIW_ERROR_H
 #define UIW_ERROR_H
 
+#include <uiw/export.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,15 +40,15 @@ enum uiw_errcode {
 
 /* Text for any uiw return code: "Success" for 0 and positive values, strerror() text for
  * errno values, the protocol error's description otherwise. Never NULL. */
-const char *uiw_strerror(int code);
+UIW_EXTERN const char *uiw_strerror(int code);
 
 /* The symbolic name of a code ("UIW_E_MPA_BAD_KEY", "EINVAL", "OK"). Never NULL. */
-const char *uiw_errname(int code);
+UIW_EXTERN const char *uiw_errname(int code);
 
 /* Nonzero if the error ends the connection or stream it occurred on (every protocol
  * violation by a peer does); zero for conditions the caller may retry or handle
  * (-EAGAIN, a truncated frame that only needs more bytes, a full queue). */
-int uiw_error_is_fatal(int code);
+UIW_EXTERN int uiw_error_is_fatal(int code);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include <uiw/error.h>
+#include <uiw/export.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -237,7 +238,8 @@ struct uiw_rpcrdma_space_default {
 };
 
 /* Point `sp` at `st` with the default caps. */
-void uiw_rpcrdma_space_init(struct uiw_rpcrdma_space *sp, struct uiw_rpcrdma_space_default *st);
+UIW_EXTERN void uiw_rpcrdma_space_init(struct uiw_rpcrdma_space *sp,
+                                       struct uiw_rpcrdma_space_default *st);
 
 /* ---------------------------------------------------------------------------------------
  * Decoding
@@ -256,18 +258,18 @@ void uiw_rpcrdma_space_init(struct uiw_rpcrdma_space *sp, struct uiw_rpcrdma_spa
  * On failure, h->xid/vers/credit/proc are filled as far as the input held them
  * (h->nfixed says how many); use uiw_rpcrdma_wire_error() and
  * uiw_rpcrdma_encode_error_reply() to build the reply a receiver must send. */
-int uiw_rpcrdma_decode(const void *buf, size_t len, struct uiw_rpcrdma_hdr *h,
-                       const struct uiw_rpcrdma_space *sp);
+UIW_EXTERN int uiw_rpcrdma_decode(const void *buf, size_t len, struct uiw_rpcrdma_hdr *h,
+                                  const struct uiw_rpcrdma_space *sp);
 
 /* As uiw_rpcrdma_decode, but accept only rdma_vers == 1 (resp. 2), with the same
  * exception for ERR_VERS errors; any other version fails with UIW_E_RPCRDMA_VERS.
  * Version One refuses RDMA_MSGP and RDMA_DONE (UIW_E_RPCRDMA_V1_REFUSED_PROC) and
  * procedures above 4 (UIW_E_RPCRDMA_V1_BAD_PROC); Version Two refuses unknown
  * procedures (2, 3, above 9) with UIW_E_RPCRDMA_INVAL_PROC. */
-int uiw_rpcrdma1_decode(const void *buf, size_t len, struct uiw_rpcrdma_hdr *h,
-                        const struct uiw_rpcrdma_space *sp);
-int uiw_rpcrdma2_decode(const void *buf, size_t len, struct uiw_rpcrdma_hdr *h,
-                        const struct uiw_rpcrdma_space *sp);
+UIW_EXTERN int uiw_rpcrdma1_decode(const void *buf, size_t len, struct uiw_rpcrdma_hdr *h,
+                                   const struct uiw_rpcrdma_space *sp);
+UIW_EXTERN int uiw_rpcrdma2_decode(const void *buf, size_t len, struct uiw_rpcrdma_hdr *h,
+                                   const struct uiw_rpcrdma_space *sp);
 
 /* The error code (enum uiw_rpcrdma_errcode) a receiver must send in an ERROR reply for
  * the decode failure `code` of a header of version `vers`:
@@ -277,7 +279,7 @@ int uiw_rpcrdma2_decode(const void *buf, size_t len, struct uiw_rpcrdma_hdr *h,
  *     (includes caps exceeded, v1 unknown/refused procedures, truncation)
  * Returns 0 when `code` is not a decode failure (>= 0, or not one of the codec's codes):
  * no error reply applies. */
-uint32_t uiw_rpcrdma_wire_error(int code, uint32_t vers);
+UIW_EXTERN uint32_t uiw_rpcrdma_wire_error(int code, uint32_t vers);
 
 /* ---------------------------------------------------------------------------------------
  * Encoding
@@ -291,13 +293,13 @@ uint32_t uiw_rpcrdma_wire_error(int code, uint32_t vers);
  * len not 0 or 4, NULL arrays with nonzero counts. Known properties with an invalid
  * value give UIW_E_RPCRDMA_BAD_PROP (we never send what we would refuse).
  * With buf == NULL (and any cap) nothing is written and the length needed is returned. */
-int uiw_rpcrdma_encode(void *buf, size_t cap, const struct uiw_rpcrdma_hdr *h);
+UIW_EXTERN int uiw_rpcrdma_encode(void *buf, size_t cap, const struct uiw_rpcrdma_hdr *h);
 
 /* Encode an ERROR header: xid, vers, credit, ERROR, then `e` (errcode and the arm it
  * selects). Same returns as uiw_rpcrdma_encode (vers 1 allows ERR_VERS and ERR_CHUNK
  * only; vers 2 allows 1..6; any other vers allows ERR_VERS only). */
-int uiw_rpcrdma_encode_error(void *buf, size_t cap, uint32_t xid, uint32_t vers, uint32_t credit,
-                             const struct uiw_rpcrdma_error *e);
+UIW_EXTERN int uiw_rpcrdma_encode_error(void *buf, size_t cap, uint32_t xid, uint32_t vers,
+                                        uint32_t credit, const struct uiw_rpcrdma_error *e);
 
 /* Encode the ERROR reply a receiver must send for a header that failed to decode with
  * `code`: copies xid and vers from `bad` (which must have nfixed >= 2), uses errcode
@@ -305,8 +307,9 @@ int uiw_rpcrdma_encode_error(void *buf, size_t cap, uint32_t xid, uint32_t vers,
  * [UIW_RPCRDMA_VERS_MIN, UIW_RPCRDMA_VERS_MAX] for ERR_VERS, and writes `credit`.
  * Returns the length, UIW_E_RPCRDMA_NOSPC, or -EINVAL when no reply applies (code not a
  * decode failure, or nfixed < 2: the xid is unknown). */
-int uiw_rpcrdma_encode_error_reply(void *buf, size_t cap, const struct uiw_rpcrdma_hdr *bad,
-                                   int code, uint32_t credit);
+UIW_EXTERN int uiw_rpcrdma_encode_error_reply(void *buf, size_t cap,
+                                              const struct uiw_rpcrdma_hdr *bad, int code,
+                                              uint32_t credit);
 
 /* ---------------------------------------------------------------------------------------
  * Properties and property subsets
@@ -316,23 +319,23 @@ int uiw_rpcrdma_encode_error_reply(void *buf, size_t cap, const struct uiw_rpcrd
  * transport) or a known property with a valid value (RBSIZ: len 0, or len 4 with a value
  * >= UIW_RPCRDMA_RBSIZ_MIN; BRS: len 0, or len 4 with value NONE/INLINE/GENL);
  * UIW_E_RPCRDMA_BAD_PROP otherwise. For data == NULL, len 4 means `value`. */
-int uiw_rpcrdma_prop_check(const struct uiw_rpcrdma_prop *p);
+UIW_EXTERN int uiw_rpcrdma_prop_check(const struct uiw_rpcrdma_prop *p);
 
 /* The property `which` in `ps`, or NULL (first match when repeated). */
-const struct uiw_rpcrdma_prop *uiw_rpcrdma_propset_find(const struct uiw_rpcrdma_propset *ps,
-                                                        uint32_t which);
+UIW_EXTERN const struct uiw_rpcrdma_prop *
+uiw_rpcrdma_propset_find(const struct uiw_rpcrdma_propset *ps, uint32_t which);
 
 /* Word i of a subset (0 for words not present). */
-uint32_t uiw_rpcrdma_subset_word(const struct uiw_rpcrdma_propsubset *s, uint32_t i);
+UIW_EXTERN uint32_t uiw_rpcrdma_subset_word(const struct uiw_rpcrdma_propsubset *s, uint32_t i);
 
 /* Whether property `propid` is in the subset. */
-bool uiw_rpcrdma_subset_has(const struct uiw_rpcrdma_propsubset *s, uint32_t propid);
+UIW_EXTERN bool uiw_rpcrdma_subset_has(const struct uiw_rpcrdma_propsubset *s, uint32_t propid);
 
 /* Build a subset holding the property ids ids[0..n) into wire[0..cap) (big-endian words,
  * as few as needed; zero words for n == 0) and point *s at it. Returns the number of
  * words, or UIW_E_RPCRDMA_NOSPC if cap bytes cannot hold them. */
-int uiw_rpcrdma_subset_build(struct uiw_rpcrdma_propsubset *s, uint8_t *wire, size_t cap,
-                             const uint32_t *ids, size_t n);
+UIW_EXTERN int uiw_rpcrdma_subset_build(struct uiw_rpcrdma_propsubset *s, uint8_t *wire, size_t cap,
+                                        const uint32_t *ids, size_t n);
 
 /* ---------------------------------------------------------------------------------------
  * Names (the XDR enumerator names of the specifications)
@@ -340,22 +343,22 @@ int uiw_rpcrdma_subset_build(struct uiw_rpcrdma_propsubset *s, uint8_t *wire, si
 
 /* "RDMA_MSG", "RDMA_NOMSG", "RDMA_MSGP", "RDMA_DONE", "RDMA_ERROR" for vers 1;
  * "RDMA2_MSG" ... "RDMA2_UPDPROP" for vers 2. NULL for a value the version lacks. */
-const char *uiw_rpcrdma_proc_name(uint32_t proc, uint32_t vers);
+UIW_EXTERN const char *uiw_rpcrdma_proc_name(uint32_t proc, uint32_t vers);
 
 /* "ERR_VERS", "ERR_CHUNK" for vers 1; "RDMA2_ERR_VERS" ... "RDMA2_ERR_SYSTEM" for vers 2.
  * NULL for a value the version lacks. */
-const char *uiw_rpcrdma_errcode_name(uint32_t errcode, uint32_t vers);
+UIW_EXTERN const char *uiw_rpcrdma_errcode_name(uint32_t errcode, uint32_t vers);
 
 /* "CALL", "REPLY"; NULL otherwise. */
-const char *uiw_rpcrdma_dir_name(uint32_t dir);
+UIW_EXTERN const char *uiw_rpcrdma_dir_name(uint32_t dir);
 
 /* "RDMA2_BKREQSUP_NONE", "..._INLINE", "..._GENL"; NULL otherwise. */
-const char *uiw_rpcrdma_bkreqsup_name(uint32_t v);
+UIW_EXTERN const char *uiw_rpcrdma_bkreqsup_name(uint32_t v);
 
 /* Lookups the other way: the value for a name above, or -1. */
-int uiw_rpcrdma_proc_from_name(const char *name, uint32_t vers);
-int uiw_rpcrdma_errcode_from_name(const char *name, uint32_t vers);
-int uiw_rpcrdma_dir_from_name(const char *name);
+UIW_EXTERN int uiw_rpcrdma_proc_from_name(const char *name, uint32_t vers);
+UIW_EXTERN int uiw_rpcrdma_errcode_from_name(const char *name, uint32_t vers);
+UIW_EXTERN int uiw_rpcrdma_dir_from_name(const char *name);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include <uiw/error.h>
+#include <uiw/export.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,15 +54,15 @@ struct uiw_context_attr {
 };
 
 /* Fill attr with the defaults (progress thread on). */
-void uiw_context_attr_init(struct uiw_context_attr *attr);
+UIW_EXTERN void uiw_context_attr_init(struct uiw_context_attr *attr);
 
 /* Open a context (attr NULL = defaults). Implemented by the io layer (src/io).
  * Returns NULL and sets errno on failure. */
-struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr);
+UIW_EXTERN struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr);
 
 /* Close a context: every QP, CQ, MR, PD and channel must have been destroyed first
  * (returns -EBUSY otherwise). Implemented by the io layer. */
-int uiw_close_context(struct uiw_context *ctx);
+UIW_EXTERN int uiw_close_context(struct uiw_context *ctx);
 
 /* Counters of a context (monotonic since open). */
 struct uiw_context_stats {
@@ -85,7 +86,7 @@ struct uiw_context_stats {
     uint64_t crc_errors;
     uint64_t async_events_dropped; /* async queue overflow */
 };
-int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *stats);
+UIW_EXTERN int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *stats);
 
 /* ---------------------------------------------------------------------------------------
  * Protection domain and memory regions
@@ -97,9 +98,9 @@ struct uiw_pd {
 };
 
 /* NULL + errno ENOMEM. */
-struct uiw_pd *uiw_alloc_pd(struct uiw_context *ctx);
+UIW_EXTERN struct uiw_pd *uiw_alloc_pd(struct uiw_context *ctx);
 /* -EBUSY while MRs or QPs use it. */
-int uiw_dealloc_pd(struct uiw_pd *pd);
+UIW_EXTERN int uiw_dealloc_pd(struct uiw_pd *pd);
 
 enum uiw_access_flags {
     UIW_ACCESS_LOCAL_WRITE = 1 << 0,  /* receive into it, RDMA Read sink */
@@ -122,16 +123,16 @@ struct uiw_mr {
  * e.g. REMOTE_WRITE without LOCAL_WRITE, or NULL addr with length), ENOMEM (STag table
  * full). The STag of a uiw_reg_mr region cannot be invalidated (LOCAL_INV or a peer's
  * Send with Invalidate fail); use uiw_alloc_mr for invalidatable STags. */
-struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t length, unsigned access);
+UIW_EXTERN struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t length, unsigned access);
 
 /* A fast-register MR (as ibv_alloc_mr with IBV_MR_TYPE_MEM_REG): its STag index is
  * reserved, the STag starts invalid; a UIW_WR_REG_MR work request binds it to memory with
  * a key and access, UIW_WR_LOCAL_INV or a peer's Send with Invalidate invalidates it.
  * max_length bounds the length a REG_MR may bind. */
-struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length);
+UIW_EXTERN struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length);
 
 /* Deregister (any MR). The STag becomes invalid at once. 0 or -EINVAL. */
-int uiw_dereg_mr(struct uiw_mr *mr);
+UIW_EXTERN int uiw_dereg_mr(struct uiw_mr *mr);
 
 /* The next key for a fast-register MR (as ibv_inc_rkey): same index, key + 1. */
 static inline uint32_t uiw_inc_rkey(uint32_t rkey)
@@ -164,7 +165,7 @@ enum uiw_wc_status {
 };
 
 /* "success", "local length error", ..., never NULL ("unknown" for other values). */
-const char *uiw_wc_status_str(enum uiw_wc_status status);
+UIW_EXTERN const char *uiw_wc_status_str(enum uiw_wc_status status);
 
 /* Work completion opcode: libibverbs' enum ibv_wc_opcode values where ibverbs has the
  * operation; a receive is any value with the UIW_WC_RECV bit (as IBV_WC_RECV). */
@@ -195,18 +196,18 @@ struct uiw_wc {
 
 /* A completion channel: an fd (eventfd, readable when a CQ event is pending) that works
  * with poll/epoll. NULL + errno. */
-struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx);
-int uiw_comp_channel_fd(const struct uiw_comp_channel *ch);
+UIW_EXTERN struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx);
+UIW_EXTERN int uiw_comp_channel_fd(const struct uiw_comp_channel *ch);
 /* -EBUSY while CQs use it. */
-int uiw_destroy_comp_channel(struct uiw_comp_channel *ch);
+UIW_EXTERN int uiw_destroy_comp_channel(struct uiw_comp_channel *ch);
 
 /* A CQ with room for at least cqe entries (1 .. 1 << 20). channel may be NULL. A CQ that
  * would overflow keeps its entries, reports UIW_EVENT_CQ_ERR once and moves the QPs that
  * produced the lost completion to ERROR: completions are never silently dropped. */
-struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
-                             struct uiw_comp_channel *channel, int comp_vector);
+UIW_EXTERN struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
+                                        struct uiw_comp_channel *channel, int comp_vector);
 /* -EBUSY while QPs use it or events are unacknowledged. */
-int uiw_destroy_cq(struct uiw_cq *cq);
+UIW_EXTERN int uiw_destroy_cq(struct uiw_cq *cq);
 
 /* Up to n completions into wc[]. Returns the count (0 when empty) or -EINVAL. When the
  * CQ has nothing to return, drives the progress engine inline if it is idle (so busy
@@ -217,11 +218,11 @@ int uiw_destroy_cq(struct uiw_cq *cq);
  * last byte has been handed to TCP; an RDMA Read once its response has been placed;
  * LOCAL_INV and REG_MR when executed in send queue order. Error completions are always
  * generated, successful ones only for UIW_SEND_SIGNALED WRs (or with sq_sig_all). */
-int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc);
+UIW_EXTERN int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc);
 
 /* Arm the CQ: the next completion (solicited_only: the next RECV with
  * UIW_WC_SOLICITED, or any error completion) queues one CQ event on its channel. */
-int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only);
+UIW_EXTERN int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only);
 
 /* Wait for a CQ event of the channel (blocks unless the fd was made non-blocking, then
  * -EAGAIN). Returns 0 and the CQ and its cq_context.
@@ -230,16 +231,16 @@ int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only);
  * wake-up, as a blocking recv() would, instead of a hand-off from the progress thread.
  * A thread that sleeps in poll() on the channel fd gets its events through the progress
  * thread (two wake-ups). */
-int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context);
+UIW_EXTERN int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context);
 
 /* uiw_get_cq_event with a time limit, whatever the fd's blocking mode: timeout_ms < 0
  * waits without one, 0 only looks (after one non-blocking pass over the sockets).
  * -ETIMEDOUT when no event came in time. */
-int uiw_wait_cq_event(struct uiw_comp_channel *ch, int timeout_ms, struct uiw_cq **cq,
-                      void **cq_context);
-void uiw_ack_cq_events(struct uiw_cq *cq, unsigned int nevents);
+UIW_EXTERN int uiw_wait_cq_event(struct uiw_comp_channel *ch, int timeout_ms, struct uiw_cq **cq,
+                                 void **cq_context);
+UIW_EXTERN void uiw_ack_cq_events(struct uiw_cq *cq, unsigned int nevents);
 
-void *uiw_cq_context(const struct uiw_cq *cq);
+UIW_EXTERN void *uiw_cq_context(const struct uiw_cq *cq);
 
 /* ---------------------------------------------------------------------------------------
  * Queue pairs
@@ -257,7 +258,7 @@ enum uiw_qp_state {
     UIW_QPS_TERMINATE, /* a Terminate was sent or received */
     UIW_QPS_ERROR,     /* the stream is gone; all work requests flushed */
 };
-const char *uiw_qp_state_str(enum uiw_qp_state s);
+UIW_EXTERN const char *uiw_qp_state_str(enum uiw_qp_state s);
 
 struct uiw_qp_cap {
     uint32_t max_send_wr;     /* 1 .. 1 << 16 */
@@ -279,12 +280,12 @@ struct uiw_qp_init_attr {
 
 /* Create a QP in IDLE (cap adjusted up to what the QP provides, as ibv). The connection
  * manager (cm.h) binds it to a connection. NULL + errno EINVAL / ENOMEM. */
-struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr);
+UIW_EXTERN struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr);
 
 /* Destroy: an unconnected QP at once; a connected one is closed abortively first (a
  * Terminate is queued and the connection closed; its WRs are flushed into the CQs, which
  * must outlive it). */
-int uiw_destroy_qp(struct uiw_qp *qp);
+UIW_EXTERN int uiw_destroy_qp(struct uiw_qp *qp);
 
 struct uiw_qp_attr {
     enum uiw_qp_state state;
@@ -305,13 +306,13 @@ struct uiw_qp_attr {
     uint8_t term_etype;
     uint8_t term_code;
 };
-int uiw_query_qp(struct uiw_qp *qp, struct uiw_qp_attr *attr);
-void *uiw_qp_context(const struct uiw_qp *qp);
-uint32_t uiw_qp_num(const struct uiw_qp *qp);
+UIW_EXTERN int uiw_query_qp(struct uiw_qp *qp, struct uiw_qp_attr *attr);
+UIW_EXTERN void *uiw_qp_context(const struct uiw_qp *qp);
+UIW_EXTERN uint32_t uiw_qp_num(const struct uiw_qp *qp);
 
 /* Move a QP to ERROR by hand (abortive close: a Terminate is sent when connected, then
  * everything outstanding is flushed). Only UIW_QPS_ERROR is accepted. */
-int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state);
+UIW_EXTERN int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state);
 
 struct uiw_sge {
     uint64_t addr;
@@ -370,7 +371,8 @@ struct uiw_send_wr {
  * As in libibverbs, WRs posted while the QP is in TERMINATE or ERROR complete with
  * UIW_WC_WR_FLUSH_ERR (return 0). Local SGE protection is checked when the WR executes
  * (UIW_WC_LOC_PROT_ERR / UIW_WC_LOC_LEN_ERR, then the QP goes to ERROR). */
-int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr, struct uiw_send_wr **bad_wr);
+UIW_EXTERN int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
+                             struct uiw_send_wr **bad_wr);
 
 struct uiw_recv_wr {
     uint64_t wr_id;
@@ -378,7 +380,8 @@ struct uiw_recv_wr {
     struct uiw_sge *sg_list;
     int num_sge;
 };
-int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr, struct uiw_recv_wr **bad_wr);
+UIW_EXTERN int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
+                             struct uiw_recv_wr **bad_wr);
 
 /* ---------------------------------------------------------------------------------------
  * Asynchronous events
@@ -395,7 +398,7 @@ enum uiw_event_type {
     UIW_EVENT_CONN_CLOSED = 0x40,   /* the connection ended (graceful close, EOF, reset) */
     UIW_EVENT_TERM_RECEIVED = 0x41, /* the peer sent a Terminate (see term_*) */
 };
-const char *uiw_event_type_str(enum uiw_event_type t);
+UIW_EXTERN const char *uiw_event_type_str(enum uiw_event_type t);
 
 struct uiw_async_event {
     enum uiw_event_type event_type;
@@ -406,10 +409,10 @@ struct uiw_async_event {
 };
 
 /* An eventfd readable while async events are queued (poll/epoll). */
-int uiw_async_fd(struct uiw_context *ctx);
+UIW_EXTERN int uiw_async_fd(struct uiw_context *ctx);
 /* Dequeue one event: 0, or -EAGAIN when none is queued (never blocks). */
-int uiw_get_async_event(struct uiw_context *ctx, struct uiw_async_event *ev);
-void uiw_ack_async_event(struct uiw_async_event *ev);
+UIW_EXTERN int uiw_get_async_event(struct uiw_context *ctx, struct uiw_async_event *ev);
+UIW_EXTERN void uiw_ack_async_event(struct uiw_async_event *ev);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <uiw/error.h>
+#include <uiw/export.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,10 +34,10 @@ extern "C" {
  * "123456789" -> 0xE3069283. Uses ISA-L's crc32_iscsi when built with it, else the SSE4.2
  * crc32 instruction (runtime CPU check), else slice-by-8 tables; buffers under 128 bytes
  * take an inline SSE4.2 loop when the CPU has it (no library entry cost). Thread-safe. */
-uint32_t uiw_crc32c(uint32_t seed, const void *buf, size_t len);
+UIW_EXTERN uint32_t uiw_crc32c(uint32_t seed, const void *buf, size_t len);
 
 /* Name of the implementation in use ("isa-l", "sse4.2", "table"). */
-const char *uiw_crc32c_impl(void);
+UIW_EXTERN const char *uiw_crc32c_impl(void);
 
 /* ---------------------------------------------------------------------------------------
  * MPA Request / Reply frames (RFC 5044 section 7.1, RFC 6581 section 5)
@@ -81,18 +82,18 @@ struct uiw_mpa_frame {
 
 /* Encode `f` into buf. Returns the frame length (20 + IRD/ORD words + pd_len) or
  * -ENOSPC if cap is too small, UIW_E_MPA_PD_TOO_LONG if the private data exceeds 512. */
-ssize_t uiw_mpa_frame_encode(const struct uiw_mpa_frame *f, uint8_t *buf, size_t cap);
+UIW_EXTERN ssize_t uiw_mpa_frame_encode(const struct uiw_mpa_frame *f, uint8_t *buf, size_t cap);
 
 /* Parse a frame of the given kind from buf[0..len). pd_cap caps PD_Length (<= 512; 0
  * means UIW_MPA_PD_DEFAULT_CAP). Returns the number of bytes the frame occupies, or:
  *   UIW_E_MPA_TRUNCATED  (not fatal) fewer bytes than the frame needs: read more;
  *   UIW_E_MPA_BAD_KEY, UIW_E_MPA_BAD_REV, UIW_E_MPA_RESERVED_BITS, UIW_E_MPA_PD_TOO_LONG,
  *   UIW_E_MPA_REJECT_IN_REQUEST, UIW_E_MPA_BAD_IRD_ORD (fatal, answer with MPA error 4). */
-ssize_t uiw_mpa_frame_parse(enum uiw_mpa_frame_kind kind, const uint8_t *buf, size_t len,
-                            size_t pd_cap, struct uiw_mpa_frame *f);
+UIW_EXTERN ssize_t uiw_mpa_frame_parse(enum uiw_mpa_frame_kind kind, const uint8_t *buf, size_t len,
+                                       size_t pd_cap, struct uiw_mpa_frame *f);
 
 /* MULPDU (largest ULPDU per FPDU) for an effective MSS, RFC 5044 section 8.1. */
-uint16_t uiw_mpa_mulpdu(uint32_t emss, bool markers);
+UIW_EXTERN uint16_t uiw_mpa_mulpdu(uint32_t emss, bool markers);
 
 /* ---------------------------------------------------------------------------------------
  * FPDU framing (RFC 5044 section 4): ULPDU_Length(2) | ULPDU | pad to 4 | CRC(4)
@@ -140,8 +141,8 @@ struct uiw_wire_iov {
     const void *base;
     size_t len;
 };
-ssize_t uiw_fpdu_encode(const struct uiw_wire_iov *ulpdu, int n, bool crc, uint8_t *buf,
-                        size_t cap);
+UIW_EXTERN ssize_t uiw_fpdu_encode(const struct uiw_wire_iov *ulpdu, int n, bool crc, uint8_t *buf,
+                                   size_t cap);
 
 /* Transmit side framer: tracks the stream position for marker insertion and builds the
  * per-FPDU header/trailer bytes so that payload can be sent straight from its source by
@@ -151,27 +152,27 @@ struct uiw_fpdu_tx {
     bool crc;
     bool markers;
 };
-void uiw_fpdu_tx_init(struct uiw_fpdu_tx *tx, bool crc, bool markers);
+UIW_EXTERN void uiw_fpdu_tx_init(struct uiw_fpdu_tx *tx, bool crc, bool markers);
 
 /* Build the wire iovecs of one FPDU carrying `ulpdu` (n entries, total length <= 65535)
  * into out[0..max) and any framing bytes (length, markers, pad, CRC) into scratch
  * (at least uiw_fpdu_tx_scratch(len) bytes, must stay alive until sent). Returns the
  * number of iovecs written or -ENOSPC. Advances the stream position. */
-size_t uiw_fpdu_tx_scratch(size_t ulpdu_len);
-int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
-                      uint8_t *scratch, struct uiw_wire_iov *out, int max);
+UIW_EXTERN size_t uiw_fpdu_tx_scratch(size_t ulpdu_len);
+UIW_EXTERN int uiw_fpdu_tx_build(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
+                                 uint8_t *scratch, struct uiw_wire_iov *out, int max);
 /* Details of uiw_fpdu_tx_build: framing bytes that are adjacent on the wire share one
  * iovec; ULPDU iovecs are split only where a marker falls. At most
  * n + 2 + 2 * (markers in the FPDU) iovecs are needed; uiw_fpdu_tx_iovs(len, n) gives
  * that bound. Errors leave the stream position unchanged: -ENOSPC (max too small),
  * -EMSGSIZE (ULPDU longer than 65535), -EINVAL (bad arguments). */
-int uiw_fpdu_tx_iovs(size_t ulpdu_len, int n);
+UIW_EXTERN int uiw_fpdu_tx_iovs(size_t ulpdu_len, int n);
 
 /* Same framing, flattened into buf[0..cap) (tests, tools, a hostile peer); n <= 64.
  * Returns the bytes written (the FPDU with its markers), or -ENOSPC / -EMSGSIZE /
  * -EINVAL; the stream position advances only on success. */
-ssize_t uiw_fpdu_tx_encode(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
-                           uint8_t *buf, size_t cap);
+UIW_EXTERN ssize_t uiw_fpdu_tx_encode(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu,
+                                      int n, uint8_t *buf, size_t cap);
 
 /*
  * Receive side: a resumable parser over the TCP byte stream that accepts any split of
@@ -216,11 +217,13 @@ struct uiw_fpdu_rx {
 };
 
 /* max_ulpdu: lengths above it are rejected (UIW_E_FPDU_TOO_LONG); 0 means 65535. */
-void uiw_fpdu_rx_init(struct uiw_fpdu_rx *rx, bool crc, bool markers, uint16_t max_ulpdu);
+UIW_EXTERN void uiw_fpdu_rx_init(struct uiw_fpdu_rx *rx, bool crc, bool markers,
+                                 uint16_t max_ulpdu);
 
 /* Length of the next run of one kind (never 0). Sets *kind and, for ULPDU runs, *off.
  * Runs never cross a marker position, so a ULPDU run is always contiguous payload. */
-size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind, uint32_t *off);
+UIW_EXTERN size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind,
+                                   uint32_t *off);
 
 /* Account for k bytes (k <= the length uiw_fpdu_rx_next returned) of the current run,
  * located at p. Returns 0, UIW_FPDU_COMPLETE when the FPDU's last byte was consumed and
@@ -230,7 +233,7 @@ size_t uiw_fpdu_rx_next(const struct uiw_fpdu_rx *rx, enum uiw_fpdu_run *kind, u
  * k == 0 does nothing and returns 0; k larger than the current run returns -EINVAL
  * without consuming. Pad bytes and marker reserved bits are not checked (they are
  * covered by the CRC). With CRC off the CRC field is ignored. */
-int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
+UIW_EXTERN int uiw_fpdu_rx_consume(struct uiw_fpdu_rx *rx, const uint8_t *p, size_t k);
 
 /* ULPDU length of the FPDU in progress (valid once its length field is consumed). */
 static inline uint16_t uiw_fpdu_rx_ulpdu_len(const struct uiw_fpdu_rx *rx)
@@ -244,8 +247,8 @@ static inline uint16_t uiw_fpdu_rx_ulpdu_len(const struct uiw_fpdu_rx *rx)
  * a completed FPDU so the caller can handle it. ulpdu may be NULL (payload checked, not
  * kept); -ENOSPC (parser not failed, nothing of that run consumed) when the ULPDU does
  * not fit in cap. */
-ssize_t uiw_fpdu_rx_feed(struct uiw_fpdu_rx *rx, const uint8_t *buf, size_t len, uint8_t *ulpdu,
-                         size_t cap, uint16_t *ulpdu_len, bool *done);
+UIW_EXTERN ssize_t uiw_fpdu_rx_feed(struct uiw_fpdu_rx *rx, const uint8_t *buf, size_t len,
+                                    uint8_t *ulpdu, size_t cap, uint16_t *ulpdu_len, bool *done);
 
 /* ---------------------------------------------------------------------------------------
  * DDP (RFC 5041 section 4)
@@ -277,13 +280,13 @@ struct uiw_ddp_hdr {
 
 /* Encode a header (14 or 18 bytes) into buf. DV is always written as 1 and the reserved
  * bits as 0; the RDMAP control byte is written as given. Returns its length or -ENOSPC. */
-ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap);
+UIW_EXTERN ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap);
 
 /* Parse a DDP header at the start of a ULPDU. Returns the header length, or
  * UIW_E_DDP_TRUNCATED (fewer bytes than the header), UIW_E_DDP_BAD_VERSION,
  * UIW_E_DDP_RESERVED_BITS (checked in that order). The T bit decides the length.
  * The RDMAP control byte is not checked here (uiw_rdmap_check_ctrl); QN is not checked. */
-ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct uiw_ddp_hdr *h);
+UIW_EXTERN ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct uiw_ddp_hdr *h);
 
 /* Segmentation of one DDP message into segments of at most mulpdu ULPDU bytes:
  * call with seg = 0, 1, ... until *last is set. For segment `seg` of a message of
@@ -300,8 +303,8 @@ static inline uint32_t uiw_ddp_segment_count(uint32_t msg_len, uint16_t mulpdu, 
     uint32_t per = (uint32_t)(mulpdu - hdr_len);
     return msg_len == 0 ? 1 : msg_len / per + (msg_len % per != 0);
 }
-ssize_t uiw_ddp_segment(uint32_t msg_len, uint16_t mulpdu, size_t hdr_len, uint32_t seg,
-                        uint32_t *offset, bool *last);
+UIW_EXTERN ssize_t uiw_ddp_segment(uint32_t msg_len, uint16_t mulpdu, size_t hdr_len, uint32_t seg,
+                                   uint32_t *offset, bool *last);
 
 /* ---------------------------------------------------------------------------------------
  * RDMAP (RFC 5040 section 4)
@@ -335,14 +338,14 @@ static inline unsigned uiw_rdmap_ctrl_opcode(uint8_t ctrl)
 }
 
 /* Name of an opcode ("RDMA Write", "Send with Invalidate", ...; "Reserved" otherwise). */
-const char *uiw_rdmap_opcode_name(unsigned opcode);
+UIW_EXTERN const char *uiw_rdmap_opcode_name(unsigned opcode);
 
 /* Check an RDMAP control byte against the DDP model it arrived on (tagged: Write, Read
  * Response; untagged QN 0: the Sends; QN 1: Read Request; QN 2: Terminate). Returns 0 or,
  * checked in this order, UIW_E_RDMAP_BAD_VERSION, UIW_E_RDMAP_RESERVED_BITS,
  * UIW_E_DDP_BAD_QN (untagged QN above 2: DDP/untagged/invalid QN),
  * UIW_E_RDMAP_BAD_OPCODE (reserved opcode, or one not allowed on that model/QN). */
-int uiw_rdmap_check_ctrl(const struct uiw_ddp_hdr *h);
+UIW_EXTERN int uiw_rdmap_check_ctrl(const struct uiw_ddp_hdr *h);
 
 struct uiw_rdmap_read_req {
     uint32_t sink_stag;
@@ -351,9 +354,10 @@ struct uiw_rdmap_read_req {
     uint32_t src_stag;
     uint64_t src_to;
 };
-void uiw_rdmap_read_req_encode(const struct uiw_rdmap_read_req *r, uint8_t buf[28]);
+UIW_EXTERN void uiw_rdmap_read_req_encode(const struct uiw_rdmap_read_req *r, uint8_t buf[28]);
 /* Returns 28 or UIW_E_RDMAP_TRUNCATED. */
-ssize_t uiw_rdmap_read_req_parse(const uint8_t *buf, size_t len, struct uiw_rdmap_read_req *r);
+UIW_EXTERN ssize_t uiw_rdmap_read_req_parse(const uint8_t *buf, size_t len,
+                                            struct uiw_rdmap_read_req *r);
 
 /* Terminate (RFC 5040 section 4.8). Layer/EType/code per ../NOTES and the RFCs. */
 enum uiw_term_layer { UIW_TERM_LAYER_RDMAP = 0, UIW_TERM_LAYER_DDP = 1, UIW_TERM_LAYER_LLP = 2 };
@@ -438,7 +442,7 @@ struct uiw_terminate {
  * (layer or etype above 15, hdrct bits other than M/D/R, or with D a ddp_hdr_len that
  * does not match the T bit of ddp_hdr). The triple itself is not checked (so that a test
  * peer can send undefined codes): use uiw_terminate_is_valid. */
-ssize_t uiw_terminate_encode(const struct uiw_terminate *t, uint8_t *buf, size_t cap);
+UIW_EXTERN ssize_t uiw_terminate_encode(const struct uiw_terminate *t, uint8_t *buf, size_t cap);
 
 /* Parse a Terminate body. Recognises Linux siw's swapped control word (siw_order set):
  * RFC order has Layer in the high nibble of byte 0, EType in the low one, and M/D/R as
@@ -448,19 +452,19 @@ ssize_t uiw_terminate_encode(const struct uiw_terminate *t, uint8_t *buf, size_t
  * With M or D a 2-byte DDP Segment Length follows (zero if only D); with D the terminated
  * DDP header (its T bit gives 14 or 18 bytes); with R the 28-byte RDMA header.
  * Returns bytes parsed or UIW_E_RDMAP_TRUNCATED / UIW_E_RDMAP_BAD_TERMINATE. */
-ssize_t uiw_terminate_parse(const uint8_t *buf, size_t len, struct uiw_terminate *t);
+UIW_EXTERN ssize_t uiw_terminate_parse(const uint8_t *buf, size_t len, struct uiw_terminate *t);
 
 /* The same with an order hint, for a caller that knows its peer is (or is not) Linux siw:
  * AUTO behaves as uiw_terminate_parse; RFC or SIW take that reading when the control word
  * is valid in it and fall back to the other one otherwise. */
 enum uiw_term_order { UIW_TERM_ORDER_AUTO = 0, UIW_TERM_ORDER_RFC = 1, UIW_TERM_ORDER_SIW = 2 };
-ssize_t uiw_terminate_parse_order(const uint8_t *buf, size_t len, enum uiw_term_order hint,
-                                  struct uiw_terminate *t);
+UIW_EXTERN ssize_t uiw_terminate_parse_order(const uint8_t *buf, size_t len,
+                                             enum uiw_term_order hint, struct uiw_terminate *t);
 
 /* One table of every Terminate (layer, etype, code): its name for logs and tools
  * ("RDMAP/Remote Protection/Invalid STag"), NULL when the triple is not defined. */
-const char *uiw_terminate_name(unsigned layer, unsigned etype, unsigned code);
-bool uiw_terminate_is_valid(unsigned layer, unsigned etype, unsigned code);
+UIW_EXTERN const char *uiw_terminate_name(unsigned layer, unsigned etype, unsigned code);
+UIW_EXTERN bool uiw_terminate_is_valid(unsigned layer, unsigned etype, unsigned code);
 
 /* The table itself, for tools and tests: entry i (0 <= i < uiw_terminate_table_size()),
  * NULL past the end. */
@@ -468,8 +472,8 @@ struct uiw_terminate_entry {
     uint8_t layer, etype, code;
     const char *name;
 };
-size_t uiw_terminate_table_size(void);
-const struct uiw_terminate_entry *uiw_terminate_table_entry(size_t i);
+UIW_EXTERN size_t uiw_terminate_table_size(void);
+UIW_EXTERN const struct uiw_terminate_entry *uiw_terminate_table_entry(size_t i);
 
 #ifdef __cplusplus
 }
