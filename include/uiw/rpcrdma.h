@@ -1,4 +1,3 @@
-/* uiw: rpcrdma.h api ready */
 /*
  * uiw RPC-over-RDMA transport header codec: Version One (RFC 8166 section 4) and
  * Version Two (draft-cel-nfsv4-rpcrdma-version-two-03 section 6).

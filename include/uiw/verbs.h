@@ -42,11 +42,8 @@ struct uiw_comp_channel;
 
 struct uiw_context_attr {
     bool progress_thread; /* run the progress engine in its own thread (else only inline
-                             from post/poll and the cm calls). While the application
-                             busy-polls a CQ, the thread leaves the sockets to it and
-                             only naps (naps that grow to 3.2 ms); it takes the sockets
-                             back a few milliseconds after the polls stop, and at once
-                             when the application arms a CQ (uiw_req_notify_cq) */
+                             from post/poll and the cm calls); an application that
+                             busy-polls its CQs makes progress itself either way */
     uint32_t max_mr;      /* size of the STag table; 0 = 4096 (max 1 << 24 - 1) */
     uint32_t max_async;   /* async event queue length; 0 = 256 */
     const char *pcap_dir; /* capture every connection into this folder (NULL = off;
@@ -56,12 +53,11 @@ struct uiw_context_attr {
 /* Fill attr with the defaults (progress thread on). */
 UIW_EXTERN void uiw_context_attr_init(struct uiw_context_attr *attr);
 
-/* Open a context (attr NULL = defaults). Implemented by the io layer (src/io).
- * Returns NULL and sets errno on failure. */
+/* Open a context (attr NULL = defaults). Returns NULL and sets errno on failure. */
 UIW_EXTERN struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr);
 
 /* Close a context: every QP, CQ, MR, PD and channel must have been destroyed first
- * (returns -EBUSY otherwise). Implemented by the io layer. */
+ * (returns -EBUSY otherwise). */
 UIW_EXTERN int uiw_close_context(struct uiw_context *ctx);
 
 /* Counters of a context (monotonic since open). */
@@ -71,16 +67,11 @@ struct uiw_context_stats {
     uint64_t tx_fpdus;
     uint64_t rx_fpdus;
     uint64_t placed_payload_bytes; /* payload bytes placed into registered memory */
-    uint64_t copied_payload_bytes; /* payload bytes the stack copied in user space (staging
-                                      ring to target, inline data, a small message's payload
-                                      behind its header): 0 on the zero-copy path (payloads
-                                      of 4 KiB and more). A QP that nothing of 1 KiB or more
-                                      can legally reach (no posted receive, no Read awaiting
-                                      its response, no remote-writable STag of its PD, that
-                                      long) reads its stream into the staging ring; a long
-                                      receive or registration made while such a read is
-                                      under way may get its first payload bytes copied, and
-                                      counted here */
+    uint64_t copied_payload_bytes; /* payload bytes the stack copied in user space instead
+                                      of placing them straight into their target (inline
+                                      data, small messages; payloads of 4 KiB and more are
+                                      placed without a copy, but for the first bytes of one
+                                      that arrives while its QP expects only small ones) */
     uint64_t terminates_sent;
     uint64_t terminates_received;
     uint64_t crc_errors;
@@ -210,10 +201,8 @@ UIW_EXTERN struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *
 UIW_EXTERN int uiw_destroy_cq(struct uiw_cq *cq);
 
 /* Up to n completions into wc[]. Returns the count (0 when empty) or -EINVAL. When the
- * CQ has nothing to return, drives the progress engine inline if it is idle (so busy
- * polling needs no progress thread), unless a progress thread runs and a CQ of the
- * context is armed (the application is about to sleep: the thread, or the thread asleep
- * in uiw_get_cq_event, takes the input).
+ * CQ has nothing to return, the call may drive the progress engine itself: busy polling
+ * needs no progress thread.
  * Send queue completions come in posting order. A Send or RDMA Write completes once its
  * last byte has been handed to TCP; an RDMA Read once its response has been placed;
  * LOCAL_INV and REG_MR when executed in send queue order. Error completions are always
@@ -225,12 +214,10 @@ UIW_EXTERN int uiw_poll_cq(struct uiw_cq *cq, int n, struct uiw_wc *wc);
 UIW_EXTERN int uiw_req_notify_cq(struct uiw_cq *cq, int solicited_only);
 
 /* Wait for a CQ event of the channel (blocks unless the fd was made non-blocking, then
- * -EAGAIN). Returns 0 and the CQ and its cq_context.
- * While a thread sleeps here (or in uiw_wait_cq_event) it also watches the context's
- * sockets and does their work itself when they wake it: a message reaches it with one
- * wake-up, as a blocking recv() would, instead of a hand-off from the progress thread.
- * A thread that sleeps in poll() on the channel fd gets its events through the progress
- * thread (two wake-ups). */
+ * -EAGAIN). Returns 0 and the CQ and its cq_context. A thread asleep here (or in
+ * uiw_wait_cq_event) does the context's socket work itself when a message arrives, so
+ * the event reaches it with one wake-up; a thread asleep in poll() on the channel fd is
+ * woken by the progress thread instead. */
 UIW_EXTERN int uiw_get_cq_event(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq_context);
 
 /* uiw_get_cq_event with a time limit, whatever the fd's blocking mode: timeout_ms < 0

@@ -31,12 +31,11 @@ extern "C" {
 
 /* CRC32c of buf[0..len) continuing from `seed`, the CRC of the bytes before (0 to start).
  * Chaining holds: uiw_crc32c(uiw_crc32c(0, a, n), b, m) == CRC of a||b.
- * "123456789" -> 0xE3069283. Uses ISA-L's crc32_iscsi when built with it, else the SSE4.2
- * crc32 instruction (runtime CPU check), else slice-by-8 tables; buffers under 128 bytes
- * take an inline SSE4.2 loop when the CPU has it (no library entry cost). Thread-safe. */
+ * "123456789" -> 0xE3069283. Thread-safe. */
 UIW_EXTERN uint32_t uiw_crc32c(uint32_t seed, const void *buf, size_t len);
 
-/* Name of the implementation in use ("isa-l", "sse4.2", "table"). */
+/* Name of the implementation in use: "isa-l" (built with ISA-L), "sse4.2" (the CPU's
+ * crc32 instruction) or "table" (portable). */
 UIW_EXTERN const char *uiw_crc32c_impl(void);
 
 /* ---------------------------------------------------------------------------------------
