@@ -119,6 +119,10 @@ UIW_EXTERN struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t lengt
 /* A fast-register MR (as ibv_alloc_mr with IBV_MR_TYPE_MEM_REG): its STag index is
  * reserved, the STag starts invalid; a UIW_WR_REG_MR work request binds it to memory with
  * a key and access, UIW_WR_LOCAL_INV or a peer's Send with Invalidate invalidates it.
+ * Invalidating an STag of the MR that is invalid already (invalidated before, or replaced
+ * by a REG_MR under another key, which stays valid) succeeds and changes nothing: a late
+ * Send with Invalidate (a reply after the requester gave up and invalidated) does not end
+ * the connection. Naming an STag of no MR, or of an MR of another PD, is an error.
  * max_length bounds the length a REG_MR may bind. */
 UIW_EXTERN struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length);
 

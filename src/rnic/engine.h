@@ -100,8 +100,9 @@ struct uiw_qp;
  * cache lines; the same answers, errors always from the table. */
 enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
                                       unsigned access, uint8_t **ptr);
-/* Invalidate a fast-register STag of pd: 0, or -EINVAL (unknown/invalid/other PD) or
- * -EPERM (cannot be invalidated: a uiw_reg_mr STag). */
+/* Invalidate a fast-register STag of pd: 0 (also when it is invalid already: invalidated,
+ * or its MR bound since under another key, which stays valid), or -EINVAL (no MR at that
+ * index, or one of another PD) or -EPERM (cannot be invalidated: a uiw_reg_mr STag). */
 int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag);
 /* Fast-register: 0 or -EINVAL. */
 int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct uiw_mr *mr,

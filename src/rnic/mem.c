@@ -257,15 +257,18 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
     int r = 0;
     uiw__lock_take(&ctx->mem_lock);
     struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
-    if (idx == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag || s->pd != pd)
+    if (idx == 0 || !s || s->state == UIW__STAG_FREE || s->pd != pd)
         r = -EINVAL;
     else if (!s->fastreg)
         r = -EPERM;
-    else {
+    else if (s->state == UIW__STAG_VALID && s->key == (uint8_t)stag) {
         s->state = UIW__STAG_INVALID;
         stag_track(s);
         gen_bump(ctx);
     }
+    /* else already invalid: invalidated, or bound again under another key since (the
+     * binding of the current key stays valid). Nothing to do and no error (RFC 5040
+     * 5.3 asks only that the STag be associated with the stream; as Linux siw). */
     uiw__lock_give(&ctx->mem_lock);
     return r;
 }

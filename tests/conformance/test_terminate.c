@@ -137,6 +137,24 @@ static void p_write_after_remote_invalidate(struct conf *c)
     c->wc_done = 1;
     write_at(c, c->fast_rkey, base(c, R_FAST), 16);
 }
+/* The same, with a second Send with Invalidate of the STag, invalid by then: not an
+ * error (delivered as the first), so the Terminate is the Write's. */
+static void p_write_after_second_remote_invalidate(struct conf *c)
+{
+    for (int i = 0; i < 2; i++) {
+        send_msg(c, UIW_RDMAP_SEND_INV, c->fast_rkey, 8);
+        struct uiw_wc wc;
+        conf_next_wc(c, &wc);
+        CHECK_EQ(wc.wr_id, 100 + (uint64_t)i);
+        CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+        CHECK_EQ(wc.byte_len, 8);
+        CHECK(wc.wc_flags & UIW_WC_WITH_INV);
+        CHECK_EQ(wc.invalidated_rkey, c->fast_rkey);
+        conf_expect_written(c, c->region[R_RECV] + (size_t)i * CONF_RECV_LEN, payload, 8);
+    }
+    c->wc_done = 2;
+    write_at(c, c->fast_rkey, base(c, R_FAST), 16);
+}
 static void p_read_invalid_stag(struct conf *c)
 {
     read_at(c, 0x00ABCD00u | 0x22, base(c, R_RW), 16);
@@ -465,6 +483,10 @@ static const struct conf_case cases[] = {
      &o_crc,
      p_write_after_remote_invalidate,
      {L_DDP, E_DT, UIW_TERM_DT_INVALID_STAG, M | D, EV_ACC, FLUSH, true, 0}},
+    {"write_after_second_remote_invalidate",
+     &o_crc,
+     p_write_after_second_remote_invalidate,
+     {L_DDP, E_DT, UIW_TERM_DT_INVALID_STAG, M | D, EV_ACC, FLUSH, true, 0}},
     /* Read Responses that do not match the Read (RFC 5040 8.1.1: a response may only
      * place into the Data Sink buffer of its request). */
     {"read_resp_other_stag",
@@ -722,6 +744,10 @@ TEST(term_write_bad_ddp_version)
 TEST(term_write_after_remote_invalidate)
 {
     run_case("write_after_remote_invalidate");
+}
+TEST(term_write_after_second_remote_invalidate)
+{
+    run_case("write_after_second_remote_invalidate");
 }
 /* Read Responses that do not match the Read */
 TEST(term_read_resp_other_stag)

@@ -20,6 +20,19 @@ static uint64_t addr_of(struct uiw_mr *mr, size_t off)
     return (uint64_t)(uintptr_t)mr->addr + off;
 }
 
+/* A fast-register work request binding mr to [addr, addr + len) under key. */
+static struct uiw_send_wr reg_wr(uint64_t id, struct uiw_mr *mr, uint32_t key, void *addr,
+                                 size_t len, unsigned access)
+{
+    struct uiw_send_wr w = {.wr_id = id, .opcode = UIW_WR_REG_MR};
+    w.wr.reg.mr = mr;
+    w.wr.reg.key = key;
+    w.wr.reg.addr = addr;
+    w.wr.reg.length = len;
+    w.wr.reg.access = access;
+    return w;
+}
+
 TEST(write_basic)
 {
     struct pair p;
@@ -633,12 +646,8 @@ TEST(invalidated_stag_is_refused)
     struct uiw_mr *src = pair_mr(&p, 0, 256, 0, 0x21);
     struct uiw_mr *rb = pair_mr(&p, 1, 16, LW, 0);
     uint32_t key = uiw_inc_rkey(fr->rkey);
-    struct uiw_send_wr reg = {.wr_id = 1, .opcode = UIW_WR_REG_MR};
-    reg.wr.reg.mr = fr;
-    reg.wr.reg.key = key;
-    reg.wr.reg.addr = mem;
-    reg.wr.reg.length = 256;
-    reg.wr.reg.access = UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE;
+    struct uiw_send_wr reg =
+        reg_wr(1, fr, key, mem, 256, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
     struct uiw_send_wr *bad;
     CHECK_EQ(uiw_post_send(p.s[1].qp, &reg, &bad), 0);
     pair_post_recv(&p, 1, 2, rb, 0, 16);
@@ -660,6 +669,94 @@ TEST(invalidated_stag_is_refused)
     CHECK_EQ(mem[0], 0);
     pair_nwc(&p, 0, true);
     pair_nwc(&p, 1, true);
+    pair_mr_free(src);
+    pair_mr_free(rb);
+    CHECK_EQ(uiw_dereg_mr(fr), 0);
+    free(mem);
+    pair_free(&p);
+}
+
+/* A fast-register STag that is invalid already (invalidated, or replaced by a binding
+ * under another key) may be invalidated again by either side: success, nothing changes,
+ * the connection lives on (a late reply with Invalidate after the requester gave up). */
+TEST(invalidate_already_invalid_stag)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    uint8_t *mem = calloc(1, 256);
+    struct uiw_mr *fr = uiw_alloc_mr(p.s[1].pd, 256);
+    CHECK(fr);
+    struct uiw_mr *src = pair_mr(&p, 0, 256, 0, 0x5A);
+    struct uiw_mr *rb = pair_mr(&p, 1, 64, LW, 0);
+    uint32_t key1 = uiw_inc_rkey(fr->rkey), key2 = uiw_inc_rkey(key1);
+    struct uiw_send_wr reg =
+        reg_wr(1, fr, key1, mem, 256, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
+    struct uiw_send_wr inv = {
+        .wr_id = 2, .opcode = UIW_WR_LOCAL_INV, .send_flags = UIW_SEND_SIGNALED};
+    inv.invalidate_rkey = key1;
+    struct uiw_send_wr *bad;
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &reg, &bad), 0);
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &inv, &bad), 0);
+    inv.wr_id = 3; /* the same STag again: invalid already */
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &inv, &bad), 0);
+    pair_pump(&p);
+    for (uint64_t id = 2; id <= 3; id++) {
+        struct uiw_wc wc = pair_wc(&p, 1, true);
+        CHECK_EQ(wc.wr_id, id);
+        CHECK_EQ(wc.opcode, UIW_WC_LOCAL_INV);
+        CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    }
+    /* the peer's Send with Invalidate of the invalid STag: delivered, no Terminate */
+    pair_post_recv(&p, 1, 10, rb, 0, 64);
+    CHECK_EQ(pair_post(&p, 0, 4, UIW_WR_SEND_WITH_INV, 0, src, 0, 8, 0, key1), 0);
+    pair_pump(&p);
+    struct uiw_wc wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.wr_id, 10);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(wc.byte_len, 8);
+    CHECK_EQ(wc.wc_flags, UIW_WC_WITH_INV);
+    CHECK_EQ(wc.invalidated_rkey, key1);
+    /* bound again under key2: the stale key1 invalidated by either side leaves key2 valid */
+    reg.wr.reg.key = key2;
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &reg, &bad), 0);
+    inv.wr_id = 5;
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &inv, &bad), 0);
+    pair_post_recv(&p, 1, 11, rb, 0, 64);
+    CHECK_EQ(pair_post(&p, 0, 6, UIW_WR_SEND_WITH_INV, 0, src, 0, 8, 0, key1), 0);
+    pair_pump(&p);
+    wc = pair_wc(&p, 1, true);
+    CHECK_EQ(wc.wr_id, 5);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.wr_id, 11);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(
+        pair_post(&p, 0, 7, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, src, 0, 32, (uintptr_t)mem, key2),
+        0);
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
+    CHECK_MEM(mem, src->addr, 32);
+    struct uiw_qp_attr a;
+    for (int d = 0; d < 2; d++) {
+        CHECK_EQ(uiw_query_qp(p.s[d].qp, &a), 0);
+        CHECK_EQ(a.state, UIW_QPS_RTS);
+        CHECK(!a.term_sent && !a.term_received);
+    }
+    /* and the valid key2 is still invalidated for real */
+    pair_post_recv(&p, 1, 12, rb, 0, 64);
+    CHECK_EQ(pair_post(&p, 0, 8, UIW_WR_SEND_WITH_INV, 0, src, 0, 8, 0, key2), 0);
+    CHECK_EQ(pair_post(&p, 0, 9, UIW_WR_RDMA_WRITE, 0, src, 0, 16, (uintptr_t)mem, key2), 0);
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 1, false).status, UIW_WC_SUCCESS);
+    CHECK_EQ(uiw_query_qp(p.s[1].qp, &a), 0);
+    CHECK(a.term_sent);
+    CHECK_EQ(a.term_layer, UIW_TERM_LAYER_DDP);
+    CHECK_EQ(a.term_code, UIW_TERM_DT_INVALID_STAG);
+    pair_nwc(&p, 0, true);
+    pair_nwc(&p, 1, true);
+    pair_nwc(&p, 1, false);
     pair_mr_free(src);
     pair_mr_free(rb);
     CHECK_EQ(uiw_dereg_mr(fr), 0);
