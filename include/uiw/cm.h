@@ -69,18 +69,30 @@ struct uiw_cm_id {
 
 #define UIW_CM_PD_MAX 512 /* RFC 5044's PD_Length bound (incl. Rev 2's 4 IRD/ORD bytes) */
 
+/* responder_resources / initiator_depth: as many as the QP was created for (its max_ird /
+ * max_ord). In a CONNECT_REQUEST event: the Request did not say (MPA Rev 1, or Rev 2
+ * without the IRD/ORD words). */
+#define UIW_CM_IRD_ORD_DEFAULT 0xFFFF
+
 /*
- * Connection parameters, given to connect and accept (all zero = the defaults named).
+ * Connection parameters, given to connect and accept (NULL = every default). A field
+ * left zero means the default named with it, except responder_resources and
+ * initiator_depth, where 0 means none (as in librdmacm): uiw_conn_param_init sets every
+ * default, UIW_CM_IRD_ORD_DEFAULT included.
  * In a CONNECT_REQUEST event they hold what the peer's Request asked for; in a REJECTED
  * event the private data of the reject; in ESTABLISHED the negotiated result.
  */
 struct uiw_conn_param {
     const void *private_data; /* ULP private data (copied during the call) */
     uint16_t private_data_len;
-    uint16_t responder_resources; /* IRD: Read Requests we serve at once (0 or more than
-                                   * the QP's max_ird -> max_ird) */
-    uint16_t initiator_depth;     /* ORD: Reads we have outstanding (0 or more than the
-                                   * QP's max_ord -> max_ord) */
+    uint16_t responder_resources; /* IRD: Read Requests we serve at once, at most the QP's
+                                   * max_ird (0: none; a peer's Read Request then ends the
+                                   * connection with a Terminate) */
+    uint16_t initiator_depth;     /* ORD: Reads we have outstanding, at most the QP's max_ord
+                                   * (0: none; an RDMA Read posted then completes with
+                                   * UIW_WC_LOC_QP_OP_ERR without reaching the wire and the
+                                   * QP goes to ERROR). Values above UIW_MPA_V2_IRD_ORD_MASK
+                                   * other than UIW_CM_IRD_ORD_DEFAULT are refused */
     uint8_t mpa_rev;              /* 1 or 2 (0 -> 2) */
     bool crc;                     /* set C: ask for CRC32c (used when either side asks) */
     bool markers;                 /* set M: ask the peer to send markers to us */
@@ -105,6 +117,10 @@ struct uiw_conn_param {
      * directory in the environment variable UIW_PCAP_DIR, if set). */
     const char *pcap_dir;
 };
+
+/* Every default: zero, with responder_resources and initiator_depth
+ * UIW_CM_IRD_ORD_DEFAULT. */
+UIW_EXTERN void uiw_conn_param_init(struct uiw_conn_param *param);
 
 /* What the handshake settled (uiw_cm_query). */
 struct uiw_cm_conn_info {

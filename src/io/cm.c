@@ -290,7 +290,7 @@ static void id_open_pcap(struct uiw__cmid *id)
 static void copy_param(struct uiw__cmid *id, const struct uiw_conn_param *p)
 {
     if (!p) {
-        memset(&id->param, 0, sizeof(id->param));
+        uiw_conn_param_init(&id->param);
         return;
     }
     id->param = *p;
@@ -318,15 +318,33 @@ static int check_param(const struct uiw_conn_param *p)
         return -EINVAL;
     if (p->pd_cap > UIW_CM_PD_MAX)
         return -EINVAL;
-    if (p->responder_resources > UIW_MPA_V2_IRD_ORD_MASK ||
-        p->initiator_depth > UIW_MPA_V2_IRD_ORD_MASK)
+    if ((p->responder_resources > UIW_MPA_V2_IRD_ORD_MASK &&
+         p->responder_resources != UIW_CM_IRD_ORD_DEFAULT) ||
+        (p->initiator_depth > UIW_MPA_V2_IRD_ORD_MASK &&
+         p->initiator_depth != UIW_CM_IRD_ORD_DEFAULT))
         return -EINVAL;
     if (p->rtr & ~(UIW_CM_RTR_SEND | UIW_CM_RTR_WRITE | UIW_CM_RTR_READ))
         return -EINVAL;
     return 0;
 }
 
-/* Our IRD/ORD: the parameters, bounded by what the QP was created for. */
+void uiw_conn_param_init(struct uiw_conn_param *param)
+{
+    if (!param)
+        return;
+    memset(param, 0, sizeof(*param));
+    param->responder_resources = UIW_CM_IRD_ORD_DEFAULT;
+    param->initiator_depth = UIW_CM_IRD_ORD_DEFAULT;
+}
+
+/* One of our depths: what the application asked for (0 is none), bounded by the QP's. */
+static uint16_t depth(uint16_t asked, uint16_t qp_max)
+{
+    return asked == UIW_CM_IRD_ORD_DEFAULT || asked > qp_max ? qp_max : asked;
+}
+
+/* Our IRD/ORD: the parameters (NULL: the defaults), bounded by what the QP was created
+ * for. */
 static void my_limits(struct uiw__cmid *id, const struct uiw_conn_param *p, uint16_t *ird,
                       uint16_t *ord, uint16_t *qp_ird)
 {
@@ -334,8 +352,8 @@ static void my_limits(struct uiw__cmid *id, const struct uiw_conn_param *p, uint
     if (id->pub.qp)
         uiw__qp_get_limits(id->pub.qp, &mi, &mo);
     *qp_ird = mi;
-    *ird = p && p->responder_resources && p->responder_resources < mi ? p->responder_resources : mi;
-    *ord = p && p->initiator_depth && p->initiator_depth < mo ? p->initiator_depth : mo;
+    *ird = p ? depth(p->responder_resources, mi) : mi;
+    *ord = p ? depth(p->initiator_depth, mo) : mo;
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -613,6 +631,9 @@ static void passive_request(struct uiw__cmid *id)
         ep->initiator_depth = f->ord;
         ep->peer2peer = f->peer2peer;
         ep->rtr = rtr_bits(f);
+    } else {
+        ep->responder_resources = UIW_CM_IRD_ORD_DEFAULT; /* not stated */
+        ep->initiator_depth = UIW_CM_IRD_ORD_DEFAULT;
     }
     ev_push(id->ch, n);
 }
@@ -1162,8 +1183,9 @@ int uiw_cm_accept(struct uiw_cm_id *pid, const struct uiw_conn_param *param)
         pthread_mutex_unlock(&id->ch->lock);
         return -EINVAL;
     }
-    struct uiw_conn_param zero = {0};
-    const struct uiw_conn_param *p = param ? param : &zero;
+    struct uiw_conn_param dflt;
+    uiw_conn_param_init(&dflt);
+    const struct uiw_conn_param *p = param ? param : &dflt;
     const struct uiw_mpa_frame *q = &id->peer_frame;
     struct uiw_cm_conn_info *in = &id->info;
     memset(in, 0, sizeof(*in));

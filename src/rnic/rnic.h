@@ -143,9 +143,12 @@ struct uiw__conn_params {
     bool markers_tx;   /* we insert markers (the peer asked, M in its frame) */
     bool markers_rx;   /* the peer inserts markers (we asked) */
     uint16_t mulpdu;   /* largest ULPDU we send (from EMSS; uiw_mpa_mulpdu), >= 50 */
-    uint16_t ird;      /* negotiated: Read Requests we serve at once (0 counts as 1) */
-    uint16_t ord;      /* negotiated: Reads we may have outstanding (0 counts as 1); with
-                          Rev 1 (no negotiation) pass the QP's own uiw__qp_get_limits */
+    uint16_t ird;      /* negotiated: Read Requests we serve at once (0: none, a Read
+                          Request is answered with the Terminate for an IRD overrun; the
+                          zero-length RTR Read is served all the same) */
+    uint16_t ord;      /* negotiated: Reads we may have outstanding (0: none, a Read posted
+                          completes with UIW_WC_LOC_QP_OP_ERR and never reaches the wire);
+                          with Rev 1 (no negotiation) what the application asked for */
     enum uiw__rtr rtr; /* negotiated RTR message, UIW__RTR_NONE if none */
     bool initiator;    /* we are the MPA initiator: with rtr we send the RTR first; as the
                           responder with rtr we send no FPDU before the RTR arrived (a

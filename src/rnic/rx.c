@@ -289,16 +289,18 @@ static int serve_read_req(struct uiw_qp *qp)
                                  qp->rx_hdr_have - UIW_DDP_UNTAGGED_HDR_LEN, &rr) < 0)
         return UIW_E_RDMAP_TRUNCATED;
     const struct uiw_ddp_hdr *h = &qp->rx_ddp;
+    /* the zero-length RTR Read belongs to MPA's startup, not to the negotiated IRD */
+    uint32_t ird = qp->cp.ird;
     if (qp->rtr_wait_rx) {
         if (qp->cp.rtr != UIW__RTR_READ || rr.size != 0)
             return UIW_E_RNIC_NO_RTR;
         qp->rtr_wait_rx = false;
+        ird = qp->irq_size;
     }
     if (h->msn != qp->rx_rreq_msn)
         return UIW_E_RNIC_MSN_RANGE;
     if (h->mo != 0 || !h->last)
         return UIW_E_RNIC_BAD_MO;
-    uint16_t ird = qp->cp.ird ? qp->cp.ird : 1;
     if (qp->irq_count >= ird || qp->irq_count >= qp->irq_size)
         return UIW_E_RNIC_IRD_EXCEEDED;
     uint8_t *src = NULL;

@@ -420,7 +420,15 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
             return true;
         }
         case UIW_WR_RDMA_READ:
-            if (qp->orq_count >= (qp->cp.ord ? qp->cp.ord : 1u))
+            if (qp->cp.ord == 0) {
+                /* no Reads were negotiated: the Read never reaches the wire */
+                qp->sq_tx++;
+                wr_done(qp, w, UIW_WC_LOC_QP_OP_ERR, UIW_E_RNIC_NO_ORD);
+                uiw__qp_fail(qp, UIW_E_RNIC_NO_ORD, NULL, NULL, 0, 0, NULL);
+                uiw__sq_retire(qp);
+                return true;
+            }
+            if (qp->orq_count >= qp->cp.ord)
                 return false;
             code = resolve_sges(qp, w, UIW_ACCESS_LOCAL_WRITE);
             break;

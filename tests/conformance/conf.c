@@ -157,8 +157,11 @@ static void open_responder(struct conf *c)
     CHECK_EQ(uiw_cm_create_qp(c->id, c->pd, &qa), 0);
     c->qp = c->id->qp;
     CHECK(c->qp != NULL);
-    struct uiw_conn_param ap = {
-        .markers = c->o.markers, .peer2peer = c->o.rtr != 0, .rtr = c->o.rtr};
+    struct uiw_conn_param ap;
+    uiw_conn_param_init(&ap);
+    ap.markers = c->o.markers;
+    ap.peer2peer = c->o.rtr != 0;
+    ap.rtr = c->o.rtr;
     CHECK_EQ(uiw_cm_accept(c->id, &ap), 0);
     uiw_cm_ack_event(expect_cm(c->ch, UIW_CM_EVENT_ESTABLISHED));
     ssize_t n = rawpeer_recv_frame(&c->peer, UIW_MPA_REPLY, &c->reply, c->frame_store,
@@ -227,11 +230,13 @@ static void open_initiator(struct conf *c)
     CHECK_EQ(uiw_cm_create_qp(c->id, c->pd, &qa), 0);
     c->qp = c->id->qp;
     struct sockaddr_storage dst = loop_addr(c->o.family, port);
-    struct uiw_conn_param cp = {.markers = c->o.markers,
-                                .mpa_rev = c->o.rev,
-                                .timeout_ms = CONF_WAIT_MS,
-                                .peer2peer = c->o.rtr != 0,
-                                .rtr = c->o.rtr};
+    struct uiw_conn_param cp;
+    uiw_conn_param_init(&cp);
+    cp.markers = c->o.markers;
+    cp.mpa_rev = c->o.rev;
+    cp.timeout_ms = CONF_WAIT_MS;
+    cp.peer2peer = c->o.rtr != 0;
+    cp.rtr = c->o.rtr;
     CHECK_EQ(uiw_cm_connect(c->id, (struct sockaddr *)&dst, &cp), 0);
     int fd = rawpeer_tcp_accept(c->lfd, CONF_WAIT_MS);
     CHECK(fd >= 0);

@@ -299,7 +299,9 @@ static void act_open(struct act *a, uint32_t timeout_ms)
     CHECK(a->ch && a->id);
     struct sockaddr_in dst = {
         .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct uiw_conn_param cp = {.timeout_ms = timeout_ms};
+    struct uiw_conn_param cp;
+    uiw_conn_param_init(&cp);
+    cp.timeout_ms = timeout_ms;
     CHECK_EQ(uiw_cm_connect(a->id, (struct sockaddr *)&dst, &cp), 0);
     int fd = rawpeer_tcp_accept(a->lfd, CONF_WAIT_MS);
     CHECK(fd >= 0);

@@ -18,6 +18,11 @@
 
 enum { EV_WAIT_MS = 15000 }; /* bound on every wait (a hang guard, not a timing) */
 
+/* In a designated initializer of struct uiw_conn_param: IRD and ORD as the QP allows
+ * (0 would mean none). */
+#define IO_DEPTHS                                                                                  \
+    .responder_resources = UIW_CM_IRD_ORD_DEFAULT, .initiator_depth = UIW_CM_IRD_ORD_DEFAULT
+
 static inline uint64_t io_now_ms(void)
 {
     struct timespec ts;

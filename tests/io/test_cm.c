@@ -153,6 +153,69 @@ TEST(cm_reject_with_private_data)
     pair_close(&p);
 }
 
+/* responder_resources / initiator_depth 0 mean none (as librdmacm; the Linux
+ * RPC-over-RDMA client connects with initiator depth 0): offered as 0 and negotiated as
+ * 0. UIW_CM_IRD_ORD_DEFAULT (and a NULL parameter) means as many as the QP allows. */
+TEST(cm_depth_zero_means_none)
+{
+    struct pair p;
+    pair_open(&p, AF_INET, NULL);
+    struct uiw_conn_param cp = {.responder_resources = 0, .initiator_depth = 0};
+    struct uiw_cm_event *req = pair_request(&p, &cp);
+    CHECK_EQ(req->param.responder_resources, 0);
+    CHECK_EQ(req->param.initiator_depth, 0);
+    uiw_cm_ack_event(req);
+    struct uiw_conn_param sp;
+    uiw_conn_param_init(&sp);
+    CHECK_EQ(sp.responder_resources, UIW_CM_IRD_ORD_DEFAULT);
+    CHECK_EQ(sp.initiator_depth, UIW_CM_IRD_ORD_DEFAULT);
+    struct uiw_cm_event *est = pair_accept(&p, &sp);
+    CHECK_EQ(est->param.responder_resources, 0);
+    CHECK_EQ(est->param.initiator_depth, 0);
+    uiw_cm_ack_event(est);
+    struct uiw_cm_conn_info ci, si;
+    CHECK_EQ(uiw_cm_query(p.cid, &ci), 0);
+    CHECK_EQ(uiw_cm_query(p.sid, &si), 0);
+    CHECK_EQ(ci.ird, 0);
+    CHECK_EQ(ci.ord, 0);
+    CHECK_EQ(si.ird, UIW_DEFAULT_IRD_ORD); /* the default: the (QP-less) id's limit */
+    CHECK_EQ(si.ord, 0);                   /* at most the client's IRD */
+    CHECK_EQ(si.peer_ird, 0);
+    CHECK_EQ(si.peer_ord, 0);
+    pair_close(&p);
+
+    /* NULL on both sides: every default; a Rev 1 Request states no IRD/ORD */
+    pair_open(&p, AF_INET, NULL);
+    req = pair_request(&p, NULL);
+    CHECK_EQ(req->param.responder_resources, UIW_DEFAULT_IRD_ORD);
+    CHECK_EQ(req->param.initiator_depth, UIW_DEFAULT_IRD_ORD);
+    uiw_cm_ack_event(req);
+    uiw_cm_ack_event(pair_accept(&p, NULL));
+    CHECK_EQ(uiw_cm_query(p.cid, &ci), 0);
+    CHECK_EQ(ci.ird, UIW_DEFAULT_IRD_ORD);
+    CHECK_EQ(ci.ord, UIW_DEFAULT_IRD_ORD);
+    pair_close(&p);
+    pair_open(&p, AF_INET, NULL);
+    struct uiw_conn_param v1 = {.mpa_rev = 1};
+    req = pair_request(&p, &v1);
+    CHECK_EQ(req->param.responder_resources, UIW_CM_IRD_ORD_DEFAULT);
+    CHECK_EQ(req->param.initiator_depth, UIW_CM_IRD_ORD_DEFAULT);
+    uiw_cm_ack_event(req);
+    uiw_cm_ack_event(pair_accept(&p, NULL));
+    CHECK_EQ(uiw_cm_query(p.cid, &ci), 0);
+    CHECK_EQ(ci.ird, 0); /* Rev 1: what the application asked for */
+    CHECK_EQ(ci.ord, 0);
+    pair_close(&p);
+
+    /* depths the IRD/ORD words cannot carry are refused */
+    struct uiw_cm_id *id = uiw_cm_create_id(p.ch = uiw_cm_create_channel(), NULL, NULL);
+    struct sockaddr_storage dst = io_addr(AF_INET, 1);
+    struct uiw_conn_param big = {.initiator_depth = UIW_MPA_V2_IRD_ORD_MASK + 1};
+    CHECK_EQ(uiw_cm_connect(id, (struct sockaddr *)&dst, &big), -EINVAL);
+    CHECK_EQ(uiw_cm_destroy_id(id), 0);
+    CHECK_EQ(uiw_cm_destroy_channel(p.ch), 0);
+}
+
 /* Rev 1 initiator, Rev 2 responder: the responder answers Rev 1. */
 TEST(cm_rev1_initiator)
 {

@@ -308,7 +308,7 @@ TEST(data_ops_ipv6)
 TEST(data_ops_crc)
 {
     struct link k;
-    struct uiw_conn_param cp = {.crc = true};
+    struct uiw_conn_param cp = {IO_DEPTHS, .crc = true};
     link_up_ex(&k, AF_INET, true, true, &cp, NULL);
     struct uiw_qp_attr qa, qb;
     CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
@@ -321,7 +321,8 @@ TEST(data_ops_crc)
 TEST(data_ops_markers_both_directions)
 {
     struct link k;
-    struct uiw_conn_param cp = {.markers = true, .crc = true}, sp = {.markers = true};
+    struct uiw_conn_param cp = {IO_DEPTHS, .markers = true, .crc = true},
+                          sp = {IO_DEPTHS, .markers = true};
     link_up_ex(&k, AF_INET, true, true, &cp, &sp);
     struct uiw_qp_attr qa, qb;
     CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
@@ -334,7 +335,7 @@ TEST(data_ops_markers_both_directions)
 TEST(data_ops_rev1_both_directions)
 {
     struct link k;
-    struct uiw_conn_param v1 = {.mpa_rev = 1};
+    struct uiw_conn_param v1 = {IO_DEPTHS, .mpa_rev = 1};
     link_up_ex(&k, AF_INET, true, true, &v1, NULL); /* Rev 1 initiator */
     struct uiw_qp_attr qa;
     CHECK_EQ(uiw_query_qp(k.b.id->qp, &qa), 0);
@@ -351,8 +352,8 @@ TEST(data_ops_rev1_both_directions)
 static void rtr_case(uint8_t rtr)
 {
     struct link k;
-    struct uiw_conn_param cp = {.peer2peer = true, .rtr = rtr};
-    struct uiw_conn_param sp = {.peer2peer = true, .rtr = rtr};
+    struct uiw_conn_param cp = {IO_DEPTHS, .peer2peer = true, .rtr = rtr};
+    struct uiw_conn_param sp = {IO_DEPTHS, .peer2peer = true, .rtr = rtr};
     link_up_ex(&k, AF_INET, true, true, &cp, &sp);
     struct uiw_cm_conn_info ci;
     CHECK_EQ(uiw_cm_query(k.a.id, &ci), 0);
@@ -651,7 +652,7 @@ TEST(data_pcap_capture)
     char dir[] = "/tmp/uiw-io-pcap-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     struct link k;
-    struct uiw_conn_param cp = {.pcap_dir = dir};
+    struct uiw_conn_param cp = {IO_DEPTHS, .pcap_dir = dir};
     link_up_ex(&k, AF_INET, true, true, &cp, NULL);
     exercise(&k, 65536);
     link_down(&k, true);
@@ -699,7 +700,7 @@ static void expect_recv_flags(struct side *s, uint64_t id, uint32_t len, unsigne
 TEST(data_every_opcode)
 {
     struct link k;
-    struct uiw_conn_param cp = {.crc = true};
+    struct uiw_conn_param cp = {IO_DEPTHS, .crc = true};
     link_up_ex(&k, AF_INET, true, true, &cp, NULL);
     struct side *a = &k.a, *b = &k.b;
     enum { SZ = 16384 };
@@ -1127,7 +1128,7 @@ TEST(data_many_connections)
      * its Reply longer than the default handshake timeout, and a listen queue shorter than
      * the connections makes the kernel drop SYNs (retried after seconds): neither is what
      * is tested */
-    struct uiw_conn_param slow = {.timeout_ms = 120000};
+    struct uiw_conn_param slow = {IO_DEPTHS, .timeout_ms = 120000};
     struct uiw_cm_id *lid = uiw_cm_create_id(ch, b.ctx, NULL);
     uint16_t port = io_listen_n(lid, AF_INET, &slow, NC);
     struct uiw_cm_id *cid[NC], *sid[NC];
@@ -1341,10 +1342,8 @@ TEST(slow_dead_peer_detected)
         SKIP("cannot create a network namespace (needs CAP_SYS_ADMIN)");
     CHECK_EQ(set_lo(true), 0);
     struct link k;
-    struct uiw_conn_param live = {.keepalive_idle_s = 1,
-                                  .keepalive_intvl_s = 1,
-                                  .keepalive_cnt = 2,
-                                  .tcp_user_timeout_ms = 1500};
+    struct uiw_conn_param live = {IO_DEPTHS, .keepalive_idle_s = 1, .keepalive_intvl_s = 1,
+                                  .keepalive_cnt = 2, .tcp_user_timeout_ms = 1500};
     link_up_ex(&k, AF_INET, true, true, &live, &live);
     uint8_t *am = calloc(1, 4096), *bm = calloc(1, 4096);
     struct uiw_mr *amr = uiw_reg_mr(k.a.pd, am, 4096, UIW_ACCESS_LOCAL_WRITE);

@@ -289,7 +289,8 @@ bool pair_event(struct pair *p, int d, enum uiw_event_type t, struct uiw_async_e
     return false;
 }
 
-size_t pair_terminate(struct pair *p, int d, uint8_t *ddp, uint8_t *body, size_t cap)
+const uint8_t *pair_find_ulpdu(struct pair *p, int d, bool (*match)(const uint8_t *, size_t),
+                               size_t *len)
 {
     struct side *s = &p->s[d];
     struct uiw_fpdu_rx rx;
@@ -303,18 +304,31 @@ size_t pair_terminate(struct pair *p, int d, uint8_t *ddp, uint8_t *body, size_t
             uiw_fpdu_rx_feed(&rx, s->cap + off, s->cap_len - off, ul, sizeof(ul), &ulen, &done);
         CHECK(r >= 0);
         off += (size_t)r;
-        if (!done)
-            continue;
-        if (ulen >= UIW_DDP_UNTAGGED_HDR_LEN && !(ul[0] & UIW_DDP_FLAG_TAGGED) && ul[9] == 2 &&
-            (ul[1] & 0x0F) == UIW_RDMAP_TERMINATE) {
-            memcpy(ddp, ul, UIW_DDP_UNTAGGED_HDR_LEN);
-            size_t n = ulen - UIW_DDP_UNTAGGED_HDR_LEN;
-            CHECK(n <= cap);
-            memcpy(body, ul + UIW_DDP_UNTAGGED_HDR_LEN, n);
-            return n;
+        if (done && match(ul, ulen)) {
+            *len = ulen;
+            return ul;
         }
     }
-    return 0;
+    return NULL;
+}
+
+static bool is_terminate(const uint8_t *ul, size_t n)
+{
+    return n >= UIW_DDP_UNTAGGED_HDR_LEN && !(ul[0] & UIW_DDP_FLAG_TAGGED) && ul[9] == 2 &&
+           (ul[1] & 0x0F) == UIW_RDMAP_TERMINATE;
+}
+
+size_t pair_terminate(struct pair *p, int d, uint8_t *ddp, uint8_t *body, size_t cap)
+{
+    size_t ulen = 0;
+    const uint8_t *ul = pair_find_ulpdu(p, d, is_terminate, &ulen);
+    if (!ul)
+        return 0;
+    memcpy(ddp, ul, UIW_DDP_UNTAGGED_HDR_LEN);
+    size_t n = ulen - UIW_DDP_UNTAGGED_HDR_LEN;
+    CHECK(n <= cap);
+    memcpy(body, ul + UIW_DDP_UNTAGGED_HDR_LEN, n);
+    return n;
 }
 
 struct uiw_mr *pair_mr(struct pair *p, int d, size_t len, unsigned access, uint8_t fill)

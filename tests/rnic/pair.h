@@ -74,6 +74,10 @@ int pair_nwc(struct pair *p, int d, bool send); /* drain and count */
 /* Find (and consume events up to) an async event of type t on side d. */
 bool pair_event(struct pair *p, int d, enum uiw_event_type t, struct uiw_async_event *ev);
 
+/* The first ULPDU side d sent for which match(ulpdu, len) holds (its length in *len), or
+ * NULL. Valid until the next call. */
+const uint8_t *pair_find_ulpdu(struct pair *p, int d, bool (*match)(const uint8_t *, size_t),
+                               size_t *len);
 /* The Terminate side d sent: the body after the DDP header (returns its length, 0 if
  * none) and the DDP header bytes into ddp[18]. */
 size_t pair_terminate(struct pair *p, int d, uint8_t *ddp, uint8_t *body, size_t cap);

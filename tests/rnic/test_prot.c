@@ -382,6 +382,74 @@ TEST(ird_exceeded)
     pair_free(&p);
 }
 
+static bool is_read_request(const uint8_t *ul, size_t n)
+{
+    return n >= UIW_DDP_UNTAGGED_HDR_LEN && !(ul[0] & UIW_DDP_FLAG_TAGGED) &&
+           uiw__get_be32(ul + 6) == UIW_DDP_QN_READ_REQ;
+}
+
+/* ORD 0 negotiated: no Reads. One posted completes locally with a local QP operation
+ * error, its Read Request never reaches the wire; the stream ends (as any local work
+ * request error) with RDMAP / Remote Operation / Catastrophic, localized. */
+TEST(ord_zero_read_fails_locally)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.ord[0] = 0;
+    pair_init(&p, &o, true);
+    struct uiw_mr *sink = pair_mr(&p, 0, 64, LW, 0);
+    struct uiw_mr *src = pair_mr(&p, 1, 64, RW, 0x3C);
+    struct uiw_qp_attr a;
+    CHECK_EQ(uiw_query_qp(p.s[0].qp, &a), 0);
+    CHECK_EQ(a.ord, 0);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, sink, 0, 8,
+                       (uintptr_t)src->addr, src->rkey),
+             0);
+    CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_SEND, UIW_SEND_SIGNALED, sink, 0, 8, 0, 0), 0);
+    pair_pump(&p);
+    struct uiw_wc wc = pair_wc(&p, 0, true);
+    CHECK_EQ(wc.wr_id, 1);
+    CHECK_EQ(wc.opcode, UIW_WC_RDMA_READ);
+    CHECK_EQ(wc.status, UIW_WC_LOC_QP_OP_ERR);
+    CHECK_EQ(wc.vendor_err, UIW_E_RNIC_NO_ORD);
+    wc = pair_wc(&p, 0, true);
+    CHECK_EQ(wc.wr_id, 2);
+    CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    size_t n = 0;
+    CHECK(pair_find_ulpdu(&p, 0, is_read_request, &n) == NULL);
+    CHECK_EQ(((uint8_t *)sink->addr)[0], 0);
+    check_term(&p, 0, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION,
+               UIW_TERM_RO_CATASTROPHIC_STREAM, 0, 0, NULL, 0, NULL);
+    pair_mr_free(sink);
+    pair_mr_free(src);
+    pair_free(&p);
+}
+
+/* IRD 0 negotiated: a Read Request that arrives anyway overruns it. */
+TEST(ird_zero_refuses_read_requests)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.ird[1] = 0;
+    pair_init(&p, &o, true);
+    struct uiw_mr *sink = pair_mr(&p, 0, 64, LW, 0);
+    struct uiw_mr *src = pair_mr(&p, 1, 64, RW, 0x3C);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_READ, 0, sink, 0, 8, (uintptr_t)src->addr, src->rkey),
+             0);
+    pair_pump(&p);
+    uint8_t ddp[18];
+    untagged_hdr(ddp, UIW_RDMAP_READ_REQ, true, 0, 1, 1, 0);
+    check_term(&p, 1, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_INVALID_MSN_NO_BUF,
+               UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, 46, ddp, 18, NULL);
+    CHECK_EQ(((uint8_t *)sink->addr)[0], 0);
+    pair_nwc(&p, 0, true);
+    pair_mr_free(sink);
+    pair_mr_free(src);
+    pair_free(&p);
+}
+
 /* Frame one ULPDU as the next FPDU of a stream to side d (nothing else sent to it). */
 static int inject(struct pair *p, int d, struct uiw_fpdu_tx *ftx, const uint8_t *ul, size_t n)
 {
