@@ -3,7 +3,7 @@
 # missing ones; apt-get update runs once, and only if something is missing).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-tidy clang-format cppcheck
-      libclang-rt-14-dev valgrind libisal-dev libtirpc-dev rpcsvc-proto tshark
+      libclang-rt-14-dev valgrind libisal-dev libtirpc-dev rpcsvc-proto libssl-dev tshark
       tcpdump iproute2 python3 libibverbs-dev)
 if [ "${UIW_DEPS_EXTRA:-}" != "" ]; then
   read -r -a extra <<<"$UIW_DEPS_EXTRA"

@@ -1,0 +1,851 @@
+/* The NFSv3 client of uiw-nfs (client.h). */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rpc/rpc.h>
+
+#include "mount3.h"
+#include "nfs/client.h"
+#include "nfs/xdr_data.h"
+
+#define NFS_PROG   100003
+#define MOUNT_PROG 100005
+
+struct uiw__nfs_client {
+    struct uiw__nfs_url url;
+    int verbose;
+    CLIENT *nfs; /* TCP */
+    struct uiw__nfs_fh root;
+    char export_path[1024];
+    char subpath[1024];
+    char mount_host[256];
+    int mount_port;
+    uint32_t rtmax, wtmax;
+    char transport[16];
+    char err[512];
+    struct timeval timeout;
+};
+
+static void say(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *err, size_t n, const char *fmt, ...)
+{
+    if (!err || !n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static int parse_uint(const char *s, size_t n, unsigned long max, unsigned long *v)
+{
+    if (n == 0 || n > 10)
+        return -1;
+    unsigned long x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        x = x * 10 + (unsigned long)(s[i] - '0');
+    }
+    if (x > max)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* %XX escapes of a URL path. */
+static int unescape(const char *s, size_t n, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '%') {
+            if (i + 2 >= n)
+                return -1;
+            char hex[3] = {s[i + 1], s[i + 2], 0};
+            char *end;
+            long v = strtol(hex, &end, 16);
+            if (*end || v <= 0)
+                return -1;
+            ch = (char)v;
+            i += 2;
+        }
+        if (o + 1 >= outlen)
+            return -1;
+        out[o++] = ch;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+int uiw__nfs_url_parse(const char *s, struct uiw__nfs_url *u, char *err, size_t errlen)
+{
+    memset(u, 0, sizeof(*u));
+    u->uid = (uint32_t)getuid();
+    u->gid = (uint32_t)getgid();
+    if (strncmp(s, "nfs://", 6) != 0) {
+        say(err, errlen, "%s: not an nfs:// URL", s);
+        return -1;
+    }
+    const char *p = s + 6, *hend, *pend;
+    if (*p == '[') {
+        hend = strchr(p, ']');
+        if (!hend || (size_t)(hend - p - 1) >= sizeof(u->host) || hend == p + 1) {
+            say(err, errlen, "%s: bad IPv6 host", s);
+            return -1;
+        }
+        memcpy(u->host, p + 1, (size_t)(hend - p - 1));
+        p = hend + 1;
+    } else {
+        hend = p + strcspn(p, ":/?");
+        if (hend == p || (size_t)(hend - p) >= sizeof(u->host)) {
+            say(err, errlen, "%s: no host", s);
+            return -1;
+        }
+        memcpy(u->host, p, (size_t)(hend - p));
+        p = hend;
+    }
+    if (*p == ':') {
+        p++;
+        size_t n = strcspn(p, "/?");
+        unsigned long v;
+        if (parse_uint(p, n, 65535, &v) != 0 || v == 0) {
+            say(err, errlen, "%s: bad port", s);
+            return -1;
+        }
+        u->port = (int)v;
+        p += n;
+    }
+    pend = p + strcspn(p, "?");
+    if (*p != '/') {
+        say(err, errlen, "%s: no path", s);
+        return -1;
+    }
+    if (unescape(p, (size_t)(pend - p), u->path, sizeof(u->path)) != 0) {
+        say(err, errlen, "%s: bad path", s);
+        return -1;
+    }
+    p = pend;
+    if (*p == '?')
+        p++;
+    while (*p) {
+        size_t n = strcspn(p, "&");
+        const char *eq = memchr(p, '=', n);
+        if (!eq) {
+            say(err, errlen, "%s: bad query '%.*s'", s, (int)n, p);
+            return -1;
+        }
+        size_t kl = (size_t)(eq - p), vl = n - kl - 1;
+        const char *v = eq + 1;
+        unsigned long x;
+        if (kl == 9 && strncmp(p, "transport", 9) == 0) {
+            if (vl == 3 && strncmp(v, "tcp", 3) == 0)
+                u->transport = UIW__NFS_TCP;
+            else if (vl == 4 && strncmp(v, "rdma", 4) == 0)
+                u->transport = UIW__NFS_RDMA;
+            else {
+                say(err, errlen, "%s: transport is tcp or rdma", s);
+                return -1;
+            }
+        } else if (kl == 7 && strncmp(p, "rpcrdma", 7) == 0) {
+            if (parse_uint(v, vl, 2, &x) != 0 || x == 0) {
+                say(err, errlen, "%s: rpcrdma is 1 or 2", s);
+                return -1;
+            }
+            u->rpcrdma = (int)x;
+        } else if (kl == 9 && strncmp(p, "mountport", 9) == 0) {
+            if (parse_uint(v, vl, 65535, &x) != 0 || x == 0) {
+                say(err, errlen, "%s: bad mountport", s);
+                return -1;
+            }
+            u->mount_port = (int)x;
+        } else if (kl == 3 && strncmp(p, "uid", 3) == 0) {
+            if (parse_uint(v, vl, 0xffffffffu, &x) != 0) {
+                say(err, errlen, "%s: bad uid", s);
+                return -1;
+            }
+            u->uid = (uint32_t)x;
+        } else if (kl == 3 && strncmp(p, "gid", 3) == 0) {
+            if (parse_uint(v, vl, 0xffffffffu, &x) != 0) {
+                say(err, errlen, "%s: bad gid", s);
+                return -1;
+            }
+            u->gid = (uint32_t)x;
+        } else {
+            say(err, errlen, "%s: unknown parameter '%.*s'", s, (int)kl, p);
+            return -1;
+        }
+        p += n;
+        if (*p == '&')
+            p++;
+    }
+    return 0;
+}
+
+/* A connected TCP socket to host:port, or -1 with errno. */
+static int tcp_connect(const char *host, int port, struct sockaddr_storage *ss, socklen_t *sl)
+{
+    struct addrinfo hints, *ai, *a;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    int rc = getaddrinfo(host, ps, &hints, &ai);
+    if (rc != 0) {
+        errno = EHOSTUNREACH;
+        return -1;
+    }
+    int fd = -1, err = ECONNREFUSED;
+    for (a = ai; a; a = a->ai_next) {
+        fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            memcpy(ss, a->ai_addr, a->ai_addrlen);
+            *sl = a->ai_addrlen;
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            break;
+        }
+        err = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        errno = err;
+    return fd;
+}
+
+static CLIENT *rpc_tcp(struct uiw__nfs_client *c, int port, uint32_t prog, uint32_t vers, char *err,
+                       size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int fd = tcp_connect(c->url.host, port, &ss, &sl);
+    if (fd < 0) {
+        say(err, errlen, "%s:%d: %s", c->url.host, port, strerror(errno));
+        return NULL;
+    }
+    struct netbuf nb = {.maxlen = sl, .len = sl, .buf = &ss};
+    CLIENT *cl = clnt_vc_create(fd, &nb, prog, vers, 0, 0);
+    if (!cl) {
+        say(err, errlen, "%s:%d: %s", c->url.host, port, clnt_spcreateerror("connect"));
+        close(fd);
+        return NULL;
+    }
+    clnt_control(cl, CLSET_FD_CLOSE, NULL);
+    char host[256];
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = 0;
+    gid_t gids[1] = {c->url.gid};
+    AUTH *a = authunix_create(host, c->url.uid, c->url.gid, 1, gids);
+    if (a) {
+        auth_destroy(cl->cl_auth);
+        cl->cl_auth = a;
+    }
+    return cl;
+}
+
+static void rpc_close(CLIENT *cl)
+{
+    if (cl->cl_auth)
+        auth_destroy(cl->cl_auth);
+    cl->cl_auth = NULL;
+    clnt_destroy(cl);
+}
+
+static const struct {
+    int st;
+    const char *name;
+} nfsstat_names[] = {
+#define N(x)                                                                                       \
+    {                                                                                              \
+        x, #x                                                                                      \
+    }
+    N(NFS3ERR_PERM),      N(NFS3ERR_NOENT),       N(NFS3ERR_IO),         N(NFS3ERR_NXIO),
+    N(NFS3ERR_ACCES),     N(NFS3ERR_EXIST),       N(NFS3ERR_XDEV),       N(NFS3ERR_NODEV),
+    N(NFS3ERR_NOTDIR),    N(NFS3ERR_ISDIR),       N(NFS3ERR_INVAL),      N(NFS3ERR_FBIG),
+    N(NFS3ERR_NOSPC),     N(NFS3ERR_ROFS),        N(NFS3ERR_MLINK),      N(NFS3ERR_NAMETOOLONG),
+    N(NFS3ERR_NOTEMPTY),  N(NFS3ERR_DQUOT),       N(NFS3ERR_STALE),      N(NFS3ERR_REMOTE),
+    N(NFS3ERR_BADHANDLE), N(NFS3ERR_NOT_SYNC),    N(NFS3ERR_BAD_COOKIE), N(NFS3ERR_NOTSUPP),
+    N(NFS3ERR_TOOSMALL),  N(NFS3ERR_SERVERFAULT), N(NFS3ERR_BADTYPE),    N(NFS3ERR_JUKEBOX),
+#undef N
+};
+
+static const char *nfsstat_name(int st)
+{
+    for (size_t i = 0; i < sizeof(nfsstat_names) / sizeof(nfsstat_names[0]); i++)
+        if (nfsstat_names[i].st == st)
+            return nfsstat_names[i].name;
+    return NULL;
+}
+
+const char *uiw__nfs_errtext(const struct uiw__nfs_client *c, int rc)
+{
+    static __thread char buf[640];
+    if (rc == UIW__NFS_ERPC)
+        return c && c->err[0] ? c->err : "RPC failed";
+    int st = -rc;
+    const char *name = nfsstat_name(st);
+    if (!name) {
+        snprintf(buf, sizeof(buf), "status %d", st);
+        return buf;
+    }
+    const char *text = st < 1000 ? strerror(st) : NULL;
+    if (st == NFS3ERR_STALE)
+        text = "Stale file handle";
+    else if (st == NFS3ERR_BADHANDLE)
+        text = "Bad file handle";
+    else if (st == NFS3ERR_NOTSUPP)
+        text = "Operation not supported";
+    if (text)
+        snprintf(buf, sizeof(buf), "%s (%s)", text, name);
+    else
+        snprintf(buf, sizeof(buf), "%s", name);
+    return buf;
+}
+
+int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                  xdrproc_t xres, void *res)
+{
+    enum clnt_stat st = clnt_call(c->nfs, proc, xargs, args, xres, res, c->timeout);
+    if (st != RPC_SUCCESS) {
+        snprintf(c->err, sizeof(c->err), "%s", clnt_sperror(c->nfs, "NFS call"));
+        char *nl = strchr(c->err, '\n');
+        if (nl)
+            *nl = 0;
+        return UIW__NFS_ERPC;
+    }
+    return 0;
+}
+
+static void fh_in(nfs_fh3 *out, const struct uiw__nfs_fh *fh)
+{
+    out->data.data_len = fh->len;
+    out->data.data_val = (char *)fh->data;
+}
+
+static int fh_out(struct uiw__nfs_fh *fh, const nfs_fh3 *in)
+{
+    if (in->data.data_len > NFS3_FHSIZE)
+        return -NFS3ERR_BADHANDLE;
+    fh->len = in->data.data_len;
+    memcpy(fh->data, in->data.data_val, fh->len);
+    return 0;
+}
+
+/* MOUNT: the EXPORT list, then MNT of the longest export that is a prefix of path. */
+static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
+{
+    int ports[3] = {c->url.mount_port, 0, 20048};
+    int nports = 0;
+    if (c->url.mount_port)
+        nports = 1;
+    else {
+        if (c->url.transport == UIW__NFS_TCP)
+            ports[nports++] = c->url.port ? c->url.port : 2049;
+        ports[nports++] = 20048;
+    }
+    CLIENT *m = NULL;
+    struct timeval tv = {10, 0};
+    for (int i = 0; i < nports && !m; i++) {
+        m = rpc_tcp(c, ports[i], MOUNT_PROG, 3, err, errlen);
+        if (m && clnt_call(m, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, tv) !=
+                     RPC_SUCCESS) {
+            say(err, errlen, "%s", clnt_sperror(m, "MOUNT NULL"));
+            rpc_close(m);
+            m = NULL;
+        }
+        if (m)
+            c->mount_port = ports[i];
+    }
+    if (!m)
+        return -1;
+    if (c->verbose)
+        fprintf(stderr, "uiw-nfs: MOUNT v3 at %s:%d (tcp)\n", c->url.host, c->mount_port);
+    mntexports ex = NULL;
+    size_t best = 0;
+    const char *path = c->url.path;
+    if (clnt_call(m, MOUNTPROC3_EXPORT, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_mntexports),
+                  (caddr_t)&ex, tv) == RPC_SUCCESS) {
+        for (exportnode *e = ex; e; e = e->ex_next) {
+            size_t n = strlen(e->ex_dir);
+            while (n > 1 && e->ex_dir[n - 1] == '/')
+                n--;
+            if (strncmp(path, e->ex_dir, n) == 0 && (path[n] == 0 || path[n] == '/' || n == 1) &&
+                n > best) {
+                best = n;
+                snprintf(c->export_path, sizeof(c->export_path), "%.*s", (int)n, e->ex_dir);
+            }
+        }
+        xdr_free(UIW__XDRPROC(xdr_mntexports), (caddr_t)&ex);
+    }
+    if (!best) {
+        /* No EXPORT list (or no match in it): mount the path's directory as given. */
+        snprintf(c->export_path, sizeof(c->export_path), "%s", path);
+        best = strlen(path);
+    }
+    const char *rest = path + best;
+    while (*rest == '/')
+        rest++;
+    snprintf(c->subpath, sizeof(c->subpath), "%s", rest);
+    mountres3 res;
+    memset(&res, 0, sizeof(res));
+    char *dir = c->export_path;
+    enum clnt_stat st = clnt_call(m, MOUNTPROC3_MNT, UIW__XDRPROC(xdr_dirpath), (caddr_t)&dir,
+                                  UIW__XDRPROC(xdr_mountres3), (caddr_t)&res, tv);
+    if (st != RPC_SUCCESS) {
+        say(err, errlen, "%s", clnt_sperror(m, "MNT"));
+        rpc_close(m);
+        return -1;
+    }
+    int rc = 0;
+    if (res.fhs_status != MNT3_OK) {
+        say(err, errlen, "mount %s:%s: %s (MNT3 status %d)", c->url.host, c->export_path,
+            res.fhs_status < 1000 ? strerror((int)res.fhs_status) : "error", (int)res.fhs_status);
+        rc = -1;
+    } else {
+        fhandle3 *h = &res.mountres3_u.mountinfo.fhandle;
+        c->root.len = h->fhandle3_len;
+        memcpy(c->root.data, h->fhandle3_val, h->fhandle3_len);
+        if (c->verbose)
+            fprintf(stderr, "uiw-nfs: mounted %s (handle of %u bytes), path below it: '%s'\n",
+                    c->export_path, c->root.len, c->subpath);
+    }
+    xdr_free(UIW__XDRPROC(xdr_mountres3), (caddr_t)&res);
+    rpc_close(m);
+    return rc;
+}
+
+struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int verbose, char *err,
+                                             size_t errlen)
+{
+    struct uiw__nfs_client *c = calloc(1, sizeof(*c));
+    if (!c) {
+        say(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->url = *u;
+    c->verbose = verbose;
+    c->timeout.tv_sec = 60;
+    if (u->transport == UIW__NFS_RDMA) {
+        say(err, errlen, "transport=rdma: this build has no RPC-over-RDMA client yet");
+        free(c);
+        return NULL;
+    }
+    if (do_mount(c, err, errlen) != 0) {
+        free(c);
+        return NULL;
+    }
+    int port = u->port ? u->port : 2049;
+    c->nfs = rpc_tcp(c, port, NFS_PROG, 3, err, errlen);
+    if (!c->nfs) {
+        free(c);
+        return NULL;
+    }
+    snprintf(c->transport, sizeof(c->transport), "tcp");
+    if (verbose)
+        fprintf(stderr, "uiw-nfs: NFS v3 at %s:%d (tcp)\n", u->host, port);
+    FSINFO3args fa;
+    FSINFO3res fr;
+    fh_in(&fa.fsroot, &c->root);
+    memset(&fr, 0, sizeof(fr));
+    c->rtmax = c->wtmax = 32768;
+    if (uiw__nfs_call(c, NFSPROC3_FSINFO, UIW__XDRPROC(xdr_FSINFO3args), &fa,
+                      UIW__XDRPROC(xdr_FSINFO3res), &fr) != 0) {
+        say(err, errlen, "%s", c->err);
+        uiw__nfs_client_close(c);
+        return NULL;
+    }
+    if (fr.status == NFS3_OK) {
+        FSINFO3resok *ok = &fr.FSINFO3res_u.resok;
+        if (ok->rtmax >= 512)
+            c->rtmax = ok->rtmax > (8u << 20) ? 8u << 20 : ok->rtmax;
+        if (ok->wtmax >= 512)
+            c->wtmax = ok->wtmax > (8u << 20) ? 8u << 20 : ok->wtmax;
+    }
+    xdr_free(UIW__XDRPROC(xdr_FSINFO3res), (caddr_t)&fr);
+    return c;
+}
+
+void uiw__nfs_client_close(struct uiw__nfs_client *c)
+{
+    if (!c)
+        return;
+    if (c->nfs)
+        rpc_close(c->nfs);
+    if (c->mount_port) {
+        char e[64];
+        CLIENT *m = rpc_tcp(c, c->mount_port, MOUNT_PROG, 3, e, sizeof(e));
+        if (m) {
+            struct timeval tv = {5, 0};
+            char *dir = c->export_path;
+            clnt_call(m, MOUNTPROC3_UMNT, UIW__XDRPROC(xdr_dirpath), (caddr_t)&dir,
+                      UIW__XDRPROC(xdr_void), NULL, tv);
+            rpc_close(m);
+        }
+    }
+    free(c);
+}
+
+uint32_t uiw__nfs_client_rtmax(const struct uiw__nfs_client *c)
+{
+    return c->rtmax;
+}
+
+uint32_t uiw__nfs_client_wtmax(const struct uiw__nfs_client *c)
+{
+    return c->wtmax;
+}
+
+const struct uiw__nfs_fh *uiw__nfs_client_root(const struct uiw__nfs_client *c)
+{
+    return &c->root;
+}
+
+const char *uiw__nfs_client_subpath(const struct uiw__nfs_client *c)
+{
+    return c->subpath;
+}
+
+const char *uiw__nfs_client_transport(const struct uiw__nfs_client *c)
+{
+    return c->transport;
+}
+
+/* Call, then free the result's allocations with xdr_free once `use` has read it. */
+#define CALL(c, proc, xa, a, xr, r)                                                                \
+    uiw__nfs_call((c), (proc), UIW__XDRPROC(xa), (a), UIW__XDRPROC(xr), (r))
+
+int uiw__nfs_lookup(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                    struct uiw__nfs_fh *fh, fattr3 *attr)
+{
+    LOOKUP3args a;
+    LOOKUP3res r;
+    fh_in(&a.what.dir, dir);
+    a.what.name = (char *)name;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_LOOKUP, xdr_LOOKUP3args, &a, xdr_LOOKUP3res, &r);
+    if (rc != 0)
+        return rc;
+    if (r.status != NFS3_OK) {
+        rc = -(int)r.status;
+    } else {
+        rc = fh_out(fh, &r.LOOKUP3res_u.resok.object);
+        if (attr) {
+            if (r.LOOKUP3res_u.resok.obj_attributes.attributes_follow)
+                *attr = r.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes;
+            else
+                rc = rc ? rc : uiw__nfs_getattr(c, fh, attr);
+        }
+    }
+    xdr_free(UIW__XDRPROC(xdr_LOOKUP3res), (caddr_t)&r);
+    return rc;
+}
+
+int uiw__nfs_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw__nfs_fh *fh,
+                         fattr3 *attr)
+{
+    struct uiw__nfs_fh cur = c->root;
+    fattr3 a;
+    int rc = 0, looked = 0;
+    char comp[256];
+    while (*path) {
+        while (*path == '/')
+            path++;
+        size_t n = strcspn(path, "/");
+        if (n == 0)
+            break;
+        if (n >= sizeof(comp))
+            return -NFS3ERR_NAMETOOLONG;
+        memcpy(comp, path, n);
+        comp[n] = 0;
+        path += n;
+        rc = uiw__nfs_lookup(c, &cur, comp, &cur, &a);
+        if (rc != 0)
+            return rc;
+        looked = 1;
+    }
+    if (attr) {
+        if (looked)
+            *attr = a;
+        else if ((rc = uiw__nfs_getattr(c, &cur, attr)) != 0)
+            return rc;
+    }
+    *fh = cur;
+    return 0;
+}
+
+int uiw__nfs_getattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fattr3 *attr)
+{
+    GETATTR3args a;
+    GETATTR3res r;
+    fh_in(&a.object, fh);
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_GETATTR, xdr_GETATTR3args, &a, xdr_GETATTR3res, &r);
+    if (rc != 0)
+        return rc;
+    if (r.status != NFS3_OK)
+        rc = -(int)r.status;
+    else if (attr)
+        *attr = r.GETATTR3res_u.resok.obj_attributes;
+    xdr_free(UIW__XDRPROC(xdr_GETATTR3res), (caddr_t)&r);
+    return rc;
+}
+
+static int setattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, const sattr3 *sa)
+{
+    SETATTR3args a;
+    SETATTR3res r;
+    memset(&a, 0, sizeof(a));
+    fh_in(&a.object, fh);
+    a.new_attributes = *sa;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_SETATTR, xdr_SETATTR3args, &a, xdr_SETATTR3res, &r);
+    if (rc != 0)
+        return rc;
+    rc = r.status == NFS3_OK ? 0 : -(int)r.status;
+    xdr_free(UIW__XDRPROC(xdr_SETATTR3res), (caddr_t)&r);
+    return rc;
+}
+
+int uiw__nfs_truncate(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t size)
+{
+    sattr3 sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.size.set_it = 1;
+    sa.size.set_size3_u.size = size;
+    return setattr(c, fh, &sa);
+}
+
+int uiw__nfs_chmod(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint32_t mode)
+{
+    sattr3 sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.mode.set_it = 1;
+    sa.mode.set_mode3_u.mode = mode;
+    return setattr(c, fh, &sa);
+}
+
+int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                  uint32_t count, void *buf, int *eof)
+{
+    READ3args a;
+    struct uiw__nfs_read_into r;
+    fh_in(&a.file, fh);
+    a.offset = off;
+    a.count = count;
+    memset(&r, 0, sizeof(r));
+    r.buf = buf;
+    r.cap = count;
+    int rc = CALL(c, NFSPROC3_READ, xdr_READ3args, &a, uiw__xdr_READ3res_into, &r);
+    if (rc != 0)
+        return rc;
+    if (r.res.status != NFS3_OK)
+        return -(int)r.res.status;
+    if (eof)
+        *eof = r.res.READ3res_u.resok.eof;
+    return (int)r.res.READ3res_u.resok.data.data_len;
+}
+
+int uiw__nfs_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                   uint32_t count, const void *buf, stable_how stable, char verf[8])
+{
+    WRITE3args a;
+    WRITE3res r;
+    fh_in(&a.file, fh);
+    a.offset = off;
+    a.count = count;
+    a.stable = stable;
+    a.data.data_len = count;
+    a.data.data_val = (char *)buf;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_WRITE, uiw__xdr_WRITE3args, &a, xdr_WRITE3res, &r);
+    if (rc != 0)
+        return rc;
+    if (r.status != NFS3_OK) {
+        rc = -(int)r.status;
+    } else {
+        rc = (int)r.WRITE3res_u.resok.count;
+        if (verf)
+            memcpy(verf, r.WRITE3res_u.resok.verf, 8);
+    }
+    xdr_free(UIW__XDRPROC(xdr_WRITE3res), (caddr_t)&r);
+    return rc;
+}
+
+int uiw__nfs_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8])
+{
+    COMMIT3args a;
+    COMMIT3res r;
+    fh_in(&a.file, fh);
+    a.offset = 0;
+    a.count = 0;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_COMMIT, xdr_COMMIT3args, &a, xdr_COMMIT3res, &r);
+    if (rc != 0)
+        return rc;
+    if (r.status != NFS3_OK)
+        rc = -(int)r.status;
+    else if (verf)
+        memcpy(verf, r.COMMIT3res_u.resok.verf, 8);
+    xdr_free(UIW__XDRPROC(xdr_COMMIT3res), (caddr_t)&r);
+    return rc;
+}
+
+/* The handle of a CREATE / MKDIR result, or a LOOKUP when the server sent none. */
+static int made(struct uiw__nfs_client *c, const post_op_fh3 *obj, const struct uiw__nfs_fh *dir,
+                const char *name, struct uiw__nfs_fh *fh)
+{
+    if (!fh)
+        return 0;
+    if (obj->handle_follows)
+        return fh_out(fh, &obj->post_op_fh3_u.handle);
+    return uiw__nfs_lookup(c, dir, name, fh, NULL);
+}
+
+int uiw__nfs_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                    uint32_t mode, int excl, struct uiw__nfs_fh *fh)
+{
+    CREATE3args a;
+    CREATE3res r;
+    memset(&a, 0, sizeof(a));
+    fh_in(&a.where.dir, dir);
+    a.where.name = (char *)name;
+    a.how.mode = excl ? GUARDED : UNCHECKED;
+    a.how.createhow3_u.obj_attributes.mode.set_it = 1;
+    a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = mode;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_CREATE, xdr_CREATE3args, &a, xdr_CREATE3res, &r);
+    if (rc != 0)
+        return rc;
+    if (r.status != NFS3_OK)
+        rc = -(int)r.status;
+    else
+        rc = made(c, &r.CREATE3res_u.resok.obj, dir, name, fh);
+    xdr_free(UIW__XDRPROC(xdr_CREATE3res), (caddr_t)&r);
+    return rc;
+}
+
+int uiw__nfs_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                   uint32_t mode, struct uiw__nfs_fh *fh)
+{
+    MKDIR3args a;
+    MKDIR3res r;
+    memset(&a, 0, sizeof(a));
+    fh_in(&a.where.dir, dir);
+    a.where.name = (char *)name;
+    a.attributes.mode.set_it = 1;
+    a.attributes.mode.set_mode3_u.mode = mode;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_MKDIR, xdr_MKDIR3args, &a, xdr_MKDIR3res, &r);
+    if (rc != 0)
+        return rc;
+    if (r.status != NFS3_OK)
+        rc = -(int)r.status;
+    else
+        rc = made(c, &r.MKDIR3res_u.resok.obj, dir, name, fh);
+    xdr_free(UIW__XDRPROC(xdr_MKDIR3res), (caddr_t)&r);
+    return rc;
+}
+
+static int unlink_call(struct uiw__nfs_client *c, uint32_t proc, const struct uiw__nfs_fh *dir,
+                       const char *name)
+{
+    REMOVE3args a; /* RMDIR3args has the same layout */
+    REMOVE3res r;
+    fh_in(&a.object.dir, dir);
+    a.object.name = (char *)name;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, proc, xdr_REMOVE3args, &a, xdr_REMOVE3res, &r);
+    if (rc != 0)
+        return rc;
+    rc = r.status == NFS3_OK ? 0 : -(int)r.status;
+    xdr_free(UIW__XDRPROC(xdr_REMOVE3res), (caddr_t)&r);
+    return rc;
+}
+
+int uiw__nfs_remove(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name)
+{
+    return unlink_call(c, NFSPROC3_REMOVE, dir, name);
+}
+
+int uiw__nfs_rmdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name)
+{
+    return unlink_call(c, NFSPROC3_RMDIR, dir, name);
+}
+
+int uiw__nfs_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, const char *from,
+                    const struct uiw__nfs_fh *tdir, const char *to)
+{
+    RENAME3args a;
+    RENAME3res r;
+    fh_in(&a.from.dir, fdir);
+    a.from.name = (char *)from;
+    fh_in(&a.to.dir, tdir);
+    a.to.name = (char *)to;
+    memset(&r, 0, sizeof(r));
+    int rc = CALL(c, NFSPROC3_RENAME, xdr_RENAME3args, &a, xdr_RENAME3res, &r);
+    if (rc != 0)
+        return rc;
+    rc = r.status == NFS3_OK ? 0 : -(int)r.status;
+    xdr_free(UIW__XDRPROC(xdr_RENAME3res), (caddr_t)&r);
+    return rc;
+}
+
+int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                     uiw__nfs_dirent_fn fn, void *arg)
+{
+    READDIRPLUS3args a;
+    memset(&a, 0, sizeof(a));
+    fh_in(&a.dir, dir);
+    a.dircount = 32768;
+    a.maxcount = 131072;
+    for (;;) {
+        READDIRPLUS3res r;
+        memset(&r, 0, sizeof(r));
+        int rc = CALL(c, NFSPROC3_READDIRPLUS, xdr_READDIRPLUS3args, &a, xdr_READDIRPLUS3res, &r);
+        if (rc != 0)
+            return rc;
+        if (r.status != NFS3_OK) {
+            rc = -(int)r.status;
+            xdr_free(UIW__XDRPROC(xdr_READDIRPLUS3res), (caddr_t)&r);
+            return rc;
+        }
+        READDIRPLUS3resok *ok = &r.READDIRPLUS3res_u.resok;
+        int n = 0;
+        for (entryplus3 *e = ok->reply.entries; e && rc == 0; e = e->nextentry, n++) {
+            struct uiw__nfs_fh fh, *fp = NULL;
+            if (e->name_handle.handle_follows &&
+                fh_out(&fh, &e->name_handle.post_op_fh3_u.handle) == 0)
+                fp = &fh;
+            rc = fn(arg, e->name, e->fileid,
+                    e->name_attributes.attributes_follow
+                        ? &e->name_attributes.post_op_attr_u.attributes
+                        : NULL,
+                    fp);
+            a.cookie = e->cookie;
+        }
+        memcpy(a.cookieverf, ok->cookieverf, sizeof(a.cookieverf));
+        int eof = ok->reply.eof;
+        xdr_free(UIW__XDRPROC(xdr_READDIRPLUS3res), (caddr_t)&r);
+        if (rc != 0)
+            return rc;
+        if (eof)
+            return 0;
+        if (n == 0)
+            return -NFS3ERR_TOOSMALL;
+    }
+}

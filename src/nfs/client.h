@@ -1,0 +1,102 @@
+/*
+ * The NFSv3 client of uiw-nfs: libnfs-style URLs, MOUNT over TCP for an export's root
+ * handle, then NFSv3 calls over TCP (libtirpc) or RPC-over-RDMA.
+ *
+ * Functions return 0 (or a count) on success, and on failure a negative value: -status
+ * for an NFS3ERR_* / MNT3ERR_* status from the server, or UIW__NFS_ERPC when the call
+ * itself failed (connection, timeout, garbage); uiw__nfs_errtext() says which, with the
+ * RPC layer's message.
+ */
+#ifndef UIW_NFS_CLIENT_H
+#define UIW_NFS_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nfs3.h"
+
+#define UIW__NFS_ERPC (-100000)
+
+enum uiw__nfs_transport { UIW__NFS_TCP, UIW__NFS_RDMA };
+
+struct uiw__nfs_url {
+    char host[256];
+    int port;        /* NFS port; 0: the transport's default (2049 TCP, 20049 RDMA) */
+    int mount_port;  /* ?mountport=; 0: ask rpcbind, else the NFS port, else 20048 */
+    char path[1024]; /* absolute: export path and the path below it */
+    enum uiw__nfs_transport transport; /* ?transport=tcp|rdma (default tcp) */
+    int rpcrdma;                       /* ?rpcrdma=1|2; 0: Version Two, falling back to One */
+    uint32_t uid, gid; /* ?uid= ?gid=: the AUTH_SYS identity (default: the caller's) */
+};
+
+/* Parse nfs://HOST[:PORT]/PATH[?transport=rdma|tcp&rpcrdma=1|2&mountport=N&uid=N&gid=N].
+ * HOST may be an IPv6 literal in brackets. 0, or -1 with a message in err. */
+int uiw__nfs_url_parse(const char *s, struct uiw__nfs_url *u, char *err, size_t errlen);
+
+struct uiw__nfs_fh {
+    uint32_t len;
+    char data[NFS3_FHSIZE];
+};
+
+struct uiw__nfs_client;
+
+/* Mount the export holding u->path (the longest export that is a prefix of it, from the
+ * server's EXPORT list), connect the NFS transport and read FSINFO. NULL with a message
+ * in err on failure. verbose > 0 prints the steps on stderr. */
+struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int verbose, char *err,
+                                             size_t errlen);
+/* UMNT and close. */
+void uiw__nfs_client_close(struct uiw__nfs_client *c);
+
+/* The server's limits (FSINFO): largest READ and WRITE. */
+uint32_t uiw__nfs_client_rtmax(const struct uiw__nfs_client *c);
+uint32_t uiw__nfs_client_wtmax(const struct uiw__nfs_client *c);
+/* The handle of the mounted directory and the path of u->path below it ("" for itself). */
+const struct uiw__nfs_fh *uiw__nfs_client_root(const struct uiw__nfs_client *c);
+const char *uiw__nfs_client_subpath(const struct uiw__nfs_client *c);
+/* Transport in use, e.g. "tcp", "rdma-v2", "rdma-v1". */
+const char *uiw__nfs_client_transport(const struct uiw__nfs_client *c);
+
+/* Text for a negative return (NFS3ERR_NOENT -> "No such file or directory (NFS3ERR_NOENT)"). */
+const char *uiw__nfs_errtext(const struct uiw__nfs_client *c, int rc);
+
+/* Walk a relative path ("" is the root) component by component with LOOKUP. */
+int uiw__nfs_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw__nfs_fh *fh,
+                         fattr3 *attr);
+int uiw__nfs_lookup(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                    struct uiw__nfs_fh *fh, fattr3 *attr);
+int uiw__nfs_getattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fattr3 *attr);
+int uiw__nfs_truncate(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t size);
+int uiw__nfs_chmod(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint32_t mode);
+
+/* READ up to count bytes at off into buf; returns the count read (0 at end of file),
+ * *eof set when the server says so. */
+int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                  uint32_t count, void *buf, int *eof);
+/* WRITE count bytes at off; returns the count written. *verf gets the write verifier. */
+int uiw__nfs_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                   uint32_t count, const void *buf, stable_how stable, char verf[8]);
+int uiw__nfs_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8]);
+
+/* CREATE (UNCHECKED, or GUARDED when excl) with mode; MKDIR; SYMLINK. */
+int uiw__nfs_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                    uint32_t mode, int excl, struct uiw__nfs_fh *fh);
+int uiw__nfs_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                   uint32_t mode, struct uiw__nfs_fh *fh);
+int uiw__nfs_remove(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name);
+int uiw__nfs_rmdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name);
+int uiw__nfs_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, const char *from,
+                    const struct uiw__nfs_fh *tdir, const char *to);
+
+/* READDIRPLUS over a whole directory: fn is called for each entry (attr NULL when the
+ * server sent none); a nonzero return from fn stops the walk and is returned. */
+typedef int (*uiw__nfs_dirent_fn)(void *arg, const char *name, uint64_t fileid, const fattr3 *attr,
+                                  const struct uiw__nfs_fh *fh);
+int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                     uiw__nfs_dirent_fn fn, void *arg);
+
+/* Any procedure with rpcgen's routines (bench and tests): 0 or UIW__NFS_ERPC. */
+int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                  xdrproc_t xres, void *res);
+
+#endif

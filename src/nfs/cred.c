@@ -1,0 +1,70 @@
+/*
+ * Caller identity. A server run as root performs each call as its caller: the thread's
+ * file system uid and gid (setfsuid, setfsgid: per thread) and its supplementary groups
+ * (the raw setgroups system call: the C library's wrapper would change every thread of
+ * the process). Moving the file system uid away from 0 also drops the thread's file
+ * capabilities (CAP_DAC_OVERRIDE and the others), so the kernel checks permissions as it
+ * would for that user. A server run as anyone else serves files as itself.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "nfs/server.h"
+
+void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
+                            struct uiw__nfs_cred *c)
+{
+    c->uid = s->opts.anon_uid;
+    c->gid = s->opts.anon_gid;
+    c->ngids = 0;
+    if (rq->rq_cred.oa_flavor == AUTH_SYS && rq->rq_clntcred) {
+        const struct authunix_parms *p = (const struct authunix_parms *)rq->rq_clntcred;
+        c->uid = p->aup_uid;
+        c->gid = p->aup_gid;
+        unsigned n = p->aup_len;
+        if (n > sizeof(c->gids) / sizeof(c->gids[0]))
+            n = sizeof(c->gids) / sizeof(c->gids[0]);
+        for (unsigned i = 0; i < n; i++)
+            c->gids[c->ngids++] = p->aup_gids[i];
+    }
+    if (!s->opts.no_root_squash) {
+        if (c->uid == 0)
+            c->uid = s->opts.anon_uid;
+        if (c->gid == 0)
+            c->gid = s->opts.anon_gid;
+        for (unsigned i = 0; i < c->ngids; i++)
+            if (c->gids[i] == 0)
+                c->gids[i] = s->opts.anon_gid;
+    }
+}
+
+int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c)
+{
+    if (!s->privileged)
+        return 0;
+    gid_t g[16];
+    for (unsigned i = 0; i < c->ngids; i++)
+        g[i] = c->gids[i];
+    if (syscall(SYS_setgroups, (size_t)c->ngids, g) != 0)
+        return -errno;
+    setfsgid(c->gid);
+    setfsuid(c->uid);
+    /* setfsuid answers with the previous id whatever happens: check it took. */
+    if ((uint32_t)setfsuid((uid_t)-1) != c->uid || (uint32_t)setfsgid((gid_t)-1) != c->gid) {
+        uiw__nfs_cred_leave(s);
+        return -EPERM;
+    }
+    return 0;
+}
+
+void uiw__nfs_cred_leave(const struct uiw__nfsd *s)
+{
+    if (!s->privileged)
+        return;
+    setfsuid(0);
+    setfsgid(0);
+    syscall(SYS_setgroups, (size_t)0, (gid_t *)NULL);
+}

@@ -1,0 +1,1227 @@
+/*
+ * NFS version 3 procedures (RFC 1813 section 3).
+ *
+ * Each procedure resolves its handles as the server (fh.c), then acts as the caller
+ * (cred.c) through *at() system calls relative to those descriptors: no path the client
+ * sends is ever walked beyond one component, no symbolic link is followed (O_NOFOLLOW,
+ * AT_SYMLINK_NOFOLLOW, or the descriptor itself through /proc/self/fd), and `..` of an
+ * export's root is the root itself. Names follow RFC 1813 section 3.2: empty ones and
+ * ones holding '/' get NFS3ERR_ACCES, ones longer than NAME_MAX NFS3ERR_NAMETOOLONG.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "nfs/server.h"
+#include "nfs/xdr_data.h"
+
+struct call {
+    struct uiw__nfsd *s;
+    struct svc_req *rq;
+    struct uiw__nfs_cred cred;
+    int entered;
+    char fh[UIW__NFS_FH_LEN];
+    char path[PATH_MAX + 1];
+    struct chunk *arena; /* reply memory, freed after the reply */
+};
+
+struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+/* Memory for the reply, from chunks freed together after it is sent. */
+static void *arena_alloc(struct call *c, size_t n)
+{
+    n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    struct chunk *k = c->arena;
+    if (!k || k->cap - k->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        k = malloc(sizeof(*k) + cap);
+        if (!k)
+            return NULL;
+        k->next = c->arena;
+        k->used = 0;
+        k->cap = cap;
+        c->arena = k;
+    }
+    void *p = (char *)k->data + k->used;
+    k->used += n;
+    return p;
+}
+
+static void arena_free(struct call *c)
+{
+    while (c->arena) {
+        struct chunk *k = c->arena;
+        c->arena = k->next;
+        free(k);
+    }
+}
+
+static int enter(struct call *c)
+{
+    if (!c->entered) {
+        int rc = uiw__nfs_cred_enter(c->s, &c->cred);
+        if (rc != 0)
+            return rc;
+        c->entered = 1;
+    }
+    return 0;
+}
+
+static void leave(struct call *c)
+{
+    if (c->entered) {
+        uiw__nfs_cred_leave(c->s);
+        c->entered = 0;
+    }
+}
+
+static void closefd(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* RFC 1813 section 3.2 on names. */
+static nfsstat3 check_name(const char *n)
+{
+    if (!n || !*n)
+        return NFS3ERR_ACCES;
+    if (strlen(n) > NAME_MAX)
+        return NFS3ERR_NAMETOOLONG;
+    if (strchr(n, '/'))
+        return NFS3ERR_ACCES;
+    return NFS3_OK;
+}
+
+static int is_dot(const char *n)
+{
+    return strcmp(n, ".") == 0 || strcmp(n, "..") == 0;
+}
+
+/* A path naming the file behind an O_PATH descriptor: open(2) and friends on it reach
+ * that very file (the kernel's magic link), never a name in a directory. */
+static void fdpath(char *buf, size_t n, int fd)
+{
+    snprintf(buf, n, "/proc/self/fd/%d", fd);
+}
+
+static int is_dir(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static nfsstat3 resolve_dir(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex)
+{
+    nfsstat3 st = uiw__nfs_fh_resolve(c->s, h, fd, ex);
+    if (st != NFS3_OK)
+        return st;
+    if (!is_dir(*fd)) {
+        close(*fd);
+        *fd = -1;
+        return NFS3ERR_NOTDIR;
+    }
+    return NFS3_OK;
+}
+
+/* Open the regular file behind an O_PATH descriptor for I/O, as the caller. */
+static int open_data(int fd, int flags, nfsstat3 *st)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        *st = uiw__nfsd_errno(errno);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        *st = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+        return -1;
+    }
+    char p[64];
+    fdpath(p, sizeof(p), fd);
+    int dfd = open(p, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (dfd < 0)
+        *st = uiw__nfsd_errno(errno);
+    return dfd;
+}
+
+/* Apply sattr3 to the file behind fd (mode, owner, size, times), as the caller. */
+static nfsstat3 apply_sattr(int fd, const sattr3 *a)
+{
+    struct stat sb;
+    char p[64];
+    if (fstat(fd, &sb) != 0)
+        return uiw__nfsd_errno(errno);
+    fdpath(p, sizeof(p), fd);
+    if (a->size.set_it) {
+        nfsstat3 st = NFS3_OK;
+        if (S_ISDIR(sb.st_mode))
+            return NFS3ERR_ISDIR;
+        int dfd = open_data(fd, O_WRONLY, &st);
+        if (dfd < 0)
+            return st;
+        int rc = ftruncate(dfd, (off_t)a->size.set_size3_u.size);
+        int err = errno;
+        close(dfd);
+        if (rc != 0)
+            return uiw__nfsd_errno(err);
+    }
+    if (a->mode.set_it && !S_ISLNK(sb.st_mode)) {
+        if (chmod(p, a->mode.set_mode3_u.mode & 07777) != 0)
+            return uiw__nfsd_errno(errno);
+    }
+    if (a->uid.set_it || a->gid.set_it) {
+        uid_t u = a->uid.set_it ? a->uid.set_uid3_u.uid : (uid_t)-1;
+        gid_t g = a->gid.set_it ? a->gid.set_gid3_u.gid : (gid_t)-1;
+        if (fchownat(fd, "", u, g, AT_EMPTY_PATH) != 0)
+            return uiw__nfsd_errno(errno);
+    }
+    if (a->atime.set_it != DONT_CHANGE || a->mtime.set_it != DONT_CHANGE) {
+        struct timespec ts[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
+        if (a->atime.set_it == SET_TO_SERVER_TIME)
+            ts[0].tv_nsec = UTIME_NOW;
+        else if (a->atime.set_it == SET_TO_CLIENT_TIME) {
+            ts[0].tv_sec = a->atime.set_atime_u.atime.seconds;
+            ts[0].tv_nsec = a->atime.set_atime_u.atime.nseconds;
+        }
+        if (a->mtime.set_it == SET_TO_SERVER_TIME)
+            ts[1].tv_nsec = UTIME_NOW;
+        else if (a->mtime.set_it == SET_TO_CLIENT_TIME) {
+            ts[1].tv_sec = a->mtime.set_mtime_u.mtime.seconds;
+            ts[1].tv_nsec = a->mtime.set_mtime_u.mtime.nseconds;
+        }
+        if (ts[0].tv_nsec != UTIME_NOW && ts[0].tv_nsec != UTIME_OMIT &&
+            ts[0].tv_nsec >= 1000000000)
+            return NFS3ERR_INVAL;
+        if (ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT &&
+            ts[1].tv_nsec >= 1000000000)
+            return NFS3ERR_INVAL;
+        int rc = utimensat(fd, "", ts, AT_EMPTY_PATH);
+        if (rc != 0 && errno == EINVAL && !S_ISLNK(sb.st_mode))
+            rc = utimensat(AT_FDCWD, p, ts, 0); /* kernels before AT_EMPTY_PATH here */
+        if (rc != 0)
+            return uiw__nfsd_errno(errno);
+    }
+    return NFS3_OK;
+}
+
+/* Resolve the handle of a procedure whose reply starts with the object's post_op_attr in
+ * both arms (resok and resfail share that place): fill it, or clear it on failure. */
+static nfsstat3 resolve_attr(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex,
+                             post_op_attr *attr)
+{
+    nfsstat3 st = uiw__nfs_fh_resolve(c->s, h, fd, ex);
+    if (st == NFS3_OK)
+        uiw__nfsd_postop(*fd, *ex, attr);
+    else
+        attr->attributes_follow = 0;
+    return st;
+}
+
+/* ---- procedures ---- */
+
+static void p_null(struct call *c, void *a, void *r)
+{
+    (void)c;
+    (void)a;
+    (void)r;
+}
+
+static void p_getattr(struct call *c, GETATTR3args *a, GETATTR3res *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    r->status = uiw__nfs_fh_resolve(c->s, &a->object, &fd, &ex);
+    if (r->status != NFS3_OK)
+        return;
+    int rc = uiw__nfsd_getattr(fd, ex, &r->GETATTR3res_u.resok.obj_attributes);
+    r->status = uiw__nfsd_errno(-rc);
+    close(fd);
+}
+
+static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    wcc_data *w = &r->SETATTR3res_u.resok.obj_wcc;
+    r->status = uiw__nfs_fh_resolve(c->s, &a->object, &fd, &ex);
+    if (r->status != NFS3_OK)
+        return;
+    uiw__nfsd_preop(fd, &w->before);
+    if (a->guard.check) {
+        const nfstime3 *g = &a->guard.sattrguard3_u.obj_ctime;
+        fattr3 now;
+        if (uiw__nfsd_getattr(fd, ex, &now) == 0 &&
+            (now.ctime.seconds != g->seconds || now.ctime.nseconds != g->nseconds)) {
+            r->status = NFS3ERR_NOT_SYNC;
+            goto out;
+        }
+    }
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    r->status = apply_sattr(fd, &a->new_attributes);
+    leave(c);
+out:
+    uiw__nfsd_postop(fd, ex, &w->after);
+    close(fd);
+}
+
+static void p_lookup(struct call *c, LOOKUP3args *a, LOOKUP3res *r)
+{
+    int dfd, fd = -1;
+    struct uiw__nfs_export *ex;
+    r->status = resolve_dir(c, &a->what.dir, &dfd, &ex);
+    if (r->status != NFS3_OK) {
+        r->LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 0;
+        return;
+    }
+    const char *name = a->what.name;
+    r->status = check_name(name);
+    if (r->status != NFS3_OK)
+        goto fail;
+    if (strcmp(name, "..") == 0) {
+        struct stat st;
+        if (fstat(dfd, &st) == 0 && st.st_dev == ex->dev && st.st_ino == ex->ino)
+            name = "."; /* nothing above an export's root */
+    }
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto fail;
+    }
+    fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    leave(c);
+    if (fd < 0) {
+        r->status = uiw__nfsd_errno(err);
+        goto fail;
+    }
+    LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
+    int rc = uiw__nfs_fh_issue(c->s, ex, dfd, is_dot(name) ? NULL : name, fd, &ok->object, c->fh);
+    if (rc != 0) {
+        r->status = uiw__nfsd_errno(-rc);
+        goto fail;
+    }
+    uiw__nfsd_postop(fd, ex, &ok->obj_attributes);
+    uiw__nfsd_postop(dfd, ex, &ok->dir_attributes);
+    close(fd);
+    close(dfd);
+    return;
+fail:
+    closefd(fd);
+    uiw__nfsd_postop(dfd, ex, &r->LOOKUP3res_u.resfail.dir_attributes);
+    close(dfd);
+}
+
+static void p_access(struct call *c, ACCESS3args *a, ACCESS3res *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    ACCESS3resok *ok = &r->ACCESS3res_u.resok;
+    r->status = resolve_attr(c, &a->object, &fd, &ex, &ok->obj_attributes);
+    if (r->status != NFS3_OK)
+        return;
+    int dir = ok->obj_attributes.attributes_follow &&
+              ok->obj_attributes.post_op_attr_u.attributes.type == NF3DIR;
+    uint32_t want = a->access, got = 0;
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        close(fd);
+        return;
+    }
+    int fl = AT_EMPTY_PATH | AT_EACCESS;
+    if ((want & ACCESS3_READ) && faccessat(fd, "", R_OK, fl) == 0)
+        got |= ACCESS3_READ;
+    if ((want & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE)) &&
+        faccessat(fd, "", W_OK, fl) == 0)
+        got |= want & (ACCESS3_MODIFY | ACCESS3_EXTEND | (dir ? ACCESS3_DELETE : 0));
+    if ((want & (ACCESS3_LOOKUP | ACCESS3_EXECUTE)) && faccessat(fd, "", X_OK, fl) == 0)
+        got |= want & (dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE);
+    leave(c);
+    ok->access = got;
+    close(fd);
+}
+
+static void p_readlink(struct call *c, READLINK3args *a, READLINK3res *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    READLINK3resok *ok = &r->READLINK3res_u.resok;
+    r->status = resolve_attr(c, &a->symlink, &fd, &ex, &ok->symlink_attributes);
+    if (r->status != NFS3_OK)
+        return;
+    ssize_t n = readlinkat(fd, "", c->path, sizeof(c->path) - 1);
+    if (n < 0) {
+        r->status = errno == ENOENT ? NFS3ERR_INVAL : uiw__nfsd_errno(errno);
+    } else {
+        c->path[n] = 0;
+        ok->data = c->path;
+    }
+    close(fd);
+}
+
+static void p_read(struct call *c, READ3args *a, READ3res *r)
+{
+    int fd, dfd = -1;
+    struct uiw__nfs_export *ex;
+    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    if (r->status != NFS3_OK) {
+        r->READ3res_u.resfail.file_attributes.attributes_follow = 0;
+        return;
+    }
+    READ3resok *ok = &r->READ3res_u.resok;
+    uint32_t count = a->count;
+    if (count > uiw__nfsd_max_io(c->s))
+        count = uiw__nfsd_max_io(c->s);
+    char *buf = uiw__nfs_iobuf(uiw__nfsd_max_io(c->s));
+    if (!buf) {
+        r->status = NFS3ERR_SERVERFAULT;
+        goto out;
+    }
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    dfd = open_data(fd, O_RDONLY, &r->status);
+    leave(c);
+    if (dfd < 0)
+        goto out;
+    ssize_t n = 0;
+    while ((uint32_t)n < count) {
+        ssize_t k = pread(dfd, buf + n, count - (size_t)n, (off_t)(a->offset + (uint64_t)n));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            r->status = uiw__nfsd_errno(errno);
+            goto out;
+        }
+        if (k == 0)
+            break;
+        n += k;
+    }
+    struct stat st;
+    ok->count = (uint32_t)n;
+    ok->eof = (uint32_t)n < count ||
+              (fstat(dfd, &st) == 0 && a->offset + (uint64_t)n >= (uint64_t)st.st_size);
+    ok->data.data_val = buf;
+    ok->data.data_len = (u_int)n;
+out:
+    uiw__nfsd_postop(fd, ex,
+                     r->status == NFS3_OK ? &ok->file_attributes
+                                          : &r->READ3res_u.resfail.file_attributes);
+    closefd(dfd);
+    close(fd);
+}
+
+static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
+{
+    int fd, dfd = -1;
+    struct uiw__nfs_export *ex;
+    wcc_data *w = &r->WRITE3res_u.resok.file_wcc;
+    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    if (r->status != NFS3_OK) {
+        memset(w, 0, sizeof(*w));
+        return;
+    }
+    uiw__nfsd_preop(fd, &w->before);
+    if (a->count > a->data.data_len || a->stable > FILE_SYNC) {
+        r->status = NFS3ERR_INVAL;
+        goto out;
+    }
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    dfd = open_data(fd, O_WRONLY, &r->status);
+    leave(c);
+    if (dfd < 0)
+        goto out;
+    size_t n = 0;
+    while (n < a->count) {
+        ssize_t k = pwrite(dfd, a->data.data_val + n, a->count - n, (off_t)(a->offset + n));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            r->status = uiw__nfsd_errno(k < 0 ? errno : EIO);
+            goto out;
+        }
+        n += (size_t)k;
+    }
+    WRITE3resok *ok = &r->WRITE3res_u.resok;
+    ok->committed = a->stable;
+    if (a->stable == FILE_SYNC && fsync(dfd) != 0)
+        r->status = uiw__nfsd_errno(errno);
+    else if (a->stable == DATA_SYNC && fdatasync(dfd) != 0)
+        r->status = uiw__nfsd_errno(errno);
+    ok->count = (uint32_t)n;
+    memcpy(ok->verf, c->s->writeverf, sizeof(ok->verf));
+out:
+    uiw__nfsd_postop(fd, ex, &w->after);
+    closefd(dfd);
+    close(fd);
+}
+
+/* The directory and name of a CREATE, MKDIR, SYMLINK or MKNOD, checked. */
+static nfsstat3 where(struct call *c, const diropargs3 *d, int *dfd, struct uiw__nfs_export **ex,
+                      wcc_data *w)
+{
+    memset(w, 0, sizeof(*w));
+    nfsstat3 st = resolve_dir(c, &d->dir, dfd, ex);
+    if (st != NFS3_OK)
+        return st;
+    uiw__nfsd_preop(*dfd, &w->before);
+    st = check_name(d->name);
+    if (st == NFS3_OK && is_dot(d->name))
+        st = NFS3ERR_EXIST;
+    return st;
+}
+
+/* After a CREATE, MKDIR, SYMLINK or MKNOD made `name` in dfd: its handle and attributes. */
+static void made(struct call *c, struct uiw__nfs_export *ex, int dfd, const char *name,
+                 post_op_fh3 *obj, post_op_attr *attr)
+{
+    obj->handle_follows = 0;
+    attr->attributes_follow = 0;
+    int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (uiw__nfs_fh_issue(c->s, ex, dfd, name, fd, &obj->post_op_fh3_u.handle, c->fh) == 0)
+        obj->handle_follows = 1;
+    uiw__nfsd_postop(fd, ex, attr);
+    close(fd);
+}
+
+static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
+{
+    int dfd = -1, fd = -1;
+    struct uiw__nfs_export *ex = NULL;
+    wcc_data *w = &r->CREATE3res_u.resok.dir_wcc;
+    const char *name = a->where.name;
+    r->status = where(c, &a->where, &dfd, &ex, w);
+    if (r->status != NFS3_OK)
+        goto out;
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    const sattr3 *sa = &a->how.createhow3_u.obj_attributes;
+    switch (a->how.mode) {
+    case UNCHECKED:
+    case GUARDED: {
+        mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
+        int fl = O_CREAT | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+        if (a->how.mode == GUARDED)
+            fl |= O_EXCL;
+        fd = openat(dfd, name, fl, mode);
+        if (fd < 0) {
+            r->status = uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
+            break;
+        }
+        r->status = apply_sattr(fd, sa); /* the mode again: past the umask */
+        break;
+    }
+    case EXCLUSIVE: {
+        /* The verifier lives in the new file's atime and mtime (seconds) until the
+         * client's SETATTR that follows sets real ones: a retransmitted CREATE finds it
+         * and succeeds, anyone else's gets NFS3ERR_EXIST. */
+        const unsigned char *v = (const unsigned char *)a->how.createhow3_u.verf;
+        struct timespec ts[2] = {
+            {(time_t)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 | (uint32_t)v[2] << 8 | v[3]), 0},
+            {(time_t)((uint32_t)v[4] << 24 | (uint32_t)v[5] << 16 | (uint32_t)v[6] << 8 | v[7]),
+             0}};
+        fd = openat(dfd, name, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            if (futimens(fd, ts) != 0)
+                r->status = uiw__nfsd_errno(errno);
+            break;
+        }
+        if (errno != EEXIST) {
+            r->status = uiw__nfsd_errno(errno);
+            break;
+        }
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_atim.tv_sec == ts[0].tv_sec && st.st_mtim.tv_sec == ts[1].tv_sec &&
+            st.st_atim.tv_nsec == 0 && st.st_mtim.tv_nsec == 0)
+            break; /* our own earlier reply was lost */
+        r->status = NFS3ERR_EXIST;
+        break;
+    }
+    default:
+        r->status = NFS3ERR_INVAL;
+    }
+    leave(c);
+    if (r->status == NFS3_OK)
+        made(c, ex, dfd, name, &r->CREATE3res_u.resok.obj, &r->CREATE3res_u.resok.obj_attributes);
+out:
+    closefd(fd);
+    uiw__nfsd_postop(dfd, ex, &w->after);
+    closefd(dfd);
+}
+
+static void p_mkdir(struct call *c, MKDIR3args *a, MKDIR3res *r)
+{
+    int dfd = -1;
+    struct uiw__nfs_export *ex = NULL;
+    wcc_data *w = &r->MKDIR3res_u.resok.dir_wcc;
+    const char *name = a->where.name;
+    r->status = where(c, &a->where, &dfd, &ex, w);
+    if (r->status != NFS3_OK)
+        goto out;
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    const sattr3 *sa = &a->attributes;
+    mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0755;
+    if (mkdirat(dfd, name, mode) != 0) {
+        r->status = uiw__nfsd_errno(errno);
+    } else {
+        int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            r->status = apply_sattr(fd, sa);
+            close(fd);
+        }
+    }
+    leave(c);
+    if (r->status == NFS3_OK)
+        made(c, ex, dfd, name, &r->MKDIR3res_u.resok.obj, &r->MKDIR3res_u.resok.obj_attributes);
+out:
+    uiw__nfsd_postop(dfd, ex, &w->after);
+    closefd(dfd);
+}
+
+static void p_symlink(struct call *c, SYMLINK3args *a, SYMLINK3res *r)
+{
+    int dfd = -1;
+    struct uiw__nfs_export *ex = NULL;
+    wcc_data *w = &r->SYMLINK3res_u.resok.dir_wcc;
+    const char *name = a->where.name;
+    const char *target = a->symlink.symlink_data;
+    r->status = where(c, &a->where, &dfd, &ex, w);
+    if (r->status != NFS3_OK)
+        goto out;
+    if (!target || !*target) {
+        r->status = NFS3ERR_INVAL;
+        goto out;
+    }
+    if (strlen(target) > PATH_MAX - 1) {
+        r->status = NFS3ERR_NAMETOOLONG;
+        goto out;
+    }
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    /* The link is stored as given: the server never follows it. */
+    if (symlinkat(target, dfd, name) != 0)
+        r->status = uiw__nfsd_errno(errno);
+    else {
+        const sattr3 *sa = &a->symlink.symlink_attributes;
+        if (sa->uid.set_it || sa->gid.set_it) {
+            uid_t u = sa->uid.set_it ? sa->uid.set_uid3_u.uid : (uid_t)-1;
+            gid_t g = sa->gid.set_it ? sa->gid.set_gid3_u.gid : (gid_t)-1;
+            if (fchownat(dfd, name, u, g, AT_SYMLINK_NOFOLLOW) != 0)
+                r->status = uiw__nfsd_errno(errno);
+        }
+    }
+    leave(c);
+    if (r->status == NFS3_OK)
+        made(c, ex, dfd, name, &r->SYMLINK3res_u.resok.obj, &r->SYMLINK3res_u.resok.obj_attributes);
+out:
+    uiw__nfsd_postop(dfd, ex, &w->after);
+    closefd(dfd);
+}
+
+static void p_mknod(struct call *c, MKNOD3args *a, MKNOD3res *r)
+{
+    int dfd = -1;
+    struct uiw__nfs_export *ex = NULL;
+    wcc_data *w = &r->MKNOD3res_u.resok.dir_wcc;
+    const char *name = a->where.name;
+    r->status = where(c, &a->where, &dfd, &ex, w);
+    if (r->status != NFS3_OK)
+        goto out;
+    const sattr3 *sa;
+    mode_t type;
+    dev_t dev = 0;
+    switch (a->what.type) {
+    case NF3CHR:
+    case NF3BLK:
+        sa = &a->what.mknoddata3_u.device.dev_attributes;
+        type = a->what.type == NF3CHR ? S_IFCHR : S_IFBLK;
+        dev = makedev(a->what.mknoddata3_u.device.spec.specdata1,
+                      a->what.mknoddata3_u.device.spec.specdata2);
+        break;
+    case NF3SOCK:
+    case NF3FIFO:
+        sa = &a->what.mknoddata3_u.pipe_attributes;
+        type = a->what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
+        break;
+    default:
+        r->status = NFS3ERR_BADTYPE;
+        goto out;
+    }
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
+    if (mknodat(dfd, name, type | mode, dev) != 0) {
+        r->status = uiw__nfsd_errno(errno);
+    } else {
+        int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            r->status = apply_sattr(fd, sa);
+            close(fd);
+        }
+    }
+    leave(c);
+    if (r->status == NFS3_OK)
+        made(c, ex, dfd, name, &r->MKNOD3res_u.resok.obj, &r->MKNOD3res_u.resok.obj_attributes);
+out:
+    uiw__nfsd_postop(dfd, ex, &w->after);
+    closefd(dfd);
+}
+
+/* REMOVE and RMDIR. */
+static nfsstat3 unlink_name(struct call *c, const diropargs3 *d, int flags, wcc_data *w)
+{
+    int dfd = -1;
+    struct uiw__nfs_export *ex = NULL;
+    memset(w, 0, sizeof(*w));
+    nfsstat3 st = resolve_dir(c, &d->dir, &dfd, &ex);
+    if (st != NFS3_OK)
+        return st;
+    uiw__nfsd_preop(dfd, &w->before);
+    st = check_name(d->name);
+    if (st == NFS3_OK && is_dot(d->name))
+        st = strcmp(d->name, ".") == 0 ? NFS3ERR_INVAL : NFS3ERR_NOTEMPTY;
+    if (st == NFS3_OK && enter(c) != 0)
+        st = NFS3ERR_PERM;
+    if (st == NFS3_OK) {
+        struct stat sb;
+        int known = fstatat(dfd, d->name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        if (unlinkat(dfd, d->name, flags) != 0)
+            st = uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
+        else if (known)
+            uiw__nfs_fh_removed(c->s, sb.st_dev, sb.st_ino);
+        leave(c);
+    }
+    uiw__nfsd_postop(dfd, ex, &w->after);
+    close(dfd);
+    return st;
+}
+
+static void p_remove(struct call *c, REMOVE3args *a, REMOVE3res *r)
+{
+    r->status = unlink_name(c, &a->object, 0, &r->REMOVE3res_u.resok.dir_wcc);
+}
+
+static void p_rmdir(struct call *c, RMDIR3args *a, RMDIR3res *r)
+{
+    r->status = unlink_name(c, &a->object, AT_REMOVEDIR, &r->RMDIR3res_u.resok.dir_wcc);
+}
+
+static void p_rename(struct call *c, RENAME3args *a, RENAME3res *r)
+{
+    int fdir = -1, tdir = -1;
+    struct uiw__nfs_export *fex = NULL, *tex = NULL;
+    wcc_data *fw = &r->RENAME3res_u.resok.fromdir_wcc, *tw = &r->RENAME3res_u.resok.todir_wcc;
+    memset(fw, 0, sizeof(*fw));
+    memset(tw, 0, sizeof(*tw));
+    r->status = resolve_dir(c, &a->from.dir, &fdir, &fex);
+    if (r->status != NFS3_OK)
+        return;
+    r->status = resolve_dir(c, &a->to.dir, &tdir, &tex);
+    if (r->status != NFS3_OK)
+        goto out;
+    uiw__nfsd_preop(fdir, &fw->before);
+    uiw__nfsd_preop(tdir, &tw->before);
+    if (fex != tex) {
+        r->status = NFS3ERR_XDEV;
+        goto out;
+    }
+    r->status = check_name(a->from.name);
+    if (r->status == NFS3_OK)
+        r->status = check_name(a->to.name);
+    if (r->status == NFS3_OK && (is_dot(a->from.name) || is_dot(a->to.name)))
+        r->status = NFS3ERR_INVAL;
+    if (r->status != NFS3_OK)
+        goto out;
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    struct stat src, dst;
+    int have_src = fstatat(fdir, a->from.name, &src, AT_SYMLINK_NOFOLLOW) == 0;
+    int have_dst = fstatat(tdir, a->to.name, &dst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (renameat(fdir, a->from.name, tdir, a->to.name) != 0) {
+        r->status = uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
+    } else {
+        if (have_dst && !(have_src && src.st_ino == dst.st_ino && src.st_dev == dst.st_dev))
+            uiw__nfs_fh_removed(c->s, dst.st_dev, dst.st_ino);
+        if (have_src)
+            uiw__nfs_fh_moved(c->s, src.st_dev, src.st_ino, tdir, a->to.name);
+    }
+    leave(c);
+out:
+    uiw__nfsd_postop(fdir, fex, &fw->after);
+    if (tdir >= 0)
+        uiw__nfsd_postop(tdir, tex, &tw->after);
+    closefd(fdir);
+    closefd(tdir);
+}
+
+static void p_link(struct call *c, LINK3args *a, LINK3res *r)
+{
+    int fd = -1, dfd = -1;
+    struct uiw__nfs_export *ex = NULL, *dex = NULL;
+    wcc_data *w = &r->LINK3res_u.resok.linkdir_wcc;
+    memset(w, 0, sizeof(*w));
+    r->LINK3res_u.resok.file_attributes.attributes_follow = 0;
+    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    if (r->status != NFS3_OK)
+        return;
+    r->status = resolve_dir(c, &a->link.dir, &dfd, &dex);
+    if (r->status != NFS3_OK)
+        goto out;
+    uiw__nfsd_preop(dfd, &w->before);
+    if (ex != dex) {
+        r->status = NFS3ERR_XDEV;
+        goto out;
+    }
+    r->status = check_name(a->link.name);
+    if (r->status == NFS3_OK && is_dot(a->link.name))
+        r->status = NFS3ERR_EXIST;
+    if (r->status != NFS3_OK)
+        goto out;
+    if (is_dir(fd)) {
+        r->status = NFS3ERR_ISDIR;
+        goto out;
+    }
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    char p[64];
+    fdpath(p, sizeof(p), fd);
+    if (linkat(AT_FDCWD, p, dfd, a->link.name, AT_SYMLINK_FOLLOW) != 0)
+        r->status = uiw__nfsd_errno(errno);
+    leave(c);
+out:
+    uiw__nfsd_postop(fd, ex, &r->LINK3res_u.resok.file_attributes);
+    if (dfd >= 0)
+        uiw__nfsd_postop(dfd, dex, &w->after);
+    closefd(dfd);
+    closefd(fd);
+}
+
+/* ---- READDIR and READDIRPLUS ----
+ * Cookies are the file system's own directory offsets (d_off: what seekdir takes), which
+ * stay valid while the directory changes; 0 is the start. The cookie verifier is the
+ * directory's generation tag: a cookie of another directory (or of one that was removed
+ * and made again) gets NFS3ERR_BAD_COOKIE. A zero verifier is accepted with any cookie,
+ * as RFC 1813 leaves room for. */
+
+static void dir_verf(int dfd, cookieverf3 v)
+{
+    uint64_t t = uiw__nfs_fh_tag(dfd);
+    for (int i = 0; i < 8; i++)
+        v[i] = (char)(t >> (56 - 8 * i));
+}
+
+static int verf_ok(const cookieverf3 got, const cookieverf3 mine, cookie3 cookie)
+{
+    static const char zero[NFS3_COOKIEVERFSIZE];
+    return cookie == 0 || memcmp(got, zero, sizeof(zero)) == 0 ||
+           memcmp(got, mine, NFS3_COOKIEVERFSIZE) == 0;
+}
+
+struct plus_ent {
+    entryplus3 e;
+    char fh[UIW__NFS_FH_LEN];
+    char name[NAME_MAX + 1];
+};
+
+/* XDR sizes used against the client's limits. */
+#define FATTR3_XDR      84
+#define POSTOP_XDR      (4 + FATTR3_XDR)
+#define ENTRY3_XDR(n)   (4 + 8 + 4 + (((n) + 3) & ~3u) + 8)
+#define ENTRYPLUS_EXTRA (POSTOP_XDR + 4 + 4 + UIW__NFS_FH_LEN)
+
+static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, const cookieverf3 verf,
+                           uint32_t dircount, uint32_t maxcount, int plus, nfsstat3 *status,
+                           post_op_attr *dattr, cookieverf3 outverf, void **first, bool_t *eof)
+{
+    int dfd, lfd = -1;
+    struct uiw__nfs_export *ex;
+    DIR *d = NULL;
+    *first = NULL;
+    *eof = 0;
+    dattr->attributes_follow = 0;
+    *status = resolve_dir(c, h, &dfd, &ex);
+    if (*status != NFS3_OK)
+        return;
+    cookieverf3 mine = {0};
+    dir_verf(dfd, mine);
+    if (!verf_ok(verf, mine, cookie)) {
+        *status = NFS3ERR_BAD_COOKIE;
+        goto out;
+    }
+    memcpy(outverf, mine, NFS3_COOKIEVERFSIZE);
+    if (enter(c) != 0) {
+        *status = NFS3ERR_PERM;
+        goto out;
+    }
+    lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = errno;
+    leave(c);
+    if (lfd < 0) {
+        *status = uiw__nfsd_errno(err);
+        goto out;
+    }
+    d = fdopendir(lfd);
+    if (!d) {
+        *status = uiw__nfsd_errno(errno);
+        close(lfd);
+        goto out;
+    }
+    if (cookie)
+        seekdir(d, (long)cookie);
+    struct stat dst;
+    int at_root = fstat(dfd, &dst) == 0 && dst.st_dev == ex->dev && dst.st_ino == ex->ino;
+    /* Reply overhead: status, dir attributes, verifier, list end, eof. */
+    uint32_t used = 4 + POSTOP_XDR + 8 + 4 + 4, dirused = 0;
+    size_t n = 0;
+    size_t esz = plus ? sizeof(struct plus_ent) : sizeof(entry3) + NAME_MAX + 1;
+    void *prev = NULL;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno)
+                *status = uiw__nfsd_errno(errno);
+            else
+                *eof = 1;
+            break;
+        }
+        size_t nl = strlen(de->d_name);
+        uint32_t need = ENTRY3_XDR(nl) + (plus ? ENTRYPLUS_EXTRA : 0);
+        if (used + need > maxcount || (plus && dirused + ENTRY3_XDR(nl) > dircount)) {
+            if (n == 0)
+                *status = NFS3ERR_TOOSMALL;
+            break;
+        }
+        char *mem = arena_alloc(c, esz);
+        if (!mem) {
+            *status = NFS3ERR_SERVERFAULT;
+            break;
+        }
+        uint64_t fileid = (uint64_t)de->d_ino;
+        int dotdot = strcmp(de->d_name, "..") == 0;
+        if (dotdot && at_root)
+            fileid = (uint64_t)ex->ino;
+        if (plus) {
+            struct plus_ent *pe = (struct plus_ent *)mem;
+            memset(&pe->e, 0, sizeof(pe->e));
+            memcpy(pe->name, de->d_name, nl + 1);
+            pe->e.name = pe->name;
+            pe->e.fileid = fileid;
+            pe->e.cookie = (cookie3)de->d_off;
+            const char *nm = (dotdot && at_root) ? "." : de->d_name;
+            int fd = openat(dfd, nm, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0) {
+                uiw__nfsd_postop(fd, ex, &pe->e.name_attributes);
+                if (uiw__nfs_fh_issue(c->s, ex, dfd, is_dot(nm) ? NULL : nm, fd,
+                                      &pe->e.name_handle.post_op_fh3_u.handle, pe->fh) == 0)
+                    pe->e.name_handle.handle_follows = 1;
+                close(fd);
+            }
+            if (prev)
+                ((struct plus_ent *)prev)->e.nextentry = &pe->e;
+            else
+                *first = &pe->e;
+            prev = pe;
+        } else {
+            entry3 *e = (entry3 *)mem;
+            memset(e, 0, sizeof(*e));
+            e->name = mem + sizeof(entry3);
+            memcpy(e->name, de->d_name, nl + 1);
+            e->fileid = fileid;
+            e->cookie = (cookie3)de->d_off;
+            if (prev)
+                ((entry3 *)prev)->nextentry = e;
+            else
+                *first = e;
+            prev = e;
+        }
+        n++;
+        used += need;
+        dirused += ENTRY3_XDR(nl);
+    }
+    if (*status != NFS3_OK)
+        *first = NULL;
+out:
+    if (d)
+        closedir(d);
+    uiw__nfsd_postop(dfd, ex, dattr);
+    close(dfd);
+}
+
+static void p_readdir(struct call *c, READDIR3args *a, READDIR3res *r)
+{
+    READDIR3resok *ok = &r->READDIR3res_u.resok;
+    void *first;
+    readdir_common(c, &a->dir, a->cookie, a->cookieverf, a->count, a->count, 0, &r->status,
+                   &ok->dir_attributes, ok->cookieverf, &first, &ok->reply.eof);
+    ok->reply.entries = first;
+}
+
+static void p_readdirplus(struct call *c, READDIRPLUS3args *a, READDIRPLUS3res *r)
+{
+    READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
+    void *first;
+    readdir_common(c, &a->dir, a->cookie, a->cookieverf, a->dircount, a->maxcount, 1, &r->status,
+                   &ok->dir_attributes, ok->cookieverf, &first, &ok->reply.eof);
+    ok->reply.entries = first;
+}
+
+static void p_fsstat(struct call *c, FSSTAT3args *a, FSSTAT3res *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    FSSTAT3resok *ok = &r->FSSTAT3res_u.resok;
+    r->status = resolve_attr(c, &a->fsroot, &fd, &ex, &ok->obj_attributes);
+    if (r->status != NFS3_OK)
+        return;
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0) {
+        r->status = uiw__nfsd_errno(errno);
+    } else {
+        uint64_t bs = (uint64_t)sf.f_bsize;
+        ok->tbytes = (uint64_t)sf.f_blocks * bs;
+        ok->fbytes = (uint64_t)sf.f_bfree * bs;
+        ok->abytes = (uint64_t)sf.f_bavail * bs;
+        ok->tfiles = (uint64_t)sf.f_files;
+        ok->ffiles = (uint64_t)sf.f_ffree;
+        ok->afiles = (uint64_t)sf.f_ffree;
+        ok->invarsec = 0;
+    }
+    close(fd);
+}
+
+static void p_fsinfo(struct call *c, FSINFO3args *a, FSINFO3res *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    FSINFO3resok *ok = &r->FSINFO3res_u.resok;
+    r->status = resolve_attr(c, &a->fsroot, &fd, &ex, &ok->obj_attributes);
+    if (r->status != NFS3_OK)
+        return;
+    uint32_t io = uiw__nfsd_max_io(c->s);
+    ok->rtmax = ok->rtpref = io;
+    ok->wtmax = ok->wtpref = io;
+    ok->rtmult = ok->wtmult = 4096;
+    ok->dtpref = 65536;
+    ok->maxfilesize = (uint64_t)INT64_MAX;
+    ok->time_delta.seconds = 0;
+    ok->time_delta.nseconds = 1;
+    ok->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
+    close(fd);
+}
+
+static void p_pathconf(struct call *c, PATHCONF3args *a, PATHCONF3res *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    PATHCONF3resok *ok = &r->PATHCONF3res_u.resok;
+    r->status = resolve_attr(c, &a->object, &fd, &ex, &ok->obj_attributes);
+    if (r->status != NFS3_OK)
+        return;
+    struct statfs sf;
+    ok->linkmax = 65000;
+    ok->name_max = NAME_MAX;
+    if (fstatfs(fd, &sf) == 0 && sf.f_namelen > 0 && sf.f_namelen < NAME_MAX)
+        ok->name_max = (uint32_t)sf.f_namelen;
+    ok->no_trunc = 1;
+    ok->chown_restricted = 1;
+    ok->case_insensitive = 0;
+    ok->case_preserving = 1;
+    close(fd);
+}
+
+static void p_commit(struct call *c, COMMIT3args *a, COMMIT3res *r)
+{
+    int fd, dfd = -1;
+    struct uiw__nfs_export *ex;
+    wcc_data *w = &r->COMMIT3res_u.resok.file_wcc;
+    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    if (r->status != NFS3_OK) {
+        memset(w, 0, sizeof(*w));
+        return;
+    }
+    uiw__nfsd_preop(fd, &w->before);
+    if (enter(c) != 0) {
+        r->status = NFS3ERR_PERM;
+        goto out;
+    }
+    dfd = open_data(fd, O_RDONLY, &r->status);
+    leave(c);
+    if (dfd < 0)
+        goto out;
+    if (fdatasync(dfd) != 0)
+        r->status = uiw__nfsd_errno(errno);
+    memcpy(r->COMMIT3res_u.resok.verf, c->s->writeverf, NFS3_WRITEVERFSIZE);
+out:
+    uiw__nfsd_postop(fd, ex, &w->after);
+    closefd(dfd);
+    close(fd);
+}
+
+/* ---- dispatch ---- */
+
+typedef void (*procfn)(struct call *, void *, void *);
+
+static const struct {
+    const char *name;
+    xdrproc_t args, res;
+    procfn fn;
+} procs[] = {
+#define P(n, a, r, f)                                                                              \
+    {                                                                                              \
+        n, UIW__XDRPROC(a), UIW__XDRPROC(r), (procfn)(void (*)(void))(f)                           \
+    }
+    P("NULL", xdr_void, xdr_void, p_null),
+    P("GETATTR", xdr_GETATTR3args, xdr_GETATTR3res, p_getattr),
+    P("SETATTR", xdr_SETATTR3args, xdr_SETATTR3res, p_setattr),
+    P("LOOKUP", xdr_LOOKUP3args, xdr_LOOKUP3res, p_lookup),
+    P("ACCESS", xdr_ACCESS3args, xdr_ACCESS3res, p_access),
+    P("READLINK", xdr_READLINK3args, xdr_READLINK3res, p_readlink),
+    P("READ", xdr_READ3args, xdr_READ3res, p_read),
+    P("WRITE", uiw__xdr_WRITE3args, xdr_WRITE3res, p_write),
+    P("CREATE", xdr_CREATE3args, xdr_CREATE3res, p_create),
+    P("MKDIR", xdr_MKDIR3args, xdr_MKDIR3res, p_mkdir),
+    P("SYMLINK", xdr_SYMLINK3args, xdr_SYMLINK3res, p_symlink),
+    P("MKNOD", xdr_MKNOD3args, xdr_MKNOD3res, p_mknod),
+    P("REMOVE", xdr_REMOVE3args, xdr_REMOVE3res, p_remove),
+    P("RMDIR", xdr_RMDIR3args, xdr_RMDIR3res, p_rmdir),
+    P("RENAME", xdr_RENAME3args, xdr_RENAME3res, p_rename),
+    P("LINK", xdr_LINK3args, xdr_LINK3res, p_link),
+    P("READDIR", xdr_READDIR3args, xdr_READDIR3res, p_readdir),
+    P("READDIRPLUS", xdr_READDIRPLUS3args, xdr_READDIRPLUS3res, p_readdirplus),
+    P("FSSTAT", xdr_FSSTAT3args, xdr_FSSTAT3res, p_fsstat),
+    P("FSINFO", xdr_FSINFO3args, xdr_FSINFO3res, p_fsinfo),
+    P("PATHCONF", xdr_PATHCONF3args, xdr_PATHCONF3res, p_pathconf),
+    P("COMMIT", xdr_COMMIT3args, xdr_COMMIT3res, p_commit),
+#undef P
+};
+
+union args3 {
+    GETATTR3args getattr;
+    SETATTR3args setattr;
+    LOOKUP3args lookup;
+    ACCESS3args access;
+    READLINK3args readlink;
+    READ3args read;
+    WRITE3args write;
+    CREATE3args create;
+    MKDIR3args mkdir;
+    SYMLINK3args symlink;
+    MKNOD3args mknod;
+    REMOVE3args remove;
+    RMDIR3args rmdir;
+    RENAME3args rename;
+    LINK3args link;
+    READDIR3args readdir;
+    READDIRPLUS3args readdirplus;
+    FSSTAT3args fsstat;
+    FSINFO3args fsinfo;
+    PATHCONF3args pathconf;
+    COMMIT3args commit;
+};
+
+union res3 {
+    GETATTR3res getattr;
+    SETATTR3res setattr;
+    LOOKUP3res lookup;
+    ACCESS3res access;
+    READLINK3res readlink;
+    READ3res read;
+    WRITE3res write;
+    CREATE3res create;
+    MKDIR3res mkdir;
+    SYMLINK3res symlink;
+    MKNOD3res mknod;
+    REMOVE3res remove;
+    RMDIR3res rmdir;
+    RENAME3res rename;
+    LINK3res link;
+    READDIR3res readdir;
+    READDIRPLUS3res readdirplus;
+    FSSTAT3res fsstat;
+    FSINFO3res fsinfo;
+    PATHCONF3res pathconf;
+    COMMIT3res commit;
+};
+
+void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
+{
+    uint32_t proc = (uint32_t)rq->rq_proc;
+    if (proc >= sizeof(procs) / sizeof(procs[0])) {
+        svcerr_noproc(xprt);
+        return;
+    }
+    if (rq->rq_cred.oa_flavor != AUTH_NONE && rq->rq_cred.oa_flavor != AUTH_SYS) {
+        svcerr_weakauth(xprt);
+        return;
+    }
+    /* The WRITE payload's bound: the server's wtmax. */
+    if (!uiw__nfs_iobuf(uiw__nfsd_max_io(s))) {
+        svcerr_systemerr(xprt);
+        return;
+    }
+    union args3 args;
+    union res3 res;
+    memset(&args, 0, sizeof(args));
+    memset(&res, 0, sizeof(res));
+    if (!svc_getargs(xprt, procs[proc].args, (caddr_t)&args)) {
+        svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+        svcerr_decode(xprt);
+        return;
+    }
+    struct call *c = malloc(sizeof(*c));
+    if (!c) {
+        svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+        svcerr_systemerr(xprt);
+        return;
+    }
+    c->s = s;
+    c->rq = rq;
+    c->entered = 0;
+    c->arena = NULL;
+    uiw__nfs_cred_from_req(s, rq, &c->cred);
+    procs[proc].fn(c, &args, &res);
+    leave(c);
+    if (s->opts.verbose > 1)
+        fprintf(stderr, "uiw-nfsd: %s uid %u -> %d\n", procs[proc].name, c->cred.uid,
+                proc ? (int)res.getattr.status : 0);
+    if (!svc_sendreply(xprt, procs[proc].res, (caddr_t)&res) && s->opts.verbose)
+        fprintf(stderr, "uiw-nfsd: %s: reply not sent\n", procs[proc].name);
+    arena_free(c);
+    free(c);
+    svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+}

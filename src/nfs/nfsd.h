@@ -1,0 +1,52 @@
+/*
+ * uiw-nfsd's server: NFS version 3 and MOUNT version 3 (RFC 1813) over exported
+ * directories, served over TCP (libtirpc's transport) and, through the project's RPC
+ * layer, over RPC-over-RDMA.
+ *
+ * A server is configured, given its exports, started (it binds its ports and runs its own
+ * threads), and stopped. Every procedure runs through *at() system calls on descriptors
+ * under an export's root; file handles are opaque to clients (src/nfs/fh.c says what
+ * they hold).
+ */
+#ifndef UIW_NFS_NFSD_H
+#define UIW_NFS_NFSD_H
+
+#include <stdint.h>
+
+struct uiw__nfsd;
+
+struct uiw__nfsd_opts {
+    const char *addr;   /* listen address (IPv4 or IPv6 literal); NULL: every address */
+    int tcp_port;       /* NFS over TCP; 0 picks a free port, -1 disables */
+    int mount_port;     /* MOUNT over TCP; 0 picks a free port, -1 disables */
+    int rdma_port;      /* NFS over RPC-over-RDMA; 0 picks a free port, -1 disables */
+    int vers1_only;     /* RPC-over-RDMA: speak Version One only */
+    int no_root_squash; /* AUTH_SYS uid 0 keeps root's rights (root-run server only) */
+    uint32_t anon_uid;  /* identity of squashed and AUTH_NONE callers */
+    uint32_t anon_gid;
+    uint32_t max_io; /* largest READ / WRITE (rtmax, wtmax); 0: 1 MiB */
+    int verbose;     /* one line per call on stderr when > 1 */
+};
+
+/* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */
+void uiw__nfsd_opts_default(struct uiw__nfsd_opts *o);
+
+/* NULL and errno set on failure. */
+struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o);
+
+/* Export a directory (made absolute and canonical; mounted by that path). 0 or -errno
+ * (-ENOTDIR, -ENOENT, -EEXIST for the same directory twice). Before uiw__nfsd_start. */
+int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path);
+
+/* Bind the listeners and start serving. 0 or -errno. */
+int uiw__nfsd_start(struct uiw__nfsd *s);
+
+enum uiw__nfsd_port { UIW__NFSD_TCP, UIW__NFSD_MOUNT, UIW__NFSD_RDMA };
+
+/* The port a started listener is bound to, or -1 when that listener is off. */
+int uiw__nfsd_port(const struct uiw__nfsd *s, enum uiw__nfsd_port which);
+
+/* Stop listening, close every connection, wait for every thread, free everything. */
+void uiw__nfsd_destroy(struct uiw__nfsd *s);
+
+#endif

@@ -1,0 +1,171 @@
+/* The server object: options, exports, the write verifier, listeners. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfs/server.h"
+
+void uiw__nfsd_opts_default(struct uiw__nfsd_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->tcp_port = 2049;
+    o->mount_port = 20048;
+    o->rdma_port = 20049;
+    o->anon_uid = 65534;
+    o->anon_gid = 65534;
+    o->max_io = 1u << 20;
+}
+
+struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
+{
+    struct uiw__nfsd *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    if (o)
+        s->opts = *o;
+    else
+        uiw__nfsd_opts_default(&s->opts);
+    if (s->opts.max_io == 0)
+        s->opts.max_io = 1u << 20;
+    if (s->opts.max_io < 4096 || s->opts.max_io > (64u << 20)) {
+        free(s);
+        errno = EINVAL;
+        return NULL;
+    }
+    s->fhcache = uiw__nfs_fhcache_create(0);
+    if (!s->fhcache) {
+        free(s);
+        errno = ENOMEM;
+        return NULL;
+    }
+    s->privileged = geteuid() == 0;
+    /* The write verifier changes with every server instance (RFC 1813 3.3.7): a client
+     * that sees it change sends its uncommitted writes again. */
+    if (getrandom(s->writeverf, sizeof(s->writeverf), 0) != (ssize_t)sizeof(s->writeverf)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t v =
+            ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)getpid();
+        memcpy(s->writeverf, &v, sizeof(v));
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->ports[0] = s->ports[1] = s->ports[2] = -1;
+    return s;
+}
+
+int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path)
+{
+    if (s->started)
+        return -EBUSY;
+    char *real = realpath(path, NULL);
+    if (!real)
+        return -errno;
+    int fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        free(real);
+        return -err;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        free(real);
+        return -err;
+    }
+    uint64_t h = ((uint64_t)st.st_dev * 0x9E3779B97F4A7C15ull) ^
+                 ((uint64_t)st.st_ino * 0xC2B2AE3D27D4EB4Full);
+    uint32_t id = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    for (unsigned i = 0; i < s->nexports; i++) {
+        if (s->exports[i].dev == st.st_dev && s->exports[i].ino == st.st_ino) {
+            close(fd);
+            free(real);
+            return -EEXIST;
+        }
+        if (s->exports[i].id == id)
+            id++; /* two roots hashing alike: keep ids distinct */
+    }
+    struct uiw__nfs_export *ne = realloc(s->exports, (s->nexports + 1) * sizeof(*ne));
+    if (!ne) {
+        close(fd);
+        free(real);
+        return -ENOMEM;
+    }
+    s->exports = ne;
+    struct uiw__nfs_export *ex = &ne[s->nexports++];
+    ex->path = real;
+    ex->rootfd = fd;
+    ex->id = id;
+    ex->dev = st.st_dev;
+    ex->ino = st.st_ino;
+    ex->tag = uiw__nfs_fh_tag(fd);
+    return 0;
+}
+
+int uiw__nfsd_start(struct uiw__nfsd *s)
+{
+    if (s->started)
+        return -EBUSY;
+    if (s->nexports == 0)
+        return -ENOENT;
+    /* One O_PATH descriptor per recently used file: allow many. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (s->opts.tcp_port >= 0) {
+        s->tcp = uiw__nfs_tcp_listen(s, s->opts.addr, s->opts.tcp_port, &s->ports[UIW__NFSD_TCP]);
+        if (!s->tcp)
+            return -errno;
+    }
+    if (s->opts.mount_port >= 0) {
+        s->mount =
+            uiw__nfs_tcp_listen(s, s->opts.addr, s->opts.mount_port, &s->ports[UIW__NFSD_MOUNT]);
+        if (!s->mount) {
+            int err = errno;
+            uiw__nfs_tcp_close(s->tcp);
+            s->tcp = NULL;
+            return -err;
+        }
+    }
+    s->started = 1;
+    return 0;
+}
+
+int uiw__nfsd_port(const struct uiw__nfsd *s, enum uiw__nfsd_port which)
+{
+    if ((unsigned)which > UIW__NFSD_RDMA)
+        return -1;
+    return s->ports[which];
+}
+
+void uiw__nfsd_destroy(struct uiw__nfsd *s)
+{
+    if (!s)
+        return;
+    uiw__nfs_tcp_close(s->tcp);
+    uiw__nfs_tcp_close(s->mount);
+    uiw__nfs_fhcache_destroy(s->fhcache);
+    for (unsigned i = 0; i < s->nexports; i++) {
+        close(s->exports[i].rootfd);
+        free(s->exports[i].path);
+    }
+    free(s->exports);
+    while (s->mounts) {
+        struct uiw__nfs_mountent *m = s->mounts;
+        s->mounts = m->next;
+        free(m->host);
+        free(m->dir);
+        free(m);
+    }
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}

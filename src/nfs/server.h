@@ -1,0 +1,134 @@
+/* The NFS server's internals, shared by the files of src/nfs (not used outside it). */
+#ifndef UIW_NFS_SERVER_H
+#define UIW_NFS_SERVER_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <rpc/rpc.h>
+
+#include "mount3.h"
+#include "nfs3.h"
+#include "nfs/nfsd.h"
+
+/* ---- exports ---- */
+
+struct uiw__nfs_export {
+    char *path;  /* canonical absolute path: what MOUNT is asked for */
+    int rootfd;  /* O_PATH descriptor of the root */
+    uint32_t id; /* in every handle: a hash of the root's device and inode */
+    dev_t dev;   /* the root's device and inode */
+    ino_t ino;
+    uint64_t tag; /* the root's generation tag (fh.c) */
+};
+
+/* ---- file handles (fh.c) ---- */
+
+#define UIW__NFS_FH_LEN 32
+
+/* What a handle names: decoded from and encoded into UIW__NFS_FH_LEN opaque bytes. */
+struct uiw__nfsd_fh {
+    uint32_t export_id;
+    uint64_t dev;
+    uint64_t ino;
+    uint64_t tag;
+};
+
+struct uiw__nfs_fhcache;
+
+struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open);
+void uiw__nfs_fhcache_destroy(struct uiw__nfs_fhcache *c);
+
+/* The generation tag of an open file: a hash of the kernel's own handle for it
+ * (name_to_handle_at, allowed to anyone), else its birth time; it tells a file from a
+ * later one that reuses its inode number. */
+uint64_t uiw__nfs_fh_tag(int fd);
+
+void uiw__nfs_fh_encode(const struct uiw__nfsd_fh *fh, nfs_fh3 *out, char buf[UIW__NFS_FH_LEN]);
+
+/* Resolve a handle to a new O_PATH descriptor of the file it names (the caller closes
+ * it) and the export it lies in. NFS3_OK, NFS3ERR_BADHANDLE (not one of ours),
+ * NFS3ERR_STALE (the file is gone, or is not under the export any more). */
+nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const nfs_fh3 *h, int *fd,
+                             struct uiw__nfs_export **ex);
+
+/* Record that `fd` (O_PATH, the caller keeps it) is `name` in the directory `dirfd` of
+ * export `ex`, and build its handle into out/buf. Returns 0 or -errno. */
+int uiw__nfs_fh_issue(struct uiw__nfsd *s, struct uiw__nfs_export *ex, int dirfd, const char *name,
+                      int fd, nfs_fh3 *out, char buf[UIW__NFS_FH_LEN]);
+
+/* The file (dev, ino) is no longer `name` in dirfd: forget or re-point the record. */
+void uiw__nfs_fh_moved(struct uiw__nfsd *s, dev_t dev, ino_t ino, int newdirfd,
+                       const char *newname);
+/* A name was removed: drop the cached descriptor if the file has no links left. */
+void uiw__nfs_fh_removed(struct uiw__nfsd *s, dev_t dev, ino_t ino);
+
+/* ---- credentials (cred.c) ---- */
+
+struct uiw__nfs_cred {
+    uint32_t uid, gid;
+    uint32_t ngids;
+    uint32_t gids[16];
+};
+
+/* The caller's identity of this request (AUTH_SYS, AUTH_NONE), squashed as configured. */
+void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
+                            struct uiw__nfs_cred *c);
+/* Act as `c` on this thread (file system identity and groups) when the server runs as
+ * root; a no-op otherwise. 0 or -errno. */
+int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c);
+/* Back to the server's own identity on this thread. */
+void uiw__nfs_cred_leave(const struct uiw__nfsd *s);
+
+/* ---- the server ---- */
+
+struct uiw__nfs_mountent {
+    char *host;
+    char *dir;
+    struct uiw__nfs_mountent *next;
+};
+
+struct uiw__nfs_listener;
+
+struct uiw__nfsd {
+    struct uiw__nfsd_opts opts;
+    struct uiw__nfs_export *exports;
+    unsigned nexports;
+    struct uiw__nfs_fhcache *fhcache;
+    int privileged; /* running as root: act as each caller */
+    char writeverf[NFS3_WRITEVERFSIZE];
+    pthread_mutex_t lock; /* mount list */
+    struct uiw__nfs_mountent *mounts;
+    struct uiw__nfs_listener *tcp, *mount;
+    int ports[3];
+    int started;
+};
+
+/* Errno to NFS status (RFC 1813's list; anything else is NFS3ERR_IO). */
+nfsstat3 uiw__nfsd_errno(int err);
+
+/* Attributes of an open descriptor. 0 or -errno. */
+int uiw__nfsd_getattr(int fd, const struct uiw__nfs_export *ex, fattr3 *a);
+void uiw__nfsd_postop(int fd, const struct uiw__nfs_export *ex, post_op_attr *p);
+void uiw__nfsd_preop(int fd, pre_op_attr *p);
+
+/* NFSv3 and MOUNT dispatch in libtirpc's shape: the procedure from rq, arguments through
+ * svc_getargs, the reply through svc_sendreply (or the svcerr_* replies). */
+void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
+void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
+
+/* The largest READ or WRITE payload. */
+static inline uint32_t uiw__nfsd_max_io(const struct uiw__nfsd *s)
+{
+    return s->opts.max_io ? s->opts.max_io : 1u << 20;
+}
+
+/* ---- TCP (tcp.c) ---- */
+
+struct uiw__nfs_listener *uiw__nfs_tcp_listen(struct uiw__nfsd *s, const char *addr, int port,
+                                              int *bound);
+void uiw__nfs_tcp_close(struct uiw__nfs_listener *l);
+
+#endif

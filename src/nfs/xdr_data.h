@@ -1,0 +1,36 @@
+/* READ and WRITE payloads: XDR routines that place them without a copy of their own. */
+#ifndef UIW_NFS_XDR_DATA_H
+#define UIW_NFS_XDR_DATA_H
+
+#include <stddef.h>
+
+#include <rpc/rpc.h>
+
+#include "nfs3.h"
+
+/* An XDR routine as libtirpc's xdrproc_t (through a plain function pointer type, which
+ * the compilers accept as a cast between function types). */
+#define UIW__XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
+
+/* The calling thread's I/O buffer, at least len bytes (page aligned); NULL when out of
+ * memory. It holds a READ's payload between pread and the reply, and a WRITE's when the
+ * transport cannot lend its own buffer. */
+void *uiw__nfs_iobuf(size_t len);
+size_t uiw__nfs_iobuf_len(void);
+void uiw__nfs_iobuf_free(void);
+
+/* WRITE3args (server: decode; client: encode). Decoding refuses a payload longer than
+ * the thread's I/O buffer; the payload points into the transport's buffer or into the
+ * I/O buffer, and XDR_FREE leaves it alone. */
+bool_t uiw__xdr_WRITE3args(XDR *x, WRITE3args *a);
+
+/* READ3res decoded with its payload straight into a caller's buffer of cap bytes (a
+ * longer payload is an XDR error). */
+struct uiw__nfs_read_into {
+    READ3res res;
+    char *buf;
+    u_int cap;
+};
+bool_t uiw__xdr_READ3res_into(XDR *x, struct uiw__nfs_read_into *r);
+
+#endif

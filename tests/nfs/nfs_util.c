@@ -1,0 +1,107 @@
+#include "nfs_util.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "test.h"
+
+void srv_start(struct srv *v, const struct uiw__nfsd_opts *o)
+{
+    memset(v, 0, sizeof(*v));
+    snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs-test.XXXXXX");
+    CHECK(mkdtemp(v->dir) != NULL);
+    struct uiw__nfsd_opts d;
+    if (o) {
+        d = *o;
+    } else {
+        uiw__nfsd_opts_default(&d);
+        d.no_root_squash = 1;
+    }
+    d.addr = "127.0.0.1";
+    d.tcp_port = 0;
+    d.mount_port = 0;
+    d.rdma_port = -1;
+    v->s = uiw__nfsd_create(&d);
+    CHECK(v->s != NULL);
+    CHECK_EQ(uiw__nfsd_add_export(v->s, v->dir), 0);
+    CHECK_EQ(uiw__nfsd_start(v->s), 0);
+    v->tcp = uiw__nfsd_port(v->s, UIW__NFSD_TCP);
+    v->mount = uiw__nfsd_port(v->s, UIW__NFSD_MOUNT);
+    CHECK(v->tcp > 0 && v->mount > 0);
+    snprintf(v->url, sizeof(v->url), "nfs://127.0.0.1:%d%s?mountport=%d", v->tcp, v->dir, v->mount);
+}
+
+void srv_stop(struct srv *v)
+{
+    uiw__nfsd_destroy(v->s);
+    v->s = NULL;
+    rm_tree(v->dir);
+}
+
+void srv_url(const struct srv *v, const char *sub, char *out, size_t n)
+{
+    snprintf(out, n, "nfs://127.0.0.1:%d%s%s%s?mountport=%d", v->tcp, v->dir, *sub ? "/" : "", sub,
+             v->mount);
+}
+
+struct uiw__nfs_client *srv_client(const struct srv *v, uint32_t uid, uint32_t gid)
+{
+    struct uiw__nfs_url u;
+    char err[512];
+    CHECK_EQ(uiw__nfs_url_parse(v->url, &u, err, sizeof(err)), 0);
+    u.uid = uid;
+    u.gid = gid;
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&u, 0, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "client: %s", err);
+    return c;
+}
+
+char *path_in(const struct srv *v, const char *rel)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof(buf), "%s/%s", v->dir, rel);
+    return buf;
+}
+
+void put_file(const struct srv *v, const char *rel, const void *data, size_t n)
+{
+    int fd = open(path_in(v, rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, data, n), (long long)n);
+    close(fd);
+}
+
+int tcp_to(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    remove(p);
+    return 0;
+}
+
+void rm_tree(const char *dir)
+{
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -1,0 +1,36 @@
+/* NFS tests: a server on a temporary export on loopback, and a client of it. */
+#ifndef UIW_TESTS_NFS_UTIL_H
+#define UIW_TESTS_NFS_UTIL_H
+
+#include "nfs/client.h"
+#include "nfs/nfsd.h"
+
+struct srv {
+    char dir[256]; /* the export (a new temporary directory) */
+    struct uiw__nfsd *s;
+    int tcp, mount;
+    char url[512]; /* nfs://127.0.0.1:TCP/DIR?mountport=MOUNT */
+};
+
+/* Start a server exporting a new temporary directory; o may be NULL (defaults with free
+ * ports, RDMA off). */
+void srv_start(struct srv *v, const struct uiw__nfsd_opts *o);
+void srv_stop(struct srv *v); /* also removes the export */
+
+/* A client of the export's root, as uid/gid (AUTH_SYS). */
+struct uiw__nfs_client *srv_client(const struct srv *v, uint32_t uid, uint32_t gid);
+
+/* A URL for a path below the export ("" for the export). */
+void srv_url(const struct srv *v, const char *sub, char *out, size_t n);
+
+/* Files in the export, through the local file system. */
+void put_file(const struct srv *v, const char *rel, const void *data, size_t n);
+char *path_in(const struct srv *v, const char *rel); /* static buffer */
+
+/* A connected TCP socket to 127.0.0.1:port. */
+int tcp_to(int port);
+
+/* rm -rf */
+void rm_tree(const char *dir);
+
+#endif

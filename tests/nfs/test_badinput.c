@@ -1,0 +1,335 @@
+/* Bad input to uiw-nfsd over raw TCP records: every case gets the precise ONC RPC or NFS
+ * answer, the connection goes on serving, and a client that vanishes mid-call holds up
+ * no one. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rpc/rpc.h>
+
+#include "nfs/client.h"
+#include "nfs/xdr_data.h"
+#include "nfs3.h"
+#include "nfs_util.h"
+#include "test.h"
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+        CHECK(k > 0);
+        c += k;
+        n -= (size_t)k;
+    }
+}
+
+static void recv_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        CHECK(poll(&pf, 1, 20000) == 1);
+        ssize_t k = recv(fd, c, n, 0);
+        CHECK(k > 0);
+        c += k;
+        n -= (size_t)k;
+    }
+}
+
+/* One call: header (flavor AUTH_NONE, AUTH_SYS or another) then `args` as raw bytes;
+ * returns the reply record in a malloc'd buffer. */
+static char *call_raw(int fd, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc, int flavor,
+                      const void *args, size_t alen, size_t *rlen)
+{
+    size_t cap = 4 + 512 + alen;
+    char *rec = malloc(cap);
+    CHECK(rec != NULL);
+    XDR x;
+    xdrmem_create(&x, rec + 4, 512, XDR_ENCODE);
+    struct rpc_msg m;
+    memset(&m, 0, sizeof(m));
+    m.rm_xid = xid;
+    m.rm_direction = CALL;
+    m.rm_call.cb_rpcvers = 2;
+    m.rm_call.cb_prog = prog;
+    m.rm_call.cb_vers = vers;
+    m.rm_call.cb_proc = proc;
+    char cred[64];
+    uint32_t sys[] = {htonl(1), htonl(4), htonl(0x74657374), htonl(1000), htonl(1000), htonl(0)};
+    m.rm_call.cb_cred.oa_flavor = flavor;
+    if (flavor == AUTH_SYS) {
+        memcpy(cred, sys, sizeof(sys));
+        m.rm_call.cb_cred.oa_base = cred;
+        m.rm_call.cb_cred.oa_length = sizeof(sys);
+    } else if (flavor != AUTH_NONE) {
+        memset(cred, 0, 16);
+        m.rm_call.cb_cred.oa_base = cred;
+        m.rm_call.cb_cred.oa_length = 16;
+    }
+    m.rm_call.cb_verf.oa_flavor = AUTH_NONE;
+    CHECK(xdr_callmsg(&x, &m));
+    size_t hl = xdr_getpos(&x);
+    xdr_destroy(&x);
+    if (alen)
+        memcpy(rec + 4 + hl, args, alen);
+    uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + alen));
+    memcpy(rec, &mark, 4);
+    send_all(fd, rec, 4 + hl + alen);
+    free(rec);
+    uint32_t rm;
+    recv_all(fd, &rm, 4);
+    rm = ntohl(rm);
+    CHECK(rm & 0x80000000u);
+    *rlen = rm & 0x7fffffffu;
+    char *r = malloc(*rlen + 1);
+    CHECK(r != NULL);
+    recv_all(fd, r, *rlen);
+    return r;
+}
+
+/* Decode a reply's header; results (when accepted with SUCCESS) with xres into res. */
+static void decode_reply(const char *r, size_t n, uint32_t xid, struct rpc_msg *m, xdrproc_t xres,
+                         void *res)
+{
+    XDR x;
+    xdrmem_create(&x, (char *)r, (u_int)n, XDR_DECODE);
+    memset(m, 0, sizeof(*m));
+    m->acpted_rply.ar_results.proc = xres ? xres : UIW__XDRPROC(xdr_void);
+    m->acpted_rply.ar_results.where = res;
+    CHECK(xdr_replymsg(&x, m));
+    CHECK_EQ(m->rm_xid, xid);
+    CHECK_EQ(m->rm_direction, REPLY);
+    xdr_destroy(&x);
+}
+
+static void expect_accept(int fd, uint32_t prog, uint32_t vers, uint32_t proc, const void *a,
+                          size_t alen, enum accept_stat want)
+{
+    static uint32_t xid = 100;
+    size_t n;
+    char *r = call_raw(fd, ++xid, prog, vers, proc, AUTH_SYS, a, alen, &n);
+    struct rpc_msg m;
+    decode_reply(r, n, xid, &m, NULL, NULL);
+    CHECK_EQ(m.rm_reply.rp_stat, MSG_ACCEPTED);
+    CHECK_EQ(m.acpted_rply.ar_stat, want);
+    if (want == PROG_MISMATCH) {
+        CHECK_EQ(m.acpted_rply.ar_vers.low, 3);
+        CHECK_EQ(m.acpted_rply.ar_vers.high, 3);
+    }
+    free(r);
+}
+
+TEST(rpc_errors)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    int fd = tcp_to(v.tcp);
+    /* A handle longer than NFS3_FHSIZE: not XDR of GETATTR3args. */
+    uint32_t longfh[] = {htonl(100), 0, 0, 0};
+    expect_accept(fd, 100003, 3, 1, longfh, sizeof(longfh), GARBAGE_ARGS);
+    /* Arguments cut short. */
+    uint32_t cut[] = {htonl(32), 0};
+    expect_accept(fd, 100003, 3, 1, cut, sizeof(cut), GARBAGE_ARGS);
+    expect_accept(fd, 100003, 3, 3, cut, 0, GARBAGE_ARGS);
+    /* A WRITE payload longer than wtmax (the bytes are there). */
+    size_t wl = 4 + 32 + 8 + 4 + 4 + 4 + (2u << 20);
+    uint32_t *w = calloc(1, wl);
+    CHECK(w != NULL);
+    w[0] = htonl(32);
+    w[11] = htonl(2u << 20); /* count */
+    w[13] = htonl(2u << 20); /* payload length */
+    expect_accept(fd, 100003, 3, 7, w, wl, GARBAGE_ARGS);
+    free(w);
+    /* Unknown procedure, version, program. */
+    expect_accept(fd, 100003, 3, 22, NULL, 0, PROC_UNAVAIL);
+    expect_accept(fd, 100003, 3, 1000, NULL, 0, PROC_UNAVAIL);
+    expect_accept(fd, 100005, 3, 6, NULL, 0, PROC_UNAVAIL);
+    expect_accept(fd, 100003, 2, 0, NULL, 0, PROG_MISMATCH);
+    expect_accept(fd, 100003, 4, 0, NULL, 0, PROG_MISMATCH);
+    expect_accept(fd, 100005, 1, 0, NULL, 0, PROG_MISMATCH);
+    expect_accept(fd, 100227, 3, 0, NULL, 0, PROG_UNAVAIL);
+    /* MOUNT with a path longer than MNTPATHLEN. */
+    uint32_t lp[] = {htonl(5000), 0};
+    expect_accept(fd, 100005, 3, 1, lp, sizeof(lp), GARBAGE_ARGS);
+    /* An authentication flavor the server does not take (AUTH_DH). */
+    size_t n;
+    char *r = call_raw(fd, 7, 100003, 3, 0, 3, NULL, 0, &n);
+    struct rpc_msg m;
+    decode_reply(r, n, 7, &m, NULL, NULL);
+    CHECK_EQ(m.rm_reply.rp_stat, MSG_DENIED);
+    CHECK_EQ(m.rjcted_rply.rj_stat, AUTH_ERROR);
+    free(r);
+    /* The connection still serves. */
+    expect_accept(fd, 100003, 3, 0, NULL, 0, SUCCESS);
+    close(fd);
+    srv_stop(&v);
+}
+
+/* Handles that do not decode: NFS3ERR_BADHANDLE in the NFS reply, on every procedure
+ * that takes one. */
+TEST(badhandle_every_proc)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    int fd = tcp_to(v.tcp);
+    /* Arguments: a 12-byte handle of zeros, then zeros enough for any procedure's rest
+     * (empty names fail later than the handle). */
+    uint32_t a[64];
+    memset(a, 0, sizeof(a));
+    a[0] = htonl(12);
+    for (uint32_t proc = 1; proc <= 21; proc++) {
+        size_t alen = sizeof(a);
+        if (proc == 11) /* MKNOD: a type whose arm is void */
+            a[5] = htonl(NF3REG);
+        size_t n;
+        char *r = call_raw(fd, 1000 + proc, 100003, 3, proc, AUTH_SYS, a, alen, &n);
+        struct rpc_msg m;
+        decode_reply(r, n, 1000 + proc, &m, NULL, NULL);
+        CHECK_EQ(m.rm_reply.rp_stat, MSG_ACCEPTED);
+        if (m.acpted_rply.ar_stat != SUCCESS)
+            uiw_test_fail(__FILE__, __LINE__, "proc %u: accept_stat %d", proc,
+                          (int)m.acpted_rply.ar_stat);
+        /* The status is the first word of the results, right after the header. */
+        XDR x;
+        xdrmem_create(&x, r, (u_int)n, XDR_DECODE);
+        struct rpc_msg h;
+        memset(&h, 0, sizeof(h));
+        h.acpted_rply.ar_results.proc = UIW__XDRPROC(xdr_void);
+        CHECK(xdr_replymsg(&x, &h));
+        u_int pos = xdr_getpos(&x);
+        xdr_destroy(&x);
+        uint32_t st;
+        CHECK(pos + 4 <= n);
+        memcpy(&st, r + pos, 4);
+        if (ntohl(st) != NFS3ERR_BADHANDLE)
+            uiw_test_fail(__FILE__, __LINE__, "proc %u: status %u", proc, ntohl(st));
+        free(r);
+    }
+    close(fd);
+    srv_stop(&v);
+}
+
+struct stall {
+    int port;
+    int fd;
+};
+
+/* A client that vanishes mid-WRITE: half a 1 MiB WRITE, a pause, then it is gone. Others
+ * are served meanwhile and afterwards, and the server shuts down cleanly. */
+TEST(client_vanishes_mid_write)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    put_file(&v, "f", "abc", 3);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "f", &f, NULL), 0);
+    int fd = tcp_to(v.tcp);
+    /* Record mark for a WRITE of 1 MiB, then the header and half the payload. */
+    char hdr[4 + 512];
+    XDR x;
+    xdrmem_create(&x, hdr + 4, 512, XDR_ENCODE);
+    struct rpc_msg m;
+    memset(&m, 0, sizeof(m));
+    m.rm_xid = 1;
+    m.rm_direction = CALL;
+    m.rm_call.cb_rpcvers = 2;
+    m.rm_call.cb_prog = 100003;
+    m.rm_call.cb_vers = 3;
+    m.rm_call.cb_proc = NFSPROC3_WRITE;
+    m.rm_call.cb_cred.oa_flavor = AUTH_NONE;
+    m.rm_call.cb_verf.oa_flavor = AUTH_NONE;
+    CHECK(xdr_callmsg(&x, &m));
+    WRITE3args wa;
+    memset(&wa, 0, sizeof(wa));
+    wa.file.data.data_len = f.len;
+    wa.file.data.data_val = f.data;
+    wa.count = 1u << 20;
+    CHECK(xdr_nfs_fh3(&x, &wa.file) && xdr_offset3(&x, &wa.offset) && xdr_count3(&x, &wa.count) &&
+          xdr_stable_how(&x, &wa.stable));
+    u_int len = 1u << 20;
+    CHECK(xdr_u_int(&x, &len));
+    u_int hl = xdr_getpos(&x);
+    xdr_destroy(&x);
+    uint32_t mark = htonl(0x80000000u | (hl + (1u << 20)));
+    memcpy(hdr, &mark, 4);
+    send_all(fd, hdr, 4 + hl);
+    char *half = calloc(1, 1u << 19);
+    CHECK(half != NULL);
+    send_all(fd, half, 1u << 19);
+    free(half);
+    /* Meanwhile another client is served. */
+    char buf[8];
+    int eof;
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(uiw__nfs_write(c, &f, 3, 1, "d", FILE_SYNC, NULL), 1);
+        CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 4);
+    }
+    close(fd); /* gone */
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 4);
+    CHECK_MEM(buf, "abcd", 4);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+struct worker {
+    struct srv *v;
+    int id;
+    int ok;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    struct uiw__nfs_client *c = srv_client(w->v, 1000 + (uint32_t)w->id, 1000);
+    char name[32];
+    snprintf(name, sizeof(name), "w%d", w->id);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), name, 0644, 0, &f), 0);
+    size_t n = 3u << 20;
+    char *buf = malloc(n), *back = malloc(n);
+    CHECK(buf && back);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)(i * (size_t)(w->id + 3));
+    for (size_t off = 0; off < n; off += 1u << 20)
+        CHECK_EQ(uiw__nfs_write(c, &f, off, 1u << 20, buf + off, UNSTABLE, NULL), 1 << 20);
+    CHECK_EQ(uiw__nfs_commit(c, &f, NULL), 0);
+    int eof;
+    for (size_t off = 0; off < n; off += 1u << 20)
+        CHECK_EQ(uiw__nfs_read(c, &f, off, 1u << 20, back + off, &eof), 1 << 20);
+    CHECK_MEM(back, buf, n);
+    free(buf);
+    free(back);
+    uiw__nfs_client_close(c);
+    w->ok = 1;
+    return NULL;
+}
+
+/* Eight clients at once, each with its own file. */
+TEST(many_clients)
+{
+    struct srv v;
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    srv_start(&v, &o);
+    CHECK_EQ(chmod(v.dir, 0777), 0);
+    pthread_t t[8];
+    struct worker w[8];
+    for (int i = 0; i < 8; i++) {
+        w[i] = (struct worker){&v, i, 0};
+        CHECK_EQ(pthread_create(&t[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(w[i].ok);
+    }
+    srv_stop(&v);
+}

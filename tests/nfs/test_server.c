@@ -1,0 +1,592 @@
+/* uiw-nfsd's procedures on loopback TCP, through the client library and raw calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nfs/client.h"
+#include "nfs/server.h"
+#include "nfs/xdr_data.h"
+#include "nfs_util.h"
+#include "test.h"
+
+static const struct uiw__nfs_fh *root(struct uiw__nfs_client *c)
+{
+    return uiw__nfs_client_root(c);
+}
+
+static void fh3(nfs_fh3 *out, const struct uiw__nfs_fh *fh)
+{
+    out->data.data_len = fh->len;
+    out->data.data_val = (char *)fh->data;
+}
+
+static int getattr_status(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh)
+{
+    fattr3 a;
+    return uiw__nfs_getattr(c, fh, &a);
+}
+
+TEST(procedures)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    CHECK_EQ(uiw__nfs_client_rtmax(c), 1 << 20);
+    CHECK_EQ(uiw__nfs_client_wtmax(c), 1 << 20);
+    CHECK_EQ(
+        uiw__nfs_call(c, NFSPROC3_NULL, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL),
+        0);
+
+    struct uiw__nfs_fh d, f, f2;
+    fattr3 a;
+    CHECK_EQ(uiw__nfs_mkdir(c, root(c), "dir", 0750, &d), 0);
+    struct stat st;
+    CHECK_EQ(stat(path_in(&v, "dir"), &st), 0);
+    CHECK(S_ISDIR(st.st_mode));
+    CHECK_EQ(st.st_mode & 07777, 0750);
+    CHECK_EQ(uiw__nfs_mkdir(c, root(c), "dir", 0750, NULL), -NFS3ERR_EXIST);
+
+    /* CREATE, WRITE in the three stabilities, COMMIT: one verifier. */
+    CHECK_EQ(uiw__nfs_create(c, &d, "f", 0640, 0, &f), 0);
+    char buf[200000], back[200000], v1[8], v2[8], v3[8], v4[8];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (char)(i * 31 + 7);
+    CHECK_EQ(uiw__nfs_write(c, &f, 0, 100000, buf, UNSTABLE, v1), 100000);
+    CHECK_EQ(uiw__nfs_write(c, &f, 100000, 50000, buf + 100000, DATA_SYNC, v2), 50000);
+    CHECK_EQ(uiw__nfs_write(c, &f, 150000, 50000, buf + 150000, FILE_SYNC, v3), 50000);
+    CHECK_EQ(uiw__nfs_commit(c, &f, v4), 0);
+    CHECK_MEM(v1, v2, 8);
+    CHECK_MEM(v1, v3, 8);
+    CHECK_MEM(v1, v4, 8);
+    CHECK_EQ(uiw__nfs_getattr(c, &f, &a), 0);
+    CHECK_EQ(a.type, NF3REG);
+    CHECK_EQ(a.size, 200000);
+    CHECK_EQ(a.mode, 0640);
+    int eof = 0;
+    CHECK_EQ(uiw__nfs_read(c, &f, 0, 150000, back, &eof), 150000);
+    CHECK_EQ(eof, 0);
+    CHECK_EQ(uiw__nfs_read(c, &f, 150000, 100000, back + 150000, &eof), 50000);
+    CHECK_EQ(eof, 1);
+    CHECK_MEM(back, buf, sizeof(buf));
+    CHECK_EQ(uiw__nfs_read(c, &f, 500000, 10, back, &eof), 0);
+    CHECK_EQ(eof, 1);
+
+    /* SETATTR: size and mode, seen by the local file system. */
+    CHECK_EQ(uiw__nfs_truncate(c, &f, 1234), 0);
+    CHECK_EQ(uiw__nfs_chmod(c, &f, 0604), 0);
+    CHECK_EQ(stat(path_in(&v, "dir/f"), &st), 0);
+    CHECK_EQ(st.st_size, 1234);
+    CHECK_EQ(st.st_mode & 07777, 0604);
+
+    /* LOOKUP, ACCESS. */
+    CHECK_EQ(uiw__nfs_lookup_path(c, "dir/f", &f2, &a), 0);
+    CHECK_EQ(f2.len, f.len);
+    CHECK_MEM(f2.data, f.data, f.len);
+    CHECK_EQ(uiw__nfs_lookup(c, &d, "nope", &f2, NULL), -NFS3ERR_NOENT);
+    ACCESS3args aa;
+    ACCESS3res ar;
+    fh3(&aa.object, &f);
+    aa.access = ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXECUTE;
+    memset(&ar, 0, sizeof(ar));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_ACCESS, UIW__XDRPROC(xdr_ACCESS3args), &aa,
+                           UIW__XDRPROC(xdr_ACCESS3res), &ar),
+             0);
+    CHECK_EQ(ar.status, NFS3_OK);
+    CHECK_EQ(ar.ACCESS3res_u.resok.access, ACCESS3_READ | ACCESS3_MODIFY); /* 0604: no x */
+
+    /* SYMLINK and READLINK. */
+    SYMLINK3args sa;
+    SYMLINK3res sr;
+    memset(&sa, 0, sizeof(sa));
+    fh3(&sa.where.dir, &d);
+    sa.where.name = "ln";
+    sa.symlink.symlink_data = "f";
+    memset(&sr, 0, sizeof(sr));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_SYMLINK, UIW__XDRPROC(xdr_SYMLINK3args), &sa,
+                           UIW__XDRPROC(xdr_SYMLINK3res), &sr),
+             0);
+    CHECK_EQ(sr.status, NFS3_OK);
+    CHECK(sr.SYMLINK3res_u.resok.obj.handle_follows);
+    READLINK3args la;
+    READLINK3res lr;
+    la.symlink = sr.SYMLINK3res_u.resok.obj.post_op_fh3_u.handle;
+    memset(&lr, 0, sizeof(lr));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_READLINK, UIW__XDRPROC(xdr_READLINK3args), &la,
+                           UIW__XDRPROC(xdr_READLINK3res), &lr),
+             0);
+    CHECK_EQ(lr.status, NFS3_OK);
+    CHECK_STR(lr.READLINK3res_u.resok.data, "f");
+    xdr_free(UIW__XDRPROC(xdr_READLINK3res), (caddr_t)&lr);
+    xdr_free(UIW__XDRPROC(xdr_SYMLINK3res), (caddr_t)&sr);
+
+    /* LINK, RENAME, REMOVE, RMDIR. */
+    LINK3args ka;
+    LINK3res kr;
+    fh3(&ka.file, &f);
+    fh3(&ka.link.dir, root(c));
+    ka.link.name = "hard";
+    memset(&kr, 0, sizeof(kr));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_LINK, UIW__XDRPROC(xdr_LINK3args), &ka,
+                           UIW__XDRPROC(xdr_LINK3res), &kr),
+             0);
+    CHECK_EQ(kr.status, NFS3_OK);
+    CHECK_EQ(kr.LINK3res_u.resok.file_attributes.post_op_attr_u.attributes.nlink, 2);
+    CHECK_EQ(uiw__nfs_rename(c, root(c), "hard", &d, "moved"), 0);
+    CHECK_EQ(access(path_in(&v, "dir/moved"), F_OK), 0);
+    CHECK_EQ(access(path_in(&v, "hard"), F_OK), -1);
+    CHECK_EQ(uiw__nfs_rmdir(c, root(c), "dir"), -NFS3ERR_NOTEMPTY);
+    CHECK_EQ(uiw__nfs_remove(c, &d, "moved"), 0);
+    CHECK_EQ(uiw__nfs_remove(c, &d, "ln"), 0);
+    CHECK_EQ(uiw__nfs_remove(c, &d, "f"), 0);
+    CHECK_EQ(uiw__nfs_remove(c, root(c), "dir"), -NFS3ERR_ISDIR);
+    CHECK_EQ(uiw__nfs_rmdir(c, root(c), "dir"), 0);
+    CHECK_EQ(access(path_in(&v, "dir"), F_OK), -1);
+
+    /* MKNOD: a FIFO; an unknown type is NFS3ERR_BADTYPE. */
+    MKNOD3args ma;
+    MKNOD3res mr;
+    memset(&ma, 0, sizeof(ma));
+    fh3(&ma.where.dir, root(c));
+    ma.where.name = "fifo";
+    ma.what.type = NF3FIFO;
+    memset(&mr, 0, sizeof(mr));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_MKNOD, UIW__XDRPROC(xdr_MKNOD3args), &ma,
+                           UIW__XDRPROC(xdr_MKNOD3res), &mr),
+             0);
+    CHECK_EQ(mr.status, NFS3_OK);
+    xdr_free(UIW__XDRPROC(xdr_MKNOD3res), (caddr_t)&mr);
+    CHECK_EQ(lstat(path_in(&v, "fifo"), &st), 0);
+    CHECK(S_ISFIFO(st.st_mode));
+    ma.where.name = "odd";
+    ma.what.type = NF3DIR;
+    memset(&mr, 0, sizeof(mr));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_MKNOD, UIW__XDRPROC(xdr_MKNOD3args), &ma,
+                           UIW__XDRPROC(xdr_MKNOD3res), &mr),
+             0);
+    CHECK_EQ(mr.status, NFS3ERR_BADTYPE);
+
+    /* FSSTAT, PATHCONF. */
+    FSSTAT3args fa;
+    FSSTAT3res fr;
+    fh3(&fa.fsroot, root(c));
+    memset(&fr, 0, sizeof(fr));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_FSSTAT, UIW__XDRPROC(xdr_FSSTAT3args), &fa,
+                           UIW__XDRPROC(xdr_FSSTAT3res), &fr),
+             0);
+    CHECK_EQ(fr.status, NFS3_OK);
+    CHECK(fr.FSSTAT3res_u.resok.tbytes > 0);
+    CHECK(fr.FSSTAT3res_u.resok.fbytes <= fr.FSSTAT3res_u.resok.tbytes);
+    PATHCONF3args pa;
+    PATHCONF3res pr;
+    fh3(&pa.object, root(c));
+    memset(&pr, 0, sizeof(pr));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_PATHCONF, UIW__XDRPROC(xdr_PATHCONF3args), &pa,
+                           UIW__XDRPROC(xdr_PATHCONF3res), &pr),
+             0);
+    CHECK_EQ(pr.status, NFS3_OK);
+    CHECK_EQ(pr.PATHCONF3res_u.resok.name_max, 255);
+    CHECK(pr.PATHCONF3res_u.resok.no_trunc);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* RFC 1813 section 3.2: empty names and names with '/' get NFS3ERR_ACCES, over-long ones
+ * NFS3ERR_NAMETOOLONG, in every procedure that takes a name. */
+TEST(names)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    char longname[300];
+    memset(longname, 'x', sizeof(longname));
+    longname[256] = 0;
+    struct uiw__nfs_fh fh;
+    char escape[64];
+    snprintf(escape, sizeof(escape), "../uiw-planted-%d", (int)getpid());
+    const char *bad[] = {"", "a/b", "/", escape};
+    for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_EQ(uiw__nfs_lookup(c, root(c), bad[i], &fh, NULL), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_create(c, root(c), bad[i], 0644, 0, &fh), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_mkdir(c, root(c), bad[i], 0755, &fh), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_remove(c, root(c), bad[i]), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_rmdir(c, root(c), bad[i]), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_rename(c, root(c), bad[i], root(c), "y"), -NFS3ERR_ACCES);
+    }
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), longname, &fh, NULL), -NFS3ERR_NAMETOOLONG);
+    CHECK_EQ(uiw__nfs_create(c, root(c), longname, 0644, 0, &fh), -NFS3ERR_NAMETOOLONG);
+    CHECK_EQ(uiw__nfs_mkdir(c, root(c), longname, 0755, &fh), -NFS3ERR_NAMETOOLONG);
+    longname[255] = 0; /* NAME_MAX exactly: fine */
+    CHECK_EQ(uiw__nfs_create(c, root(c), longname, 0644, 0, &fh), 0);
+    CHECK_EQ(uiw__nfs_remove(c, root(c), longname), 0);
+    /* Nothing was made outside the export by "../uiw-planted-PID". */
+    char out[600];
+    snprintf(out, sizeof(out), "%s/%s", v.dir, escape);
+    CHECK_EQ(access(out, F_OK), -1);
+    /* "." and ".." cannot be made or removed. */
+    CHECK_EQ(uiw__nfs_create(c, root(c), ".", 0644, 0, &fh), -NFS3ERR_EXIST);
+    CHECK_EQ(uiw__nfs_mkdir(c, root(c), "..", 0755, &fh), -NFS3ERR_EXIST);
+    CHECK_EQ(uiw__nfs_rmdir(c, root(c), ".."), -NFS3ERR_NOTEMPTY);
+    CHECK_EQ(uiw__nfs_remove(c, root(c), "."), -NFS3ERR_INVAL);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* `..` of the export's root is the root; symbolic links are returned, never followed. */
+TEST(confinement)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    CHECK_EQ(mkdir(path_in(&v, "sub"), 0755), 0);
+    CHECK_EQ(symlink("/etc", path_in(&v, "etc")), 0);
+    CHECK_EQ(symlink("/etc/passwd", path_in(&v, "pw")), 0);
+    CHECK_EQ(symlink("..", path_in(&v, "up")), 0);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh fh, sub, ln;
+    fattr3 a, ra;
+    CHECK_EQ(uiw__nfs_getattr(c, root(c), &ra), 0);
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), "..", &fh, &a), 0);
+    CHECK_EQ(a.fileid, ra.fileid);
+    CHECK_EQ(fh.len, root(c)->len);
+    CHECK_MEM(fh.data, root(c)->data, fh.len);
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), "sub", &sub, NULL), 0);
+    CHECK_EQ(uiw__nfs_lookup(c, &sub, "..", &fh, &a), 0);
+    CHECK_EQ(a.fileid, ra.fileid);
+    CHECK_EQ(uiw__nfs_lookup(c, &fh, "..", &fh, &a), 0);
+    CHECK_EQ(a.fileid, ra.fileid);
+    /* A link to a directory outside: it is a link, and nothing goes through it. */
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), "etc", &ln, &a), 0);
+    CHECK_EQ(a.type, NF3LNK);
+    CHECK_EQ(uiw__nfs_lookup(c, &ln, "passwd", &fh, NULL), -NFS3ERR_NOTDIR);
+    CHECK_EQ(uiw__nfs_create(c, &ln, "planted", 0644, 0, &fh), -NFS3ERR_NOTDIR);
+    CHECK_EQ(access("/etc/planted", F_OK), -1);
+    struct uiw__nfs_fh up;
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), "up", &up, &a), 0);
+    CHECK_EQ(a.type, NF3LNK);
+    CHECK_EQ(uiw__nfs_mkdir(c, &up, "planted", 0755, &fh), -NFS3ERR_NOTDIR);
+    /* A link to a file outside: not read, not truncated, not written through. */
+    struct stat before, after;
+    CHECK_EQ(stat("/etc/passwd", &before), 0);
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), "pw", &ln, &a), 0);
+    CHECK_EQ(a.type, NF3LNK);
+    char buf[64];
+    int eof;
+    CHECK_EQ(uiw__nfs_read(c, &ln, 0, sizeof(buf), buf, &eof), -NFS3ERR_INVAL);
+    CHECK_EQ(uiw__nfs_write(c, &ln, 0, 4, "evil", FILE_SYNC, NULL), -NFS3ERR_INVAL);
+    CHECK_EQ(uiw__nfs_truncate(c, &ln, 0), -NFS3ERR_INVAL);
+    CHECK_EQ(stat("/etc/passwd", &after), 0);
+    CHECK_EQ(after.st_size, before.st_size);
+    CHECK_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+    CHECK_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* Handles: a removed file is STALE, also once its inode number is reused; handles that
+ * are not ours are BADHANDLE; one of ours naming a file outside the export is STALE. */
+TEST(handles)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh a, b;
+    fattr3 fa, fb;
+    put_file(&v, "a", "hello", 5);
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), "a", &a, &fa), 0);
+    CHECK_EQ(unlink(path_in(&v, "a")), 0);
+    CHECK_EQ(getattr_status(c, &a), -NFS3ERR_STALE);
+    /* Make files until one reuses a's inode number (file systems reuse them at once). */
+    int reused = 0;
+    for (int i = 0; i < 200 && !reused; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "n%d", i);
+        put_file(&v, name, "other", 5);
+        struct stat st;
+        CHECK_EQ(stat(path_in(&v, name), &st), 0);
+        if ((uint64_t)st.st_ino == fa.fileid) {
+            reused = 1;
+            CHECK_EQ(uiw__nfs_lookup(c, root(c), name, &b, &fb), 0);
+            CHECK_EQ(fb.fileid, fa.fileid);
+            CHECK(memcmp(a.data, b.data, a.len) != 0);
+        }
+    }
+    CHECK_EQ(getattr_status(c, &a), -NFS3ERR_STALE);
+    char buf[8];
+    int eof;
+    CHECK_EQ(uiw__nfs_read(c, &a, 0, sizeof(buf), buf, &eof), -NFS3ERR_STALE);
+
+    /* Not ours. */
+    struct uiw__nfs_fh bad;
+    memset(&bad, 0, sizeof(bad));
+    bad.len = 0;
+    CHECK_EQ(getattr_status(c, &bad), -NFS3ERR_BADHANDLE);
+    bad.len = 12;
+    CHECK_EQ(getattr_status(c, &bad), -NFS3ERR_BADHANDLE);
+    bad = *root(c);
+    bad.data[0] ^= 0xff;
+    CHECK_EQ(getattr_status(c, &bad), -NFS3ERR_BADHANDLE);
+    bad = *root(c);
+    bad.len = 64;
+    CHECK_EQ(getattr_status(c, &bad), -NFS3ERR_BADHANDLE);
+    /* Ours in form, naming a file outside the export (with its true tag): STALE. */
+    int fd = open("/etc/passwd", O_PATH);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK_EQ(fstat(fd, &st), 0);
+    struct uiw__nfs_fh forged = *root(c);
+    uint64_t tag = uiw__nfs_fh_tag(fd);
+    close(fd);
+    unsigned char *p = (unsigned char *)forged.data;
+    for (int i = 0; i < 8; i++) {
+        p[8 + i] = (unsigned char)((uint64_t)st.st_dev >> (56 - 8 * i));
+        p[16 + i] = (unsigned char)((uint64_t)st.st_ino >> (56 - 8 * i));
+        p[24 + i] = (unsigned char)(tag >> (56 - 8 * i));
+    }
+    CHECK_EQ(getattr_status(c, &forged), -NFS3ERR_STALE);
+    /* Also for the export's parent directory. */
+    char parent[300];
+    snprintf(parent, sizeof(parent), "%s/..", v.dir);
+    fd = open(parent, O_PATH);
+    CHECK(fd >= 0);
+    CHECK_EQ(fstat(fd, &st), 0);
+    tag = uiw__nfs_fh_tag(fd);
+    close(fd);
+    for (int i = 0; i < 8; i++) {
+        p[8 + i] = (unsigned char)((uint64_t)st.st_dev >> (56 - 8 * i));
+        p[16 + i] = (unsigned char)((uint64_t)st.st_ino >> (56 - 8 * i));
+        p[24 + i] = (unsigned char)(tag >> (56 - 8 * i));
+    }
+    CHECK_EQ(getattr_status(c, &forged), -NFS3ERR_STALE);
+    struct uiw__nfs_fh x;
+    CHECK_EQ(uiw__nfs_create(c, &forged, "planted", 0644, 0, &x), -NFS3ERR_STALE);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* Handles stay valid across a server restart and a rename (found again by search). */
+TEST(handles_survive_restart)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    CHECK_EQ(mkdir(path_in(&v, "d1"), 0755), 0);
+    CHECK_EQ(mkdir(path_in(&v, "d1/d2"), 0755), 0);
+    put_file(&v, "d1/d2/f", "0123456789", 10);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_lookup_path(c, "d1/d2/f", &f, NULL), 0);
+    uiw__nfs_client_close(c);
+    /* A new server on the same directory. */
+    uiw__nfsd_destroy(v.s);
+    struct srv w = v;
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.addr = "127.0.0.1";
+    o.tcp_port = o.mount_port = 0;
+    o.rdma_port = -1;
+    w.s = uiw__nfsd_create(&o);
+    CHECK(w.s != NULL);
+    CHECK_EQ(uiw__nfsd_add_export(w.s, v.dir), 0);
+    CHECK_EQ(uiw__nfsd_start(w.s), 0);
+    w.tcp = uiw__nfsd_port(w.s, UIW__NFSD_TCP);
+    w.mount = uiw__nfsd_port(w.s, UIW__NFSD_MOUNT);
+    snprintf(w.url, sizeof(w.url), "nfs://127.0.0.1:%d%s?mountport=%d", w.tcp, w.dir, w.mount);
+    char from[600], to[600];
+    snprintf(from, sizeof(from), "%s/d1/d2", w.dir);
+    snprintf(to, sizeof(to), "%s/d1/d3", w.dir);
+    CHECK_EQ(rename(from, to), 0);
+    c = srv_client(&w, 0, 0);
+    char buf[16];
+    int eof;
+    CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 10);
+    CHECK_MEM(buf, "0123456789", 10);
+    uiw__nfs_client_close(c);
+    srv_stop(&w);
+}
+
+TEST(create_modes)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_create(c, root(c), "g", 0644, 1, &f), 0);
+    CHECK_EQ(uiw__nfs_create(c, root(c), "g", 0644, 1, &f), -NFS3ERR_EXIST);
+    CHECK_EQ(uiw__nfs_write(c, &f, 0, 3, "abc", FILE_SYNC, NULL), 3);
+    CHECK_EQ(uiw__nfs_create(c, root(c), "g", 0644, 0, &f), 0); /* UNCHECKED: fine */
+    /* EXCLUSIVE: a retransmission (same verifier) succeeds with the same file, another
+     * verifier gets NFS3ERR_EXIST. */
+    CREATE3args a;
+    CREATE3res r;
+    memset(&a, 0, sizeof(a));
+    fh3(&a.where.dir, root(c));
+    a.where.name = "x";
+    a.how.mode = EXCLUSIVE;
+    memcpy(a.how.createhow3_u.verf, "\x11\x22\x33\x44\x55\x66\x77\x01", 8);
+    fattr3 first;
+    for (int i = 0; i < 2; i++) {
+        memset(&r, 0, sizeof(r));
+        CHECK_EQ(uiw__nfs_call(c, NFSPROC3_CREATE, UIW__XDRPROC(xdr_CREATE3args), &a,
+                               UIW__XDRPROC(xdr_CREATE3res), &r),
+                 0);
+        CHECK_EQ(r.status, NFS3_OK);
+        CHECK(r.CREATE3res_u.resok.obj_attributes.attributes_follow);
+        fattr3 *fa = &r.CREATE3res_u.resok.obj_attributes.post_op_attr_u.attributes;
+        if (i == 0)
+            first = *fa;
+        else
+            CHECK_EQ(fa->fileid, first.fileid);
+        xdr_free(UIW__XDRPROC(xdr_CREATE3res), (caddr_t)&r);
+    }
+    a.how.createhow3_u.verf[7] = 2;
+    memset(&r, 0, sizeof(r));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_CREATE, UIW__XDRPROC(xdr_CREATE3args), &a,
+                           UIW__XDRPROC(xdr_CREATE3res), &r),
+             0);
+    CHECK_EQ(r.status, NFS3ERR_EXIST);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+static int count_ent(void *arg, const char *name, uint64_t fileid, const fattr3 *attr,
+                     const struct uiw__nfs_fh *fh)
+{
+    (void)fileid;
+    int *seen = arg;
+    CHECK(attr != NULL);
+    CHECK(fh != NULL);
+    if (name[0] == 'e') {
+        int i = atoi(name + 1);
+        CHECK(i >= 0 && i < 1000);
+        CHECK_EQ(seen[i], 0);
+        seen[i] = 1;
+        CHECK_EQ(attr->type, NF3REG);
+    }
+    return 0;
+}
+
+/* READDIR in small pieces: every entry once, cookies and the verifier carried over; a
+ * wrong verifier is NFS3ERR_BAD_COOKIE; a count too small for one entry TOOSMALL. */
+TEST(readdir_cookies)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    for (int i = 0; i < 1000; i++) {
+        char n[16];
+        snprintf(n, sizeof(n), "e%d", i);
+        put_file(&v, n, "", 0);
+    }
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    static int seen[1000];
+    memset(seen, 0, sizeof(seen));
+    READDIR3args a;
+    memset(&a, 0, sizeof(a));
+    fh3(&a.dir, root(c));
+    a.count = 1024;
+    int calls = 0, dots = 0;
+    cookieverf3 verf;
+    for (;;) {
+        READDIR3res r;
+        memset(&r, 0, sizeof(r));
+        CHECK_EQ(uiw__nfs_call(c, NFSPROC3_READDIR, UIW__XDRPROC(xdr_READDIR3args), &a,
+                               UIW__XDRPROC(xdr_READDIR3res), &r),
+                 0);
+        CHECK_EQ(r.status, NFS3_OK);
+        calls++;
+        for (entry3 *e = r.READDIR3res_u.resok.reply.entries; e; e = e->nextentry) {
+            if (e->name[0] == 'e') {
+                int i = atoi(e->name + 1);
+                CHECK_EQ(seen[i], 0);
+                seen[i] = 1;
+            } else {
+                dots++;
+            }
+            a.cookie = e->cookie;
+        }
+        memcpy(a.cookieverf, r.READDIR3res_u.resok.cookieverf, sizeof(verf));
+        memcpy(verf, r.READDIR3res_u.resok.cookieverf, sizeof(verf));
+        int eof = r.READDIR3res_u.resok.reply.eof;
+        xdr_free(UIW__XDRPROC(xdr_READDIR3res), (caddr_t)&r);
+        if (eof)
+            break;
+    }
+    CHECK(calls > 10);
+    CHECK_EQ(dots, 2);
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ(seen[i], 1);
+    /* A cookie with another verifier. */
+    READDIR3res r;
+    a.cookieverf[0] ^= 1;
+    memset(&r, 0, sizeof(r));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_READDIR, UIW__XDRPROC(xdr_READDIR3args), &a,
+                           UIW__XDRPROC(xdr_READDIR3res), &r),
+             0);
+    CHECK_EQ(r.status, NFS3ERR_BAD_COOKIE);
+    a.cookie = 0;
+    a.count = 60;
+    memset(&r, 0, sizeof(r));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_READDIR, UIW__XDRPROC(xdr_READDIR3args), &a,
+                           UIW__XDRPROC(xdr_READDIR3res), &r),
+             0);
+    CHECK_EQ(r.status, NFS3ERR_TOOSMALL);
+    /* READDIRPLUS through the client: attributes and handles for all. */
+    memset(seen, 0, sizeof(seen));
+    CHECK_EQ(uiw__nfs_readdir(c, root(c), count_ent, seen), 0);
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ(seen[i], 1);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* A root-run server acts as each caller: root squashed to nobody by default, other uids
+ * as themselves; permissions are the kernel's for that user. A server run by anyone else
+ * serves files as itself. */
+TEST(credentials)
+{
+    struct srv v;
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    srv_start(&v, &o);
+    CHECK_EQ(chmod(v.dir, 0777), 0);
+    put_file(&v, "rootfile", "secret", 6);
+    CHECK_EQ(chmod(path_in(&v, "rootfile"), 0600), 0);
+    struct uiw__nfs_client *r = srv_client(&v, 0, 0), *u = srv_client(&v, 1234, 1234);
+    struct uiw__nfs_fh f;
+    struct stat st;
+    CHECK_EQ(uiw__nfs_create(r, root(r), "by-root", 0644, 0, &f), 0);
+    CHECK_EQ(uiw__nfs_create(u, root(u), "by-user", 0644, 0, &f), 0);
+    CHECK_EQ(stat(path_in(&v, "by-user"), &st), 0);
+    if (geteuid() == 0) {
+        CHECK_EQ(st.st_uid, 1234);
+        CHECK_EQ(st.st_gid, 1234);
+        CHECK_EQ(stat(path_in(&v, "by-root"), &st), 0);
+        CHECK_EQ(st.st_uid, 65534);
+        CHECK_EQ(st.st_gid, 65534);
+        /* The kernel's checks as uid 1234 (and as squashed root). */
+        CHECK_EQ(uiw__nfs_lookup(u, root(u), "rootfile", &f, NULL), 0);
+        char buf[8];
+        int eof;
+        CHECK_EQ(uiw__nfs_read(u, &f, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_read(r, &f, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_write(u, &f, 0, 3, "bad", FILE_SYNC, NULL), -NFS3ERR_ACCES);
+        CHECK_EQ(uiw__nfs_chmod(u, &f, 0666), -NFS3ERR_PERM);
+    } else {
+        CHECK_EQ(st.st_uid, geteuid());
+    }
+    uiw__nfs_client_close(r);
+    uiw__nfs_client_close(u);
+    srv_stop(&v);
+    if (geteuid() != 0)
+        return;
+    /* --no-root-squash: root stays root. */
+    o.no_root_squash = 1;
+    srv_start(&v, &o);
+    r = srv_client(&v, 0, 0);
+    CHECK_EQ(uiw__nfs_create(r, root(r), "by-root", 0644, 0, &f), 0);
+    CHECK_EQ(stat(path_in(&v, "by-root"), &st), 0);
+    CHECK_EQ(st.st_uid, 0);
+    uiw__nfs_client_close(r);
+    srv_stop(&v);
+}

@@ -1,0 +1,265 @@
+/* uiw-nfsd and uiw-nfs as programs, on loopback TCP. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nfs_util.h"
+#include "run.h"
+#include "test.h"
+
+struct daemon {
+    pid_t pid;
+    int tcp, mount;
+    char dir[256];
+};
+
+/* Start uiw-nfsd on a new temporary export; wait for its ready line. */
+static void daemon_start(struct daemon *d)
+{
+    snprintf(d->dir, sizeof(d->dir), "/tmp/uiw-nfsd-test.XXXXXX");
+    CHECK(mkdtemp(d->dir) != NULL);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    d->pid = fork();
+    CHECK(d->pid >= 0);
+    if (d->pid == 0) {
+        dup2(p[1], STDOUT_FILENO);
+        close(p[0]);
+        close(p[1]);
+        execl(UIW_NFSD, "uiw-nfsd", "-a", "127.0.0.1", "-p", "-1", "--tcp-port", "0",
+              "--mount-port", "0", "--no-root-squash", d->dir, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    FILE *f = fdopen(p[0], "r");
+    char line[256] = "";
+    CHECK(fgets(line, sizeof(line), f) != NULL);
+    fclose(f);
+    int rdma;
+    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &d->tcp, &d->mount, &rdma), 3);
+    CHECK(d->tcp > 0 && d->mount > 0);
+}
+
+static void daemon_stop(struct daemon *d)
+{
+    CHECK_EQ(kill(d->pid, SIGTERM), 0);
+    int st;
+    CHECK_EQ(waitpid(d->pid, &st, 0), d->pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    rm_tree(d->dir);
+}
+
+static void url(const struct daemon *d, const char *sub, char *out, size_t n)
+{
+    snprintf(out, n, "nfs://127.0.0.1:%d%s%s%s?mountport=%d", d->tcp, d->dir, *sub ? "/" : "", sub,
+             d->mount);
+}
+
+static struct tool_run nfs(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+    const char *argv[] = {"uiw-nfs", a1, a2, a3, a4, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
+    return r;
+}
+
+static void write_local(const char *path, size_t n, unsigned seed)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (size_t i = 0; i < n; i++)
+        fputc((int)((i * 2654435761u + seed) >> 13) & 0xff, f);
+    fclose(f);
+}
+
+static int same_file(const char *a, const char *b)
+{
+    FILE *x = fopen(a, "r"), *y = fopen(b, "r");
+    int same = x && y;
+    while (same) {
+        int p = fgetc(x), q = fgetc(y);
+        if (p != q)
+            same = 0;
+        if (p == EOF || q == EOF)
+            break;
+    }
+    if (x)
+        fclose(x);
+    if (y)
+        fclose(y);
+    return same;
+}
+
+TEST(tools_put_get_ls_stat_cat)
+{
+    struct daemon d;
+    daemon_start(&d);
+    char local[300], back[300], u[600], ud[600], path[600];
+    snprintf(local, sizeof(local), "%s.src", d.dir);
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    size_t sizes[] = {0, 1, 4096, 1048576, 3 * 1048576 + 17};
+    for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        write_local(local, sizes[i], i);
+        char name[32];
+        snprintf(name, sizeof(name), "file%u", i);
+        url(&d, name, u, sizeof(u));
+        struct tool_run r = nfs("--verify", "put", local, u);
+        CHECK_EQ(r.status, 0);
+        CHECK(strstr(r.err, "verified") != NULL);
+        tool_run_free(&r);
+        snprintf(path, sizeof(path), "%s/%s", d.dir, name);
+        CHECK(same_file(local, path));
+        r = nfs("--verify", "get", u, back);
+        CHECK_EQ(r.status, 0);
+        CHECK(strstr(r.err, "verified") != NULL);
+        tool_run_free(&r);
+        CHECK(same_file(local, back));
+    }
+    /* put into a directory keeps the name. */
+    url(&d, "", ud, sizeof(ud));
+    url(&d, "sub", u, sizeof(u));
+    struct tool_run r = nfs("mkdir", u, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    r = nfs("put", local, u, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    const char *base = strrchr(local, '/') + 1;
+    snprintf(path, sizeof(path), "%s/sub/%s", d.dir, base);
+    CHECK(same_file(local, path));
+    /* ls and stat. */
+    r = nfs("ls", ud, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "file0\n") != NULL);
+    CHECK(strstr(r.out, " 3145745 ") != NULL);
+    CHECK(strstr(r.out, "drwxr-xr-x") != NULL);
+    tool_run_free(&r);
+    url(&d, "file2", u, sizeof(u));
+    r = nfs("stat", u, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "Size: 4096") != NULL);
+    CHECK(strstr(r.out, "regular file") != NULL);
+    tool_run_free(&r);
+    /* cat. */
+    snprintf(path, sizeof(path), "%s/hello", d.dir);
+    FILE *f = fopen(path, "w");
+    fputs("hello, nfs\n", f);
+    fclose(f);
+    url(&d, "hello", u, sizeof(u));
+    r = nfs("cat", u, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK_STR(r.out, "hello, nfs\n");
+    tool_run_free(&r);
+    /* Failures: exit 1 with the NFS error; usage: exit 2. */
+    url(&d, "nope", u, sizeof(u));
+    r = nfs("cat", u, NULL, NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "NFS3ERR_NOENT") != NULL);
+    tool_run_free(&r);
+    r = nfs("frobnicate", u, NULL, NULL);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    r = nfs("get", "http://x/y", NULL, NULL);
+    CHECK_EQ(r.status, 1);
+    tool_run_free(&r);
+    r = nfs("-b", "12x", "get", u);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    unlink(local);
+    unlink(back);
+    daemon_stop(&d);
+}
+
+TEST(tools_cp_mv_rm_mkdir_rmdir_bench)
+{
+    struct daemon d;
+    daemon_start(&d);
+    char local[300], u[600], u2[600], path[600];
+    snprintf(local, sizeof(local), "%s.src", d.dir);
+    write_local(local, 2 * 1048576 + 5, 9);
+    url(&d, "a", u, sizeof(u));
+    struct tool_run r = nfs("cp", local, u, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    /* URL to URL. */
+    url(&d, "b", u2, sizeof(u2));
+    r = nfs("--verify", "cp", u, u2);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    snprintf(path, sizeof(path), "%s/b", d.dir);
+    CHECK(same_file(local, path));
+    /* mkdir, mv into it, rm, rmdir. */
+    url(&d, "dir", u, sizeof(u));
+    r = nfs("mkdir", u, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    r = nfs("mkdir", u, NULL, NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "NFS3ERR_EXIST") != NULL);
+    tool_run_free(&r);
+    url(&d, "dir/c", u, sizeof(u));
+    r = nfs("mv", u2, u, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    snprintf(path, sizeof(path), "%s/dir/c", d.dir);
+    CHECK(same_file(local, path));
+    url(&d, "dir", u2, sizeof(u2));
+    r = nfs("rmdir", u2, NULL, NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "NFS3ERR_NOTEMPTY") != NULL);
+    tool_run_free(&r);
+    r = nfs("rm", u, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    r = nfs("rmdir", u2, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    CHECK_EQ(access(path, F_OK), -1);
+    /* bench --json: three lines, the file removed afterwards. */
+    url(&d, "", u, sizeof(u));
+    const char *argv[] = {"uiw-nfs", "bench", "--json", "-s", "4M", "-D", "0.2", u, NULL};
+    tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "{\"test\":\"write\",\"size\":4194304,") != NULL);
+    CHECK(strstr(r.out, "{\"test\":\"read\",\"size\":4194304,") != NULL);
+    CHECK(strstr(r.out, "{\"test\":\"getattr\",") != NULL);
+    CHECK(strstr(r.out, "\"transport\":\"tcp\"") != NULL);
+    tool_run_free(&r);
+    r = nfs("ls", u, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "uiw-nfs-bench") == NULL);
+    tool_run_free(&r);
+    unlink(local);
+    daemon_stop(&d);
+}
+
+TEST(tools_usage)
+{
+    const char *h[] = {"uiw-nfsd", "--help", NULL};
+    struct tool_run r;
+    tool_run(UIW_NFSD, h, NULL, 0, 10, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "usage: uiw-nfsd") != NULL);
+    tool_run_free(&r);
+    const char *bad[] = {"uiw-nfsd", "--tcp-port", "70000", "/tmp", NULL};
+    tool_run(UIW_NFSD, bad, NULL, 0, 10, &r);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    const char *none[] = {"uiw-nfsd", "--tcp-port",       "0", "--mount-port", "0", "-p",
+                          "-1",       "/nonexistent-uiw", NULL};
+    tool_run(UIW_NFSD, none, NULL, 0, 10, &r);
+    CHECK_EQ(r.status, 1);
+    tool_run_free(&r);
+    const char *v[] = {"uiw-nfs", "--version", NULL};
+    tool_run(UIW_NFS, v, NULL, 0, 10, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strncmp(r.out, "uiw-nfs ", 8) == 0);
+    tool_run_free(&r);
+}

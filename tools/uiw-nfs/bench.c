@@ -1,0 +1,197 @@
+/*
+ * uiw-nfs bench URL: a sequential WRITE of a file (-s SIZE in -b BLOCK calls, UNSTABLE,
+ * then COMMIT), a sequential READ of it, and GETATTR calls for -D seconds; bandwidth,
+ * calls per second and per-call latency (p50, p99). URL names the file to use, or a
+ * directory to make it in (removed afterwards). As a table, or with --json one object per
+ * line: {"test":"write","size":N,"block":N,"transport":"tcp","inflight":1,
+ * "mbytes_per_sec":X,"calls_per_sec":X,"p50_us":X,"p99_us":X}.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nfs.h"
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+    if (!n)
+        return 0;
+    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i];
+}
+
+struct result {
+    const char *test;
+    uint64_t bytes;
+    uint32_t block;
+    double secs;
+    size_t calls;
+    double *lat; /* seconds per call, sorted on report */
+};
+
+static void report(const struct opts *o, struct target *t, struct result *r)
+{
+    qsort(r->lat, r->calls, sizeof(double), cmp_d);
+    double mbs = r->secs > 0 ? (double)r->bytes / r->secs / 1e6 : 0;
+    double cps = r->secs > 0 ? (double)r->calls / r->secs : 0;
+    double p50 = pct(r->lat, r->calls, 0.50) * 1e6, p99 = pct(r->lat, r->calls, 0.99) * 1e6;
+    const char *tr = uiw__nfs_client_transport(t->c);
+    if (o->json)
+        printf("{\"test\":\"%s\",\"size\":%llu,\"block\":%u,\"transport\":\"%s\","
+               "\"inflight\":%u,\"mbytes_per_sec\":%.1f,\"calls_per_sec\":%.0f,"
+               "\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+               r->test, (unsigned long long)r->bytes, r->block, tr, o->inflight, mbs, cps, p50,
+               p99);
+    else
+        printf("%-8s %-8s %10llu %8u %8u %10.1f %10.0f %9.1f %9.1f\n", r->test, tr,
+               (unsigned long long)r->bytes, r->block, o->inflight, mbs, cps, p50, p99);
+    fflush(stdout);
+}
+
+int cmd_bench(const struct opts *o, int argc, char **argv)
+{
+    if (argc != 1) {
+        fprintf(stderr, "usage: uiw-nfs bench [-s SIZE] [-b BLOCK] [--inflight N] [-D SECS] "
+                        "[--json] URL\n");
+        return 2;
+    }
+    if (o->inflight > 1) {
+        fprintf(stderr,
+                "uiw-nfs: bench --inflight %u: more than one call in flight needs "
+                "the RPC-over-RDMA client (transport=rdma), not in this build yet\n",
+                o->inflight);
+        return 2;
+    }
+    struct target t;
+    if (target_open(argv[0], o, &t) != 0)
+        return 1;
+    int rc = 1, made = 0;
+    char name[64];
+    if (t.exists && t.attr.type == NF3DIR) {
+        snprintf(name, sizeof(name), "uiw-nfs-bench.%d", (int)getpid());
+        t.dir = t.fh;
+        snprintf(t.name, sizeof(t.name), "%s", name);
+        t.exists = 0;
+    }
+    if (!t.name[0]) {
+        fprintf(stderr, "uiw-nfs: bench: give a file or directory\n");
+        goto out;
+    }
+    int r = uiw__nfs_create(t.c, &t.dir, t.name, 0644, 0, &t.fh);
+    if (r != 0) {
+        fprintf(stderr, "uiw-nfs: bench: create %s: %s\n", t.name, uiw__nfs_errtext(t.c, r));
+        goto out;
+    }
+    made = 1;
+    uint32_t bw = block_size(o, t.c, 0), br = block_size(o, t.c, 1);
+    size_t ncalls = (size_t)(o->size / (bw < br ? bw : br)) + 2;
+    double *lat = malloc(ncalls * sizeof(double));
+    char *buf = malloc(bw > br ? bw : br);
+    if (!lat || !buf) {
+        free(lat);
+        free(buf);
+        goto out;
+    }
+    for (uint32_t i = 0; i < (bw > br ? bw : br); i++)
+        buf[i] = (char)(i * 7 + 1);
+    if (!o->json)
+        printf("%-8s %-8s %10s %8s %8s %10s %10s %9s %9s\n", "test", "transport", "bytes", "block",
+               "inflight", "MB/s", "calls/s", "p50_us", "p99_us");
+
+    /* WRITE */
+    struct result w = {"write", 0, bw, 0, 0, lat};
+    char verf[8];
+    double t0 = now_s();
+    for (uint64_t off = 0; off < o->size;) {
+        uint32_t n = o->size - off < bw ? (uint32_t)(o->size - off) : bw;
+        double c0 = now_s();
+        r = uiw__nfs_write(t.c, &t.fh, off, n, buf, UNSTABLE, verf);
+        if (r <= 0) {
+            fprintf(stderr, "uiw-nfs: bench: write: %s\n", uiw__nfs_errtext(t.c, r ? r : -5));
+            goto free;
+        }
+        lat[w.calls++] = now_s() - c0;
+        off += (uint64_t)r;
+        w.bytes = off;
+    }
+    r = uiw__nfs_commit(t.c, &t.fh, verf);
+    if (r != 0) {
+        fprintf(stderr, "uiw-nfs: bench: commit: %s\n", uiw__nfs_errtext(t.c, r));
+        goto free;
+    }
+    w.secs = now_s() - t0;
+    report(o, &t, &w);
+
+    /* READ */
+    struct result rd = {"read", 0, br, 0, 0, lat};
+    t0 = now_s();
+    for (uint64_t off = 0; off < o->size;) {
+        int eof = 0;
+        double c0 = now_s();
+        r = uiw__nfs_read(t.c, &t.fh, off, br, buf, &eof);
+        if (r < 0) {
+            fprintf(stderr, "uiw-nfs: bench: read: %s\n", uiw__nfs_errtext(t.c, r));
+            goto free;
+        }
+        lat[rd.calls++] = now_s() - c0;
+        off += (uint64_t)r;
+        rd.bytes = off;
+        if (r == 0 || rd.calls >= ncalls)
+            break;
+    }
+    rd.secs = now_s() - t0;
+    if (rd.bytes != o->size) {
+        fprintf(stderr, "uiw-nfs: bench: read %llu of %llu bytes\n", (unsigned long long)rd.bytes,
+                (unsigned long long)o->size);
+        goto free;
+    }
+    report(o, &t, &rd);
+
+    /* GETATTR */
+    size_t cap = 1u << 16;
+    double *glat = malloc(cap * sizeof(double));
+    if (!glat)
+        goto free;
+    struct result g = {"getattr", 0, 0, 0, 0, glat};
+    t0 = now_s();
+    fattr3 a;
+    while (now_s() - t0 < o->seconds) {
+        double c0 = now_s();
+        r = uiw__nfs_getattr(t.c, &t.fh, &a);
+        if (r != 0) {
+            fprintf(stderr, "uiw-nfs: bench: getattr: %s\n", uiw__nfs_errtext(t.c, r));
+            free(glat);
+            goto free;
+        }
+        if (g.calls == cap) {
+            double *nv = realloc(glat, 2 * cap * sizeof(double));
+            if (!nv)
+                break;
+            glat = g.lat = nv;
+            cap *= 2;
+        }
+        glat[g.calls++] = now_s() - c0;
+    }
+    g.secs = now_s() - t0;
+    report(o, &t, &g);
+    free(glat);
+    rc = 0;
+free:
+    free(lat);
+    free(buf);
+out:
+    if (made) {
+        r = uiw__nfs_remove(t.c, &t.dir, t.name);
+        if (r != 0)
+            fprintf(stderr, "uiw-nfs: bench: remove %s: %s\n", t.name, uiw__nfs_errtext(t.c, r));
+    }
+    target_close(&t);
+    return rc;
+}

@@ -1,0 +1,397 @@
+/*
+ * uiw-nfs: NFS version 3 from the command line, over TCP or RPC-over-RDMA.
+ *
+ *   uiw-nfs [options] ls|stat|cat|get|put|cp|mv|rm|mkdir|rmdir|bench ARGS...
+ *
+ * URLs are libnfs's: nfs://HOST[:PORT]/EXPORT/PATH[?transport=rdma|tcp&rpcrdma=1|2
+ * &mountport=N&uid=N&gid=N]. The export is found with MOUNT (over TCP) as the longest of
+ * the server's exports that is a prefix of the path. Exit status 0 on success, 1 when an
+ * operation fails, 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nfs.h"
+
+static const char usage[] =
+    "usage: uiw-nfs [options] COMMAND ARGS...\n"
+    "  ls URL...            list directories (ls -l style) or files\n"
+    "  stat URL...          attributes\n"
+    "  cat URL...           files to standard output\n"
+    "  get URL [LOCAL|-]    copy a file here (LOCAL: a file or directory; default: its name)\n"
+    "  put LOCAL|- URL      copy a file there (URL: a file, or a directory to put it in)\n"
+    "  cp SRC DST           copy; either or both may be URLs\n"
+    "  mv URL URL           rename on one server\n"
+    "  rm URL...            remove files\n"
+    "  mkdir URL...         make directories\n"
+    "  rmdir URL...         remove empty directories\n"
+    "  bench URL            sequential WRITE and READ of a file and a GETATTR rate\n"
+    "URL: nfs://HOST[:PORT]/EXPORT/PATH[?transport=rdma|tcp&rpcrdma=1|2&mountport=N&uid=N&gid=N]\n"
+    "options:\n"
+    "  -v, --verbose        say what happens (mount, transport, rates)\n"
+    "      --verify         get/put/cp: compare the SHA-256 of source and destination\n"
+    "      --progress / --no-progress   force the progress bar on or off (default: on a\n"
+    "                       terminal, for transfers longer than a second)\n"
+    "  -b, --block BYTES    transfer block (default: the server's maximum, at most 1 MiB)\n"
+    "  -s, --size BYTES     bench: file size (default 64M; K, M, G suffixes)\n"
+    "      --inflight N     bench: calls in flight (default 1)\n"
+    "  -D, --seconds S      bench: GETATTR duration (default 2)\n"
+    "      --json           bench: one JSON object per line\n"
+    "  -h, --help, --version\n";
+
+static int parse_size(const char *s, uint64_t max, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1024 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1024ull * 1024 * 1024, end++;
+    if (*end || x > max / mul)
+        return -1;
+    *v = x * mul;
+    return 0;
+}
+
+static void mode_string(const fattr3 *a, char out[11])
+{
+    static const char types[] = "?-dbclsp";
+    out[0] = a->type <= NF3FIFO ? types[a->type] : '?';
+    const char *rwx = "rwxrwxrwx";
+    for (int i = 0; i < 9; i++)
+        out[1 + i] = (a->mode & (1u << (8 - i))) ? rwx[i] : '-';
+    if (a->mode & 04000)
+        out[3] = (a->mode & 0100) ? 's' : 'S';
+    if (a->mode & 02000)
+        out[6] = (a->mode & 010) ? 's' : 'S';
+    if (a->mode & 01000)
+        out[9] = (a->mode & 01) ? 't' : 'T';
+    out[10] = 0;
+}
+
+static void print_long(const char *name, const fattr3 *a)
+{
+    char m[11], when[32];
+    mode_string(a, m);
+    time_t t = (time_t)a->mtime.seconds;
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+    printf("%s %3u %5u %5u %12" PRIu64 " %s %s\n", m, a->nlink, a->uid, a->gid, a->size, when,
+           name);
+}
+
+struct ent {
+    char *name;
+    fattr3 attr;
+    int has_attr;
+};
+
+struct list {
+    struct ent *v;
+    size_t n, cap;
+};
+
+static int collect(void *arg, const char *name, uint64_t fileid, const fattr3 *attr,
+                   const struct uiw__nfs_fh *fh)
+{
+    (void)fileid;
+    (void)fh;
+    struct list *l = arg;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        struct ent *v = realloc(l->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    struct ent *e = &l->v[l->n++];
+    e->name = strdup(name);
+    e->has_attr = attr != NULL;
+    if (attr)
+        e->attr = *attr;
+    return e->name ? 0 : -ENOMEM;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+static int cmd_ls(const struct opts *o, int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: uiw-nfs ls URL...\n");
+        return 2;
+    }
+    int rc = 0;
+    for (int i = 0; i < argc; i++) {
+        struct target t;
+        if (target_open(argv[i], o, &t) != 0) {
+            rc = 1;
+            continue;
+        }
+        if (!t.exists) {
+            fprintf(stderr, "uiw-nfs: %s: %s\n", argv[i], uiw__nfs_errtext(t.c, -NFS3ERR_NOENT));
+            rc = 1;
+        } else if (t.attr.type != NF3DIR) {
+            print_long(t.name, &t.attr);
+        } else {
+            struct list l = {0};
+            int r = uiw__nfs_readdir(t.c, &t.fh, collect, &l);
+            if (r != 0) {
+                fprintf(stderr, "uiw-nfs: %s: %s\n", argv[i], uiw__nfs_errtext(t.c, r));
+                rc = 1;
+            } else {
+                if (argc > 1)
+                    printf("%s:\n", argv[i]);
+                if (l.n)
+                    qsort(l.v, l.n, sizeof(*l.v), by_name);
+                for (size_t k = 0; k < l.n; k++) {
+                    if (l.v[k].has_attr)
+                        print_long(l.v[k].name, &l.v[k].attr);
+                    else
+                        printf("?????????? %s\n", l.v[k].name);
+                }
+            }
+            for (size_t k = 0; k < l.n; k++)
+                free(l.v[k].name);
+            free(l.v);
+        }
+        target_close(&t);
+    }
+    return rc;
+}
+
+static int cmd_stat(const struct opts *o, int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: uiw-nfs stat URL...\n");
+        return 2;
+    }
+    static const char *types[] = {
+        "?",      "regular file", "directory", "block device", "character device", "symbolic link",
+        "socket", "fifo"};
+    int rc = 0;
+    for (int i = 0; i < argc; i++) {
+        struct target t;
+        if (target_open(argv[i], o, &t) != 0) {
+            rc = 1;
+            continue;
+        }
+        if (!t.exists) {
+            fprintf(stderr, "uiw-nfs: %s: %s\n", argv[i], uiw__nfs_errtext(t.c, -NFS3ERR_NOENT));
+            rc = 1;
+        } else {
+            const fattr3 *a = &t.attr;
+            char m[11];
+            mode_string(a, m);
+            printf("  File: %s\n  Type: %s\n  Size: %" PRIu64 "\tUsed: %" PRIu64
+                   "\n  Mode: (%04o/%s)\tLinks: %u\tUid: %u\tGid: %u\n"
+                   "Fileid: %" PRIu64 "\tFsid: %016" PRIx64 "\n",
+                   argv[i], a->type <= NF3FIFO ? types[a->type] : "?", a->size, a->used,
+                   a->mode & 07777, m, a->nlink, a->uid, a->gid, a->fileid, a->fsid);
+            printf("Access: %u.%09u\nModify: %u.%09u\nChange: %u.%09u\n", a->atime.seconds,
+                   a->atime.nseconds, a->mtime.seconds, a->mtime.nseconds, a->ctime.seconds,
+                   a->ctime.nseconds);
+        }
+        target_close(&t);
+    }
+    return rc;
+}
+
+/* rm, mkdir, rmdir: one call on the URL's directory and name. */
+static int cmd_simple(const struct opts *o, const char *cmd, int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: uiw-nfs %s URL...\n", cmd);
+        return 2;
+    }
+    int rc = 0;
+    for (int i = 0; i < argc; i++) {
+        struct target t;
+        if (target_open(argv[i], o, &t) != 0) {
+            rc = 1;
+            continue;
+        }
+        int r;
+        if (!t.name[0])
+            r = -NFS3ERR_ACCES; /* the mounted directory itself */
+        else if (strcmp(cmd, "mkdir") == 0)
+            r = uiw__nfs_mkdir(t.c, &t.dir, t.name, 0755, NULL);
+        else if (strcmp(cmd, "rmdir") == 0)
+            r = uiw__nfs_rmdir(t.c, &t.dir, t.name);
+        else
+            r = uiw__nfs_remove(t.c, &t.dir, t.name);
+        if (r != 0) {
+            fprintf(stderr, "uiw-nfs: %s %s: %s\n", cmd, argv[i], uiw__nfs_errtext(t.c, r));
+            rc = 1;
+        }
+        target_close(&t);
+    }
+    return rc;
+}
+
+static int cmd_mv(const struct opts *o, int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: uiw-nfs mv URL URL\n");
+        return 2;
+    }
+    struct target s, d;
+    if (target_open(argv[0], o, &s) != 0)
+        return 1;
+    if (target_open(argv[1], o, &d) != 0) {
+        target_close(&s);
+        return 1;
+    }
+    int rc = 1;
+    if (strcmp(s.url.host, d.url.host) != 0 || s.url.port != d.url.port) {
+        fprintf(stderr, "uiw-nfs: mv: both URLs must name one server\n");
+    } else if (!s.name[0] || !d.name[0]) {
+        fprintf(stderr, "uiw-nfs: mv: cannot move an export's root\n");
+    } else {
+        const char *to = d.name;
+        struct uiw__nfs_fh *tdir = &d.dir;
+        if (d.exists && d.attr.type == NF3DIR && s.attr.type != NF3DIR) {
+            tdir = &d.fh; /* into the directory, keeping the name */
+            to = s.name;
+        }
+        int r = uiw__nfs_rename(s.c, &s.dir, s.name, tdir, to);
+        if (r != 0)
+            fprintf(stderr, "uiw-nfs: mv: %s\n", uiw__nfs_errtext(s.c, r));
+        else
+            rc = 0;
+    }
+    target_close(&d);
+    target_close(&s);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {.progress = -1, .size = 64ull << 20, .inflight = 1, .seconds = 2};
+    enum { O_VERIFY = 256, O_PROG, O_NOPROG, O_INFLIGHT, O_JSON, O_VERSION };
+    static const struct option lo[] = {
+        {"verbose", no_argument, NULL, 'v'},
+        {"verify", no_argument, NULL, O_VERIFY},
+        {"progress", no_argument, NULL, O_PROG},
+        {"no-progress", no_argument, NULL, O_NOPROG},
+        {"block", required_argument, NULL, 'b'},
+        {"size", required_argument, NULL, 's'},
+        {"inflight", required_argument, NULL, O_INFLIGHT},
+        {"seconds", required_argument, NULL, 'D'},
+        {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    uint64_t v;
+    /* Options may come before or after the command (getopt permutes). */
+    while ((ch = getopt_long(argc, argv, "vb:s:D:h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'v':
+            o.verbose++;
+            break;
+        case O_VERIFY:
+            o.verify = 1;
+            break;
+        case O_PROG:
+            o.progress = 1;
+            break;
+        case O_NOPROG:
+            o.progress = 0;
+            break;
+        case 'b':
+            if (parse_size(optarg, 64u << 20, &v) != 0 || v < 512) {
+                fprintf(stderr, "uiw-nfs: bad block size '%s'\n", optarg);
+                return 2;
+            }
+            o.block = (uint32_t)v;
+            break;
+        case 's':
+            if (parse_size(optarg, 1ull << 40, &v) != 0) {
+                fprintf(stderr, "uiw-nfs: bad size '%s'\n", optarg);
+                return 2;
+            }
+            o.size = v;
+            break;
+        case O_INFLIGHT:
+            if (parse_size(optarg, 1024, &v) != 0 || v == 0) {
+                fprintf(stderr, "uiw-nfs: bad --inflight '%s'\n", optarg);
+                return 2;
+            }
+            o.inflight = (unsigned)v;
+            break;
+        case 'D': {
+            char *end;
+            errno = 0;
+            o.seconds = strtod(optarg, &end);
+            if (errno || *end || !(o.seconds > 0 && o.seconds <= 3600)) {
+                fprintf(stderr, "uiw-nfs: bad --seconds '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case O_JSON:
+            o.json = 1;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case O_VERSION:
+            printf("uiw-nfs %s\n", UIW_VERSION);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    const char *cmd = argv[optind];
+    int n = argc - optind - 1;
+    char **args = argv + optind + 1;
+    if (strcmp(cmd, "ls") == 0)
+        return cmd_ls(&o, n, args);
+    if (strcmp(cmd, "stat") == 0)
+        return cmd_stat(&o, n, args);
+    if (strcmp(cmd, "cat") == 0)
+        return cmd_cat(&o, n, args);
+    if (strcmp(cmd, "get") == 0)
+        return cmd_get(&o, n, args);
+    if (strcmp(cmd, "put") == 0)
+        return cmd_put(&o, n, args);
+    if (strcmp(cmd, "cp") == 0)
+        return cmd_cp(&o, n, args);
+    if (strcmp(cmd, "mv") == 0)
+        return cmd_mv(&o, n, args);
+    if (strcmp(cmd, "rm") == 0 || strcmp(cmd, "mkdir") == 0 || strcmp(cmd, "rmdir") == 0)
+        return cmd_simple(&o, cmd, n, args);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(&o, n, args);
+    fprintf(stderr, "uiw-nfs: unknown command '%s'\n", cmd);
+    fputs(usage, stderr);
+    return 2;
+}

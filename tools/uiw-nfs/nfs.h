@@ -1,0 +1,64 @@
+/* uiw-nfs: shared pieces of the commands. */
+#ifndef UIW_TOOLS_NFS_H
+#define UIW_TOOLS_NFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nfs/client.h"
+
+struct opts {
+    int verbose;
+    int verify;
+    int progress; /* -1 auto (a terminal), 0 off, 1 on */
+    int json;
+    uint64_t size;  /* bench -s */
+    uint32_t block; /* bench -b; transfers' block (0: the server's maximum, at most 1 MiB) */
+    unsigned inflight;
+    double seconds; /* bench: GETATTR duration */
+};
+
+/* An open URL: its client, the handle and attributes of what it names (exists == 0 when
+ * it names nothing yet), and its parent directory's handle and the last name. */
+struct target {
+    struct uiw__nfs_url url;
+    struct uiw__nfs_client *c;
+    struct uiw__nfs_fh fh, dir;
+    fattr3 attr;
+    int exists;
+    char name[256]; /* "" when the URL is the mounted directory itself */
+};
+
+/* Parse and open a URL; 0, or 1 after printing why. */
+int target_open(const char *url, const struct opts *o, struct target *t);
+void target_close(struct target *t);
+
+int is_url(const char *s);
+uint32_t block_size(const struct opts *o, struct uiw__nfs_client *c, int reading);
+
+/* Progress on standard error for transfers longer than a second (on a terminal). */
+struct progress {
+    int on, drawn;
+    const char *what;
+    uint64_t total, done;
+    double start, last;
+};
+double now_s(void);
+void progress_start(struct progress *p, const struct opts *o, const char *what, uint64_t total);
+void progress_update(struct progress *p, uint64_t done);
+void progress_end(struct progress *p);
+
+/* SHA-256 as hex (65 bytes with the NUL). */
+struct sha;
+struct sha *sha_new(void);
+void sha_update(struct sha *s, const void *p, size_t n);
+void sha_hex(struct sha *s, char out[65]); /* frees s */
+
+/* Commands: each returns the exit status. */
+int cmd_get(const struct opts *o, int argc, char **argv);
+int cmd_put(const struct opts *o, int argc, char **argv);
+int cmd_cp(const struct opts *o, int argc, char **argv);
+int cmd_cat(const struct opts *o, int argc, char **argv);
+int cmd_bench(const struct opts *o, int argc, char **argv);
+
+#endif

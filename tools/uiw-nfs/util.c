@@ -1,0 +1,163 @@
+/* uiw-nfs: opening URLs, block sizes, the progress bar, SHA-256. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "nfs.h"
+
+int is_url(const char *s)
+{
+    return strncmp(s, "nfs://", 6) == 0;
+}
+
+int target_open(const char *url, const struct opts *o, struct target *t)
+{
+    char err[512];
+    memset(t, 0, sizeof(*t));
+    if (uiw__nfs_url_parse(url, &t->url, err, sizeof(err)) != 0) {
+        fprintf(stderr, "uiw-nfs: %s\n", err);
+        return 1;
+    }
+    t->c = uiw__nfs_client_open(&t->url, o->verbose, err, sizeof(err));
+    if (!t->c) {
+        fprintf(stderr, "uiw-nfs: %s\n", err);
+        return 1;
+    }
+    /* The parent directory, then the last name in it. */
+    char sub[1024];
+    snprintf(sub, sizeof(sub), "%s", uiw__nfs_client_subpath(t->c));
+    size_t n = strlen(sub);
+    while (n > 0 && sub[n - 1] == '/')
+        sub[--n] = 0;
+    char *slash = strrchr(sub, '/');
+    const char *parent = "";
+    if (slash) {
+        *slash = 0;
+        parent = sub;
+        snprintf(t->name, sizeof(t->name), "%s", slash + 1);
+    } else {
+        snprintf(t->name, sizeof(t->name), "%s", sub);
+    }
+    int rc = uiw__nfs_lookup_path(t->c, parent, &t->dir, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "uiw-nfs: %s: %s\n", url, uiw__nfs_errtext(t->c, rc));
+        target_close(t);
+        return 1;
+    }
+    if (!t->name[0]) {
+        t->fh = t->dir;
+        rc = uiw__nfs_getattr(t->c, &t->fh, &t->attr);
+    } else {
+        rc = uiw__nfs_lookup(t->c, &t->dir, t->name, &t->fh, &t->attr);
+    }
+    if (rc == 0)
+        t->exists = 1;
+    else if (rc != -NFS3ERR_NOENT) {
+        fprintf(stderr, "uiw-nfs: %s: %s\n", url, uiw__nfs_errtext(t->c, rc));
+        target_close(t);
+        return 1;
+    }
+    return 0;
+}
+
+void target_close(struct target *t)
+{
+    uiw__nfs_client_close(t->c);
+    t->c = NULL;
+}
+
+uint32_t block_size(const struct opts *o, struct uiw__nfs_client *c, int reading)
+{
+    uint32_t max = reading ? uiw__nfs_client_rtmax(c) : uiw__nfs_client_wtmax(c);
+    uint32_t b = o->block ? o->block : 1u << 20;
+    return b < max ? b : max;
+}
+
+double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void progress_start(struct progress *p, const struct opts *o, const char *what, uint64_t total)
+{
+    memset(p, 0, sizeof(*p));
+    p->on = o->progress > 0 || (o->progress < 0 && isatty(STDERR_FILENO));
+    p->what = what;
+    p->total = total;
+    p->start = now_s();
+}
+
+static void draw(struct progress *p, double t)
+{
+    double dt = t - p->start;
+    double rate = dt > 0 ? (double)p->done / dt : 0;
+    char pct[16] = "";
+    if (p->total)
+        snprintf(pct, sizeof(pct), "%3d%% ", (int)(100.0 * (double)p->done / (double)p->total));
+    int width = 24, fill = p->total ? (int)(width * (double)p->done / (double)p->total) : 0;
+    if (fill > width)
+        fill = width;
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "\r%-28.28s [%s] %s%8.1f MB/s %6.1f s", p->what, bar, pct, rate / 1e6, dt);
+    p->drawn = 1;
+}
+
+void progress_update(struct progress *p, uint64_t done)
+{
+    p->done = done;
+    if (!p->on)
+        return;
+    double t = now_s();
+    if (t - p->start < 1.0 || t - p->last < 0.1)
+        return;
+    p->last = t;
+    draw(p, t);
+}
+
+void progress_end(struct progress *p)
+{
+    if (p->on && p->drawn) {
+        draw(p, now_s());
+        fputc('\n', stderr);
+    }
+}
+
+struct sha {
+    EVP_MD_CTX *ctx;
+};
+
+struct sha *sha_new(void)
+{
+    struct sha *s = malloc(sizeof(*s));
+    if (!s)
+        abort();
+    s->ctx = EVP_MD_CTX_new();
+    if (!s->ctx || EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) != 1)
+        abort();
+    return s;
+}
+
+void sha_update(struct sha *s, const void *p, size_t n)
+{
+    EVP_DigestUpdate(s->ctx, p, n);
+}
+
+void sha_hex(struct sha *s, char out[65])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(s->ctx, md, &n);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    EVP_MD_CTX_free(s->ctx);
+    free(s);
+}

@@ -1,0 +1,171 @@
+/*
+ * uiw-nfsd: an NFS version 3 server (RFC 1813) of exported directories, with MOUNT
+ * version 3 over TCP, serving NFS over TCP and over RPC-over-RDMA.
+ *
+ *   uiw-nfsd [-a ADDR] [-p RDMA_PORT] [--tcp-port PORT] [--mount-port PORT] [--vers1-only]
+ *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES] [-v]
+ *            EXPORT_DIR...
+ *
+ * Once listening it prints one line on standard output,
+ *   uiw-nfsd: ready tcp=PORT mount=PORT rdma=PORT
+ * (a port of 0 picks a free one; -1 means off), then serves until SIGINT or SIGTERM.
+ * Exit status 0 after a signal, 1 when it cannot start, 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nfs/nfsd.h"
+
+static const char usage[] =
+    "usage: uiw-nfsd [options] EXPORT_DIR...\n"
+    "Serve the directories over NFS version 3 (TCP and RPC-over-RDMA), with MOUNT v3 over\n"
+    "TCP. Clients mount an export by its absolute path.\n"
+    "  -a, --addr ADDR       listen address (default: all)\n"
+    "  -p, --port PORT       RPC-over-RDMA port (default 20049; 0: any free; -1: off)\n"
+    "      --tcp-port PORT   NFS over TCP (default 2049; 0: any free; -1: off)\n"
+    "      --mount-port PORT MOUNT over TCP (default 20048; 0: any free; -1: off)\n"
+    "      --vers1-only      speak RPC-over-RDMA Version One only\n"
+    "      --no-root-squash  AUTH_SYS root keeps root's rights (server run as root)\n"
+    "      --anon-uid N      uid of squashed and AUTH_NONE callers (default 65534)\n"
+    "      --anon-gid N      gid of squashed and AUTH_NONE callers (default 65534)\n"
+    "      --max-io BYTES    largest READ and WRITE (default 1048576)\n"
+    "  -v, --verbose         log mounts; twice: every call\n"
+    "  -h, --help            this text\n"
+    "      --version         the version\n";
+
+static int parse_num(const char *s, long min, long max, long *v)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (errno || end == s || *end || x < min || x > max)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    enum { O_TCP = 256, O_MOUNT, O_V1, O_NRS, O_AUID, O_AGID, O_MAXIO, O_VERSION };
+    static const struct option lo[] = {
+        {"addr", required_argument, NULL, 'a'},
+        {"port", required_argument, NULL, 'p'},
+        {"tcp-port", required_argument, NULL, O_TCP},
+        {"mount-port", required_argument, NULL, O_MOUNT},
+        {"vers1-only", no_argument, NULL, O_V1},
+        {"no-root-squash", no_argument, NULL, O_NRS},
+        {"anon-uid", required_argument, NULL, O_AUID},
+        {"anon-gid", required_argument, NULL, O_AGID},
+        {"max-io", required_argument, NULL, O_MAXIO},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, O_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    long v;
+    while ((ch = getopt_long(argc, argv, "a:p:vh", lo, NULL)) != -1) {
+        int bad = 0;
+        switch (ch) {
+        case 'a':
+            o.addr = optarg;
+            break;
+        case 'p':
+            bad = parse_num(optarg, -1, 65535, &v);
+            o.rdma_port = (int)v;
+            break;
+        case O_TCP:
+            bad = parse_num(optarg, -1, 65535, &v);
+            o.tcp_port = (int)v;
+            break;
+        case O_MOUNT:
+            bad = parse_num(optarg, -1, 65535, &v);
+            o.mount_port = (int)v;
+            break;
+        case O_V1:
+            o.vers1_only = 1;
+            break;
+        case O_NRS:
+            o.no_root_squash = 1;
+            break;
+        case O_AUID:
+            bad = parse_num(optarg, 0, 0xffffffffL, &v);
+            o.anon_uid = (uint32_t)v;
+            break;
+        case O_AGID:
+            bad = parse_num(optarg, 0, 0xffffffffL, &v);
+            o.anon_gid = (uint32_t)v;
+            break;
+        case O_MAXIO:
+            bad = parse_num(optarg, 4096, 64L << 20, &v);
+            o.max_io = (uint32_t)v;
+            break;
+        case 'v':
+            o.verbose++;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case O_VERSION:
+            printf("uiw-nfsd %s\n", UIW_VERSION);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "uiw-nfsd: bad value '%s'\n", optarg);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    /* Signals go to sigwait below, never to the server's threads. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct uiw__nfsd *s = uiw__nfsd_create(&o);
+    if (!s) {
+        fprintf(stderr, "uiw-nfsd: %s\n", strerror(errno));
+        return 1;
+    }
+    for (int i = optind; i < argc; i++) {
+        int rc = uiw__nfsd_add_export(s, argv[i]);
+        if (rc != 0) {
+            fprintf(stderr, "uiw-nfsd: export %s: %s\n", argv[i], strerror(-rc));
+            uiw__nfsd_destroy(s);
+            return 1;
+        }
+    }
+    int rc = uiw__nfsd_start(s);
+    if (rc != 0) {
+        fprintf(stderr, "uiw-nfsd: cannot listen: %s\n", strerror(-rc));
+        uiw__nfsd_destroy(s);
+        return 1;
+    }
+    if (o.rdma_port >= 0 && uiw__nfsd_port(s, UIW__NFSD_RDMA) < 0)
+        fprintf(stderr, "uiw-nfsd: RPC-over-RDMA is not in this build yet: TCP only\n");
+    printf("uiw-nfsd: ready tcp=%d mount=%d rdma=%d\n", uiw__nfsd_port(s, UIW__NFSD_TCP),
+           uiw__nfsd_port(s, UIW__NFSD_MOUNT), uiw__nfsd_port(s, UIW__NFSD_RDMA));
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    if (o.verbose)
+        fprintf(stderr, "uiw-nfsd: signal %d: stopping\n", sig);
+    uiw__nfsd_destroy(s);
+    return 0;
+}

@@ -1,0 +1,1 @@
+target_compile_definitions(uiw-nfsd PRIVATE UIW_VERSION="${PROJECT_VERSION}")
