@@ -254,7 +254,9 @@ struct uiw_qp {
     enum uiw_qp_state state;
     bool started;
     bool want_close;
-    bool rtr_wait_rx; /* responder: the RTR has not arrived yet (and we must not send) */
+    bool rtr_wait_rx; /* responder: the RTR has not arrived yet */
+    bool tx_hold;     /* responder: no FPDU of the initiator validated yet, so nothing may
+                         go on the wire (RFC 5044 7.1.2); local operations still run */
     bool rx_failed;
     bool rx_len_known;
     bool rx_hdr_done;

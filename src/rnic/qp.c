@@ -258,6 +258,7 @@ int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *p)
     uiw__rx_init(qp);
     qp->started = true;
     qp->state = UIW_QPS_RTS;
+    qp->tx_hold = !p->initiator;
     if (p->rtr != UIW__RTR_NONE) {
         if (p->initiator)
             qp->rtr_send_pending = true;
@@ -385,7 +386,9 @@ void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
     qp->tl = m->layer;
     qp->te = m->etype;
     qp->tc = m->ecode;
-    bool connected = qp->started;
+    /* a responder that has validated no FPDU of the initiator sends nothing, a Terminate
+     * neither (an error in the initiator's first FPDU released it: rx.c) */
+    bool connected = qp->started && !qp->tx_hold;
     if (connected) {
         struct uiw_terminate *t = &qp->term_out;
         memset(t, 0, sizeof(*t));
@@ -438,8 +441,10 @@ void uiw__qp_term_received(struct uiw_qp *qp, const struct uiw_terminate *t)
 
 void uiw__qp_check_close(struct uiw_qp *qp)
 {
-    if (qp->state == UIW_QPS_CLOSING && qp->sq_head == qp->sq_tail && qp->irq_count == 0 &&
-        qp->slot_head == qp->slot_tail && !qp->rtr_send_pending)
+    /* a held responder can send nothing: what it has queued is flushed with the close */
+    if (qp->state == UIW_QPS_CLOSING &&
+        (qp->tx_hold || (qp->sq_head == qp->sq_tail && qp->irq_count == 0 &&
+                         qp->slot_head == qp->slot_tail && !qp->rtr_send_pending)))
         qp->want_close = true;
 }
 

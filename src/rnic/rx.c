@@ -101,6 +101,7 @@ UIW__COLD static int rx_fail(struct uiw_qp *qp, int code)
         rdma = qp->rx_hdr + UIW_DDP_UNTAGGED_HDR_LEN;
     if (code == UIW_E_FPDU_CRC)
         uiw__qstat(qp, UIW__STAT_CRC_ERRORS, 1);
+    qp->tx_hold = false; /* the peer sends FPDUs: it may have our Terminate */
     uiw__qp_fail(qp, code, tagged >= 0 ? &d : NULL, hl ? qp->rx_hdr : NULL, hl, qp->rx_ulen, rdma);
     qp->rx_failed = true;
     return code;
@@ -324,6 +325,7 @@ static int serve_read_req(struct uiw_qp *qp)
 /* The FPDU is complete and its CRC checked: deliver. */
 UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
 {
+    qp->tx_hold = false; /* an FPDU of the initiator validated: we may send (RFC 5044 7.1.2) */
     uiw__qstat(qp, UIW__STAT_RX_FPDUS, 1);
     qp->rx_small = !seg_large(qp->rx_plen, qp->rx_ddp.last);
     const struct uiw_ddp_hdr *h = &qp->rx_ddp;
@@ -541,7 +543,7 @@ UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, s
 {
     const uint8_t *h = p + 2;
     if (n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4 || qp->rx_len_known || qp->rx_send_len ||
-        qp->rtr_wait_rx || qp->rq_head == qp->rq_tail || !rx_accepting(qp))
+        qp->tx_hold || qp->rq_head == qp->rq_tail || !rx_accepting(qp))
         return 0;
     size_t ulen = uiw__get_be16(p);
     uint8_t op = h[1];

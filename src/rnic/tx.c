@@ -333,6 +333,52 @@ static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
 
 static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s);
 
+static bool is_local(uint8_t opcode)
+{
+    return opcode == UIW_WR_LOCAL_INV || opcode == UIW_WR_REG_MR;
+}
+
+/* Execute the local operation w at sq_tx (LOCAL_INV or REG_MR): it completes at once. */
+static void sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
+{
+    int r, st, code;
+    if (w->opcode == UIW_WR_LOCAL_INV) {
+        r = uiw__stag_invalidate(qp->ctx, qp->pd, w->inv_rkey);
+        st = UIW_WC_LOC_PROT_ERR;
+        code = UIW_E_RNIC_LOCAL_PROT;
+    } else {
+        r = uiw__stag_fastreg(qp->ctx, qp->pd, w->reg_mr, w->reg_key, w->reg_addr, w->reg_len,
+                              w->reg_access);
+        st = UIW_WC_MW_BIND_ERR;
+        code = UIW_E_RNIC_LOCAL_OP;
+    }
+    qp->sq_tx++;
+    if (r < 0) {
+        wr_done(qp, w, st, code);
+        uiw__qp_fail(qp, code, NULL, NULL, 0, 0, NULL);
+    } else {
+        wr_done(qp, w, UIW_WC_SUCCESS, 0);
+    }
+    uiw__sq_retire(qp);
+}
+
+/* While the wire is held: the local operations at the head of the send queue (a send
+ * queue completes in order, so they wait behind anything else). */
+static bool sq_local_step(struct uiw_qp *qp)
+{
+    while (qp->sq_tx != qp->sq_tail &&
+           qp->sq[qp->sq_tx & (qp->sq_size - 1)].state == UIW__SWQE_DONE)
+        qp->sq_tx++;
+    if (qp->sq_tx == qp->sq_tail)
+        return false;
+    struct uiw__swqe *w = &qp->sq[qp->sq_tx & (qp->sq_size - 1)];
+    if (w->state != UIW__SWQE_QUEUED || !is_local(w->opcode) ||
+        ((w->flags & UIW_SEND_FENCE) && qp->orq_count > 0))
+        return false;
+    sq_local(qp, w);
+    return true;
+}
+
 /* One step of work; returns false when nothing more can be built now. */
 UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
 {
@@ -345,9 +391,10 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
         build_terminate(qp, s);
         return false;
     }
-    if (qp->term_queued || (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING) ||
-        qp->rtr_wait_rx)
+    if (qp->term_queued || (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING))
         return false;
+    if (qp->tx_hold)
+        return sq_local_step(qp); /* nothing on the wire yet: local operations only */
     if (qp->rtr_send_pending) {
         qp->rtr_send_pending = false;
         size_t h;
@@ -394,31 +441,10 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
             return false;
         int code = 0;
         switch (w->opcode) {
-        case UIW_WR_LOCAL_INV: {
-            int r = uiw__stag_invalidate(qp->ctx, qp->pd, w->inv_rkey);
-            qp->sq_tx++;
-            if (r < 0) {
-                wr_done(qp, w, UIW_WC_LOC_PROT_ERR, UIW_E_RNIC_LOCAL_PROT);
-                uiw__qp_fail(qp, UIW_E_RNIC_LOCAL_PROT, NULL, NULL, 0, 0, NULL);
-            } else {
-                wr_done(qp, w, UIW_WC_SUCCESS, 0);
-            }
-            uiw__sq_retire(qp);
+        case UIW_WR_LOCAL_INV:
+        case UIW_WR_REG_MR:
+            sq_local(qp, w);
             return true;
-        }
-        case UIW_WR_REG_MR: {
-            int r = uiw__stag_fastreg(qp->ctx, qp->pd, w->reg_mr, w->reg_key, w->reg_addr,
-                                      w->reg_len, w->reg_access);
-            qp->sq_tx++;
-            if (r < 0) {
-                wr_done(qp, w, UIW_WC_MW_BIND_ERR, UIW_E_RNIC_LOCAL_OP);
-                uiw__qp_fail(qp, UIW_E_RNIC_LOCAL_OP, NULL, NULL, 0, 0, NULL);
-            } else {
-                wr_done(qp, w, UIW_WC_SUCCESS, 0);
-            }
-            uiw__sq_retire(qp);
-            return true;
-        }
         case UIW_WR_RDMA_READ:
             if (qp->cp.ord == 0) {
                 /* no Reads were negotiated: the Read never reaches the wire */
@@ -510,7 +536,7 @@ UIW__DATAPATH static bool tx_send_small(struct uiw_qp *qp)
 {
     uint32_t idx = qp->sq_tx;
     if (idx + 1 != qp->sq_tail || qp->irq_count || qp->term_pending || qp->term_queued ||
-        qp->rtr_send_pending || qp->rtr_wait_rx || qp->state != UIW_QPS_RTS || qp->ftx.markers)
+        qp->rtr_send_pending || qp->tx_hold || qp->state != UIW_QPS_RTS || qp->ftx.markers)
         return false;
     struct uiw__swqe *w = &qp->sq[idx & (qp->sq_size - 1)];
     bool inl = (w->flags & UIW_SEND_INLINE) != 0;

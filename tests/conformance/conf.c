@@ -401,6 +401,10 @@ void conf_post_read(struct conf *c, uint8_t *sink, uint32_t len, uint32_t rkey, 
         if (sink >= c->region[i] && sink + len <= c->region[i] + CONF_REGION_LEN)
             r = i;
     CHECK(r >= 0);
+    /* a responder sends nothing before the initiator's first FPDU (RFC 5044 7.1.2): the
+     * raw initiator speaks first, with a zero-length Write, if it has not yet */
+    if (!c->o.initiator && c->peer.tx.stream_pos == 0)
+        CHECK_EQ(rawpeer_send_write(&c->peer, 1, 0, NULL, 0), 0);
     struct uiw_sge sge = {.addr = (uintptr_t)sink, .length = len, .lkey = c->mr[r]->lkey};
     struct uiw_send_wr wr = {.wr_id = 55,
                              .sg_list = &sge,

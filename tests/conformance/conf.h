@@ -92,7 +92,9 @@ void conf_expect_written(struct conf *c, const void *p, const void *data, size_t
 void conf_check_memory(struct conf *c, bool regions_too);
 
 /* Post an RDMA Read (wr_id 55, signalled) into sink[0..len) of one of the regions, from
- * the raw peer's (rkey, rto); and read the Read Request it puts on the wire. */
+ * the raw peer's (rkey, rto) (a raw initiator that sent nothing yet sends a zero-length
+ * Write first, so that the stack may send); and read the Read Request it puts on the
+ * wire. */
 void conf_post_read(struct conf *c, uint8_t *sink, uint32_t len, uint32_t rkey, uint64_t rto);
 void conf_recv_read_req(struct conf *c, struct uiw_rdmap_read_req *rr);
 

@@ -913,3 +913,60 @@ TEST(cq_overflow_by_peer_sends)
     conf_close(c);
     free(c);
 }
+
+/* RFC 5044 7.1.2: the responder sends no FPDU before it has received and validated the
+ * initiator's first one, also without a negotiated RTR (MPA Rev 1; Rev 2 without
+ * peer-to-peer, Linux siw's default). A Send posted right after accept waits for it and
+ * is not lost. */
+static void responder_waits(uint8_t rev)
+{
+    struct conf *c = calloc(1, sizeof(*c));
+    struct conf_opts o = {.crc = true, .rev = rev};
+    conf_open(c, &o);
+    uint8_t *src = c->region[R_RW];
+    memset(src, 0x6B, 24);
+    conf_expect_written(c, src, src, 24);
+    struct uiw_sge sge = {.addr = (uintptr_t)src, .length = 24, .lkey = c->mr[R_RW]->lkey};
+    struct uiw_send_wr wr = {.wr_id = 7,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = UIW_WR_SEND,
+                             .send_flags = UIW_SEND_SIGNALED};
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(c->qp, &wr, &bad), 0);
+    uint8_t u[128];
+    uint16_t len = 0;
+    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, 300), -ETIMEDOUT);
+    conf_no_wc(c, 50);
+    /* the initiator's first FPDU */
+    CHECK_EQ(rawpeer_send_send(&c->peer, UIW_RDMAP_SEND, 0, "hi", 2), 0);
+    struct uiw_wc wc;
+    conf_next_wc(c, &wc);
+    CHECK_EQ(wc.wr_id, 100);
+    CHECK_EQ(wc.byte_len, 2);
+    conf_expect_written(c, c->region[R_RECV], "hi", 2);
+    c->wc_done = 1;
+    conf_next_wc(c, &wc);
+    CHECK_EQ(wc.wr_id, 7);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, CONF_WAIT_MS), 1);
+    struct uiw_ddp_hdr h;
+    CHECK_EQ(uiw_ddp_hdr_parse(u, len, &h), UIW_DDP_UNTAGGED_HDR_LEN);
+    CHECK_EQ(h.qn, UIW_DDP_QN_SEND);
+    CHECK_EQ(h.msn, 1);
+    CHECK_EQ(len, UIW_DDP_UNTAGGED_HDR_LEN + 24);
+    CHECK_MEM(u + UIW_DDP_UNTAGGED_HDR_LEN, src, 24);
+    conf_check_memory(c, true);
+    conf_close(c);
+    free(c);
+}
+
+TEST(responder_waits_for_first_fpdu_rev1)
+{
+    responder_waits(1);
+}
+
+TEST(responder_waits_for_first_fpdu_rev2)
+{
+    responder_waits(2);
+}

@@ -95,6 +95,15 @@ void pair_start(struct pair *p)
     }
 }
 
+void pair_first_fpdu(struct pair *p)
+{
+    struct uiw_send_wr w = {.wr_id = UINT64_MAX, .opcode = UIW_WR_RDMA_WRITE};
+    w.wr.rdma.rkey = 1;
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(p->s[0].qp, &w, &bad), 0);
+    pair_pump_dir(p, 0, SIZE_MAX);
+}
+
 void pair_free(struct pair *p)
 {
     for (int d = 0; d < 2; d++) {

@@ -53,6 +53,9 @@ void pair_opts_default(struct pair_opts *o);
 /* Create both sides; start = also uiw__qp_start both. */
 void pair_init(struct pair *p, const struct pair_opts *o, bool start);
 void pair_start(struct pair *p);
+/* The initiator's first FPDU (a zero-length RDMA Write, moved to side 1): side 1, the
+ * responder, may send from then on (RFC 5044 7.1.2). */
+void pair_first_fpdu(struct pair *p);
 void pair_free(struct pair *p);
 uint64_t pair_rand(struct pair *p);
 /* Move bytes both ways until nothing moves. Returns bytes moved. */

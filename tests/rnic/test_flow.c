@@ -66,6 +66,87 @@ TEST(rtr_zero_length_send)
     rtr_case(UIW__RTR_SEND);
 }
 
+/* Without a negotiated RTR the responder (side 1) still sends nothing before it has
+ * validated the initiator's first FPDU (RFC 5044 7.1.2); what it posts meanwhile waits,
+ * local operations run. */
+TEST(responder_silent_before_first_fpdu)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.crc = true;
+    pair_init(&p, &o, true);
+    struct uiw_mr *b1 = pair_mr(&p, 1, 64, RW, 0x11);
+    struct uiw_mr *b0 = pair_mr(&p, 0, 64, RW, 0);
+    struct uiw_mr *fr = uiw_alloc_mr(p.s[1].pd, 64);
+    CHECK(fr);
+    pair_post_recv(&p, 0, 1, b0, 0, 64);
+    pair_post_recv(&p, 1, 2, b1, 32, 32);
+    struct uiw_send_wr reg = {.wr_id = 3, .opcode = UIW_WR_REG_MR, .send_flags = UIW_SEND_SIGNALED};
+    reg.wr.reg.mr = fr;
+    reg.wr.reg.key = fr->rkey;
+    reg.wr.reg.addr = b1->addr;
+    reg.wr.reg.length = 64;
+    reg.wr.reg.access = LW;
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &reg, &bad), 0);
+    CHECK_EQ(pair_post(&p, 1, 4, UIW_WR_SEND, UIW_SEND_SIGNALED, b1, 0, 8, 0, 0), 0);
+    CHECK_EQ(pair_post(&p, 1, 5, UIW_WR_RDMA_WRITE, UIW_SEND_SIGNALED, b1, 0, 16,
+                       (uintptr_t)b0->addr + 16, b0->rkey),
+             0);
+    CHECK_EQ(pair_tx_pending(&p, 1), 0);
+    CHECK(!(uiw__qp_want(p.s[1].qp) & UIW__WANT_TX));
+    struct uiw_wc wc = pair_wc(&p, 1, true); /* the local operation ran */
+    CHECK_EQ(wc.wr_id, 3);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(pair_nwc(&p, 1, true), 0);
+    /* the initiator's first FPDU releases it */
+    CHECK_EQ(pair_post(&p, 0, 6, UIW_WR_SEND, UIW_SEND_SIGNALED, b0, 0, 4, 0, 0), 0);
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 1, false).byte_len, 4);
+    CHECK_EQ(pair_wc(&p, 1, true).wr_id, 4);
+    CHECK_EQ(pair_wc(&p, 1, true).wr_id, 5);
+    CHECK_EQ(pair_wc(&p, 0, true).wr_id, 6);
+    wc = pair_wc(&p, 0, false);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(wc.byte_len, 8);
+    CHECK_MEM((uint8_t *)b0->addr + 16, b1->addr, 16);
+    pair_mr_free(b0);
+    pair_mr_free(b1);
+    CHECK_EQ(uiw_dereg_mr(fr), 0);
+    pair_free(&p);
+}
+
+/* A held responder that closes sends nothing, a Terminate neither: it closes at once and
+ * what it had queued is flushed. */
+TEST(responder_close_before_first_fpdu)
+{
+    for (int graceful = 0; graceful < 2; graceful++) {
+        struct pair p;
+        struct pair_opts o;
+        pair_opts_default(&o);
+        pair_init(&p, &o, true);
+        struct uiw_mr *b1 = pair_mr(&p, 1, 64, RW, 0);
+        CHECK_EQ(pair_post(&p, 1, 1, UIW_WR_SEND, UIW_SEND_SIGNALED, b1, 0, 8, 0, 0), 0);
+        if (graceful)
+            CHECK_EQ(uiw__qp_close(p.s[1].qp, true), 0);
+        else
+            CHECK_EQ(uiw_modify_qp_state(p.s[1].qp, UIW_QPS_ERROR), 0);
+        CHECK_EQ(pair_tx_pending(&p, 1), 0);
+        CHECK(uiw__qp_want(p.s[1].qp) & UIW__WANT_CLOSE);
+        uiw__qp_conn_lost(p.s[1].qp, 0);
+        struct uiw_wc wc = pair_wc(&p, 1, true);
+        CHECK_EQ(wc.wr_id, 1);
+        CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+        struct uiw_qp_attr a;
+        CHECK_EQ(uiw_query_qp(p.s[1].qp, &a), 0);
+        CHECK(!a.term_sent);
+        CHECK_EQ(p.s[1].cap_len, 0);
+        pair_mr_free(b1);
+        pair_free(&p);
+    }
+}
+
 TEST(rtr_mismatch)
 {
     struct pair p;

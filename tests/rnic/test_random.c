@@ -53,6 +53,7 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
     o.rq = 128;
     o.cqe = 512;
     pair_init(&p, &o, true);
+    pair_first_fpdu(&p); /* either side may send first then */
     struct area a[2];
     area_init(&p, 0, &a[0]);
     area_init(&p, 1, &a[1]);
