@@ -1,6 +1,9 @@
-# uiw_programs_in(dir): every <dir>/<name>.c and every <dir>/<name>/ folder of .c files
-# becomes the program <name>, linked with the whole stack (and libtirpc when present).
+# uiw_programs_in(dir [INSTALL]): every <dir>/<name>.c and every <dir>/<name>/ folder of
+# .c files becomes the program <name>, linked with the whole stack (and libtirpc when
+# present); <dir>/<name>.cmake, if there, adds to it. INSTALL: `cmake --install` puts the
+# programs in bin/ (their man pages, man/<name>.1, go to share/man/man1).
 function(uiw_programs_in dir)
+  cmake_parse_arguments(P "INSTALL" "" "" ${ARGN})
   file(GLOB entries RELATIVE ${dir} ${dir}/*)
   foreach(e ${entries})
     if(IS_DIRECTORY ${dir}/${e})
@@ -24,6 +27,9 @@ function(uiw_programs_in dir)
       target_include_directories(${name} PRIVATE ${ISAL_INCLUDE_DIR})
       target_link_libraries(${name} PRIVATE ${ISAL_LIBRARY})
       target_compile_definitions(${name} PRIVATE UIW_HAVE_ISAL=1)
+    endif()
+    if(P_INSTALL)
+      install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
     endif()
     if(EXISTS ${dir}/${name}.cmake)
       include(${dir}/${name}.cmake)

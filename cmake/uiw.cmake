@@ -83,15 +83,17 @@ function(uiw_program name)
 endfunction()
 
 # uiw_public_library(name LAYERS layer... HEADERS file... DESCRIPTION text
-#                    [REQUIRES public-library...])
+#                    [REQUIRES public-library...] [LIBS_PRIVATE flag...])
 # A library for users made of layers: lib<name>.so (SONAME lib<name>.so.UIW_ABI_VERSION,
 # exporting only the UIW_EXTERN declarations of its headers, include/uiw/<file>) and
-# lib<name>.a, both holding the layers' objects. REQUIRES names public libraries this one
-# calls (through their public API only: their internal symbols are not exported).
-# Targets: <name>_shared, <name>_static; the global property UIW_PUBLIC_LIBRARIES lists
-# the names (the tests check each library's exports).
+# lib<name>.a, both holding the layers' objects, and the pkg-config file <name>.pc.
+# REQUIRES names public libraries this one calls (through their public API only: their
+# internal symbols are not exported); LIBS_PRIVATE the flags a static link adds.
+# `cmake --install` puts the libraries in lib/, the headers in include/uiw/ and <name>.pc
+# in lib/pkgconfig/. Targets: <name>_shared, <name>_static; the global property
+# UIW_PUBLIC_LIBRARIES lists the names (the tests check each library's exports).
 function(uiw_public_library name)
-  cmake_parse_arguments(P "" "DESCRIPTION" "LAYERS;HEADERS;REQUIRES" ${ARGN})
+  cmake_parse_arguments(P "" "DESCRIPTION" "LAYERS;HEADERS;REQUIRES;LIBS_PRIVATE" ${ARGN})
   set(objs)
   set(layers)
   foreach(l ${P_LAYERS})
@@ -108,8 +110,13 @@ function(uiw_public_library name)
   # The layers' own libraries bring their dependencies (threads, ISA-L); their objects
   # are already in, so nothing else of them is linked.
   target_link_libraries(${name}_shared PRIVATE ${layers})
+  target_link_libraries(${name}_static INTERFACE ${layers})
+  foreach(t ${name}_shared ${name}_static)
+    target_include_directories(${t} INTERFACE ${CMAKE_SOURCE_DIR}/include)
+  endforeach()
   foreach(r ${P_REQUIRES})
-    target_link_libraries(${name}_shared PRIVATE ${r}_shared)
+    target_link_libraries(${name}_shared PUBLIC ${r}_shared)
+    target_link_libraries(${name}_static INTERFACE ${r}_static)
   endforeach()
   if(NOT UIW_SANITIZE)
     target_link_options(${name}_shared PRIVATE -Wl,--no-undefined)
@@ -118,4 +125,56 @@ function(uiw_public_library name)
   set_property(TARGET ${name}_shared PROPERTY UIW_LAYERS ${layers})
   list(TRANSFORM P_HEADERS PREPEND ${CMAKE_SOURCE_DIR}/include/uiw/)
   set_property(TARGET ${name}_shared PROPERTY UIW_HEADERS ${P_HEADERS})
+
+  install(TARGETS ${name}_shared ${name}_static
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES ${P_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/uiw)
+
+  # pkg-config: the prefix is the one given when installing (cmake --install --prefix),
+  # so the file is completed at install time.
+  list(JOIN P_REQUIRES " " PC_REQUIRES)
+  list(JOIN P_LIBS_PRIVATE " " PC_LIBS_PRIVATE)
+  set(PC_NAME ${name})
+  set(PC_DESCRIPTION ${P_DESCRIPTION})
+  set(prefix "@prefix@")
+  set(libdir "\${exec_prefix}/${CMAKE_INSTALL_LIBDIR}")
+  set(includedir "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+    set(libdir "${CMAKE_INSTALL_LIBDIR}")
+  endif()
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+    set(includedir "${CMAKE_INSTALL_INCLUDEDIR}")
+  endif()
+  set(pc_in ${CMAKE_BINARY_DIR}/pkgconfig/${name}.pc.in)
+  configure_file(${CMAKE_SOURCE_DIR}/cmake/pkgconfig.pc.in ${pc_in} @ONLY)
+  set(pc_dir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+  if(NOT IS_ABSOLUTE "${pc_dir}")
+    set(pc_dir "\${CMAKE_INSTALL_PREFIX}/${pc_dir}")
+  endif()
+  # Written straight to its destination: installs into several prefixes may run at once.
+  install(CODE "
+    set(pc \"\$ENV{DESTDIR}${pc_dir}/${name}.pc\")
+    message(STATUS \"Installing: \${pc}\")
+    file(READ \"${pc_in}\" text)
+    string(REPLACE \"@prefix@\" \"\${CMAKE_INSTALL_PREFIX}\" text \"\${text}\")
+    file(WRITE \"\${pc}\" \"\${text}\")
+    list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${pc}\")")
+endfunction()
+
+# uiw_man_links(page header): every function include/uiw/<header> declares gets a man
+# page in section 3 that shows `page` (`man uiw_post_send` opens uiw_verbs(3)).
+function(uiw_man_links page header)
+  set(h ${CMAKE_SOURCE_DIR}/include/uiw/${header})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${h})
+  file(READ ${h} text)
+  string(REGEX MATCHALL "UIW_EXTERN[^;(]*[ *]uiw_[a-z0-9_]+\\(" decls "${text}")
+  set(dir ${CMAKE_BINARY_DIR}/man3)
+  set(files)
+  foreach(d ${decls})
+    string(REGEX REPLACE ".*[ *](uiw_[a-z0-9_]+)\\($" "\\1" name "${d}")
+    file(CONFIGURE OUTPUT ${dir}/${name}.3 CONTENT ".so man3/${page}\n")
+    list(APPEND files ${dir}/${name}.3)
+  endforeach()
+  install(FILES ${files} DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
 endfunction()
