@@ -1,5 +1,5 @@
 /*
- * Real Linux siw traffic (../shared/vectors, see its README): reassemble each TCP
+ * Real Linux siw traffic (tests/data/siw, see its README): reassemble each TCP
  * direction, find the MPA Request/Reply, run the FPDU stream through the receive framer
  * and parse every DDP/RDMAP header. Expected counts were taken with tshark
  * (tshark -r FILE -Y iwarp_rdma -T fields -e tcp.srcport -e iwarp_rdma.opcode).
@@ -11,7 +11,7 @@
 #include "pcap_reader.h"
 #include "test.h"
 
-#define VECTORS UIW_SOURCE_DIR "/../shared/vectors/"
+#define VECTORS UIW_SOURCE_DIR "/tests/data/siw/"
 
 struct dir_stats {
     unsigned fpdus;         /* complete FPDUs (CRC checked when on) */
