@@ -216,7 +216,8 @@ int main(int argc, char **argv)
     const char *l_rdma[] = {"-t", "send", "--lat", "-s", "64", "-n", "20000", NULL};
     const char *l_tcp[] = {"-t", "send", "--lat", "-s", "64", "-n", "20000", NULL};
     static char out[1 << 16];
-    double wr[MAXR], wt[MAXR], rr[MAXR], rt[MAXR], lr[MAXR], lt[MAXR], lb[MAXR], copied = 0;
+    double wr[MAXR] = {0}, wt[MAXR] = {0}, rr[MAXR] = {0}, rt[MAXR] = {0}, lr[MAXR] = {0},
+           lt[MAXR] = {0}, lb[MAXR] = {0}, copied = 0;
     bool copied_known = true, ok = true;
 
     printf("bench-iwperf: %d repetitions, bandwidth runs of %s s, %s progress, iwperf %s\n", reps,
@@ -256,7 +257,7 @@ int main(int argc, char **argv)
         printf("bench-iwperf: a run failed; no ratios\n");
         return 1;
     }
-    double qw[MAXR], qr[MAXR], ql[MAXR], qb[MAXR];
+    double qw[MAXR] = {0}, qr[MAXR] = {0}, ql[MAXR] = {0}, qb[MAXR] = {0};
     for (int i = 0; i < reps; i++) {
         qw[i] = wr[i] / wt[i];
         qr[i] = rr[i] / rt[i];

@@ -288,7 +288,7 @@ static void p_crc_error(struct conf *c)
     struct uiw_wire_iov v[2] = {{h, sizeof(h)}, {payload, 32}};
     uint8_t f[128];
     ssize_t n = rawpeer_frame(&c->peer, v, 2, f, sizeof(f));
-    CHECK(n > 0);
+    CHECK(n >= 8); /* length, header, CRC */
     f[n - 2] ^= 0x40;
     CHECK_EQ(rawpeer_write(&c->peer, f, (size_t)n), 0);
     /* The payload may be placed into the posted receive before the CRC is checked (its

@@ -400,8 +400,9 @@ char *it_slurp(const char *path)
             len += k;
             if (cap - len - 1 == 0) {
                 cap *= 2;
-                buf = realloc(buf, cap);
-                CHECK(buf != NULL);
+                char *nb = realloc(buf, cap);
+                CHECK(nb != NULL);
+                buf = nb;
             }
         }
         fclose(f);

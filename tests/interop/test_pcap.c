@@ -124,7 +124,7 @@ static void record(struct uiw__pcap *pc, int outbound, const uint8_t *b, size_t 
         if (k > len - o)
             k = len - o;
         struct iovec iov[4];
-        size_t a = k / 3, bb = k / 3;
+        size_t a = k / 3, bb = a;
         iov[0] = (struct iovec){(void *)(b + o), a};
         iov[1] = (struct iovec){(void *)(b + o + a), bb};
         iov[2] = (struct iovec){(void *)(b + o + a + bb), k - a - bb};

@@ -81,8 +81,9 @@ static char *slurp(const char *path)
         n += k;
         if (n + 1 == cap) {
             cap *= 2;
-            b = realloc(b, cap);
-            CHECK(b != NULL);
+            char *nb = realloc(b, cap);
+            CHECK(nb != NULL);
+            b = nb;
         }
     }
     fclose(f);
