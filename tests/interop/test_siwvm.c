@@ -10,8 +10,9 @@
  *    stack itself (iwping --bad-rkey) sends siw its Terminate, seen the same way;
  *  - the pcap of each iwping connection is decoded by tshark (MPA frames, CRC verdicts).
  * Each test boots one VM (20-35 s under TCG) and combines its scenarios in that run.
- * The tests exit 77 (skipped, see tests.cmake) when the rig is not available here; a rig
- * that fails to build or boot fails them.
+ * The tests exit 77 (skipped, see tests.cmake) when this machine cannot build or run the
+ * VM; a rig that fails to build or boot fails them, and so does one that is not available
+ * where it is required (UIW_SIWVM_REQUIRED=1, as CI sets).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -51,7 +52,7 @@ static void siwvm_ensure(void)
     if (rc == 77) {
         fprintf(stderr, "%s", out);
         free(out);
-        SKIP("siw VM rig not available on this machine");
+        SKIP("the siw VM rig cannot run on this machine (scripts/siwvm/README.md)");
     }
     if (rc != 0)
         uiw_test_fail(__FILE__, __LINE__, "siw VM rig not usable (status %d):\n%s", rc, out);

@@ -5,8 +5,9 @@ if(TARGET iwping)
 endif()
 set(UIW_TEST_TIMEOUT 120)
 
-# siwvm_* tests exit 77 when QEMU or the rig is not usable on this machine: ctest then
-# shows them as skipped (never as passed). A rig that fails to build fails siwvm_rig.
+# siwvm_* tests exit 77 when this machine cannot build or run the VM (scripts/siwvm.sh
+# status 77): ctest shows them as skipped, never as passed. A rig that fails to build or
+# boot fails them, and so does one that is not available where UIW_SIWVM_REQUIRED=1 (CI).
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/interop/test_siwvm.c uiw_siwvm_lines
      REGEX "^TEST\\(siwvm_[A-Za-z0-9_]+\\)")
 set(uiw_siwvm_tests)
