@@ -1,22 +1,61 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it:
 #   1. installs missing Debian packages (scripts/deps.sh);
-#   2. builds everything with gcc -O2 (Release: more warnings), warnings as errors;
-#   3. builds everything with clang, warnings as errors, ASan + UBSan and the libFuzzer
-#      targets, then runs ctest: unit, conformance, interop, lint, and each fuzz target
-#      for UIW_FUZZ_SECONDS (default 20) seconds.
-# Extra arguments go to ctest (e.g. -L wire, -R crc).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/deps.sh
+#   2. builds everything with gcc -O2 (Release, link-time optimised: the build users run),
+#      warnings as errors, and runs its unit, conformance, io, interop, perf and tools tests;
+#   3. builds the io and rnic tests with clang and ThreadSanitizer and runs them (the
+#      progress thread, parked sockets, completion channels and the stack's lock);
+#   4. builds everything with clang, warnings as errors, ASan + UBSan and the libFuzzer
+#      targets, then runs the whole ctest suite: unit, conformance, interop, the Linux siw
+#      VM tests, lint, and each fuzz target for UIW_FUZZ_SECONDS (default 20) seconds.
+# Extra arguments go to every ctest run (e.g. -L wire, -R crc); a run they leave empty is
+# skipped, but the last one must find tests. Every run happens; the status is a failure if
+# any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+scripts/deps.sh || exit 1
 jobs=$(nproc)
+failed=()
 
-cmake -S . -B build/gcc -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DUIW_TESTS=ON >/dev/null
-cmake --build build/gcc -j"$jobs"
+build() { # dir cmake-options... ; builds all targets, or those in $targets
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" "$@" >/dev/null || return 1
+  cmake --build "$dir" -j"$jobs" ${targets:+--target $targets}
+}
 
-cmake -S . -B build/test -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-  -DUIW_SANITIZE=ON -DUIW_FUZZ=ON -DUIW_FUZZ_SECONDS="${UIW_FUZZ_SECONDS:-20}" >/dev/null
-cmake --build build/test -j"$jobs"
+phase() { # name dir ctest-options...
+  local name=$1 dir=$2
+  shift 2
+  echo "== $name"
+  (cd "$dir" && ctest -j"$jobs" --output-on-failure "$@") || failed+=("$name")
+}
 
-cd build/test
-ctest -j"$jobs" --output-on-failure "$@"
+# 2. gcc, optimised
+if build build/gcc -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DUIW_TESTS=ON; then
+  phase "gcc -O2 tests" build/gcc -LE '^(siwvm|fuzz|lint)$' --no-tests=ignore "$@"
+else
+  failed+=("gcc build")
+fi
+
+# 3. clang, ThreadSanitizer: only what the io and rnic tests need
+if targets="test-io test-rnic" build build/tsan -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_BUILD_TYPE=Debug -DUIW_TSAN=ON -DUIW_BENCH=OFF; then
+  phase "ThreadSanitizer io and rnic tests" build/tsan -L '^(io|rnic)$' --no-tests=ignore "$@"
+else
+  failed+=("ThreadSanitizer build")
+fi
+
+# 4. clang, ASan + UBSan, fuzzers: the whole suite
+if build build/test -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+  -DUIW_SANITIZE=ON -DUIW_FUZZ=ON -DUIW_FUZZ_SECONDS="${UIW_FUZZ_SECONDS:-20}"; then
+  phase "ASan + UBSan, the whole suite" build/test --no-tests=error "$@"
+else
+  failed+=("ASan + UBSan build")
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'test.sh: FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "test.sh: every build and test run passed"
