@@ -183,7 +183,8 @@ static void *loop_thread(void *arg)
         /* the rate over a window of SPIN_WINDOW_US at least, once the application spins:
          * a wake-up soon after the last (a doorbell) does not end the busy poll */
         if (!spinning || us >= SPIN_WINDOW_US) {
-            spinning = spins >= 4 && spins * 1000 >= (uint64_t)SPIN_PER_MS * (us ? us : 1);
+            uint64_t per_ms = atomic_load_explicit(&l->spin_per_ms, memory_order_relaxed);
+            spinning = spins >= 4 && spins * 1000 >= per_ms * (us ? us : 1);
             seen = now_seen;
             since = now;
         }
@@ -247,6 +248,7 @@ int uiw__loop_init(struct uiw__loop *l, bool thread)
     atomic_init(&l->waiters, 0);
     atomic_init(&l->idle_inline, 0);
     atomic_init(&l->napping, false);
+    atomic_init(&l->spin_per_ms, SPIN_PER_MS);
     l->direct_reads = 0;
     l->parked = NULL;
     atomic_init(&l->nparked, 0);

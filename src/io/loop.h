@@ -47,6 +47,8 @@ struct uiw__loop {
     atomic_uint idle_inline; /* uiw__loop_try passes that found nothing (wraps) */
     atomic_uint waiters;     /* application threads asleep in uiw__loop_wait */
     atomic_bool napping;     /* the progress thread naps (the application busy-polls) */
+    atomic_uint spin_per_ms; /* idle inline passes per ms that make a busy poll (SPIN_PER_MS;
+                                a test lowers it to stage one on a loaded machine) */
     void (*on_bell)(struct uiw__loop *l, void *arg); /* run on each pass after a kick */
     bool (*app_waits)(void *arg); /* the application sleeps on an event (bell_arg); NULL: no */
     void *bell_arg;

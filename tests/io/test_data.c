@@ -1,6 +1,7 @@
 /* End-to-end RDMA over real loopback connections: verbs driven through the cm. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "io_util.h"
@@ -902,17 +903,37 @@ TEST(data_comp_channel_wakeup)
     link_down(&k, true);
 }
 
+/* Wait (bounded) until an application thread sleeps in uiw__loop_wait on l (it counts
+ * itself among the waiters before it registers its sockets and sleeps, so whatever is
+ * sent from then on reaches it, or is there when it looks). */
+static void wait_for_sleeper(struct uiw__loop *l)
+{
+    uint64_t end = io_now_ms() + EV_WAIT_MS;
+    while (atomic_load(&l->waiters) == 0) {
+        CHECK(io_now_ms() < end);
+        sched_yield();
+    }
+}
+
+/* Sends message i once the receiving application took messages 0..i-1 (taken == i) and
+ * sleeps again: each message arrives while the application sleeps, whatever the load. */
 struct later_sends {
     struct chan_conn *x;
+    struct uiw__loop *lb; /* the receiver's loop */
     int n;
+    atomic_int taken; /* messages the receiving application took */
 };
 
 static void *later_sender(void *arg)
 {
     struct later_sends *l = arg;
     for (int i = 0; i < l->n; i++) {
-        struct pollfd none;
-        poll(&none, 0, 2);
+        uint64_t end = io_now_ms() + EV_WAIT_MS;
+        while (atomic_load(&l->taken) != i) {
+            CHECK(io_now_ms() < end);
+            sched_yield();
+        }
+        wait_for_sleeper(l->lb);
         chan_send(l->x, 100 + (uint64_t)i, (size_t)i * 64, 64);
     }
     return NULL;
@@ -934,7 +955,8 @@ TEST(data_cq_event_sleeper_takes_input_itself)
     CHECK(io_now_ms() - t0 >= 29);
     CHECK_EQ(uiw_wait_cq_event(x.cc, 0, &got, &gctx), -ETIMEDOUT);
 
-    struct later_sends l = {.x = &x, .n = 20};
+    struct later_sends l = {.x = &x, .lb = &uiw__io_of(k.b.ctx)->loop, .n = 20};
+    atomic_init(&l.taken, 0);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, later_sender, &l), 0);
     int waits = 0;
@@ -947,7 +969,7 @@ TEST(data_cq_event_sleeper_takes_input_itself)
             CHECK_EQ(wc.byte_len, 64);
             CHECK_MEM(x.rb + (size_t)i * 64, x.sb + (size_t)i * 64, 64);
             expect_wc(&x.a, 100 + (uint64_t)i, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
-            i++;
+            atomic_store(&l.taken, ++i);
         }
         if (i == l.n)
             break;
@@ -959,7 +981,7 @@ TEST(data_cq_event_sleeper_takes_input_itself)
         CHECK_EQ(poll(&pfd, 1, 0), 0);
         waits++;
     }
-    CHECK(waits > 0);
+    CHECK_EQ(waits, l.n); /* each message arrived while b slept and woke it */
     CHECK_EQ(pthread_join(t, NULL), 0);
 
     int fl = fcntl(uiw_comp_channel_fd(x.cc), F_GETFL);
@@ -981,6 +1003,9 @@ TEST(data_busy_poll_then_channel_sleep)
     struct chan_conn x;
     chan_conn_up(&k, &x);
     struct uiw__loop *lb = &uiw__io_of(k.b.ctx)->loop;
+    /* the busy poll as b's thread judges it is a rate (passes per ms), which a loaded
+     * machine may never give this thread: any poll rate counts here */
+    atomic_store(&lb->spin_per_ms, 1);
     struct uiw_wc wc;
     uint64_t end = io_now_ms() + EV_WAIT_MS;
     while (!atomic_load(&lb->napping)) {
@@ -990,6 +1015,7 @@ TEST(data_busy_poll_then_channel_sleep)
     for (uint64_t t = io_now_ms() + 20; io_now_ms() < t;) /* the naps grow */
         CHECK_EQ(uiw_poll_cq(x.cq, 1, &wc), 0);
     CHECK_EQ(uiw_req_notify_cq(x.cq, 0), 0);
+    end = io_now_ms() + EV_WAIT_MS;
     while (atomic_load(&lb->napping))
         CHECK(io_now_ms() < end);
     chan_send(&x, 73, 0, 64);
@@ -1013,13 +1039,17 @@ TEST(data_peer_read_after_cq_event_sleeper_left)
     link_up(&k, AF_INET);
     struct chan_conn x;
     chan_conn_up(&k, &x);
-    struct later_sends l = {.x = &x, .n = 1};
+    /* the Send leaves once b's application is asleep on its armed CQ (sent earlier, it
+     * could complete before the arm and raise no event: b would sleep forever) */
+    struct later_sends l = {.x = &x, .lb = &uiw__io_of(k.b.ctx)->loop, .n = 1};
+    atomic_init(&l.taken, 0);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, later_sender, &l), 0);
     CHECK_EQ(uiw_req_notify_cq(x.cq, 0), 0);
     struct uiw_cq *got = NULL;
     void *gctx = NULL;
-    CHECK_EQ(uiw_get_cq_event(x.cc, &got, &gctx), 0);
+    CHECK_EQ(uiw_wait_cq_event(x.cc, EV_WAIT_MS, &got, &gctx), 0);
+    CHECK(got == x.cq);
     uiw_ack_cq_events(x.cq, 1);
     CHECK_EQ(pthread_join(t, NULL), 0);
     chan_expect_recv(&x, 100, 0, 64);
@@ -1309,7 +1339,6 @@ TEST(data_no_copy_after_small_sends)
 }
 
 #include <net/if.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 
 static int set_lo(bool up)
@@ -1406,13 +1435,15 @@ struct late_send {
     struct side *a;
     struct uiw_mr *mr;
     uint8_t *buf;
+    struct uiw__loop *lb; /* the receiver's loop */
 };
 
+/* Sends once b's application sleeps in uiw_wait_cq_event (sent before, b's own poll would
+ * take it and the sleep would not be tested). */
 static void *late_send_fn(void *arg)
 {
     struct late_send *l = arg;
-    struct pollfd none;
-    poll(&none, 0, 50);
+    wait_for_sleeper(l->lb);
     post_op(l->a, UIW_WR_SEND, l->mr, l->buf, 64, 0, 0, 7);
     return NULL;
 }
@@ -1430,7 +1461,7 @@ TEST(data_parked_socket_then_cq_event_sleep)
     fill(sb, 64, 3);
     post_recv(&k.b, rm, rb, 64, 8);
     struct uiw__conn *c = busy_poll_until_parked(&k);
-    struct late_send l = {.a = &k.a, .mr = sm, .buf = sb};
+    struct late_send l = {.a = &k.a, .mr = sm, .buf = sb, .lb = &uiw__io_of(k.b.ctx)->loop};
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, late_send_fn, &l), 0);
     CHECK_EQ(uiw_req_notify_cq(k.b.cq, 0), 0);
