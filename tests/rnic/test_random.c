@@ -1,5 +1,6 @@
 /* Random mixes of Writes, Reads and Sends with random sizes, SGE lists, segment sizes,
- * receive split points and framing options: every byte must land where it belongs. */
+ * receive split points and framing options: every byte must land where it belongs, and
+ * every work request completes once, in order, with its wr_id, opcode, length and flags. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,29 @@ static int make_sges(struct pair *p, struct area *a, uint32_t off, uint32_t len,
     return n;
 }
 
+/* A completion the batch must produce, in order per queue. */
+struct want {
+    uint64_t wr_id;
+    enum uiw_wc_opcode opcode;
+    uint32_t byte_len; /* checked for RDMA_READ and RECV */
+    unsigned wc_flags; /* checked for RECV */
+};
+
+static void expect(struct pair *p, int d, bool send, const struct want *w)
+{
+    struct uiw_wc wc = pair_wc(p, d, send);
+    if (wc.status != UIW_WC_SUCCESS || wc.wr_id != w->wr_id || wc.opcode != w->opcode)
+        uiw_test_fail(__FILE__, __LINE__,
+                      "side %d %s: wr_id %llu opcode %d status %s, want wr_id %llu opcode %d", d,
+                      send ? "send" : "recv", (unsigned long long)wc.wr_id, (int)wc.opcode,
+                      uiw_wc_status_str(wc.status), (unsigned long long)w->wr_id, (int)w->opcode);
+    if (w->opcode == UIW_WC_RDMA_READ || w->opcode == UIW_WC_RECV)
+        CHECK_EQ(wc.byte_len, w->byte_len);
+    if (w->opcode == UIW_WC_RECV)
+        CHECK_EQ(wc.wc_flags, w->wc_flags);
+    CHECK_EQ(wc.qp_num, uiw_qp_num(p->s[d].qp));
+}
+
 static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode)
 {
     struct pair p;
@@ -59,6 +83,7 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
     area_init(&p, 1, &a[1]);
     for (int batch = 0; batch < 6; batch++) {
         int nops = 1 + (int)(pair_rand(&p) % 12);
+        struct want want_send[2][12], want_recv[2][12];
         int expect_recv[2] = {0, 0}, expect_send[2] = {0, 0};
         /* disjoint regions per op so the shadow stays exact */
         uint32_t cursor[2] = {0, 0};
@@ -77,6 +102,8 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
             struct uiw_send_wr wr = {
                 .wr_id = (uint64_t)i, .sg_list = sge, .send_flags = UIW_SEND_SIGNALED};
             int op = (int)(pair_rand(&p) % 3);
+            struct want *ws = &want_send[d][expect_send[d]];
+            *ws = (struct want){.wr_id = wr.wr_id, .opcode = UIW_WC_RDMA_WRITE};
             if (op == 0) { /* Write l[lo..] -> r[ro..] */
                 wr.opcode = UIW_WR_RDMA_WRITE;
                 wr.num_sge = make_sges(&p, l, lo, len, sge);
@@ -92,6 +119,8 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
                 if (pair_rand(&p) & 1)
                     wr.send_flags |= UIW_SEND_FENCE;
                 memcpy(l->shadow + lo, r->shadow + ro, len);
+                ws->opcode = UIW_WC_RDMA_READ;
+                ws->byte_len = len;
             } else { /* Send l[lo..] -> receive at r[ro..] */
                 wr.opcode = pair_rand(&p) & 1 ? UIW_WR_SEND : UIW_WR_SEND_WITH_SE;
                 wr.num_sge = make_sges(&p, l, lo, len, sge);
@@ -101,7 +130,12 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
                 struct uiw_recv_wr *rbad;
                 CHECK_EQ(uiw_post_recv(p.s[1 - d].qp, &rw, &rbad), 0);
                 memcpy(r->shadow + ro, l->shadow + lo, len);
-                expect_recv[1 - d]++;
+                ws->opcode = UIW_WC_SEND;
+                want_recv[1 - d][expect_recv[1 - d]++] = (struct want){
+                    .wr_id = rw.wr_id,
+                    .opcode = UIW_WC_RECV,
+                    .byte_len = len,
+                    .wc_flags = wr.opcode == UIW_WR_SEND_WITH_SE ? UIW_WC_SOLICITED : 0};
             }
             struct uiw_send_wr *bad;
             CHECK_EQ(uiw_post_send(p.s[d].qp, &wr, &bad), 0);
@@ -110,9 +144,9 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
         pair_pump(&p);
         for (int d = 0; d < 2; d++) {
             for (int k = 0; k < expect_send[d]; k++)
-                CHECK_EQ(pair_wc(&p, d, true).status, UIW_WC_SUCCESS);
+                expect(&p, d, true, &want_send[d][k]);
             for (int k = 0; k < expect_recv[d]; k++)
-                CHECK_EQ(pair_wc(&p, d, false).status, UIW_WC_SUCCESS);
+                expect(&p, d, false, &want_recv[d][k]);
             CHECK_EQ(pair_nwc(&p, d, true) + pair_nwc(&p, d, false), 0);
             CHECK_MEM(a[d].mr->addr, a[d].shadow, AREA);
         }
