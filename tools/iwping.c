@@ -552,7 +552,14 @@ static int run_server(struct cb *cb)
         fprintf(stderr, "listen: %s\n", uiw_strerror(r));
         return 1;
     }
-    printf("iwping server listening on port %d\n", o->port);
+    /* -p 0: the port the system picked, which is what the caller needs to know */
+    const struct sockaddr *la = uiw_cm_get_local_addr(cb->listen_id);
+    int lport = o->port;
+    if (la && la->sa_family == AF_INET)
+        lport = ntohs(((const struct sockaddr_in *)la)->sin_port);
+    else if (la && la->sa_family == AF_INET6)
+        lport = ntohs(((const struct sockaddr_in6 *)la)->sin6_port);
+    printf("iwping server listening on port %d\n", lport);
     fflush(stdout);
 
     do {
@@ -733,7 +740,7 @@ static void usage(void)
     printf("\t-S size \tping data size (%d to %d)\n", MIN_SIZE, MAX_SIZE);
     printf("\t-C count\tping count times\n");
     printf("\t-a addr\t\taddress\n");
-    printf("\t-p port\t\tport (default 7174)\n");
+    printf("\t-p port\t\tport (default 7174; server: 0 picks a free one, printed)\n");
     printf("\t-P\t\tpersistent server: one connection after another\n");
     printf("\t--crc --mpa-rev N --p2p --pcap DIR --timeout S --retry S --conns N "
            "--bad-rkey\n\t--markers --start-delay MS --bad-remote-rkey\n");
@@ -835,7 +842,7 @@ int main(int argc, char **argv)
             return op == 'h' ? 0 : 1;
         }
     }
-    if (o.server == -1 || o.port <= 0 || o.port > 65535 || o.timeout_s <= 0 ||
+    if (o.server == -1 || o.port < (o.server ? 0 : 1) || o.port > 65535 || o.timeout_s <= 0 ||
         (o.mpa_rev != 1 && o.mpa_rev != 2)) {
         usage();
         return 1;

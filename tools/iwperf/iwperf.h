@@ -198,6 +198,11 @@ int iwp_pd_decode(const void *in, size_t len, struct iwp_pd *p);
 int iwp_sizes(const struct iwp_opts *o, uint64_t *sizes, int max);
 uint64_t iwp_max_size(const struct iwp_opts *o);
 
+/* A server announces the port it listens on, on stderr: "iwperf: listening on port N"
+ * (with -p 0 the one the system picked, which a caller reads there). */
+struct sockaddr;
+void iwp_listening(const struct sockaddr *local);
+
 /* Each returns the process exit status (0 ok, 1 error, 2 verify failure). */
 int iwp_tcp_run(const struct iwp_opts *o);
 int iwp_rdma_run(const struct iwp_opts *o);

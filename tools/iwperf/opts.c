@@ -69,7 +69,8 @@ static void usage(FILE *f)
             "  -D, --duration SECS          run each size for SECS seconds instead of -n\n"
             "      --lat                    ping-pong latency (half round trip; Read: the\n"
             "                               whole Read)\n"
-            "  -p, --port PORT              TCP port (default %d)\n"
+            "  -p, --port PORT              TCP port (default %d; a server given 0 picks a\n"
+            "                               free one and prints it on stderr)\n"
             "      --crc                    ask for MPA CRC32c\n"
             "      --mpa-rev 1|2            MPA revision to offer (default 2)\n"
             "      --markers                ask the peer for MPA markers\n"
@@ -197,7 +198,7 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
             }
             break;
         case 'p':
-            if (parse_u32(optarg, 1, 65535, &u) < 0) {
+            if (parse_u32(optarg, 0, 65535, &u) < 0) {
                 fprintf(stderr, "iwperf: bad port '%s'\n", optarg);
                 return -1;
             }
@@ -282,6 +283,10 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
         o->host = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "iwperf: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (o->host && o->port == 0) {
+        fprintf(stderr, "iwperf: a client needs the server's port (-p 0 is for a server)\n");
         return -1;
     }
     if (o->events && o->no_thread) {

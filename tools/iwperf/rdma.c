@@ -735,6 +735,7 @@ static int rdma_server(const struct iwp_opts *o)
         fail(c, "bind/listen", rc);
         goto out;
     }
+    iwp_listening(uiw_cm_get_local_addr(c->lid));
     /* one client: wait as long as it takes for it to come */
     for (;;) {
         rc = uiw_cm_get_event(c->ch, &ev, 1000);

@@ -1,6 +1,9 @@
 /* iwperf: perftest-style tables and the JSON document. */
 #include "iwperf.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <string.h>
 
 #define RULE                                                                                       \
@@ -201,4 +204,15 @@ void iwp_report_finish(struct iwp_report *r)
     }
     fprintf(f, "\n]}\n");
     fflush(f);
+}
+
+void iwp_listening(const struct sockaddr *local)
+{
+    unsigned port = 0;
+    if (local && local->sa_family == AF_INET)
+        port = ntohs(((const struct sockaddr_in *)local)->sin_port);
+    else if (local && local->sa_family == AF_INET6)
+        port = ntohs(((const struct sockaddr_in6 *)local)->sin6_port);
+    fprintf(stderr, "iwperf: listening on port %u\n", port);
+    fflush(stderr);
 }

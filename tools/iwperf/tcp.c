@@ -125,6 +125,9 @@ static int tcp_accept_one(const struct iwp_opts *o)
         close(ls);
         return -1;
     }
+    sl = sizeof(ss);
+    if (getsockname(ls, (struct sockaddr *)&ss, &sl) == 0)
+        iwp_listening((struct sockaddr *)&ss);
     int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         perror("iwperf: accept");
