@@ -13,21 +13,29 @@ bin=build/release
 echo "== wire layer self-check"
 $bin/tools/uiw-selfcheck
 
-wait_listen() { # port
-  for _ in $(seq 100); do
-    if ss -ltnH "sport = :$1" 2>/dev/null | grep -q LISTEN; then return 0; fi
+demo() { # iwperf client options...
+  # the server picks a free port (-p 0) and says which on stderr
+  local log port="" srv
+  log=$(mktemp)
+  $bin/tools/iwperf -q -p 0 >/dev/null 2>"$log" &
+  srv=$!
+  for _ in $(seq 200); do
+    port=$(sed -n 's/^iwperf: listening on port \([0-9]*\)$/\1/p' "$log")
+    [ -n "$port" ] && break
     sleep 0.05
   done
-  echo "iwperf server did not start" >&2
-  return 1
-}
-demo() { # iwperf client options...
-  local port=$((20000 + RANDOM % 20000))
-  $bin/tools/iwperf -q -p "$port" >/dev/null &
-  local srv=$!
-  wait_listen "$port"
-  $bin/tools/iwperf -p "$port" "$@" 127.0.0.1
-  wait "$srv"
+  if [ -z "$port" ]; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "iwperf server did not start" >&2
+    kill "$srv" 2>/dev/null
+    return 1
+  fi
+  local rc=0
+  $bin/tools/iwperf -p "$port" "$@" 127.0.0.1 || rc=$?
+  wait "$srv" || { grep -v '^iwperf: listening on port' "$log" >&2; rc=1; }
+  rm -f "$log"
+  return "$rc"
 }
 echo
 echo "== loopback RDMA Write, 1 MiB messages, CRC on, sink verified"

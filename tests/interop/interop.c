@@ -437,6 +437,21 @@ int it_wait_for(const char *path, const char *needle, int pid, int timeout_s)
     }
 }
 
+int it_server_port(const char *outfile, int pid, int timeout_s)
+{
+    static const char mark[] = "listening on port ";
+    if (!it_wait_for(outfile, mark, pid, timeout_s)) {
+        char *s = it_slurp(outfile);
+        uiw_test_fail(__FILE__, __LINE__, "server reported no port:\n%s", s);
+    }
+    /* the line is written whole (one printf, flushed) */
+    char *s = it_slurp(outfile);
+    int port = atoi(strstr(s, mark) + sizeof(mark) - 1);
+    free(s);
+    CHECK(port > 0 && port < 65536);
+    return port;
+}
+
 int it_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -79,7 +79,13 @@ char *it_slurp(const char *path);
  * returns 1 if found. */
 int it_wait_for(const char *path, const char *needle, int pid, int timeout_s);
 
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
+/* The port a spawned server (iwping -p 0, iwperf -p 0) reports it listens on ("listening
+ * on port N" in its output file), waiting up to timeout_s; fails the test if it reports
+ * none or ends first. */
+int it_server_port(const char *outfile, int pid, int timeout_s);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago: only for a listener the test cannot
+ * ask (QEMU's host forwards); the project's tools bind port 0 and report theirs. */
 int it_free_port(void);
 
 /* Path of the iwping binary of this build. */

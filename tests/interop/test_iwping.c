@@ -31,11 +31,10 @@ static void start_server_env(struct pair *p, const char *env, const char *extra)
     it_tmpdir(p->dir, sizeof(p->dir), "iwping");
     snprintf(p->srv_out, sizeof(p->srv_out), "%s/server.txt", p->dir);
     snprintf(p->cli_out, sizeof(p->cli_out), "%s/client.txt", p->dir);
-    p->port = it_free_port();
-    snprintf(cmd, sizeof(cmd), "%s exec '%s' -s -p %d -V -v --timeout 20 %s", env, it_iwping(),
-             p->port, extra);
+    snprintf(cmd, sizeof(cmd), "%s exec '%s' -s -p 0 -V -v --timeout 20 %s", env, it_iwping(),
+             extra);
     p->srv_pid = it_spawn(cmd, p->srv_out);
-    CHECK(it_wait_for(p->srv_out, "listening", p->srv_pid, 20));
+    p->port = it_server_port(p->srv_out, p->srv_pid, 20);
 }
 
 /* Run one client; returns its exit status and leaves its output in cli_out. */

@@ -24,26 +24,20 @@ const char *pu_iwperf(void)
 #endif
 }
 
-int pu_port(int k)
-{
-    /* below the ephemeral range (32768..), so no outgoing connection holds it */
-    return 10000 + (int)(getpid() % 7000) * 3 + k;
-}
-
 void pu_start(struct pu_proc *p, const char *const argv[], const char *env_kv)
 {
     static int seq;
     snprintf(p->out_path, sizeof(p->out_path), "/tmp/uiw-perf-%d-%d.out", (int)getpid(), seq);
     snprintf(p->err_path, sizeof(p->err_path), "/tmp/uiw-perf-%d-%d.err", (int)getpid(), seq);
     seq++;
+    /* made before the fork: the caller may read them (pu_server) before the child runs */
+    int o = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int e = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(o >= 0 && e >= 0);
     fflush(NULL);
     p->pid = fork();
     CHECK(p->pid >= 0);
     if (p->pid == 0) {
-        int o = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || e < 0)
-            _exit(126);
         dup2(o, 1);
         dup2(e, 2);
         if (env_kv)
@@ -51,6 +45,8 @@ void pu_start(struct pu_proc *p, const char *const argv[], const char *env_kv)
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
+    close(o);
+    close(e);
 }
 
 int pu_wait(struct pu_proc *p, int timeout_s)
@@ -107,19 +103,44 @@ void pu_cleanup(struct pu_proc *p)
     unlink(p->err_path);
 }
 
+int pu_server(struct pu_proc *p, const char *const argv[], const char *env_kv)
+{
+    pu_start(p, argv, env_kv);
+    static const char mark[] = "iwperf: listening on port ";
+    for (int i = 0; i < 30 * 50; i++) { /* 30 s */
+        char *e = pu_stderr(p);
+        const char *m = strstr(e, mark);
+        int port = 0;
+        if (m && strchr(m, '\n'))
+            port = atoi(m + sizeof(mark) - 1);
+        free(e);
+        if (port > 0)
+            return port;
+        int st;
+        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+            e = pu_stderr(p);
+            uiw_test_fail(__FILE__, __LINE__, "iwperf server exited before listening:\n%s", e);
+        }
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    uiw_test_fail(__FILE__, __LINE__, "iwperf server reported no port within 30 s");
+}
+
 char *pu_pair(const char *const server_opts[], const char *const client_opts[],
               const char *server_env, char **server_out, int *client_rc)
 {
-    static char port[16];
+    char port[16];
     const char *sv[32], *cv[40];
     int ns = 0, nc = 0;
-    snprintf(port, sizeof(port), "%d", pu_port(0));
     sv[ns++] = pu_iwperf();
     sv[ns++] = "-p";
-    sv[ns++] = port;
+    sv[ns++] = "0";
     for (int i = 0; server_opts && server_opts[i]; i++)
         sv[ns++] = server_opts[i];
     sv[ns] = NULL;
+    struct pu_proc s, c;
+    snprintf(port, sizeof(port), "%d", pu_server(&s, sv, server_env));
     cv[nc++] = pu_iwperf();
     cv[nc++] = "-p";
     cv[nc++] = port;
@@ -127,8 +148,6 @@ char *pu_pair(const char *const server_opts[], const char *const client_opts[],
         cv[nc++] = client_opts[i];
     cv[nc++] = "127.0.0.1";
     cv[nc] = NULL;
-    struct pu_proc s, c;
-    pu_start(&s, sv, server_env);
     pu_start(&c, cv, NULL);
     int crc = pu_wait(&c, 60);
     int src = pu_wait(&s, 15);

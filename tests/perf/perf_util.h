@@ -23,8 +23,9 @@ char *pu_stdout(const struct pu_proc *p);
 char *pu_stderr(const struct pu_proc *p);
 void pu_cleanup(struct pu_proc *p);
 
-/* A port for this test process (different for tests that run in parallel). */
-int pu_port(int k);
+/* Start an iwperf server (argv as pu_start, with "-p", "0" among the options) and wait
+ * (bounded) for the port it reports on stderr; fails the test if it reports none. */
+int pu_server(struct pu_proc *p, const char *const argv[], const char *env_kv);
 
 /* The iwperf binary. */
 const char *pu_iwperf(void);

@@ -317,12 +317,11 @@ TEST(ipv6)
 {
     /* pu_pair connects to 127.0.0.1: this pair runs by hand on ::1 */
     char port[16];
-    snprintf(port, sizeof(port), "%d", pu_port(1));
-    const char *s_argv[] = {pu_iwperf(), "-p", port, "-q", "-6", NULL};
+    const char *s_argv[] = {pu_iwperf(), "-p", "0", "-q", "-6", NULL};
+    struct pu_proc ps, pc;
+    snprintf(port, sizeof(port), "%d", pu_server(&ps, s_argv, NULL));
     const char *c_argv[] = {pu_iwperf(), "-p", port, "--json", "-t",       "send", "--lat",
                             "-s",        "32", "-n", "50",     "--verify", "::1",  NULL};
-    struct pu_proc ps, pc;
-    pu_start(&ps, s_argv, NULL);
     pu_start(&pc, c_argv, NULL);
     int crc = pu_wait(&pc, 60), src = pu_wait(&ps, 15);
     char *j = pu_stdout(&pc);
