@@ -35,6 +35,9 @@
  * incoming FPDUs (it misses one that arrives earlier and then waits for more data). */
 #define SIW_SETTLE_MS 2000
 
+/* Bound on a boot (10-25 s under TCG on an idle host; far more on a loaded one). */
+#define VM_BOOT_S 240
+
 static const int rping_sizes[] = {26, 64, 1000, 4096, 16384, 65535};
 #define NSIZES ((int)(sizeof(rping_sizes) / sizeof(rping_sizes[0])))
 
@@ -241,7 +244,7 @@ static void iwping_to_rping_server(const char *siwopts, int crc)
     struct vm v;
     vm_start(&v, script, siwopts, fwd, 420);
     snprintf(stop, sizeof(stop), "%s/stop", v.dir);
-    CHECK(it_wait_for(v.console, "siwvm: ready", v.pid, 120));
+    CHECK(it_wait_for(v.console, "siwvm: ready", v.pid, VM_BOOT_S));
     for (int i = 0; i <= NSIZES; i++) {
         /* the last round (i == NSIZES) only releases the last server after "stop" */
         int size = i < NSIZES ? rping_sizes[i] : 64, count = i < NSIZES ? 3 : 1;
@@ -497,7 +500,7 @@ TEST(siwvm_terminates)
     snprintf(fwd, sizeof(fwd), "tcp:127.0.0.1:%d-:7174", hport);
     struct vm v;
     vm_start(&v, script, "", fwd, 360);
-    CHECK(it_wait_for(v.console, "siwvm: ready", v.pid, 120));
+    CHECK(it_wait_for(v.console, "siwvm: ready", v.pid, VM_BOOT_S));
 
     struct raw *r = calloc(1, sizeof(*r));
     struct uiw_terminate t;
