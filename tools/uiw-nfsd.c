@@ -158,7 +158,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (o.rdma_port >= 0 && uiw__nfsd_port(s, UIW__NFSD_RDMA) < 0)
-        fprintf(stderr, "uiw-nfsd: RPC-over-RDMA is not in this build yet: TCP only\n");
+        fprintf(stderr, "uiw-nfsd: built without the RPC-over-RDMA layer: TCP only\n");
     printf("uiw-nfsd: ready tcp=%d mount=%d rdma=%d\n", uiw__nfsd_port(s, UIW__NFSD_TCP),
            uiw__nfsd_port(s, UIW__NFSD_MOUNT), uiw__nfsd_port(s, UIW__NFSD_RDMA));
     fflush(stdout);

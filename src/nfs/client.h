@@ -95,6 +95,18 @@ typedef int (*uiw__nfs_dirent_fn)(void *arg, const char *name, uint64_t fileid, 
 int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                      uiw__nfs_dirent_fn fn, void *arg);
 
+/* Calls in flight (RPC-over-RDMA only): start a call and return; `a->done` runs with
+ * a->arg and 0 or UIW__NFS_ERPC when it ends, from uiw__nfs_poll (it may start calls).
+ * args, res and *a stay valid until then. 0, -EOPNOTSUPP over TCP, or a negative errno. */
+struct uiw__nfs_async {
+    void (*done)(void *arg, int rc);
+    void *arg;
+};
+int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                        xdrproc_t xres, void *res, struct uiw__nfs_async *a);
+/* Run completions for up to timeout_ms (-1: until one); returns how many calls ended. */
+int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
+
 /* Any procedure with rpcgen's routines (bench and tests): 0 or UIW__NFS_ERPC. */
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                   xdrproc_t xres, void *res);

@@ -27,6 +27,7 @@
 struct call {
     struct uiw__nfsd *s;
     struct svc_req *rq;
+    SVCXPRT *xprt;
     struct uiw__nfs_cred cred;
     int entered;
     char fh[UIW__NFS_FH_LEN];
@@ -386,7 +387,8 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
     uint32_t count = a->count;
     if (count > uiw__nfsd_max_io(c->s))
         count = uiw__nfsd_max_io(c->s);
-    char *buf = uiw__nfs_iobuf(uiw__nfsd_max_io(c->s));
+    /* Over RDMA: registered memory, from which the reply's RDMA Write goes out. */
+    char *buf = uiw__nfs_xprt_getbuf(c->xprt, count ? count : 1, uiw__nfsd_max_io(c->s));
     if (!buf) {
         r->status = NFS3ERR_SERVERFAULT;
         goto out;
@@ -1189,8 +1191,9 @@ void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
         svcerr_weakauth(xprt);
         return;
     }
-    /* The WRITE payload's bound: the server's wtmax. */
-    if (!uiw__nfs_iobuf(uiw__nfsd_max_io(s))) {
+    /* The WRITE payload's bound: the server's wtmax (the I/O buffer's size). */
+    int rdma = uiw__nfs_xprt_is_rdma(xprt);
+    if (!rdma && !uiw__nfs_iobuf(uiw__nfsd_max_io(s))) {
         svcerr_systemerr(xprt);
         return;
     }
@@ -1198,19 +1201,23 @@ void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     union res3 res;
     memset(&args, 0, sizeof(args));
     memset(&res, 0, sizeof(res));
+    uiw__nfs_ddp_args(rdma ? uiw__nfsd_max_io(s) : 0);
     if (!svc_getargs(xprt, procs[proc].args, (caddr_t)&args)) {
         svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+        uiw__nfs_ddp_args(0);
         svcerr_decode(xprt);
         return;
     }
     struct call *c = malloc(sizeof(*c));
     if (!c) {
         svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+        uiw__nfs_ddp_args(0);
         svcerr_systemerr(xprt);
         return;
     }
     c->s = s;
     c->rq = rq;
+    c->xprt = xprt;
     c->entered = 0;
     c->arena = NULL;
     uiw__nfs_cred_from_req(s, rq, &c->cred);
@@ -1224,4 +1231,5 @@ void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     arena_free(c);
     free(c);
     svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+    uiw__nfs_ddp_args(0);
 }

@@ -136,6 +136,17 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
             return -err;
         }
     }
+    if (s->opts.rdma_port >= 0) {
+        s->rdma =
+            uiw__nfs_rdma_listen(s, s->opts.addr, s->opts.rdma_port, &s->ports[UIW__NFSD_RDMA]);
+        if (!s->rdma && errno != EPROTONOSUPPORT) {
+            int err = errno;
+            uiw__nfs_tcp_close(s->tcp);
+            uiw__nfs_tcp_close(s->mount);
+            s->tcp = s->mount = NULL;
+            return -err;
+        }
+    }
     s->started = 1;
     return 0;
 }
@@ -151,6 +162,7 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
 {
     if (!s)
         return;
+    uiw__nfs_rdma_close(s->rdma);
     uiw__nfs_tcp_close(s->tcp);
     uiw__nfs_tcp_close(s->mount);
     uiw__nfs_fhcache_destroy(s->fhcache);

@@ -102,6 +102,7 @@ struct uiw__nfsd {
     pthread_mutex_t lock; /* mount list */
     struct uiw__nfs_mountent *mounts;
     struct uiw__nfs_listener *tcp, *mount;
+    struct uiw__nfs_rdma *rdma;
     int ports[3];
     int started;
 };
@@ -124,6 +125,22 @@ static inline uint32_t uiw__nfsd_max_io(const struct uiw__nfsd *s)
 {
     return s->opts.max_io ? s->opts.max_io : 1u << 20;
 }
+
+/* ---- RPC-over-RDMA (rdma.c) ---- */
+
+struct uiw__nfs_rdma;
+/* NULL + errno (EPROTONOSUPPORT: built without the RPC layer; EBUSY: another server of
+ * this process serves RDMA). */
+struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr, int port,
+                                           int *bound);
+void uiw__nfs_rdma_close(struct uiw__nfs_rdma *r);
+int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt);
+/* Memory for a READ's payload of len bytes: on RDMA registered memory the reply's RDMA
+ * Write goes from; elsewhere the thread's I/O buffer (max bytes). NULL when short. */
+void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len, size_t max);
+/* The RPC layer's uiw_xdr_bytes: a payload that came in a Read chunk is left where the
+ * RDMA Read placed it. */
+bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max);
 
 /* ---- TCP (tcp.c) ---- */
 

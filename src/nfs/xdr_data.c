@@ -7,6 +7,7 @@
  * calling thread's I/O buffer. A payload longer than that buffer (the server's wtmax) is
  * an XDR error: GARBAGE_ARGS. In XDR_FREE the payload is left alone (never ours).
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "nfs/server.h"
@@ -14,6 +15,27 @@
 
 static __thread void *iobuf;
 static __thread size_t iobuf_len;
+static __thread u_int ddp_max; /* nonzero: decode WRITE payloads with the RDMA layer */
+static pthread_key_t iobuf_key;
+static pthread_once_t iobuf_once = PTHREAD_ONCE_INIT;
+
+void uiw__nfs_ddp_args(u_int max)
+{
+    ddp_max = max;
+}
+
+/* The buffer goes with its thread (whoever made the thread). */
+static void iobuf_exit(void *p)
+{
+    free(p);
+    iobuf = NULL;
+    iobuf_len = 0;
+}
+
+static void iobuf_init(void)
+{
+    pthread_key_create(&iobuf_key, iobuf_exit);
+}
 
 void *uiw__nfs_iobuf(size_t len)
 {
@@ -24,6 +46,8 @@ void *uiw__nfs_iobuf(size_t len)
         free(iobuf);
         iobuf = p;
         iobuf_len = len;
+        pthread_once(&iobuf_once, iobuf_init);
+        pthread_setspecific(iobuf_key, p);
     }
     return iobuf;
 }
@@ -38,6 +62,8 @@ void uiw__nfs_iobuf_free(void)
     free(iobuf);
     iobuf = NULL;
     iobuf_len = 0;
+    pthread_once(&iobuf_once, iobuf_init);
+    pthread_setspecific(iobuf_key, NULL);
 }
 
 bool_t uiw__xdr_WRITE3args(XDR *x, WRITE3args *a)
@@ -45,6 +71,13 @@ bool_t uiw__xdr_WRITE3args(XDR *x, WRITE3args *a)
     if (!xdr_nfs_fh3(x, &a->file) || !xdr_offset3(x, &a->offset) || !xdr_count3(x, &a->count) ||
         !xdr_stable_how(x, &a->stable))
         return FALSE;
+    if (ddp_max && x->x_op != XDR_ENCODE) {
+        /* RPC-over-RDMA: the payload where the transport put it (a Read chunk's
+         * registered buffer), and freed by it. */
+        if (x->x_op == XDR_DECODE)
+            a->data.data_val = NULL;
+        return uiw__nfs_xdr_ddp_bytes(x, &a->data.data_val, &a->data.data_len, ddp_max);
+    }
     switch (x->x_op) {
     case XDR_FREE:
         a->data.data_val = NULL;

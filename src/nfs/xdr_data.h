@@ -19,6 +19,11 @@ void *uiw__nfs_iobuf(size_t len);
 size_t uiw__nfs_iobuf_len(void);
 void uiw__nfs_iobuf_free(void);
 
+/* On this thread, decode WRITE payloads of at most max bytes with the RPC-over-RDMA
+ * layer (uiw_xdr_bytes) until turned off (0): the dispatcher sets it for calls that came
+ * over RDMA. */
+void uiw__nfs_ddp_args(u_int max);
+
 /* WRITE3args (server: decode; client: encode). Decoding refuses a payload longer than
  * the thread's I/O buffer; the payload points into the transport's buffer or into the
  * I/O buffer, and XDR_FREE leaves it alone. */

@@ -26,3 +26,16 @@ if(uiw_nfs_siwvm_tests)
                  set_tests_properties ${uiw_nfs_siwvm_tests} PROPERTIES SKIP_RETURN_CODE 77
                  RESOURCE_LOCK siwvm)
 endif()
+# rdma_* tests exit 77 in a build without the RPC layer.
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/nfs/test_rdma.c uiw_nfs_rdma_lines
+     REGEX "^TEST\\(rdma_[A-Za-z0-9_]+\\)")
+set(uiw_nfs_rdma_tests)
+foreach(line ${uiw_nfs_rdma_lines})
+  string(REGEX REPLACE "^TEST\\(([A-Za-z0-9_]+)\\).*" "nfs.\\1" t "${line}")
+  list(APPEND uiw_nfs_rdma_tests ${t})
+endforeach()
+list(REMOVE_DUPLICATES uiw_nfs_rdma_tests)
+if(uiw_nfs_rdma_tests)
+  cmake_language(DEFER DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} CALL
+                 set_tests_properties ${uiw_nfs_rdma_tests} PROPERTIES SKIP_RETURN_CODE 77)
+endif()

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "nfs.h"
+#include "nfs/xdr_data.h"
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -55,6 +56,158 @@ static void report(const struct opts *o, struct target *t, struct result *r)
     fflush(stdout);
 }
 
+/* ---- many calls in flight (RPC-over-RDMA's asynchronous calls) ---- */
+
+enum kind { K_WRITE, K_READ, K_GETATTR };
+
+struct engine;
+struct slot {
+    struct uiw__nfs_async a;
+    struct engine *e;
+    double t0;
+    uint32_t n;
+    char *buf;
+    nfs_fh3 fh;
+    union {
+        GETATTR3args g;
+        READ3args r;
+        WRITE3args w;
+    } args;
+    union {
+        GETATTR3res g;
+        READ3res r;
+        WRITE3res w;
+    } res;
+};
+
+struct engine {
+    struct target *t;
+    enum kind kind;
+    uint64_t size, next;
+    uint32_t block;
+    double deadline;
+    unsigned running;
+    int failed;
+    struct result *r;
+    size_t cap;
+};
+
+static void slot_done(void *arg, int rc);
+
+static void slot_start(struct slot *s)
+{
+    struct engine *e = s->e;
+    if (e->failed)
+        return;
+    if (e->kind == K_GETATTR) {
+        if (now_s() >= e->deadline)
+            return;
+    } else if (e->next >= e->size) {
+        return;
+    }
+    if (e->r->calls + e->running >= e->cap)
+        return;
+    uint32_t proc;
+    xdrproc_t xa, xr;
+    memset(&s->res, 0, sizeof(s->res));
+    s->fh.data.data_len = e->t->fh.len;
+    s->fh.data.data_val = e->t->fh.data;
+    if (e->kind == K_GETATTR) {
+        s->args.g.object = s->fh;
+        proc = NFSPROC3_GETATTR;
+        xa = UIW__XDRPROC(xdr_GETATTR3args);
+        xr = UIW__XDRPROC(xdr_GETATTR3res);
+    } else {
+        s->n = e->size - e->next < e->block ? (uint32_t)(e->size - e->next) : e->block;
+        if (e->kind == K_READ) {
+            s->args.r.file = s->fh;
+            s->args.r.offset = e->next;
+            s->args.r.count = s->n;
+            s->res.r.status = NFS3_OK; /* the payload's place: this slot's buffer */
+            s->res.r.READ3res_u.resok.data.data_val = s->buf;
+            s->res.r.READ3res_u.resok.data.data_len = s->n;
+            proc = NFSPROC3_READ;
+            xa = UIW__XDRPROC(xdr_READ3args);
+            xr = UIW__XDRPROC(xdr_READ3res);
+        } else {
+            s->args.w.file = s->fh;
+            s->args.w.offset = e->next;
+            s->args.w.count = s->n;
+            s->args.w.stable = UNSTABLE;
+            s->args.w.data.data_val = s->buf;
+            s->args.w.data.data_len = s->n;
+            proc = NFSPROC3_WRITE;
+            xa = UIW__XDRPROC(uiw__xdr_WRITE3args);
+            xr = UIW__XDRPROC(xdr_WRITE3res);
+        }
+        e->next += s->n;
+    }
+    s->a.done = slot_done;
+    s->a.arg = s;
+    s->t0 = now_s();
+    int rc = uiw__nfs_call_async(e->t->c, proc, xa, &s->args, xr, &s->res, &s->a);
+    if (rc != 0) {
+        fprintf(stderr, "uiw-nfs: bench: call: %s\n", strerror(-rc));
+        e->failed = 1;
+        return;
+    }
+    e->running++;
+}
+
+static void slot_done(void *arg, int rc)
+{
+    struct slot *s = arg;
+    struct engine *e = s->e;
+    e->running--;
+    nfsstat3 st = s->res.g.status; /* first in every result */
+    if (rc != 0 || st != NFS3_OK) {
+        if (!e->failed)
+            fprintf(stderr, "uiw-nfs: bench: %s\n", uiw__nfs_errtext(e->t->c, rc ? rc : -(int)st));
+        e->failed = 1;
+        return;
+    }
+    e->r->lat[e->r->calls++] = now_s() - s->t0;
+    if (e->kind == K_READ)
+        e->r->bytes += s->res.r.READ3res_u.resok.count;
+    else if (e->kind == K_WRITE)
+        e->r->bytes += s->res.w.WRITE3res_u.resok.count;
+    slot_start(s);
+}
+
+/* Run one test with o->inflight calls in flight; 0 or -1. */
+static int run_inflight(const struct opts *o, struct target *t, enum kind kind, uint32_t block,
+                        struct result *r, size_t cap)
+{
+    struct engine e = {t, kind, o->size, 0, block, now_s() + o->seconds, 0, 0, r, cap};
+    struct slot *slots = calloc(o->inflight, sizeof(*slots));
+    if (!slots)
+        return -1;
+    int rc = 0;
+    for (unsigned i = 0; i < o->inflight && !rc; i++) {
+        slots[i].e = &e;
+        if (kind != K_GETATTR) {
+            slots[i].buf = malloc(block);
+            if (!slots[i].buf)
+                rc = -1;
+            else
+                memset(slots[i].buf, (int)i + 1, block);
+        }
+    }
+    double t0 = now_s();
+    for (unsigned i = 0; i < o->inflight && !rc; i++)
+        slot_start(&slots[i]);
+    while (e.running > 0)
+        if (uiw__nfs_poll(t->c, 1000) < 0)
+            break;
+    r->secs = now_s() - t0;
+    if (e.failed || e.running)
+        rc = -1;
+    for (unsigned i = 0; i < o->inflight; i++)
+        free(slots[i].buf);
+    free(slots);
+    return rc;
+}
+
 int cmd_bench(const struct opts *o, int argc, char **argv)
 {
     if (argc != 1) {
@@ -62,16 +215,17 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
                         "[--json] URL\n");
         return 2;
     }
-    if (o->inflight > 1) {
-        fprintf(stderr,
-                "uiw-nfs: bench --inflight %u: more than one call in flight needs "
-                "the RPC-over-RDMA client (transport=rdma), not in this build yet\n",
-                o->inflight);
-        return 2;
-    }
     struct target t;
     if (target_open(argv[0], o, &t) != 0)
         return 1;
+    if (o->inflight > 1 && strncmp(uiw__nfs_client_transport(t.c), "rdma", 4) != 0) {
+        fprintf(stderr,
+                "uiw-nfs: bench --inflight %u: more than one call in flight needs "
+                "transport=rdma\n",
+                o->inflight);
+        target_close(&t);
+        return 2;
+    }
     int rc = 1, made = 0;
     char name[64];
     if (t.exists && t.attr.type == NF3DIR) {
@@ -109,7 +263,9 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     struct result w = {"write", 0, bw, 0, 0, lat};
     char verf[8];
     double t0 = now_s();
-    for (uint64_t off = 0; off < o->size;) {
+    if (o->inflight > 1 && run_inflight(o, &t, K_WRITE, bw, &w, ncalls) != 0)
+        goto free;
+    for (uint64_t off = o->inflight > 1 ? o->size : 0; off < o->size;) {
         uint32_t n = o->size - off < bw ? (uint32_t)(o->size - off) : bw;
         double c0 = now_s();
         r = uiw__nfs_write(t.c, &t.fh, off, n, buf, UNSTABLE, verf);
@@ -132,7 +288,9 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     /* READ */
     struct result rd = {"read", 0, br, 0, 0, lat};
     t0 = now_s();
-    for (uint64_t off = 0; off < o->size;) {
+    if (o->inflight > 1 && run_inflight(o, &t, K_READ, br, &rd, ncalls) != 0)
+        goto free;
+    for (uint64_t off = o->inflight > 1 ? o->size : 0; off < o->size;) {
         int eof = 0;
         double c0 = now_s();
         r = uiw__nfs_read(t.c, &t.fh, off, br, buf, &eof);
@@ -146,7 +304,8 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
         if (r == 0 || rd.calls >= ncalls)
             break;
     }
-    rd.secs = now_s() - t0;
+    if (o->inflight <= 1)
+        rd.secs = now_s() - t0;
     if (rd.bytes != o->size) {
         fprintf(stderr, "uiw-nfs: bench: read %llu of %llu bytes\n", (unsigned long long)rd.bytes,
                 (unsigned long long)o->size);
@@ -155,13 +314,20 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     report(o, &t, &rd);
 
     /* GETATTR */
-    size_t cap = 1u << 16;
+    size_t cap = o->inflight > 1 ? 1u << 22 : 1u << 16;
     double *glat = malloc(cap * sizeof(double));
     if (!glat)
         goto free;
     struct result g = {"getattr", 0, 0, 0, 0, glat};
     t0 = now_s();
     fattr3 a;
+    if (o->inflight > 1) {
+        if (run_inflight(o, &t, K_GETATTR, 0, &g, cap) != 0) {
+            free(glat);
+            goto free;
+        }
+        t0 = now_s() - o->seconds - 1; /* done */
+    }
     while (now_s() - t0 < o->seconds) {
         double c0 = now_s();
         r = uiw__nfs_getattr(t.c, &t.fh, &a);
@@ -179,7 +345,8 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
         }
         glat[g.calls++] = now_s() - c0;
     }
-    g.secs = now_s() - t0;
+    if (o->inflight <= 1)
+        g.secs = now_s() - t0;
     report(o, &t, &g);
     free(glat);
     rc = 0;

@@ -1,0 +1,143 @@
+/*
+ * NFS over RPC-over-RDMA: the project's RPC layer (uiw/rpc.h) serves program 100003
+ * version 3 with the same dispatcher as TCP. Its transport moves READ payloads by RDMA
+ * Write straight from the buffer the data was pread into (uiw_svc_getbuf: registered
+ * memory of the server's pool) and WRITE payloads by RDMA Read into registered buffers
+ * that are pwritten from where they landed (uiw_xdr_bytes); long READDIR replies go in
+ * the client's Reply chunk. Built when the RPC layer is (UIW_NFS_HAVE_RDMA).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfs/server.h"
+#include "nfs/xdr_data.h"
+
+#if UIW_NFS_HAVE_RDMA
+#include <uiw/rpc.h>
+
+struct uiw__nfs_rdma {
+    struct uiw_rpc_svc *svc;
+};
+
+/* The RPC layer's dispatch routines take no context: one RDMA-serving server at a time
+ * per process. */
+static struct uiw__nfsd *served;
+
+static void nfs3_rdma(struct svc_req *rq, SVCXPRT *xprt)
+{
+    uiw__nfs3_dispatch(served, rq, xprt);
+}
+
+struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr, int port,
+                                           int *bound)
+{
+    if (__atomic_load_n(&served, __ATOMIC_ACQUIRE)) {
+        errno = EBUSY;
+        return NULL;
+    }
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    if (addr && inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+        errno = EAFNOSUPPORT; /* the connection manager listens on IPv4 */
+        return NULL;
+    }
+    struct uiw_rpc_svc_attr a;
+    memset(&a, 0, sizeof(a));
+    a.addr = addr ? (const struct sockaddr *)&sin : NULL;
+    a.port = (uint16_t)port;
+    a.xprt.vers_min = 1;
+    a.xprt.vers_max = s->opts.vers1_only ? 1 : 2;
+    /* Room for a whole READ or WRITE payload in one message's chunks. */
+    a.xprt.max_ddp = uiw__nfsd_max_io(s) + 65536;
+    a.nthreads = 4; /* a slow call holds up only its own thread */
+    struct uiw__nfs_rdma *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    served = s;
+    r->svc = uiw_rpc_svc_create(&a);
+    if (!r->svc) {
+        int err = errno;
+        served = NULL;
+        free(r);
+        errno = err;
+        return NULL;
+    }
+    int rc = uiw_rpc_svc_register(r->svc, 100003, 3, nfs3_rdma);
+    if (rc == 0)
+        rc = uiw_rpc_svc_start(r->svc);
+    if (rc != 0) {
+        uiw_rpc_svc_destroy(r->svc);
+        served = NULL;
+        free(r);
+        errno = -rc;
+        return NULL;
+    }
+    *bound = uiw_rpc_svc_port(r->svc);
+    return r;
+}
+
+void uiw__nfs_rdma_close(struct uiw__nfs_rdma *r)
+{
+    if (!r)
+        return;
+    uiw_rpc_svc_destroy(r->svc);
+    served = NULL;
+    free(r);
+}
+
+int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)
+{
+    return uiw_svc_is_rdma(xprt);
+}
+
+void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len, size_t max)
+{
+    if (uiw_svc_is_rdma(xprt))
+        return uiw_svc_getbuf(xprt, len);
+    return uiw__nfs_iobuf(max);
+}
+
+bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max)
+{
+    return uiw_xdr_bytes(x, cpp, len, max);
+}
+
+#else
+
+struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr, int port,
+                                           int *bound)
+{
+    (void)s;
+    (void)addr;
+    (void)port;
+    (void)bound;
+    errno = EPROTONOSUPPORT;
+    return NULL;
+}
+
+void uiw__nfs_rdma_close(struct uiw__nfs_rdma *r)
+{
+    (void)r;
+}
+
+int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)
+{
+    (void)xprt;
+    return 0;
+}
+
+void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len, size_t max)
+{
+    (void)xprt;
+    (void)len;
+    return uiw__nfs_iobuf(max);
+}
+
+bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max)
+{
+    return xdr_bytes(x, cpp, len, max);
+}
+#endif

@@ -1,0 +1,241 @@
+/* uiw-nfsd and the client over RPC-over-RDMA on loopback (the project's RNIC and RPC
+ * layer). The tests exit 77 (skipped) in a build without the RPC layer. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nfs/client.h"
+#include "nfs/xdr_data.h"
+#include "nfs_util.h"
+#include "run.h"
+#include "test.h"
+
+#if UIW_NFS_HAVE_RDMA
+
+/* A server with RDMA on a free port (vers1: Version One only). */
+static void start_rdma(struct srv *v, int vers1)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.vers1_only = vers1;
+    srv_start(v, &o);
+}
+
+static struct uiw__nfs_client *rdma_client(const struct srv *v, int rpcrdma, int verbose)
+{
+    char url[700], err[512];
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?mountport=%d&transport=rdma%s",
+             uiw__nfsd_port(v->s, UIW__NFSD_RDMA), v->dir, v->mount,
+             rpcrdma == 1 ? "&rpcrdma=1" : "");
+    struct uiw__nfs_url u;
+    CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&u, verbose, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "rdma client: %s", err);
+    return c;
+}
+
+static int count(void *arg, const char *name, uint64_t fileid, const fattr3 *attr,
+                 const struct uiw__nfs_fh *fh)
+{
+    (void)fileid;
+    (void)attr;
+    (void)fh;
+    if (name[0] == 'e')
+        (*(int *)arg)++;
+    return 0;
+}
+
+/* WRITE (Read chunks) and READ (Write chunks into the caller's buffer) of a few MiB,
+ * READDIRPLUS of 1,000 entries (long replies in Reply chunks), in Version Two. */
+static void transfer(struct srv *v, struct uiw__nfs_client *c)
+{
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), "big", 0644, 0, &f), 0);
+    size_t n = 3u << 20;
+    char *buf = malloc(n + 1), *back = malloc(n + 1);
+    CHECK(buf && back);
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = (char)(i * 131 + 17);
+    char verf[8], verf2[8];
+    for (size_t off = 0; off < n; off += 1u << 20)
+        CHECK_EQ(uiw__nfs_write(c, &f, off, 1u << 20, buf + off, UNSTABLE, verf), 1 << 20);
+    CHECK_EQ(uiw__nfs_write(c, &f, n, 1, buf + n, FILE_SYNC, verf2), 1);
+    CHECK_MEM(verf, verf2, 8);
+    CHECK_EQ(uiw__nfs_commit(c, &f, verf2), 0);
+    CHECK_MEM(verf, verf2, 8);
+    int eof = 0;
+    memset(back, 0, n + 1);
+    for (size_t off = 0; off < n; off += 1u << 20)
+        CHECK_EQ(uiw__nfs_read(c, &f, off, 1u << 20, back + off, &eof), 1 << 20);
+    CHECK_EQ(uiw__nfs_read(c, &f, n, 1, back + n, &eof), 1);
+    CHECK_EQ(eof, 1);
+    CHECK_MEM(back, buf, n + 1);
+    struct stat st;
+    CHECK_EQ(stat(path_in(v, "big"), &st), 0);
+    CHECK_EQ(st.st_size, (long long)n + 1);
+    free(buf);
+    free(back);
+    for (int i = 0; i < 1000; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "e%d", i);
+        put_file(v, name, "", 0);
+    }
+    int k = 0;
+    CHECK_EQ(uiw__nfs_readdir(c, uiw__nfs_client_root(c), count, &k), 0);
+    CHECK_EQ(k, 1000);
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "a/b", &f, NULL), -NFS3ERR_ACCES);
+}
+
+static void rdma_v2_body(void)
+{
+    struct srv v;
+    start_rdma(&v, 0);
+    struct uiw__nfs_client *c = rdma_client(&v, 0, 0);
+    CHECK_STR(uiw__nfs_client_transport(c), "rdma-v2");
+    transfer(&v, c);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* A Version One server: the Version Two client falls back; a Version One client too. */
+static void rdma_v1_body(void)
+{
+    struct srv v;
+    start_rdma(&v, 1);
+    struct uiw__nfs_client *c = rdma_client(&v, 0, 0);
+    CHECK_STR(uiw__nfs_client_transport(c), "rdma-v1");
+    transfer(&v, c);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+    start_rdma(&v, 0);
+    c = rdma_client(&v, 1, 0);
+    CHECK_STR(uiw__nfs_client_transport(c), "rdma-v1");
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+struct pending {
+    struct uiw__nfs_async a;
+    GETATTR3args args;
+    GETATTR3res res;
+    int done, rc;
+};
+
+static void ended(void *arg, int rc)
+{
+    struct pending *p = arg;
+    p->done = 1;
+    p->rc = rc;
+}
+
+/* 64 calls in flight at once: every one answered. */
+static void rdma_inflight_body(void)
+{
+    struct srv v;
+    start_rdma(&v, 0);
+    struct uiw__nfs_client *c = rdma_client(&v, 0, 0);
+    static struct pending p[64];
+    for (int i = 0; i < 64; i++) {
+        memset(&p[i], 0, sizeof(p[i]));
+        p[i].a.done = ended;
+        p[i].a.arg = &p[i];
+        p[i].args.object.data.data_len = uiw__nfs_client_root(c)->len;
+        p[i].args.object.data.data_val = (char *)uiw__nfs_client_root(c)->data;
+        CHECK_EQ(uiw__nfs_call_async(c, NFSPROC3_GETATTR, UIW__XDRPROC(xdr_GETATTR3args),
+                                     &p[i].args, UIW__XDRPROC(xdr_GETATTR3res), &p[i].res, &p[i].a),
+                 0);
+    }
+    int left = 64;
+    for (int tries = 0; left > 0 && tries < 1000; tries++) {
+        CHECK(uiw__nfs_poll(c, 100) >= 0);
+        left = 0;
+        for (int i = 0; i < 64; i++)
+            left += !p[i].done;
+    }
+    CHECK_EQ(left, 0);
+    for (int i = 0; i < 64; i++) {
+        CHECK_EQ(p[i].rc, 0);
+        CHECK_EQ(p[i].res.status, NFS3_OK);
+        CHECK_EQ(p[i].res.GETATTR3res_u.resok.obj_attributes.type, NF3DIR);
+    }
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* The tools over RDMA: --verify put and get, the version in the verbose output. */
+static void rdma_tools_body(void)
+{
+    struct srv v;
+    start_rdma(&v, 1);
+    char local[400], back[400], url[800];
+    snprintf(local, sizeof(local), "%s.src", v.dir);
+    snprintf(back, sizeof(back), "%s.back", v.dir);
+    FILE *f = fopen(local, "w");
+    CHECK(f != NULL);
+    for (int i = 0; i < 2500000; i++)
+        fputc((i * 7) & 0xff, f);
+    fclose(f);
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s/x?mountport=%d&transport=rdma",
+             uiw__nfsd_port(v.s, UIW__NFSD_RDMA), v.dir, v.mount);
+    const char *put[] = {"uiw-nfs", "-v", "--verify", "put", local, url, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, put, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.err, "verified") != NULL);
+    CHECK(strstr(r.err, "answered ERR_VERS (versions 1 to 1): going on in Version 1") != NULL);
+    tool_run_free(&r);
+    const char *get[] = {"uiw-nfs", "--verify", "get", url, back, NULL};
+    tool_run(UIW_NFS, get, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.err, "verified") != NULL);
+    tool_run_free(&r);
+    unlink(local);
+    unlink(back);
+    srv_stop(&v);
+}
+
+#define NEED_RDMA()
+#else
+#define NEED_RDMA() SKIP("built without the RPC-over-RDMA layer (src/rpc)")
+static void rdma_v2_body(void)
+{
+}
+static void rdma_v1_body(void)
+{
+}
+static void rdma_inflight_body(void)
+{
+}
+static void rdma_tools_body(void)
+{
+}
+#endif
+
+TEST(rdma_v2)
+{
+    NEED_RDMA();
+    rdma_v2_body();
+}
+
+TEST(rdma_v1)
+{
+    NEED_RDMA();
+    rdma_v1_body();
+}
+
+TEST(rdma_inflight)
+{
+    NEED_RDMA();
+    rdma_inflight_body();
+}
+
+TEST(rdma_tools)
+{
+    NEED_RDMA();
+    rdma_tools_body();
+}
