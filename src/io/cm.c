@@ -22,6 +22,7 @@
 #include <uiw/wire.h>
 
 #include "common/byteorder.h"
+#include "common/log.h"
 #include "io/io.h"
 #include "io/pcap.h"
 #include "io/sock.h"
@@ -61,7 +62,15 @@ struct uiw__cmid {
     bool info_valid;
     struct uiw__pcap *pcap;
     struct uiw__conn *conn;
+    uint32_t log_id; /* the id's number in log lines (common/log.h) */
 };
+
+static _Atomic uint32_t next_log_id = 1;
+
+static uint32_t id_qpn(const struct uiw__cmid *id)
+{
+    return id->pub.qp ? uiw_qp_num(id->pub.qp) : 0;
+}
 
 struct evnode {
     struct uiw_cm_event ev;
@@ -227,6 +236,7 @@ static struct uiw__cmid *id_alloc(struct uiw_cm_channel *ch)
     if (!id)
         return NULL;
     id->h.fd = -1;
+    id->log_id = atomic_fetch_add(&next_log_id, 1);
     id_link(ch, id);
     return id;
 }
@@ -255,9 +265,13 @@ static void id_free(struct uiw__cmid *id)
 static void id_fail(struct uiw__cmid *id, enum uiw_cm_event_type t, int status)
 {
     if (id->hidden) {
+        UIW__LOG(UIW__LOG_INFO, id->log_id, 0, "incoming connection dropped: %s",
+                 uiw_strerror(status));
         id_free(id);
         return;
     }
+    UIW__LOG(UIW__LOG_WARN, id->log_id, id_qpn(id), "%s: %s", uiw_cm_event_str(t),
+             uiw_strerror(status));
     id_close_sock(id);
     id->state = S_CLOSED;
     ev_push(id->ch, ev_new(id, t, status));
@@ -490,6 +504,17 @@ static int id_established(struct uiw__cmid *id, const void *pd, size_t pd_len)
     in->mulpdu = uiw_mpa_mulpdu(in->emss, in->markers_tx);
     id->info_valid = true;
     id->deadline = 0;
+    if (uiw__log_on(UIW__LOG_INFO)) {
+        char la[64], pa[64];
+        UIW__LOG(UIW__LOG_INFO, id->log_id, id_qpn(id),
+                 "established (%s) %s -> %s: MPA rev %u, CRC %s, markers %s/%s, IRD %u ORD %u, "
+                 "MULPDU %u",
+                 in->initiator ? "initiator" : "responder",
+                 uiw__log_addr((const struct sockaddr *)&id->local, la, sizeof(la)),
+                 uiw__log_addr((const struct sockaddr *)&id->peer, pa, sizeof(pa)), in->mpa_rev,
+                 in->crc ? "on" : "off", in->markers_tx ? "tx" : "-", in->markers_rx ? "rx" : "-",
+                 in->ird, in->ord, in->mulpdu);
+    }
     struct evnode *n = ev_new(id, UIW_CM_EVENT_ESTABLISHED, 0);
     if (!n)
         return -ENOMEM;
@@ -510,6 +535,7 @@ static int id_established(struct uiw__cmid *id, const void *pd, size_t pd_len)
         .ird = in->ird,
         .ord = in->ord,
         .rtr = rtr_engine(in->rtr),
+        .conn_id = id->log_id,
         .initiator = in->initiator,
     };
     uiw__loop_del(&id->ch->loop, &id->h);
@@ -538,6 +564,10 @@ static void active_reply(struct uiw__cmid *id)
         return;
     }
     if (f.flags & UIW_MPA_FLAG_REJECT) {
+        UIW__LOG(UIW__LOG_INFO, id->log_id, id_qpn(id),
+                 "rejected by the peer (%u bytes of "
+                 "private data)",
+                 (unsigned)f.pd_len);
         struct evnode *n = ev_new(id, UIW_CM_EVENT_REJECTED, UIW_E_MPA_REJECTED);
         if (n) {
             ev_set_pd(n, f.pd, f.pd_len);
@@ -616,6 +646,15 @@ static void passive_request(struct uiw__cmid *id)
     id->deadline = 0;
     id->state = S_REQ_RCVD;
     id->hidden = false;
+    if (uiw__log_on(UIW__LOG_INFO)) {
+        char pa[64];
+        UIW__LOG(UIW__LOG_INFO, id->log_id, 0,
+                 "connection request from %s: MPA rev %u, CRC %s, markers %s, %u bytes of "
+                 "private data",
+                 uiw__log_addr((const struct sockaddr *)&id->peer, pa, sizeof(pa)), f->rev,
+                 (f->flags & UIW_MPA_FLAG_CRC) ? "asked" : "not asked",
+                 (f->flags & UIW_MPA_FLAG_MARKERS) ? "asked" : "not asked", (unsigned)f->pd_len);
+    }
     if (id->listener) {
         id->pub.context = id->listener->pub.context;
         id->pub.verbs = id->listener->pub.verbs;
@@ -752,6 +791,8 @@ static void id_events(struct uiw__ioh *h, uint32_t events)
         if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
             return;
         int st = n == 0 ? 0 : -errno;
+        UIW__LOG(st ? UIW__LOG_WARN : UIW__LOG_INFO, id->log_id, 0, "connection %s%s",
+                 st ? "lost: " : "closed", st ? uiw_strerror(st) : "");
         id_close_sock(id);
         id->state = S_CLOSED;
         ev_push(id->ch, ev_new(id, UIW_CM_EVENT_DISCONNECTED, st));
@@ -1039,6 +1080,10 @@ int uiw_cm_listen(struct uiw_cm_id *pid, int backlog, const struct uiw_conn_para
         close(fd);
         id->h.fd = -1;
         id->state = S_BOUND;
+    } else if (uiw__log_on(UIW__LOG_INFO)) {
+        char la_text[64];
+        UIW__LOG(UIW__LOG_INFO, id->log_id, 0, "listening on %s",
+                 uiw__log_addr((const struct sockaddr *)&id->local, la_text, sizeof(la_text)));
     }
     pthread_mutex_unlock(&id->ch->lock);
     return r;
@@ -1164,6 +1209,10 @@ int uiw_cm_connect(struct uiw_cm_id *pid, const struct sockaddr *dst,
     if (r < 0) {
         id_close_sock(id);
         id->state = S_IDLE;
+    } else if (uiw__log_on(UIW__LOG_DEBUG)) {
+        char pa[64];
+        UIW__LOG(UIW__LOG_DEBUG, id->log_id, id_qpn(id), "connecting to %s",
+                 uiw__log_addr(dst, pa, sizeof(pa)));
     }
     expire_and_arm(id->ch);
     pthread_mutex_unlock(&id->ch->lock);
@@ -1286,6 +1335,8 @@ int uiw_cm_reject(struct uiw_cm_id *pid, const void *private_data, uint16_t len)
         return -EINVAL;
     }
     int r = send_frame(id, &f);
+    UIW__LOG(UIW__LOG_INFO, id->log_id, id_qpn(id), "request rejected (%u bytes of private data)",
+             (unsigned)len);
     id_close_sock(id);
     id->state = S_CLOSED;
     pthread_mutex_unlock(&id->ch->lock);
@@ -1299,6 +1350,7 @@ int uiw_cm_disconnect(struct uiw_cm_id *pid)
         return -EINVAL;
     pthread_mutex_lock(&id->ch->lock);
     int r = 0;
+    UIW__LOG(UIW__LOG_DEBUG, id->log_id, id_qpn(id), "disconnect");
     if (id->conn) {
         struct uiw__conn *c = id->conn;
         uiw__qp_close(id->pub.qp, true);

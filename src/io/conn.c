@@ -15,6 +15,7 @@
 #include "io/io.h"
 #include "io/pcap.h"
 #include "common/compiler.h"
+#include "common/log.h"
 
 enum { CONN_IOV = UIW__CONN_IOV, CONN_BUDGET = 64 };
 
@@ -36,6 +37,7 @@ int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct ui
     c->qp = qp;
     c->id = id;
     c->pcap = pcap;
+    c->log_id = p->conn_id;
     c->open = true;
     uiw__qp_set_io(qp, c);
     int r = uiw__qp_start(qp, p);
@@ -75,6 +77,11 @@ static void conn_report(struct uiw__conn *c, int reason)
     if (c->reported)
         return;
     c->reported = true;
+    if (reason == 0)
+        UIW__LOG(UIW__LOG_INFO, c->log_id, uiw_qp_num(c->qp), "connection closed");
+    else
+        UIW__LOG(UIW__LOG_WARN, c->log_id, uiw_qp_num(c->qp), "connection lost: %s",
+                 uiw_strerror(reason));
     uiw__qp_conn_lost(c->qp, reason);
     uiw__pcap_close(c->pcap);
     c->pcap = NULL;

@@ -43,6 +43,7 @@ struct uiw__conn {
     struct uiw_qp *qp;
     struct uiw__cmid *id; /* NULL once the id let go (guarded by loop.lock) */
     struct uiw__pcap *pcap;
+    uint32_t log_id;  /* the connection's number in log lines */
     bool open;        /* socket open */
     bool closing;     /* FIN sent after the engine finished: draining until the peer closes */
     bool reported;    /* the engine and the cm were told that the stream ended */

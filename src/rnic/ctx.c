@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "rnic/engine.h"
 
 void uiw_context_attr_init(struct uiw_context_attr *attr)
@@ -161,6 +162,9 @@ void uiw__async_post(struct uiw_context *ctx, const struct uiw_async_event *ev)
     if (ctx->aq_count == ctx->aq_cap) {
         uiw__lock_give(&ctx->async_lock);
         uiw__stat_add(ctx, UIW__STAT_ASYNC_DROPPED, 1);
+        UIW__LOG(UIW__LOG_ERROR, ev->qp ? ev->qp->cp.conn_id : 0, ev->qp ? ev->qp->qpn : 0,
+                 "async event %s dropped: the queue's %u entries are full",
+                 uiw_event_type_str(ev->event_type), ctx->aq_cap);
         return;
     }
     ctx->aq[(ctx->aq_head + ctx->aq_count) % ctx->aq_cap] = *ev;

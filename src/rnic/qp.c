@@ -9,6 +9,7 @@
 
 #include "rnic/engine.h"
 #include "common/compiler.h"
+#include "common/log.h"
 #include "common/copy.h"
 
 UIW__DATAPATH static void qp_kick(struct uiw_qp *qp)
@@ -410,9 +411,16 @@ void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
         }
         qp->term_pending = true;
         qp->state = UIW_QPS_TERMINATE;
+        UIW__LOG(code == UIW_E_RNIC_ABORT ? UIW__LOG_INFO : UIW__LOG_WARN, qp->cp.conn_id, qp->qpn,
+                 "%s (%s): sending Terminate %s (layer %u etype %u code %u)", uiw_errname(code),
+                 uiw_strerror(code), uiw_terminate_name(m->layer, m->etype, m->ecode), m->layer,
+                 m->etype, m->ecode);
     } else {
         qp->state = UIW_QPS_ERROR;
         qp->want_close = true;
+        UIW__LOG(UIW__LOG_WARN, qp->cp.conn_id, qp->qpn, "%s (%s): closing, no Terminate (%s)",
+                 uiw_errname(code), uiw_strerror(code),
+                 qp->started ? "no FPDU of the initiator validated yet" : "not connected");
     }
     if (m->async >= 0)
         uiw__async(qp, (enum uiw_event_type)m->async, code);
@@ -426,6 +434,10 @@ void uiw__qp_term_received(struct uiw_qp *qp, const struct uiw_terminate *t)
         return;
     qp->term_received = true;
     qp->term_in = *t;
+    UIW__LOG(UIW__LOG_WARN, qp->cp.conn_id, qp->qpn,
+             "Terminate received: %s (layer %u etype %u code %u%s)",
+             uiw_terminate_name(t->layer, t->etype, t->code), t->layer, t->etype, t->code,
+             t->siw_order ? ", Linux siw's bit order" : "");
     qp->tl = t->layer;
     qp->te = t->etype;
     qp->tc = t->code;

@@ -150,6 +150,7 @@ struct uiw__conn_params {
                           completes with UIW_WC_LOC_QP_OP_ERR and never reaches the wire);
                           with Rev 1 (no negotiation) what the application asked for */
     enum uiw__rtr rtr; /* negotiated RTR message, UIW__RTR_NONE if none */
+    uint32_t conn_id;  /* the connection's number in log lines (common/log.h), 0: none */
     bool initiator;    /* we are the MPA initiator: with rtr we send the RTR first; as the
                           responder with rtr we send no FPDU before the RTR arrived (a
                           different first message is a Terminate MPA/7 "no matching RTR").

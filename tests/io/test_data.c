@@ -1507,3 +1507,81 @@ TEST(data_parked_socket_disconnect_reported)
     link_close(&k);
     free(bm);
 }
+
+/* UIW_LOG=info: one line per event, each naming its connection and QP: the listener, both
+ * ends established, the Terminate one side sends and the other receives, both closes. */
+TEST(data_log_lines_name_connection_and_qp)
+{
+    setenv("UIW_LOG", "info", 1);
+    FILE *capture = tmpfile();
+    CHECK(capture != NULL);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    CHECK(saved >= 0 && dup2(fileno(capture), STDERR_FILENO) >= 0);
+
+    struct link k;
+    link_up(&k, AF_INET);
+    uint32_t qa_num = uiw_qp_num(k.a.id->qp), qb_num = uiw_qp_num(k.b.id->qp);
+    uint8_t *am = calloc(1, 4096), *bm = calloc(1, 4096);
+    struct uiw_mr *amr = uiw_reg_mr(k.a.pd, am, 4096, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *bmr = uiw_reg_mr(k.b.pd, bm, 4096, UIW_ACCESS_LOCAL_WRITE);
+    /* b's region allows no remote write: b terminates */
+    post_op(&k.a, UIW_WR_RDMA_WRITE, amr, am, 256, (uintptr_t)bm, bmr->rkey, 1);
+    struct uiw_wc wc;
+    wait_wc(&k.a, &wc);
+    link_wait_down(&k);
+
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    long n = ftell(capture);
+    char *t = calloc(1, (size_t)n + 1);
+    rewind(capture);
+    CHECK_EQ(fread(t, 1, (size_t)n, capture), (size_t)n);
+    fclose(capture);
+
+    /* each end's connection number, from its "established" line */
+    unsigned ca = 0, cb = 0;
+    const char *ea = strstr(t, "established (initiator)"),
+               *eb = strstr(t, "established (responder)");
+    CHECK(ea != NULL && eb != NULL);
+    while (ea > t && ea[-1] != '\n')
+        ea--;
+    while (eb > t && eb[-1] != '\n')
+        eb--;
+    CHECK_EQ(sscanf(strstr(ea, " conn "), " conn %u", &ca), 1);
+    CHECK_EQ(sscanf(strstr(eb, " conn "), " conn %u", &cb), 1);
+    CHECK(ca != cb);
+    /* every event in a line naming its connection and QP */
+    struct {
+        const char *says;
+        unsigned conn;
+        uint32_t qpn;
+    } ev[] = {{"established (initiator)", ca, qa_num}, {"established (responder)", cb, qb_num},
+              {": sending Terminate", cb, qb_num},     {"Terminate received: ", ca, qa_num},
+              {"connection closed", ca, qa_num},       {"connection closed", cb, qb_num}};
+    for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+        char ids[64];
+        snprintf(ids, sizeof(ids), " conn %u qp %u: ", ev[i].conn, ev[i].qpn);
+        bool found = false;
+        for (const char *line = t; line && *line && !found;) {
+            const char *end = strchr(line, '\n');
+            char one[512];
+            snprintf(one, sizeof(one), "%.*s", (int)(end ? end - line : (long)strlen(line)), line);
+            found = strstr(one, ev[i].says) && strstr(one, ids);
+            line = end ? end + 1 : NULL;
+        }
+        if (!found)
+            uiw_test_fail(__FILE__, __LINE__, "no line with \"%s\" and \"%s\" in:\n%s", ev[i].says,
+                          ids, t);
+    }
+    CHECK(strstr(t, "RDMAP") != NULL || strstr(t, "access") != NULL);
+    CHECK(strstr(t, "listening on 127.0.0.1:") != NULL);
+
+    uiw_dereg_mr(amr);
+    uiw_dereg_mr(bmr);
+    link_close(&k);
+    free(am);
+    free(bm);
+    free(t);
+}
