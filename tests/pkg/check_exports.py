@@ -41,7 +41,10 @@ def main():
     nm, lib = argv[0], argv[1]
     headers = argv[argv.index('--headers') + 1:argv.index('--archives')]
     archives = argv[argv.index('--archives') + 1:]
-    exported = symbols(nm, ['-D', '--defined-only', lib])
+    # The bounds the linker makes for the sections of libFuzzer's coverage instrumentation
+    # (-fsanitize=fuzzer-no-link builds only) are not the library's.
+    exported = {s for s in symbols(nm, ['-D', '--defined-only', lib])
+                if not re.match(r'__(start|stop)___sancov_', s)}
     public = declared(headers)
     defined = {s for s in symbols(nm, ['-g', '--defined-only'] + archives)
                if s.startswith('uiw_') and not s.startswith('uiw__')}
