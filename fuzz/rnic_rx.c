@@ -8,8 +8,8 @@
  * (STag 0x0000015A, TO 0x3A0000001000 .. 0x3A0000002000).
  *
  * Input: byte 0 options (bit 0 CRC, bit 1 markers, bits 2-3 RTR type, bit 4 initiator,
- * bit 5 staged receive, bit 6 mixed), byte 1 seeds the split sizes and MULPDU, then the
- * stream.
+ * bit 5 staged receive, bit 6 mixed, bit 7 the receives in an SRQ the QP takes them from),
+ * byte 1 seeds the split sizes and MULPDU, then the stream.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -70,9 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct uiw_context *ctx = uiw__context_alloc(&ca);
     struct uiw_pd *pd = uiw_alloc_pd(ctx);
     struct uiw_cq *cq = uiw_create_cq(ctx, 64, NULL, NULL, 0);
+    struct uiw_srq_init_attr sa = {.attr = {.max_wr = 4, .max_sge = 2}};
+    struct uiw_srq *srq = (opt & 128) ? uiw_create_srq(pd, &sa) : NULL;
+    if ((opt & 128) && !srq)
+        abort();
     struct uiw_qp_init_attr qa = {
         .send_cq = cq,
         .recv_cq = cq,
+        .srq = srq,
         .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_inline_data = 64},
         .max_ird = 4,
         .max_ord = 4};
@@ -108,7 +113,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  {base + (uint64_t)i * 1000 + 400, 600, mr->lkey}};
         struct uiw_recv_wr rw = {.wr_id = (uint64_t)i, .sg_list = sge, .num_sge = 1 + (i & 1)};
         struct uiw_recv_wr *bad;
-        uiw_post_recv(qp, &rw, &bad);
+        if (srq)
+            uiw_post_srq_recv(srq, &rw, &bad);
+        else
+            uiw_post_recv(qp, &rw, &bad);
     }
     struct uiw_send_wr reg = {.wr_id = 10, .opcode = UIW_WR_REG_MR};
     reg.wr.reg.mr = fr;
@@ -193,8 +201,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct uiw_async_event ev;
     while (uiw_get_async_event(ctx, &ev) == 0)
         ;
-    if (uiw_destroy_qp(qp) || uiw_dereg_mr(mr) || uiw_dereg_mr(fr) || uiw_destroy_cq(cq) ||
-        uiw_dealloc_pd(pd) || uiw__context_free(ctx))
+    if (uiw_destroy_qp(qp) || (srq && uiw_destroy_srq(srq)) || uiw_dereg_mr(mr) ||
+        uiw_dereg_mr(fr) || uiw_destroy_cq(cq) || uiw_dealloc_pd(pd) || uiw__context_free(ctx))
         abort();
     return 0;
 }

@@ -2,14 +2,15 @@
  * uiw verbs: the RDMA verbs of a user-space iWARP RNIC, in the shape of libibverbs.
  *
  * Objects: a context (the "device", with its progress engine), protection domains (PD),
- * memory regions (MR), completion queues (CQ) with completion channels, and queue pairs
+ * memory regions (MR), completion queues (CQ) with completion channels, queue pairs
  * (QP: reliable, connected, one TCP connection each, connected by the connection manager
- * of cm.h). Everything returns 0 (or a count) or a negative errno / UIW_E_* code
- * (error.h); constructors return NULL and set errno.
+ * of cm.h) and shared receive queues (SRQ: one pool of receives for many QPs). Everything
+ * returns 0 (or a count) or a negative errno / UIW_E_* code (error.h); constructors return
+ * NULL and set errno.
  *
- * Threading: as in libibverbs, posting (uiw_post_send, uiw_post_recv) and polling
- * (uiw_poll_cq) are thread-safe and may race with each other and with the progress engine.
- * Creating and destroying an object must not race with its use.
+ * Threading: as in libibverbs, posting (uiw_post_send, uiw_post_recv, uiw_post_srq_recv)
+ * and polling (uiw_poll_cq) are thread-safe and may race with each other and with the progress
+ * engine. Creating and destroying an object must not race with its use.
  *
  * STags: lkey == rkey == STag = (24-bit index << 8) | 8-bit key. The key is random per
  * registration; STag 0 is never valid. A Tagged Offset (TO) is the virtual address in the
@@ -34,6 +35,7 @@ struct uiw_context;
 struct uiw_pd;
 struct uiw_cq;
 struct uiw_qp;
+struct uiw_srq;
 struct uiw_comp_channel;
 
 /* ---------------------------------------------------------------------------------------
@@ -262,7 +264,10 @@ struct uiw_qp_cap {
 struct uiw_qp_init_attr {
     void *qp_context;
     struct uiw_cq *send_cq;
-    struct uiw_cq *recv_cq;
+    struct uiw_cq *recv_cq; /* the receives this QP takes complete here, an SRQ's too */
+    struct uiw_srq *srq;    /* NULL, or the SRQ this QP takes its receives from: then
+                               cap.max_recv_wr and max_recv_sge are ignored (0 after
+                               create and in uiw_query_qp) and uiw_post_recv fails */
     struct uiw_qp_cap cap;
     int sq_sig_all;   /* every send WR signalled */
     uint16_t max_ird; /* inbound Read Requests this side serves at once (0 = default) */
@@ -371,8 +376,70 @@ struct uiw_recv_wr {
     struct uiw_sge *sg_list;
     int num_sge;
 };
+/* Post a list of receives: -EINVAL (num_sge, or a QP on an SRQ), -ENOMEM (receive queue
+ * full), *bad_wr set as for uiw_post_send. A Send takes the oldest receive; a receive
+ * whose SGEs are not valid LOCAL_WRITE memory of the QP's PD when a Send arrives
+ * completes with UIW_WC_LOC_PROT_ERR and fails the stream. In TERMINATE or ERROR a
+ * receive completes at once with UIW_WC_WR_FLUSH_ERR (return 0). */
 UIW_EXTERN int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
                              struct uiw_recv_wr **bad_wr);
+
+/* ---------------------------------------------------------------------------------------
+ * Shared receive queues (as ibv_srq)
+ *
+ * An SRQ holds receives that any QP created on it (uiw_qp_init_attr.srq) takes, oldest
+ * first, when a Send's first segment arrives; the receive then belongs to that QP: it
+ * completes on the QP's recv_cq (qp_num says which QP), with the Send's status, or
+ * UIW_WC_WR_FLUSH_ERR if the QP fails before the Send's last segment arrives. Receives
+ * still in the SRQ belong to no QP: a QP leaving RTS flushes none of them (it queues
+ * UIW_EVENT_QP_LAST_WQE_REACHED instead: it takes no more), and destroying the SRQ drops
+ * them without completions. A Send that finds the SRQ empty ends its stream with the DDP
+ * Terminate "Invalid MSN - no buffer available" (RFC 5041 7.2), as on a QP's own queue
+ * (iWARP has no receiver-not-ready retry): keep the SRQ filled, and arm its limit to
+ * learn when it runs low. The lkeys of its receives belong to the SRQ's PD.
+ * ------------------------------------------------------------------------------------- */
+
+struct uiw_srq_attr {
+    uint32_t max_wr;    /* receives it holds at most: 1 .. max_srq_wr (uiw_query_device) */
+    uint32_t max_sge;   /* SGEs per receive: 0 .. max_srq_sge */
+    uint32_t srq_limit; /* the low-water mark, 0 when not armed (see uiw_modify_srq) */
+};
+
+struct uiw_srq_init_attr {
+    void *srq_context;
+    struct uiw_srq_attr attr; /* a non-zero srq_limit arms the limit at once */
+};
+
+/* Create an SRQ in pd (attr adjusted up to what it provides, as ibv: max_sge becomes
+ * max_srq_sge). NULL + errno EINVAL (a value beyond its bounds, srq_limit > max_wr) /
+ * ENOMEM (also when the context's max_srq SRQs exist). */
+UIW_EXTERN struct uiw_srq *uiw_create_srq(struct uiw_pd *pd, struct uiw_srq_init_attr *attr);
+
+/* -EBUSY while a QP is created on it (destroy the QPs first). Its receives are dropped. */
+UIW_EXTERN int uiw_destroy_srq(struct uiw_srq *srq);
+
+enum uiw_srq_attr_mask {
+    UIW_SRQ_MAX_WR = 1 << 0, /* resize to attr->max_wr (>= the receives it holds now) */
+    UIW_SRQ_LIMIT = 1 << 1,  /* arm (srq_limit > 0, <= max_wr) or disarm (0) the limit */
+};
+
+/* Change what attr_mask names (enum uiw_srq_attr_mask values, as ibv_modify_srq): 0, or
+ * -EINVAL (a value beyond its bounds, another bit), -ENOMEM. The armed limit fires once:
+ * the first time a QP's taking a receive leaves fewer than srq_limit in the SRQ, one
+ * UIW_EVENT_SRQ_LIMIT_REACHED is queued and the limit is disarmed (srq_limit reads 0
+ * again) until armed anew. Posting never fires it. */
+UIW_EXTERN int uiw_modify_srq(struct uiw_srq *srq, struct uiw_srq_attr *attr, int attr_mask);
+
+/* max_wr, max_sge and the armed limit (0 when not armed). */
+UIW_EXTERN int uiw_query_srq(struct uiw_srq *srq, struct uiw_srq_attr *attr);
+
+/* Post receives to the SRQ: as uiw_post_recv (-EINVAL, -ENOMEM when it holds max_wr,
+ * *bad_wr). Their SGEs are resolved here, against the SRQ's PD, not when a Send
+ * arrives (unless memory was registered or deregistered in between). */
+UIW_EXTERN int uiw_post_srq_recv(struct uiw_srq *srq, struct uiw_recv_wr *wr,
+                                 struct uiw_recv_wr **bad_wr);
+
+UIW_EXTERN void *uiw_srq_context(const struct uiw_srq *srq);
 
 /* ---------------------------------------------------------------------------------------
  * Asynchronous events
@@ -380,11 +447,14 @@ UIW_EXTERN int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
 
 /* Async event type: libibverbs' enum ibv_event_type values where ibverbs has the event. */
 enum uiw_event_type {
-    UIW_EVENT_CQ_ERR = 0,        /* a CQ overflowed */
-    UIW_EVENT_QP_FATAL = 1,      /* the stream failed (local catastrophic, CRC, framing) */
-    UIW_EVENT_QP_REQ_ERR = 2,    /* the peer sent an invalid request (opcode, QN, MSN, ...) */
-    UIW_EVENT_QP_ACCESS_ERR = 3, /* the peer violated STag protection */
-    UIW_EVENT_COMM_EST = 4,      /* the QP entered RTS */
+    UIW_EVENT_CQ_ERR = 0,             /* a CQ overflowed */
+    UIW_EVENT_QP_FATAL = 1,           /* the stream failed (local catastrophic, CRC, framing) */
+    UIW_EVENT_QP_REQ_ERR = 2,         /* the peer sent an invalid request (opcode, QN, MSN, ...) */
+    UIW_EVENT_QP_ACCESS_ERR = 3,      /* the peer violated STag protection */
+    UIW_EVENT_COMM_EST = 4,           /* the QP entered RTS */
+    UIW_EVENT_SRQ_LIMIT_REACHED = 15, /* the SRQ holds fewer receives than its armed limit */
+    UIW_EVENT_QP_LAST_WQE_REACHED = 16, /* a QP on an SRQ left RTS: it takes no more of
+                                           its receives */
     /* no ibverbs counterpart (librdmacm reports the first as RDMA_CM_EVENT_DISCONNECTED) */
     UIW_EVENT_CONN_CLOSED = 0x40,   /* the connection ended (graceful close, EOF, reset) */
     UIW_EVENT_TERM_RECEIVED = 0x41, /* the peer sent a Terminate (see term_*) */
@@ -395,6 +465,7 @@ struct uiw_async_event {
     enum uiw_event_type event_type;
     struct uiw_qp *qp;                         /* QP events */
     struct uiw_cq *cq;                         /* UIW_EVENT_CQ_ERR */
+    struct uiw_srq *srq;                       /* UIW_EVENT_SRQ_LIMIT_REACHED */
     int code;                                  /* the UIW_E_* or -errno behind it, 0 if none */
     uint8_t term_layer, term_etype, term_code; /* Terminate sent/received, if any */
 };

@@ -277,6 +277,10 @@ const char *uiw_event_type_str(enum uiw_event_type t)
         return "Terminate received";
     case UIW_EVENT_CQ_ERR:
         return "CQ error";
+    case UIW_EVENT_SRQ_LIMIT_REACHED:
+        return "SRQ limit reached";
+    case UIW_EVENT_QP_LAST_WQE_REACHED:
+        return "last WQE reached";
     }
     return "unknown";
 }

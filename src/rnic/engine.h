@@ -23,7 +23,7 @@
  * from the staging ring. */
 #define UIW__RX_DIRECT_MIN 1024
 
-/* A PD with the count of QPs using it, and the count of its valid STags through which a
+/* A PD with the count of QPs and SRQs using it, and the count of its valid STags through which a
  * peer may write UIW__RX_DIRECT_MIN bytes or more (REMOTE_WRITE, that long): while it is
  * 0, no Write to this PD can carry a payload that must go straight to memory. */
 struct uiw__pd {
@@ -56,6 +56,7 @@ struct uiw_context {
     _Atomic int nobjs;
     _Atomic uint32_t next_qpn;
     _Atomic uint32_t next_pd;
+    _Atomic uint32_t nsrq; /* SRQs in the context (at most UIW__MAX_SRQ) */
     _Atomic int armed_cqs; /* CQs with a channel armed by uiw_req_notify_cq, not yet fired */
     /* Bumped (under mem_lock) by every change that can make a valid STag's check fail:
      * what a QP remembered of a check (struct uiw__stag_hit) holds while it is unchanged.
@@ -197,6 +198,30 @@ struct uiw__rqe {
 };
 _Static_assert(sizeof(struct uiw__rqe) == 128, "a receive queue entry is two lines");
 
+/* ---------------------------------------------------------------- SRQ */
+
+#define UIW__MAX_SRQ    (1u << 16)
+#define UIW__MAX_SRQ_WR (1u << 20)
+
+/* A shared receive queue: a ring of receives resolved at post time. A QP on it keeps a
+ * receive queue of one entry, which it refills from here (uiw__srq_take) when a Send needs
+ * a receive: from then on the receive is the QP's, as a posted one. */
+struct uiw_srq {
+    struct uiw__lock lock; /* after a QP's lock; before the STag table's, the async queue's */
+    struct uiw_context *ctx;
+    struct uiw_pd *pd;
+    void *srq_context;
+    struct uiw__rqe *rq;
+    uint32_t size; /* of the ring: a power of two >= max_wr */
+    uint32_t max_wr, max_sge;
+    uint32_t head, tail; /* free-running: [head, tail) posted */
+    uint32_t limit;      /* armed low-water mark, 0 if not armed */
+    /* posted receives UIW__RX_DIRECT_MIN bytes long or more (written under the lock, read
+     * without it by uiw__qp_rx_narrow of its QPs) */
+    _Atomic uint32_t rq_wide;
+    _Atomic int nqp; /* QPs created on it */
+};
+
 struct uiw__ird {
     uint32_t sink_stag;
     uint64_t sink_to;
@@ -306,6 +331,7 @@ struct uiw_qp {
     struct uiw__conn_params cp;
     unsigned stag_hit_next;
     struct uiw_qp_cap cap;
+    struct uiw_srq *srq; /* the receives come from here (rq is one entry), or NULL */
 
     /* line 5: the last two successful STag checks (mem.c) */
     _Alignas(64) struct uiw__stag_hit stag_hit[2];
@@ -319,6 +345,9 @@ struct uiw_qp {
     void *qp_context;
     uint16_t max_ird, max_ord;
     uint32_t rreq_msn;
+
+    bool last_wqe_sent; /* UIW_EVENT_QP_LAST_WQE_REACHED queued */
+    bool destroying;    /* in uiw_destroy_qp: no more events name it */
 
     /* inbound Read Requests (IRD) */
     struct uiw__ird *irq;
@@ -403,6 +432,21 @@ void uiw__rx_init(struct uiw_qp *qp);
  * resolves ahead (off the path of the message that arrives later), and placement checks
  * only that nothing changed since. */
 int uiw__rqe_resolve(struct uiw_qp *qp, struct uiw__rqe *r);
+/* The same for a receive of no QP yet (an SRQ's), against pd's table. */
+int uiw__rqe_resolve_pd(struct uiw_context *ctx, const struct uiw_pd *pd, struct uiw__rqe *r);
+
+/* srq.c: move the SRQ's oldest receive into the QP's (empty) receive queue (QP lock
+ * held); false if the SRQ is empty. Fires the SRQ's armed limit. */
+bool uiw__srq_take(struct uiw_qp *qp);
+/* A receive waits at the head of the QP's receive queue (taken from its SRQ if need be). */
+static inline bool uiw__rq_ready(struct uiw_qp *qp)
+{
+    return qp->rq_head != qp->rq_tail || (qp->srq && uiw__srq_take(qp));
+}
+
+/* qp.c: check a receive WR (at most max_sge SGEs, 4 GiB) and build its entry: 0 or
+ * -EINVAL. */
+int uiw__rqe_build(struct uiw__rqe *q, const struct uiw_recv_wr *wr, uint32_t max_sge);
 
 /* qp.c */
 void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,

@@ -21,12 +21,18 @@ UIW__DATAPATH static void qp_kick(struct uiw_qp *qp)
 
 struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
 {
+    struct uiw_srq *srq = attr ? attr->srq : NULL;
+    if (srq) { /* the receive queue is the SRQ's (as ibv: the RQ caps are ignored) */
+        attr->cap.max_recv_wr = 0;
+        attr->cap.max_recv_sge = 0;
+    }
     if (!pd || !attr || !attr->send_cq || !attr->recv_cq || attr->cap.max_send_wr < 1 ||
-        attr->cap.max_send_wr > (1u << 16) || attr->cap.max_recv_wr < 1 ||
+        attr->cap.max_send_wr > (1u << 16) || (!srq && attr->cap.max_recv_wr < 1) ||
         attr->cap.max_recv_wr > (1u << 16) || attr->cap.max_send_sge > UIW_MAX_SGE ||
         attr->cap.max_recv_sge > UIW_MAX_SGE || attr->cap.max_inline_data > UIW_MAX_INLINE ||
         attr->max_ird > UIW_MAX_IRD_ORD || attr->max_ord > UIW_MAX_IRD_ORD ||
-        attr->send_cq->ctx != pd->context || attr->recv_cq->ctx != pd->context) {
+        attr->send_cq->ctx != pd->context || attr->recv_cq->ctx != pd->context ||
+        (srq && srq->ctx != pd->context)) {
         errno = EINVAL;
         return NULL;
     }
@@ -51,8 +57,10 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     qp->send_cq = attr->send_cq;
     qp->recv_cq = attr->recv_cq;
     attr->cap.max_send_sge = UIW_MAX_SGE;
-    attr->cap.max_recv_sge = UIW_MAX_SGE;
+    if (!srq)
+        attr->cap.max_recv_sge = UIW_MAX_SGE;
     qp->cap = attr->cap;
+    qp->srq = srq;
     qp->sig_all = attr->sq_sig_all != 0;
     qp->max_ird = attr->max_ird ? attr->max_ird : UIW_DEFAULT_IRD_ORD;
     qp->max_ord = attr->max_ord ? attr->max_ord : UIW_DEFAULT_IRD_ORD;
@@ -87,6 +95,8 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     atomic_fetch_add(&qp->send_cq->nqp, 1);
     atomic_fetch_add(&qp->recv_cq->nqp, 1);
     atomic_fetch_add(&((struct uiw__pd *)pd)->nqp, 1);
+    if (srq)
+        atomic_fetch_add(&srq->nqp, 1);
     uiw__ctx_get(qp->ctx);
     uiw__lock_take(&qp->ctx->qps_lock);
     qp->ctx_next = qp->ctx->qps;
@@ -103,6 +113,7 @@ int uiw_destroy_qp(struct uiw_qp *qp)
         return -EINVAL;
     struct uiw_context *ctx = qp->ctx;
     uiw__lock_take(&qp->lock);
+    qp->destroying = true;
     if (qp->started && (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING))
         uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL); /* queues a Terminate */
     uiw__qp_unlock(qp);
@@ -128,6 +139,8 @@ int uiw_destroy_qp(struct uiw_qp *qp)
     atomic_fetch_sub(&qp->send_cq->nqp, 1);
     atomic_fetch_sub(&qp->recv_cq->nqp, 1);
     atomic_fetch_sub(&((struct uiw__pd *)qp->pd)->nqp, 1);
+    if (qp->srq)
+        atomic_fetch_sub(&qp->srq->nqp, 1);
     uiw__tx_free(qp);
     if (qp->sq_size)
         free(qp->sq[0].inline_buf);
@@ -358,6 +371,11 @@ void uiw__qp_flush(struct uiw_qp *qp)
         uiw__qp_complete_recv(qp, &qp->rq[qp->rq_head & (qp->rq_size - 1)], UIW_WC_WR_FLUSH_ERR, 0,
                               0, 0, 0);
     qp->irq_count = 0;
+    if (qp->srq && !qp->last_wqe_sent && !qp->destroying) {
+        /* the receive it took (if any) is flushed; it takes no more from the SRQ */
+        qp->last_wqe_sent = true;
+        uiw__async(qp, UIW_EVENT_QP_LAST_WQE_REACHED, 0);
+    }
 }
 
 /* Give the oldest started send WR the status st (if any is in progress). */
@@ -567,17 +585,25 @@ UIW__DATAPATH static bool known_op(unsigned op)
     }
 }
 
+/* The bytes of a WR's n SGEs (at most max of them): -EINVAL if they are too many (or no
+ * list) or add up beyond 4 GiB - 1. */
+UIW__DATAPATH static int64_t sge_total(const struct uiw_sge *sg, int n, uint32_t max)
+{
+    if (n < 0 || (uint32_t)n > max || (n && !sg))
+        return -EINVAL;
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += sg[i].length;
+    return sum > UINT32_MAX ? -EINVAL : (int64_t)sum;
+}
+
 UIW__DATAPATH static int check_wr(const struct uiw_qp *qp, const struct uiw_send_wr *wr,
                                   uint64_t *total)
 {
-    if (!known_op(wr->opcode) || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge ||
-        (wr->num_sge && !wr->sg_list))
+    int64_t t = sge_total(wr->sg_list, wr->num_sge, qp->cap.max_send_sge);
+    if (!known_op(wr->opcode) || t < 0)
         return -EINVAL;
-    uint64_t sum = 0;
-    for (int i = 0; i < wr->num_sge; i++)
-        sum += wr->sg_list[i].length;
-    if (sum > UINT32_MAX)
-        return -EINVAL;
+    uint64_t sum = (uint64_t)t;
     if (wr->opcode == UIW_WR_RDMA_READ && wr->num_sge > 1)
         return -EINVAL; /* an iWARP Read has one sink STag */
     if (wr->send_flags & UIW_SEND_INLINE) {
@@ -675,6 +701,20 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
     return r;
 }
 
+UIW__DATAPATH int uiw__rqe_build(struct uiw__rqe *q, const struct uiw_recv_wr *wr, uint32_t max_sge)
+{
+    int64_t sum = sge_total(wr->sg_list, wr->num_sge, max_sge);
+    if (sum < 0)
+        return -EINVAL;
+    memset(q, 0, sizeof(*q));
+    q->wr_id = wr->wr_id;
+    q->num_sge = (uint8_t)wr->num_sge;
+    q->len = (uint32_t)sum;
+    if (wr->num_sge)
+        uiw__copy(q->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(q->sge[0]));
+    return 0;
+}
+
 UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
                                 struct uiw_recv_wr **bad_wr)
 {
@@ -686,31 +726,18 @@ UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
     int r = 0;
     uiw__lock_take(&qp->lock);
     for (; wr; wr = wr->next) {
-        if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
-            (wr->num_sge && !wr->sg_list)) {
-            r = -EINVAL;
+        struct uiw__rqe e;
+        r = qp->srq ? -EINVAL : uiw__rqe_build(&e, wr, qp->cap.max_recv_sge);
+        if (r < 0)
             break;
-        }
-        uint64_t sum = 0;
-        for (int i = 0; i < wr->num_sge; i++)
-            sum += wr->sg_list[i].length;
-        if (sum > UINT32_MAX) {
-            r = -EINVAL;
-            break;
-        }
         if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr) {
             r = -ENOMEM;
             break;
         }
         struct uiw__rqe *q = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-        memset(q, 0, sizeof(*q));
-        q->wr_id = wr->wr_id;
-        q->num_sge = (uint8_t)wr->num_sge;
-        q->len = (uint32_t)sum;
-        if (sum >= UIW__RX_DIRECT_MIN)
+        *q = e;
+        if (q->len >= UIW__RX_DIRECT_MIN)
             uiw__count_add(&qp->rq_wide, 1);
-        if (wr->num_sge)
-            uiw__copy(q->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(q->sge[0]));
         qp->rq_tail++;
         if (qp->state == UIW_QPS_TERMINATE || qp->state == UIW_QPS_ERROR)
             uiw__qp_complete_recv(qp, q, UIW_WC_WR_FLUSH_ERR, 0, 0, 0, 0);

@@ -23,10 +23,10 @@
  * - Each QP has one lock (struct uiw__lock, src/common/lock.h); every uiw__qp_* call and
  *   every verb on the QP takes it. Each CQ has one (then its channel's mutex); the STag
  *   table has one (the data path mostly answers from a QP's uiw__stag_hit instead); the
- *   async queue has one; the context's QP list has one (taken before QP locks, by create /
- *   destroy / uiw_query_context_stats only). Order: QP list -> QP -> CQ -> channel, STag table,
- *   async queue. No engine lock is held when a uiw__io_ops
- *   callback runs, so io may take its own locks in a callback and call back into any
+ *   async queue has one; an SRQ has one (its ring only); the context's QP list has one
+ *   (taken before QP locks, by create / destroy / uiw_query_context_stats only). Order: QP
+ *   list -> QP -> SRQ, CQ -> channel, STag table, async queue. No engine lock is held when a
+ * uiw__io_ops callback runs, so io may take its own locks in a callback and call back into any
  *   uiw__qp_* function (never from inside its own callback while holding a lock that
  *   another thread may hold while calling into the engine).
  * - The engine calls io only through struct uiw__io_ops (set by uiw_open_context).
@@ -196,9 +196,10 @@ int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n);
 int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
 
 /* True while no segment whose payload goes straight to memory can legally arrive: no
- * posted receive, no Read awaiting its response and no STag of the QP's PD that a peer may
- * write (REMOTE_WRITE), of 1 KiB or more. Safe without the QP lock: a stale answer (the
- * application posted or registered at that moment) costs at most a counted copy. */
+ * posted receive (in the QP's SRQ neither), no Read awaiting its response and no STag of
+ * the QP's PD that a peer may write (REMOTE_WRITE), of 1 KiB or more. Safe without the QP lock: a
+ * stale answer (the application posted or registered at that moment) costs at most a counted copy.
+ */
 bool uiw__qp_rx_narrow(const struct uiw_qp *qp);
 
 /* Zero copy at the switch from small to large segments: with staging advised, io may

@@ -139,22 +139,41 @@ static int read_code(enum uiw__stag_err e)
     }
 }
 
-UIW__DATAPATH int uiw__rqe_resolve(struct uiw_qp *qp, struct uiw__rqe *r)
+/* r's SGEs against pd's STag table at generation gen, through the QP's remembered checks
+ * when qp is given (pd is then its PD). */
+UIW__DATAPATH static int rqe_resolve(struct uiw_context *ctx, const struct uiw_pd *pd,
+                                     struct uiw_qp *qp, struct uiw__rqe *r, uint32_t gen)
 {
-    uint32_t gen = atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire);
-    if (r->gen == gen)
-        return 0;
     for (int i = 0; i < r->num_sge; i++) {
         uint8_t *p = NULL;
         if (r->sge[i].length == 0)
             continue;
-        if (uiw__qp_stag_check(qp, r->sge[i].lkey, r->sge[i].addr, r->sge[i].length,
-                               UIW_ACCESS_LOCAL_WRITE, &p) != UIW__STAG_OK)
+        enum uiw__stag_err e = qp ? uiw__qp_stag_check(qp, r->sge[i].lkey, r->sge[i].addr,
+                                                       r->sge[i].length, UIW_ACCESS_LOCAL_WRITE, &p)
+                                  : uiw__stag_check(ctx, pd, r->sge[i].lkey, r->sge[i].addr,
+                                                    r->sge[i].length, UIW_ACCESS_LOCAL_WRITE, &p);
+        if (e != UIW__STAG_OK)
             return UIW_E_RNIC_LOCAL_PROT;
         r->ptr[i] = p;
     }
     r->gen = gen;
     return 0;
+}
+
+UIW__DATAPATH int uiw__rqe_resolve(struct uiw_qp *qp, struct uiw__rqe *r)
+{
+    uint32_t gen = atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire);
+    if (r->gen == gen)
+        return 0;
+    if (qp->srq && qp->srq->pd != qp->pd) /* an SRQ's receive: the SRQ's PD */
+        return rqe_resolve(qp->ctx, qp->srq->pd, NULL, r, gen);
+    return rqe_resolve(qp->ctx, qp->pd, qp, r, gen);
+}
+
+int uiw__rqe_resolve_pd(struct uiw_context *ctx, const struct uiw_pd *pd, struct uiw__rqe *r)
+{
+    /* the generation before the checks: a change meanwhile makes the arrival recheck */
+    return rqe_resolve(ctx, pd, NULL, r, atomic_load_explicit(&ctx->mem_gen, memory_order_acquire));
 }
 
 /* The header is complete: check it and set up placement. Returns 0 or a code. */
@@ -215,7 +234,7 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
         qp->rx_kind = UIW__RX_SEND;
         if (h->msn != qp->rx_send_msn)
             return UIW_E_RNIC_MSN_RANGE;
-        if (qp->rq_head == qp->rq_tail)
+        if (!uiw__rq_ready(qp))
             return UIW_E_RNIC_MSN_NO_BUF;
         struct uiw__rqe *r = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
         qp->rx_rqe = r;
@@ -543,7 +562,7 @@ UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, s
 {
     const uint8_t *h = p + 2;
     if (n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4 || qp->rx_len_known || qp->rx_send_len ||
-        qp->tx_hold || qp->rq_head == qp->rq_tail || !rx_accepting(qp))
+        qp->tx_hold || !rx_accepting(qp))
         return 0;
     size_t ulen = uiw__get_be16(p);
     uint8_t op = h[1];
@@ -551,7 +570,8 @@ UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, s
         h[0] != (UIW_DDP_FLAG_LAST | UIW_DDP_VERSION) ||
         (op != uiw_rdmap_ctrl(UIW_RDMAP_SEND) && op != uiw_rdmap_ctrl(UIW_RDMAP_SEND_SE)) ||
         uiw__get_be32(h + 2) != 0 || uiw__get_be32(h + 6) != UIW_DDP_QN_SEND ||
-        uiw__get_be32(h + 10) != qp->rx_send_msn || uiw__get_be32(h + 14) != 0)
+        uiw__get_be32(h + 10) != qp->rx_send_msn || uiw__get_be32(h + 14) != 0 ||
+        !uiw__rq_ready(qp))
         return 0;
     uint32_t plen = (uint32_t)(ulen - UIW_DDP_UNTAGGED_HDR_LEN);
     struct uiw__rqe *r = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
@@ -713,13 +733,15 @@ int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
     return r;
 }
 
-/* No segment that goes straight to memory can legally arrive: no posted receive, no Read
- * awaiting its response and no STag a peer may write, of UIW__RX_DIRECT_MIN bytes or more.
+/* No segment that goes straight to memory can legally arrive: no posted receive (its
+ * SRQ's included), no Read awaiting its response and no STag a peer may write, of
+ * UIW__RX_DIRECT_MIN bytes or more.
  * Read without the QP lock (io's busy poll): the counts are atomics, and a stale answer
  * costs at most a counted copy, never a wrong placement. */
 UIW__DATAPATH bool uiw__qp_rx_narrow(const struct uiw_qp *qp)
 {
     return atomic_load_explicit(&qp->rq_wide, memory_order_relaxed) == 0 &&
+           (!qp->srq || atomic_load_explicit(&qp->srq->rq_wide, memory_order_relaxed) == 0) &&
            atomic_load_explicit(&qp->orq_wide, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&((const struct uiw__pd *)qp->pd)->rw_wide, memory_order_relaxed) ==
                0;

@@ -89,7 +89,10 @@ static void post_receives(struct conf *c)
                               .lkey = c->mr[R_RECV]->lkey};
         struct uiw_recv_wr wr = {.wr_id = 100 + (uint64_t)i, .sg_list = &sge, .num_sge = 1};
         struct uiw_recv_wr *bad = NULL;
-        CHECK_EQ(uiw_post_recv(c->qp, &wr, &bad), 0);
+        if (c->srq)
+            CHECK_EQ(uiw_post_srq_recv(c->srq, &wr, &bad), 0);
+        else
+            CHECK_EQ(uiw_post_recv(c->qp, &wr, &bad), 0);
     }
 }
 
@@ -117,6 +120,7 @@ static struct uiw_qp_init_attr qp_attr(struct conf *c)
     struct uiw_qp_init_attr a = {
         .send_cq = c->cq,
         .recv_cq = c->cq,
+        .srq = c->srq,
         .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4, .max_recv_sge = 4},
         .max_ird = 4,
         .max_ord = 4,
@@ -124,17 +128,15 @@ static struct uiw_qp_init_attr qp_attr(struct conf *c)
     return a;
 }
 
-static void open_responder(struct conf *c)
+/* A raw peer connects to the listener; the stack accepts with a QP of qp_attr. */
+static void responder_accept(struct conf *c, struct rawpeer *peer, struct uiw_cm_id **id,
+                             struct uiw_qp **qp, struct uiw_mpa_frame *reply, uint8_t *store,
+                             size_t store_len)
 {
-    c->lid = uiw_cm_create_id(c->ch, c->ctx, NULL);
-    CHECK(c->lid != NULL);
-    struct sockaddr_storage ss = loop_addr(c->o.family, 0);
-    CHECK_EQ(uiw_cm_bind_addr(c->lid, (struct sockaddr *)&ss), 0);
-    CHECK_EQ(uiw_cm_listen(c->lid, 8, NULL), 0);
     uint16_t port = sa_port(uiw_cm_get_local_addr(c->lid));
     int fd = rawpeer_tcp_connect(c->o.family, port);
     CHECK(fd >= 0);
-    rawpeer_init(&c->peer, fd);
+    rawpeer_init(peer, fd);
     struct uiw_mpa_frame rq = {.kind = UIW_MPA_REQUEST, .rev = c->o.rev, .ird = 4, .ord = 4};
     if (c->o.crc)
         rq.flags |= UIW_MPA_FLAG_CRC;
@@ -148,40 +150,50 @@ static void open_responder(struct conf *c)
         rq.rtr_write = c->o.rtr & UIW_CM_RTR_WRITE;
         rq.rtr_read = c->o.rtr & UIW_CM_RTR_READ;
     }
-    CHECK_EQ(rawpeer_send_frame(&c->peer, &rq), 0);
+    CHECK_EQ(rawpeer_send_frame(peer, &rq), 0);
     struct uiw_cm_event *ev = expect_cm(c->ch, UIW_CM_EVENT_CONNECT_REQUEST);
-    c->id = ev->id;
+    *id = ev->id;
     CHECK_EQ(ev->param.mpa_rev, c->o.rev);
     uiw_cm_ack_event(ev);
     struct uiw_qp_init_attr qa = qp_attr(c);
-    CHECK_EQ(uiw_cm_create_qp(c->id, c->pd, &qa), 0);
-    c->qp = c->id->qp;
-    CHECK(c->qp != NULL);
+    CHECK_EQ(uiw_cm_create_qp(*id, c->pd, &qa), 0);
+    *qp = (*id)->qp;
+    CHECK(*qp != NULL);
     struct uiw_conn_param ap;
     uiw_conn_param_init(&ap);
     ap.markers = c->o.markers;
     ap.peer2peer = c->o.rtr != 0;
     ap.rtr = c->o.rtr;
-    CHECK_EQ(uiw_cm_accept(c->id, &ap), 0);
+    CHECK_EQ(uiw_cm_accept(*id, &ap), 0);
     uiw_cm_ack_event(expect_cm(c->ch, UIW_CM_EVENT_ESTABLISHED));
-    ssize_t n = rawpeer_recv_frame(&c->peer, UIW_MPA_REPLY, &c->reply, c->frame_store,
-                                   sizeof(c->frame_store), CONF_WAIT_MS);
+    ssize_t n = rawpeer_recv_frame(peer, UIW_MPA_REPLY, reply, store, store_len, CONF_WAIT_MS);
     if (n < 0)
         uiw_test_fail(__FILE__, __LINE__, "no MPA Reply: %s", uiw_strerror((int)n));
-    CHECK_EQ(c->reply.rev, c->o.rev);
-    CHECK_EQ(c->reply.flags & UIW_MPA_FLAG_REJECT, 0);
-    CHECK_EQ(!!(c->reply.flags & UIW_MPA_FLAG_MARKERS), c->o.markers);
+    CHECK_EQ(reply->rev, c->o.rev);
+    CHECK_EQ(reply->flags & UIW_MPA_FLAG_REJECT, 0);
+    CHECK_EQ(!!(reply->flags & UIW_MPA_FLAG_MARKERS), c->o.markers);
     if (c->o.rtr) {
-        CHECK(c->reply.peer2peer);
-        c->rtr_chosen = (uint8_t)((c->reply.rtr_send ? UIW_CM_RTR_SEND : 0) |
-                                  (c->reply.rtr_write ? UIW_CM_RTR_WRITE : 0) |
-                                  (c->reply.rtr_read ? UIW_CM_RTR_READ : 0));
+        CHECK(reply->peer2peer);
+        c->rtr_chosen = (uint8_t)((reply->rtr_send ? UIW_CM_RTR_SEND : 0) |
+                                  (reply->rtr_write ? UIW_CM_RTR_WRITE : 0) |
+                                  (reply->rtr_read ? UIW_CM_RTR_READ : 0));
         CHECK(c->rtr_chosen == UIW_CM_RTR_SEND || c->rtr_chosen == UIW_CM_RTR_WRITE ||
               c->rtr_chosen == UIW_CM_RTR_READ);
         CHECK_EQ(c->rtr_chosen & ~c->o.rtr, 0);
     }
-    bool crc = c->o.crc || (c->reply.flags & UIW_MPA_FLAG_CRC);
-    rawpeer_start(&c->peer, crc, (c->reply.flags & UIW_MPA_FLAG_MARKERS) != 0, c->o.peer_markers);
+    bool crc = c->o.crc || (reply->flags & UIW_MPA_FLAG_CRC);
+    rawpeer_start(peer, crc, (reply->flags & UIW_MPA_FLAG_MARKERS) != 0, c->o.peer_markers);
+}
+
+static void open_responder(struct conf *c)
+{
+    c->lid = uiw_cm_create_id(c->ch, c->ctx, NULL);
+    CHECK(c->lid != NULL);
+    struct sockaddr_storage ss = loop_addr(c->o.family, 0);
+    CHECK_EQ(uiw_cm_bind_addr(c->lid, (struct sockaddr *)&ss), 0);
+    CHECK_EQ(uiw_cm_listen(c->lid, 8, NULL), 0);
+    responder_accept(c, &c->peer, &c->id, &c->qp, &c->reply, c->frame_store,
+                     sizeof(c->frame_store));
 }
 
 /* RFC 6581: the initiator's first FPDU is the zero-length message chosen as RTR. */
@@ -309,6 +321,11 @@ void conf_open(struct conf *c, const struct conf_opts *o)
     c->cq = uiw_create_cq(c->ctx, o->cq_size ? o->cq_size : 256, NULL, NULL, 0);
     CHECK(c->cq != NULL);
     setup_memory(c);
+    if (o->srq) {
+        struct uiw_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 4}};
+        c->srq = uiw_create_srq(c->pd, &sa);
+        CHECK(c->srq != NULL);
+    }
     c->ch = uiw_cm_create_channel();
     CHECK(c->ch != NULL);
     if (c->o.initiator)
@@ -328,6 +345,30 @@ void conf_open(struct conf *c, const struct conf_opts *o)
     CHECK_EQ(qa.markers_rx, c->peer.markers_tx);
     CHECK_EQ(qa.markers_tx, c->peer.markers_rx);
     CHECK(!qa.term_sent && !qa.term_received);
+}
+
+void conf_connect_more(struct conf *c, struct conf_conn *x)
+{
+    CHECK(c->lid != NULL && !c->o.rtr);
+    memset(x, 0, sizeof(*x));
+    responder_accept(c, &x->peer, &x->id, &x->qp, &x->reply, x->frame_store,
+                     sizeof(x->frame_store));
+}
+
+void conf_conn_close(struct conf *c, struct conf_conn *x)
+{
+    rawpeer_close(&x->peer, false);
+    for (;;) { /* its DISCONNECTED (the main connection's may come first) */
+        struct uiw_cm_event *ev = expect_cm(c->ch, UIW_CM_EVENT_DISCONNECTED);
+        bool mine = ev->id == x->id;
+        if (ev->id == c->id)
+            c->disconnected = true;
+        uiw_cm_ack_event(ev);
+        if (mine)
+            break;
+    }
+    uiw_cm_destroy_qp(x->id);
+    CHECK_EQ(uiw_cm_destroy_id(x->id), 0);
 }
 
 void conf_close(struct conf *c)
@@ -351,6 +392,8 @@ void conf_close(struct conf *c)
     }
     uiw_cm_destroy_qp(c->id);
     CHECK_EQ(uiw_cm_destroy_id(c->id), 0);
+    if (c->srq)
+        CHECK_EQ(uiw_destroy_srq(c->srq), 0);
     if (c->lid)
         CHECK_EQ(uiw_cm_destroy_id(c->lid), 0);
     CHECK_EQ(uiw_cm_destroy_channel(c->ch), 0);
@@ -560,9 +603,11 @@ void conf_check_terminate(struct conf *c, const struct conf_expect *e)
     CHECK_EQ(qa.term_etype, e->etype);
     CHECK_EQ(qa.term_code, e->code);
     /* Every receive still posted completes: the oldest maybe with the error, the rest
-     * flushed, in order; an outstanding RDMA Read (wr_id 55) completes with an error. */
+     * flushed, in order; an outstanding RDMA Read (wr_id 55) completes with an error. On
+     * an SRQ only those the QP took: the SRQ keeps the others. */
     int next = c->wc_done, reads = 0;
-    for (int k = 0; k < c->nrecv - c->wc_done + (c->read_posted ? 1 : 0); k++) {
+    int recvs = c->srq ? c->srq_taken : c->nrecv - c->wc_done;
+    for (int k = 0; k < recvs + (c->read_posted ? 1 : 0); k++) {
         struct uiw_wc wc;
         conf_next_wc(c, &wc);
         if (wc.opcode != UIW_WC_RECV) {
@@ -587,16 +632,25 @@ void conf_check_terminate(struct conf *c, const struct conf_expect *e)
     }
     CHECK_EQ(reads, c->read_posted ? 1 : 0);
     conf_no_wc(c, 50);
-    /* Later work flushes at once. */
+    /* Later work flushes at once; an SRQ's receive is not the failed QP's. */
     struct uiw_sge sge = {
         .addr = (uintptr_t)c->region[R_RECV], .length = 16, .lkey = c->mr[R_RECV]->lkey};
     struct uiw_recv_wr wr = {.wr_id = 999, .sg_list = &sge, .num_sge = 1};
     struct uiw_recv_wr *bad = NULL;
-    CHECK_EQ(uiw_post_recv(c->qp, &wr, &bad), 0);
-    struct uiw_wc wc;
-    conf_next_wc(c, &wc);
-    CHECK_EQ(wc.wr_id, 999);
-    CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    if (c->srq) {
+        struct uiw_async_event ev;
+        conf_expect_async(c, UIW_EVENT_QP_LAST_WQE_REACHED, &ev);
+        CHECK(ev.qp == c->qp);
+        CHECK_EQ(uiw_post_recv(c->qp, &wr, &bad), -EINVAL);
+        CHECK_EQ(uiw_post_srq_recv(c->srq, &wr, &bad), 0);
+        conf_no_wc(c, 50);
+    } else {
+        CHECK_EQ(uiw_post_recv(c->qp, &wr, &bad), 0);
+        struct uiw_wc wc;
+        conf_next_wc(c, &wc);
+        CHECK_EQ(wc.wr_id, 999);
+        CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    }
     struct uiw_context_stats st;
     CHECK_EQ(uiw_query_context_stats(c->ctx, &st), 0);
     CHECK_EQ(st.terminates_sent, 1);

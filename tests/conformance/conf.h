@@ -45,6 +45,8 @@ struct conf_opts {
     int cq_size;       /* entries of the (shared) CQ (0 -> 256) */
     bool initiator;    /* the stack connects; the raw peer is the responder */
     bool no_progress;  /* no progress thread (inline progress only) */
+    bool srq;          /* the QP takes its receives from an SRQ (c->srq), where the
+                        * receives are posted */
 };
 
 struct conf {
@@ -56,8 +58,10 @@ struct conf {
     struct uiw_cm_id *lid; /* listener (stack responder) */
     struct uiw_cm_id *id;  /* the connection */
     struct uiw_qp *qp;
-    uint8_t *mem;    /* guard | region 0 | guard | region 1 | ... | guard */
-    uint8_t *shadow; /* what mem must hold */
+    struct uiw_srq *srq; /* with o.srq: 16 receives at most */
+    int srq_taken;       /* with o.srq: receives the failing QP took (conf_check_terminate) */
+    uint8_t *mem;        /* guard | region 0 | guard | region 1 | ... | guard */
+    uint8_t *shadow;     /* what mem must hold */
     size_t mem_len;
     uint8_t *region[R_COUNT];
     struct uiw_mr *mr[R_COUNT];
@@ -81,6 +85,19 @@ struct conf {
 
 /* Connect a QP to a raw peer and bring both to FPDU mode. */
 void conf_open(struct conf *c, const struct conf_opts *o);
+
+/* One more raw peer connected to the same listener (responder mode), its QP on the same
+ * CQ (and SRQ, with o.srq), in FPDU mode. */
+struct conf_conn {
+    struct rawpeer peer;
+    struct uiw_cm_id *id;
+    struct uiw_qp *qp;
+    struct uiw_mpa_frame reply;
+    uint8_t frame_store[600];
+};
+void conf_connect_more(struct conf *c, struct conf_conn *x);
+/* Close it (the raw peer closes; DISCONNECTED awaited) and destroy its QP and id. */
+void conf_conn_close(struct conf *c, struct conf_conn *x);
 /* Wait for DISCONNECTED (bounded) and release everything; checks guards first. */
 void conf_close(struct conf *c);
 
@@ -119,7 +136,8 @@ struct conf_expect {
     int read_status; /* status of an outstanding RDMA Read (0: any error status) */
 };
 /* Read the Terminate from the wire and check it against e and c->sent, then the closed
- * stream, the async event, the QP's attributes, every receive's completion, memory. */
+ * stream, the async event, the QP's attributes, every receive's completion (with o.srq:
+ * those the QP took, c->srq_taken; the SRQ's others stay), memory. */
 void conf_check_terminate(struct conf *c, const struct conf_expect *e);
 
 #endif

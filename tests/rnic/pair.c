@@ -39,13 +39,25 @@ void pair_init(struct pair *p, const struct pair_opts *o, bool start)
     CHECK(p->tmp);
     for (int d = 0; d < 2; d++) {
         struct side *s = &p->s[d];
-        struct uiw_context_attr a;
-        uiw_context_attr_init(&a);
-        a.progress_thread = false;
-        s->ctx = uiw__context_alloc(&a);
-        CHECK(s->ctx);
-        s->pd = uiw_alloc_pd(s->ctx);
-        CHECK(s->pd);
+        if (d == 1 && o->srq1_ctx) {
+            s->shared = true;
+            s->ctx = o->srq1_ctx;
+            s->pd = o->srq1_pd;
+            s->srq = o->srq1;
+        } else {
+            struct uiw_context_attr a;
+            uiw_context_attr_init(&a);
+            a.progress_thread = false;
+            s->ctx = uiw__context_alloc(&a);
+            CHECK(s->ctx);
+            s->pd = uiw_alloc_pd(s->ctx);
+            CHECK(s->pd);
+        }
+        if (d == 1 && o->srq1_wr && !o->srq1_ctx) {
+            struct uiw_srq_init_attr sa = {.attr = {.max_wr = o->srq1_wr, .max_sge = 4}};
+            s->srq = uiw_create_srq(s->pd, &sa);
+            CHECK(s->srq);
+        }
         if (o->channel) {
             s->ch = uiw_create_comp_channel(s->ctx);
             CHECK(s->ch);
@@ -61,6 +73,7 @@ void pair_init(struct pair *p, const struct pair_opts *o, bool start)
                     .max_send_sge = 4,
                     .max_recv_sge = 4,
                     .max_inline_data = 128},
+            .srq = s->srq,
             .sq_sig_all = o->sig_all,
             .max_ird = o->ird[d],
             .max_ord = o->ord[d],
@@ -114,10 +127,14 @@ void pair_free(struct pair *p)
         CHECK_EQ(uiw_destroy_cq(s->rcq), 0);
         if (s->ch)
             CHECK_EQ(uiw_destroy_comp_channel(s->ch), 0);
+        free(s->cap);
+        if (s->shared)
+            continue;
+        if (s->srq)
+            CHECK_EQ(uiw_destroy_srq(s->srq), 0);
         /* MRs are freed by the tests; a leftover one keeps the PD busy */
         CHECK_EQ(uiw_dealloc_pd(s->pd), 0);
         CHECK_EQ(uiw__context_free(s->ctx), 0);
-        free(s->cap);
     }
     free(p->tmp);
 }
@@ -362,7 +379,10 @@ void pair_post_recv(struct pair *p, int d, uint64_t id, struct uiw_mr *mr, size_
     struct uiw_sge sge = {.addr = (uintptr_t)mr->addr + off, .length = len, .lkey = mr->lkey};
     struct uiw_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1};
     struct uiw_recv_wr *bad = NULL;
-    CHECK_EQ(uiw_post_recv(p->s[d].qp, &wr, &bad), 0);
+    if (p->s[d].srq)
+        CHECK_EQ(uiw_post_srq_recv(p->s[d].srq, &wr, &bad), 0);
+    else
+        CHECK_EQ(uiw_post_recv(p->s[d].qp, &wr, &bad), 0);
 }
 
 int pair_post(struct pair *p, int d, uint64_t id, enum uiw_wr_opcode op, unsigned flags,

@@ -28,6 +28,13 @@ struct pair_opts {
     int mode;         /* PAIR_DIRECT / STAGED / MIXED on receive */
     int cqe;
     bool channel; /* CQs on a completion channel per side */
+    /* Side 1's QP on an SRQ: with srq1_ctx, in that context, PD and SRQ (shared with other
+     * pairs; pair_free leaves them), else with srq1_wr, on an SRQ of its own that holds
+     * srq1_wr receives (pair_post_recv posts there). */
+    struct uiw_context *srq1_ctx;
+    struct uiw_pd *srq1_pd;
+    struct uiw_srq *srq1;
+    uint32_t srq1_wr;
 };
 
 struct side {
@@ -36,7 +43,9 @@ struct side {
     struct uiw_cq *scq, *rcq;
     struct uiw_qp *qp;
     struct uiw_comp_channel *ch;
-    uint8_t *cap; /* every byte this side sent */
+    struct uiw_srq *srq; /* the QP's SRQ, or NULL */
+    bool shared;         /* ctx, pd and srq belong to the test */
+    uint8_t *cap;        /* every byte this side sent */
     size_t cap_len, cap_size;
 };
 

@@ -62,7 +62,7 @@ static void expect(struct pair *p, int d, bool send, const struct want *w)
     CHECK_EQ(wc.qp_num, uiw_qp_num(p->s[d].qp));
 }
 
-static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode)
+static void run_srq(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode, bool srq)
 {
     struct pair p;
     struct pair_opts o;
@@ -76,6 +76,7 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
     o.sq = 128;
     o.rq = 128;
     o.cqe = 512;
+    o.srq1_wr = srq ? 128 : 0; /* side 1 takes its receives from an SRQ */
     pair_init(&p, &o, true);
     pair_first_fpdu(&p); /* either side may send first then */
     struct area a[2];
@@ -128,7 +129,10 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
                 struct uiw_recv_wr rw = {.wr_id = (uint64_t)i, .sg_list = rs};
                 rw.num_sge = make_sges(&p, r, ro, len, rs);
                 struct uiw_recv_wr *rbad;
-                CHECK_EQ(uiw_post_recv(p.s[1 - d].qp, &rw, &rbad), 0);
+                if (p.s[1 - d].srq)
+                    CHECK_EQ(uiw_post_srq_recv(p.s[1 - d].srq, &rw, &rbad), 0);
+                else
+                    CHECK_EQ(uiw_post_recv(p.s[1 - d].qp, &rw, &rbad), 0);
                 memcpy(r->shadow + ro, l->shadow + lo, len);
                 ws->opcode = UIW_WC_SEND;
                 want_recv[1 - d][expect_recv[1 - d]++] = (struct want){
@@ -159,6 +163,11 @@ static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode
     pair_free(&p);
 }
 
+static void run(uint64_t seed, bool crc, bool markers, uint16_t mulpdu, int mode)
+{
+    run_srq(seed, crc, markers, mulpdu, mode, false);
+}
+
 TEST(random_traffic_plain)
 {
     for (uint64_t s = 1; s <= 6; s++)
@@ -175,4 +184,10 @@ TEST(random_traffic_markers)
 {
     for (uint64_t s = 1; s <= 6; s++)
         run(s * 15485863, s & 1, true, (uint16_t)(200 + s * 700), (int)(s % 4));
+}
+
+TEST(random_traffic_srq)
+{
+    for (uint64_t s = 1; s <= 6; s++)
+        run_srq(s * 32452843, s & 1, s == 3, (uint16_t)(100 + s * 500), (int)(s % 5), true);
 }
