@@ -2,6 +2,7 @@
 # The lint tests (ctest label lint), run from the source tree:
 #   scripts/lint.sh format TOOL     every C file formatted as .clang-format says (TOOL: clang-format)
 #   scripts/lint.sh cppcheck TOOL   cppcheck over src/, tools/, tests/, fuzz/, bench/, examples/
+#   scripts/lint.sh man TOOL        every man page in man/ rendered by groff without a warning
 # A missing tool or an empty file list is a failure, never a pass. The files are git's
 # (tracked and untracked, not ignored) in a git tree, else every *.c and *.h outside build
 # trees (directories holding a CMakeCache.txt) and generated code (xdr/gen).
@@ -50,8 +51,17 @@ case $what in
       --std=c11 -D__GNUC__ -Iinclude -Isrc -Itests/harness --suppress=missingIncludeSystem \
       -j "$(nproc)" "${list[@]}" || fail "cppcheck found the problems above"
     ;;
+  man)
+    mapfile -t list < <(find man -maxdepth 1 -type f -name '*.[1-8]' 2>/dev/null | sort)
+    [ ${#list[@]} -gt 0 ] || fail "no man pages found in man/"
+    echo "lint man: ${#list[@]} pages"
+    for page in "${list[@]}"; do
+      out=$("$tool" -man -ww -z "$page" 2>&1)
+      [ -z "$out" ] || fail "$page: $out"
+    done
+    ;;
   *)
-    sed -n '2,7p' "$0" >&2
+    sed -n '2,8p' "$0" >&2
     exit 2
     ;;
 esac
