@@ -20,7 +20,9 @@
  * Extra options (long only): --crc (ask for CRC), --markers (ask the peer for markers),
  * --mpa-rev N, --pcap DIR (capture each
  * connection, also UIW_PCAP_DIR), --timeout S (bound on every wait, default 60),
- * --retry S (client: retry a failed connect for up to S seconds), --conns N (with -P:
+ * --retry S (client: for up to S seconds, connect again when the connection was refused
+ * or reset before the MPA Reply, each retry said on stderr; any later failure is final),
+ * --conns N (with -P:
  * exit after N connections), --p2p (offer peer-to-peer RTR), --bad-rkey (client: advertise
  * an STag that names no region, to provoke a Terminate from our side; a test aid),
  * --start-delay MS (client: wait MS after the connection is established before the first
@@ -85,6 +87,7 @@ struct cb {
     struct uiw_mr *recv_mr, *send_mr, *rdma_mr, *start_mr;
     char *rdma_buf, *start_buf;
     int disconnected;
+    int last_status; /* status of the last connection manager event */
     unsigned cq_events;
 };
 
@@ -177,6 +180,7 @@ static int cm_events(struct cb *cb, int timeout_ms, enum uiw_cm_event_type *got)
     dbg("cma_event type %s status %d\n", uiw_cm_event_str(ev->event), ev->status);
     if (got)
         *got = ev->event;
+    cb->last_status = ev->status;
     if (ev->event == UIW_CM_EVENT_DISCONNECTED) {
         fprintf(stderr, "%s DISCONNECT EVENT...\n", cb->o->server ? "server" : "client");
         cb->disconnected = 1;
@@ -676,11 +680,12 @@ static int run_client(struct cb *cb)
                 o->addr ? o->addr : "no -a");
         return 1;
     }
-    for (;;) {
+    for (int attempt = 1;; attempt++) {
         enum uiw_cm_event_type got = UIW_CM_EVENT_CONNECT_ERROR;
         struct uiw_conn_param cp;
         int r;
         cb->disconnected = 0;
+        cb->last_status = 0;
         cb->id = uiw_cm_create_id(cb->cmch, cb->ctx, cb);
         if (!cb->id || setup_qp(cb, cb->id)) {
             freeaddrinfo(res);
@@ -700,12 +705,19 @@ static int run_client(struct cb *cb)
         free_qp(cb);
         uiw_cm_destroy_id(cb->id);
         cb->id = NULL;
-        if (now_s() >= retry_until) {
+        /* only a connection that never got as far as the MPA Reply is tried again: refused,
+         * or reset (or closed) before the Reply; a reject, a bad Reply or a timeout is an
+         * answer, and final */
+        bool early =
+            r > 0 && ((got == UIW_CM_EVENT_UNREACHABLE && cb->last_status == -ECONNREFUSED) ||
+                      (got == UIW_CM_EVENT_CONNECT_ERROR && cb->last_status == -ECONNRESET));
+        if (!early || now_s() >= retry_until) {
             fprintf(stderr, "connect error\n");
             freeaddrinfo(res);
             return 1;
         }
-        dbg("connect failed, retrying\n");
+        fprintf(stderr, "iwping: connection %s before the MPA Reply (attempt %d), retrying\n",
+                cb->last_status == -ECONNREFUSED ? "refused" : "reset", attempt);
         usleep(300000);
     }
     freeaddrinfo(res);
