@@ -467,6 +467,21 @@ int it_free_port(void)
     return ntohs(a.sin_port);
 }
 
+void it_siwvm_ensure(void)
+{
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "'%s/scripts/siwvm.sh' ensure", UIW_SOURCE_DIR);
+    int rc = it_run(cmd, 1, 540, &out);
+    if (rc == 77) {
+        fprintf(stderr, "%s", out);
+        free(out);
+        SKIP("the siw VM rig cannot run on this machine (scripts/siwvm/README.md)");
+    }
+    if (rc != 0)
+        uiw_test_fail(__FILE__, __LINE__, "siw VM rig not usable (status %d):\n%s", rc, out);
+    free(out);
+}
+
 const char *it_iwping(void)
 {
 #ifdef UIW_IWPING

@@ -88,5 +88,10 @@ int it_server_port(const char *outfile, int pid, int timeout_s);
  * ask (QEMU's host forwards); the project's tools bind port 0 and report theirs. */
 int it_free_port(void);
 
+/* The siw VM rig is usable (scripts/siwvm.sh ensure, which builds it if it may): skips
+ * the test (77) where this machine cannot run the VM, fails it where the rig is broken or
+ * required but not available (UIW_SIWVM_REQUIRED=1). */
+void it_siwvm_ensure(void);
+
 /* Path of the iwping binary of this build. */
 const char *it_iwping(void);

@@ -51,28 +51,13 @@ struct vm {
     int pid;
 };
 
-static void siwvm_ensure(void)
-{
-    char cmd[1024], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "'%s/scripts/siwvm.sh' ensure", UIW_SOURCE_DIR);
-    int rc = it_run(cmd, 1, 540, &out);
-    if (rc == 77) {
-        fprintf(stderr, "%s", out);
-        free(out);
-        SKIP("the siw VM rig cannot run on this machine (scripts/siwvm/README.md)");
-    }
-    if (rc != 0)
-        uiw_test_fail(__FILE__, __LINE__, "siw VM rig not usable (status %d):\n%s", rc, out);
-    free(out);
-}
-
 /* Boot a VM running `script` (a sh script, written to a shared folder) with the given siw
  * options and host port forwards. */
 static void vm_start(struct vm *v, const char *script, const char *siwopts, const char *hostfwd,
                      int timeout_s)
 {
     char cmd[4096];
-    siwvm_ensure();
+    it_siwvm_ensure();
     it_tmpdir(v->dir, sizeof(v->dir), "siwvm");
     snprintf(v->console, sizeof(v->console), "%s/console.log", v->dir);
     snprintf(v->out, sizeof(v->out), "%s/run.txt", v->dir);

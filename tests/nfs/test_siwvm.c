@@ -23,21 +23,6 @@
 #include "nfs_util.h"
 #include "test.h"
 
-static void ensure_rig(void)
-{
-    char cmd[1024], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "'%s/scripts/siwvm.sh' ensure", UIW_SOURCE_DIR);
-    int rc = it_run(cmd, 1, 540, &out);
-    if (rc == 77) {
-        fprintf(stderr, "%s", out);
-        free(out);
-        SKIP("siw VM rig not available on this machine");
-    }
-    if (rc != 0)
-        uiw_test_fail(__FILE__, __LINE__, "siw VM rig not usable (status %d):\n%s", rc, out);
-    free(out);
-}
-
 static const long sizes[] = {0, 1, 4096, 1048576, 16777216};
 #define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
 
@@ -64,7 +49,7 @@ static int uiw_nfs(const char *words, const char *a, const char *b, char **out)
 
 TEST(siwvm_kernel_tcp)
 {
-    ensure_rig();
+    it_siwvm_ensure();
     struct srv v;
     srv_start(&v, NULL); /* --no-root-squash: the guest writes as root */
     CHECK_EQ(chmod(v.dir, 0777), 0);
