@@ -337,6 +337,45 @@ UIW_EXTERN int uiw_rpcrdma_subset_build(struct uiw_rpcrdma_propsubset *s, uint8_
                                         const uint32_t *ids, size_t n);
 
 /* ---------------------------------------------------------------------------------------
+ * RFC 8797: connection private data of RPC-over-RDMA Version One
+ *
+ *   Format Identifier (32 bits, 0xf6ab0e18) | Version (8 bits, 1) |
+ *   Reserved (7 bits) + I (1 bit, the least significant) | Send Size (8) | Receive Size (8)
+ *
+ * Sizes are carried as (bytes / 1024) - 1, so they are multiples of 1 KiB from 1 KiB to
+ * 256 KiB. Send Size is the largest message the sender sends inline, Receive Size the
+ * size of the sender's receive buffers; I set: the sender accepts Send With Invalidate.
+ * A peer without this block (or with another format identifier or version) is assumed
+ * to use 1024-byte messages and no remote invalidation (RFC 8166).
+ * ------------------------------------------------------------------------------------- */
+
+#define UIW_RPCRDMA_CM_PRIVATE_MAGIC   0xf6ab0e18u
+#define UIW_RPCRDMA_CM_PRIVATE_VERSION 1u
+#define UIW_RPCRDMA_CM_PRIVATE_LEN     8u
+#define UIW_RPCRDMA_CM_SIZE_MIN        1024u
+#define UIW_RPCRDMA_CM_SIZE_MAX        (256u * 1024u)
+
+struct uiw_rpcrdma_cm_private {
+    uint32_t magic;           /* Format Identifier */
+    uint8_t version;          /* Version */
+    uint8_t reserved;         /* the 7 reserved bits (decode: as received, shifted down) */
+    bool remote_invalidation; /* I */
+    uint32_t send_size;       /* bytes */
+    uint32_t recv_size;       /* bytes */
+};
+
+/* Decode the first 8 bytes of buf[0..len). Returns 0 when they hold this format (magic
+ * and version 1; the reserved bits are ignored, as the RFC says), -ENOENT when they do
+ * not (another magic or version: the peer is to be treated as sending none; *p is still
+ * filled when len >= 8), -EINVAL when len < 8. */
+int uiw_rpcrdma_cm_private_decode(const void *buf, size_t len, struct uiw_rpcrdma_cm_private *p);
+
+/* Encode *p (magic and version as given; reserved bits as given, normally 0) into
+ * buf[0..cap). Returns 8, -ENOSPC, or -EINVAL for a size that is not a multiple of 1 KiB
+ * within 1 KiB..256 KiB. */
+int uiw_rpcrdma_cm_private_encode(void *buf, size_t cap, const struct uiw_rpcrdma_cm_private *p);
+
+/* ---------------------------------------------------------------------------------------
  * Names (the XDR enumerator names of the specifications)
  * ------------------------------------------------------------------------------------- */
 
