@@ -1,0 +1,696 @@
+/*
+ * Connections: settings, RFC 8797 private data, establishment (client connect, server
+ * listener), version negotiation (draft section 7), receives kept posted, death and
+ * draining, reference counts.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpcrdma/xprt.h"
+
+#define SQ_SERVER 2048
+#define SQ_HEAD   64 /* send queue entries kept for the poller's own posts */
+
+/* ---------------------------------------------------------------- settings */
+
+int uiw__rr_xprt_defaults(struct uiw_rpc_xprt_attr *a)
+{
+    if (!a->vers_min)
+        a->vers_min = 1;
+    if (!a->vers_max)
+        a->vers_max = 2;
+    if (a->vers_min > a->vers_max || a->vers_max > 2)
+        return -EINVAL;
+    if (!a->inline_recv)
+        a->inline_recv = 4096;
+    if (!a->inline_send)
+        a->inline_send = 4096;
+    if (a->inline_recv < 1024 || a->inline_recv > 262144 || a->inline_recv % 1024 ||
+        a->inline_send < 1024 || a->inline_send > 262144)
+        return -EINVAL;
+    if (!a->credits)
+        a->credits = 128;
+    if (a->credits > 1024)
+        return -EINVAL;
+    if (!a->bc_credits)
+        a->bc_credits = 8;
+    if (a->bc_credits > 64)
+        return -EINVAL;
+    if (a->brs > UIW_RPC_BRS_GENL)
+        return -EINVAL;
+    if (!a->ddp_threshold)
+        a->ddp_threshold = 1024;
+    if (a->ddp_threshold < 64)
+        return -EINVAL;
+    if (!a->max_msg)
+        a->max_msg = 1u << 20;
+    if (!a->max_ddp)
+        a->max_ddp = 16u << 20;
+    if (a->max_msg < a->inline_recv || a->max_msg > (64u << 20) || a->max_ddp > (256u << 20))
+        return -EINVAL;
+    if (!a->connect_timeout_ms)
+        a->connect_timeout_ms = 10000;
+    if (!a->spin_us)
+        a->spin_us = 50;
+    if (a->nxprops > UIW_RPC_XPROP_MAX)
+        return -EINVAL;
+    for (unsigned i = 0; i < a->nxprops; i++)
+        if (a->xprops[i].which < UIW_RPC_XPROP_MIN || a->xprops[i].len > UIW_RPC_XPROP_DATA)
+            return -EINVAL;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- version memory */
+
+#define VMEM 64
+static pthread_mutex_t vmem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    struct sockaddr_storage sa;
+    bool used;
+} vmem[VMEM];
+static unsigned vmem_next;
+
+static bool same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+    if (a->sa_family != b->ss_family)
+        return false;
+    if (a->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        return x->sin6_port == y->sin6_port &&
+               memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+    }
+    const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+    return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+}
+
+bool uiw__rr_vmem_v1(const struct sockaddr *sa)
+{
+    bool r = false;
+    pthread_mutex_lock(&vmem_lock);
+    for (unsigned i = 0; i < VMEM && !r; i++)
+        r = vmem[i].used && same_addr(sa, &vmem[i].sa);
+    pthread_mutex_unlock(&vmem_lock);
+    return r;
+}
+
+void uiw__rr_vmem_set(const struct sockaddr *sa, bool v1)
+{
+    pthread_mutex_lock(&vmem_lock);
+    unsigned i;
+    for (i = 0; i < VMEM; i++)
+        if (vmem[i].used && same_addr(sa, &vmem[i].sa))
+            break;
+    if (i == VMEM && v1) {
+        i = vmem_next++ % VMEM;
+        memset(&vmem[i].sa, 0, sizeof(vmem[i].sa));
+        memcpy(&vmem[i].sa, sa,
+               sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                         : sizeof(struct sockaddr_in));
+    }
+    if (i < VMEM)
+        vmem[i].used = v1;
+    pthread_mutex_unlock(&vmem_lock);
+}
+
+/* ---------------------------------------------------------------- allocation */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+    uint32_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+static uint32_t kib_floor(uint32_t n)
+{
+    n -= n % 1024;
+    if (n < UIW_RPCRDMA_CM_SIZE_MIN)
+        n = UIW_RPCRDMA_CM_SIZE_MIN;
+    if (n > UIW_RPCRDMA_CM_SIZE_MAX)
+        n = UIW_RPCRDMA_CM_SIZE_MAX;
+    return n;
+}
+
+static struct uiw__rr_conn *conn_alloc(struct uiw__rr_dev *d, const struct uiw__rr_conn_attr *a,
+                                       bool server)
+{
+    const struct uiw_rpc_xprt_attr *x = a->xprt;
+    struct uiw__rr_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->dev = d;
+    c->up = a->up;
+    c->owner = a->owner;
+    c->server = server;
+    atomic_init(&c->refs, 1);
+    atomic_init(&c->state, UIW__RR_C_READY);
+    uiw__lock_init(&c->lock);
+    c->vmin = x->vers_min;
+    c->vmax = x->vers_max;
+    c->inline_recv = x->inline_recv;
+    c->send_cap = x->inline_send < d->ibuf_size + 0 ? x->inline_send : d->ibuf_size;
+    c->inline_send = 1024;
+    c->ddp_threshold = x->ddp_threshold;
+    c->swi_ok = !x->no_send_with_invalidate;
+    c->credits = 1;
+    c->req_max = server ? x->bc_credits : x->credits;
+    c->grant = server ? x->credits : x->bc_credits;
+    c->nrecv = x->credits + x->bc_credits + UIW__RR_EXTRA_RECVS;
+    c->ncalls = 2 * c->grant + UIW__RR_EXTRA_RECVS;
+    c->props.nlocal_x = x->nxprops;
+    memcpy(c->props.local_x, x->xprops, x->nxprops * sizeof(x->xprops[0]));
+    uint32_t xsz = pow2_at_least(4 * c->req_max);
+    c->xtab = calloc(xsz, sizeof(*c->xtab));
+    c->xtab_mask = xsz - 1;
+    size_t csz = a->up && a->up->call_size ? a->up->call_size : sizeof(struct uiw__rr_call);
+    c->calls = calloc(c->ncalls, csz);
+    if (!c->xtab || !c->calls) {
+        free(c->xtab);
+        free(c->calls);
+        free(c);
+        return NULL;
+    }
+    for (uint32_t i = c->ncalls; i-- > 0;) {
+        struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * csz);
+        k->w.kind = UIW__RR_WR_CALL;
+        k->conn = c;
+        k->next = c->call_free;
+        c->call_free = k;
+    }
+    uint32_t req_wrs = c->req_max * (2 + 2 * UIW__RR_MAX_MR);
+    c->sq_depth = (server ? SQ_SERVER : 0) + req_wrs + SQ_HEAD;
+    c->mark.kind = UIW__RR_WR_MARK;
+    c->ignore.kind = UIW__RR_WR_IGNORE;
+    c->sp.reads = c->sp_reads;
+    c->sp.max_reads = UIW__RR_MAX_RSEGS;
+    c->sp.writes = c->sp_writes;
+    c->sp.max_writes = UIW__RR_MAX_CHUNKS;
+    c->sp.segs = c->sp_segs;
+    c->sp.max_segs = (UIW__RR_MAX_CHUNKS + 1) * UIW__RR_MAX_SEGS;
+    c->sp.max_segs_per_chunk = UIW__RR_MAX_SEGS;
+    c->sp.props = c->sp_props;
+    c->sp.max_props = UIW_RPCRDMA_MAX_PROPS;
+    c->props.rbsiz = c->inline_recv;
+    enum uiw_rpc_brs b = x->brs;
+    c->props.brs = b == UIW_RPC_BRS_NONE   ? UIW_RDMA2_BKREQSUP_NONE
+                   : b == UIW_RPC_BRS_GENL ? UIW_RDMA2_BKREQSUP_GENL
+                                           : UIW_RDMA2_BKREQSUP_INLINE;
+    uiw__rr_props_init(c);
+    return c;
+}
+
+static void conn_free(struct uiw__rr_conn *c)
+{
+    if (c->nc)
+        uiw__nic_conn_destroy(c->nc);
+    free(c->xtab);
+    free(c->calls);
+    free(c);
+}
+
+void uiw__rr_conn_get(struct uiw__rr_conn *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+}
+
+/* Server connections are freed by the listener's thread (their CM id belongs to its
+ * event channel, which only that thread reads). */
+struct uiw__rr_listener {
+    struct uiw__rr_dev *dev;
+    struct uiw__nic_listener *nl;
+    struct uiw_rpc_xprt_attr xprt;
+    struct uiw__rr_conn_attr ca;
+    pthread_mutex_t lock;
+    struct uiw__rr_conn *dead;     /* refs 0: to free */
+    struct uiw__rr_conn *live;     /* accepted, not yet freed (linked by lnext) */
+    struct uiw_rpc_svc_stats past; /* of connections already freed */
+    uint32_t read_timeout_ms;
+};
+
+void uiw__rr_conn_put(struct uiw__rr_conn *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) != 1)
+        return;
+    if (c->server && c->owner_listener) {
+        struct uiw__rr_listener *l = c->owner_listener;
+        pthread_mutex_lock(&l->lock);
+        c->next = l->dead;
+        l->dead = c;
+        pthread_mutex_unlock(&l->lock);
+        return;
+    }
+    conn_free(c);
+}
+
+/* ---------------------------------------------------------------- receives */
+
+int uiw__rr_post_recvs(struct uiw__rr_conn *c)
+{
+    struct uiw__rr_dev *d = c->dev;
+    struct uiw__nic_recv wr[16];
+    int r = 0;
+    while (atomic_load(&c->rposted) < c->nrecv) {
+        uint32_t want = c->nrecv - atomic_load(&c->rposted);
+        int n = 0;
+        for (; n < 16 && (uint32_t)n < want; n++) {
+            struct uiw__rr_ibuf *b = uiw__rr_ibuf_get(d);
+            if (!b)
+                break;
+            b->w.kind = UIW__RR_WR_RECV;
+            b->conn = c;
+            wr[n].wr_id = (uint64_t)(uintptr_t)b;
+            wr[n].sge.addr = (uint64_t)(uintptr_t)b->data;
+            wr[n].sge.len = c->inline_recv;
+            wr[n].sge.lkey = b->lkey;
+            wr[n].next = n + 1 < 16 && (uint32_t)n + 1 < want ? &wr[n + 1] : NULL;
+        }
+        if (n == 0)
+            return -ENOMEM;
+        wr[n - 1].next = NULL;
+        atomic_fetch_add(&c->rposted, (uint32_t)n);
+        r = uiw__nic_post_recv(c->nc, wr);
+        if (r) {
+            /* nothing of the batch counts (the QP refused it; it is going away) */
+            atomic_fetch_sub(&c->rposted, (uint32_t)n);
+            for (int i = 0; i < n; i++)
+                uiw__rr_ibuf_put(d, (struct uiw__rr_ibuf *)(uintptr_t)wr[i].wr_id);
+            return r;
+        }
+    }
+    return r;
+}
+
+static int pre_recv(struct uiw__nic_conn *nc, void *arg)
+{
+    struct uiw__rr_conn *c = arg;
+    c->nc = nc;
+    int r = uiw__rr_post_recvs(c);
+    if (r == 0) {
+        c->armed = true;
+        uiw__nic_arm(nc);
+    }
+    return r;
+}
+
+static void cm_private(struct uiw__rr_conn *c, uint8_t out[UIW_RPCRDMA_CM_PRIVATE_LEN])
+{
+    struct uiw_rpcrdma_cm_private p = {
+        .magic = UIW_RPCRDMA_CM_PRIVATE_MAGIC,
+        .version = UIW_RPCRDMA_CM_PRIVATE_VERSION,
+        .remote_invalidation = c->swi_ok,
+        .send_size = kib_floor(c->send_cap),
+        .recv_size = kib_floor(c->inline_recv),
+    };
+    uiw_rpcrdma_cm_private_encode(out, UIW_RPCRDMA_CM_PRIVATE_LEN, &p);
+}
+
+static void peer_private(struct uiw__rr_conn *c, const void *pd, size_t len)
+{
+    struct uiw_rpcrdma_cm_private p;
+    if (pd && uiw_rpcrdma_cm_private_decode(pd, len, &p) == 0) {
+        c->peer_cm = true;
+        c->peer_cmp = p;
+        c->peer_swi = p.remote_invalidation && c->swi_ok;
+    }
+}
+
+static void nic_attr(struct uiw__rr_conn *c, const struct uiw_rpc_xprt_attr *x,
+                     struct uiw__nic_conn_attr *na, uint8_t *pd)
+{
+    memset(na, 0, sizeof(*na));
+    na->ctx = c;
+    na->sq_depth = c->sq_depth;
+    na->rq_depth = c->nrecv;
+    na->ird = 16;
+    na->ord = 16;
+    na->crc = x->crc;
+    na->timeout_ms = x->connect_timeout_ms;
+    na->pcap_dir = x->pcap_dir;
+    cm_private(c, pd);
+    na->private_data = pd;
+    na->private_data_len = UIW_RPCRDMA_CM_PRIVATE_LEN;
+}
+
+static void fill_info(struct uiw__rr_conn *c)
+{
+    struct uiw__nic_conn_info ni;
+    if (uiw__nic_conn_info(c->nc, &ni) == 0) {
+        c->crc = ni.crc;
+        c->ord = ni.ord;
+    }
+    c->local = ni.local;
+    c->peer = ni.peer;
+}
+
+static void dev_add(struct uiw__rr_dev *d, struct uiw__rr_conn *c)
+{
+    uiw__rr_conn_get(c); /* the list's reference */
+    pthread_mutex_lock(&d->mu);
+    c->next = d->conns;
+    d->conns = c;
+    d->nconns++;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* ---------------------------------------------------------------- versions */
+
+uint32_t uiw__rr_credit_out(const struct uiw__rr_conn *c, bool reply_dir)
+{
+    /* a responder's messages carry its grant, a requester's the credits it asks for */
+    return reply_dir ? c->grant : c->req_max;
+}
+
+void uiw__rr_vers_settled(struct uiw__rr_conn *c, uint32_t vers)
+{
+    c->vers = vers;
+    uiw__rr_props_sizes(c);
+}
+
+static bool not_negotiating(void *arg)
+{
+    struct uiw__rr_conn *c = arg;
+    return atomic_load(&c->state) != UIW__RR_C_NEGOTIATING;
+}
+
+struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockaddr *dst,
+                                     const struct uiw__rr_conn_attr *a, int *err)
+{
+    const struct uiw_rpc_xprt_attr *x = a->xprt;
+    struct uiw__rr_conn *c = conn_alloc(d, a, false);
+    if (!c) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    uint8_t pd[UIW_RPCRDMA_CM_PRIVATE_LEN];
+    struct uiw__nic_conn_attr na;
+    nic_attr(c, x, &na, pd);
+    int r;
+    struct uiw__nic_conn *nc = uiw__nic_connect(d->nic, dst, &na, pre_recv, c, &r);
+    if (!nc) {
+        if (c->nc == NULL) {
+            free(c->xtab);
+            free(c->calls);
+            free(c);
+        } else {
+            c->nc = NULL; /* freed by the failed connect */
+            free(c->xtab);
+            free(c->calls);
+            free(c);
+        }
+        *err = r;
+        return NULL;
+    }
+    c->nc = nc;
+    fill_info(c);
+    struct uiw__nic_conn_info ni;
+    uiw__nic_conn_info(nc, &ni);
+    peer_private(c, ni.peer_pd_len ? ni.peer_pd : NULL, ni.peer_pd_len);
+    bool remembered = a->remember_vers && uiw__rr_vmem_v1(dst);
+    if (c->vmax >= 2 && !remembered) {
+        atomic_store(&c->state, UIW__RR_C_NEGOTIATING);
+        c->vers = 2;
+        c->inline_send = 1024; /* the first message fits a Version One peer */
+        dev_add(d, c);
+        r = uiw__rr_send_connprop(c);
+        if (r == 0) {
+            uint64_t wait =
+                x->connect_timeout_ms < UIW__RR_NEG_MS ? x->connect_timeout_ms : UIW__RR_NEG_MS;
+            uiw__rr_dev_wait(d, not_negotiating, c, uiw__rr_now_ns() + wait * 1000000u);
+        }
+        uiw__lock_take(&c->lock);
+        if (atomic_load(&c->state) == UIW__RR_C_NEGOTIATING) {
+            /* no answer: assume Version One (draft 7.2, "initial message lost") */
+            if (c->vmin <= 1) {
+                c->vers_fallback = true;
+                uiw__rr_vers_settled(c, 1);
+                atomic_store(&c->state, UIW__RR_C_READY);
+                if (a->remember_vers)
+                    uiw__rr_vmem_set(dst, true);
+            } else {
+                r = -ETIMEDOUT;
+            }
+        }
+        uiw__lock_give(&c->lock);
+        int st = atomic_load(&c->state);
+        if (r == 0 && st != UIW__RR_C_READY)
+            r = c->dead_reason ? c->dead_reason : -EPROTO;
+        if (r) {
+            uiw__rr_conn_close(c, true);
+            uiw__rr_conn_put(c);
+            *err = r;
+            return NULL;
+        }
+        if (c->vers == 1 && a->remember_vers)
+            uiw__rr_vmem_set(dst, true);
+        else if (c->vers == 2 && a->remember_vers)
+            uiw__rr_vmem_set(dst, false);
+    } else {
+        if (c->vmin > 1 && remembered) {
+            uiw__rr_conn_close(c, true);
+            uiw__rr_conn_put(c);
+            *err = -EPROTO;
+            return NULL;
+        }
+        c->vers_fallback = remembered;
+        c->vers_remembered = remembered;
+        uiw__rr_vers_settled(c, c->vmax >= 2 && !remembered ? 2 : 1);
+        dev_add(d, c);
+    }
+    *err = 0;
+    return c;
+}
+
+/* ---------------------------------------------------------------- listener */
+
+struct uiw__rr_listener *uiw__rr_listen(struct uiw__rr_dev *d, const struct sockaddr *addr,
+                                        const struct uiw__rr_conn_attr *a, int *err)
+{
+    struct uiw__rr_listener *l = calloc(1, sizeof(*l));
+    if (!l) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    l->dev = d;
+    l->xprt = *a->xprt;
+    l->ca = *a;
+    l->ca.xprt = &l->xprt;
+    pthread_mutex_init(&l->lock, NULL);
+    l->nl = uiw__nic_listen(d->nic, addr, 128, err);
+    if (!l->nl) {
+        pthread_mutex_destroy(&l->lock);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l)
+{
+    return uiw__nic_listener_port(l->nl);
+}
+
+static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *ev)
+{
+    struct uiw__rr_dev *d = l->dev;
+    struct uiw__rr_conn *c = conn_alloc(d, &l->ca, true);
+    if (!c) {
+        uiw__nic_reject(l->nl, ev->req);
+        return;
+    }
+    c->owner_listener = l;
+    peer_private(c, ev->private_data, ev->private_data_len);
+    c->vers = 0;
+    uint8_t pd[UIW_RPCRDMA_CM_PRIVATE_LEN];
+    struct uiw__nic_conn_attr na;
+    nic_attr(c, &l->xprt, &na, pd);
+    int r;
+    struct uiw__nic_conn *nc = uiw__nic_accept(l->nl, ev->req, &na, pre_recv, c, &r);
+    if (!nc) {
+        free(c->xtab);
+        free(c->calls);
+        free(c);
+        return;
+    }
+    c->nc = nc;
+    fill_info(c);
+    c->peer = ev->peer;
+    uiw__rr_props_sizes(c);
+    pthread_mutex_lock(&l->lock);
+    l->past.connections++;
+    c->lnext = l->live;
+    l->live = c;
+    pthread_mutex_unlock(&l->lock);
+    dev_add(d, c);
+}
+
+static void add_stats(struct uiw_rpc_svc_stats *st, struct uiw__rr_conn *c)
+{
+    for (int i = 0; i < 7; i++)
+        st->errors_sent[i] += atomic_load(&c->n_err_tx[i]);
+    st->credit_violations += atomic_load(&c->n_credit_viol);
+    st->read_chunks += atomic_load(&c->n_rchunks);
+    st->write_chunks += atomic_load(&c->n_wchunks);
+    st->reply_chunks += atomic_load(&c->n_replych);
+    st->long_calls += atomic_load(&c->n_long);
+    st->send_with_invalidate += atomic_load(&c->n_swi);
+    st->bc_calls += atomic_load(&c->n_bcalls);
+}
+
+void uiw__rr_listener_stats(struct uiw__rr_listener *l, struct uiw_rpc_svc_stats *st)
+{
+    pthread_mutex_lock(&l->lock);
+    uint64_t calls = st->calls, hits = st->drc_hits;
+    *st = l->past;
+    st->calls = calls;
+    st->drc_hits = hits;
+    for (struct uiw__rr_conn *c = l->live; c; c = c->lnext)
+        add_stats(st, c);
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void free_dead(struct uiw__rr_listener *l)
+{
+    pthread_mutex_lock(&l->lock);
+    struct uiw__rr_conn *dead = l->dead;
+    l->dead = NULL;
+    for (struct uiw__rr_conn *c = dead; c; c = c->next) {
+        add_stats(&l->past, c);
+        struct uiw__rr_conn **pp = &l->live;
+        while (*pp && *pp != c)
+            pp = &(*pp)->lnext;
+        if (*pp)
+            *pp = c->lnext;
+    }
+    pthread_mutex_unlock(&l->lock);
+    while (dead) {
+        struct uiw__rr_conn *c = dead;
+        dead = c->next;
+        conn_free(c);
+    }
+}
+
+int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms)
+{
+    free_dead(l);
+    struct uiw__nic_event ev;
+    int r = uiw__nic_listener_event(l->nl, timeout_ms, &ev);
+    if (r == -EAGAIN)
+        return 0;
+    if (r)
+        return r;
+    switch (ev.type) {
+    case UIW__NIC_EV_REQUEST:
+        accept_one(l, &ev);
+        break;
+    case UIW__NIC_EV_ESTABLISHED:
+        break;
+    case UIW__NIC_EV_DISCONNECTED: {
+        struct uiw__rr_conn *c = uiw__nic_conn_ctx(ev.conn);
+        if (c)
+            uiw__rr_conn_died(c, -ECONNRESET);
+        uiw__rr_dev_kick(l->dev);
+        break;
+    }
+    }
+    free_dead(l);
+    return 1;
+}
+
+void uiw__rr_listener_close(struct uiw__rr_listener *l)
+{
+    if (!l)
+        return;
+    /* every connection dies; wait until they are freed (their calls finished) */
+    pthread_mutex_lock(&l->lock);
+    for (struct uiw__rr_conn *c = l->live; c; c = c->lnext)
+        uiw__rr_conn_close(c, true);
+    pthread_mutex_unlock(&l->lock);
+    uint64_t until = uiw__rr_now_ns() + 10000000000u;
+    for (;;) {
+        uiw__rr_dev_poll(l->dev);
+        free_dead(l);
+        pthread_mutex_lock(&l->lock);
+        bool empty = l->live == NULL;
+        pthread_mutex_unlock(&l->lock);
+        if (empty || uiw__rr_now_ns() > until)
+            break;
+        struct uiw__nic_event ev;
+        int r = uiw__nic_listener_event(l->nl, 10, &ev);
+        if (r == 0 && ev.type == UIW__NIC_EV_REQUEST)
+            uiw__nic_reject(l->nl, ev.req);
+    }
+    uiw__nic_listener_close(l->nl);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
+
+/* ---------------------------------------------------------------- death */
+
+void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
+{
+    uiw__lock_take(&c->lock);
+    int st = atomic_load(&c->state);
+    if (st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED) {
+        uiw__lock_give(&c->lock);
+        return;
+    }
+    c->dead_reason = reason;
+    atomic_store(&c->state, UIW__RR_C_DEAD);
+    uiw__lock_give(&c->lock);
+    uiw__nic_disconnect(c->nc, true);
+    /* a marker after everything on the send queue: its flush says all of it completed */
+    struct uiw__nic_send m = {
+        .wr_id = (uint64_t)(uintptr_t)&c->mark, .op = UIW__NIC_SEND, .signaled = true};
+    if (uiw__nic_post_send(c->nc, &m, NULL) != 0)
+        c->mark_done = true;
+    c->marked = true;
+    uiw__rr_dev_kick(c->dev);
+}
+
+void uiw__rr_conn_close(struct uiw__rr_conn *c, bool abortive)
+{
+    if (!abortive) {
+        int st = atomic_load(&c->state);
+        if (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING) {
+            uiw__nic_disconnect(c->nc, false);
+            return;
+        }
+    }
+    uiw__rr_conn_died(c, -ECONNABORTED);
+}
+
+bool uiw__rr_conn_usable(const struct uiw__rr_conn *c)
+{
+    return atomic_load(&c->state) == UIW__RR_C_READY;
+}
+
+int uiw__rr_conn_info(struct uiw__rr_conn *c, struct uiw_rpc_conn_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    uiw__lock_take(&c->lock);
+    info->vers = c->vers;
+    info->vers_fallback = c->vers_fallback;
+    info->vers_remembered = c->vers_remembered;
+    info->errvers_low = c->errvers_low;
+    info->errvers_high = c->errvers_high;
+    info->credits = c->server ? c->grant : c->credits;
+    info->bc_credits = c->server ? c->credits : c->grant;
+    info->inline_send = c->inline_send;
+    info->inline_recv = c->inline_recv;
+    info->peer_cm_private = c->peer_cm;
+    info->peer_cm = c->peer_cmp;
+    info->peer_connprop = c->props.got_connprop;
+    info->peer_rbsiz = c->props.peer_rbsiz;
+    info->peer_brs = c->props.peer_brs;
+    info->local_rbsiz = c->props.rbsiz;
+    info->local_brs = c->props.brs;
+    info->remote_invalidation = c->vers == 2 ? c->swi_ok : c->peer_swi;
+    info->crc = c->crc;
+    info->local = c->local;
+    info->peer = c->peer;
+    uiw__lock_give(&c->lock);
+    return 0;
+}

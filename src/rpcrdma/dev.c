@@ -1,0 +1,469 @@
+/*
+ * A transport device: the RNIC, pools of registered memory, and the poller that drives the
+ * device's connections (one leader at a time; the other threads wait for its rounds).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/compiler.h"
+#include "rpcrdma/xprt.h"
+
+#define SLAB_BUFS 64
+#define BULK_MIN  8192u
+#define BULK_KEEP 64 /* pooled buffers kept per class (more are temporary) */
+#define SLICE_MS  50 /* longest sleep of the leader (deadlines are rechecked) */
+#define BATCH     16
+
+struct uiw__rr_slab {
+    struct uiw__rr_slab *next;
+    uint8_t *mem;
+    size_t len;
+    struct uiw__nic_mr mr;
+    struct uiw__rr_ibuf bufs[SLAB_BUFS];
+};
+
+uint64_t uiw__rr_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a)
+{
+    struct uiw__rr_dev *d = calloc(1, sizeof(*d));
+    if (!d) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct uiw__nic_attr na = {.pcap_dir = a->pcap_dir};
+    d->nic = uiw__nic_open(&na);
+    if (!d->nic) {
+        int e = errno;
+        free(d);
+        errno = e;
+        return NULL;
+    }
+    d->ibuf_size = a->inline_size;
+    d->max_msg = a->max_msg;
+    d->max_ddp = a->max_ddp;
+    d->spin_us = a->spin_us;
+    uiw__lock_init(&d->pool_lock);
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return d;
+}
+
+static void bulk_free_one(struct uiw__rr_bulk *b)
+{
+    uiw__nic_dereg(&b->mr);
+    free(b->p);
+    free(b);
+}
+
+void uiw__rr_dev_close(struct uiw__rr_dev *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < UIW__RR_NCLS; i++) {
+        while (d->bulk_free[i]) {
+            struct uiw__rr_bulk *b = d->bulk_free[i];
+            d->bulk_free[i] = b->next;
+            bulk_free_one(b);
+        }
+    }
+    while (d->mrs_all) {
+        struct uiw__rr_mr *m = d->mrs_all;
+        d->mrs_all = m->all_next;
+        uiw__nic_dereg(&m->nmr);
+        free(m);
+    }
+    while (d->slabs) {
+        struct uiw__rr_slab *s = d->slabs;
+        d->slabs = s->next;
+        uiw__nic_dereg(&s->mr);
+        free(s->mem);
+        free(s);
+    }
+    uiw__nic_close(d->nic);
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+/* ---------------------------------------------------------------- inline buffers */
+
+static int slab_add(struct uiw__rr_dev *d)
+{
+    struct uiw__rr_slab *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    size_t stride = UIW__RR_HDR_ROOM + d->ibuf_size;
+    s->len = stride * SLAB_BUFS;
+    if (posix_memalign((void **)&s->mem, 4096, s->len) != 0) {
+        free(s);
+        return -ENOMEM;
+    }
+    memset(s->mem, 0, s->len);
+    int r = uiw__nic_reg(d->nic, s->mem, s->len, UIW__NIC_LOCAL_WRITE, &s->mr);
+    if (r) {
+        free(s->mem);
+        free(s);
+        return r;
+    }
+    for (int i = 0; i < SLAB_BUFS; i++) {
+        struct uiw__rr_ibuf *b = &s->bufs[i];
+        b->data = s->mem + (size_t)i * stride + UIW__RR_HDR_ROOM;
+        b->lkey = s->mr.lkey;
+        b->next = d->ibuf_free;
+        d->ibuf_free = b;
+    }
+    s->next = d->slabs;
+    d->slabs = s;
+    return 0;
+}
+
+UIW__DATAPATH struct uiw__rr_ibuf *uiw__rr_ibuf_get(struct uiw__rr_dev *d)
+{
+    uiw__lock_take(&d->pool_lock);
+    if (!d->ibuf_free && slab_add(d) != 0) {
+        uiw__lock_give(&d->pool_lock);
+        return NULL;
+    }
+    struct uiw__rr_ibuf *b = d->ibuf_free;
+    d->ibuf_free = b->next;
+    uiw__lock_give(&d->pool_lock);
+    b->next = NULL;
+    b->conn = NULL;
+    b->len = 0;
+    b->with_inv = false;
+    return b;
+}
+
+UIW__DATAPATH void uiw__rr_ibuf_put(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b)
+{
+    if (!b)
+        return;
+    uiw__lock_take(&d->pool_lock);
+    b->next = d->ibuf_free;
+    d->ibuf_free = b;
+    uiw__lock_give(&d->pool_lock);
+}
+
+/* ---------------------------------------------------------------- bulk buffers */
+
+static int bulk_class(uint32_t len)
+{
+    uint32_t sz = BULK_MIN;
+    for (int c = 0; c < UIW__RR_NCLS; c++, sz <<= 1)
+        if (len <= sz)
+            return c;
+    return -1;
+}
+
+static struct uiw__rr_bulk *bulk_new(struct uiw__rr_dev *d, uint32_t cap, int cls)
+{
+    struct uiw__rr_bulk *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    if (posix_memalign((void **)&b->p, 4096, cap ? cap : 1) != 0) {
+        free(b);
+        return NULL;
+    }
+    if (uiw__nic_reg(d->nic, b->p, cap, UIW__NIC_LOCAL_WRITE, &b->mr) != 0) {
+        free(b->p);
+        free(b);
+        return NULL;
+    }
+    b->cap = cap;
+    b->lkey = b->mr.lkey;
+    b->cls = cls;
+    return b;
+}
+
+struct uiw__rr_bulk *uiw__rr_bulk_get(struct uiw__rr_dev *d, uint32_t len)
+{
+    int c = bulk_class(len);
+    if (c >= 0) {
+        uiw__lock_take(&d->pool_lock);
+        struct uiw__rr_bulk *b = d->bulk_free[c];
+        if (b) {
+            d->bulk_free[c] = b->next;
+            uiw__lock_give(&d->pool_lock);
+            b->next = NULL;
+            return b;
+        }
+        bool keep = d->bulk_count[c] < BULK_KEEP;
+        if (keep)
+            d->bulk_count[c]++;
+        uiw__lock_give(&d->pool_lock);
+        b = bulk_new(d, BULK_MIN << c, keep ? c : -1);
+        if (!b && keep) {
+            uiw__lock_take(&d->pool_lock);
+            d->bulk_count[c]--;
+            uiw__lock_give(&d->pool_lock);
+        }
+        return b;
+    }
+    return bulk_new(d, len, -1);
+}
+
+void uiw__rr_bulk_put(struct uiw__rr_dev *d, struct uiw__rr_bulk *b)
+{
+    if (!b)
+        return;
+    if (b->cls < 0) {
+        bulk_free_one(b);
+        return;
+    }
+    uiw__lock_take(&d->pool_lock);
+    b->next = d->bulk_free[b->cls];
+    d->bulk_free[b->cls] = b;
+    uiw__lock_give(&d->pool_lock);
+}
+
+uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint32_t k = 0;
+    uiw__lock_take(&d->pool_lock);
+    for (struct uiw__rr_slab *s = d->slabs; s && !k; s = s->next)
+        if (a >= (uintptr_t)s->mem && a + len <= (uintptr_t)s->mem + s->len)
+            k = s->mr.lkey;
+    uiw__lock_give(&d->pool_lock);
+    return k;
+}
+
+/* ---------------------------------------------------------------- fast-register MRs */
+
+struct uiw__rr_mr *uiw__rr_mr_get(struct uiw__rr_dev *d)
+{
+    uiw__lock_take(&d->pool_lock);
+    struct uiw__rr_mr *m = d->mr_free;
+    if (m) {
+        d->mr_free = m->next;
+        uiw__lock_give(&d->pool_lock);
+        m->next = NULL;
+        return m;
+    }
+    uiw__lock_give(&d->pool_lock);
+    m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    uint32_t max = d->max_ddp > d->max_msg ? d->max_ddp : d->max_msg;
+    if (uiw__nic_frmr(d->nic, max, &m->nmr) != 0) {
+        free(m);
+        return NULL;
+    }
+    uiw__lock_take(&d->pool_lock);
+    m->all_next = d->mrs_all;
+    d->mrs_all = m;
+    uiw__lock_give(&d->pool_lock);
+    return m;
+}
+
+void uiw__rr_mr_put(struct uiw__rr_dev *d, struct uiw__rr_mr *m)
+{
+    if (!m)
+        return;
+    uiw__lock_take(&d->pool_lock);
+    m->next = d->mr_free;
+    d->mr_free = m;
+    uiw__lock_give(&d->pool_lock);
+}
+
+/* ---------------------------------------------------------------- the poller */
+
+static int poll_conn(struct uiw__rr_conn *c)
+{
+    struct uiw__nic_wc wc[BATCH];
+    int total = 0;
+    for (;;) {
+        int n = uiw__nic_poll(c->nc, wc, BATCH);
+        if (n <= 0)
+            break;
+        for (int i = 0; i < n; i++)
+            uiw__rr_conn_complete(c, &wc[i]);
+        total += n;
+        if (n < BATCH)
+            break;
+    }
+    if (total) {
+        int st = atomic_load(&c->state);
+        if (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING)
+            uiw__rr_post_recvs(c);
+    }
+    return total;
+}
+
+/* Drained connections leave the list (only the leader removes; adders push at the head
+ * under the mutex). */
+static void reap(struct uiw__rr_dev *d)
+{
+    pthread_mutex_lock(&d->mu);
+    struct uiw__rr_conn **pp = &d->conns;
+    struct uiw__rr_conn *gone = NULL;
+    while (*pp) {
+        struct uiw__rr_conn *c = *pp;
+        if (atomic_load(&c->state) == UIW__RR_C_DEAD && c->mark_done &&
+            atomic_load(&c->rposted) == 0) {
+            atomic_store(&c->state, UIW__RR_C_DRAINED);
+            *pp = c->next;
+            c->next = gone;
+            gone = c;
+            d->nconns--;
+            if (d->last_active == c)
+                d->last_active = NULL;
+            continue;
+        }
+        pp = &c->next;
+    }
+    pthread_mutex_unlock(&d->mu);
+    while (gone) {
+        struct uiw__rr_conn *c = gone;
+        gone = c->next;
+        c->next = NULL;
+        if (c->up && c->up->drained)
+            c->up->drained(c);
+        uiw__rr_conn_put(c); /* the device list's reference */
+    }
+}
+
+static int poll_all(struct uiw__rr_dev *d)
+{
+    pthread_mutex_lock(&d->mu);
+    struct uiw__rr_conn *head = d->conns;
+    pthread_mutex_unlock(&d->mu);
+    int n = 0;
+    bool dead = false;
+    for (struct uiw__rr_conn *c = head; c; c = c->next) {
+        int k = poll_conn(c);
+        if (k)
+            d->last_active = c;
+        n += k;
+        if (atomic_load(&c->state) == UIW__RR_C_DEAD)
+            dead = true;
+    }
+    if (dead)
+        reap(d);
+    return n;
+}
+
+static void lead(struct uiw__rr_dev *d, uint64_t deadline)
+{
+    if (poll_all(d) > 0)
+        return;
+    uint64_t now = uiw__rr_now_ns();
+    if (d->spin_us > 0) {
+        uint64_t until = now + (uint64_t)d->spin_us * 1000u;
+        if (deadline && until > deadline)
+            until = deadline;
+        do {
+            struct uiw__rr_conn *c = d->last_active;
+            int k = c ? poll_conn(c) : 0;
+            if (k > 0 || poll_all(d) > 0)
+                return;
+            now = uiw__rr_now_ns();
+        } while (now < until);
+    }
+    /* arm, look once more, sleep */
+    pthread_mutex_lock(&d->mu);
+    struct uiw__rr_conn *head = d->conns;
+    pthread_mutex_unlock(&d->mu);
+    for (struct uiw__rr_conn *c = head; c; c = c->next) {
+        if (!c->armed) {
+            c->armed = true;
+            uiw__nic_arm(c->nc);
+        }
+    }
+    if (poll_all(d) > 0)
+        return;
+    int ms = SLICE_MS;
+    if (deadline) {
+        now = uiw__rr_now_ns();
+        uint64_t left = deadline > now ? deadline - now : 0;
+        if (left / 1000000u < (uint64_t)ms)
+            ms = (int)(left / 1000000u) + 1;
+    }
+    void *ctx = NULL;
+    if (uiw__nic_wait(d->nic, ms, &ctx) == 0 && ctx) {
+        struct uiw__rr_conn *c = ctx;
+        c->armed = false;
+        poll_conn(c);
+        d->last_active = c;
+        if (atomic_load(&c->state) == UIW__RR_C_DEAD)
+            reap(d);
+    }
+}
+
+int uiw__rr_dev_poll(struct uiw__rr_dev *d)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->leader) {
+        pthread_mutex_unlock(&d->mu);
+        return 0;
+    }
+    d->leader = true;
+    pthread_mutex_unlock(&d->mu);
+    int n = poll_all(d);
+    pthread_mutex_lock(&d->mu);
+    d->leader = false;
+    d->round++;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+
+void uiw__rr_dev_kick(struct uiw__rr_dev *d)
+{
+    pthread_mutex_lock(&d->mu);
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uint64_t deadline)
+{
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        if (done && done(arg)) {
+            pthread_mutex_unlock(&d->mu);
+            return 0;
+        }
+        uint64_t now = uiw__rr_now_ns();
+        if (deadline && now >= deadline) {
+            pthread_mutex_unlock(&d->mu);
+            return -ETIMEDOUT;
+        }
+        if (!d->leader) {
+            d->leader = true;
+            pthread_mutex_unlock(&d->mu);
+            lead(d, deadline);
+            pthread_mutex_lock(&d->mu);
+            d->leader = false;
+            d->round++;
+            pthread_cond_broadcast(&d->cv);
+            if (!done) {
+                pthread_mutex_unlock(&d->mu);
+                return 0;
+            }
+            continue;
+        }
+        uint64_t until = now + (uint64_t)SLICE_MS * 1000000u;
+        if (deadline && deadline < until)
+            until = deadline;
+        struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+                              .tv_nsec = (long)(until % 1000000000u)};
+        uint64_t r0 = d->round;
+        pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+        if (!done && d->round != r0) {
+            pthread_mutex_unlock(&d->mu);
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,748 @@
+/*
+ * Completions and incoming messages: every receive is decoded and checked before anything
+ * above the transport sees it; a header that does not decode or breaks a rule of the
+ * protocol gets the RDMA_ERROR the draft / RFC 8166 prescribes (BAD_XDR / ERR_CHUNK,
+ * ERR_VERS, INVAL_PROC, INVAL_OPTION). Replies are matched to requests by XID; calls are
+ * pulled (Read chunks) and handed to the upper layer; the responder's calls live here
+ * until their reply Send completed.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "common/byteorder.h"
+#include "common/compiler.h"
+#include "rpcrdma/xprt.h"
+
+struct uiw__rr_req *uiw__rr_xtab_get(struct uiw__rr_conn *c, uint32_t xid);
+void uiw__rr_xtab_del(struct uiw__rr_conn *c, struct uiw__rr_req *q);
+void uiw__rr_req_replied(struct uiw__rr_conn *c, struct uiw__rr_req *q);
+
+static const uint8_t zero_pad[4];
+
+/* ---------------------------------------------------------------- the call's lifecycle */
+
+static void call_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    struct uiw__rr_dev *d = c->dev;
+    uiw__rr_ibuf_put(d, k->ib);
+    uiw__rr_ibuf_put(d, k->rib);
+    uiw__rr_bulk_put(d, k->rbulk);
+    for (uint32_t i = 0; i < k->nbulk; i++)
+        uiw__rr_bulk_put(d, k->bulk[i]);
+    for (uint32_t i = 0; i < k->ngetbuf; i++)
+        uiw__rr_bulk_put(d, k->getbuf[i]);
+    for (uint32_t i = 0; i < k->nlocal; i++) {
+        if (k->local[i]->valid)
+            uiw__nic_frmr_reset(d->nic, &k->local[i]->nmr);
+        k->local[i]->valid = false;
+        uiw__rr_mr_put(d, k->local[i]);
+    }
+    uiw__rr_sq_release(c, k->sq_res);
+    size_t keep = offsetof(struct uiw__rr_call, next) + sizeof(k->next);
+    (void)keep;
+    k->ib = k->rib = NULL;
+    k->rbulk = NULL;
+    k->nbulk = k->ngetbuf = k->nlocal = 0;
+    k->sq_res = 0;
+    k->in_use = false;
+    k->finished = k->sent = false;
+    atomic_store(&k->send_done, false);
+    uiw__lock_take(&c->lock);
+    k->next = c->call_free;
+    c->call_free = k;
+    uiw__lock_give(&c->lock);
+    uiw__rr_conn_put(c); /* the call's reference */
+}
+
+/* Release k once both the upper layer finished and its Send (if any) completed. */
+static void call_maybe_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    uiw__lock_take(&c->lock);
+    bool go = k->in_use && k->finished && (!k->sent || atomic_load(&k->send_done)) &&
+              k->linv_left == 0 && k->reads_left == 0;
+    if (go)
+        k->in_use = false; /* claimed: nobody else releases it */
+    uiw__lock_give(&c->lock);
+    if (go) {
+        k->in_use = true;
+        call_release(c, k);
+    }
+}
+
+void uiw__rr_call_finish(struct uiw__rr_call *k)
+{
+    struct uiw__rr_conn *c = k->conn;
+    uiw__lock_take(&c->lock);
+    k->finished = true;
+    if (!k->sent && c->active)
+        c->active--; /* never replied to (the upper layer dropped it) */
+    uiw__lock_give(&c->lock);
+    call_maybe_release(c, k);
+}
+
+void uiw__rr_call_sent(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool ok)
+{
+    k->send_status = ok ? 0 : -ENOTCONN;
+    /* local registrations of the caller's memory: invalidated before they are reused */
+    unsigned n = 0;
+    struct uiw__nic_send wr[UIW__RR_MAX_CHUNKS + 1];
+    if (ok) {
+        for (uint32_t i = 0; i < k->nlocal; i++) {
+            if (!k->local[i]->valid)
+                continue;
+            memset(&wr[n], 0, sizeof(wr[n]));
+            wr[n].wr_id = (uint64_t)(uintptr_t)&c->ignore;
+            wr[n].op = UIW__NIC_LOCAL_INV;
+            wr[n].inv_rkey = k->local[i]->nmr.rkey;
+            n++;
+        }
+    }
+    if (n) {
+        wr[n - 1].wr_id = (uint64_t)(uintptr_t)k;
+        wr[n - 1].signaled = true;
+        for (unsigned i = 0; i + 1 < n; i++)
+            wr[i].next = &wr[i + 1];
+        k->linv_left = 1;
+        k->sq_res += n;
+        atomic_fetch_add(&c->sq_used, n);
+        if (uiw__nic_post_send(c->nc, wr, NULL) != 0)
+            k->linv_left = 0; /* reset at release */
+    }
+    atomic_store(&k->send_done, true);
+    call_maybe_release(c, k);
+}
+
+void *uiw__rr_call_getbuf(struct uiw__rr_call *k, size_t len)
+{
+    struct uiw__rr_dev *d = k->conn->dev;
+    if (len > d->max_ddp || k->ngetbuf == sizeof(k->getbuf) / sizeof(k->getbuf[0]))
+        return NULL;
+    struct uiw__rr_bulk *b = uiw__rr_bulk_get(d, len ? (uint32_t)len : 1);
+    if (!b)
+        return NULL;
+    k->getbuf[k->ngetbuf++] = b;
+    return b->p;
+}
+
+bool uiw__rr_call_owns(const struct uiw__rr_call *k, const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (uint32_t i = 0; i < k->nbulk; i++)
+        if (k->bulk[i] && a >= (uintptr_t)k->bulk[i]->p &&
+            a < (uintptr_t)k->bulk[i]->p + k->bulk[i]->cap)
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------- responder: intake */
+
+static void reply_error(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h, uint32_t code)
+{
+    uiw__rr_send_error(c, h->xid, h->vers, code, NULL);
+}
+
+/* Lay the call's RPC message out as pieces of the reassembled XDR stream: inline bytes,
+ * then each Read chunk's data (and a zero pad to 4) at its position. Returns 0 or -EPROTO
+ * (positions that do not fit the message). */
+static int build_pieces(struct uiw__rr_call *k, const uint8_t *src, uint32_t src_len)
+{
+    uint32_t np = 0, stream = 0, off = 0, b = 0;
+    uint32_t i = 0;
+    /* the Position-Zero chunk (if any) is the source itself, in bulk[0] */
+    if (k->nrsegs && k->rsegs[0].position == 0) {
+        while (i < k->nrsegs && k->rsegs[i].position == 0)
+            i++;
+        b = 1;
+    }
+    while (i < k->nrsegs) {
+        uint32_t pos = k->rsegs[i].position;
+        uint32_t len = 0;
+        while (i < k->nrsegs && k->rsegs[i].position == pos)
+            len += k->rsegs[i].target.length, i++;
+        if (pos < stream || pos - stream > src_len - off)
+            return -EPROTO;
+        uint32_t in = pos - stream;
+        if (in) {
+            k->pieces[np].p = src + off;
+            k->pieces[np].len = in;
+            k->pieces[np++].chunk = false;
+            off += in;
+        }
+        if (len) {
+            k->pieces[np].p = k->bulk[b]->p;
+            k->pieces[np].len = len;
+            k->pieces[np++].chunk = true;
+        }
+        b++;
+        uint32_t pad = (4 - (len & 3)) & 3;
+        if (pad) {
+            k->pieces[np].p = zero_pad;
+            k->pieces[np].len = pad;
+            k->pieces[np++].chunk = false;
+        }
+        stream = pos + len + pad;
+    }
+    if (off < src_len) {
+        k->pieces[np].p = src + off;
+        k->pieces[np].len = src_len - off;
+        k->pieces[np++].chunk = false;
+    }
+    k->npieces = np;
+    uint32_t total = 0;
+    for (uint32_t j = 0; j < np; j++)
+        total += k->pieces[j].len;
+    k->body_len = total;
+    return 0;
+}
+
+static void call_abort(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    uiw__lock_take(&c->lock);
+    if (c->active)
+        c->active--;
+    k->finished = true;
+    uiw__lock_give(&c->lock);
+    call_maybe_release(c, k);
+}
+
+/* The call's chunks are in: lay it out and hand it up. */
+static void call_ready(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    const uint8_t *src;
+    uint32_t len;
+    if (k->proc == UIW_RDMA_NOMSG) {
+        uint32_t l0 = 0;
+        for (uint32_t i = 0; i < k->nrsegs && k->rsegs[i].position == 0; i++)
+            l0 += k->rsegs[i].target.length;
+        src = k->bulk[0]->p;
+        len = l0;
+    } else {
+        src = k->ib->data + k->hdr_len;
+        len = k->ib->len - k->hdr_len;
+    }
+    /* the RPC message's xid mirrors rdma_xid */
+    if (build_pieces(k, src, len) != 0 || k->body_len < 8 || len < 4 ||
+        uiw__get_be32(src) != k->xid) {
+        uiw__rr_send_error(c, k->xid, k->vers, UIW_RDMA2_ERR_BAD_XDR, NULL);
+        call_abort(c, k);
+        return;
+    }
+    if (c->up && c->up->call_ready)
+        c->up->call_ready(c, k);
+    else
+        call_abort(c, k);
+}
+
+/* Post the RDMA Reads of k's Read chunks (false: no send queue room now). */
+static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    struct uiw__rr_dev *d = c->dev;
+    enum { MAXR = UIW__RR_MAX_RSEGS };
+    struct uiw__nic_send wr[MAXR];
+    unsigned n = 0;
+    if (!uiw__rr_sq_reserve(c, k->nrsegs))
+        return false;
+    k->sq_res += k->nrsegs;
+    uint32_t i = 0, b = 0;
+    while (i < k->nrsegs) {
+        uint32_t pos = k->rsegs[i].position, j = i;
+        uint32_t len = 0;
+        while (j < k->nrsegs && k->rsegs[j].position == pos)
+            len += k->rsegs[j].target.length, j++;
+        struct uiw__rr_bulk *bk = uiw__rr_bulk_get(d, len ? len : 1);
+        if (!bk) {
+            for (; b < k->nbulk; b++)
+                k->bulk[b] = NULL;
+            k->reads_left = 0;
+            uiw__rr_send_error(c, k->xid, k->vers,
+                               k->vers == 2 ? UIW_RDMA2_ERR_SYSTEM : UIW_RDMA_ERR_CHUNK, NULL);
+            call_abort(c, k);
+            return true;
+        }
+        k->bulk[b++] = bk;
+        uint32_t off = 0;
+        for (; i < j; i++) {
+            const struct uiw_rpcrdma_segment *s = &k->rsegs[i].target;
+            if (s->length == 0)
+                continue;
+            memset(&wr[n], 0, sizeof(wr[n]));
+            wr[n].wr_id = (uint64_t)(uintptr_t)&c->ignore;
+            wr[n].op = UIW__NIC_READ;
+            wr[n].nsge = 1;
+            wr[n].sge[0].addr = (uint64_t)(uintptr_t)(bk->p + off);
+            wr[n].sge[0].len = s->length;
+            wr[n].sge[0].lkey = bk->lkey;
+            wr[n].raddr = s->offset;
+            wr[n].rkey = s->handle;
+            n++;
+            off += s->length;
+        }
+    }
+    k->nbulk = b;
+    if (n == 0) {
+        k->reads_left = 0;
+        call_ready(c, k);
+        return true;
+    }
+    wr[n - 1].wr_id = (uint64_t)(uintptr_t)k;
+    wr[n - 1].signaled = true;
+    for (unsigned x = 0; x + 1 < n; x++)
+        wr[x].next = &wr[x + 1];
+    k->reads_left = 1;
+    k->read_start_ns = uiw__rr_now_ns();
+    atomic_fetch_add_explicit(&c->n_rchunks, b, memory_order_relaxed);
+    if (uiw__nic_post_send(c->nc, wr, NULL) != 0) {
+        k->reads_left = 0;
+        call_abort(c, k);
+    }
+    return true;
+}
+
+/* Retry calls that found the send queue full. */
+static void pull_waiting(struct uiw__rr_conn *c)
+{
+    while (c->read_wait) {
+        struct uiw__rr_call *k = c->read_wait;
+        if (!pull(c, k))
+            return;
+        c->read_wait = k->next;
+        k->next = NULL;
+    }
+}
+
+/* A call (forward on a server, backward on a client). */
+static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct uiw_rpcrdma_hdr *h)
+{
+    const struct uiw_rpcrdma_chunks *ch = &h->u.chunks;
+    uint32_t bad = h->vers == 2 ? UIW_RDMA2_ERR_BAD_XDR : UIW_RDMA_ERR_CHUNK;
+    bool backward = !c->server;
+    /* chunks a backward call may not carry: Version One (RFC 8167) or BRS INLINE */
+    if (backward && (ch->nreads || ch->nwrites || ch->has_reply || h->proc == UIW_RDMA_NOMSG) &&
+        (h->vers == 1 || c->props.brs != UIW_RDMA2_BKREQSUP_GENL)) {
+        reply_error(c, h, h->vers == 2 ? UIW_RDMA2_ERR_SYSTEM : UIW_RDMA_ERR_CHUNK);
+        goto drop;
+    }
+    /* Read chunks: positions multiples of 4, one chunk per position, increasing; a
+     * Position-Zero chunk only in RDMA_NOMSG (and required there) */
+    uint64_t ddp = 0, pos0 = 0;
+    uint32_t nchunks = 0;
+    for (uint32_t i = 0; i < ch->nreads; i++) {
+        uint32_t p = ch->reads[i].position;
+        if (p & 3)
+            goto bad;
+        if (i == 0 || p != ch->reads[i - 1].position) {
+            if (i && p < ch->reads[i - 1].position)
+                goto bad;
+            nchunks++;
+        }
+        if (p == 0)
+            pos0 += ch->reads[i].target.length;
+        else
+            ddp += ch->reads[i].target.length;
+    }
+    bool has_pos0 = ch->nreads && ch->reads[0].position == 0;
+    if (h->proc == UIW_RDMA_NOMSG && !has_pos0)
+        goto bad;
+    if (h->proc == UIW_RDMA_MSG && (has_pos0 || ib->len <= h->hdr_len))
+        goto bad;
+    if (nchunks > UIW__RR_MAX_CHUNKS + (has_pos0 ? 1u : 0u) || ch->nwrites > UIW__RR_MAX_CHUNKS)
+        goto bad;
+    if (pos0 > c->dev->max_msg || ddp > c->dev->max_ddp) {
+        reply_error(c, h, h->vers == 2 ? UIW_RDMA2_ERR_SYSTEM : UIW_RDMA_ERR_CHUNK);
+        goto drop;
+    }
+    /* credits: a requester never has more calls outstanding than granted */
+    uiw__lock_take(&c->lock);
+    struct uiw__rr_call *k = c->call_free;
+    if (c->active >= c->grant + UIW__RR_EXTRA_RECVS / 2 || !k) {
+        uiw__lock_give(&c->lock);
+        atomic_fetch_add_explicit(&c->n_credit_viol, 1, memory_order_relaxed);
+        uiw__rr_ibuf_put(c->dev, ib);
+        uiw__rr_conn_died(c, -EPROTO);
+        return;
+    }
+    c->call_free = k->next;
+    c->active++;
+    uiw__lock_give(&c->lock);
+    uiw__rr_conn_get(c);
+    k->next = NULL;
+    k->in_use = true;
+    k->finished = k->sent = false;
+    atomic_store(&k->send_done, false);
+    k->xid = h->xid;
+    k->vers = h->vers;
+    k->proc = h->proc;
+    k->credit = h->credit;
+    k->backward = backward;
+    k->ib = ib;
+    k->hdr_len = h->hdr_len;
+    k->inv_handle = h->vers == 2 ? ch->inv_handle : 0;
+    k->nrsegs = ch->nreads;
+    memcpy(k->rsegs, ch->reads, ch->nreads * sizeof(k->rsegs[0]));
+    k->nwrites = ch->nwrites;
+    for (uint32_t i = 0; i < ch->nwrites; i++) {
+        k->wnsegs[i] = ch->writes[i].nsegs;
+        memcpy(k->wsegs[i], ch->writes[i].segs, ch->writes[i].nsegs * sizeof(k->wsegs[i][0]));
+    }
+    k->has_reply = ch->has_reply;
+    k->reply_nsegs = ch->has_reply ? ch->reply.nsegs : 0;
+    if (ch->has_reply)
+        memcpy(k->reply_segs, ch->reply.segs, ch->reply.nsegs * sizeof(k->reply_segs[0]));
+    k->nbulk = k->ngetbuf = k->nlocal = 0;
+    k->reads_left = 0;
+    k->linv_left = 0;
+    k->rib = NULL;
+    k->rbulk = NULL;
+    k->too_small = false;
+    k->no_ddp = backward && c->props.peer_brs != UIW_RDMA2_BKREQSUP_GENL;
+    k->sq_res = 0;
+    k->npush = 0;
+    if (k->nrsegs) {
+        if (!pull(c, k)) {
+            k->next = NULL;
+            struct uiw__rr_call **pp = &c->read_wait;
+            while (*pp)
+                pp = &(*pp)->next;
+            *pp = k;
+        }
+        return;
+    }
+    call_ready(c, k);
+    return;
+bad:
+    reply_error(c, h, bad);
+drop:
+    uiw__rr_ibuf_put(c->dev, ib);
+}
+
+/* ---------------------------------------------------------------- requester: replies */
+
+static bool region_is(const struct uiw__rr_region *r, const struct uiw_rpcrdma_segment *s)
+{
+    return r->mr && s->handle == r->mr->nmr.rkey && s->offset == (uint64_t)(uintptr_t)r->addr &&
+           s->length <= r->len;
+}
+
+static void grant(struct uiw__rr_conn *c, uint32_t credit)
+{
+    uint32_t g = credit ? credit : 1;
+    if (g > c->req_max)
+        g = c->req_max;
+    c->credits = g;
+}
+
+/* Mark the MR the peer invalidated with Send With Invalidate. */
+static void remote_inv(struct uiw__rr_conn *c, struct uiw__rr_req *q, uint32_t rkey)
+{
+    struct uiw__rr_region *all[UIW__RR_MAX_REGIONS];
+    unsigned n = uiw__rr_req_regions(q, all);
+    for (unsigned i = 0; i < n; i++) {
+        struct uiw__rr_mr *m = all[i]->mr;
+        if (m && m->valid && m->nmr.rkey == rkey) {
+            m->valid = false;
+            atomic_fetch_add_explicit(&c->n_swi, 1, memory_order_relaxed);
+            return;
+        }
+    }
+}
+
+static void reply_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
+                     const struct uiw_rpcrdma_hdr *h)
+{
+    const struct uiw_rpcrdma_chunks *ch = &h->u.chunks;
+    uiw__lock_take(&c->lock);
+    struct uiw__rr_req *q = uiw__rr_xtab_get(c, h->xid);
+    if (!q || atomic_load(&q->state) != UIW__RR_REQ_SENT) {
+        uiw__lock_give(&c->lock);
+        uiw__rr_ibuf_put(c->dev, ib);
+        return; /* unknown or late: dropped */
+    }
+    grant(c, h->credit);
+    if (c->inflight)
+        c->inflight--;
+    uiw__lock_give(&c->lock);
+    if (ib->with_inv)
+        remote_inv(c, q, ib->inv_rkey);
+    q->rib = ib;
+    q->status = 0;
+    memset(q->wlen, 0, sizeof(q->wlen));
+    /* what the responder returned must be what we advertised */
+    if (ch->nreads || ch->nwrites > q->nwrites)
+        goto bad;
+    for (uint32_t i = 0; i < ch->nwrites; i++) {
+        if (ch->writes[i].nsegs != 1 || !region_is(&q->writes[i], &ch->writes[i].segs[0]))
+            goto bad;
+        q->wlen[i] = ch->writes[i].segs[0].length;
+    }
+    if (ch->has_reply) {
+        if (ch->reply.nsegs != 1 || !region_is(&q->reply, &ch->reply.segs[0]))
+            goto bad;
+    }
+    if (h->proc == UIW_RDMA_NOMSG) {
+        if (!ch->has_reply || !q->reply_buf)
+            goto bad;
+        q->body = q->reply_buf->p;
+        q->body_len = ch->reply.segs[0].length;
+    } else {
+        q->body = ib->data + h->hdr_len;
+        q->body_len = ib->len - h->hdr_len;
+    }
+    if (q->body_len < 8 || uiw__get_be32(q->body) != q->xid)
+        goto bad;
+    goto done;
+bad:
+    q->status = -EPROTO;
+    q->body = NULL;
+    q->body_len = 0;
+done:
+    uiw__rr_req_replied(c, q);
+    uiw__rr_kick_queue(c);
+}
+
+static uint32_t pick_vers(const struct uiw__rr_conn *c, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t v = c->vmax; v >= c->vmin && v >= 1; v--)
+        if (v >= lo && v <= hi)
+            return v;
+    return 0;
+}
+
+static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
+                     const struct uiw_rpcrdma_hdr *h)
+{
+    const struct uiw_rpcrdma_error *e = &h->u.error;
+    atomic_fetch_add_explicit(&c->n_errs_rx, 1, memory_order_relaxed);
+    uiw__lock_take(&c->lock);
+    struct uiw__rr_req *q = uiw__rr_xtab_get(c, h->xid);
+    if (!q || atomic_load(&q->state) != UIW__RR_REQ_SENT) {
+        uiw__lock_give(&c->lock);
+        uiw__rr_ibuf_put(c->dev, ib);
+        return;
+    }
+    grant(c, h->credit);
+    if (c->inflight)
+        c->inflight--;
+    q->rdma_err = e->errcode;
+    q->err = *e;
+    q->status = -EPROTO;
+    if (e->errcode == UIW_RDMA_ERR_VERS) {
+        /* the peer speaks other versions: go on in the best common one, send again */
+        uint32_t v = pick_vers(c, e->vers_low, e->vers_high);
+        if (v && v != c->vers && !q->retried) {
+            c->errvers_low = e->vers_low;
+            c->errvers_high = e->vers_high;
+            c->vers_fallback = true;
+            uiw__rr_vers_settled(c, v);
+            c->credits = 1;
+            q->retried = true;
+            q->requeue = true;
+        }
+    } else if (h->vers == 2 && e->errcode == UIW_RDMA2_ERR_REPLY_RESOURCE && !q->retried) {
+        /* send again once, with the same XID and a Reply chunk of the size asked for */
+        uint32_t base = 1;
+        for (uint32_t i = 0; i < q->nwrites; i++)
+            base++;
+        if (e->segment_index == 0 || e->segment_index >= base) {
+            uint32_t need = e->length_needed;
+            if (e->segment_index >= base && q->reply.len && need < q->reply.len)
+                need = q->reply.len;
+            if (need <= c->dev->max_msg && need > 0) {
+                q->reply_max = need;
+                uiw__rr_bulk_put(c->dev, q->reply_buf);
+                q->reply_buf = NULL;
+                q->retried = true;
+                q->requeue = true;
+            }
+        }
+        if (!q->requeue)
+            q->status = -EMSGSIZE;
+    } else if (e->errcode == UIW_RDMA2_ERR_SYSTEM && h->vers == 2) {
+        q->status = -EIO;
+    }
+    uiw__lock_give(&c->lock);
+    uiw__rr_ibuf_put(c->dev, ib);
+    uiw__rr_req_replied(c, q);
+    uiw__rr_kick_queue(c);
+}
+
+/* ---------------------------------------------------------------- receive */
+
+static void negotiated(struct uiw__rr_conn *c, uint32_t vers)
+{
+    uiw__lock_take(&c->lock);
+    if (atomic_load(&c->state) == UIW__RR_C_NEGOTIATING) {
+        uiw__rr_vers_settled(c, vers);
+        atomic_store(&c->state, UIW__RR_C_READY);
+    }
+    uiw__lock_give(&c->lock);
+}
+
+UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib)
+{
+    struct uiw_rpcrdma_hdr h;
+    int r = uiw_rpcrdma_decode(ib->data, ib->len, &h, &c->sp);
+    if (r < 0) {
+        /* a header we cannot take: the error of the spec, with xid and vers copied */
+        uint32_t code = uiw_rpcrdma_wire_error(r, h.vers);
+        if (r == UIW_E_RPCRDMA_VERS)
+            code = UIW_RDMA_ERR_VERS;
+        if (h.nfixed >= 2 && code)
+            uiw__rr_send_error(c, h.xid, h.vers, code, NULL);
+        uiw__rr_ibuf_put(c->dev, ib);
+        return;
+    }
+    int st = atomic_load(&c->state);
+    if (st == UIW__RR_C_NEGOTIATING) {
+        if (h.proc == UIW_RDMA_ERROR && h.u.error.errcode == UIW_RDMA_ERR_VERS) {
+            uint32_t v = pick_vers(c, h.u.error.vers_low, h.u.error.vers_high);
+            c->errvers_low = h.u.error.vers_low;
+            c->errvers_high = h.u.error.vers_high;
+            c->vers_fallback = true;
+            if (v && v < 2)
+                negotiated(c, v);
+            else
+                uiw__rr_conn_died(c, -EPROTO);
+            uiw__rr_ibuf_put(c->dev, ib);
+            uiw__rr_dev_kick(c->dev);
+            return;
+        }
+        if (h.proc == UIW_RDMA2_CONNPROP && h.vers == 2)
+            uiw__rr_props_rx(c, &h);
+        if (h.vers == 2 && (h.proc == UIW_RDMA2_CONNPROP || h.proc == UIW_RDMA_ERROR))
+            grant(c, h.credit);
+        negotiated(c, h.vers);
+        uiw__rr_dev_kick(c->dev);
+        uiw__rr_kick_queue(c);
+        if (h.proc == UIW_RDMA2_CONNPROP || h.proc == UIW_RDMA_ERROR) {
+            uiw__rr_ibuf_put(c->dev, ib);
+            return;
+        }
+    }
+    /* a version outside our range (a Version One only side receiving Version Two) */
+    if (h.vers < c->vmin || h.vers > c->vmax) {
+        if (h.proc != UIW_RDMA_ERROR)
+            uiw__rr_send_error(c, h.xid, h.vers, UIW_RDMA_ERR_VERS, NULL);
+        uiw__rr_ibuf_put(c->dev, ib);
+        return;
+    }
+    if (c->server && c->vers == 0) {
+        /* the client's first message settles the connection's version; a Version Two
+         * server then sends its properties first (draft 5.3.1) */
+        uiw__lock_take(&c->lock);
+        uiw__rr_vers_settled(c, h.vers);
+        uiw__lock_give(&c->lock);
+        if (h.vers == 2)
+            uiw__rr_send_connprop(c);
+    }
+    switch (h.proc) {
+    case UIW_RDMA_MSG:
+    case UIW_RDMA_NOMSG: {
+        uint32_t dir;
+        if (h.vers == 2) {
+            dir = h.u.chunks.direction;
+        } else {
+            /* RFC 8167: a backward call is an RDMA_MSG with empty chunk lists whose RPC
+             * message says CALL; everything else follows the connection's roles */
+            dir = c->server ? UIW_RPCRDMA_CALL : UIW_RPCRDMA_REPLY;
+            const struct uiw_rpcrdma_chunks *ch = &h.u.chunks;
+            if (h.proc == UIW_RDMA_MSG && !ch->nreads && !ch->nwrites && !ch->has_reply &&
+                ib->len >= h.hdr_len + 8) {
+                uint32_t mt = uiw__get_be32(ib->data + h.hdr_len + 4);
+                if (mt == 0 || mt == 1)
+                    dir = mt;
+            }
+        }
+        if (dir == UIW_RPCRDMA_CALL) {
+            intake(c, ib, &h);
+        } else {
+            if (h.u.chunks.nreads) {
+                /* Read chunks appear only in calls: not a valid reply */
+                reply_error(c, &h, h.vers == 2 ? UIW_RDMA2_ERR_BAD_XDR : UIW_RDMA_ERR_CHUNK);
+                uiw__rr_ibuf_put(c->dev, ib);
+                return;
+            }
+            reply_in(c, ib, &h);
+        }
+        return;
+    }
+    case UIW_RDMA_ERROR:
+        error_in(c, ib, &h);
+        return;
+    case UIW_RDMA2_OPTIONAL:
+        /* no optional message type is known here */
+        uiw__rr_send_error(c, h.xid, h.vers, UIW_RDMA2_ERR_INVAL_OPTION, NULL);
+        uiw__rr_ibuf_put(c->dev, ib);
+        return;
+    default: /* the property messages */
+        uiw__rr_props_rx(c, &h);
+        uiw__rr_ibuf_put(c->dev, ib);
+        return;
+    }
+}
+
+/* ---------------------------------------------------------------- completions */
+
+UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct uiw__nic_wc *wc)
+{
+    struct uiw__rr_wrid *w = (struct uiw__rr_wrid *)(uintptr_t)wc->wr_id;
+    bool ok = wc->status == UIW__NIC_WC_OK;
+    if (!ok)
+        uiw__rr_conn_died(c, wc->status == UIW__NIC_WC_FLUSH ? -ECONNRESET : -EIO);
+    switch (w->kind) {
+    case UIW__RR_WR_RECV: {
+        struct uiw__rr_ibuf *ib = (struct uiw__rr_ibuf *)w;
+        atomic_fetch_sub(&c->rposted, 1);
+        if (!ok) {
+            uiw__rr_ibuf_put(c->dev, ib);
+            return;
+        }
+        ib->len = wc->byte_len;
+        ib->with_inv = wc->with_inv;
+        ib->inv_rkey = wc->inv_rkey;
+        on_recv(c, ib);
+        return;
+    }
+    case UIW__RR_WR_CTRL:
+        uiw__rr_sq_release(c, 1);
+        uiw__rr_ibuf_put(c->dev, (struct uiw__rr_ibuf *)w);
+        return;
+    case UIW__RR_WR_REQ: {
+        struct uiw__rr_req *q = (struct uiw__rr_req *)w;
+        if (ok && wc->op == UIW__NIC_WC_LOCAL_INV)
+            uiw__rr_req_finish_inv(c, q);
+        /* a flushed LOCAL_INV: the orphans reset the MRs */
+        return;
+    }
+    case UIW__RR_WR_CALL: {
+        struct uiw__rr_call *k = (struct uiw__rr_call *)w;
+        switch (wc->op) {
+        case UIW__NIC_WC_READ:
+            k->reads_left = 0;
+            if (ok)
+                call_ready(c, k);
+            else
+                call_abort(c, k);
+            pull_waiting(c);
+            return;
+        case UIW__NIC_WC_LOCAL_INV:
+            for (uint32_t i = 0; i < k->nlocal; i++)
+                if (ok)
+                    k->local[i]->valid = false;
+            uiw__lock_take(&c->lock);
+            k->linv_left = 0;
+            uiw__lock_give(&c->lock);
+            call_maybe_release(c, k);
+            return;
+        default: /* the reply's Send */
+            uiw__rr_call_sent(c, k, ok);
+            pull_waiting(c);
+            return;
+        }
+    }
+    case UIW__RR_WR_MARK:
+        c->mark_done = true;
+        return;
+    default:
+        return;
+    }
+}

@@ -1,0 +1,224 @@
+/*
+ * The RPC-over-RDMA transport's only view of an RNIC: register and deregister memory, post
+ * sends and receives, poll and wait for completions, listen, connect, accept, disconnect.
+ *
+ * The transport (src/rpcrdma) and the RPC layer (src/rpc) reach the RNIC through this
+ * interface only and never name a uiw_ verb: nic_uiw.c implements it over uiw's verbs and
+ * connection manager; a backend over rdma-core (libibverbs + librdmacm, for the kernel's
+ * siw and hardware RNICs) implements the same functions.
+ *
+ * Objects: a device (one RNIC context, one protection domain, one completion channel), its
+ * memory registrations, connections (a QP with one CQ for both queues, bound to the
+ * device's channel) and listeners. Threading: posting, polling and waiting are safe from
+ * any thread; one thread at a time polls a given connection; creating and destroying an
+ * object must not race with its use.
+ */
+#ifndef UIW_RPCRDMA_NIC_H
+#define UIW_RPCRDMA_NIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct uiw__nic;
+struct uiw__nic_conn;
+struct uiw__nic_listener;
+
+struct uiw__nic_attr {
+    const char *pcap_dir; /* capture every connection here (NULL: env UIW_PCAP_DIR) */
+};
+
+/* NULL + errno. */
+struct uiw__nic *uiw__nic_open(const struct uiw__nic_attr *a);
+/* Every connection, listener and registration must be gone. 0 or -EBUSY. */
+int uiw__nic_close(struct uiw__nic *n);
+
+/* ---------------------------------------------------------------- memory */
+
+enum {
+    UIW__NIC_LOCAL_WRITE = 1 << 0,
+    UIW__NIC_REMOTE_WRITE = 1 << 1, /* implies LOCAL_WRITE */
+    UIW__NIC_REMOTE_READ = 1 << 2,
+};
+
+struct uiw__nic_mr {
+    void *addr;
+    size_t len;
+    uint32_t lkey;
+    uint32_t rkey; /* fast-register MRs: the key of the last registration */
+    void *priv;    /* the backend's object */
+};
+
+/* A registration of [addr, addr+len) with `access`, valid until uiw__nic_dereg. */
+int uiw__nic_reg(struct uiw__nic *n, void *addr, size_t len, unsigned access,
+                 struct uiw__nic_mr *mr);
+/* A fast-register MR (invalid until a UIW__NIC_REG work request binds it; LOCAL_INV or a
+ * peer's Send With Invalidate invalidates it again). */
+int uiw__nic_frmr(struct uiw__nic *n, size_t max_len, struct uiw__nic_mr *mr);
+void uiw__nic_dereg(struct uiw__nic_mr *mr);
+/* Make a fast-register MR invalid at once, whatever its state, without a QP (error paths:
+ * its connection is gone). Its next key continues from mr->rkey. 0 or -errno. */
+int uiw__nic_frmr_reset(struct uiw__nic *n, struct uiw__nic_mr *mr);
+/* The key a fast-register MR's next registration uses (after `key`). */
+uint32_t uiw__nic_next_key(uint32_t key);
+
+/* ---------------------------------------------------------------- work requests */
+
+struct uiw__nic_sge {
+    uint64_t addr;
+    uint32_t len;
+    uint32_t lkey;
+};
+
+enum uiw__nic_op {
+    UIW__NIC_SEND = 0,
+    UIW__NIC_SEND_INV,  /* Send With Invalidate of inv_rkey */
+    UIW__NIC_WRITE,     /* RDMA Write of the SGEs to (raddr, rkey) */
+    UIW__NIC_READ,      /* RDMA Read from (raddr, rkey) into the SGE */
+    UIW__NIC_LOCAL_INV, /* invalidate inv_rkey */
+    UIW__NIC_REG,       /* fast-register mr with key over [addr, addr+len) */
+};
+
+#define UIW__NIC_MAX_SGE 2
+
+struct uiw__nic_send {
+    struct uiw__nic_send *next;
+    uint64_t wr_id;
+    enum uiw__nic_op op;
+    bool signaled;
+    int nsge;
+    struct uiw__nic_sge sge[UIW__NIC_MAX_SGE];
+    uint32_t inv_rkey; /* SEND_INV, LOCAL_INV */
+    uint64_t raddr;    /* WRITE, READ */
+    uint32_t rkey;
+    struct uiw__nic_mr *mr; /* REG: also the key, addr, len and access below */
+    uint32_t key;
+    void *addr;
+    size_t len;
+    unsigned access;
+};
+
+struct uiw__nic_recv {
+    struct uiw__nic_recv *next;
+    uint64_t wr_id;
+    struct uiw__nic_sge sge;
+};
+
+enum uiw__nic_wc_op {
+    UIW__NIC_WC_SEND = 0,
+    UIW__NIC_WC_WRITE,
+    UIW__NIC_WC_READ,
+    UIW__NIC_WC_LOCAL_INV,
+    UIW__NIC_WC_REG,
+    UIW__NIC_WC_RECV,
+};
+
+enum uiw__nic_wc_status {
+    UIW__NIC_WC_OK = 0,
+    UIW__NIC_WC_FLUSH, /* the connection went away before the WR ran */
+    UIW__NIC_WC_ERROR, /* it failed (the connection is then going away too) */
+};
+
+struct uiw__nic_wc {
+    uint64_t wr_id;
+    enum uiw__nic_wc_status status;
+    enum uiw__nic_wc_op op;
+    uint32_t byte_len; /* RECV */
+    bool with_inv;     /* RECV of a Send With Invalidate ... */
+    uint32_t inv_rkey; /* ... of this STag */
+    int detail;        /* the backend's status code behind an error (for messages) */
+};
+
+/* Post a list (0, or a negative code: nothing after the failing WR was posted, and
+ * *bad names it when bad is not NULL). */
+int uiw__nic_post_send(struct uiw__nic_conn *c, struct uiw__nic_send *wr,
+                       struct uiw__nic_send **bad);
+int uiw__nic_post_recv(struct uiw__nic_conn *c, struct uiw__nic_recv *wr);
+
+/* Up to n completions of the connection (0 when none), or -errno. */
+int uiw__nic_poll(struct uiw__nic_conn *c, struct uiw__nic_wc *wc, int n);
+/* Ask for an event at the connection's next completion (poll again afterwards). */
+int uiw__nic_arm(struct uiw__nic_conn *c);
+/* Sleep until a connection's armed CQ had a completion (returns 0 and that connection's
+ * context pointer) or timeout_ms passed (-ETIMEDOUT; 0: only look; -1: no limit). A
+ * connection whose event was returned is no longer armed. */
+int uiw__nic_wait(struct uiw__nic *n, int timeout_ms, void **conn_ctx);
+
+/* ---------------------------------------------------------------- connections */
+
+struct uiw__nic_conn_attr {
+    void *ctx;         /* returned by uiw__nic_wait for this connection */
+    uint32_t sq_depth; /* send work requests outstanding at most */
+    uint32_t rq_depth; /* receives posted at most */
+    uint16_t ird, ord; /* RDMA Reads served / issued at once */
+    bool crc;
+    uint32_t timeout_ms; /* handshake */
+    const char *pcap_dir;
+    const void *private_data; /* ULP private data of our MPA Request / Reply */
+    uint16_t private_data_len;
+};
+
+struct uiw__nic_conn_info {
+    struct sockaddr_storage local, peer;
+    bool crc;
+    uint16_t ird, ord;
+    uint8_t peer_pd[256]; /* the peer's ULP private data */
+    uint16_t peer_pd_len;
+};
+
+/* Active side: connect (blocking up to attr->timeout_ms). Receives may be posted with
+ * `pre_recv` before the handshake completes (so the peer's first message finds one).
+ * NULL + *err (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -ECONNRESET, ...). */
+struct uiw__nic_conn *uiw__nic_connect(struct uiw__nic *n, const struct sockaddr *dst,
+                                       const struct uiw__nic_conn_attr *a,
+                                       int (*pre_recv)(struct uiw__nic_conn *, void *),
+                                       void *pre_arg, int *err);
+
+/* Passive side. */
+struct uiw__nic_listener *uiw__nic_listen(struct uiw__nic *n, const struct sockaddr *addr,
+                                          int backlog, int *err);
+uint16_t uiw__nic_listener_port(const struct uiw__nic_listener *l);
+/* An fd readable while the listener has events (poll/epoll). */
+int uiw__nic_listener_fd(const struct uiw__nic_listener *l);
+
+enum uiw__nic_event_type {
+    UIW__NIC_EV_REQUEST = 0,  /* a connection request: accept or reject `req` */
+    UIW__NIC_EV_ESTABLISHED,  /* an accepted connection is up */
+    UIW__NIC_EV_DISCONNECTED, /* an accepted connection ended */
+};
+
+struct uiw__nic_event {
+    enum uiw__nic_event_type type;
+    void *req;                  /* REQUEST: pass to accept / reject */
+    struct uiw__nic_conn *conn; /* ESTABLISHED, DISCONNECTED */
+    const void *private_data;   /* REQUEST: the peer's ULP private data */
+    uint16_t private_data_len;
+    struct sockaddr_storage peer; /* REQUEST */
+};
+
+/* Next event within timeout_ms: 0, -EAGAIN (none), or -errno. The event's pointers are
+ * valid until the next call. */
+int uiw__nic_listener_event(struct uiw__nic_listener *l, int timeout_ms, struct uiw__nic_event *ev);
+/* Accept a REQUEST: create the connection (receives may be posted with pre_recv before
+ * the Reply goes out), answer with attr's private data. NULL + *err. */
+struct uiw__nic_conn *uiw__nic_accept(struct uiw__nic_listener *l, void *req,
+                                      const struct uiw__nic_conn_attr *a,
+                                      int (*pre_recv)(struct uiw__nic_conn *, void *),
+                                      void *pre_arg, int *err);
+void uiw__nic_reject(struct uiw__nic_listener *l, void *req);
+void uiw__nic_listener_close(struct uiw__nic_listener *l);
+
+int uiw__nic_conn_info(struct uiw__nic_conn *c, struct uiw__nic_conn_info *info);
+/* The ctx given in the connection's attributes. */
+void *uiw__nic_conn_ctx(const struct uiw__nic_conn *c);
+/* Close: graceful (queued work goes out first) or abortive. Every work request still
+ * outstanding then completes (FLUSH), signaled or not; one posted afterwards completes
+ * with FLUSH at once, after all earlier ones of its queue. */
+void uiw__nic_disconnect(struct uiw__nic_conn *c, bool abortive);
+/* Whether the peer or the stack ended the connection (its work requests flush). */
+bool uiw__nic_gone(struct uiw__nic_conn *c);
+/* Free it (after its completions have been polled: none may be left). */
+void uiw__nic_conn_destroy(struct uiw__nic_conn *c);
+
+#endif

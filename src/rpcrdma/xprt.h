@@ -1,0 +1,531 @@
+/*
+ * The RPC-over-RDMA transport (internal interface for src/rpc).
+ *
+ * A device (struct uiw__rr_dev) is one RNIC context with pools of registered memory and a
+ * poller; its connections (struct uiw__rr_conn) each play both roles of the protocol:
+ *
+ *   requester: sends calls (struct uiw__rr_req), matches their replies by XID, counts the
+ *              peer's credits, registers the memory its chunks advertise and invalidates it
+ *              when the reply arrives (forward calls of a client, backward calls of a
+ *              server);
+ *   responder: receives calls (struct uiw__rr_call), pulls their Read chunks, and sends
+ *              replies, pushing DDP results into Write chunks and long replies into the
+ *              Reply chunk (forward calls on a server, backward calls on a client).
+ *
+ * The transport knows ONC RPC only as far as RPC-over-RDMA does: the XID and, in Version
+ * One, the msg_type word telling a backward call from a reply (RFC 8167). Everything else
+ * (the XDR streams, RPC headers, dispatch) is the RPC layer's, which it reaches through
+ * struct uiw__rr_upper.
+ *
+ * Progress: one thread at a time (the leader) polls the device's connections, in
+ * uiw__rr_dev_wait; every handler of this file runs there, with no lock of the caller
+ * held. Other threads post (sends are thread-safe) and wait for the state they need.
+ *
+ * Memory: inline buffers (a header room, then data of the device's inline size) and bulk
+ * buffers (size classes up to max_msg / max_ddp) are registered once and pooled; chunks
+ * the requester advertises are fast-registered per call on pooled MRs and invalidated
+ * before the call ends. Nothing here allocates per message on the data path.
+ */
+#ifndef UIW_RPCRDMA_XPRT_H
+#define UIW_RPCRDMA_XPRT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uiw/rpc.h>
+#include <uiw/rpcrdma.h>
+
+#include "common/lock.h"
+#include "rpcrdma/nic.h"
+
+/* ---------------------------------------------------------------- limits */
+
+#define UIW__RR_HDR_ROOM    1024 /* bytes for our transport header before every payload */
+#define UIW__RR_MAX_CHUNKS  8    /* DDP chunks per message (Read chunks or Write chunks) */
+#define UIW__RR_MAX_SEGS    16   /* segments per chunk accepted from a peer */
+#define UIW__RR_MAX_RSEGS   16   /* read segments (all read chunks) accepted from a peer */
+#define UIW__RR_MAX_MR      (UIW__RR_MAX_CHUNKS + 2)
+#define UIW__RR_MAX_REGIONS (2 * UIW__RR_MAX_CHUNKS + 2) /* reads, writes, reply, pos0 */
+#define UIW__RR_EXTRA_RECVS 8 /* receives beyond the credits (property messages) */
+#define UIW__RR_NPIECES     (2 * UIW__RR_MAX_RSEGS + 2)
+#define UIW__RR_NEG_MS                                                                             \
+    5000 /* client: wait this long for the answer to the first                                     \
+            (Version Two) message before assuming Version One */
+
+/* Work request ids point at a struct whose first member is this tag. */
+enum uiw__rr_wr_kind {
+    UIW__RR_WR_RECV = 1, /* struct uiw__rr_ibuf posted as a receive */
+    UIW__RR_WR_CTRL,     /* struct uiw__rr_ibuf sent alone (errors, property messages) */
+    UIW__RR_WR_REQ,      /* struct uiw__rr_req: its Send, REGs, LOCAL_INVs */
+    UIW__RR_WR_CALL,     /* struct uiw__rr_call: its Reads, Writes, reply Send */
+    UIW__RR_WR_MARK,     /* struct uiw__rr_conn: the marker posted once it died */
+    UIW__RR_WR_IGNORE,   /* unsignaled work whose only completion would be a flush */
+};
+struct uiw__rr_wrid {
+    uint8_t kind;
+};
+
+/* ---------------------------------------------------------------- buffers */
+
+struct uiw__rr_conn;
+
+/* An inline buffer: UIW__RR_HDR_ROOM bytes, then `data` (the device's inline size). */
+struct uiw__rr_ibuf {
+    struct uiw__rr_wrid w;
+    struct uiw__rr_ibuf *next;
+    struct uiw__rr_conn *conn; /* posted on (receive) */
+    uint8_t *data;
+    uint32_t lkey;
+    uint32_t len;      /* received bytes */
+    bool with_inv;     /* received by Send With Invalidate ... */
+    uint32_t inv_rkey; /* ... of this STag */
+};
+
+/* A bulk buffer of the pool (size class cls), or a temporary one (cls < 0). */
+struct uiw__rr_bulk {
+    struct uiw__rr_bulk *next;
+    uint8_t *p;
+    uint32_t cap;
+    uint32_t lkey;
+    int cls;
+    struct uiw__nic_mr mr; /* temporary buffers: their own registration */
+};
+
+/* A fast-register MR of the pool. */
+struct uiw__rr_mr {
+    struct uiw__rr_mr *next;
+    struct uiw__rr_mr *all_next; /* every MR of the device */
+    struct uiw__nic_mr nmr;      /* nmr.rkey: key of the current / last registration */
+    bool valid;                  /* registered and not yet invalidated */
+};
+
+/* ---------------------------------------------------------------- requester */
+
+/* One region a requester advertises (one segment). */
+struct uiw__rr_region {
+    void *addr;
+    uint32_t len;
+    uint32_t pos;          /* read chunks: XDR position */
+    struct uiw__rr_mr *mr; /* while registered */
+};
+
+enum uiw__rr_req_state {
+    UIW__RR_REQ_IDLE = 0,
+    UIW__RR_REQ_QUEUED,       /* waiting for a credit or for the connection */
+    UIW__RR_REQ_SENT,         /* in the XID table */
+    UIW__RR_REQ_INVALIDATING, /* reply in; LOCAL_INVs outstanding */
+    UIW__RR_REQ_DONE,
+};
+
+struct uiw__rr_req {
+    struct uiw__rr_wrid w;
+    struct uiw__rr_req *next; /* queue of the connection */
+    struct uiw__rr_conn *conn;
+    _Atomic int state; /* enum uiw__rr_req_state */
+    uint32_t xid;
+    bool backward;  /* a call from the server to the client */
+    bool abandoned; /* its caller gave up (timeout): drop the reply */
+    bool retried;   /* sent again after REPLY_RESOURCE */
+    bool requeue;   /* send again once its MRs are invalidated */
+    bool no_ddp;    /* inline only (backward calls to an INLINE peer) */
+    /* outcome (when DONE) */
+    int status;        /* 0: a reply is in `body`; else -errno / UIW_E_* */
+    uint32_t rdma_err; /* the RDMA_ERROR code received, else 0 */
+    struct uiw_rpcrdma_error err;
+    /* the message: payload in ib->data or bulk->p */
+    struct uiw__rr_ibuf *ib;
+    struct uiw__rr_bulk *bulk;
+    uint32_t len;
+    /* chunks advertised */
+    uint32_t nreads;
+    struct uiw__rr_region reads[UIW__RR_MAX_CHUNKS];
+    uint32_t nwrites;
+    struct uiw__rr_region writes[UIW__RR_MAX_CHUNKS];
+    uint32_t reply_max; /* wanted Reply chunk size (0: none) */
+    struct uiw__rr_region reply;
+    struct uiw__rr_bulk *reply_buf;
+    struct uiw__rr_region pos0; /* long call: the payload as a Position-Zero Read chunk */
+    uint32_t nregs;             /* MRs registered for this send */
+    /* the reply */
+    struct uiw__rr_ibuf *rib; /* its receive buffer (held until release) */
+    const uint8_t *body;      /* the RPC reply message (inline or Reply chunk) */
+    uint32_t body_len;
+    uint32_t wlen[UIW__RR_MAX_CHUNKS]; /* bytes written into each Write chunk */
+    uint32_t inv_pending;
+    uint32_t sq_res;
+};
+
+/* ---------------------------------------------------------------- responder */
+
+struct uiw__rr_piece {
+    const uint8_t *p;
+    uint32_t len;
+    bool chunk; /* data of a Read chunk (a bulk buffer) */
+};
+
+/* Data the reply pushes into a Write chunk. */
+struct uiw__rr_push {
+    const uint8_t *src;
+    uint32_t len;
+    uint32_t lkey;
+    uint32_t chunk;
+};
+
+struct uiw__rr_call {
+    struct uiw__rr_wrid w;
+    struct uiw__rr_call *next;
+    struct uiw__rr_conn *conn;
+    uint32_t xid, vers, proc, credit;
+    bool backward;
+    bool in_use;
+    bool finished;          /* the upper layer is done with it */
+    bool sent;              /* a reply Send was posted ... */
+    _Atomic bool send_done; /* ... and completed */
+    int send_status;
+    struct uiw__rr_ibuf *ib; /* the receive buffer */
+    uint32_t hdr_len;
+    /* chunks of the call */
+    uint32_t inv_handle;
+    uint32_t nrsegs;
+    struct uiw_rpcrdma_read_segment rsegs[UIW__RR_MAX_RSEGS];
+    uint32_t nwrites;
+    uint32_t wnsegs[UIW__RR_MAX_CHUNKS];
+    struct uiw_rpcrdma_segment wsegs[UIW__RR_MAX_CHUNKS][UIW__RR_MAX_SEGS];
+    bool has_reply;
+    uint32_t reply_nsegs;
+    struct uiw_rpcrdma_segment reply_segs[UIW__RR_MAX_SEGS];
+    /* Read chunks pulled into bulk buffers */
+    uint32_t nbulk;
+    struct uiw__rr_bulk *bulk[UIW__RR_MAX_CHUNKS + 1];
+    uint32_t reads_left;
+    uint64_t read_start_ns;
+    /* the call's RPC message as pieces of the reassembled XDR stream */
+    uint32_t npieces;
+    struct uiw__rr_piece pieces[UIW__RR_NPIECES];
+    uint32_t body_len;
+    /* the reply under construction */
+    struct uiw__rr_ibuf *rib;
+    struct uiw__rr_bulk *rbulk;
+    uint8_t *rp;
+    uint32_t rlen, rcap, rlkey;
+    uint32_t npush;
+    struct uiw__rr_push push[UIW__RR_MAX_CHUNKS];
+    uint32_t wused[UIW__RR_MAX_CHUNKS];
+    bool wait_send;  /* a push's source is the caller's memory: wait for the Send */
+    uint32_t nlocal; /* local-only registrations of such sources */
+    struct uiw__rr_mr *local[UIW__RR_MAX_CHUNKS + 1];
+    uint32_t sq_res;
+    struct uiw__rr_bulk *getbuf[4]; /* uiw_svc_getbuf buffers */
+    uint32_t ngetbuf;
+    uint32_t short_index, short_needed; /* a Write chunk too small (REPLY_RESOURCE) */
+    bool too_small;
+    bool wshort;        /* ... because of a Write chunk (the encoded reply lacks that item) */
+    uint32_t linv_left; /* LOCAL_INVs of `local` outstanding */
+    bool no_ddp;        /* reply inline only (backward replies to an INLINE peer) */
+};
+
+/* ---------------------------------------------------------------- properties */
+
+struct uiw__rr_props {
+    /* ours */
+    uint32_t rbsiz, brs; /* advertised (rbsiz <= our receive buffers) */
+    unsigned nlocal_x;
+    struct uiw_rpc_xprop local_x[UIW_RPC_XPROP_MAX];
+    /* the peer's */
+    bool got_connprop;
+    uint32_t peer_rbsiz, peer_brs;
+    bool peer_has_rbsiz, peer_has_brs;     /* included in its rdma_start */
+    bool peer_nochg_rbsiz, peer_nochg_brs; /* in its rdma_nochg */
+    unsigned npeer_x;
+    struct uiw_rpc_xprop peer_x[UIW_RPC_XPROP_MAX];
+    bool peer_x_nochg[UIW_RPC_XPROP_MAX];
+    /* our pending REQPROP (one at a time) */
+    bool req_pending;
+    _Atomic bool req_answered;
+    uint32_t req_xid;
+    unsigned req_n;
+    struct uiw_rpc_prop_req req[UIW_RPCRDMA_MAX_PROPS];
+};
+
+/* ---------------------------------------------------------------- connection */
+
+enum uiw__rr_conn_state {
+    UIW__RR_C_NEGOTIATING = 0, /* client: waiting for the answer to its first message */
+    UIW__RR_C_READY,
+    UIW__RR_C_DEAD,    /* gone; completions still flushing */
+    UIW__RR_C_DRAINED, /* every work request completed: may be freed */
+};
+
+/* What the RPC layer provides to a connection. All run in the leader. */
+struct uiw__rr_upper {
+    size_t call_size; /* bytes of the responder's per-call struct (uiw__rr_call first) */
+    /* A call (forward on a server, backward on a client) can be dispatched. */
+    void (*call_ready)(struct uiw__rr_conn *c, struct uiw__rr_call *k);
+    /* A request ended (reply, error, or connection lost with no_retransmit). */
+    void (*req_done)(struct uiw__rr_conn *c, struct uiw__rr_req *q);
+    /* The connection died and every work request completed: its requests still in
+     * flight were handed back (requeued or failed by uiw__rr_conn_orphans). */
+    void (*drained)(struct uiw__rr_conn *c);
+};
+
+struct uiw__rr_dev;
+
+struct uiw__rr_conn {
+    struct uiw__rr_dev *dev;
+    struct uiw__nic_conn *nc;
+    struct uiw__rr_conn *next; /* device list */
+    const struct uiw__rr_upper *up;
+    void *owner;
+    _Atomic int state;
+    _Atomic int refs;
+    bool server; /* the passive side */
+    bool armed;
+    struct uiw__lock lock; /* requester and responder state below */
+    /* versions */
+    uint32_t vers; /* settled (0: server before the first message) */
+    uint32_t vmin, vmax;
+    uint32_t neg_xid;
+    bool vers_fallback, vers_remembered;
+    uint32_t errvers_low, errvers_high;
+    /* sizes */
+    uint32_t inline_recv; /* our receive buffers */
+    uint32_t inline_send; /* largest message we send now */
+    uint32_t send_cap;    /* our configured largest inline send */
+    uint32_t ddp_threshold;
+    bool peer_cm; /* RFC 8797 block received */
+    struct uiw_rpcrdma_cm_private peer_cmp;
+    bool peer_swi; /* the peer accepts Send With Invalidate */
+    bool swi_ok;   /* we accept it (we offered it) */
+    /* receives */
+    uint32_t nrecv;           /* receives kept posted */
+    _Atomic uint32_t rposted; /* receives outstanding on the QP */
+    /* requester */
+    uint32_t credits;  /* granted by the peer (>= 1) */
+    uint32_t req_max;  /* requested */
+    uint32_t inflight; /* requests holding a credit */
+    struct uiw__rr_req *qhead, *qtail;
+    struct uiw__rr_req **xtab;
+    uint32_t xtab_mask;
+    /* responder */
+    uint32_t grant;  /* credits we grant */
+    uint32_t active; /* calls received and not yet replied to */
+    uint32_t ncalls;
+    uint8_t *calls; /* ncalls structs of up->call_size */
+    struct uiw__rr_call *call_free;
+    struct uiw__rr_call *ready_head, *ready_tail; /* (server: the upper queues them) */
+    /* properties (Version Two) */
+    struct uiw__rr_props props;
+    /* send queue accounting */
+    uint32_t sq_depth;
+    _Atomic uint32_t sq_used;
+    /* death */
+    struct uiw__rr_wrid mark;
+    struct uiw__rr_wrid ignore;
+    struct uiw__rr_listener *owner_listener; /* server connections */
+    struct uiw__rr_conn *lnext;
+    struct uiw__rr_call *read_wait; /* calls waiting for send queue room to pull */
+    bool marked, mark_done;
+    int dead_reason;
+    /* decode space */
+    struct uiw_rpcrdma_space sp;
+    struct uiw_rpcrdma_read_segment sp_reads[UIW__RR_MAX_RSEGS];
+    struct uiw_rpcrdma_write_chunk sp_writes[UIW__RR_MAX_CHUNKS];
+    struct uiw_rpcrdma_segment sp_segs[(UIW__RR_MAX_CHUNKS + 1) * UIW__RR_MAX_SEGS];
+    struct uiw_rpcrdma_prop sp_props[UIW_RPCRDMA_MAX_PROPS];
+    /* addresses, for info */
+    struct sockaddr_storage local, peer;
+    bool crc;
+    uint16_t ord;
+    /* stats (relaxed) */
+    _Atomic uint64_t n_swi, n_linv, n_rchunks, n_wchunks, n_replych, n_long, n_errs_rx;
+    _Atomic uint64_t n_err_tx[7];
+    _Atomic uint64_t n_credit_viol;
+    _Atomic uint64_t n_bcalls;
+};
+
+/* ---------------------------------------------------------------- device */
+
+#define UIW__RR_NCLS 12 /* bulk classes: 8 KiB << cls, up to 16 MiB */
+
+struct uiw__rr_dev_attr {
+    uint32_t inline_size; /* data bytes of an inline buffer */
+    uint32_t max_msg, max_ddp;
+    int spin_us;
+    const char *pcap_dir;
+};
+
+struct uiw__rr_dev {
+    struct uiw__nic *nic;
+    uint32_t ibuf_size; /* data bytes of an inline buffer */
+    uint32_t max_msg, max_ddp;
+    int spin_us;
+    /* pools */
+    struct uiw__lock pool_lock;
+    struct uiw__rr_ibuf *ibuf_free;
+    struct uiw__rr_slab *slabs;
+    struct uiw__rr_bulk *bulk_free[UIW__RR_NCLS];
+    uint32_t bulk_count[UIW__RR_NCLS];
+    struct uiw__rr_mr *mr_free;
+    struct uiw__rr_mr *mrs_all; /* every MR (to free) */
+    /* connections and the poller */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool leader;
+    uint64_t round;
+    struct uiw__rr_conn *conns;
+    unsigned nconns;
+    struct uiw__rr_conn *last_active;
+};
+
+struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a);
+void uiw__rr_dev_close(struct uiw__rr_dev *d);
+
+/* Pools (thread-safe). */
+struct uiw__rr_ibuf *uiw__rr_ibuf_get(struct uiw__rr_dev *d);
+void uiw__rr_ibuf_put(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
+struct uiw__rr_bulk *uiw__rr_bulk_get(struct uiw__rr_dev *d, uint32_t len);
+void uiw__rr_bulk_put(struct uiw__rr_dev *d, struct uiw__rr_bulk *b);
+struct uiw__rr_mr *uiw__rr_mr_get(struct uiw__rr_dev *d);
+void uiw__rr_mr_put(struct uiw__rr_dev *d, struct uiw__rr_mr *m);
+/* The lkey of registered memory of the pools covering [p, p+len), or 0. */
+uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len);
+
+/* Drive the device until done(arg) is true or the monotonic deadline (ns; 0: none) passed:
+ * one thread at a time polls (the others wait for its round). Returns 0 when done,
+ * -ETIMEDOUT. done is checked under the device's mutex. */
+int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uint64_t deadline);
+/* One round of polling by whoever is free to (0 if another thread leads): returns the
+ * number of completions handled. */
+int uiw__rr_dev_poll(struct uiw__rr_dev *d);
+/* Wake the threads waiting in uiw__rr_dev_wait so they check their condition. */
+void uiw__rr_dev_kick(struct uiw__rr_dev *d);
+
+uint64_t uiw__rr_now_ns(void);
+
+/* ---------------------------------------------------------------- connections */
+
+struct uiw__rr_conn_attr {
+    const struct uiw_rpc_xprt_attr *xprt; /* normalised (see uiw__rr_xprt_defaults) */
+    const struct uiw__rr_upper *up;
+    void *owner;
+    bool remember_vers; /* client: use and update the per-server Version One memory */
+};
+
+/* Fill every zero field of *a with its default; -EINVAL for values out of range. */
+int uiw__rr_xprt_defaults(struct uiw_rpc_xprt_attr *a);
+
+/* Client: connect to dst and settle the version (blocks). NULL + *err. */
+struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockaddr *dst,
+                                     const struct uiw__rr_conn_attr *a, int *err);
+
+/* Server: a listener of this device; accept_event handles one listener event (accepting
+ * requests with the given settings). */
+struct uiw__rr_listener;
+struct uiw__rr_listener *uiw__rr_listen(struct uiw__rr_dev *d, const struct sockaddr *addr,
+                                        const struct uiw__rr_conn_attr *a, int *err);
+uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l);
+/* Handle listener events for up to timeout_ms: 1 when something happened, 0 (timeout) or
+ * -errno. */
+int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms);
+void uiw__rr_listener_close(struct uiw__rr_listener *l);
+/* Counters of the listener's connections, present and past. */
+void uiw__rr_listener_stats(struct uiw__rr_listener *l, struct uiw_rpc_svc_stats *st);
+
+void uiw__rr_conn_get(struct uiw__rr_conn *c);
+/* Drop a reference; the last one (after the connection drained) frees it. */
+void uiw__rr_conn_put(struct uiw__rr_conn *c);
+/* Close: abortive (RST-like: work flushes) or graceful. */
+void uiw__rr_conn_close(struct uiw__rr_conn *c, bool abortive);
+int uiw__rr_conn_info(struct uiw__rr_conn *c, struct uiw_rpc_conn_info *info);
+bool uiw__rr_conn_usable(const struct uiw__rr_conn *c);
+
+/* ---------------------------------------------------------------- requester */
+
+/* Prepare q for encoding: an inline buffer for its payload (-ENOMEM). */
+int uiw__rr_req_begin(struct uiw__rr_dev *d, struct uiw__rr_req *q);
+/* Grow q's payload buffer to hold at least need bytes (moves to a bulk buffer). */
+int uiw__rr_req_grow(struct uiw__rr_dev *d, struct uiw__rr_req *q, uint32_t need);
+static inline uint8_t *uiw__rr_req_payload(struct uiw__rr_req *q)
+{
+    return q->bulk ? q->bulk->p : q->ib->data;
+}
+static inline uint32_t uiw__rr_req_cap(const struct uiw__rr_dev *d, const struct uiw__rr_req *q)
+{
+    return q->bulk ? q->bulk->cap : d->ibuf_size;
+}
+/* Send q on c (its XID, payload and regions set): now if a credit is free, else queued
+ * (sent as replies return credits). 0, -ENOTCONN (c dead), -EMSGSIZE (too large for the
+ * limits or for what the peer accepts in this direction), -EAGAIN. */
+int uiw__rr_req_send(struct uiw__rr_conn *c, struct uiw__rr_req *q);
+/* Give up waiting for q (its caller timed out): its memory is invalidated (or the
+ * connection reset) before this returns; a reply that comes later is dropped. */
+void uiw__rr_req_abandon(struct uiw__rr_conn *c, struct uiw__rr_req *q);
+/* Every region q may advertise (reads, writes, reply, Position-Zero) into all[]. */
+unsigned uiw__rr_req_regions(struct uiw__rr_req *q, struct uiw__rr_region **all);
+/* Return q's buffers and MRs to the pools (after DONE). */
+void uiw__rr_req_release(struct uiw__rr_dev *d, struct uiw__rr_req *q);
+/* Take back the requests still queued or in flight on a dead connection (in XID order
+ * of sending) so they can be sent on another one: their MRs are reset, state IDLE.
+ * Returns a list linked by `next`. */
+struct uiw__rr_req *uiw__rr_conn_orphans(struct uiw__rr_conn *c);
+
+/* ---------------------------------------------------------------- responder */
+
+/* Start the reply of k (an inline buffer). -ENOMEM. */
+int uiw__rr_reply_begin(struct uiw__rr_call *k);
+int uiw__rr_reply_grow(struct uiw__rr_call *k, uint32_t need);
+/* Offer len bytes at src (a DDP-eligible result) to the next Write chunk: true when they
+ * will go there (no copy; the caller then leaves them and their pad out of the inline
+ * stream). */
+bool uiw__rr_reply_ddp(struct uiw__rr_call *k, const void *src, uint32_t len);
+/* Send the reply (inline, or in the Reply chunk), or the RDMA_ERROR the draft prescribes
+ * when the call's chunks cannot hold it (REPLY_RESOURCE / ERR_CHUNK). Returns 0, 1 when
+ * an error reply went instead, or a negative code (connection gone). */
+int uiw__rr_reply_send(struct uiw__rr_call *k);
+/* Send an RDMA_ERROR for k (errcode of its version). */
+int uiw__rr_call_error(struct uiw__rr_call *k, uint32_t errcode);
+/* The upper layer is done with k: its buffers return once its reply Send completed. */
+void uiw__rr_call_finish(struct uiw__rr_call *k);
+/* Registered memory for a result (uiw_svc_getbuf), released with the call. */
+void *uiw__rr_call_getbuf(struct uiw__rr_call *k, size_t len);
+/* Whether p lies in one of k's Read chunk buffers (data borrowed by uiw_xdr_bytes). */
+bool uiw__rr_call_owns(const struct uiw__rr_call *k, const void *p);
+
+/* ---------------------------------------------------------------- properties */
+
+/* Requests and updates of transport properties (Version Two); see uiw/rpc.h. */
+int uiw__rr_request_props(struct uiw__rr_conn *c, struct uiw_rpc_prop_req *req, unsigned n,
+                          int timeout_ms);
+int uiw__rr_update_props(struct uiw__rr_conn *c, const struct uiw_rpc_prop_req *now, unsigned n);
+int uiw__rr_peer_xprop(struct uiw__rr_conn *c, uint32_t which, void *buf, size_t cap);
+
+/* ---------------------------------------------------------------- internal to rpcrdma */
+
+/* in.c */
+void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct uiw__nic_wc *wc);
+/* out.c */
+int uiw__rr_send_ctrl(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h);
+int uiw__rr_send_error(struct uiw__rr_conn *c, uint32_t xid, uint32_t vers, uint32_t errcode,
+                       const struct uiw_rpcrdma_error *e);
+void uiw__rr_kick_queue(struct uiw__rr_conn *c);
+void uiw__rr_req_finish_inv(struct uiw__rr_conn *c, struct uiw__rr_req *q);
+void uiw__rr_call_sent(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool ok);
+bool uiw__rr_sq_reserve(struct uiw__rr_conn *c, uint32_t n);
+void uiw__rr_sq_release(struct uiw__rr_conn *c, uint32_t n);
+/* conn.c */
+void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason);
+int uiw__rr_post_recvs(struct uiw__rr_conn *c);
+void uiw__rr_vers_settled(struct uiw__rr_conn *c, uint32_t vers);
+uint32_t uiw__rr_credit_out(const struct uiw__rr_conn *c, bool reply_dir);
+/* props.c */
+void uiw__rr_props_init(struct uiw__rr_conn *c);
+int uiw__rr_send_connprop(struct uiw__rr_conn *c);
+void uiw__rr_props_rx(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h);
+void uiw__rr_props_sizes(struct uiw__rr_conn *c);
+/* the per-server memory of Version One answers */
+bool uiw__rr_vmem_v1(const struct sockaddr *sa);
+void uiw__rr_vmem_set(const struct sockaddr *sa, bool v1);
+
+#endif
