@@ -1,0 +1,235 @@
+/*
+ * The duplicate-reply cache: a call sent again (after a lost connection, or after
+ * REPLY_RESOURCE) is answered with the reply of its first execution instead of running
+ * twice. Entries are keyed by XID, program, version, procedure, the client's address
+ * (without the port: a reconnecting client comes from another one) and a checksum of the
+ * call's first bytes; a fixed table with room for one reply each, reused in clock order.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uiw/wire.h>
+
+#include "rpc/rpc_internal.h"
+
+enum { E_FREE = 0, E_BUSY, E_DONE };
+
+struct drc_ent {
+    int state;
+    uint32_t xid, prog, vers, proc, csum;
+    uint8_t family;
+    uint8_t addr[16];
+    uint32_t hnext; /* index + 1 of the next entry of the bucket, 0: none */
+    uint32_t bucket;
+    struct uiw__rpc_scall *owner;
+    struct uiw__rpc_scall *waiter;
+    uint32_t len;
+};
+
+struct uiw__drc {
+    pthread_mutex_t lock;
+    uint32_t n, max_reply, hmask;
+    struct drc_ent *e;
+    uint32_t *heads;
+    uint8_t *data;
+    uint32_t clock;
+};
+
+struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply)
+{
+    struct uiw__drc *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    uint32_t h = 1;
+    while (h < entries)
+        h <<= 1;
+    d->n = entries;
+    d->max_reply = max_reply;
+    d->hmask = h - 1;
+    d->e = calloc(entries, sizeof(*d->e));
+    d->heads = calloc(h, sizeof(*d->heads));
+    d->data = malloc((size_t)entries * max_reply);
+    if (!d->e || !d->heads || !d->data) {
+        uiw__drc_free(d);
+        return NULL;
+    }
+    pthread_mutex_init(&d->lock, NULL);
+    return d;
+}
+
+void uiw__drc_free(struct uiw__drc *d)
+{
+    if (!d)
+        return;
+    if (d->e)
+        pthread_mutex_destroy(&d->lock);
+    free(d->e);
+    free(d->heads);
+    free(d->data);
+    free(d);
+}
+
+struct key {
+    uint32_t xid, prog, vers, proc, csum;
+    uint8_t family;
+    uint8_t addr[16];
+};
+
+static void key_of(const struct uiw__rpc_scall *s, struct key *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->xid = s->hdr.xid;
+    k->prog = s->hdr.prog;
+    k->vers = s->hdr.vers;
+    k->proc = s->hdr.proc;
+    const struct sockaddr_storage *a = &s->k.conn->peer;
+    k->family = (uint8_t)a->ss_family;
+    if (a->ss_family == AF_INET6)
+        memcpy(k->addr, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+    else
+        memcpy(k->addr, &((const struct sockaddr_in *)a)->sin_addr, 4);
+    /* the call's first bytes after its xid (those of the first piece) */
+    const struct uiw__rr_piece *p = &s->k.pieces[0];
+    uint32_t n = p->len > 4 ? p->len - 4 : 0;
+    if (n > 256)
+        n = 256;
+    k->csum = uiw_crc32c(0, p->p + 4, n);
+}
+
+static bool key_eq(const struct drc_ent *e, const struct key *k)
+{
+    return e->xid == k->xid && e->prog == k->prog && e->vers == k->vers && e->proc == k->proc &&
+           e->csum == k->csum && e->family == k->family && memcmp(e->addr, k->addr, 16) == 0;
+}
+
+static uint32_t bucket_of(const struct uiw__drc *d, const struct key *k)
+{
+    uint32_t h = k->xid * 2654435761u ^ uiw_crc32c(0, k->addr, 16);
+    return h & d->hmask;
+}
+
+static void unlink_ent(struct uiw__drc *d, uint32_t idx)
+{
+    struct drc_ent *e = &d->e[idx];
+    uint32_t *pp = &d->heads[e->bucket];
+    while (*pp && *pp != idx + 1)
+        pp = &d->e[*pp - 1].hnext;
+    if (*pp)
+        *pp = e->hnext;
+    e->hnext = 0;
+    e->state = E_FREE;
+}
+
+static void link_ent(struct uiw__drc *d, uint32_t idx, const struct key *k)
+{
+    struct drc_ent *e = &d->e[idx];
+    e->xid = k->xid;
+    e->prog = k->prog;
+    e->vers = k->vers;
+    e->proc = k->proc;
+    e->csum = k->csum;
+    e->family = k->family;
+    memcpy(e->addr, k->addr, 16);
+    e->bucket = bucket_of(d, k);
+    e->hnext = d->heads[e->bucket];
+    d->heads[e->bucket] = idx + 1;
+}
+
+/* Put the cached reply of e into s's reply buffer. */
+static bool fill(struct uiw__drc *d, struct drc_ent *e, struct uiw__rpc_scall *s)
+{
+    struct uiw__rr_call *k = &s->k;
+    if (uiw__rr_reply_begin(k) != 0)
+        return false;
+    if (e->len > k->rcap && uiw__rr_reply_grow(k, e->len) != 0)
+        return false;
+    memcpy(k->rp, d->data + (size_t)(e - d->e) * d->max_reply, e->len);
+    k->rlen = e->len;
+    return true;
+}
+
+enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s)
+{
+    struct key k;
+    key_of(s, &k);
+    s->drc_slot = -1;
+    pthread_mutex_lock(&d->lock);
+    for (uint32_t i = d->heads[bucket_of(d, &k)]; i; i = d->e[i - 1].hnext) {
+        struct drc_ent *e = &d->e[i - 1];
+        if (!key_eq(e, &k))
+            continue;
+        if (e->state == E_DONE && fill(d, e, s)) {
+            pthread_mutex_unlock(&d->lock);
+            return UIW__DRC_HIT;
+        }
+        if (e->state == E_BUSY) {
+            struct uiw__rpc_scall *old = e->waiter;
+            e->waiter = s;
+            pthread_mutex_unlock(&d->lock);
+            if (old)
+                uiw__rr_call_finish(&old->k); /* an older retransmission: superseded */
+            return UIW__DRC_WAIT;
+        }
+        break;
+    }
+    /* a new entry, in clock order, never one whose call still runs */
+    for (uint32_t tries = 0; tries < d->n; tries++) {
+        uint32_t idx = d->clock++ % d->n;
+        struct drc_ent *e = &d->e[idx];
+        if (e->state == E_BUSY)
+            continue;
+        if (e->state != E_FREE)
+            unlink_ent(d, idx);
+        link_ent(d, idx, &k);
+        e->state = E_BUSY;
+        e->owner = s;
+        e->waiter = NULL;
+        e->len = 0;
+        s->drc_slot = (int)idx;
+        break;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return UIW__DRC_MISS;
+}
+
+struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *s, bool cacheable,
+                                     bool *cached)
+{
+    *cached = false;
+    if (s->drc_slot < 0)
+        return NULL;
+    uint32_t idx = (uint32_t)s->drc_slot;
+    s->drc_slot = -1;
+    pthread_mutex_lock(&d->lock);
+    struct drc_ent *e = &d->e[idx];
+    if (e->owner != s) {
+        pthread_mutex_unlock(&d->lock);
+        return NULL;
+    }
+    e->owner = NULL;
+    if (cacheable && s->k.rlen <= d->max_reply) {
+        memcpy(d->data + (size_t)idx * d->max_reply, s->k.rp, s->k.rlen);
+        e->len = s->k.rlen;
+        e->state = E_DONE;
+    } else {
+        e->state = E_FREE; /* unlinked below if no one waits */
+    }
+    struct uiw__rpc_scall *w = e->waiter;
+    e->waiter = NULL;
+    if (w) {
+        if (e->state == E_DONE && fill(d, e, w)) {
+            *cached = true;
+        } else {
+            /* not cached: the retransmission runs, owning the entry */
+            e->state = E_BUSY;
+            e->owner = w;
+            w->drc_slot = (int)idx;
+        }
+    } else if (e->state == E_FREE) {
+        e->state = E_DONE; /* linked: unlink_ent expects a linked entry */
+        unlink_ent(d, idx);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return w;
+}

@@ -1,0 +1,257 @@
+/*
+ * ONC RPC (RFC 5531) on the RPC-over-RDMA transport: internal interface of src/rpc.
+ *
+ *   msg.c      call and reply headers, AUTH_SYS credentials
+ *   xdrs.c     the XDR streams over transport buffers (DDP: chunks at XDR positions)
+ *   caller.c   requester: call slots, XIDs, waiting, timeouts, retransmission
+ *   clnt.c     the CLIENT (libtirpc's ops) of uiw_rpc_clnt_create, reconnecting
+ *   resp.c     responder: the SVCXPRT of a call, program table, dispatch, replies
+ *   drc.c      duplicate-reply cache
+ *   svc.c      the server: listener and worker threads
+ */
+#ifndef UIW_RPC_INTERNAL_H
+#define UIW_RPC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <uiw/rpc.h>
+
+#include "rpcrdma/xprt.h"
+
+/* ---------------------------------------------------------------- XDR streams */
+
+enum uiw__xs_mode {
+    UIW__XS_CALL_ENC = 0, /* requester encoding a call: DDP items become Read chunks */
+    UIW__XS_REPLY_ENC,    /* responder encoding a reply: DDP items go to Write chunks */
+    UIW__XS_CALL_DEC,     /* responder decoding a call from the reassembled pieces */
+    UIW__XS_REPLY_DEC,    /* requester decoding a reply: DDP items come from Write chunks */
+    UIW__XS_PROBE,        /* walking a result structure for Write chunk targets */
+};
+
+#define UIW__XS_PROBE_MAX UIW__RR_MAX_CHUNKS
+
+struct uiw__xs {
+    XDR x; /* first: the XDR * handed to xdr routines is this */
+    enum uiw__xs_mode mode;
+    struct uiw__rr_dev *dev;
+    struct uiw__rr_req *q;  /* CALL_ENC, REPLY_DEC */
+    struct uiw__rr_call *k; /* REPLY_ENC, CALL_DEC */
+    uint32_t threshold;     /* DDP threshold (0: no DDP) */
+    uint32_t xpos;          /* position in the whole XDR stream */
+    uint32_t pad_skip;      /* pad bytes of the last DDP item still to drop */
+    /* decoding: CALL_DEC reads k's pieces, REPLY_DEC q's body */
+    uint32_t pi, poff;
+    const uint8_t *in;
+    uint32_t in_len, in_off;
+    bool wused[UIW__RR_MAX_CHUNKS];
+    /* borrowing (uiw_xdr_bytes on CALL_DEC): pointers handed out */
+    /* probing */
+    uint32_t nfound;
+    void *found[UIW__XS_PROBE_MAX];
+    uint32_t found_len[UIW__XS_PROBE_MAX];
+    int err;
+};
+
+void uiw__xs_call_enc(struct uiw__xs *s, struct uiw__rr_dev *d, struct uiw__rr_req *q,
+                      uint32_t threshold);
+void uiw__xs_reply_enc(struct uiw__xs *s, struct uiw__rr_call *k, uint32_t threshold);
+/* Decode k's call from byte offset `from` of its reassembled stream. */
+void uiw__xs_call_dec(struct uiw__xs *s, struct uiw__rr_call *k, uint32_t from);
+/* Decode q's reply body from byte offset `from`. */
+void uiw__xs_reply_dec(struct uiw__xs *s, struct uiw__rr_req *q, uint32_t from, uint32_t threshold);
+void uiw__xs_probe(struct uiw__xs *s, uint32_t threshold);
+/* Bytes written by an encoding stream (its payload length). */
+uint32_t uiw__xs_len(const struct uiw__xs *s);
+/* Decoding: bytes consumed so far, and the position of the stream. */
+uint32_t uiw__xs_pos(const struct uiw__xs *s);
+
+/* Is the XDR one of ours (and its stream state)? */
+struct uiw__xs *uiw__xs_of(XDR *xdrs);
+
+/* The call whose arguments svc_freeargs frees on this thread (borrowed bytes). */
+extern _Thread_local struct uiw__rr_call *uiw__xs_freeing;
+
+/* ---------------------------------------------------------------- RPC headers */
+
+#define UIW__RPC_VERS 2u
+
+/* Encode a call header (xid, CALL, 2, prog, vers, proc, then auth's credential and
+ * verifier through AUTH_MARSHALL). */
+bool uiw__rpc_enc_call(XDR *xdrs, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
+                       AUTH *auth);
+
+/* A decoded reply header. */
+struct uiw__rpc_rhdr {
+    uint32_t xid;
+    struct opaque_auth verf;
+    uint8_t verf_body[MAX_AUTH_BYTES];
+};
+/* Decode a reply header: RPC_SUCCESS (results follow) or the failure in *err. */
+enum clnt_stat uiw__rpc_dec_reply(XDR *xdrs, struct uiw__rpc_rhdr *h, struct rpc_err *err);
+
+/* A decoded call header. */
+struct uiw__rpc_chdr {
+    uint32_t xid, rpcvers, prog, vers, proc;
+    struct opaque_auth cred, verf;
+    uint8_t cred_body[MAX_AUTH_BYTES], verf_body[MAX_AUTH_BYTES];
+};
+/* 0, or -EPROTO (not a call / too short). */
+int uiw__rpc_dec_call(XDR *xdrs, struct uiw__rpc_chdr *h);
+
+/* AUTH_SYS credential body -> parms (machine name and gids in the given storage).
+ * 0 or -EPROTO. */
+struct uiw__authsys {
+    struct authunix_parms p;
+    char name[MAX_MACHINE_NAME + 1];
+    gid_t gids[NGRPS];
+};
+int uiw__rpc_authsys(const struct opaque_auth *cred, struct uiw__authsys *out);
+
+/* Encode a reply from libtirpc's struct rpc_msg (as svc_sendreply builds it) with xid. */
+bool uiw__rpc_enc_reply(XDR *xdrs, uint32_t xid, const struct rpc_msg *msg);
+
+/* ---------------------------------------------------------------- requester */
+
+struct uiw__rpc_caller;
+
+struct uiw__rpc_slot {
+    struct uiw__rr_req rq; /* first */
+    struct uiw__rpc_caller *caller;
+    struct uiw__rpc_slot *next;
+    bool in_use;
+    bool async;
+    bool queued_done; /* on the caller's list of ended async calls */
+    uint64_t deadline;
+    rpcproc_t proc;
+    xdrproc_t xres;
+    void *resp;
+    uiw_rpc_done_fn done;
+    void *arg;
+    enum clnt_stat stat;
+    struct rpc_err err;
+};
+
+/* How a caller gets a connection (a client reconnects; a backchannel has just one). */
+struct uiw__rpc_caller {
+    struct uiw__rr_dev *dev;
+    pthread_mutex_t lock;
+    struct uiw__rr_conn *conn; /* ref held; NULL: none */
+    _Atomic bool lost;         /* conn drained: reconnect (or fail) before sending */
+    _Atomic bool closing;
+    bool reconnect;                            /* may reconnect */
+    int (*connect)(struct uiw__rpc_caller *c); /* sets conn (0) or -errno */
+    void *owner;
+    unsigned nslots;
+    struct uiw__rpc_slot *slots;
+    struct uiw__rpc_slot *free;
+    _Atomic unsigned busy;
+    struct uiw__rpc_slot *resend;                /* orphans to send on the next connection */
+    struct uiw__rpc_slot *done_head, *done_tail; /* ended async calls */
+    _Atomic unsigned ndone;
+    uint32_t xid;
+    rpcprog_t prog;
+    rpcvers_t vers;
+    CLIENT *clnt;
+    struct timeval timeout; /* CLSET_TIMEOUT (tv_sec < 0: use the call's) */
+    uint32_t threshold;
+    bool backward;
+    pthread_mutex_t connect_lock;
+    struct uiw__rpc_resp *bc; /* client: its backward-call service */
+    uint64_t last_scan;
+    /* stats */
+    _Atomic uint64_t n_calls, n_retrans, n_reconn, n_timeouts, n_bc;
+};
+
+int uiw__rpc_caller_init(struct uiw__rpc_caller *c, struct uiw__rr_dev *d, unsigned nslots);
+void uiw__rpc_caller_fini(struct uiw__rpc_caller *c);
+/* The transport's callbacks for the requester side of a connection. */
+void uiw__rpc_caller_req_done(struct uiw__rr_conn *conn, struct uiw__rr_req *q);
+void uiw__rpc_caller_drained(struct uiw__rpc_caller *c, struct uiw__rr_conn *conn);
+
+enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_t xargs, void *argp,
+                             xdrproc_t xres, void *resp, struct timeval timeout,
+                             const struct uiw_rpc_call_opts *opts, uiw_rpc_done_fn done, void *arg,
+                             struct rpc_err *err, int *start_err);
+/* Run ended async calls' callbacks and serve backward calls; expire timed-out async
+ * calls. Returns callbacks run. */
+int uiw__rpc_caller_run(struct uiw__rpc_caller *c);
+int uiw__rpc_caller_poll(struct uiw__rpc_caller *c, int timeout_ms);
+
+/* ---------------------------------------------------------------- responder */
+
+struct uiw__rpc_prog {
+    rpcprog_t prog;
+    rpcvers_t vers;
+    void (*dispatch)(struct svc_req *, SVCXPRT *);
+};
+
+#define UIW__RPC_MAX_PROGS 32
+
+struct uiw__drc;
+
+struct uiw__rpc_resp {
+    pthread_mutex_t lock;
+    unsigned nprogs;
+    struct uiw__rpc_prog progs[UIW__RPC_MAX_PROGS];
+    /* calls ready to dispatch */
+    struct uiw__rr_call *head, *tail;
+    _Atomic unsigned nready;
+    struct uiw__drc *drc;
+    uint32_t threshold;
+    struct uiw__rr_dev *dev;
+    _Atomic bool stop;
+    _Atomic uint64_t n_calls, n_drc_hits;
+};
+
+/* The responder's per-call state: the transport's call, the SVCXPRT and svc_req. */
+struct uiw__rpc_scall {
+    struct uiw__rr_call k; /* first */
+    struct uiw__rpc_resp *resp;
+    SVCXPRT xprt;
+    struct svc_req req;
+    struct uiw__rpc_chdr hdr;
+    struct uiw__authsys sys;
+    uint32_t args_off; /* where the arguments start in the stream */
+    bool replied;
+    bool encoded; /* its reply was encoded (whether or not it could be sent) */
+    struct sockaddr_storage raddr;
+    struct uiw__rpc_scall *drc_waiter;
+    int drc_slot; /* entry of the cache this call owns (-1: none) */
+    uint32_t nborrow;
+    const void *borrow[UIW__RR_MAX_CHUNKS];
+};
+
+int uiw__rpc_resp_init(struct uiw__rpc_resp *r, struct uiw__rr_dev *d, uint32_t threshold);
+void uiw__rpc_resp_fini(struct uiw__rpc_resp *r);
+int uiw__rpc_resp_register(struct uiw__rpc_resp *r, rpcprog_t prog, rpcvers_t vers,
+                           void (*dispatch)(struct svc_req *, SVCXPRT *));
+int uiw__rpc_resp_unregister(struct uiw__rpc_resp *r, rpcprog_t prog, rpcvers_t vers);
+/* transport callback: queue a ready call */
+void uiw__rpc_resp_ready(struct uiw__rpc_resp *r, struct uiw__rr_call *k);
+/* Take one ready call and run it (decode, dispatch, reply). false when none. */
+bool uiw__rpc_resp_run_one(struct uiw__rpc_resp *r);
+/* Drop every queued call of a dead connection (and those not started yet). */
+
+/* ---------------------------------------------------------------- duplicate replies */
+
+struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply);
+void uiw__drc_free(struct uiw__drc *d);
+enum uiw__drc_verdict { UIW__DRC_MISS = 0, UIW__DRC_HIT, UIW__DRC_WAIT };
+/* Look the call up: MISS (the call now owns an in-progress entry; run it), HIT (its
+ * cached reply was copied into the call's reply buffer: send it), WAIT (the original
+ * is still running: it will serve this one). */
+enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s);
+/* The owner of an entry is done: keep its reply (when it qualifies) or drop the entry;
+ * returns a waiting retransmission to serve (from the cache, or to run), or NULL, with
+ * *cached telling which. */
+struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *s, bool cacheable,
+                                     bool *cached);
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Map an errno-style transport status to a clnt_stat. */
+enum clnt_stat uiw__rpc_stat_of(int status, struct rpc_err *err);
+uint64_t uiw__rpc_deadline(struct timeval tv);
+
+#endif

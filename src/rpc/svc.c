@@ -1,0 +1,286 @@
+/*
+ * The server: a listener thread accepting RPC-over-RDMA connections, and worker threads
+ * that take turns polling the connections and run the calls that come in (a slow call
+ * holds up only its own thread).
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_internal.h"
+
+struct uiw_rpc_svc {
+    struct uiw__rr_dev *dev;
+    struct uiw__rr_listener *l;
+    struct uiw__rpc_resp resp;
+    struct uiw__rr_upper up;
+    struct uiw_rpc_svc_attr attr;
+    struct uiw_rpc_xprt_attr xprt;
+    uint16_t port;
+    _Atomic bool stop;
+    _Atomic bool running;
+    pthread_t cm;
+    bool has_cm;
+    pthread_t *workers;
+    unsigned nworkers;
+    /* stats of connections already gone */
+    _Atomic uint64_t n_conns;
+};
+
+CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t vers,
+                           uint32_t threshold);
+
+/* ---------------------------------------------------------------- transport callbacks */
+
+static void up_call_ready(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    struct uiw_rpc_svc *s = c->owner;
+    uiw__rpc_resp_ready(&s->resp, k);
+}
+
+static void up_req_done(struct uiw__rr_conn *c, struct uiw__rr_req *q)
+{
+    uiw__rpc_caller_req_done(c, q);
+}
+
+static void up_drained(struct uiw__rr_conn *c)
+{
+    /* backward calls in flight fail; the server's reference goes */
+    uiw__rpc_caller_drained(NULL, c);
+    uiw__rr_conn_put(c);
+}
+
+/* ---------------------------------------------------------------- threads */
+
+static bool work(void *arg)
+{
+    struct uiw_rpc_svc *s = arg;
+    return atomic_load(&s->resp.nready) > 0 || atomic_load(&s->stop);
+}
+
+static void *worker(void *arg)
+{
+    struct uiw_rpc_svc *s = arg;
+    while (!atomic_load(&s->stop)) {
+        if (uiw__rpc_resp_run_one(&s->resp))
+            continue;
+        uiw__rr_dev_wait(s->dev, work, s, uiw__rr_now_ns() + 100000000u);
+    }
+    return NULL;
+}
+
+static void *cm_thread(void *arg)
+{
+    struct uiw_rpc_svc *s = arg;
+    while (!atomic_load(&s->stop))
+        if (uiw__rr_listener_run(s->l, 100) > 0)
+            atomic_fetch_add(&s->n_conns, 0);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- API */
+
+struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
+{
+    struct uiw_rpc_svc *s = calloc(1, sizeof(*s));
+    if (!s) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (attr)
+        s->attr = *attr;
+    s->xprt = s->attr.xprt;
+    int r = uiw__rr_xprt_defaults(&s->xprt);
+    if (r) {
+        free(s);
+        errno = -r;
+        return NULL;
+    }
+    if (!s->attr.nthreads)
+        s->attr.nthreads = 4;
+    if (!s->attr.drc_entries)
+        s->attr.drc_entries = 1024;
+    if (!s->attr.drc_max_reply)
+        s->attr.drc_max_reply = 4096;
+    if (!s->attr.read_timeout_ms)
+        s->attr.read_timeout_ms = 30000;
+    struct uiw__rr_dev_attr da = {
+        .inline_size =
+            s->xprt.inline_recv > s->xprt.inline_send ? s->xprt.inline_recv : s->xprt.inline_send,
+        .max_msg = s->xprt.max_msg,
+        .max_ddp = s->xprt.max_ddp,
+        .spin_us = s->xprt.spin_us,
+        .pcap_dir = s->xprt.pcap_dir,
+    };
+    s->dev = uiw__rr_dev_open(&da);
+    if (!s->dev) {
+        r = errno;
+        free(s);
+        errno = r;
+        return NULL;
+    }
+    uiw__rpc_resp_init(&s->resp, s->dev, s->xprt.ddp_threshold);
+    if (!s->attr.no_drc) {
+        s->resp.drc = uiw__drc_new(s->attr.drc_entries, s->attr.drc_max_reply);
+        if (!s->resp.drc) {
+            uiw__rpc_resp_fini(&s->resp);
+            uiw__rr_dev_close(s->dev);
+            free(s);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    s->up.call_size = sizeof(struct uiw__rpc_scall);
+    s->up.call_ready = up_call_ready;
+    s->up.req_done = up_req_done;
+    s->up.drained = up_drained;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (s->attr.addr) {
+        memcpy(&ss, s->attr.addr,
+               s->attr.addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                   : sizeof(struct sockaddr_in));
+    } else {
+        ss.ss_family = AF_INET;
+    }
+    if (ss.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(s->attr.port);
+    else
+        ((struct sockaddr_in *)&ss)->sin_port = htons(s->attr.port);
+    struct uiw__rr_conn_attr ca = {.xprt = &s->xprt, .up = &s->up, .owner = s};
+    s->l = uiw__rr_listen(s->dev, (struct sockaddr *)&ss, &ca, &r);
+    if (!s->l) {
+        uiw__drc_free(s->resp.drc);
+        uiw__rpc_resp_fini(&s->resp);
+        uiw__rr_dev_close(s->dev);
+        free(s);
+        errno = -r;
+        return NULL;
+    }
+    s->port = uiw__rr_listener_port(s->l);
+    return s;
+}
+
+uint16_t uiw_rpc_svc_port(const struct uiw_rpc_svc *svc)
+{
+    return svc ? svc->port : 0;
+}
+
+int uiw_rpc_svc_register(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers,
+                         void (*dispatch)(struct svc_req *, SVCXPRT *))
+{
+    if (!svc)
+        return -EINVAL;
+    return uiw__rpc_resp_register(&svc->resp, prog, vers, dispatch);
+}
+
+int uiw_rpc_svc_unregister(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers)
+{
+    if (!svc)
+        return -EINVAL;
+    return uiw__rpc_resp_unregister(&svc->resp, prog, vers);
+}
+
+static int start(struct uiw_rpc_svc *s, unsigned nworkers)
+{
+    if (atomic_exchange(&s->running, true))
+        return -EBUSY;
+    atomic_store(&s->stop, false);
+    if (pthread_create(&s->cm, NULL, cm_thread, s) != 0) {
+        atomic_store(&s->running, false);
+        return -EAGAIN;
+    }
+    s->has_cm = true;
+    s->workers = calloc(nworkers ? nworkers : 1, sizeof(*s->workers));
+    if (!s->workers)
+        return -ENOMEM;
+    for (unsigned i = 0; i < nworkers; i++) {
+        if (pthread_create(&s->workers[i], NULL, worker, s) != 0)
+            break;
+        s->nworkers++;
+    }
+    return 0;
+}
+
+static void join(struct uiw_rpc_svc *s)
+{
+    for (unsigned i = 0; i < s->nworkers; i++)
+        pthread_join(s->workers[i], NULL);
+    s->nworkers = 0;
+    free(s->workers);
+    s->workers = NULL;
+    if (s->has_cm)
+        pthread_join(s->cm, NULL);
+    s->has_cm = false;
+    atomic_store(&s->running, false);
+}
+
+int uiw_rpc_svc_start(struct uiw_rpc_svc *svc)
+{
+    if (!svc)
+        return -EINVAL;
+    return start(svc, svc->attr.nthreads);
+}
+
+int uiw_rpc_svc_run(struct uiw_rpc_svc *svc)
+{
+    if (!svc)
+        return -EINVAL;
+    int r = start(svc, svc->attr.nthreads - 1);
+    if (r)
+        return r;
+    worker(svc);
+    join(svc);
+    return 0;
+}
+
+void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc)
+{
+    if (svc)
+        atomic_store(&svc->stop, true);
+}
+
+int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc)
+{
+    if (!svc)
+        return 0;
+    atomic_store(&svc->stop, true);
+    if (atomic_load(&svc->running))
+        join(svc);
+    /* close every connection; calls still queued end unanswered */
+    uiw__rr_listener_close(svc->l);
+    while (uiw__rpc_resp_run_one(&svc->resp))
+        ;
+    uiw__drc_free(svc->resp.drc);
+    uiw__rpc_resp_fini(&svc->resp);
+    uiw__rr_dev_close(svc->dev);
+    free(svc);
+    return 0;
+}
+
+int uiw_rpc_svc_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_svc_stats *st)
+{
+    if (!svc || !st)
+        return -EINVAL;
+    memset(st, 0, sizeof(*st));
+    st->calls = atomic_load(&svc->resp.n_calls);
+    st->drc_hits = atomic_load(&svc->resp.n_drc_hits);
+    uiw__rr_listener_stats(svc->l, st);
+    return 0;
+}
+
+CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
+{
+    if (!uiw_svc_is_rdma(xprt)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct uiw__rpc_scall *s = xprt->xp_p1;
+    struct uiw__rr_conn *c = s->k.conn;
+    if (c->vers == 2 && c->props.got_connprop && c->props.peer_brs == UIW_RDMA2_BKREQSUP_NONE) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    return uiw__rpc_bc_create(c, prog, vers, s->resp->threshold);
+}

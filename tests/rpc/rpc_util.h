@@ -1,0 +1,56 @@
+/* Helpers of the RPC layer's tests: a loopback server with a test program, clients. */
+#ifndef UIW_TESTS_RPC_UTIL_H
+#define UIW_TESTS_RPC_UTIL_H
+
+#include <uiw/rpc.h>
+
+#include "test.h"
+
+#define TPROG 0x20000777u
+#define TVERS 1u
+
+enum {
+    TP_NULL = 0,
+    TP_ECHO = 1,    /* opaque<> -> the same opaque<> */
+    TP_COUNT = 2,   /* void -> u_int: calls of TP_COUNT executed so far (DRC tests) */
+    TP_ADD = 3,     /* u_int, u_int -> u_int */
+    TP_GEN = 4,     /* u_int n -> opaque<> of n bytes, byte i = (uint8_t)(i * 7 + n) */
+    TP_SINK = 5,    /* opaque<> -> u_int: CRC32c of the bytes */
+    TP_DROP = 6,    /* u_int -> u_int: runs, then drops the connection before replying the
+                     * first time (counted like COUNT) */
+    TP_SLEEP = 7,   /* u_int ms -> void */
+    TP_CALLBACK = 8 /* u_int -> u_int: calls the client back (program TCBPROG) */
+};
+
+#define TCBPROG 0x20000778u
+
+struct tsrv {
+    struct uiw_rpc_svc *svc;
+    uint16_t port;
+};
+
+/* Start a server with the test program (attr NULL: defaults with port 0). */
+void tsrv_start(struct tsrv *t, const struct uiw_rpc_svc_attr *attr);
+void tsrv_stop(struct tsrv *t);
+/* The count of executions (TP_COUNT, TP_DROP). */
+unsigned tsrv_count(void);
+
+CLIENT *tclnt(uint16_t port, const struct uiw_rpc_clnt_attr *attr);
+
+/* xdr of a counted opaque with buffer pointer and length. */
+struct tbuf {
+    u_int len;
+    char *val;
+};
+bool_t xdr_tbuf(XDR *x, struct tbuf *b);
+/* xdr_void with the xdrproc_t signature (libtirpc declares it without arguments) */
+bool_t xdr_none(XDR *x, void *p);
+bool_t xdr_tbuf_borrow(XDR *x, struct tbuf *b);
+struct tpair {
+    u_int a, b;
+};
+bool_t xdr_tpair(XDR *x, struct tpair *p);
+
+extern const struct timeval TMO;
+
+#endif
