@@ -417,6 +417,7 @@ int uiw_rpc_clnt_stats(CLIENT *clnt, struct uiw_rpc_clnt_stats *st)
         st->remote_invalidations = atomic_load(&k->n_swi);
         st->local_invalidations = atomic_load(&k->n_linv);
         st->errors_received = atomic_load(&k->n_errs_rx);
+        st->retransmits += atomic_load(&k->n_resent);
         uiw__rr_conn_put(k);
     }
     return 0;

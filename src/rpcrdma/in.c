@@ -559,6 +559,8 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
     } else if (e->errcode == UIW_RDMA2_ERR_SYSTEM && h->vers == 2) {
         q->status = -EIO;
     }
+    if (q->requeue)
+        atomic_fetch_add_explicit(&c->n_resent, 1, memory_order_relaxed);
     uiw__lock_give(&c->lock);
     uiw__rr_ibuf_put(c->dev, ib);
     uiw__rr_req_replied(c, q);

@@ -343,6 +343,8 @@ struct uiw__rr_conn {
     _Atomic uint64_t n_err_tx[7];
     _Atomic uint64_t n_credit_viol;
     _Atomic uint64_t n_bcalls;
+    _Atomic uint64_t n_resent; /* requests sent again on this connection (ERR_VERS,
+                                  REPLY_RESOURCE) */
 };
 
 /* ---------------------------------------------------------------- device */

@@ -1,0 +1,224 @@
+/* Chunks on loopback: Read chunks for large arguments, Write chunks into the caller's
+ * buffers, the Reply chunk, Position-Zero long calls, REPLY_RESOURCE, in both versions. */
+#include <stdlib.h>
+
+#include <uiw/wire.h>
+
+#include "rpc_util.h"
+
+static void fill(char *p, u_int n, u_int seed)
+{
+    for (u_int i = 0; i < n; i++)
+        p[i] = (char)(i * 13 + seed);
+}
+
+static CLIENT *client(uint16_t port, uint32_t vers, uint32_t threshold)
+{
+    struct uiw_rpc_clnt_attr ca = {0};
+    ca.xprt.vers_max = vers;
+    ca.xprt.ddp_threshold = threshold;
+    ca.no_vers_memory = true;
+    return tclnt(port, &ca);
+}
+
+/* A 1 MiB argument goes as a Read chunk; the server borrows it (uiw_xdr_bytes). */
+static void read_chunk(uint32_t vers)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = client(t.port, vers, 0);
+    u_int n = 1u << 20;
+    struct tbuf b = {n, malloc(n)};
+    fill(b.val, n, 3);
+    u_int crc = 0;
+    CHECK_EQ(clnt_call(c, TP_SINK, (xdrproc_t)xdr_tbuf, (char *)&b, (xdrproc_t)xdr_u_int,
+                       (char *)&crc, TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(crc, uiw_crc32c(0, b.val, n));
+    /* odd lengths: the chunk carries no XDR pad, the stream stays aligned */
+    for (u_int len = 1021; len < 1030; len++) {
+        b.len = len;
+        CHECK_EQ(clnt_call(c, TP_SINK, (xdrproc_t)xdr_tbuf, (char *)&b, (xdrproc_t)xdr_u_int,
+                           (char *)&crc, TMO),
+                 RPC_SUCCESS);
+        CHECK_EQ(crc, uiw_crc32c(0, b.val, len));
+    }
+    struct uiw_rpc_clnt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    CHECK(st.read_chunks >= 7);
+    free(b.val);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_read_chunk_v2)
+{
+    read_chunk(2);
+}
+
+TEST(rpc_read_chunk_v1)
+{
+    read_chunk(1);
+}
+
+/* A result buffer set up by the caller becomes a Write chunk: the data lands there. */
+static void write_chunk(uint32_t vers)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = client(t.port, vers, 0);
+    u_int n = 1u << 20;
+    char *buf = malloc(n);
+    struct tbuf r = {n, buf};
+    CHECK_EQ(clnt_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&n, (xdrproc_t)xdr_tbuf, (char *)&r,
+                       TMO),
+             RPC_SUCCESS);
+    CHECK(r.val == buf);
+    CHECK_EQ(r.len, n);
+    for (u_int i = 0; i < n; i += 4097)
+        CHECK_EQ((uint8_t)r.val[i], (uint8_t)(i * 7 + n));
+    /* a short result into the same buffer: odd length, then one below the threshold
+     * (inline, the chunk returned unused) */
+    u_int m = 5001;
+    r.len = n;
+    CHECK_EQ(clnt_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&m, (xdrproc_t)xdr_tbuf, (char *)&r,
+                       TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(r.len, m);
+    CHECK_EQ((uint8_t)r.val[m - 1], (uint8_t)((m - 1) * 7 + m));
+    m = 100;
+    r.len = n;
+    CHECK_EQ(clnt_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&m, (xdrproc_t)xdr_tbuf, (char *)&r,
+                       TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(r.len, m);
+    CHECK_EQ((uint8_t)r.val[99], (uint8_t)(99 * 7 + m));
+    struct uiw_rpc_clnt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    CHECK(st.write_chunks >= 3);
+    /* every STag was invalidated: by the server (Send With Invalidate) or locally */
+    CHECK(st.remote_invalidations + st.local_invalidations >= 3);
+    free(buf);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_write_chunk_v2)
+{
+    write_chunk(2);
+}
+
+TEST(rpc_write_chunk_v1)
+{
+    write_chunk(1);
+}
+
+/* Both directions at once: an echo of 256 KiB (Read chunk in, Write chunk out). */
+TEST(rpc_echo_both_chunks)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = client(t.port, 2, 0);
+    u_int n = 256u << 10;
+    struct tbuf a = {n, malloc(n)}, r = {n, malloc(n)};
+    fill(a.val, n, 9);
+    memset(r.val, 0, n);
+    CHECK_EQ(clnt_call(c, TP_ECHO, (xdrproc_t)xdr_tbuf, (char *)&a, (xdrproc_t)xdr_tbuf, (char *)&r,
+                       TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(r.len, n);
+    CHECK_MEM(r.val, a.val, n);
+    free(a.val);
+    free(r.val);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+/* A result nobody set up a buffer for: a Reply chunk of reply_max, or REPLY_RESOURCE (v2:
+ * the call goes again once with the size asked for) / ERR_CHUNK (v1). */
+static void reply_chunk(uint32_t vers, bool hint)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    /* a high DDP threshold: the result goes in the reply stream, not a Write chunk */
+    CLIENT *c = client(t.port, vers, 1u << 30);
+    u_int n = 100000;
+    struct tbuf r = {0, NULL};
+    struct uiw_rpc_call_opts o = {0};
+    o.reply_max = hint ? 128u << 10 : 0;
+    enum clnt_stat st = uiw_rpc_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&n,
+                                     (xdrproc_t)xdr_tbuf, (char *)&r, TMO, &o);
+    struct uiw_rpc_clnt_stats s;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &s), 0);
+    if (!hint && vers == 1) {
+        CHECK_EQ(st, RPC_CANTRECV); /* ERR_CHUNK: no Reply chunk to put it in */
+        CHECK_EQ(s.errors_received, 1);
+    } else {
+        CHECK_EQ(st, RPC_SUCCESS);
+        CHECK_EQ(r.len, n);
+        for (u_int i = 0; i < n; i += 997)
+            CHECK_EQ((uint8_t)r.val[i], (uint8_t)(i * 7 + n));
+        CHECK(s.reply_chunks >= 1);
+        if (!hint) {
+            CHECK_EQ(s.errors_received, 1); /* REPLY_RESOURCE, then the retry */
+            CHECK_EQ(s.retransmits, 1);
+        }
+        clnt_freeres(c, (xdrproc_t)xdr_tbuf, (char *)&r);
+    }
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_reply_chunk_v2)
+{
+    reply_chunk(2, true);
+}
+
+TEST(rpc_reply_chunk_v1)
+{
+    reply_chunk(1, true);
+}
+
+TEST(rpc_reply_resource_retry_v2)
+{
+    reply_chunk(2, false);
+}
+
+TEST(rpc_reply_too_large_v1)
+{
+    reply_chunk(1, false);
+}
+
+/* Arguments larger than the server's receive buffers and below the DDP threshold: the
+ * whole call goes as a Position-Zero Read chunk (RDMA_NOMSG). */
+static void long_call(uint32_t vers)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = client(t.port, vers, 1u << 30);
+    u_int n = 60000;
+    struct tbuf a = {n, malloc(n)};
+    fill(a.val, n, 5);
+    u_int crc = 0;
+    CHECK_EQ(clnt_call(c, TP_SINK, (xdrproc_t)xdr_tbuf, (char *)&a, (xdrproc_t)xdr_u_int,
+                       (char *)&crc, TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(crc, uiw_crc32c(0, a.val, n));
+    struct uiw_rpc_clnt_stats s;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &s), 0);
+    CHECK_EQ(s.long_calls, 1);
+    CHECK_EQ(s.read_chunks, 0);
+    free(a.val);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_long_call_v2)
+{
+    long_call(2);
+}
+
+TEST(rpc_long_call_v1)
+{
+    long_call(1);
+}
