@@ -20,14 +20,14 @@
  *   - arguments: the client registers the caller's bytes and advertises them as a Read
  *     chunk at their XDR position; the server pulls them with RDMA Read into registered
  *     buffers of its own. The length word stays inline; the data and its XDR pad do not.
- *   - results: before sending a call, the client looks through the result structure the
- *     caller passed (`resp`, walked by the result's XDR routine without changing it) for
- *     opaque/string buffers the caller has set up in advance (non-NULL pointer, length =
- *     capacity, at least ddp_threshold bytes); each becomes a Write chunk registered on the
- *     caller's memory, in order. The server's RDMA Write then places the data straight
- *     into that buffer, and decoding the reply copies nothing. A result buffer left NULL
- *     is filled from the inline reply (or a Reply chunk) as libtirpc would (xdr_bytes
- *     allocates it). uiw_rpc_call() can give a Reply chunk size for large non-DDP results.
+ *   - results: the caller names, in uiw_rpc_call's options, the buffers DDP-eligible
+ *     results may land in (in the order the results come); each becomes a Write chunk
+ *     registered on the caller's memory, and the server's RDMA Write places the data there.
+ *     When the result structure's opaque points at that same buffer, decoding copies
+ *     nothing; a result opaque left NULL is allocated by xdr_bytes and filled from the
+ *     chunk, as libtirpc would fill it from the stream. Without named buffers (clnt_call,
+ *     rpcgen's stubs) large results come in the reply stream: inline, or in a Reply chunk
+ *     (see uiw_rpc_call_opts.reply_max and REPLY_RESOURCE).
  *   - messages larger than the peer's receive buffers go as a Position-Zero Read chunk
  *     (long call) or in the Reply chunk (long reply), decided by the peer's receive size.
  * Every memory registration a client makes for a call is invalidated (by the server's
@@ -49,6 +49,7 @@
 #include <sys/socket.h>
 
 #include <uiw/error.h>
+#include <uiw/export.h>
 #include <uiw/rpcrdma.h>
 
 #ifdef __cplusplus
@@ -177,8 +178,15 @@ struct uiw_rpc_clnt_attr {
  * replace it (e.g. authunix_create_default()) before calling; clnt_destroy destroys it.
  * NULL + errno: EINVAL, ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, EPROTO (the peer spoke no
  * RPC-over-RDMA version we speak), ENOMEM. */
-CLIENT *uiw_rpc_clnt_create(const char *host, uint16_t port, rpcprog_t prog, rpcvers_t vers,
-                            const struct uiw_rpc_clnt_attr *attr);
+UIW_EXTERN CLIENT *uiw_rpc_clnt_create(const char *host, uint16_t port, rpcprog_t prog,
+                                       rpcvers_t vers, const struct uiw_rpc_clnt_attr *attr);
+
+/* A buffer of the caller for a DDP-eligible result (see the top of this file). */
+#define UIW_RPC_MAX_DDP 8
+struct uiw_rpc_ddp_buf {
+    void *addr;
+    uint32_t len;
+};
 
 /* Per-call options of uiw_rpc_call / uiw_rpc_call_async (NULL: none). */
 struct uiw_rpc_call_opts {
@@ -188,14 +196,18 @@ struct uiw_rpc_call_opts {
      * (the call is sent again once, with the XID, with a Reply chunk of the size asked
      * for) or ERR_CHUNK from a Version One server (RPC_CANTRECV). */
     uint32_t reply_max;
-    /* Do not look through `resp` for Write chunk targets (see the top of this file). */
-    bool no_result_ddp;
+    /* Where DDP-eligible results may land, in the order of the results (Write chunks).
+     * A result shorter than ddp_threshold may come inline instead; one longer than its
+     * buffer is never written past it and fails the call (RPC_CANTDECODERES; from a
+     * Version One server, which can only answer ERR_CHUNK: RPC_CANTRECV). */
+    unsigned nresult_bufs;
+    struct uiw_rpc_ddp_buf result_bufs[UIW_RPC_MAX_DDP];
 };
 
 /* clnt_call with options (same semantics as clnt_call: timeout is the whole call). */
-enum clnt_stat uiw_rpc_call(CLIENT *clnt, rpcproc_t proc, xdrproc_t xargs, void *argp,
-                            xdrproc_t xres, void *resp, struct timeval timeout,
-                            const struct uiw_rpc_call_opts *opts);
+UIW_EXTERN enum clnt_stat uiw_rpc_call(CLIENT *clnt, rpcproc_t proc, xdrproc_t xargs, void *argp,
+                                       xdrproc_t xres, void *resp, struct timeval timeout,
+                                       const struct uiw_rpc_call_opts *opts);
 
 /* Called once per asynchronous call when it ends: stat RPC_SUCCESS with *resp decoded,
  * or the failure (the details in *err). Runs in a thread that drives the client (see
@@ -209,20 +221,21 @@ typedef void (*uiw_rpc_done_fn)(CLIENT *clnt, void *arg, enum clnt_stat stat,
  * credit is in use. Returns 0, or -ETIMEDOUT (no credit came free within timeout),
  * -ENOTCONN (the client is closed), -EINVAL, -EMSGSIZE (the arguments do not encode
  * within the limits), -ENOMEM. */
-int uiw_rpc_call_async(CLIENT *clnt, rpcproc_t proc, xdrproc_t xargs, void *argp, xdrproc_t xres,
-                       void *resp, struct timeval timeout, const struct uiw_rpc_call_opts *opts,
-                       uiw_rpc_done_fn done, void *arg);
+UIW_EXTERN int uiw_rpc_call_async(CLIENT *clnt, rpcproc_t proc, xdrproc_t xargs, void *argp,
+                                  xdrproc_t xres, void *resp, struct timeval timeout,
+                                  const struct uiw_rpc_call_opts *opts, uiw_rpc_done_fn done,
+                                  void *arg);
 
 /* Drive the client: process completions (ending calls, running their callbacks and
  * serving backward calls) for up to timeout_ms (0: only what is ready; -1: until at
  * least one thing happened). Returns how many calls ended, or a negative code. */
-int uiw_rpc_clnt_poll(CLIENT *clnt, int timeout_ms);
+UIW_EXTERN int uiw_rpc_clnt_poll(CLIENT *clnt, int timeout_ms);
 
 /* Calls started and not yet ended. */
-unsigned uiw_rpc_clnt_pending(CLIENT *clnt);
+UIW_EXTERN unsigned uiw_rpc_clnt_pending(CLIENT *clnt);
 
 /* The client's connection (-ENOTCONN while it has none). */
-int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info);
+UIW_EXTERN int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info);
 
 /* Client counters. */
 struct uiw_rpc_clnt_stats {
@@ -236,13 +249,13 @@ struct uiw_rpc_clnt_stats {
     uint64_t errors_received;      /* RDMA_ERROR messages */
     uint64_t bc_calls;             /* backward calls served */
 };
-int uiw_rpc_clnt_stats(CLIENT *clnt, struct uiw_rpc_clnt_stats *st);
+UIW_EXTERN int uiw_rpc_clnt_stats(CLIENT *clnt, struct uiw_rpc_clnt_stats *st);
 
 /* Serve backward calls (RFC 8167) of program prog, version vers on this client's
  * connections with an rpcgen-style dispatch routine (as a server's). 0 or -EEXIST,
  * -EINVAL, -ENOMEM. */
-int uiw_rpc_clnt_bc_register(CLIENT *clnt, rpcprog_t prog, rpcvers_t vers,
-                             void (*dispatch)(struct svc_req *, SVCXPRT *));
+UIW_EXTERN int uiw_rpc_clnt_bc_register(CLIENT *clnt, rpcprog_t prog, rpcvers_t vers,
+                                        void (*dispatch)(struct svc_req *, SVCXPRT *));
 
 /* ---------------------------------------------------------------------------------------
  * Transport properties (Version Two, draft section 5)
@@ -267,17 +280,18 @@ struct uiw_rpc_prop_req {
  * uiw_rpc_*_info change accordingly. Returns 0, -EPERM (a property the peer's CONNPROP
  * left out, or declared unchangeable in rdma_nochg: draft 5.3.1), -EPROTONOSUPPORT (not
  * Version Two), -ETIMEDOUT, -ENOTCONN, -EINVAL. */
-int uiw_rpc_clnt_request_props(CLIENT *clnt, struct uiw_rpc_prop_req *req, unsigned n,
-                               int timeout_ms);
+UIW_EXTERN int uiw_rpc_clnt_request_props(CLIENT *clnt, struct uiw_rpc_prop_req *req, unsigned n,
+                                          int timeout_ms);
 
 /* Announce new values of this side's own properties (UPDPROP): BRS, experimental ones,
  * and RBSIZ (only down to the buffer size in use... and only upwards to it). Returns 0,
  * -EINVAL (a value this side cannot honour), -EPROTONOSUPPORT, -ENOTCONN. */
-int uiw_rpc_clnt_update_props(CLIENT *clnt, const struct uiw_rpc_prop_req *now, unsigned n);
+UIW_EXTERN int uiw_rpc_clnt_update_props(CLIENT *clnt, const struct uiw_rpc_prop_req *now,
+                                         unsigned n);
 
 /* The peer's experimental property `which` (from its CONNPROP or UPDPROP): copies up to
  * cap bytes into buf and returns its length, -ENOENT if the peer sent none. */
-int uiw_rpc_clnt_peer_xprop(CLIENT *clnt, uint32_t which, void *buf, size_t cap);
+UIW_EXTERN int uiw_rpc_clnt_peer_xprop(CLIENT *clnt, uint32_t which, void *buf, size_t cap);
 
 /* ---------------------------------------------------------------------------------------
  * Server
@@ -309,26 +323,26 @@ struct uiw_rpc_svc_attr {
 
 /* Create a server listening for RPC-over-RDMA connections. NULL + errno (EADDRINUSE,
  * EINVAL, ENOMEM, ...). */
-struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr);
+UIW_EXTERN struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr);
 
 /* The port it listens on. */
-uint16_t uiw_rpc_svc_port(const struct uiw_rpc_svc *svc);
+UIW_EXTERN uint16_t uiw_rpc_svc_port(const struct uiw_rpc_svc *svc);
 
 /* Register an rpcgen-style dispatch routine for program prog, version vers. A call of an
  * unknown program gets PROG_UNAVAIL; of a known program in another version PROG_MISMATCH
  * with the lowest and highest versions registered. 0 or -EEXIST, -EINVAL, -ENOMEM. */
-int uiw_rpc_svc_register(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers,
-                         void (*dispatch)(struct svc_req *, SVCXPRT *));
-int uiw_rpc_svc_unregister(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers);
+UIW_EXTERN int uiw_rpc_svc_register(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers,
+                                    void (*dispatch)(struct svc_req *, SVCXPRT *));
+UIW_EXTERN int uiw_rpc_svc_unregister(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers);
 
 /* Serve: uiw_rpc_svc_run in the calling thread (with nthreads - 1 more) until
  * uiw_rpc_svc_stop; uiw_rpc_svc_start in nthreads background threads. 0 or -errno. */
-int uiw_rpc_svc_run(struct uiw_rpc_svc *svc);
-int uiw_rpc_svc_start(struct uiw_rpc_svc *svc);
+UIW_EXTERN int uiw_rpc_svc_run(struct uiw_rpc_svc *svc);
+UIW_EXTERN int uiw_rpc_svc_start(struct uiw_rpc_svc *svc);
 /* Make run return / the threads end (async-signal-safe). */
-void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc);
+UIW_EXTERN void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc);
 /* Stop, close every connection, free everything. 0 or -EBUSY (called from a dispatch). */
-int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc);
+UIW_EXTERN int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc);
 
 struct uiw_rpc_svc_stats {
     uint64_t connections;       /* accepted */
@@ -340,13 +354,13 @@ struct uiw_rpc_svc_stats {
     uint64_t send_with_invalidate;
     uint64_t bc_calls; /* backward calls made */
 };
-int uiw_rpc_svc_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_svc_stats *st);
+UIW_EXTERN int uiw_rpc_svc_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_svc_stats *st);
 
 /* --- inside a dispatch routine: `xprt` is the SVCXPRT of the call ---------------------- */
 
 /* Whether xprt is one of this server's (RPC-over-RDMA) transports. The helpers below also
  * accept other transports (e.g. libtirpc's TCP) where they say so. */
-bool uiw_svc_is_rdma(const SVCXPRT *xprt);
+UIW_EXTERN bool uiw_svc_is_rdma(const SVCXPRT *xprt);
 
 /* Memory for a result's DDP-eligible bytes (e.g. pread() a READ's data into it): on an
  * RPC-over-RDMA transport registered memory of the server's pool, from which the reply's
@@ -356,7 +370,7 @@ bool uiw_svc_is_rdma(const SVCXPRT *xprt);
  * NULL when len exceeds max_ddp or memory is short. Results whose bytes live elsewhere
  * are sent with no copy too, but svc_sendreply then returns only once they are on the
  * wire. */
-void *uiw_svc_getbuf(SVCXPRT *xprt, size_t len);
+UIW_EXTERN void *uiw_svc_getbuf(SVCXPRT *xprt, size_t len);
 
 /* xdr_bytes() for DDP-eligible arguments: decoding a call on an RPC-over-RDMA transport,
  * where the bytes came in a Read chunk, *cpp (when NULL on entry) is pointed at them in
@@ -364,16 +378,17 @@ void *uiw_svc_getbuf(SVCXPRT *xprt, size_t len);
  * svc_freeargs() or the end of the dispatch routine, and svc_freeargs() knows not to free
  * them. Everything else, on any stream, is exactly xdr_bytes(). Compile rpcgen's XDR file
  * with -Dxdr_bytes=uiw_xdr_bytes, or call it from hand-written XDR routines. */
-bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize);
+UIW_EXTERN bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize);
 
 /* The connection of this call. -EINVAL for a foreign transport. */
-int uiw_svc_info(SVCXPRT *xprt, struct uiw_rpc_conn_info *info);
+UIW_EXTERN int uiw_svc_info(SVCXPRT *xprt, struct uiw_rpc_conn_info *info);
 
 /* Ask / tell the client of this call's connection about transport properties (as the
  * client functions above; request_props waits, so call it from a dispatch routine only
  * with nthreads > 1). */
-int uiw_svc_request_props(SVCXPRT *xprt, struct uiw_rpc_prop_req *req, unsigned n, int timeout_ms);
-int uiw_svc_update_props(SVCXPRT *xprt, const struct uiw_rpc_prop_req *now, unsigned n);
+UIW_EXTERN int uiw_svc_request_props(SVCXPRT *xprt, struct uiw_rpc_prop_req *req, unsigned n,
+                                     int timeout_ms);
+UIW_EXTERN int uiw_svc_update_props(SVCXPRT *xprt, const struct uiw_rpc_prop_req *now, unsigned n);
 
 /* A CLIENT for backward calls (RFC 8167) to program prog, version vers on the client of
  * this call's connection; it stays usable after the dispatch routine returns, until the
@@ -381,11 +396,11 @@ int uiw_svc_update_props(SVCXPRT *xprt, const struct uiw_rpc_prop_req *now, unsi
  * honour the client's Backward Request Support (NONE: RPC_CANTSEND; INLINE: calls and
  * replies inline only) and its backward credits. NULL + errno (EINVAL for a foreign
  * transport, EOPNOTSUPP when the client accepts no backward calls, ENOMEM). */
-CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
+UIW_EXTERN CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
 
 /* Close this call's connection abortively (the reply, if any, is then not sent; its
  * client reconnects and sends its calls again). 0 or -EINVAL. */
-int uiw_svc_disconnect(SVCXPRT *xprt);
+UIW_EXTERN int uiw_svc_disconnect(SVCXPRT *xprt);
 
 #ifdef __cplusplus
 }

@@ -368,12 +368,14 @@ struct uiw_rpcrdma_cm_private {
  * and version 1; the reserved bits are ignored, as the RFC says), -ENOENT when they do
  * not (another magic or version: the peer is to be treated as sending none; *p is still
  * filled when len >= 8), -EINVAL when len < 8. */
-int uiw_rpcrdma_cm_private_decode(const void *buf, size_t len, struct uiw_rpcrdma_cm_private *p);
+UIW_EXTERN int uiw_rpcrdma_cm_private_decode(const void *buf, size_t len,
+                                             struct uiw_rpcrdma_cm_private *p);
 
 /* Encode *p (magic and version as given; reserved bits as given, normally 0) into
  * buf[0..cap). Returns 8, -ENOSPC, or -EINVAL for a size that is not a multiple of 1 KiB
  * within 1 KiB..256 KiB. */
-int uiw_rpcrdma_cm_private_encode(void *buf, size_t cap, const struct uiw_rpcrdma_cm_private *p);
+UIW_EXTERN int uiw_rpcrdma_cm_private_encode(void *buf, size_t cap,
+                                             const struct uiw_rpcrdma_cm_private *p);
 
 /* ---------------------------------------------------------------------------------------
  * Names (the XDR enumerator names of the specifications)

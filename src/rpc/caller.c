@@ -62,6 +62,11 @@ static void slot_put(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s)
 
 static int reconnect(struct uiw__rpc_caller *c, uint64_t deadline);
 
+static bool past(uint64_t deadline)
+{
+    return deadline && uiw__rr_now_ns() >= deadline;
+}
+
 static struct uiw__rpc_slot *slot_get(struct uiw__rpc_caller *c, uint64_t deadline)
 {
     for (;;) {
@@ -80,7 +85,7 @@ static struct uiw__rpc_slot *slot_get(struct uiw__rpc_caller *c, uint64_t deadli
         uiw__rpc_caller_run(c);
         if (c->lost && c->reconnect)
             reconnect(c, deadline);
-        if (r == -ETIMEDOUT)
+        if (r == -ETIMEDOUT || past(deadline))
             return NULL;
     }
 }
@@ -134,9 +139,10 @@ static int reconnect(struct uiw__rpc_caller *c, uint64_t deadline)
         uiw__rr_conn_put(k);
     } else if (!c->reconnect || c->closing) {
         r = -ENOTCONN;
+    } else if (past(deadline)) {
+        r = -ETIMEDOUT;
     } else {
-        (void)deadline;
-        r = c->connect(c);
+        r = c->connect(c, deadline);
         if (r == 0) {
             atomic_fetch_add(&c->n_reconn, 1);
             pthread_mutex_lock(&c->lock);
@@ -382,17 +388,16 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
         err->re_errno = -r;
         return err->re_status = r == -EMSGSIZE ? RPC_CANTSEND : RPC_CANTENCODEARGS;
     }
-    /* Write chunk targets: result buffers the caller set up */
-    if (xres && resp && thr && !(opts && opts->no_result_ddp)) {
-        struct uiw__xs ps;
-        uiw__xs_probe(&ps, thr);
-        xres(&ps.x, resp);
-        for (uint32_t i = 0; i < ps.nfound; i++) {
-            q->writes[i].addr = ps.found[i];
-            q->writes[i].len = ps.found_len[i];
-            q->writes[i].mr = NULL;
+    /* Write chunk targets: the result buffers the caller named */
+    if (opts && thr) {
+        unsigned n = opts->nresult_bufs < UIW_RPC_MAX_DDP ? opts->nresult_bufs : UIW_RPC_MAX_DDP;
+        for (unsigned i = 0; i < n && q->nwrites < UIW__RR_MAX_CHUNKS; i++) {
+            if (!opts->result_bufs[i].addr || !opts->result_bufs[i].len)
+                continue;
+            q->writes[q->nwrites].addr = opts->result_bufs[i].addr;
+            q->writes[q->nwrites].len = opts->result_bufs[i].len;
+            q->writes[q->nwrites++].mr = NULL;
         }
-        q->nwrites = ps.nfound;
     }
     q->reply_max = opts ? opts->reply_max : 0;
     atomic_fetch_add(&c->n_calls, 1);
@@ -429,7 +434,7 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
             uiw__rpc_caller_run(c);
         if (c->lost && c->reconnect)
             reconnect(c, deadline);
-        if (r == -ETIMEDOUT && atomic_load(&q->state) != UIW__RR_REQ_DONE) {
+        if ((r == -ETIMEDOUT || past(deadline)) && atomic_load(&q->state) != UIW__RR_REQ_DONE) {
             if (give_up(c, s))
                 break;
             if (!q->abandoned)
@@ -543,7 +548,7 @@ int uiw__rpc_caller_poll(struct uiw__rpc_caller *c, int timeout_ms)
         if (c->lost && c->reconnect && atomic_load(&c->busy))
             reconnect(c, deadline);
         n = uiw__rpc_caller_run(c);
-        if (n || r == -ETIMEDOUT)
+        if (n || r == -ETIMEDOUT || past(deadline))
             return n;
         if (timeout_ms < 0 && atomic_load(&c->busy) == 0)
             return 0;

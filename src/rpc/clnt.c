@@ -58,11 +58,18 @@ static void up_drained(struct uiw__rr_conn *c)
     uiw__rpc_caller_drained(&u->caller, c);
 }
 
-static int clnt_connect(struct uiw__rpc_caller *caller)
+static int clnt_connect(struct uiw__rpc_caller *caller, uint64_t deadline)
 {
     struct uiw__clnt *u = caller->owner;
+    struct uiw_rpc_xprt_attr x = u->xprt;
+    if (deadline) {
+        uint64_t now = uiw__rr_now_ns();
+        uint64_t left_ms = deadline > now ? (deadline - now) / 1000000u + 1 : 1;
+        if (left_ms < x.connect_timeout_ms)
+            x.connect_timeout_ms = (uint32_t)left_ms;
+    }
     struct uiw__rr_conn_attr ca = {
-        .xprt = &u->xprt, .up = &u->up, .owner = u, .remember_vers = !u->attr.no_vers_memory};
+        .xprt = &x, .up = &u->up, .owner = u, .remember_vers = !u->attr.no_vers_memory};
     int r;
     struct uiw__rr_conn *c = uiw__rr_connect(u->dev, (struct sockaddr *)&u->addr, &ca, &r);
     if (!c)
@@ -310,7 +317,7 @@ CLIENT *uiw_rpc_clnt_create(const char *host, uint16_t port, rpcprog_t prog, rpc
     u->cl.cl_ops = (struct clnt_ops *)(uintptr_t)&clnt_ops;
     u->cl.cl_private = u;
     u->cl.cl_netid = (char *)(uintptr_t) "rdma";
-    r = clnt_connect(c);
+    r = clnt_connect(c, 0);
     if (r) {
         c->closing = true;
         uiw__rpc_caller_fini(c);
@@ -474,9 +481,10 @@ int uiw_rpc_clnt_peer_xprop(CLIENT *clnt, uint32_t which, void *buf, size_t cap)
 
 /* ---------------------------------------------------------------- backward clients */
 
-static int bc_connect(struct uiw__rpc_caller *c)
+static int bc_connect(struct uiw__rpc_caller *c, uint64_t deadline)
 {
     (void)c;
+    (void)deadline;
     return -ENOTCONN;
 }
 

@@ -218,6 +218,8 @@ enum clnt_stat uiw__rpc_stat_of(int status, struct rpc_err *err)
         return err->re_status = RPC_CANTSEND;
     case -EIO:
         return err->re_status = RPC_SYSTEMERROR;
+    case -EOVERFLOW:
+        return err->re_status = RPC_CANTDECODERES; /* a result larger than its buffer */
     case -ENOTCONN:
     case -ECONNRESET:
     case -ECONNABORTED:

@@ -26,10 +26,7 @@ enum uiw__xs_mode {
     UIW__XS_REPLY_ENC,    /* responder encoding a reply: DDP items go to Write chunks */
     UIW__XS_CALL_DEC,     /* responder decoding a call from the reassembled pieces */
     UIW__XS_REPLY_DEC,    /* requester decoding a reply: DDP items come from Write chunks */
-    UIW__XS_PROBE,        /* walking a result structure for Write chunk targets */
 };
-
-#define UIW__XS_PROBE_MAX UIW__RR_MAX_CHUNKS
 
 struct uiw__xs {
     XDR x; /* first: the XDR * handed to xdr routines is this */
@@ -45,11 +42,6 @@ struct uiw__xs {
     const uint8_t *in;
     uint32_t in_len, in_off;
     bool wused[UIW__RR_MAX_CHUNKS];
-    /* borrowing (uiw_xdr_bytes on CALL_DEC): pointers handed out */
-    /* probing */
-    uint32_t nfound;
-    void *found[UIW__XS_PROBE_MAX];
-    uint32_t found_len[UIW__XS_PROBE_MAX];
     int err;
 };
 
@@ -60,7 +52,6 @@ void uiw__xs_reply_enc(struct uiw__xs *s, struct uiw__rr_call *k, uint32_t thres
 void uiw__xs_call_dec(struct uiw__xs *s, struct uiw__rr_call *k, uint32_t from);
 /* Decode q's reply body from byte offset `from`. */
 void uiw__xs_reply_dec(struct uiw__xs *s, struct uiw__rr_req *q, uint32_t from, uint32_t threshold);
-void uiw__xs_probe(struct uiw__xs *s, uint32_t threshold);
 /* Bytes written by an encoding stream (its payload length). */
 uint32_t uiw__xs_len(const struct uiw__xs *s);
 /* Decoding: bytes consumed so far, and the position of the stream. */
@@ -139,8 +130,9 @@ struct uiw__rpc_caller {
     struct uiw__rr_conn *conn; /* ref held; NULL: none */
     _Atomic bool lost;         /* conn drained: reconnect (or fail) before sending */
     _Atomic bool closing;
-    bool reconnect;                            /* may reconnect */
-    int (*connect)(struct uiw__rpc_caller *c); /* sets conn (0) or -errno */
+    bool reconnect; /* may reconnect */
+    /* sets conn (0) or -errno; gives up by the deadline (ns, 0: none) */
+    int (*connect)(struct uiw__rpc_caller *c, uint64_t deadline);
     void *owner;
     unsigned nslots;
     struct uiw__rpc_slot *slots;
@@ -215,6 +207,7 @@ struct uiw__rpc_scall {
     uint32_t args_off; /* where the arguments start in the stream */
     bool replied;
     bool encoded; /* its reply was encoded (whether or not it could be sent) */
+    bool lost;    /* ... and could not be sent: the connection is gone */
     struct sockaddr_storage raddr;
     struct uiw__rpc_scall *drc_waiter;
     int drc_slot; /* entry of the cache this call owns (-1: none) */

@@ -75,10 +75,6 @@ UIW__DATAPATH static bool_t enc_putlong(XDR *xdrs, const long *lp)
 {
     struct uiw__xs *s = (struct uiw__xs *)xdrs;
     s->pad_skip = 0;
-    if (s->mode == UIW__XS_PROBE) {
-        s->xpos += 4;
-        return TRUE;
-    }
     uint8_t *p = room(s, 4);
     if (!p)
         return FALSE;
@@ -97,14 +93,6 @@ UIW__DATAPATH static bool_t enc_putbytes(XDR *xdrs, const char *cp, u_int n)
     }
     if (n == 0)
         return TRUE;
-    if (s->mode == UIW__XS_PROBE) {
-        if (cp && s->threshold && n >= s->threshold && s->nfound < UIW__XS_PROBE_MAX) {
-            s->found[s->nfound] = (void *)(uintptr_t)cp;
-            s->found_len[s->nfound++] = n;
-        }
-        s->xpos += n;
-        return TRUE;
-    }
     if (s->threshold && n >= s->threshold) {
         if (s->mode == UIW__XS_CALL_ENC && s->q->nreads < UIW__RR_MAX_CHUNKS && !s->q->no_ddp) {
             struct uiw__rr_region *r = &s->q->reads[s->q->nreads++];
@@ -133,7 +121,7 @@ static int32_t *enc_inline(XDR *xdrs, u_int n)
 {
     struct uiw__xs *s = (struct uiw__xs *)xdrs;
     s->pad_skip = 0;
-    if (s->mode == UIW__XS_PROBE || (n & 3))
+    if (n & 3)
         return NULL;
     uint32_t *len, cap;
     uint8_t *b = out_buf(s, &len, &cap);
@@ -338,7 +326,7 @@ static u_int xs_getpostn(XDR *xdrs)
 static bool_t xs_setpostn(XDR *xdrs, u_int pos)
 {
     struct uiw__xs *s = (struct uiw__xs *)xdrs;
-    if (xdrs->x_op != XDR_ENCODE || s->mode == UIW__XS_PROBE)
+    if (xdrs->x_op != XDR_ENCODE)
         return pos == s->xpos;
     uint32_t *len, cap;
     out_buf(s, &len, &cap);
@@ -424,11 +412,6 @@ void uiw__xs_reply_dec(struct uiw__xs *s, struct uiw__rr_req *q, uint32_t from, 
     s->in_len = q->body_len;
     s->in_off = from <= q->body_len ? from : q->body_len;
     s->xpos = s->in_off;
-}
-
-void uiw__xs_probe(struct uiw__xs *s, uint32_t threshold)
-{
-    base(s, XDR_ENCODE, UIW__XS_PROBE, threshold);
 }
 
 uint32_t uiw__xs_len(const struct uiw__xs *s)

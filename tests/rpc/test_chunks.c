@@ -61,7 +61,13 @@ TEST(rpc_read_chunk_v1)
     read_chunk(1);
 }
 
-/* A result buffer set up by the caller becomes a Write chunk: the data lands there. */
+/* A result buffer named by the caller becomes a Write chunk: the data lands there. */
+static enum clnt_stat gen(CLIENT *c, u_int n, struct tbuf *r, const struct uiw_rpc_call_opts *o)
+{
+    return uiw_rpc_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&n, (xdrproc_t)xdr_tbuf, (char *)r,
+                        TMO, o);
+}
+
 static void write_chunk(uint32_t vers)
 {
     struct tsrv t;
@@ -70,9 +76,10 @@ static void write_chunk(uint32_t vers)
     u_int n = 1u << 20;
     char *buf = malloc(n);
     struct tbuf r = {n, buf};
-    CHECK_EQ(clnt_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&n, (xdrproc_t)xdr_tbuf, (char *)&r,
-                       TMO),
-             RPC_SUCCESS);
+    struct uiw_rpc_call_opts o = {0};
+    o.nresult_bufs = 1;
+    o.result_bufs[0] = (struct uiw_rpc_ddp_buf){buf, n};
+    CHECK_EQ(gen(c, n, &r, &o), RPC_SUCCESS);
     CHECK(r.val == buf);
     CHECK_EQ(r.len, n);
     for (u_int i = 0; i < n; i += 4097)
@@ -81,23 +88,35 @@ static void write_chunk(uint32_t vers)
      * (inline, the chunk returned unused) */
     u_int m = 5001;
     r.len = n;
-    CHECK_EQ(clnt_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&m, (xdrproc_t)xdr_tbuf, (char *)&r,
-                       TMO),
-             RPC_SUCCESS);
+    CHECK_EQ(gen(c, m, &r, &o), RPC_SUCCESS);
     CHECK_EQ(r.len, m);
     CHECK_EQ((uint8_t)r.val[m - 1], (uint8_t)((m - 1) * 7 + m));
     m = 100;
     r.len = n;
-    CHECK_EQ(clnt_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&m, (xdrproc_t)xdr_tbuf, (char *)&r,
-                       TMO),
-             RPC_SUCCESS);
+    CHECK_EQ(gen(c, m, &r, &o), RPC_SUCCESS);
     CHECK_EQ(r.len, m);
     CHECK_EQ((uint8_t)r.val[99], (uint8_t)(99 * 7 + m));
+    /* a result NULL in the structure: allocated by xdr_bytes, copied from the chunk */
+    m = 70000;
+    struct tbuf z = {0, NULL};
+    CHECK_EQ(gen(c, m, &z, &o), RPC_SUCCESS);
+    CHECK(z.val != NULL && z.val != buf);
+    CHECK_EQ(z.len, m);
+    CHECK_EQ((uint8_t)z.val[m - 1], (uint8_t)((m - 1) * 7 + m));
+    clnt_freeres(c, (xdrproc_t)xdr_tbuf, (char *)&z);
+    /* a result longer than the buffer named: refused, nothing written past it (Version
+     * Two: REPLY_RESOURCE naming the chunk; Version One: ERR_CHUNK) */
+    m = 4096 + 100;
+    o.result_bufs[0].len = 4096;
+    memset(buf, 0xEE, n);
+    r.len = n;
+    CHECK_EQ(gen(c, m, &r, &o), vers == 2 ? RPC_CANTDECODERES : RPC_CANTRECV);
+    CHECK_EQ((uint8_t)buf[4096], 0xEE);
     struct uiw_rpc_clnt_stats st;
     CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
-    CHECK(st.write_chunks >= 3);
+    CHECK(st.write_chunks >= 4);
     /* every STag was invalidated: by the server (Send With Invalidate) or locally */
-    CHECK(st.remote_invalidations + st.local_invalidations >= 3);
+    CHECK(st.remote_invalidations + st.local_invalidations >= 5);
     free(buf);
     clnt_destroy(c);
     tsrv_stop(&t);
@@ -123,9 +142,16 @@ TEST(rpc_echo_both_chunks)
     struct tbuf a = {n, malloc(n)}, r = {n, malloc(n)};
     fill(a.val, n, 9);
     memset(r.val, 0, n);
-    CHECK_EQ(clnt_call(c, TP_ECHO, (xdrproc_t)xdr_tbuf, (char *)&a, (xdrproc_t)xdr_tbuf, (char *)&r,
-                       TMO),
+    struct uiw_rpc_call_opts o = {0};
+    o.nresult_bufs = 1;
+    o.result_bufs[0] = (struct uiw_rpc_ddp_buf){r.val, n};
+    CHECK_EQ(uiw_rpc_call(c, TP_ECHO, (xdrproc_t)xdr_tbuf, (char *)&a, (xdrproc_t)xdr_tbuf,
+                          (char *)&r, TMO, &o),
              RPC_SUCCESS);
+    struct uiw_rpc_clnt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    CHECK_EQ(st.read_chunks, 1);
+    CHECK_EQ(st.write_chunks, 1);
     CHECK_EQ(r.len, n);
     CHECK_MEM(r.val, a.val, n);
     free(a.val);
