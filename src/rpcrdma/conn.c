@@ -503,23 +503,32 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
     c->owner_listener = l;
     peer_private(c, ev->private_data, ev->private_data_len);
     c->vers = 0;
+    /* all the poller reads, before the first message can arrive */
+    c->peer = ev->peer;
+    uiw__rr_props_sizes(c);
+    pthread_mutex_lock(&l->lock);
+    l->past.connections++; /* counted before the client can see it accepted */
+    pthread_mutex_unlock(&l->lock);
     uint8_t pd[UIW_RPCRDMA_CM_PRIVATE_LEN];
     struct uiw__nic_conn_attr na;
     nic_attr(c, &l->xprt, &na, pd);
     int r;
     struct uiw__nic_conn *nc = uiw__nic_accept(l->nl, ev->req, &na, pre_recv, c, &r);
     if (!nc) {
+        pthread_mutex_lock(&l->lock);
+        l->past.connections--;
+        pthread_mutex_unlock(&l->lock);
         free(c->xtab);
         free(c->calls);
         free(c);
         return;
     }
     c->nc = nc;
+    uiw__lock_take(&c->lock);
     fill_info(c);
     c->peer = ev->peer;
-    uiw__rr_props_sizes(c);
+    uiw__lock_give(&c->lock);
     pthread_mutex_lock(&l->lock);
-    l->past.connections++;
     c->lnext = l->live;
     l->live = c;
     pthread_mutex_unlock(&l->lock);
@@ -639,14 +648,15 @@ void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
     }
     c->dead_reason = reason;
     atomic_store(&c->state, UIW__RR_C_DEAD);
-    uiw__lock_give(&c->lock);
     uiw__nic_disconnect(c->nc, true);
-    /* a marker after everything on the send queue: its flush says all of it completed */
+    /* a marker after everything on the send queue (nothing is posted after it: see
+     * uiw__rr_post): its flush says all of it completed */
     struct uiw__nic_send m = {
         .wr_id = (uint64_t)(uintptr_t)&c->mark, .op = UIW__NIC_SEND, .signaled = true};
     if (uiw__nic_post_send(c->nc, &m, NULL) != 0)
         c->mark_done = true;
     c->marked = true;
+    uiw__lock_give(&c->lock);
     uiw__rr_dev_kick(c->dev);
 }
 

@@ -105,7 +105,7 @@ void uiw__rr_call_sent(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool ok)
         k->linv_left = 1;
         k->sq_res += n;
         atomic_fetch_add(&c->sq_used, n);
-        if (uiw__nic_post_send(c->nc, wr, NULL) != 0)
+        if (uiw__rr_post(c, wr) != 0)
             k->linv_left = 0; /* reset at release */
     }
     atomic_store(&k->send_done, true);
@@ -291,7 +291,7 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     k->reads_left = 1;
     k->read_start_ns = uiw__rr_now_ns();
     atomic_fetch_add_explicit(&c->n_rchunks, b, memory_order_relaxed);
-    if (uiw__nic_post_send(c->nc, wr, NULL) != 0) {
+    if (uiw__rr_post(c, wr) != 0) {
         k->reads_left = 0;
         call_abort(c, k);
     }
@@ -555,7 +555,7 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
             }
         }
         if (!q->requeue)
-            q->status = -EMSGSIZE;
+            q->status = e->segment_index && e->segment_index < base ? -EOVERFLOW : -EMSGSIZE;
     } else if (e->errcode == UIW_RDMA2_ERR_SYSTEM && h->vers == 2) {
         q->status = -EIO;
     }

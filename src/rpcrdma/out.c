@@ -39,6 +39,19 @@ void uiw__rr_sq_release(struct uiw__rr_conn *c, uint32_t n)
     atomic_fetch_sub(&c->sq_used, n);
 }
 
+/* Post on a connection that is not dead. Once uiw__rr_conn_died has posted its marker no
+ * work request follows it: every posted one completes before the marker's flush, so a
+ * drained connection has nothing left to complete. */
+int uiw__rr_post(struct uiw__rr_conn *c, struct uiw__nic_send *wr)
+{
+    uiw__lock_take(&c->lock);
+    int st = atomic_load(&c->state);
+    int r = st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED ? -ENOTCONN
+                                                            : uiw__nic_post_send(c->nc, wr, NULL);
+    uiw__lock_give(&c->lock);
+    return r;
+}
+
 /* ---------------------------------------------------------------- XID table */
 
 static uint32_t xhash(const struct uiw__rr_conn *c, uint32_t xid)
@@ -99,7 +112,7 @@ static int send_ibuf(struct uiw__rr_conn *c, struct uiw__rr_ibuf *b, uint32_t le
                                .signaled = true,
                                .nsge = 1,
                                .sge = {{(uint64_t)(uintptr_t)b->data, len, b->lkey}}};
-    int r = uiw__nic_post_send(c->nc, &wr, NULL);
+    int r = uiw__rr_post(c, &wr);
     if (r) {
         uiw__rr_sq_release(c, 1);
         uiw__rr_ibuf_put(c->dev, b);
@@ -404,7 +417,7 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
         atomic_fetch_add_explicit(&c->n_replych, 1, memory_order_relaxed);
     if (q->backward)
         atomic_fetch_add_explicit(&c->n_bcalls, 1, memory_order_relaxed);
-    int r = uiw__nic_post_send(c->nc, wr, NULL);
+    int r = uiw__rr_post(c, wr);
     if (r)
         return -ENOTCONN; /* the connection is going away: q is an orphan of it */
     return 0;
@@ -570,7 +583,7 @@ static bool invalidate(struct uiw__rr_conn *c, struct uiw__rr_req *q)
     q->inv_pending = 1;
     atomic_fetch_add_explicit(&c->n_linv, n, memory_order_relaxed);
     atomic_store(&q->state, UIW__RR_REQ_INVALIDATING);
-    if (uiw__nic_post_send(c->nc, wr, NULL) != 0) {
+    if (uiw__rr_post(c, wr) != 0) {
         /* the connection died: the orphans reset these MRs */
         return true;
     }
@@ -991,7 +1004,7 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
     k->sent = true;
     uiw__lock_give(&c->lock);
     atomic_fetch_add_explicit(&c->n_wchunks, k->npush, memory_order_relaxed);
-    int r = uiw__nic_post_send(c->nc, wr, NULL);
+    int r = uiw__rr_post(c, wr);
     if (r) {
         /* refused at once: treat as flushed */
         uiw__rr_call_sent(c, k, false);

@@ -508,6 +508,7 @@ int uiw__rr_peer_xprop(struct uiw__rr_conn *c, uint32_t which, void *buf, size_t
 /* in.c */
 void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct uiw__nic_wc *wc);
 /* out.c */
+int uiw__rr_post(struct uiw__rr_conn *c, struct uiw__nic_send *wr);
 int uiw__rr_send_ctrl(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h);
 int uiw__rr_send_error(struct uiw__rr_conn *c, uint32_t xid, uint32_t vers, uint32_t errcode,
                        const struct uiw_rpcrdma_error *e);
