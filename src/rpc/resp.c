@@ -79,8 +79,8 @@ void uiw__rpc_resp_ready(struct uiw__rpc_resp *r, struct uiw__rr_call *k)
 static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
 {
     struct uiw__rr_call *k = &s->k;
-    if (s->replied)
-        return FALSE;
+    if (s->replied || s->lost)
+        return FALSE; /* one reply; a lost one stays as encoded (the cache keeps it) */
     if (uiw__rr_reply_begin(k) != 0)
         return FALSE;
     struct uiw__xs xs;
@@ -91,8 +91,10 @@ static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
     }
     s->encoded = true;
     int r = uiw__rr_reply_send(k);
-    if (r < 0)
+    if (r < 0) {
+        s->lost = true;
         return FALSE;
+    }
     s->replied = true;
     if (r == 0 && k->wait_send) {
         /* the results' bytes are the caller's: return once they are on the wire */
@@ -270,6 +272,7 @@ static void run(struct uiw__rpc_resp *r, struct uiw__rr_call *k)
     s->resp = r;
     s->replied = false;
     s->encoded = false;
+    s->lost = false;
     s->drc_slot = -1;
     s->drc_waiter = NULL;
     s->nborrow = 0;

@@ -11,6 +11,7 @@ const struct timeval TMO = {10, 0};
 
 static _Atomic unsigned count;
 static _Atomic unsigned dropped;
+static _Atomic unsigned running, most;
 
 unsigned tsrv_count(void)
 {
@@ -33,6 +34,12 @@ bool_t xdr_tbuf(XDR *x, struct tbuf *b)
 bool_t xdr_tbuf_borrow(XDR *x, struct tbuf *b)
 {
     return uiw_xdr_bytes(x, &b->val, &b->len, ~0u);
+}
+
+bool_t xdr_tinfo(XDR *x, struct tinfo *i)
+{
+    return xdr_u_int(x, &i->vers) && xdr_u_int(x, &i->peer_brs) && xdr_u_int(x, &i->peer_rbsiz) &&
+           xdr_u_int(x, &i->credits);
 }
 
 bool_t xdr_tpair(XDR *x, struct tpair *p)
@@ -140,6 +147,31 @@ static void tdispatch(struct svc_req *rq, SVCXPRT *x)
         svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&r);
         return;
     }
+    case TP_INFO: {
+        struct uiw_rpc_conn_info ci;
+        struct tinfo ti = {0, 0, 0, 0};
+        if (uiw_svc_info(x, &ci) == 0)
+            ti = (struct tinfo){ci.vers, ci.peer_brs, ci.peer_rbsiz, ci.credits};
+        svc_sendreply(x, (xdrproc_t)xdr_tinfo, (char *)&ti);
+        return;
+    }
+    case TP_CONC: {
+        u_int ms;
+        if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&ms)) {
+            svcerr_decode(x);
+            return;
+        }
+        unsigned now = atomic_fetch_add(&running, 1) + 1;
+        unsigned m = atomic_load(&most);
+        while (now > m && !atomic_compare_exchange_weak(&most, &m, now))
+            ;
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        atomic_fetch_sub(&running, 1);
+        u_int r = atomic_load(&most);
+        svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&r);
+        return;
+    }
     default:
         svcerr_noproc(x);
     }
@@ -154,6 +186,8 @@ void tsrv_start(struct tsrv *t, const struct uiw_rpc_svc_attr *attr)
         memset(&a, 0, sizeof(a));
     atomic_store(&count, 0);
     atomic_store(&dropped, 0);
+    atomic_store(&running, 0);
+    atomic_store(&most, 0);
     t->svc = uiw_rpc_svc_create(&a);
     CHECK(t->svc != NULL);
     CHECK_EQ(uiw_rpc_svc_register(t->svc, TPROG, TVERS, tdispatch), 0);

@@ -1,0 +1,138 @@
+/* Many calls in flight: asynchronous calls beyond the credits, the server's grant
+ * honoured, many threads on one client. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <uiw/wire.h>
+
+#include "rpc_util.h"
+
+struct acall {
+    struct tpair p;
+    u_int sum;
+    enum clnt_stat st;
+    int done;
+};
+
+static void adone(CLIENT *c, void *arg, enum clnt_stat st, const struct rpc_err *e)
+{
+    (void)c;
+    (void)e;
+    struct acall *a = arg;
+    a->st = st;
+    a->done++;
+}
+
+TEST(rpc_async_many)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    enum { N = 1000 };
+    struct acall *a = calloc(N, sizeof(*a));
+    for (int i = 0; i < N; i++) {
+        a[i].p = (struct tpair){(u_int)i, 1000000u};
+        CHECK_EQ(uiw_rpc_call_async(c, TP_ADD, (xdrproc_t)xdr_tpair, &a[i].p, (xdrproc_t)xdr_u_int,
+                                    &a[i].sum, TMO, NULL, adone, &a[i]),
+                 0);
+    }
+    while (uiw_rpc_clnt_pending(c))
+        CHECK(uiw_rpc_clnt_poll(c, 5000) >= 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(a[i].done, 1);
+        CHECK_EQ(a[i].st, RPC_SUCCESS);
+        CHECK_EQ(a[i].sum, (u_int)i + 1000000u);
+    }
+    free(a);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+/* The server grants 4 credits: never more than 4 of its calls run at once. */
+TEST(rpc_credit_limit)
+{
+    struct uiw_rpc_svc_attr sa = {0};
+    sa.xprt.credits = 4;
+    sa.nthreads = 8;
+    struct tsrv t;
+    tsrv_start(&t, &sa);
+    CLIENT *c = tclnt(t.port, NULL);
+    enum { N = 32 };
+    struct acall a[N];
+    u_int ms = 30;
+    memset(a, 0, sizeof(a));
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(uiw_rpc_call_async(c, TP_CONC, (xdrproc_t)xdr_u_int, &ms, (xdrproc_t)xdr_u_int,
+                                    &a[i].sum, TMO, NULL, adone, &a[i]),
+                 0);
+    while (uiw_rpc_clnt_pending(c))
+        CHECK(uiw_rpc_clnt_poll(c, 5000) >= 0);
+    u_int most = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(a[i].st, RPC_SUCCESS);
+        if (a[i].sum > most)
+            most = a[i].sum;
+    }
+    CHECK(most >= 2);
+    CHECK(most <= 4);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.credits, 4);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+struct worker {
+    CLIENT *c;
+    int id;
+    int ok;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    char *buf = malloc(65536), *back = calloc(1, 65536);
+    for (int i = 0; i < 100; i++) {
+        struct tpair p = {(u_int)w->id, (u_int)i};
+        u_int s = 0;
+        if (clnt_call(w->c, TP_ADD, (xdrproc_t)xdr_tpair, (char *)&p, (xdrproc_t)xdr_u_int,
+                      (char *)&s, TMO) != RPC_SUCCESS ||
+            s != p.a + p.b)
+            goto out;
+        u_int n = (u_int)(1000 + i * 600 + w->id);
+        memset(buf, w->id + i, n);
+        struct tbuf a = {n, buf}, r = {n, back};
+        struct uiw_rpc_call_opts o = {0};
+        o.nresult_bufs = 1;
+        o.result_bufs[0] = (struct uiw_rpc_ddp_buf){back, 65536};
+        if (uiw_rpc_call(w->c, TP_ECHO, (xdrproc_t)xdr_tbuf, (char *)&a, (xdrproc_t)xdr_tbuf,
+                         (char *)&r, TMO, &o) != RPC_SUCCESS ||
+            r.len != n || memcmp(back, buf, n) != 0)
+            goto out;
+    }
+    w->ok = 1;
+out:
+    free(buf);
+    free(back);
+    return NULL;
+}
+
+TEST(rpc_threads)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    enum { T = 8 };
+    pthread_t th[T];
+    struct worker w[T];
+    for (int i = 0; i < T; i++) {
+        w[i] = (struct worker){c, i, 0};
+        CHECK_EQ(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(w[i].ok);
+    }
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}

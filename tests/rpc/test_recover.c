@@ -1,0 +1,114 @@
+/* Lost connections: retransmission with the same XID on a new connection answered from
+ * the duplicate-reply cache, timeouts, a server that went away. */
+#include <time.h>
+
+#include "rpc_util.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void lost(uint32_t vers)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    struct uiw_rpc_clnt_attr ca = {0};
+    ca.xprt.vers_max = vers;
+    ca.no_vers_memory = true;
+    CLIENT *c = tclnt(t.port, &ca);
+    u_int v = 5, n = 0;
+    /* the server runs the call, then drops the connection before its reply goes out */
+    CHECK_EQ(clnt_call(c, TP_DROP, (xdrproc_t)xdr_u_int, (char *)&v, (xdrproc_t)xdr_u_int,
+                       (char *)&n, TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(n, 1);             /* the first execution's reply */
+    CHECK_EQ(tsrv_count(), 1u); /* ran once */
+    struct uiw_rpc_clnt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    CHECK_EQ(st.reconnects, 1);
+    CHECK(st.retransmits >= 1);
+    struct uiw_rpc_svc_stats ss;
+    CHECK_EQ(uiw_rpc_svc_stats(t.svc, &ss), 0);
+    CHECK_EQ(ss.drc_hits, 1);
+    CHECK_EQ(ss.connections, 2);
+    /* and the connection works on */
+    CHECK_EQ(
+        clnt_call(c, TP_COUNT, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_u_int, (char *)&n, TMO),
+        RPC_SUCCESS);
+    CHECK_EQ(n, 2);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_lost_connection_drc_v2)
+{
+    lost(2);
+}
+
+TEST(rpc_lost_connection_drc_v1)
+{
+    lost(1);
+}
+
+TEST(rpc_no_reconnect)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    struct uiw_rpc_clnt_attr ca = {0};
+    ca.no_reconnect = true;
+    CLIENT *c = tclnt(t.port, &ca);
+    u_int v = 5, n = 0;
+    CHECK_EQ(clnt_call(c, TP_DROP, (xdrproc_t)xdr_u_int, (char *)&v, (xdrproc_t)xdr_u_int,
+                       (char *)&n, TMO),
+             RPC_CANTRECV);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_timeout)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    u_int ms = 3000;
+    struct timeval half = {0, 500000};
+    double t0 = now_s();
+    CHECK_EQ(
+        clnt_call(c, TP_SLEEP, (xdrproc_t)xdr_u_int, (char *)&ms, (xdrproc_t)xdr_none, NULL, half),
+        RPC_TIMEDOUT);
+    double dt = now_s() - t0;
+    CHECK(dt >= 0.45 && dt < 2.0);
+    struct rpc_err e;
+    clnt_geterr(c, &e);
+    CHECK_EQ(e.re_status, RPC_TIMEDOUT);
+    /* the next call goes (on a new connection: the old one was reset for the STags it
+     * advertised) */
+    CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+             RPC_SUCCESS);
+    struct uiw_rpc_clnt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    CHECK_EQ(st.timeouts, 1);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_server_gone)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+             RPC_SUCCESS);
+    tsrv_stop(&t);
+    struct timeval two = {2, 0};
+    double t0 = now_s();
+    enum clnt_stat st =
+        clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, two);
+    double dt = now_s() - t0;
+    CHECK(st != RPC_SUCCESS);
+    CHECK(dt < 4.0);
+    clnt_destroy(c);
+}
