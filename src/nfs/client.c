@@ -760,6 +760,32 @@ int uiw__nfs_chmod(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint
     return setattr(c, fh, &sa);
 }
 
+/* READ over RDMA: buf is named as the Write chunk the payload lands in. */
+static int read_rdma(struct uiw__nfs_client *c, READ3args *a, READ3res *res, void *buf,
+                     uint32_t count)
+{
+#if UIW_NFS_HAVE_RDMA
+    struct uiw_rpc_call_opts o;
+    memset(&o, 0, sizeof(o));
+    o.nresult_bufs = 1;
+    o.result_bufs[0].addr = buf;
+    o.result_bufs[0].len = count;
+    enum clnt_stat st = uiw_rpc_call(c->nfs, NFSPROC3_READ, UIW__XDRPROC(xdr_READ3args), a,
+                                     UIW__XDRPROC(xdr_READ3res), res, c->timeout, &o);
+    if (st == RPC_SUCCESS)
+        return 0;
+    snprintf(c->err, sizeof(c->err), "%s", clnt_sperror(c->nfs, "NFS call"));
+    char *nl = strchr(c->err, '\n');
+    if (nl)
+        *nl = 0;
+    return UIW__NFS_ERPC;
+#else
+    (void)buf;
+    (void)count;
+    return CALL(c, NFSPROC3_READ, xdr_READ3args, a, xdr_READ3res, res);
+#endif
+}
+
 int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                   uint32_t count, void *buf, int *eof)
 {
@@ -776,7 +802,7 @@ int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint6
         res.status = NFS3_OK;
         res.READ3res_u.resok.data.data_val = buf;
         res.READ3res_u.resok.data.data_len = count;
-        int rc = CALL(c, NFSPROC3_READ, xdr_READ3args, &a, xdr_READ3res, &res);
+        int rc = read_rdma(c, &a, &res, buf, count);
         if (rc != 0)
             return rc;
         if (res.status != NFS3_OK)
