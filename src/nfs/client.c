@@ -387,6 +387,15 @@ const char *uiw__nfs_errtext(const struct uiw__nfs_client *c, int rc)
     return buf;
 }
 
+/* The RPC layer's account of a failed call, kept for uiw__nfs_errtext. */
+static void rpc_failed(struct uiw__nfs_client *c, const char *what)
+{
+    snprintf(c->err, sizeof(c->err), "%s", clnt_sperror(c->nfs, what));
+    char *nl = strchr(c->err, '\n');
+    if (nl)
+        *nl = 0;
+}
+
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                   xdrproc_t xres, void *res)
 {
@@ -402,10 +411,7 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
 #endif
         st = clnt_call(c->nfs, proc, xargs, args, xres, res, c->timeout);
     if (st != RPC_SUCCESS) {
-        snprintf(c->err, sizeof(c->err), "%s", clnt_sperror(c->nfs, "NFS call"));
-        char *nl = strchr(c->err, '\n');
-        if (nl)
-            *nl = 0;
+        rpc_failed(c, "NFS call");
         return UIW__NFS_ERPC;
     }
     return 0;
@@ -425,9 +431,17 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a)
 {
 #if UIW_NFS_HAVE_RDMA
-    if (c->rdma)
-        return uiw_rpc_call_async(c->nfs, proc, xargs, args, xres, res, c->timeout, NULL,
-                                  async_done, a);
+    if (c->rdma) {
+        struct uiw_rpc_call_opts o;
+        memset(&o, 0, sizeof(o));
+        if (a->result_buf) {
+            o.nresult_bufs = 1;
+            o.result_bufs[0].addr = a->result_buf;
+            o.result_bufs[0].len = a->result_len;
+        }
+        return uiw_rpc_call_async(c->nfs, proc, xargs, args, xres, res, c->timeout, &o, async_done,
+                                  a);
+    }
 #endif
     (void)c;
     (void)proc;
@@ -760,32 +774,6 @@ int uiw__nfs_chmod(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint
     return setattr(c, fh, &sa);
 }
 
-/* READ over RDMA: buf is named as the Write chunk the payload lands in. */
-static int read_rdma(struct uiw__nfs_client *c, READ3args *a, READ3res *res, void *buf,
-                     uint32_t count)
-{
-#if UIW_NFS_HAVE_RDMA
-    struct uiw_rpc_call_opts o;
-    memset(&o, 0, sizeof(o));
-    o.nresult_bufs = 1;
-    o.result_bufs[0].addr = buf;
-    o.result_bufs[0].len = count;
-    enum clnt_stat st = uiw_rpc_call(c->nfs, NFSPROC3_READ, UIW__XDRPROC(xdr_READ3args), a,
-                                     UIW__XDRPROC(xdr_READ3res), res, c->timeout, &o);
-    if (st == RPC_SUCCESS)
-        return 0;
-    snprintf(c->err, sizeof(c->err), "%s", clnt_sperror(c->nfs, "NFS call"));
-    char *nl = strchr(c->err, '\n');
-    if (nl)
-        *nl = 0;
-    return UIW__NFS_ERPC;
-#else
-    (void)buf;
-    (void)count;
-    return CALL(c, NFSPROC3_READ, xdr_READ3args, a, xdr_READ3res, res);
-#endif
-}
-
 int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                   uint32_t count, void *buf, int *eof)
 {
@@ -794,17 +782,25 @@ int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint6
     fh_in(&a.file, fh);
     a.offset = off;
     a.count = count;
+#if UIW_NFS_HAVE_RDMA
     if (c->rdma) {
-        /* The payload lands by RDMA Write in buf: the result structure names it (data
-         * set up with the buffer's capacity) before the call, as the RPC layer asks. */
+        /* The payload lands by RDMA Write in buf (a Write chunk on the caller's memory),
+         * and the result names the same buffer, so decoding copies nothing. */
         READ3res res;
         memset(&res, 0, sizeof(res));
-        res.status = NFS3_OK;
         res.READ3res_u.resok.data.data_val = buf;
         res.READ3res_u.resok.data.data_len = count;
-        int rc = read_rdma(c, &a, &res, buf, count);
-        if (rc != 0)
-            return rc;
+        struct uiw_rpc_call_opts o;
+        memset(&o, 0, sizeof(o));
+        o.nresult_bufs = 1;
+        o.result_bufs[0].addr = buf;
+        o.result_bufs[0].len = count;
+        enum clnt_stat st = uiw_rpc_call(c->nfs, NFSPROC3_READ, UIW__XDRPROC(xdr_READ3args), &a,
+                                         UIW__XDRPROC(xdr_READ3res), &res, c->timeout, &o);
+        if (st != RPC_SUCCESS) {
+            rpc_failed(c, "NFS READ");
+            return UIW__NFS_ERPC;
+        }
         if (res.status != NFS3_OK)
             return -(int)res.status;
         if (res.READ3res_u.resok.data.data_val != buf ||
@@ -816,6 +812,7 @@ int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint6
             *eof = res.READ3res_u.resok.eof;
         return (int)res.READ3res_u.resok.data.data_len;
     }
+#endif
     memset(&r, 0, sizeof(r));
     r.buf = buf;
     r.cap = count;

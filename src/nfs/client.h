@@ -101,6 +101,8 @@ int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
 struct uiw__nfs_async {
     void (*done)(void *arg, int rc);
     void *arg;
+    void *result_buf; /* where a READ's payload lands (RDMA Write), or NULL */
+    uint32_t result_len;
 };
 int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a);

@@ -123,7 +123,7 @@ static void slot_start(struct slot *s)
             s->args.r.file = s->fh;
             s->args.r.offset = e->next;
             s->args.r.count = s->n;
-            s->res.r.status = NFS3_OK; /* the payload's place: this slot's buffer */
+            /* The payload's place: this slot's buffer (also the Write chunk). */
             s->res.r.READ3res_u.resok.data.data_val = s->buf;
             s->res.r.READ3res_u.resok.data.data_len = s->n;
             proc = NFSPROC3_READ;
@@ -144,6 +144,8 @@ static void slot_start(struct slot *s)
     }
     s->a.done = slot_done;
     s->a.arg = s;
+    s->a.result_buf = e->kind == K_READ ? s->buf : NULL;
+    s->a.result_len = s->n;
     s->t0 = now_s();
     int rc = uiw__nfs_call_async(e->t->c, proc, xa, &s->args, xr, &s->res, &s->a);
     if (rc != 0) {
