@@ -13,19 +13,6 @@ set(UIW_TEST_TIMEOUT 120)
 # The VM rig's helpers (spawn, wait for a marker, free ports) come from the interop tests.
 target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/interop/interop.c)
 target_include_directories(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/interop)
-# siwvm_* tests exit 77 where the rig is not usable (skipped, never passed); one VM at a time.
-file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/nfs/test_siwvm.c uiw_nfs_siwvm_lines
-     REGEX "^TEST\\(siwvm_[A-Za-z0-9_]+\\)")
-set(uiw_nfs_siwvm_tests)
-foreach(line ${uiw_nfs_siwvm_lines})
-  string(REGEX REPLACE "^TEST\\(([A-Za-z0-9_]+)\\).*" "nfs.\\1" t "${line}")
-  list(APPEND uiw_nfs_siwvm_tests ${t})
-endforeach()
-if(uiw_nfs_siwvm_tests)
-  cmake_language(DEFER DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} CALL
-                 set_tests_properties ${uiw_nfs_siwvm_tests} PROPERTIES SKIP_RETURN_CODE 77
-                 RESOURCE_LOCK siwvm)
-endif()
 # rdma_* tests exit 77 in a build without the RPC layer.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/nfs/test_rdma.c uiw_nfs_rdma_lines
      REGEX "^TEST\\(rdma_[A-Za-z0-9_]+\\)")
