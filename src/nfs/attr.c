@@ -94,7 +94,7 @@ static uint64_t fsid(const struct uiw__nfs_export *ex, dev_t dev)
     return ((uint64_t)dev * 0x9E3779B97F4A7C15ull) | 1ull << 63;
 }
 
-static void fill(const struct stat *st, const struct uiw__nfs_export *ex, fattr3 *a)
+void uiw__nfsd_fattr(const struct stat *st, const struct uiw__nfs_export *ex, fattr3 *a)
 {
     memset(a, 0, sizeof(*a));
     a->type = ftype(st->st_mode);
@@ -118,7 +118,7 @@ int uiw__nfsd_getattr(int fd, const struct uiw__nfs_export *ex, fattr3 *a)
     struct stat st;
     if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
         return -errno;
-    fill(&st, ex, a);
+    uiw__nfsd_fattr(&st, ex, a);
     return 0;
 }
 

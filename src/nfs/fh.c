@@ -472,6 +472,49 @@ nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const nfs_fh3 *h, int *fdp,
     return NFS3_OK;
 }
 
+nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const nfs_fh3 *h, struct stat *st,
+                          struct uiw__nfs_export **exp)
+{
+    struct uiw__nfsd_fh fh;
+    if (decode(h, &fh) != 0)
+        return NFS3ERR_BADHANDLE;
+    struct uiw__nfs_export *ex = export_by_id(s, fh.export_id);
+    if (!ex)
+        return NFS3ERR_STALE;
+    *exp = ex;
+    if (fh.dev == (uint64_t)ex->dev && fh.ino == (uint64_t)ex->ino) {
+        if (fh.tag != ex->tag)
+            return NFS3ERR_STALE;
+        return fstat(ex->rootfd, st) == 0 ? NFS3_OK : uiw__nfsd_errno(errno);
+    }
+    /* An open record: one fstat on its own descriptor, under the lock that keeps it
+     * open (no duplicate to make and close). */
+    struct uiw__nfs_fhcache *c = s->fhcache;
+    pthread_mutex_lock(&c->lock);
+    struct rec *r = find(c, fh.dev, fh.ino);
+    if (r && r->fd >= 0 && r->tag == fh.tag && r->export_id == ex->id) {
+        int rc = fstat(r->fd, st);
+        int err = errno;
+        lru_front(c, r);
+        pthread_mutex_unlock(&c->lock);
+        if (rc != 0)
+            return uiw__nfsd_errno(err);
+        if (st->st_nlink == 0) {
+            uiw__nfs_fh_removed(s, (dev_t)fh.dev, (ino_t)fh.ino);
+            return NFS3ERR_STALE;
+        }
+        return NFS3_OK;
+    }
+    pthread_mutex_unlock(&c->lock);
+    int fd;
+    nfsstat3 rc = uiw__nfs_fh_resolve(s, h, &fd, exp);
+    if (rc != NFS3_OK)
+        return rc;
+    rc = fstat(fd, st) == 0 ? NFS3_OK : uiw__nfsd_errno(errno);
+    close(fd);
+    return rc;
+}
+
 int uiw__nfs_fh_issue(struct uiw__nfsd *s, struct uiw__nfs_export *ex, int dirfd, const char *name,
                       int fd, nfs_fh3 *out, char buf[UIW__NFS_FH_LEN])
 {

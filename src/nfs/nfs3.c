@@ -242,14 +242,11 @@ static void p_null(struct call *c, void *a, void *r)
 
 static void p_getattr(struct call *c, GETATTR3args *a, GETATTR3res *r)
 {
-    int fd;
+    struct stat st;
     struct uiw__nfs_export *ex;
-    r->status = uiw__nfs_fh_resolve(c->s, &a->object, &fd, &ex);
-    if (r->status != NFS3_OK)
-        return;
-    int rc = uiw__nfsd_getattr(fd, ex, &r->GETATTR3res_u.resok.obj_attributes);
-    r->status = uiw__nfsd_errno(-rc);
-    close(fd);
+    r->status = uiw__nfs_fh_stat(c->s, &a->object, &st, &ex);
+    if (r->status == NFS3_OK)
+        uiw__nfsd_fattr(&st, ex, &r->GETATTR3res_u.resok.obj_attributes);
 }
 
 static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)

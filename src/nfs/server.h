@@ -54,6 +54,11 @@ void uiw__nfs_fh_encode(const struct uiw__nfsd_fh *fh, nfs_fh3 *out, char buf[UI
 nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const nfs_fh3 *h, int *fd,
                              struct uiw__nfs_export **ex);
 
+/* The attributes of the file a handle names, as uiw__nfs_fh_resolve would find it, with
+ * no descriptor of the caller's (GETATTR's path: one fstat for a recently used file). */
+nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const nfs_fh3 *h, struct stat *st,
+                          struct uiw__nfs_export **ex);
+
 /* Record that `fd` (O_PATH, the caller keeps it) is `name` in the directory `dirfd` of
  * export `ex`, and build its handle into out/buf. Returns 0 or -errno. */
 int uiw__nfs_fh_issue(struct uiw__nfsd *s, struct uiw__nfs_export *ex, int dirfd, const char *name,
@@ -112,6 +117,7 @@ nfsstat3 uiw__nfsd_errno(int err);
 
 /* Attributes of an open descriptor. 0 or -errno. */
 int uiw__nfsd_getattr(int fd, const struct uiw__nfs_export *ex, fattr3 *a);
+void uiw__nfsd_fattr(const struct stat *st, const struct uiw__nfs_export *ex, fattr3 *a);
 void uiw__nfsd_postop(int fd, const struct uiw__nfs_export *ex, post_op_attr *p);
 void uiw__nfsd_preop(int fd, pre_op_attr *p);
 
