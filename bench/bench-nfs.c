@@ -1,0 +1,221 @@
+/*
+ * bench-nfs: uiw-nfs bench against uiw-nfsd on loopback, RPC-over-RDMA Version Two
+ * against TCP (libtirpc's transport), same server and client, in one run:
+ *   - 1 MiB sequential WRITE and READ bandwidth, one call at a time on both transports;
+ *   - GETATTR with 64 calls in flight over RDMA against the synchronous TCP rate.
+ * Each repetition runs TCP then RDMA; each ratio is the median of the repetitions' ratios
+ * (machines are shared and noisy). Targets (issue 17): WRITE and READ >= 1.5x TCP's
+ * bandwidth; GETATTR with 64 in flight >= 3x the synchronous TCP rate.
+ *
+ *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--json]
+ * Exit 0 when the runs worked (whatever the ratios), 1 when one failed, 2 on usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_stats.h"
+
+struct figures {
+    double write_mbs, read_mbs, getattr_cps;
+};
+
+/* Run a command; its standard output in *out (malloc'd). Returns its exit status. */
+static int run(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    size_t k;
+    while (buf && (k = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += k;
+        if (cap - len < 2) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (buf)
+        buf[len] = 0;
+    *out = buf;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A number after `"key":` in the JSON line of test `test`. */
+static double field(const char *out, const char *test, const char *key)
+{
+    char want[64], k[64];
+    snprintf(want, sizeof(want), "{\"test\":\"%s\"", test);
+    const char *line = strstr(out, want);
+    if (!line)
+        return -1;
+    snprintf(k, sizeof(k), "\"%s\":", key);
+    const char *p = strstr(line, k);
+    const char *eol = strchr(line, '\n');
+    if (!p || (eol && p > eol))
+        return -1;
+    return strtod(p + strlen(k), NULL);
+}
+
+static int bench(const char *url, const char *size, const char *secs, unsigned inflight,
+                 const char *tests, struct figures *f)
+{
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "'%s' bench --json --no-progress -s %s -D %s --inflight %u '%s'",
+             UIW_NFS_PATH, size, secs, inflight, url);
+    int rc = run(cmd, &out);
+    if (rc != 0 || !out) {
+        fprintf(stderr, "bench-nfs: %s failed (%d)\n", cmd, rc);
+        free(out);
+        return -1;
+    }
+    if (strstr(tests, "write"))
+        f->write_mbs = field(out, "write", "mbytes_per_sec");
+    if (strstr(tests, "read"))
+        f->read_mbs = field(out, "read", "mbytes_per_sec");
+    if (strstr(tests, "getattr"))
+        f->getattr_cps = field(out, "getattr", "calls_per_sec");
+    free(out);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 5, json = 0;
+    unsigned inflight = 64;
+    const char *size = "256M", *secs = "2";
+    static const struct option lo[] = {{"reps", required_argument, NULL, 'r'},
+                                       {"size", required_argument, NULL, 's'},
+                                       {"seconds", required_argument, NULL, 'D'},
+                                       {"inflight", required_argument, NULL, 'i'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "r:s:D:h", lo, NULL)) != -1) {
+        char *end;
+        switch (ch) {
+        case 'r':
+            reps = (int)strtol(optarg, &end, 10);
+            if (*end || reps < 1 || reps > 100) {
+                fprintf(stderr, "bench-nfs: bad -r\n");
+                return 2;
+            }
+            break;
+        case 's':
+            size = optarg;
+            break;
+        case 'D':
+            secs = optarg;
+            break;
+        case 'i':
+            inflight = (unsigned)strtoul(optarg, &end, 10);
+            if (*end || inflight < 1 || inflight > 1024) {
+                fprintf(stderr, "bench-nfs: bad --inflight\n");
+                return 2;
+            }
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            printf("usage: bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--json]\n");
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    char dir[] = "/tmp/bench-nfs.XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("bench-nfs: mkdtemp");
+        return 1;
+    }
+    /* The server: a child process on free ports; its ready line gives them. */
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], STDOUT_FILENO);
+        close(pfd[0]);
+        close(pfd[1]);
+        execl(UIW_NFSD_PATH, "uiw-nfsd", "-a", "127.0.0.1", "-p", "0", "--tcp-port", "0",
+              "--mount-port", "0", "--no-root-squash", dir, (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    FILE *f = fdopen(pfd[0], "r");
+    char line[256] = "";
+    int tcp = -1, mnt = -1, rdma = -1, rc = 1;
+    double *rw = NULL, *rr = NULL, *rg = NULL;
+    if (!f || !fgets(line, sizeof(line), f) ||
+        sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mnt, &rdma) != 3 ||
+        rdma <= 0) {
+        fprintf(stderr, "bench-nfs: uiw-nfsd did not start with RPC-over-RDMA (%s)\n", line);
+        goto out;
+    }
+    char utcp[512], urdma[512];
+    snprintf(utcp, sizeof(utcp), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dir, mnt);
+    snprintf(urdma, sizeof(urdma), "nfs://127.0.0.1:%d%s?mountport=%d&transport=rdma", rdma, dir,
+             mnt);
+    rw = calloc((size_t)reps, sizeof(double));
+    rr = calloc((size_t)reps, sizeof(double));
+    rg = calloc((size_t)reps, sizeof(double));
+    if (!rw || !rr || !rg)
+        goto out;
+    if (!json)
+        printf("%-4s %12s %12s %12s %12s %14s %14s\n", "rep", "write tcp", "write rdma", "read tcp",
+               "read rdma", "getattr tcp/1", "getattr rdma/N");
+    for (int i = 0; i < reps; i++) {
+        struct figures t = {0}, r = {0}, g = {0};
+        if (bench(utcp, size, secs, 1, "write read getattr", &t) != 0 ||
+            bench(urdma, size, secs, 1, "write read", &r) != 0 ||
+            bench(urdma, "1M", secs, inflight, "getattr", &g) != 0)
+            goto out;
+        rw[i] = r.write_mbs / t.write_mbs;
+        rr[i] = r.read_mbs / t.read_mbs;
+        rg[i] = g.getattr_cps / t.getattr_cps;
+        if (json)
+            printf(
+                "{\"rep\":%d,\"write_mbs\":{\"tcp\":%.1f,\"rdma\":%.1f},\"read_mbs\":{\"tcp\":"
+                "%.1f,\"rdma\":%.1f},\"getattr_cps\":{\"tcp_sync\":%.0f,\"rdma_inflight\":%.0f}}\n",
+                i, t.write_mbs, r.write_mbs, t.read_mbs, r.read_mbs, t.getattr_cps, g.getattr_cps);
+        else
+            printf("%-4d %9.1f MB/s %9.1f MB/s %9.1f MB/s %9.1f MB/s %10.0f/s %10.0f/s\n", i,
+                   t.write_mbs, r.write_mbs, t.read_mbs, r.read_mbs, t.getattr_cps, g.getattr_cps);
+        fflush(stdout);
+    }
+    double mw = bench_median(rw, (size_t)reps), mr = bench_median(rr, (size_t)reps),
+           mg = bench_median(rg, (size_t)reps);
+    if (json)
+        printf("{\"ratio\":{\"write_1MiB\":%.2f,\"read_1MiB\":%.2f,\"getattr_%u_vs_sync\":%.2f}}\n",
+               mw, mr, inflight, mg);
+    else
+        printf("ratio (median of %d): 1 MiB WRITE rdma-v2/tcp %.2fx (target >= 1.5), 1 MiB READ "
+               "%.2fx (>= 1.5), GETATTR %u in flight / tcp sync %.2fx (>= 3)\n",
+               reps, mw, mr, inflight, mg);
+    rc = 0;
+out:
+    free(rw);
+    free(rr);
+    free(rg);
+    if (f)
+        fclose(f);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    char cmd[128], *o = NULL;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    run(cmd, &o);
+    free(o);
+    return rc;
+}
