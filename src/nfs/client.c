@@ -1,6 +1,7 @@
 /* The NFSv3 client of uiw-nfs (client.h). */
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -562,9 +563,19 @@ static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
     return rc;
 }
 
+/* libtirpc makes its AUTH_NONE singleton without holding its lock over the check, so
+ * clients opened by several threads at once can each make one (all but one leak): make it
+ * once, first. */
+static pthread_once_t authnone_once = PTHREAD_ONCE_INIT;
+static void authnone_first(void)
+{
+    (void)authnone_create();
+}
+
 struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int verbose, char *err,
                                              size_t errlen)
 {
+    pthread_once(&authnone_once, authnone_first);
     struct uiw__nfs_client *c = calloc(1, sizeof(*c));
     if (!c) {
         say(err, errlen, "out of memory");
