@@ -48,6 +48,10 @@ struct uiw_context_attr {
                              busy-polls its CQs makes progress itself either way */
     uint32_t max_mr;      /* size of the STag table; 0 = 4096 (max 1 << 24 - 1) */
     uint32_t max_async;   /* async event queue length; 0 = 256 */
+    uint32_t max_qp;      /* QPs the context holds at once; 0 = 65536 (max INT_MAX) */
+    uint32_t max_cq;      /* CQs; 0 = 65536 (max INT_MAX) */
+    uint32_t max_srq;     /* SRQs; 0 = 65536 (max INT_MAX) */
+    uint32_t max_pd;      /* PDs; 0 = 65536 (max INT_MAX) */
     const char *pcap_dir; /* capture every connection into this folder (NULL = off;
                              the env var UIW_PCAP_DIR also turns it on) */
 };
@@ -81,6 +85,42 @@ struct uiw_context_stats {
 };
 UIW_EXTERN int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *stats);
 
+/* What the device provides: libibverbs' ibv_device_attr fields that apply to an iWARP
+ * RNIC (their names and types) and two it reports elsewhere. A request within these
+ * limits fails only when memory runs out; one beyond them fails at once (EINVAL; ENOMEM
+ * when a count of the context is full). */
+struct uiw_device_attr {
+    uint64_t max_mr_size;          /* bytes one MR covers: UINT64_MAX, no limit but the
+                                      address space (a range must not wrap) */
+    int max_qp;                    /* QPs of the context (uiw_context_attr.max_qp) */
+    int max_qp_wr;                 /* max_send_wr, max_recv_wr of a QP */
+    unsigned int device_cap_flags; /* enum uiw_device_cap_flags */
+    int max_sge;                   /* SGEs of a send or receive WR */
+    int max_sge_rd;                /* SGEs of an RDMA Read's sink: 1 (one STag per Read) */
+    int max_cq;                    /* CQs of the context (uiw_context_attr.max_cq) */
+    int max_cqe;                   /* entries of a CQ */
+    int max_mr;                    /* MRs of the context, uiw_reg_mr and uiw_alloc_mr ones */
+    int max_pd;                    /* PDs of the context (uiw_context_attr.max_pd) */
+    int max_qp_rd_atom;            /* IRD: inbound RDMA Reads a QP serves at once */
+    int max_res_rd_atom;           /* the same, all QPs of the context together */
+    int max_qp_init_rd_atom;       /* ORD: RDMA Reads a QP has outstanding */
+    int max_srq;                   /* SRQs of the context (uiw_context_attr.max_srq) */
+    int max_srq_wr;                /* receives an SRQ holds */
+    int max_srq_sge;               /* SGEs of an SRQ's receive */
+    uint32_t max_inline_data;      /* inline bytes of a send WR (ibverbs: per QP, in its cap) */
+    uint32_t max_msg_sz;           /* bytes of one message (ibverbs: ibv_port_attr) */
+};
+
+/* libibverbs' enum ibv_device_cap_flags values. */
+enum uiw_device_cap_flags {
+    UIW_DEVICE_SRQ_RESIZE = 1 << 13,         /* uiw_modify_srq with UIW_SRQ_MAX_WR */
+    UIW_DEVICE_MEM_MGT_EXTENSIONS = 1 << 21, /* fast registration (UIW_WR_REG_MR), local
+                                                and remote invalidation */
+};
+
+/* 0 or -EINVAL. */
+UIW_EXTERN int uiw_query_device(struct uiw_context *ctx, struct uiw_device_attr *attr);
+
 /* ---------------------------------------------------------------------------------------
  * Protection domain and memory regions
  * ------------------------------------------------------------------------------------- */
@@ -90,7 +130,7 @@ struct uiw_pd {
     uint32_t handle;
 };
 
-/* NULL + errno ENOMEM. */
+/* NULL + errno ENOMEM (also when the context holds max_pd PDs). */
 UIW_EXTERN struct uiw_pd *uiw_alloc_pd(struct uiw_context *ctx);
 /* -EBUSY while MRs or QPs use it. */
 UIW_EXTERN int uiw_dealloc_pd(struct uiw_pd *pd);
@@ -198,9 +238,10 @@ UIW_EXTERN int uiw_comp_channel_fd(const struct uiw_comp_channel *ch);
 /* -EBUSY while CQs use it. */
 UIW_EXTERN int uiw_destroy_comp_channel(struct uiw_comp_channel *ch);
 
-/* A CQ with room for at least cqe entries (1 .. 1 << 20). channel may be NULL. A CQ that
+/* A CQ with room for at least cqe entries (1 .. max_cqe). channel may be NULL. A CQ that
  * would overflow keeps its entries, reports UIW_EVENT_CQ_ERR once and moves the QPs that
- * produced the lost completion to ERROR: completions are never silently dropped. */
+ * produced the lost completion to ERROR: completions are never silently dropped. NULL +
+ * errno EINVAL / ENOMEM (also when the context holds max_cq CQs). */
 UIW_EXTERN struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
                                         struct uiw_comp_channel *channel, int comp_vector);
 /* -EBUSY while QPs use it or events are unacknowledged. */
@@ -239,9 +280,7 @@ UIW_EXTERN void *uiw_cq_context(const struct uiw_cq *cq);
  * Queue pairs
  * ------------------------------------------------------------------------------------- */
 
-#define UIW_MAX_SGE         4
-#define UIW_MAX_INLINE      256
-#define UIW_MAX_IRD_ORD     128
+/* The IRD and ORD of a QP created with max_ird or max_ord 0. */
 #define UIW_DEFAULT_IRD_ORD 16
 
 enum uiw_qp_state {
@@ -253,12 +292,13 @@ enum uiw_qp_state {
 };
 UIW_EXTERN const char *uiw_qp_state_str(enum uiw_qp_state s);
 
+/* Bounds: the device's (uiw_query_device). */
 struct uiw_qp_cap {
-    uint32_t max_send_wr;     /* 1 .. 1 << 16 */
-    uint32_t max_recv_wr;     /* 1 .. 1 << 16 */
-    uint32_t max_send_sge;    /* <= UIW_MAX_SGE */
-    uint32_t max_recv_sge;    /* <= UIW_MAX_SGE */
-    uint32_t max_inline_data; /* <= UIW_MAX_INLINE */
+    uint32_t max_send_wr;     /* 1 .. max_qp_wr */
+    uint32_t max_recv_wr;     /* 1 .. max_qp_wr */
+    uint32_t max_send_sge;    /* <= max_sge */
+    uint32_t max_recv_sge;    /* <= max_sge */
+    uint32_t max_inline_data; /* <= max_inline_data */
 };
 
 struct uiw_qp_init_attr {
@@ -270,12 +310,15 @@ struct uiw_qp_init_attr {
                                create and in uiw_query_qp) and uiw_post_recv fails */
     struct uiw_qp_cap cap;
     int sq_sig_all;   /* every send WR signalled */
-    uint16_t max_ird; /* inbound Read Requests this side serves at once (0 = default) */
-    uint16_t max_ord; /* outbound Reads this side has outstanding (0 = default) */
+    uint16_t max_ird; /* inbound Read Requests this side serves at once: 0 (the default,
+                         UIW_DEFAULT_IRD_ORD) .. max_qp_rd_atom */
+    uint16_t max_ord; /* outbound Reads this side has outstanding: 0 (the default) ..
+                         max_qp_init_rd_atom */
 };
 
 /* Create a QP in IDLE (cap adjusted up to what the QP provides, as ibv). The connection
- * manager (cm.h) binds it to a connection. NULL + errno EINVAL / ENOMEM. */
+ * manager (cm.h) binds it to a connection. NULL + errno EINVAL / ENOMEM (also when the
+ * context holds max_qp QPs). */
 UIW_EXTERN struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr);
 
 /* Destroy: an unconnected QP at once; a connected one is closed abortively first (a
@@ -412,7 +455,7 @@ struct uiw_srq_init_attr {
 
 /* Create an SRQ in pd (attr adjusted up to what it provides, as ibv: max_sge becomes
  * max_srq_sge). NULL + errno EINVAL (a value beyond its bounds, srq_limit > max_wr) /
- * ENOMEM (also when the context's max_srq SRQs exist). */
+ * ENOMEM (also when the context holds max_srq SRQs). */
 UIW_EXTERN struct uiw_srq *uiw_create_srq(struct uiw_pd *pd, struct uiw_srq_init_attr *attr);
 
 /* -EBUSY while a QP is created on it (destroy the QPs first). Its receives are dropped. */

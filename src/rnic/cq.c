@@ -61,8 +61,12 @@ int uiw_destroy_comp_channel(struct uiw_comp_channel *ch)
 struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
                              struct uiw_comp_channel *channel, int comp_vector)
 {
-    if (!ctx || cqe < 1 || cqe > (1 << 20)) {
+    if (!ctx || cqe < 1 || cqe > UIW__MAX_CQE) {
         errno = EINVAL;
+        return NULL;
+    }
+    if (!uiw__res_take(ctx, UIW__RES_CQ)) {
+        errno = ENOMEM;
         return NULL;
     }
     uint32_t cap = 2;
@@ -72,6 +76,7 @@ struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
      * ping-pong touches the page of the CQ and nothing else */
     struct uiw_cq *cq = calloc(1, sizeof(*cq) + (size_t)cap * sizeof(struct uiw_wc));
     if (!cq) {
+        uiw__res_put(ctx, UIW__RES_CQ);
         errno = ENOMEM;
         return NULL;
     }
@@ -108,6 +113,7 @@ int uiw_destroy_cq(struct uiw_cq *cq)
         if (cq->armed)
             atomic_fetch_sub(&cq->ctx->armed_cqs, 1);
     }
+    uiw__res_put(cq->ctx, UIW__RES_CQ);
     uiw__ctx_put(cq->ctx);
     free(cq);
     return 0;

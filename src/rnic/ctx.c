@@ -1,6 +1,8 @@
 /* The engine part of a context: STag table storage, async event queue, statistics,
  * and the verbs' name strings. */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -17,6 +19,7 @@ void uiw_context_attr_init(struct uiw_context_attr *attr)
     attr->progress_thread = true;
     attr->max_mr = 4096;
     attr->max_async = 256;
+    attr->max_qp = attr->max_cq = attr->max_srq = attr->max_pd = UIW__MAX_OBJ_DFLT;
 }
 
 struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr)
@@ -34,7 +37,18 @@ struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr)
         ctx->attr.max_mr = 4096;
     if (ctx->attr.max_async == 0)
         ctx->attr.max_async = 256;
-    if (ctx->attr.max_mr >= (1u << 24)) {
+    uint32_t *lim[UIW__RES_COUNT] = {[UIW__RES_PD] = &ctx->attr.max_pd,
+                                     [UIW__RES_CQ] = &ctx->attr.max_cq,
+                                     [UIW__RES_QP] = &ctx->attr.max_qp,
+                                     [UIW__RES_SRQ] = &ctx->attr.max_srq};
+    bool bad = ctx->attr.max_mr >= (1u << 24);
+    for (int r = 0; r < UIW__RES_COUNT; r++) {
+        if (*lim[r] == 0)
+            *lim[r] = UIW__MAX_OBJ_DFLT;
+        bad |= *lim[r] > INT_MAX;
+        ctx->res_max[r] = *lim[r];
+    }
+    if (bad) {
         free(ctx);
         errno = EINVAL;
         return NULL;
@@ -116,6 +130,46 @@ void uiw__ctx_get(struct uiw_context *ctx)
 void uiw__ctx_put(struct uiw_context *ctx)
 {
     atomic_fetch_sub(&ctx->nobjs, 1);
+}
+
+bool uiw__res_take(struct uiw_context *ctx, enum uiw__res r)
+{
+    if (atomic_fetch_add(&ctx->nres[r], 1) < ctx->res_max[r])
+        return true;
+    atomic_fetch_sub(&ctx->nres[r], 1);
+    return false;
+}
+
+void uiw__res_put(struct uiw_context *ctx, enum uiw__res r)
+{
+    atomic_fetch_sub(&ctx->nres[r], 1);
+}
+
+int uiw_query_device(struct uiw_context *ctx, struct uiw_device_attr *a)
+{
+    if (!ctx || !a)
+        return -EINVAL;
+    memset(a, 0, sizeof(*a));
+    a->max_mr_size = UINT64_MAX; /* a region may cover any range that does not wrap */
+    a->max_qp = (int)ctx->res_max[UIW__RES_QP];
+    a->max_qp_wr = (int)UIW__MAX_QP_WR;
+    a->device_cap_flags = UIW_DEVICE_SRQ_RESIZE | UIW_DEVICE_MEM_MGT_EXTENSIONS;
+    a->max_sge = UIW__MAX_SGE;
+    a->max_sge_rd = 1;
+    a->max_cq = (int)ctx->res_max[UIW__RES_CQ];
+    a->max_cqe = UIW__MAX_CQE;
+    a->max_mr = (int)ctx->attr.max_mr;
+    a->max_pd = (int)ctx->res_max[UIW__RES_PD];
+    a->max_qp_rd_atom = UIW__MAX_IRD_ORD;
+    uint64_t res = (uint64_t)ctx->res_max[UIW__RES_QP] * UIW__MAX_IRD_ORD;
+    a->max_res_rd_atom = res > INT_MAX ? INT_MAX : (int)res;
+    a->max_qp_init_rd_atom = UIW__MAX_IRD_ORD;
+    a->max_srq = (int)ctx->res_max[UIW__RES_SRQ];
+    a->max_srq_wr = (int)UIW__MAX_SRQ_WR;
+    a->max_srq_sge = UIW__MAX_SGE;
+    a->max_inline_data = UIW__MAX_INLINE;
+    a->max_msg_sz = UINT32_MAX; /* a WR's SGEs add up to less than 4 GiB */
+    return 0;
 }
 
 void uiw__stat_add(struct uiw_context *ctx, enum uiw__stat s, uint64_t n)

@@ -18,6 +18,18 @@
 
 /* ---------------------------------------------------------------- context, STag table */
 
+/* The device's fixed limits (uiw_query_device reports them with the context's own). */
+#define UIW__MAX_SGE      4
+#define UIW__MAX_INLINE   256
+#define UIW__MAX_IRD_ORD  128
+#define UIW__MAX_QP_WR    (1u << 16)
+#define UIW__MAX_CQE      (1 << 20)
+#define UIW__MAX_SRQ_WR   (1u << 20)
+#define UIW__MAX_OBJ_DFLT (1u << 16) /* uiw_context_attr.max_qp, max_cq, ... left 0 */
+
+/* The objects a context counts against its limits (uiw_context_attr). */
+enum uiw__res { UIW__RES_PD, UIW__RES_CQ, UIW__RES_QP, UIW__RES_SRQ, UIW__RES_COUNT };
+
 /* Payload runs at least this long go straight from the socket to memory (and every
  * payload run of a segment that is not its message's last); shorter ones may be copied
  * from the staging ring. */
@@ -56,7 +68,8 @@ struct uiw_context {
     _Atomic int nobjs;
     _Atomic uint32_t next_qpn;
     _Atomic uint32_t next_pd;
-    _Atomic uint32_t nsrq; /* SRQs in the context (at most UIW__MAX_SRQ) */
+    _Atomic uint32_t nres[UIW__RES_COUNT]; /* objects of each kind */
+    uint32_t res_max[UIW__RES_COUNT];      /* at most (from attr) */
     _Atomic int armed_cqs; /* CQs with a channel armed by uiw_req_notify_cq, not yet fired */
     /* Bumped (under mem_lock) by every change that can make a valid STag's check fail:
      * what a QP remembered of a check (struct uiw__stag_hit) holds while it is unchanged.
@@ -111,6 +124,10 @@ int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct u
 
 void uiw__ctx_get(struct uiw_context *ctx);
 void uiw__ctx_put(struct uiw_context *ctx);
+/* Count one more object of kind r: false (nothing counted) when the context holds its
+ * limit of them. */
+bool uiw__res_take(struct uiw_context *ctx, enum uiw__res r);
+void uiw__res_put(struct uiw_context *ctx, enum uiw__res r);
 
 /* ---------------------------------------------------------------- CQ */
 
@@ -172,8 +189,8 @@ struct uiw__swqe {
     uint32_t rkey;
     uint64_t remote_addr;
     uint8_t *inline_buf; /* max_inline bytes, per slot */
-    struct uiw_sge sge[UIW_MAX_SGE];
-    uint8_t *ptr[UIW_MAX_SGE]; /* resolved SGEs */
+    struct uiw_sge sge[UIW__MAX_SGE];
+    uint8_t *ptr[UIW__MAX_SGE]; /* resolved SGEs */
     struct uiw_mr *reg_mr;
     void *reg_addr;
     size_t reg_len;
@@ -191,17 +208,14 @@ struct uiw__rqe {
     /* ptr holds the SGEs resolved at STag table generation gen (0: not resolved): valid
      * while the table is unchanged (uiw__rqe_resolve) */
     uint32_t gen;
-    uint8_t *ptr[UIW_MAX_SGE];
-    struct uiw_sge sge[UIW_MAX_SGE];
+    uint8_t *ptr[UIW__MAX_SGE];
+    struct uiw_sge sge[UIW__MAX_SGE];
     uint8_t num_sge;
     uint8_t pad[15];
 };
 _Static_assert(sizeof(struct uiw__rqe) == 128, "a receive queue entry is two lines");
 
 /* ---------------------------------------------------------------- SRQ */
-
-#define UIW__MAX_SRQ    (1u << 16)
-#define UIW__MAX_SRQ_WR (1u << 20)
 
 /* A shared receive queue: a ring of receives resolved at post time. A QP on it keeps a
  * receive queue of one entry, which it refills from here (uiw__srq_take) when a Send needs
@@ -368,7 +382,7 @@ struct uiw_qp {
     uint8_t *rx_tgt; /* tagged target / not used for untagged */
     struct uiw__rqe *rx_rqe;
     /* the iovecs handed out by the last rx_next */
-    struct iovec rx_iov[UIW_MAX_SGE + 1];
+    struct iovec rx_iov[UIW__MAX_SGE + 1];
     int rx_niov;
     int rx_tail_idx;      /* index of the lookahead iovec in rx_iov, -1 if none */
     uint8_t rx_tail[48];  /* pad + CRC of this FPDU and the next FPDU's length + header */

@@ -15,8 +15,13 @@ struct uiw_pd *uiw_alloc_pd(struct uiw_context *ctx)
         errno = EINVAL;
         return NULL;
     }
+    if (!uiw__res_take(ctx, UIW__RES_PD)) {
+        errno = ENOMEM;
+        return NULL;
+    }
     struct uiw__pd *ipd = calloc(1, sizeof(*ipd));
     if (!ipd) {
+        uiw__res_put(ctx, UIW__RES_PD);
         errno = ENOMEM;
         return NULL;
     }
@@ -43,6 +48,7 @@ int uiw_dealloc_pd(struct uiw_pd *pd)
         }
     }
     uiw__lock_give(&ctx->mem_lock);
+    uiw__res_put(ctx, UIW__RES_PD);
     uiw__ctx_put(ctx);
     free(ipd);
     return 0;

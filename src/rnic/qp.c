@@ -27,13 +27,17 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
         attr->cap.max_recv_sge = 0;
     }
     if (!pd || !attr || !attr->send_cq || !attr->recv_cq || attr->cap.max_send_wr < 1 ||
-        attr->cap.max_send_wr > (1u << 16) || (!srq && attr->cap.max_recv_wr < 1) ||
-        attr->cap.max_recv_wr > (1u << 16) || attr->cap.max_send_sge > UIW_MAX_SGE ||
-        attr->cap.max_recv_sge > UIW_MAX_SGE || attr->cap.max_inline_data > UIW_MAX_INLINE ||
-        attr->max_ird > UIW_MAX_IRD_ORD || attr->max_ord > UIW_MAX_IRD_ORD ||
+        attr->cap.max_send_wr > UIW__MAX_QP_WR || (!srq && attr->cap.max_recv_wr < 1) ||
+        attr->cap.max_recv_wr > UIW__MAX_QP_WR || attr->cap.max_send_sge > UIW__MAX_SGE ||
+        attr->cap.max_recv_sge > UIW__MAX_SGE || attr->cap.max_inline_data > UIW__MAX_INLINE ||
+        attr->max_ird > UIW__MAX_IRD_ORD || attr->max_ord > UIW__MAX_IRD_ORD ||
         attr->send_cq->ctx != pd->context || attr->recv_cq->ctx != pd->context ||
         (srq && srq->ctx != pd->context)) {
         errno = EINVAL;
+        return NULL;
+    }
+    if (!uiw__res_take(pd->context, UIW__RES_QP)) {
+        errno = ENOMEM;
         return NULL;
     }
     /* rings of a power of two, so free-running indices stay right when they wrap */
@@ -45,6 +49,7 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     size_t qp_bytes = sizeof(struct uiw_qp) + (size_t)sq_size * sizeof(struct uiw__swqe);
     struct uiw_qp *qp = aligned_alloc(_Alignof(struct uiw_qp), qp_bytes);
     if (!qp) {
+        uiw__res_put(pd->context, UIW__RES_QP);
         errno = ENOMEM;
         return NULL;
     }
@@ -56,9 +61,9 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     qp->qp_context = attr->qp_context;
     qp->send_cq = attr->send_cq;
     qp->recv_cq = attr->recv_cq;
-    attr->cap.max_send_sge = UIW_MAX_SGE;
+    attr->cap.max_send_sge = UIW__MAX_SGE;
     if (!srq)
-        attr->cap.max_recv_sge = UIW_MAX_SGE;
+        attr->cap.max_recv_sge = UIW__MAX_SGE;
     qp->cap = attr->cap;
     qp->srq = srq;
     qp->sig_all = attr->sq_sig_all != 0;
@@ -67,7 +72,7 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     qp->rq_size = 1;
     while (qp->rq_size < attr->cap.max_recv_wr)
         qp->rq_size <<= 1;
-    qp->irq_size = UIW_MAX_IRD_ORD;
+    qp->irq_size = UIW__MAX_IRD_ORD;
     qp->rq = aligned_alloc(_Alignof(struct uiw__rqe), qp->rq_size * sizeof(*qp->rq));
     if (qp->rq)
         memset(qp->rq, 0, qp->rq_size * sizeof(*qp->rq));
@@ -82,6 +87,7 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
         free(qp->stage);
         free(inl);
         free(qp);
+        uiw__res_put(pd->context, UIW__RES_QP);
         errno = ENOMEM;
         return NULL;
     }
@@ -147,6 +153,7 @@ int uiw_destroy_qp(struct uiw_qp *qp)
     free(qp->rq);
     free(qp->irq);
     free(qp->stage);
+    uiw__res_put(ctx, UIW__RES_QP);
     uiw__ctx_put(ctx);
     free(qp);
     return 0;
@@ -260,10 +267,10 @@ int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *p)
         return -EBUSY;
     }
     qp->cp = *p;
-    if (qp->cp.ird > UIW_MAX_IRD_ORD)
-        qp->cp.ird = UIW_MAX_IRD_ORD;
-    if (qp->cp.ord > UIW_MAX_IRD_ORD)
-        qp->cp.ord = UIW_MAX_IRD_ORD;
+    if (qp->cp.ird > UIW__MAX_IRD_ORD)
+        qp->cp.ird = UIW__MAX_IRD_ORD;
+    if (qp->cp.ord > UIW__MAX_IRD_ORD)
+        qp->cp.ord = UIW__MAX_IRD_ORD;
     int r = uiw__tx_alloc(qp);
     if (r < 0) {
         uiw__qp_unlock(qp);

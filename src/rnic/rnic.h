@@ -160,7 +160,7 @@ struct uiw__conn_params {
 };
 
 /* IDLE -> RTS: set the framing parameters and queue the RTR when we are its sender.
- * IRD and ORD above UIW_MAX_IRD_ORD are clamped to it. Queues UIW_EVENT_COMM_EST.
+ * IRD and ORD above the device's max_qp_rd_atom are clamped to it. Queues UIW_EVENT_COMM_EST.
  * -EINVAL (bad params), -EBUSY (not IDLE), -ENOMEM. */
 int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *params);
 

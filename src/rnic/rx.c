@@ -633,7 +633,7 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
         uiw__copy(qp->rx_tgt, h + hl, plen);
     } else if (plen && qp->rx_kind == UIW__RX_SEND) {
         size_t left = plen, off = 0;
-        int cnt = send_iov(qp, 0, &left, UIW_MAX_SGE);
+        int cnt = send_iov(qp, 0, &left, UIW__MAX_SGE);
         for (int i = 0; i < cnt; i++) {
             uiw__copy(qp->rx_iov[i].iov_base, h + hl + off, qp->rx_iov[i].iov_len);
             off += qp->rx_iov[i].iov_len;
@@ -676,7 +676,7 @@ UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t
             n -= (size_t)w;
             continue;
         }
-        int cnt = rx_prepare(qp, UIW_MAX_SGE + 1, false);
+        int cnt = rx_prepare(qp, UIW__MAX_SGE + 1, false);
         if (cnt == 0)
             break; /* no longer accepting: the rest is dropped */
         if (took_out && qp->rx_iov_kind == 2 && seg_large(qp->rx_plen, qp->rx_ddp.last))
@@ -705,7 +705,7 @@ int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
     if (!qp || !iov || max < 1)
         return -EINVAL;
     uiw__lock_take(&qp->lock);
-    int n = rx_prepare(qp, max < UIW_MAX_SGE + 1 ? max : UIW_MAX_SGE + 1, true);
+    int n = rx_prepare(qp, max < UIW__MAX_SGE + 1 ? max : UIW__MAX_SGE + 1, true);
     for (int i = 0; i < n; i++)
         iov[i] = qp->rx_iov[i];
     uiw__qp_unlock(qp);

@@ -13,12 +13,11 @@
 #include "rnic/engine.h"
 #include "common/compiler.h"
 
+/* Entries are read only once posted (whole): the ring needs no clearing, so a large SRQ
+ * costs its memory only as it fills. */
 static struct uiw__rqe *ring_alloc(uint32_t size)
 {
-    struct uiw__rqe *rq = aligned_alloc(_Alignof(struct uiw__rqe), size * sizeof(*rq));
-    if (rq)
-        memset(rq, 0, size * sizeof(*rq));
-    return rq;
+    return aligned_alloc(_Alignof(struct uiw__rqe), (size_t)size * sizeof(struct uiw__rqe));
 }
 
 static uint32_t ring_size(uint32_t max_wr)
@@ -32,13 +31,12 @@ static uint32_t ring_size(uint32_t max_wr)
 struct uiw_srq *uiw_create_srq(struct uiw_pd *pd, struct uiw_srq_init_attr *attr)
 {
     if (!pd || !attr || attr->attr.max_wr < 1 || attr->attr.max_wr > UIW__MAX_SRQ_WR ||
-        attr->attr.max_sge > UIW_MAX_SGE || attr->attr.srq_limit > attr->attr.max_wr) {
+        attr->attr.max_sge > UIW__MAX_SGE || attr->attr.srq_limit > attr->attr.max_wr) {
         errno = EINVAL;
         return NULL;
     }
     struct uiw_context *ctx = pd->context;
-    if (atomic_fetch_add(&ctx->nsrq, 1) >= UIW__MAX_SRQ) {
-        atomic_fetch_sub(&ctx->nsrq, 1);
+    if (!uiw__res_take(ctx, UIW__RES_SRQ)) {
         errno = ENOMEM;
         return NULL;
     }
@@ -47,11 +45,11 @@ struct uiw_srq *uiw_create_srq(struct uiw_pd *pd, struct uiw_srq_init_attr *attr
     struct uiw__rqe *rq = srq ? ring_alloc(size) : NULL;
     if (!rq) {
         free(srq);
-        atomic_fetch_sub(&ctx->nsrq, 1);
+        uiw__res_put(ctx, UIW__RES_SRQ);
         errno = ENOMEM;
         return NULL;
     }
-    attr->attr.max_sge = UIW_MAX_SGE;
+    attr->attr.max_sge = UIW__MAX_SGE;
     uiw__lock_init(&srq->lock);
     srq->ctx = ctx;
     srq->pd = pd;
@@ -74,7 +72,7 @@ int uiw_destroy_srq(struct uiw_srq *srq)
         return -EBUSY;
     struct uiw_context *ctx = srq->ctx;
     atomic_fetch_sub(&((struct uiw__pd *)srq->pd)->nqp, 1);
-    atomic_fetch_sub(&ctx->nsrq, 1);
+    uiw__res_put(ctx, UIW__RES_SRQ);
     free(srq->rq);
     free(srq);
     uiw__ctx_put(ctx);

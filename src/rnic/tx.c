@@ -37,7 +37,7 @@ int uiw__tx_alloc(struct uiw_qp *qp)
     uiw__tx_free(qp);
     size_t mul = qp->cp.mulpdu;
     /* header + up to 4 payload pieces, framing, and 2 more per marker when markers are on */
-    int niov = qp->cp.markers_tx ? uiw_fpdu_tx_iovs(mul, 1 + UIW_MAX_SGE) : 1 + UIW_MAX_SGE + 2;
+    int niov = qp->cp.markers_tx ? uiw_fpdu_tx_iovs(mul, 1 + UIW__MAX_SGE) : 1 + UIW__MAX_SGE + 2;
     size_t scr = uiw_fpdu_tx_scratch(mul);
     scr = (scr + 15) & ~(size_t)15;
     size_t rec = (sizeof(struct uiw__txslot) + 15) & ~(size_t)15;
@@ -511,7 +511,7 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
                 ? w->inv_rkey
                 : 0,
             UIW_DDP_QN_SEND, w->msn, w->off);
-    struct uiw_wire_iov ul[1 + UIW_MAX_SGE];
+    struct uiw_wire_iov ul[1 + UIW__MAX_SGE];
     int nv = gather(w, w->off, n, ul + 1);
     if (slot_commit(qp, s, h, ul, nv, w->len == n) < 0)
         return false;

@@ -57,7 +57,9 @@
     X(QP_FATAL, 1)                                                                                 \
     X(QP_REQ_ERR, 2)                                                                               \
     X(QP_ACCESS_ERR, 3)                                                                            \
-    X(COMM_EST, 4)
+    X(COMM_EST, 4)                                                                                 \
+    X(SRQ_LIMIT_REACHED, 15)                                                                       \
+    X(QP_LAST_WQE_REACHED, 16)
 
 /* Every value of the ibverbs enums (rdma-core 44 and later), for the collision checks. */
 static const int ibv_wc_opcodes[] = {0,   1,   2,   3,   4,   5,   6,   7,   8,   9,
@@ -169,4 +171,62 @@ TEST(ibv_wr_opcode_unknown_rejected)
     pair_mr_free(a);
     pair_mr_free(b);
     pair_free(&p);
+}
+
+/* The device attributes: the ibv_device_attr fields uiw reports have their ibv names and
+ * types (a port copies them field by field), the capability flags and the SRQ attribute
+ * mask take ibverbs' values. */
+TEST(ibv_device_attr_fields)
+{
+    CHECK_EQ(UIW_DEVICE_SRQ_RESIZE, 1 << 13);
+    CHECK_EQ(UIW_DEVICE_MEM_MGT_EXTENSIONS, 1 << 21);
+    CHECK_EQ(UIW_SRQ_MAX_WR, 1);
+    CHECK_EQ(UIW_SRQ_LIMIT, 2);
+    struct uiw_context_attr ca;
+    uiw_context_attr_init(&ca);
+    ca.progress_thread = false;
+    struct uiw_context *ctx = uiw__context_alloc(&ca);
+    CHECK(ctx);
+    struct uiw_device_attr d;
+    CHECK_EQ(uiw_query_device(ctx, &d), 0);
+    CHECK_EQ(uiw__context_free(ctx), 0);
+#if HAVE_IBV
+    CHECK_EQ(UIW_DEVICE_SRQ_RESIZE, IBV_DEVICE_SRQ_RESIZE);
+    CHECK_EQ(UIW_DEVICE_MEM_MGT_EXTENSIONS, IBV_DEVICE_MEM_MGT_EXTENSIONS);
+    CHECK_EQ(UIW_SRQ_MAX_WR, IBV_SRQ_MAX_WR);
+    CHECK_EQ(UIW_SRQ_LIMIT, IBV_SRQ_LIMIT);
+#define COPY(f)                                                                                    \
+    do {                                                                                           \
+        _Static_assert(sizeof(d.f) == sizeof(ia.f), #f);                                           \
+        ia.f = d.f;                                                                                \
+        CHECK(ia.f == d.f);                                                                        \
+    } while (0)
+    struct ibv_device_attr ia;
+    memset(&ia, 0, sizeof(ia));
+    COPY(max_mr_size);
+    COPY(max_qp);
+    COPY(max_qp_wr);
+    COPY(device_cap_flags);
+    COPY(max_sge);
+    COPY(max_sge_rd);
+    COPY(max_cq);
+    COPY(max_cqe);
+    COPY(max_mr);
+    COPY(max_pd);
+    COPY(max_qp_rd_atom);
+    COPY(max_res_rd_atom);
+    COPY(max_qp_init_rd_atom);
+    COPY(max_srq);
+    COPY(max_srq_wr);
+    COPY(max_srq_sge);
+    struct ibv_srq_attr sa = {0};
+    struct uiw_srq_attr us = {.max_wr = 1, .max_sge = 2, .srq_limit = 3};
+    sa.max_wr = us.max_wr;
+    sa.max_sge = us.max_sge;
+    sa.srq_limit = us.srq_limit;
+    CHECK_EQ(sizeof(sa), sizeof(us));
+#undef COPY
+#else
+    CHECK(d.max_qp > 0);
+#endif
 }

@@ -562,6 +562,16 @@ static int setup_buffers(struct conn *c, uint64_t max, uint32_t nrecv, uint32_t 
     return 0;
 }
 
+/* The device's IRD (ird) or ORD limit per QP. */
+static uint16_t dev_rd(struct conn *c, bool ird)
+{
+    struct uiw_device_attr da;
+    if (uiw_query_device(c->ctx, &da) < 0)
+        return UIW_DEFAULT_IRD_ORD;
+    int v = ird ? da.max_qp_rd_atom : da.max_qp_init_rd_atom;
+    return (uint16_t)(v > UINT16_MAX ? UINT16_MAX : v);
+}
+
 static int create_qp(struct conn *c, struct uiw_cm_id *id, uint16_t ird, uint16_t ord)
 {
     struct uiw_qp_init_attr qa = {
@@ -768,7 +778,7 @@ static int rdma_server(const struct iwp_opts *o)
     sp.lat = so.lat;
     sp.verify = so.verify;
     if (setup_buffers(c, cpd.max_size, o->rx_depth, SEED_SERVER) < 0 ||
-        create_qp(c, c->id, UIW_MAX_IRD_ORD, UIW_DEFAULT_IRD_ORD) < 0)
+        create_qp(c, c->id, dev_rd(c, true), UIW_DEFAULT_IRD_ORD) < 0)
         goto out;
     struct iwp_pd mypd = {.test = cpd.test,
                           .max_size = c->max,
@@ -778,7 +788,7 @@ static int rdma_server(const struct iwp_opts *o)
     uint8_t pdb[IWP_PD_LEN];
     iwp_pd_encode(&mypd, pdb);
     struct uiw_conn_param prm;
-    fill_param(o, &prm, pdb, UIW_MAX_IRD_ORD, UIW_DEFAULT_IRD_ORD);
+    fill_param(o, &prm, pdb, dev_rd(c, true), UIW_DEFAULT_IRD_ORD);
     rc = uiw_cm_accept(c->id, &prm);
     if (rc < 0) {
         fail(c, "cm_accept", rc);
@@ -1035,7 +1045,8 @@ static int rdma_client(const struct iwp_opts *o)
         fail(c, "cm_create_id", -errno);
         goto out;
     }
-    uint16_t ord = (uint16_t)(o->tx_depth < UIW_MAX_IRD_ORD ? o->tx_depth : UIW_MAX_IRD_ORD);
+    uint16_t max_ord = dev_rd(c, false);
+    uint16_t ord = (uint16_t)(o->tx_depth < max_ord ? o->tx_depth : max_ord);
     if (create_qp(c, c->id, UIW_DEFAULT_IRD_ORD, ord) < 0)
         goto out;
     struct iwp_pd mypd = {.test = o->test,
