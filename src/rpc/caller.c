@@ -123,7 +123,6 @@ static void resend(struct uiw__rpc_caller *c)
         int r = uiw__rr_req_send(k, &s->rq);
         if (r) {
             s->rq.status = r;
-            atomic_store(&s->rq.state, UIW__RR_REQ_DONE);
             uiw__rpc_caller_req_done(k, &s->rq);
         }
     }
@@ -196,9 +195,14 @@ void uiw__rpc_caller_req_done(struct uiw__rr_conn *conn, struct uiw__rr_req *q)
             return;
         }
     }
-    if (s->async)
+    /* DONE is the last thing published: the waiter of a synchronous call may free the
+     * slot the moment it sees it */
+    if (s->async) {
+        atomic_store(&q->state, UIW__RR_REQ_DONE);
         queue_done(c, s);
-    /* a synchronous caller sees DONE after the poller's round */
+    } else {
+        atomic_store(&q->state, UIW__RR_REQ_DONE);
+    }
 }
 
 void uiw__rpc_caller_drained(struct uiw__rpc_caller *c, struct uiw__rr_conn *conn)
@@ -208,14 +212,8 @@ void uiw__rpc_caller_drained(struct uiw__rpc_caller *c, struct uiw__rr_conn *con
         struct uiw__rpc_slot *s = (struct uiw__rpc_slot *)o;
         o = o->next;
         struct uiw__rpc_caller *sc = s->caller;
-        if (atomic_load(&s->rq.state) == UIW__RR_REQ_INVALIDATING) {
-            /* its reply was in: deliver it */
-            atomic_store(&s->rq.state, UIW__RR_REQ_DONE);
-            uiw__rpc_caller_req_done(conn, &s->rq);
-            continue;
-        }
-        if (s->rq.abandoned) {
-            atomic_store(&s->rq.state, UIW__RR_REQ_DONE);
+        if (atomic_load(&s->rq.state) == UIW__RR_REQ_INVALIDATING || s->rq.abandoned) {
+            /* its reply was in (deliver it), or its caller is gone (release it) */
             uiw__rpc_caller_req_done(conn, &s->rq);
             continue;
         }
@@ -228,7 +226,6 @@ void uiw__rpc_caller_drained(struct uiw__rpc_caller *c, struct uiw__rr_conn *con
             pthread_mutex_unlock(&sc->lock);
         } else {
             s->rq.status = -ENOTCONN;
-            atomic_store(&s->rq.state, UIW__RR_REQ_DONE);
             uiw__rpc_caller_req_done(conn, &s->rq);
         }
     }

@@ -37,6 +37,7 @@ struct uiw__xs {
     uint32_t threshold;     /* DDP threshold (0: no DDP) */
     uint32_t xpos;          /* position in the whole XDR stream */
     uint32_t pad_skip;      /* pad bytes of the last DDP item still to drop */
+    uint32_t pad_next;      /* decoding: the pad the last item read inline needs */
     /* decoding: CALL_DEC reads k's pieces, REPLY_DEC q's body */
     uint32_t pi, poff;
     const uint8_t *in;

@@ -173,6 +173,7 @@ UIW__DATAPATH static bool_t dec_getlong(XDR *xdrs, long *lp)
 {
     struct uiw__xs *s = (struct uiw__xs *)xdrs;
     s->pad_skip = 0;
+    s->pad_next = 0;
     uint8_t b[4];
     if (s->mode != UIW__XS_CALL_DEC && s->in_len - s->in_off >= 4) {
         *lp = (long)(int32_t)uiw__get_be32(s->in + s->in_off);
@@ -203,16 +204,20 @@ static int reply_chunk_for(struct uiw__xs *s, const void *cp, uint32_t n)
 UIW__DATAPATH static bool_t dec_getbytes(XDR *xdrs, char *cp, u_int n)
 {
     struct uiw__xs *s = (struct uiw__xs *)xdrs;
+    /* The pad after an item goes to libtirpc's static scratch (shared by every thread):
+     * consumed without being written anywhere. */
+    uint32_t pad_next = s->pad_next;
+    s->pad_next = 0;
     if (s->pad_skip) {
         bool pad = n == s->pad_skip;
         s->pad_skip = 0;
-        if (pad) {
-            memset(cp, 0, n); /* the pad of an item that came in a chunk is not inline */
-            return TRUE;
-        }
+        if (pad)
+            return TRUE; /* the pad of an item that came in a chunk is not inline */
     }
     if (n == 0)
         return TRUE;
+    if (pad_next && n == pad_next)
+        return take(s, NULL, n) ? TRUE : FALSE;
     if (s->mode == UIW__XS_REPLY_DEC && s->q->nwrites) {
         int i = reply_chunk_for(s, cp, n);
         if (i >= 0) {
@@ -233,13 +238,17 @@ UIW__DATAPATH static bool_t dec_getbytes(XDR *xdrs, char *cp, u_int n)
                 return FALSE;
         }
     }
-    return take(s, cp, n) ? TRUE : FALSE;
+    if (!take(s, cp, n))
+        return FALSE;
+    s->pad_next = pad_of(n);
+    return TRUE;
 }
 
 static int32_t *dec_inline(XDR *xdrs, u_int n)
 {
     struct uiw__xs *s = (struct uiw__xs *)xdrs;
     s->pad_skip = 0;
+    s->pad_next = 0;
     if (n & 3)
         return NULL;
     if (s->mode == UIW__XS_CALL_DEC) {

@@ -341,7 +341,8 @@ static void fill_info(struct uiw__rr_conn *c)
         c->ord = ni.ord;
     }
     c->local = ni.local;
-    c->peer = ni.peer;
+    if (!c->server)
+        c->peer = ni.peer; /* a server's is known before its first message (accept_one) */
 }
 
 static void dev_add(struct uiw__rr_dev *d, struct uiw__rr_conn *c)
@@ -403,7 +404,7 @@ struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockadd
         *err = r;
         return NULL;
     }
-    c->nc = nc;
+    (void)nc; /* c->nc was set by pre_recv */
     fill_info(c);
     struct uiw__nic_conn_info ni;
     uiw__nic_conn_info(nc, &ni);
@@ -523,10 +524,9 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
         free(c);
         return;
     }
-    c->nc = nc;
+    /* c->nc was set by pre_recv (the poller may already use it) */
     uiw__lock_take(&c->lock);
     fill_info(c);
-    c->peer = ev->peer;
     uiw__lock_give(&c->lock);
     pthread_mutex_lock(&l->lock);
     c->lnext = l->live;
@@ -581,9 +581,31 @@ static void free_dead(struct uiw__rr_listener *l)
     }
 }
 
+/* Connections whose peer leaves one of our RDMA Reads unanswered too long are ended. */
+static void read_timeouts(struct uiw__rr_listener *l)
+{
+    if (!l->ca.read_timeout_ms)
+        return;
+    uint64_t now = uiw__rr_now_ns(), lim = (uint64_t)l->ca.read_timeout_ms * 1000000u;
+    pthread_mutex_lock(&l->lock);
+    for (struct uiw__rr_conn *c = l->live; c; c = c->lnext) {
+        size_t csz = c->up && c->up->call_size ? c->up->call_size : sizeof(struct uiw__rr_call);
+        for (uint32_t i = 0; i < c->ncalls; i++) {
+            struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * csz);
+            if (atomic_load_explicit(&k->reads_left, memory_order_relaxed) &&
+                now - atomic_load_explicit(&k->read_start_ns, memory_order_relaxed) > lim) {
+                uiw__rr_conn_died(c, -ETIMEDOUT);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+}
+
 int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms)
 {
     free_dead(l);
+    read_timeouts(l);
     struct uiw__nic_event ev;
     int r = uiw__nic_listener_event(l->nl, timeout_ms, &ev);
     if (r == -EAGAIN)

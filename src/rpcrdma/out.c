@@ -487,9 +487,8 @@ void uiw__rr_kick_queue(struct uiw__rr_conn *c)
             c->inflight--;
             uiw__lock_give(&c->lock);
             q->status = r;
-            atomic_store(&q->state, UIW__RR_REQ_DONE);
             if (c->up && c->up->req_done)
-                c->up->req_done(c, q);
+                c->up->req_done(c, q); /* it publishes DONE */
         }
     }
 }
@@ -615,9 +614,8 @@ static void req_end(struct uiw__rr_conn *c, struct uiw__rr_req *q)
         uiw__rr_kick_queue(c);
         return;
     }
-    atomic_store(&q->state, UIW__RR_REQ_DONE);
     if (c->up && c->up->req_done)
-        c->up->req_done(c, q);
+        c->up->req_done(c, q); /* it publishes DONE */
 }
 
 /* The reply (or error) of q is in: invalidate what is left, then end it. */

@@ -199,8 +199,8 @@ struct uiw__rr_call {
     /* Read chunks pulled into bulk buffers */
     uint32_t nbulk;
     struct uiw__rr_bulk *bulk[UIW__RR_MAX_CHUNKS + 1];
-    uint32_t reads_left;
-    uint64_t read_start_ns;
+    _Atomic uint32_t reads_left;
+    _Atomic uint64_t read_start_ns; /* when its Reads were posted (read timeout) */
     /* the call's RPC message as pieces of the reassembled XDR stream */
     uint32_t npieces;
     struct uiw__rr_piece pieces[UIW__RR_NPIECES];
@@ -263,7 +263,8 @@ struct uiw__rr_upper {
     size_t call_size; /* bytes of the responder's per-call struct (uiw__rr_call first) */
     /* A call (forward on a server, backward on a client) can be dispatched. */
     void (*call_ready)(struct uiw__rr_conn *c, struct uiw__rr_call *k);
-    /* A request ended (reply, error, or connection lost with no_retransmit). */
+    /* A request ended (reply or error): the upper layer takes it over and publishes
+     * UIW__RR_REQ_DONE itself (its waiter may reuse q at once after that). */
     void (*req_done)(struct uiw__rr_conn *c, struct uiw__rr_req *q);
     /* The connection died and every work request completed: its requests still in
      * flight were handed back (requeued or failed by uiw__rr_conn_orphans). */
@@ -412,7 +413,9 @@ struct uiw__rr_conn_attr {
     const struct uiw_rpc_xprt_attr *xprt; /* normalised (see uiw__rr_xprt_defaults) */
     const struct uiw__rr_upper *up;
     void *owner;
-    bool remember_vers; /* client: use and update the per-server Version One memory */
+    bool remember_vers;       /* client: use and update the per-server Version One memory */
+    uint32_t read_timeout_ms; /* server: a client whose RDMA Read does not complete in this
+                                 time is disconnected (0: never) */
 };
 
 /* Fill every zero field of *a with its default; -EINVAL for values out of range. */
