@@ -218,8 +218,9 @@ enum clnt_stat uiw__rpc_stat_of(int status, struct rpc_err *err)
         return err->re_status = RPC_CANTSEND;
     case -EIO:
         return err->re_status = RPC_SYSTEMERROR;
-    case -EOVERFLOW:
-        return err->re_status = RPC_CANTDECODERES; /* a result larger than its buffer */
+    case -EOVERFLOW: /* a result larger than its buffer */
+    case -EBADMSG:   /* a reply whose chunks are not those of the call */
+        return err->re_status = RPC_CANTDECODERES;
     case -ENOTCONN:
     case -ECONNRESET:
     case -ECONNABORTED:

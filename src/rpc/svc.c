@@ -148,7 +148,8 @@ struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
         ((struct sockaddr_in6 *)&ss)->sin6_port = htons(s->attr.port);
     else
         ((struct sockaddr_in *)&ss)->sin_port = htons(s->attr.port);
-    struct uiw__rr_conn_attr ca = {.xprt = &s->xprt, .up = &s->up, .owner = s};
+    struct uiw__rr_conn_attr ca = {
+        .xprt = &s->xprt, .up = &s->up, .owner = s, .read_timeout_ms = s->attr.read_timeout_ms};
     s->l = uiw__rr_listen(s->dev, (struct sockaddr *)&ss, &ca, &r);
     if (!s->l) {
         uiw__drc_free(s->resp.drc);

@@ -491,7 +491,7 @@ static void reply_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
         goto bad;
     goto done;
 bad:
-    q->status = -EPROTO;
+    q->status = -EBADMSG; /* a reply that breaks the rules of what was asked */
     q->body = NULL;
     q->body_len = 0;
 done:
