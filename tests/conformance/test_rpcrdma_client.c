@@ -1,0 +1,288 @@
+/*
+ * The project's RPC-over-RDMA client against a hostile raw server (rpcpeer.h): the rules
+ * of RESPROP (draft 5.3.3), UPDPROP of unchangeable properties, zero credits, replies
+ * whose chunks are not those of the call, an STag used after its RPC ended.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uiw/rpc.h>
+
+#include "common/byteorder.h"
+#include "rpcpeer.h"
+#include "test.h"
+
+#define PROG 0x20000aa1u
+#define WAIT 5000
+#define XP30 0xFFFFFF30u
+
+static const struct timeval TMO = {5, 0};
+
+#define xnone rpcpeer_xdr_void
+#define xblob rpcpeer_xdr_blob
+#define blob  rpcpeer_blob
+
+struct script {
+    int lfd;
+    int step; /* what the raw server did last (read by the test after the join) */
+    int fail; /* line of a failed expectation in the raw server, 0 if none */
+    bool term_seen;
+    struct rpcpeer p;
+    struct uiw_rpcrdma_space sp;
+    struct uiw_rpcrdma_space_default st;
+    uint8_t msg[RPCPEER_MSG_MAX];
+    uint32_t len;
+    struct uiw_rpcrdma_hdr h;
+};
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            sc->fail = __LINE__;                                                                   \
+            return NULL;                                                                           \
+        }                                                                                          \
+    } while (0)
+
+static int next(struct script *sc)
+{
+    sc->p.keep_connprop = true;
+    return rpcpeer_recv_hdr(&sc->p, sc->msg, sizeof(sc->msg), &sc->len, &sc->h, &sc->sp, WAIT);
+}
+
+/* The raw server's CONNPROP: RBSIZ 4096, BRS INLINE, one experimental property; BRS in
+ * rdma_nochg. */
+static int connprop(struct script *sc, uint32_t credit)
+{
+    uint8_t x[] = {'x'};
+    struct uiw_rpcrdma_prop props[3] = {{UIW_RPCRDMA_PROP_RBSIZ, 4, NULL, 4096},
+                                        {UIW_RPCRDMA_PROP_BRS, 4, NULL, UIW_RDMA2_BKREQSUP_INLINE},
+                                        {XP30, 1, x, 0}};
+    uint8_t w[8];
+    uint32_t ids[] = {UIW_RPCRDMA_PROP_BRS};
+    struct uiw_rpcrdma_hdr h = {
+        .xid = 0x1, .vers = 2, .credit = credit, .proc = UIW_RDMA2_CONNPROP};
+    h.u.connprop.start.n = 3;
+    h.u.connprop.start.props = props;
+    uiw_rpcrdma_subset_build(&h.u.connprop.nochg, w, sizeof(w), ids, 1);
+    return rpcpeer_send_hdr(&sc->p, &h, NULL, 0);
+}
+
+static int resprop(struct script *sc, uint32_t xid, const uint32_t *done, size_t nd,
+                   const uint32_t *rej, size_t nr, const struct uiw_rpcrdma_prop *other, size_t no)
+{
+    uint8_t wd[8], wr[8];
+    struct uiw_rpcrdma_hdr h = {.xid = xid, .vers = 2, .credit = 8, .proc = UIW_RDMA2_RESPROP};
+    uiw_rpcrdma_subset_build(&h.u.resprop.done, wd, sizeof(wd), done, nd);
+    uiw_rpcrdma_subset_build(&h.u.resprop.rejected, wr, sizeof(wr), rej, nr);
+    h.u.resprop.other.n = (uint32_t)no;
+    h.u.resprop.other.props = (struct uiw_rpcrdma_prop *)(uintptr_t)other;
+    return rpcpeer_send_hdr(&sc->p, &h, NULL, 0);
+}
+
+/* An RPC reply (accepted, SUCCESS) with `res` after it, for the call in sc->h. */
+static int reply(struct script *sc, uint32_t credit, const void *res, uint32_t rlen,
+                 const struct uiw_rpcrdma_write_chunk *wl, uint32_t nw)
+{
+    uint8_t body[128];
+    uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
+    for (int i = 0; i < 6; i++)
+        uiw__put_be32(body + 4 * i, w[i]);
+    if (rlen)
+        memcpy(body + 24, res, rlen);
+    struct uiw_rpcrdma_hdr h = {
+        .xid = sc->h.xid, .vers = 2, .credit = credit, .proc = UIW_RDMA_MSG};
+    h.u.chunks.direction = UIW_RPCRDMA_REPLY;
+    h.u.chunks.nwrites = nw;
+    h.u.chunks.writes = (struct uiw_rpcrdma_write_chunk *)(uintptr_t)wl;
+    return rpcpeer_send_hdr(&sc->p, &h, body, 24 + rlen);
+}
+
+static void *props_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP && sc->h.vers == 2);
+    EXPECT(connprop(sc, 8) == 0);
+    sc->step = 1;
+    /* REQPROP 1 {RBSIZ, XP30}: RBSIZ both done and rejected (an overlap), XP30 in none,
+     * and an rdma_other entry for BRS, which was not asked for */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_REQPROP && sc->h.u.reqprop.want.n == 2);
+    uint32_t rb = UIW_RPCRDMA_PROP_RBSIZ;
+    struct uiw_rpcrdma_prop brs = {UIW_RPCRDMA_PROP_BRS, 4, NULL, UIW_RDMA2_BKREQSUP_GENL};
+    EXPECT(resprop(sc, sc->h.xid, &rb, 1, &rb, 1, &brs, 1) == 0);
+    sc->step = 2;
+    /* REQPROP 2 {RBSIZ 3072}: another value, 2048 */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_REQPROP);
+    struct uiw_rpcrdma_prop o = {UIW_RPCRDMA_PROP_RBSIZ, 4, NULL, 2048};
+    EXPECT(resprop(sc, sc->h.xid, NULL, 0, NULL, 0, &o, 1) == 0);
+    sc->step = 3;
+    /* REQPROP 3: answered with another xid */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_REQPROP);
+    EXPECT(resprop(sc, sc->h.xid + 1, &rb, 1, NULL, 0, NULL, 0) == 0);
+    sc->step = 4;
+    /* a call: first UPDPROP of BRS (declared unchangeable) and RBSIZ 1024, then the reply */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    struct uiw_rpcrdma_prop now[2] = {{UIW_RPCRDMA_PROP_BRS, 4, NULL, UIW_RDMA2_BKREQSUP_GENL},
+                                      {UIW_RPCRDMA_PROP_RBSIZ, 4, NULL, 1024}};
+    struct uiw_rpcrdma_hdr u = {.xid = 0x9, .vers = 2, .credit = 8, .proc = UIW_RDMA2_UPDPROP};
+    u.u.updprop.now.n = 2;
+    u.u.updprop.now.props = now;
+    struct uiw_rpcrdma_hdr call = sc->h;
+    EXPECT(rpcpeer_send_hdr(&sc->p, &u, NULL, 0) == 0);
+    sc->h = call;
+    EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+    sc->step = 5;
+    bool eof = false;
+    rpcpeer_pump(&sc->p, WAIT, &eof);
+    return NULL;
+}
+
+static CLIENT *client_to(struct script *sc, uint16_t port, void *(*fn)(void *), pthread_t *th,
+                         bool no_reconnect)
+{
+    CHECK_EQ(pthread_create(th, NULL, fn, sc), 0);
+    struct uiw_rpc_clnt_attr a = {0};
+    a.no_vers_memory = true;
+    a.no_reconnect = no_reconnect;
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
+    CHECK(c != NULL);
+    return c;
+}
+
+TEST(rpcrdma_client_resprop_rules)
+{
+    struct script *sc = calloc(1, sizeof(*sc));
+    uint16_t port;
+    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
+    CHECK(sc->lfd >= 0);
+    pthread_t th;
+    CLIENT *c = client_to(sc, port, props_server, &th, true);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.vers, 2);
+    CHECK(ci.peer_connprop);
+    CHECK_EQ(ci.credits, 8);
+    char x;
+    CHECK_EQ(uiw_rpc_clnt_peer_xprop(c, XP30, &x, 1), 1);
+    CHECK_EQ(x, 'x');
+    /* BRS is in its rdma_nochg: not to be asked for */
+    struct uiw_rpc_prop_req r[2] = {{UIW_RPCRDMA_PROP_BRS, UIW_RDMA2_BKREQSUP_GENL, 0}};
+    CHECK_EQ(uiw_rpc_clnt_request_props(c, r, 1, WAIT), -EPERM);
+    r[0] = (struct uiw_rpc_prop_req){UIW_RPCRDMA_PROP_RBSIZ, 2048, UIW_RPC_PROP_DONE};
+    r[1] = (struct uiw_rpc_prop_req){XP30, 1, UIW_RPC_PROP_DONE};
+    CHECK_EQ(uiw_rpc_clnt_request_props(c, r, 2, WAIT), 0);
+    CHECK_EQ(r[0].result, UIW_RPC_PROP_REJECTED); /* in done and rejected at once */
+    CHECK_EQ(r[1].result, UIW_RPC_PROP_REJECTED); /* in none */
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.peer_rbsiz, 4096);
+    CHECK_EQ(ci.peer_brs, UIW_RDMA2_BKREQSUP_INLINE); /* the unasked rdma_other ignored */
+    r[0] = (struct uiw_rpc_prop_req){UIW_RPCRDMA_PROP_RBSIZ, 3072, UIW_RPC_PROP_DONE};
+    CHECK_EQ(uiw_rpc_clnt_request_props(c, r, 1, WAIT), 0);
+    CHECK_EQ(r[0].result, UIW_RPC_PROP_OTHER);
+    CHECK_EQ(r[0].value, 2048);
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.peer_rbsiz, 2048);
+    CHECK_EQ(ci.inline_send, 2048);
+    /* an answer with another xid is no answer */
+    r[0] = (struct uiw_rpc_prop_req){UIW_RPCRDMA_PROP_RBSIZ, 1024, UIW_RPC_PROP_DONE};
+    CHECK_EQ(uiw_rpc_clnt_request_props(c, r, 1, 500), -ETIMEDOUT);
+    /* UPDPROP: RBSIZ taken, BRS (unchangeable) not */
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.peer_rbsiz, 1024);
+    CHECK_EQ(ci.peer_brs, UIW_RDMA2_BKREQSUP_INLINE);
+    clnt_destroy(c);
+    pthread_join(th, NULL);
+    CHECK_EQ(sc->fail, 0);
+    CHECK_EQ(sc->step, 5);
+    rpcpeer_close(&sc->p, false);
+    close(sc->lfd);
+    free(sc);
+}
+
+static void *bad_reply_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    EXPECT(connprop(sc, 8) == 0);
+    /* 1: a reply granting 0 credits */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    EXPECT(reply(sc, 0, NULL, 0, NULL, 0) == 0);
+    sc->step = 1;
+    /* 2: a Write chunk returned longer than advertised */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG && sc->h.u.chunks.nwrites == 1);
+    struct uiw_rpcrdma_segment s = sc->h.u.chunks.writes[0].segs[0];
+    s.length += 1000;
+    struct uiw_rpcrdma_write_chunk wc = {1, &s};
+    uint8_t lw[4];
+    uiw__put_be32(lw, 5000);
+    EXPECT(reply(sc, 8, lw, 4, &wc, 1) == 0);
+    sc->step = 2;
+    /* 3: the data written into the chunk, the reply right */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG && sc->h.u.chunks.nwrites == 1);
+    s = sc->h.u.chunks.writes[0].segs[0];
+    EXPECT(s.length == 5000);
+    static uint8_t data[5000];
+    for (int i = 0; i < 5000; i++)
+        data[i] = (uint8_t)(i * 3);
+    EXPECT(rawpeer_send_write(&sc->p.raw, s.handle, s.offset, data, 5000) == 0);
+    s.length = 5000;
+    EXPECT(reply(sc, 8, lw, 4, &wc, 1) == 0);
+    sc->step = 3;
+    /* the call has ended: its STag must no longer take a Write */
+    struct timespec ts = {0, 200000000L};
+    nanosleep(&ts, NULL);
+    EXPECT(rawpeer_send_write(&sc->p.raw, s.handle, s.offset, data, 100) == 0);
+    struct rawpeer_term t;
+    EXPECT(rawpeer_expect_terminate(&sc->p.raw, &t, WAIT) == 0);
+    sc->term_seen = true;
+    EXPECT(t.t.layer == 1 && t.t.etype == 1 && t.t.code == 0); /* DDP tagged: invalid STag */
+    sc->step = 4;
+    return NULL;
+}
+
+TEST(rpcrdma_client_bad_replies)
+{
+    struct script *sc = calloc(1, sizeof(*sc));
+    uint16_t port;
+    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
+    CHECK(sc->lfd >= 0);
+    pthread_t th;
+    CLIENT *c = client_to(sc, port, bad_reply_server, &th, true);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.credits, 1); /* a grant of 0 counts as 1 */
+    static char buf[5000];
+    struct uiw_rpc_call_opts o = {0};
+    o.nresult_bufs = 1;
+    o.result_bufs[0] = (struct uiw_rpc_ddp_buf){buf, sizeof(buf)};
+    u_int n = 5000;
+    struct blob b = {sizeof(buf), buf};
+    CHECK_EQ(
+        uiw_rpc_call(c, 1, (xdrproc_t)xdr_u_int, (char *)&n, (xdrproc_t)xblob, (char *)&b, TMO, &o),
+        RPC_CANTDECODERES);
+    b = (struct blob){sizeof(buf), buf};
+    CHECK_EQ(
+        uiw_rpc_call(c, 1, (xdrproc_t)xdr_u_int, (char *)&n, (xdrproc_t)xblob, (char *)&b, TMO, &o),
+        RPC_SUCCESS);
+    CHECK(b.val == buf);
+    CHECK_EQ(b.len, 5000);
+    CHECK_EQ((uint8_t)buf[4999], (uint8_t)(4999 * 3));
+    pthread_join(th, NULL);
+    CHECK_EQ(sc->fail, 0);
+    CHECK(sc->term_seen);
+    CHECK_EQ(sc->step, 4);
+    clnt_destroy(c);
+    rpcpeer_close(&sc->p, false);
+    close(sc->lfd);
+    free(sc);
+}
