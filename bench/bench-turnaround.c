@@ -15,10 +15,11 @@
  * per message (half the difference). Not a target of its own: a development aid for the
  * small-message path (bench-iwperf measures the ping-pong target).
  *
- * usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o uiw|tcp]
+ * usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o uiw|tcp] [-S]
  *   defaults 9 rounds of 20000 round trips of 64 bytes, one Send in 100 signalled (as
  *   iwperf and perftest: -Q 1 signals every one); -o runs only one kind (to profile it,
- *   with perf record for instance), and prints no ratio.
+ *   with perf record for instance), and prints no ratio; -S: each end's QP takes its
+ *   receives from a shared receive queue (the receive path of an SRQ server).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,9 +58,12 @@ struct end {
     struct uiw_pd *pd;
     struct uiw_cq *cq;
     struct uiw_cm_id *id;
+    struct uiw_srq *srq; /* with -S */
     struct uiw_mr *mr;
     uint8_t *buf; /* [send source | receive slots] */
 };
+
+static bool use_srq;
 
 enum { SLOTS = 64, SLOT = 256 };
 
@@ -79,6 +83,12 @@ static void end_open(struct end *e)
     e->mr = uiw_reg_mr(e->pd, e->buf, (size_t)(1 + SLOTS) * SLOT, UIW_ACCESS_LOCAL_WRITE);
     if (!e->mr)
         die("reg_mr", -errno);
+    if (use_srq) {
+        struct uiw_srq_init_attr sa = {.attr = {.max_wr = SLOTS, .max_sge = 1}};
+        e->srq = uiw_create_srq(e->pd, &sa);
+        if (!e->srq)
+            die("create_srq", -errno);
+    }
 }
 
 static struct uiw_qp_init_attr qp_attr(struct end *e)
@@ -86,6 +96,7 @@ static struct uiw_qp_init_attr qp_attr(struct end *e)
     struct uiw_qp_init_attr a = {
         .send_cq = e->cq,
         .recv_cq = e->cq,
+        .srq = e->srq,
         .cap = {.max_send_wr = 128, .max_recv_wr = SLOTS, .max_send_sge = 1, .max_recv_sge = 1},
     };
     return a;
@@ -107,7 +118,7 @@ static void post_recv(struct end *e, uint64_t slot)
     struct uiw_sge g = {
         .addr = (uintptr_t)(e->buf + (1 + slot) * SLOT), .length = SLOT, .lkey = e->mr->lkey};
     struct uiw_recv_wr wr = {.wr_id = slot, .sg_list = &g, .num_sge = 1}, *bad;
-    int r = uiw_post_recv(e->id->qp, &wr, &bad);
+    int r = e->srq ? uiw_post_srq_recv(e->srq, &wr, &bad) : uiw_post_recv(e->id->qp, &wr, &bad);
     if (r < 0)
         die("post_recv", r);
 }
@@ -195,6 +206,8 @@ static void end_close(struct end *e)
 {
     uiw_cm_destroy_qp(e->id);
     uiw_cm_destroy_id(e->id);
+    if (e->srq)
+        uiw_destroy_srq(e->srq);
     uiw_dereg_mr(e->mr);
     uiw_destroy_cq(e->cq);
     uiw_dealloc_pd(e->pd);
@@ -290,7 +303,7 @@ int main(int argc, char **argv)
     size_t iters = 20000;
     uint32_t size = 64;
     const char *only = NULL;
-    while ((c = getopt(argc, argv, "r:n:s:o:Q:")) != -1) {
+    while ((c = getopt(argc, argv, "r:n:s:o:Q:S")) != -1) {
         switch (c) {
         case 'r':
             rounds = atoi(optarg);
@@ -307,10 +320,12 @@ int main(int argc, char **argv)
         case 'Q':
             cq_mod = (unsigned)strtoul(optarg, NULL, 10);
             break;
+        case 'S':
+            use_srq = true;
+            break;
         default:
-            fprintf(
-                stderr,
-                "usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o uiw|tcp]\n");
+            fprintf(stderr, "usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o "
+                            "uiw|tcp] [-S]\n");
             return 1;
         }
     }
@@ -335,8 +350,9 @@ int main(int argc, char **argv)
     tcp_round(fd, tbuf, size, iters / 10 + 1, t);
 
     double r_ns[MAXR], t_ns[MAXR], ratio[MAXR];
-    printf("bench-turnaround: %d rounds of %zu round trips of %u bytes, both ends in one thread\n",
-           rounds, iters, size);
+    printf(
+        "bench-turnaround: %d rounds of %zu round trips of %u bytes, both ends in one thread%s\n",
+        rounds, iters, size, use_srq ? ", receives from SRQs" : "");
     for (int i = 0; i < rounds; i++) {
         t_ns[i] = do_tcp ? (double)tcp_round(fd, tbuf, size, iters, t) : 1;
         r_ns[i] = do_uiw ? (double)rdma_round(&k, size, iters, t) : 1;
