@@ -24,14 +24,19 @@ static char *json_run(const char *const opts[], const char *server_env, char **s
     for (int i = 0; opts[i]; i++)
         cv[n++] = opts[i];
     cv[n] = NULL;
-    /* the server mirrors the options that are not the client's to tell it */
-    static const char *const mirrored[] = {"--tcp", "-e", "--no-thread", "-6"};
-    const char *sv[8] = {"-q"};
+    /* the server mirrors the options that are not the client's to tell it (and the value
+     * of --tcp-write) */
+    static const char *const mirrored[] = {"--tcp", "-e",          "--no-thread",
+                                           "-6",    "--busy-poll", "--tcp-write"};
+    const char *sv[12] = {"-q"};
     int ns = 1;
     for (int i = 0; opts[i]; i++)
-        for (int k = 0; k < 4; k++)
-            if (strcmp(opts[i], mirrored[k]) == 0)
+        for (int k = 0; k < 6; k++)
+            if (strcmp(opts[i], mirrored[k]) == 0) {
                 sv[ns++] = mirrored[k];
+                if (k == 5 && opts[i + 1])
+                    sv[ns++] = opts[i + 1];
+            }
     sv[ns] = NULL;
     char *out = pu_pair(sv, cv, server_env, server_out, NULL);
     if (!pu_json_valid(out))
@@ -55,9 +60,22 @@ static void check_str(const char *doc, const char *key, int nth, const char *wan
 }
 
 /* A bandwidth run: iterations, positive bandwidth, verify ok; the server prints the row. */
+static void bw_case_with(const char *test, const char *size, const char *const more[]);
+
 static void bw_case(const char *test, const char *size, const char *extra)
 {
-    const char *opts[] = {"-t", test, "-s", size, "-n", "50", "--verify", extra, NULL};
+    const char *more[] = {extra, NULL};
+    bw_case_with(test, size, more);
+}
+
+static void bw_case_with(const char *test, const char *size, const char *const more[])
+{
+    const char *opts[16] = {"-t", test, "-s", size, "-n", "50", "--verify"};
+    int no = 7;
+    for (int i = 0; more[i]; i++)
+        opts[no++] = more[i];
+    opts[no] = NULL;
+    const char *extra = more[0];
     char *srv = NULL;
     char *j = json_run(opts, NULL, &srv);
     check_str(j, "test", 0, test);
@@ -103,6 +121,16 @@ TEST(tcp_baseline_bw)
     bw_case("write", "65536", "--tcp");
     bw_case("read", "65536", "--tcp");
     bw_case("send", "1000", "--tcp");
+}
+
+/* The strong baseline: both ends spin on non-blocking calls, and send() takes at most
+ * --tcp-write bytes (here a size that divides no message, so messages straddle calls). */
+TEST(tcp_baseline_polling_small_writes)
+{
+    const char *more[] = {"--tcp", "--busy-poll", "--tcp-write", "1000", NULL};
+    bw_case_with("write", "65536", more);
+    bw_case_with("read", "65536", more);
+    bw_case_with("send", "1500", more);
 }
 
 TEST(tcp_baseline_lat)

@@ -99,6 +99,11 @@ TEST(args_defaults_and_options)
     CHECK(o.markers && o.tx_depth == 32 && o.verify && o.gbits && o.json && o.port == 4000);
     CHECK_STR(o.host, "::1");
 
+    CHECK(!o.tcp && !o.busy_poll && o.tcp_write == 0);
+    char *t1[] = {"iwperf", "--tcp", "--busy-poll", "--tcp-write", "64K", NULL};
+    CHECK_EQ(iwp_parse_args(&o, 5, t1), 0);
+    CHECK(o.tcp && o.busy_poll && o.tcp_write == 65536);
+
     char *a3[] = {"iwperf", "--lat", "-t", "send", "-D", "2.5", "10.0.0.1", NULL};
     CHECK_EQ(iwp_parse_args(&o, 7, a3), 0);
     CHECK(o.lat && o.test == IWP_SEND && o.size == 2 && o.iters == 0 && near(o.duration, 2.5));
@@ -126,12 +131,13 @@ TEST(args_errors)
 {
     struct iwp_opts o;
     char *bad[][5] = {
-        {"iwperf", "-t", "atomic", NULL},  {"iwperf", "-s", "0", NULL},
-        {"iwperf", "-s", "12Q", NULL},     {"iwperf", "--mpa-rev", "3", NULL},
-        {"iwperf", "-a", "-s", "4", NULL}, {"iwperf", "-D", "1", "-n", "5"},
-        {"iwperf", "--bogus", NULL},       {"iwperf", "a", "b", NULL},
-        {"iwperf", "-p", "70000", NULL},   {"iwperf", "--tx-depth", "0", NULL},
-        {"iwperf", "-Q", "0", NULL},       {"iwperf", "-n", NULL},
+        {"iwperf", "-t", "atomic", NULL},     {"iwperf", "-s", "0", NULL},
+        {"iwperf", "-s", "12Q", NULL},        {"iwperf", "--mpa-rev", "3", NULL},
+        {"iwperf", "-a", "-s", "4", NULL},    {"iwperf", "-D", "1", "-n", "5"},
+        {"iwperf", "--bogus", NULL},          {"iwperf", "a", "b", NULL},
+        {"iwperf", "-p", "70000", NULL},      {"iwperf", "--tx-depth", "0", NULL},
+        {"iwperf", "-Q", "0", NULL},          {"iwperf", "-n", NULL},
+        {"iwperf", "--tcp-write", "0", NULL}, {"iwperf", "--tcp-write", "2G", NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int argc = 0;

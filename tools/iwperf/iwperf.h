@@ -48,12 +48,14 @@ struct iwp_opts {
     bool gbits;        /* --report_gbits */
     bool json;         /* --json */
     bool tcp;          /* --tcp: the raw TCP baseline instead of RDMA */
-    bool busy_poll;    /* --busy-poll: TCP receives spin instead of sleeping */
+    bool busy_poll;    /* --busy-poll: TCP sends and receives spin instead of sleeping */
     bool no_thread;    /* --no-thread: progress only inline from post/poll */
     bool events;       /* -e, --events: sleep on the completion channel instead of spinning */
     bool ipv6;         /* -6: the server listens on :: */
     bool quiet;        /* -q: no banner lines */
     const char *host;  /* client: the server's address; NULL: server */
+
+    uint64_t tcp_write; /* --tcp-write: bytes per send() with --tcp (0: a whole message) */
 };
 
 /* Parse argv into o (defaults first). Returns 0, 1 when help was printed, or -1 with a

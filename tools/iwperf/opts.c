@@ -84,9 +84,11 @@ static void usage(FILE *f)
             "      --json                   one JSON document instead of tables\n"
             "      --tcp                    raw TCP baseline (same layout, no RDMA)\n"
             "      --no-thread              no progress thread: progress from post/poll\n"
-            "      --busy-poll              with --tcp: spin on non-blocking receives instead of\n"
-            "                               sleeping in the kernel (a like-for-like latency\n"
+            "      --busy-poll              with --tcp: spin on non-blocking sends and receives\n"
+            "                               instead of sleeping in the kernel (a like-for-like\n"
             "                               baseline for a busy-polling RDMA application)\n"
+            "      --tcp-write BYTES        with --tcp: at most BYTES per send() (default: a\n"
+            "                               whole message per call)\n"
             "  -e, --events                 wait for completions on the completion channel\n"
             "                               instead of busy polling\n"
             "  -6                           server: listen on :: instead of 0.0.0.0\n"
@@ -120,6 +122,7 @@ enum {
     OPT_TCP,
     OPT_NOTHREAD,
     OPT_BUSY,
+    OPT_TCPW,
 };
 
 enum { IWP_DEFAULT_CQ_MOD = 100 };
@@ -147,6 +150,7 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
         {"tcp", no_argument, NULL, OPT_TCP},
         {"no-thread", no_argument, NULL, OPT_NOTHREAD},
         {"busy-poll", no_argument, NULL, OPT_BUSY},
+        {"tcp-write", required_argument, NULL, OPT_TCPW},
         {"events", no_argument, NULL, 'e'},
         {"cq-mod", required_argument, NULL, 'Q'},
         {NULL, 0, NULL, 0},
@@ -270,6 +274,13 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
             break;
         case OPT_BUSY:
             o->busy_poll = true;
+            break;
+        case OPT_TCPW:
+            if (iwp_parse_size(optarg, &o->tcp_write) < 0 || o->tcp_write == 0 ||
+                o->tcp_write > IWP_MAX_SIZE) {
+                fprintf(stderr, "iwperf: bad --tcp-write '%s' (1 .. 1G)\n", optarg);
+                return -1;
+            }
             break;
         case ':':
             fprintf(stderr, "iwperf: option needs a value: %s\n", argv[optind - 1]);

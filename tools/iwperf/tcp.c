@@ -21,12 +21,21 @@
 
 enum { SEED_CLIENT = 1, SEED_SERVER = 2, LAT_BURST = 1000 };
 
+/* --busy-poll: send and receive without sleeping in the kernel (non-blocking calls that
+ * spin on EAGAIN), the way an RDMA application polling its CQ waits, so the baseline
+ * compares like with like. */
+static bool busy_poll;
+/* --tcp-write: at most this many bytes per send() (0: a whole message per call). */
+static size_t write_max;
+
 static int write_full(int fd, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
+    int flags = busy_poll ? MSG_DONTWAIT : 0;
     while (len) {
-        ssize_t n = send(fd, p, len, 0);
-        if (n < 0 && errno == EINTR)
+        size_t k = write_max && write_max < len ? write_max : len;
+        ssize_t n = send(fd, p, k, flags);
+        if (n < 0 && (errno == EINTR || (busy_poll && errno == EAGAIN)))
             continue;
         if (n <= 0)
             return -1;
@@ -36,18 +45,25 @@ static int write_full(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* --busy-poll: receive without sleeping in the kernel (spin on EAGAIN), the way an RDMA
- * application polling its CQ waits, so the latency baseline compares like with like. */
-static bool busy_poll;
+/* One receive of at most len bytes (spinning on EAGAIN with --busy-poll): the count, or
+ * -1 on EOF or error. */
+static ssize_t recv_some(int fd, void *buf, size_t len)
+{
+    int flags = busy_poll ? MSG_DONTWAIT : 0;
+    for (;;) {
+        ssize_t n = recv(fd, buf, len, flags);
+        if (n < 0 && (errno == EINTR || (busy_poll && errno == EAGAIN)))
+            continue;
+        return n <= 0 ? -1 : n;
+    }
+}
 
 static int read_full(int fd, void *buf, size_t len)
 {
     uint8_t *p = buf;
     while (len) {
-        ssize_t n = recv(fd, p, len, busy_poll ? MSG_DONTWAIT : 0);
-        if (n < 0 && (errno == EINTR || (busy_poll && errno == EAGAIN)))
-            continue;
-        if (n <= 0)
+        ssize_t n = recv_some(fd, p, len);
+        if (n < 0)
             return -1;
         p += n;
         len -= (size_t)n;
@@ -211,10 +227,8 @@ static int server_phase(int fd, const struct iwp_opts *o, bool lat, enum iwp_tes
             uint64_t left = c.v[0] * s;
             while (left) {
                 size_t want = chunk - pos < left ? chunk - pos : (size_t)left;
-                ssize_t n = recv(fd, sink + pos, want, 0);
-                if (n < 0 && errno == EINTR)
-                    continue;
-                if (n <= 0)
+                ssize_t n = recv_some(fd, sink + pos, want);
+                if (n < 0)
                     return -1;
                 pos += (size_t)n;
                 left -= (uint64_t)n;
@@ -459,5 +473,6 @@ out:
 int iwp_tcp_run(const struct iwp_opts *o)
 {
     busy_poll = o->busy_poll;
+    write_max = o->tcp_write;
     return o->host ? tcp_client(o) : tcp_server(o);
 }
