@@ -258,8 +258,8 @@ TEST(verify_all_sizes)
 
 TEST(verify_all_sizes_latency)
 {
-    /* ping-pong: the last answer is checked, even when later control messages land in
-     * the receive buffers next to it (sizes above one 128-byte slot) */
+    /* ping-pong: every ping and pong checked, also when later control messages land in
+     * the receive buffers next to them (sizes above one 128-byte slot) */
     const char *tests[] = {"write", "read", "send"};
     for (int t = 0; t < 3; t++) {
         const char *opts[] = {"-t", tests[t], "--lat", "-a", "-n", "3", "--verify", NULL};
@@ -270,6 +270,41 @@ TEST(verify_all_sizes_latency)
         }
         free(j);
     }
+}
+
+/* --verify checks every message, not only the last: with IWPERF_VERIFY_SELFTEST=2 the
+ * sending side (both processes get it) gives the third message of the phase the fourth's
+ * pattern (an RDMA Read server its third source slot), and every test, bandwidth and
+ * latency, RDMA and TCP, must then fail its check (exit status 2) and report it. */
+TEST(verify_every_message)
+{
+    CHECK_EQ(setenv("IWPERF_VERIFY_SELFTEST", "2", 1), 0);
+    const char *tests[] = {"write", "read", "send"};
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 4; k++) {
+            bool tcp = k & 1, lat = k & 2;
+            const char *opts[12] = {"--json", "-t", tests[t], "-s", "3000", "-n", "20", "--verify"};
+            const char *sv[4] = {"-q"};
+            int no = 8;
+            if (tcp) {
+                opts[no++] = "--tcp";
+                sv[1] = "--tcp";
+            }
+            if (lat)
+                opts[no++] = "--lat";
+            opts[no] = NULL;
+            int rc = 0;
+            char *srv = NULL;
+            char *j = pu_pair(sv, opts, NULL, &srv, &rc);
+            if (rc != 2)
+                uiw_test_fail(__FILE__, __LINE__, "%s%s%s: exit status %d, not 2:\n%s", tests[t],
+                              tcp ? " --tcp" : "", lat ? " --lat" : "", rc, j);
+            check_str(j, "verify", 0, "fail");
+            CHECK(strstr(srv, "VERIFY FAILED") != NULL);
+            free(j);
+            free(srv);
+        }
+    unsetenv("IWPERF_VERIFY_SELFTEST");
 }
 
 TEST(duration_and_tables)

@@ -224,6 +224,32 @@ TEST(pattern_and_checksum)
     CHECK(iwp_checksum(a, 1000) != iwp_checksum(a, 1001));
 }
 
+/* --verify's per-message patterns: a message's own, a prefix of a longer one's, any byte
+ * changed caught, and no two messages alike. */
+TEST(message_patterns)
+{
+    static uint8_t a[4099], b[4099];
+    iwp_fill_msg(a, sizeof(a), 1, 7);
+    CHECK(iwp_check_msg(a, sizeof(a), 1, 7));
+    CHECK(iwp_check_msg(a, 1001, 1, 7)); /* a prefix */
+    CHECK(!iwp_check_msg(a, sizeof(a), 1, 8));
+    CHECK(!iwp_check_msg(a, sizeof(a), 2, 7));
+    iwp_fill_msg(b, sizeof(b), 1, 8);
+    for (size_t k = 0; k + 8 <= sizeof(a); k += 8)
+        CHECK(memcmp(a + k, b + k, 8) != 0); /* every word differs from the next message's */
+    for (size_t pos = 0; pos < sizeof(a); pos += 511) {
+        a[pos] ^= 1;
+        CHECK(!iwp_check_msg(a, sizeof(a), 1, 7));
+        a[pos] ^= 1;
+    }
+    CHECK(iwp_check_msg(a, 0, 1, 7) && iwp_check_msg(a, 3, 1, 7));
+    /* the self-test hook: message 5 gets message 6's pattern */
+    iwp_verify_selftest(5);
+    iwp_fill_msg(a, 100, 1, 5);
+    CHECK(!iwp_check_msg(a, 100, 1, 5) && iwp_check_msg(a, 100, 1, 6));
+    iwp_verify_selftest(UINT64_MAX);
+}
+
 static char *report_text(struct iwp_opts *o, const struct iwp_result *rows, int n)
 {
     char *buf = NULL;

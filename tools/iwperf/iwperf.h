@@ -106,6 +106,14 @@ uint64_t iwp_now_ns(void);
 void iwp_fill_pattern(void *buf, size_t len, uint32_t seed);
 /* A 64-bit checksum of buf (order sensitive). */
 uint64_t iwp_checksum(const void *buf, size_t len);
+/* --verify: message msg of a stream gets a pattern of its own (of seed, msg and the
+ * offset; a prefix of a longer message's), so that a message lost, repeated, stale,
+ * misplaced or cut short is told from the right one; iwp_check_msg compares. */
+void iwp_fill_msg(void *buf, size_t len, uint32_t seed, uint64_t msg);
+bool iwp_check_msg(const void *buf, size_t len, uint32_t seed, uint64_t msg);
+/* A self-test of --verify (IWPERF_VERIFY_SELFTEST=N): from now on iwp_fill_msg gives
+ * message N the pattern of message N + 1 (UINT64_MAX: never). */
+void iwp_verify_selftest(uint64_t msg);
 
 struct iwp_ctrl;
 
@@ -160,14 +168,15 @@ void iwp_result_from_ctrl(const struct iwp_ctrl *c, struct iwp_result *r);
 enum iwp_ctrl_type {
     IWP_C_HELLO = 1,  /* TCP: v[0] test, v[1] flags, v[2] max size */
     IWP_C_START = 2,  /* v[0] size, v[1] iterations (0: until STOP) */
-    IWP_C_ACK = 3,    /* v[0] credits granted (total), v[1] checksum of the source */
-    IWP_C_RESULT = 4, /* v[0] credits, v[1] checksum of the sink, v[2] messages,
+    IWP_C_ACK = 3,    /* v[0] credits granted (total) */
+    IWP_C_RESULT = 4, /* v[0] credits, v[1] messages found right (--verify), v[2] messages,
                          v[3] server ns, v[4] copied bytes, v[5] copied known */
     IWP_C_CREDIT = 5, /* v[0] credits granted (total receives posted) */
     IWP_C_BYE = 6,
     IWP_C_BURST = 7,  /* TCP: v[0] messages that follow (0: end of phase) */
     IWP_C_REQ = 8,    /* TCP read: send v[0] bytes back */
     IWP_C_REPORT = 9, /* client -> server: the row of the phase (iwp_report_to_ctrl) */
+    IWP_C_MARK = 10,  /* RDMA --verify: v[0] the Write of the phase placed before it */
 };
 
 #define IWP_F_LAT    0x1u

@@ -79,7 +79,8 @@ static void usage(FILE *f)
             "  -Q, --cq-mod N               latency Sends and Writes: one in N is signalled\n"
             "                               (a completion), as perftest's CQ moderation\n"
             "                               (default 100, at most --tx-depth; 1: every one)\n"
-            "      --verify                 check the sink's checksum after each size\n"
+            "      --verify                 check every message (its own pattern) and the\n"
+            "                               count (fewer in flight: not for bandwidth)\n"
             "      --report_gbits           bandwidth in Gb/sec instead of MiB/sec\n"
             "      --json                   one JSON document instead of tables\n"
             "      --tcp                    raw TCP baseline (same layout, no RDMA)\n"
@@ -320,6 +321,8 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
     }
     if (o->cq_mod > o->tx_depth)
         o->cq_mod = o->tx_depth; /* a completion before the send queue is full */
+    const char *st = getenv("IWPERF_VERIFY_SELFTEST");
+    iwp_verify_selftest(st && *st ? strtoull(st, NULL, 10) : UINT64_MAX);
     if (o->duration > 0)
         o->iters = 0;
     else if (!iters_set)

@@ -151,6 +151,52 @@ uint64_t iwp_checksum(const void *buf, size_t len)
     return h;
 }
 
+/* The first word of message msg's pattern (splitmix64 of seed and msg); word k of the
+ * message is this plus k times an odd constant, so every word differs within a message
+ * and from the same word of any other message. */
+static uint64_t msg_base(uint32_t seed, uint64_t msg)
+{
+    uint64_t z = ((uint64_t)seed << 40 ^ msg) + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+#define MSG_STEP 0xD6E8FEB86659FD93ull
+
+static uint64_t selftest_msg = UINT64_MAX;
+
+void iwp_verify_selftest(uint64_t msg)
+{
+    selftest_msg = msg;
+}
+
+void iwp_fill_msg(void *buf, size_t len, uint32_t seed, uint64_t msg)
+{
+    uint8_t *p = buf;
+    if (msg == selftest_msg)
+        msg++; /* the next message's pattern: --verify must catch it */
+    uint64_t w = msg_base(seed, msg);
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8, w += MSG_STEP)
+        memcpy(p + i, &w, 8);
+    if (i < len)
+        memcpy(p + i, &w, len - i);
+}
+
+bool iwp_check_msg(const void *buf, size_t len, uint32_t seed, uint64_t msg)
+{
+    const uint8_t *p = buf;
+    uint64_t w = msg_base(seed, msg), diff = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8, w += MSG_STEP) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        diff |= v ^ w;
+    }
+    return diff == 0 && (i == len || memcmp(p + i, &w, len - i) == 0);
+}
+
 static void put32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);

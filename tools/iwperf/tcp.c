@@ -184,14 +184,17 @@ static int tcp_connect(const struct iwp_opts *o)
 
 /* ---------------------------------------------------------------------------------- */
 
+/* With --verify every message carries a pattern of its own (iwp_fill_msg: the client's
+ * seed for what the client sends, the server's for what it sends, and the message's index
+ * in the phase), and the receiving side checks each one; RESULT reports the messages the
+ * server received and how many of them were right. */
 static int server_phase(int fd, const struct iwp_opts *o, bool lat, enum iwp_test test, uint64_t s,
                         uint8_t *src, uint8_t *sink, size_t sinklen, bool verify)
 {
     struct iwp_ctrl c;
-    uint64_t msgs = 0, t0 = iwp_now_ns(), last_off = 0;
-    if (verify)
-        memset(sink, 0, sinklen);
-    if (send_ctrl(fd, IWP_C_ACK, 0, verify ? iwp_checksum(src, s) : 0) < 0)
+    uint64_t msgs = 0, good = 0, t0 = iwp_now_ns();
+    (void)o;
+    if (send_ctrl(fd, IWP_C_ACK, 0, 0) < 0)
         return -1;
     if (lat) {
         for (;;) {
@@ -200,7 +203,13 @@ static int server_phase(int fd, const struct iwp_opts *o, bool lat, enum iwp_tes
             if (c.v[0] == 0)
                 break;
             for (uint64_t i = 0; i < c.v[0]; i++) {
-                if (read_full(fd, sink, s) < 0 || write_full(fd, src, s) < 0)
+                if (read_full(fd, sink, s) < 0)
+                    return -1;
+                if (verify) {
+                    good += iwp_check_msg(sink, s, SEED_CLIENT, msgs);
+                    iwp_fill_msg(src, s, SEED_SERVER, msgs);
+                }
+                if (write_full(fd, src, s) < 0)
                     return -1;
                 msgs++;
             }
@@ -211,19 +220,31 @@ static int server_phase(int fd, const struct iwp_opts *o, bool lat, enum iwp_tes
                 return -1;
             if (c.v[0] == 0)
                 break;
-            if (c.v[0] != s || write_full(fd, src, s) < 0)
+            if (c.v[0] != s)
+                return -1;
+            if (verify)
+                iwp_fill_msg(src, s, SEED_SERVER, msgs);
+            if (write_full(fd, src, s) < 0)
                 return -1;
             msgs++;
         }
     } else {
-        /* one-way stream: read as much as fits, keeping message boundaries at multiples of
-         * s in the sink so the last message can be checked */
+        /* one-way stream: read as much as fits (with --verify a message at a time, each
+         * checked) */
         size_t chunk = (sinklen / s) * s, pos = 0;
         for (;;) {
             if (recv_ctrl(fd, &c) < 0 || c.type != IWP_C_BURST)
                 return -1;
             if (c.v[0] == 0)
                 break;
+            if (verify) {
+                for (uint64_t i = 0; i < c.v[0]; i++, msgs++) {
+                    if (read_full(fd, sink, s) < 0)
+                        return -1;
+                    good += iwp_check_msg(sink, s, SEED_CLIENT, msgs);
+                }
+                continue;
+            }
             uint64_t left = c.v[0] * s;
             while (left) {
                 size_t want = chunk - pos < left ? chunk - pos : (size_t)left;
@@ -236,16 +257,10 @@ static int server_phase(int fd, const struct iwp_opts *o, bool lat, enum iwp_tes
                     pos = 0;
             }
             msgs += c.v[0];
-            last_off = (pos == 0 ? chunk : pos) - s;
         }
     }
-    uint64_t sum = 0;
-    if (verify && msgs && lat)
-        sum = iwp_checksum(sink, s); /* the last ping */
-    else if (verify && msgs && test != IWP_READ)
-        sum = iwp_checksum(sink + last_off, s); /* the last message */
     struct iwp_ctrl r = {.type = IWP_C_RESULT};
-    r.v[1] = sum;
+    r.v[1] = good;
     r.v[2] = msgs;
     r.v[3] = iwp_now_ns() - t0;
     return send_ctrl_msg(fd, &r);
@@ -325,21 +340,19 @@ static bool time_up(const struct iwp_opts *o, uint64_t t0, uint64_t now)
 static int client_phase(int fd, const struct iwp_opts *o, uint64_t s, uint8_t *src, uint8_t *sink,
                         struct iwp_result *res)
 {
-    struct iwp_ctrl c, ack;
+    struct iwp_ctrl c;
     struct iwp_samples smp = {0};
     struct iwp_bw_meter m;
     int rc = -1;
     memset(res, 0, sizeof(*res));
     res->bytes = s;
-    if (o->verify)
-        memset(sink, 0, s);
-    if (send_ctrl(fd, IWP_C_START, s, o->iters) < 0 || recv_ctrl(fd, &ack) < 0 ||
-        ack.type != IWP_C_ACK)
+    if (send_ctrl(fd, IWP_C_START, s, o->iters) < 0 || recv_ctrl(fd, &c) < 0 || c.type != IWP_C_ACK)
         return -1;
     if (o->lat && iwp_samples_reserve(&smp, o->iters ? o->iters : 65536) < 0)
         return -1;
     uint64_t t0 = iwp_now_ns(), done = 0;
     iwp_bw_start(&m, t0, 10000000); /* peak over 10 ms windows */
+    uint64_t good = 0;              /* --verify: messages received right */
     if (o->lat) {
         for (;;) {
             uint64_t n = o->iters ? o->iters - done : LAT_BURST;
@@ -348,11 +361,15 @@ static int client_phase(int fd, const struct iwp_opts *o, uint64_t s, uint8_t *s
             if (send_ctrl(fd, IWP_C_BURST, n, 0) < 0)
                 goto out;
             for (uint64_t i = 0; i < n; i++) {
+                if (o->verify)
+                    iwp_fill_msg(src, s, SEED_CLIENT, done + i);
                 uint64_t a = iwp_now_ns();
                 if (write_full(fd, src, s) < 0 || read_full(fd, sink, s) < 0)
                     goto out;
                 if (iwp_samples_push(&smp, iwp_now_ns() - a) < 0)
                     goto out;
+                if (o->verify)
+                    good += iwp_check_msg(sink, s, SEED_SERVER, done + i);
             }
             done += n;
         }
@@ -372,6 +389,8 @@ static int client_phase(int fd, const struct iwp_opts *o, uint64_t s, uint8_t *s
                 break;
             if (read_full(fd, sink, s) < 0)
                 goto out;
+            if (o->verify)
+                good += iwp_check_msg(sink, s, SEED_SERVER, done);
             done++;
             iwp_bw_update(&m, iwp_now_ns(), done * s);
         }
@@ -386,9 +405,12 @@ static int client_phase(int fd, const struct iwp_opts *o, uint64_t s, uint8_t *s
                 break;
             if (send_ctrl(fd, IWP_C_BURST, n, 0) < 0)
                 goto out;
-            for (uint64_t i = 0; i < n; i++)
+            for (uint64_t i = 0; i < n; i++) {
+                if (o->verify)
+                    iwp_fill_msg(src, s, SEED_CLIENT, done + i);
                 if (write_full(fd, src, s) < 0)
                     goto out;
+            }
             done += n;
             iwp_bw_update(&m, iwp_now_ns(), done * s);
         }
@@ -408,11 +430,12 @@ static int client_phase(int fd, const struct iwp_opts *o, uint64_t s, uint8_t *s
         res->bw_peak = m.peak > res->bw_avg ? m.peak : res->bw_avg;
     }
     if (o->verify) {
-        bool ok = c.v[2] == res->iters;
+        /* every message the server got, and each one right, on the side that received it */
+        bool ok = c.v[2] == done;
         if (o->test == IWP_READ || o->lat)
-            ok = ok && iwp_checksum(sink, s) == ack.v[1]; /* what the server sent */
+            ok = ok && good == done;
         if (o->test != IWP_READ || o->lat)
-            ok = ok && c.v[1] == iwp_checksum(src, s); /* what the server received */
+            ok = ok && c.v[1] == done;
         res->verify = ok ? IWP_VERIFY_OK : IWP_VERIFY_FAIL;
     }
     struct iwp_ctrl rep;
