@@ -38,10 +38,10 @@ demo() { # iwperf client options...
   return "$rc"
 }
 echo
-echo "== loopback RDMA Write, 1 MiB messages, CRC on, sink verified"
+echo "== loopback RDMA Write, 1 MiB messages, CRC on, every message verified"
 demo -t write -s 1M -n 200 --crc --verify
 echo
-echo "== loopback RDMA Read, 1 MiB messages, sink verified"
+echo "== loopback RDMA Read, 1 MiB messages, every message verified"
 demo -t read -s 1M -n 200 --verify
 echo
 echo "== loopback Send ping-pong, 64 bytes"
