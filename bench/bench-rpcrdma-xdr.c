@@ -134,7 +134,7 @@ static void uiw_case(int c, struct uiw_rpcrdma_hdr *h)
     }
 }
 
-static rpcrdma1_read_list g1_read;
+static xdr_read_list g1_read;
 static rpcrdma2_read_list g2_read;
 static rpcrdma2_segment g2_segs[4];
 static rpcrdma2_write_list g2_wl;
@@ -149,10 +149,10 @@ static void tirpc_case1(rdma_msg *g)
     g->rdma_vers = 1;
     g->rdma_credit = 128;
     g->rdma_body.proc = RDMA_MSG;
-    g1_read.rdma_entry.rdma_position = u_read.position;
-    g1_read.rdma_entry.rdma_target.rdma_handle = u_read.target.handle;
-    g1_read.rdma_entry.rdma_target.rdma_length = u_read.target.length;
-    g1_read.rdma_entry.rdma_target.rdma_offset = u_read.target.offset;
+    g1_read.entry.position = u_read.position;
+    g1_read.entry.target.handle = u_read.target.handle;
+    g1_read.entry.target.length = u_read.target.length;
+    g1_read.entry.target.offset = u_read.target.offset;
     g->rdma_body.rdma_body_u.rdma_msg.rdma_reads = &g1_read;
 }
 

@@ -17,17 +17,17 @@
 
 /* Storage for the rpcgen form of one header (no allocation). */
 struct g1_store {
-    rpcrdma1_read_list rl[UIW_RPCRDMA_MAX_READS];
-    rpcrdma1_write_list wl[UIW_RPCRDMA_MAX_WRITES];
-    rpcrdma1_segment segs[(UIW_RPCRDMA_MAX_WRITES + 1) * UIW_RPCRDMA_MAX_SEGS_PER_CHUNK];
-    rpcrdma1_write_chunk reply;
+    xdr_read_list rl[UIW_RPCRDMA_MAX_READS];
+    xdr_write_list wl[UIW_RPCRDMA_MAX_WRITES];
+    xdr_rdma_segment segs[(UIW_RPCRDMA_MAX_WRITES + 1) * UIW_RPCRDMA_MAX_SEGS_PER_CHUNK];
+    xdr_write_chunk reply;
 };
 
 /* The three lists of rpc_rdma_header and rpc_rdma_header_nomsg (distinct C types). */
 struct g1_lists {
-    rpcrdma1_read_list **reads;
-    rpcrdma1_write_list **writes;
-    rpcrdma1_write_chunk **reply;
+    xdr_read_list **reads;
+    xdr_write_list **writes;
+    xdr_write_chunk **reply;
 };
 
 static struct g1_lists lists_of(rdma_msg *g)
@@ -47,15 +47,15 @@ static struct g1_lists lists_of(rdma_msg *g)
     return l;
 }
 
-static void g1_chunk(const struct uiw_rpcrdma_write_chunk *c, rpcrdma1_write_chunk *g,
+static void g1_chunk(const struct uiw_rpcrdma_write_chunk *c, xdr_write_chunk *g,
                      struct g1_store *s, size_t *used)
 {
-    g->rdma_target.rdma_target_len = c->nsegs;
-    g->rdma_target.rdma_target_val = c->nsegs ? &s->segs[*used] : NULL;
+    g->target.target_len = c->nsegs;
+    g->target.target_val = c->nsegs ? &s->segs[*used] : NULL;
     for (uint32_t i = 0; i < c->nsegs; i++) {
-        s->segs[*used].rdma_handle = c->segs[i].handle;
-        s->segs[*used].rdma_length = c->segs[i].length;
-        s->segs[*used].rdma_offset = c->segs[i].offset;
+        s->segs[*used].handle = c->segs[i].handle;
+        s->segs[*used].length = c->segs[i].length;
+        s->segs[*used].offset = c->segs[i].offset;
         (*used)++;
     }
 }
@@ -78,16 +78,16 @@ static void to_g1(const struct uiw_rpcrdma_hdr *h, rdma_msg *g, struct g1_store 
     struct g1_lists l = lists_of(g);
     size_t used = 0;
     for (uint32_t i = 0; i < c->nreads; i++) {
-        s->rl[i].rdma_entry.rdma_position = c->reads[i].position;
-        s->rl[i].rdma_entry.rdma_target.rdma_handle = c->reads[i].target.handle;
-        s->rl[i].rdma_entry.rdma_target.rdma_length = c->reads[i].target.length;
-        s->rl[i].rdma_entry.rdma_target.rdma_offset = c->reads[i].target.offset;
-        s->rl[i].rdma_next = i + 1 < c->nreads ? &s->rl[i + 1] : NULL;
+        s->rl[i].entry.position = c->reads[i].position;
+        s->rl[i].entry.target.handle = c->reads[i].target.handle;
+        s->rl[i].entry.target.length = c->reads[i].target.length;
+        s->rl[i].entry.target.offset = c->reads[i].target.offset;
+        s->rl[i].next = i + 1 < c->nreads ? &s->rl[i + 1] : NULL;
     }
     *l.reads = c->nreads ? s->rl : NULL;
     for (uint32_t i = 0; i < c->nwrites; i++) {
-        g1_chunk(&c->writes[i], &s->wl[i].rdma_entry, s, &used);
-        s->wl[i].rdma_next = i + 1 < c->nwrites ? &s->wl[i + 1] : NULL;
+        g1_chunk(&c->writes[i], &s->wl[i].entry, s, &used);
+        s->wl[i].next = i + 1 < c->nwrites ? &s->wl[i + 1] : NULL;
     }
     *l.writes = c->nwrites ? s->wl : NULL;
     if (c->has_reply)
@@ -95,18 +95,17 @@ static void to_g1(const struct uiw_rpcrdma_hdr *h, rdma_msg *g, struct g1_store 
     *l.reply = c->has_reply ? &s->reply : NULL;
 }
 
-static bool seg_eq(const struct uiw_rpcrdma_segment *a, const rpcrdma1_segment *g)
+static bool seg_eq(const struct uiw_rpcrdma_segment *a, const xdr_rdma_segment *g)
 {
-    return a->handle == g->rdma_handle && a->length == g->rdma_length &&
-           a->offset == g->rdma_offset;
+    return a->handle == g->handle && a->length == g->length && a->offset == g->offset;
 }
 
-static bool chunk_eq(const struct uiw_rpcrdma_write_chunk *c, const rpcrdma1_write_chunk *g)
+static bool chunk_eq(const struct uiw_rpcrdma_write_chunk *c, const xdr_write_chunk *g)
 {
-    if (c->nsegs != g->rdma_target.rdma_target_len)
+    if (c->nsegs != g->target.target_len)
         return false;
     for (uint32_t i = 0; i < c->nsegs; i++)
-        if (!seg_eq(&c->segs[i], &g->rdma_target.rdma_target_val[i]))
+        if (!seg_eq(&c->segs[i], &g->target.target_val[i]))
             return false;
     return true;
 }
@@ -129,16 +128,16 @@ static bool g1_equal(const struct uiw_rpcrdma_hdr *h, rdma_msg *g)
         return false;
     const struct uiw_rpcrdma_chunks *c = &h->u.chunks;
     struct g1_lists l = lists_of(g);
-    const rpcrdma1_read_list *rl = *l.reads;
-    for (uint32_t i = 0; i < c->nreads; i++, rl = rl->rdma_next)
-        if (!rl || c->reads[i].position != rl->rdma_entry.rdma_position ||
-            !seg_eq(&c->reads[i].target, &rl->rdma_entry.rdma_target))
+    const xdr_read_list *rl = *l.reads;
+    for (uint32_t i = 0; i < c->nreads; i++, rl = rl->next)
+        if (!rl || c->reads[i].position != rl->entry.position ||
+            !seg_eq(&c->reads[i].target, &rl->entry.target))
             return false;
     if (rl)
         return false;
-    const rpcrdma1_write_list *wl = *l.writes;
-    for (uint32_t i = 0; i < c->nwrites; i++, wl = wl->rdma_next)
-        if (!wl || !chunk_eq(&c->writes[i], &wl->rdma_entry))
+    const xdr_write_list *wl = *l.writes;
+    for (uint32_t i = 0; i < c->nwrites; i++, wl = wl->next)
+        if (!wl || !chunk_eq(&c->writes[i], &wl->entry))
             return false;
     if (wl || c->has_reply != (*l.reply != NULL))
         return false;

@@ -879,15 +879,14 @@ TEST(rpcrdma_decode_encode_beyond_caps)
     text_add(&want, "00000003000000010000000200000001" /* xid vers credit NOMSG */
                     "00000000");                       /* no reads */
     for (int i = 0; i < 17; i++) {
-        text_add(&in, "%s{\"rdma_target\":[]}", i ? "," : "");
+        text_add(&in, "%s{\"target\":[]}", i ? "," : "");
         text_add(&want, "0000000100000000");
     }
-    text_add(&in, "],\"rdma_reply\":{\"rdma_target\":[");
+    text_add(&in, "],\"rdma_reply\":{\"target\":[");
     text_add(&want, "00000000" /* end of the write list */
                     "0000000100000014");
     for (int i = 0; i < 20; i++) {
-        text_add(&in, "%s{\"rdma_handle\":%d,\"rdma_length\":4,\"rdma_offset\":%d}", i ? "," : "",
-                 i, 8 * i);
+        text_add(&in, "%s{\"handle\":%d,\"length\":4,\"offset\":%d}", i ? "," : "", i, 8 * i);
         text_add(&want, "%08x00000004%016x", i, 8 * i);
     }
     text_add(&in, "]}}}}\n");
@@ -904,4 +903,75 @@ TEST(rpcrdma_decode_encode_beyond_caps)
     tool_run_free(&back);
     free(in.p);
     free(want.p);
+}
+
+/* Version One objects carry RFC 8166's field names (xdr_rdma_segment, xdr_read_chunk,
+ * xdr_write_chunk), Version Two the draft's. */
+TEST(rpcrdma_decode_v1_field_names)
+{
+    /* xid 9, vers 1, credit 4, RDMA_MSG | read list: position 8, handle 0x11, length 100,
+     * offset 0x22 | write list: one chunk of one segment | reply chunk: none */
+    const char hex[] = "00000009000000010000000400000000"
+                       "000000010000000800000011000000640000000000000022"
+                       "00000000"
+                       "000000010000000100000033000000c8000000000000004400000000"
+                       "00000000\n";
+    struct tool_run r;
+    run((const char *[]){"--hex", "--no-payload", NULL}, hex, strlen(hex), &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_STR(r.out, "{\"rdma_xid\":9,\"rdma_vers\":1,\"rdma_credit\":4,\"rdma_body\":{\"proc\":"
+                     "\"RDMA_MSG\",\"rdma_msg\":{\"rdma_reads\":[{\"position\":8,\"target\":"
+                     "{\"handle\":17,\"length\":100,\"offset\":34}}],\"rdma_writes\":[{\"target\""
+                     ":[{\"handle\":51,\"length\":200,\"offset\":68}]}],\"rdma_reply\":null}}}\n");
+    /* and back */
+    struct tool_run back;
+    run((const char *[]){"--encode", NULL}, r.out, r.outlen, &back);
+    CHECK_EQ(back.status, 0);
+    CHECK_STR(back.out, hex);
+    tool_run_free(&back);
+    /* the Version Two names are refused in a Version One object */
+    const char *bad =
+        "{\"rdma_xid\":9,\"rdma_vers\":1,\"rdma_credit\":4,\"rdma_body\":{\"proc\":"
+        "\"RDMA_MSG\",\"rdma_msg\":{\"rdma_reads\":[{\"rdma_position\":8,"
+        "\"rdma_target\":{\"rdma_handle\":17,\"rdma_length\":100,\"rdma_offset\":34}}],"
+        "\"rdma_writes\":[],\"rdma_reply\":null}}}\n";
+    run((const char *[]){"--encode", NULL}, bad, strlen(bad), &back);
+    CHECK_EQ(back.status, 1);
+    tool_run_free(&back);
+    tool_run_free(&r);
+}
+
+/* --private: what the Linux kernel's NFS server sends (after its MPA Rev 2 IRD/ORD words),
+ * what uiw sends, and data of another format. */
+TEST(rpcrdma_decode_private)
+{
+    struct tool_run r;
+    run((const char *[]){"--private", "f6ab0e1801000303", NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_STR(r.out, "{\"format_identifier\":4138405400,\"version\":1,\"reserved\":0,"
+                     "\"remote_invalidation\":false,\"send_size\":4096,\"receive_size\":4096}\n");
+    tool_run_free(&r);
+    run((const char *[]){"--private", "00100010f6ab0e1801010f03", NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_STR(r.out, "{\"format_identifier\":4138405400,\"version\":1,\"reserved\":0,"
+                     "\"remote_invalidation\":true,\"send_size\":16384,\"receive_size\":4096,"
+                     "\"mpa_ird\":16,\"mpa_ord\":16}\n");
+    tool_run_free(&r);
+    run((const char *[]){"--private", "f6ab0e1802000303", NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 1);
+    CHECK_STR(r.out, "{\"error\":\"not RFC 8797 private data\"}\n");
+    tool_run_free(&r);
+    run((const char *[]){"--private", "f6ab0e", NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 1);
+    tool_run_free(&r);
+    run((const char *[]){"--private", "zz", NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    run((const char *[]){"--private", NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    run((const char *[]){"--version", NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "rpcrdma-decode (uiw) ") == r.out);
+    tool_run_free(&r);
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uiw/version.h>
+
 #include "json.h"
 #include "rpcrdma.h"
 
@@ -16,6 +18,7 @@
 static const char usage[] =
     "usage: rpcrdma-decode [--hex] [--rpc] [--no-payload] [FILE]\n"
     "       rpcrdma-decode --encode [--binary] [FILE]\n"
+    "       rpcrdma-decode --private HEX\n"
     "\n"
     "Decode one RPC-over-RDMA transport header (Version One, RFC 8166, or Version Two,\n"
     "draft-cel-nfsv4-rpcrdma-version-two-03, chosen by rdma_vers) into one JSON object\n"
@@ -27,12 +30,18 @@ static const char usage[] =
     "  --no-payload  leave out the bytes that follow the header (key \"payload\")\n"
     "  --encode      read one JSON object per line, write each encoding as a hex line\n"
     "  --binary      with --encode: write the raw bytes instead of hex lines\n"
+    "  --private HEX decode RFC 8797 connection private data (the ULP private data of an\n"
+    "                MPA Request or Reply; 4 leading bytes of RFC 6581 IRD/ORD words are\n"
+    "                recognised too) into one JSON object\n"
     "  -h, --help    show this help\n"
+    "  --version     show the version\n"
     "\n"
     "FILE defaults to standard input. Empty lines and lines starting with '#' are skipped.\n"
     "A message that does not decode prints {\"error\":\"NAME\"}, NAME being the error a\n"
     "receiver must answer (RDMA2_ERR_VERS, RDMA2_ERR_BAD_XDR, RDMA2_ERR_INVAL_PROC;\n"
     "Version One: ERR_VERS, ERR_CHUNK).\n"
+    "Version One objects use RFC 8166's field names (a segment's handle, length and\n"
+    "offset; a read chunk's position and target), Version Two the draft's (rdma_handle...).\n"
     "Exit status: 0 if every message was decoded or encoded, 1 if one was not (after\n"
     "all input was read), 2 for a usage or I/O error.\n";
 
@@ -164,13 +173,76 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
     return status;
 }
 
+/* --private: RFC 8797 private data (optionally after RFC 6581's IRD/ORD words). */
+static int decode_private(const char *hex)
+{
+    struct rd_buf b = {0}, out = {0};
+    if (rd_hex_decode(&b, hex, strlen(hex), 1, 0) != 0 || b.oom) {
+        fprintf(stderr, "rpcrdma-decode: --private: not hex\n");
+        rd_buf_free(&b);
+        return 2;
+    }
+    const uint8_t *p = b.p;
+    size_t n = b.len;
+    struct uiw_rpcrdma_cm_private cp;
+    int ird = -1, ord = -1;
+    int r = uiw_rpcrdma_cm_private_decode(p, n, &cp);
+    if (r != 0 && n >= 4 + UIW_RPCRDMA_CM_PRIVATE_LEN &&
+        uiw_rpcrdma_cm_private_decode(p + 4, n - 4, &cp) == 0) {
+        ird = (p[0] << 8 | p[1]) & 0x3FFF;
+        ord = (p[2] << 8 | p[3]) & 0x3FFF;
+        p += 4;
+        n -= 4;
+        r = 0;
+    }
+    int status = 0;
+    if (r != 0) {
+        rd_buf_puts(&out, r == -EINVAL ? "{\"error\":\"shorter than 8 bytes\"}"
+                                       : "{\"error\":\"not RFC 8797 private data\"}");
+        status = 1;
+    } else {
+        char line[512];
+        int k = snprintf(line, sizeof(line),
+                         "{\"format_identifier\":%u,\"version\":%u,\"reserved\":%u,"
+                         "\"remote_invalidation\":%s,\"send_size\":%u,\"receive_size\":%u",
+                         cp.magic, cp.version, cp.reserved,
+                         cp.remote_invalidation ? "true" : "false", cp.send_size, cp.recv_size);
+        rd_buf_put(&out, line, (size_t)k);
+        if (ird >= 0) {
+            k = snprintf(line, sizeof(line), ",\"mpa_ird\":%d,\"mpa_ord\":%d", ird, ord);
+            rd_buf_put(&out, line, (size_t)k);
+        }
+        if (n > UIW_RPCRDMA_CM_PRIVATE_LEN) {
+            k = snprintf(line, sizeof(line), ",\"trailing\":%zu", n - UIW_RPCRDMA_CM_PRIVATE_LEN);
+            rd_buf_put(&out, line, (size_t)k);
+        }
+        rd_buf_put(&out, "}", 1);
+    }
+    rd_buf_put(&out, "\n", 1);
+    if (out.oom || emit(&out) != 0)
+        status = 2;
+    rd_buf_free(&b);
+    rd_buf_free(&out);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
     int files = 0;
+    const char *priv = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--hex") == 0) {
+        if (strcmp(a, "--private") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "rpcrdma-decode: --private needs HEX\n%s", usage);
+                return 2;
+            }
+            priv = argv[++i];
+        } else if (strcmp(a, "--version") == 0) {
+            printf("rpcrdma-decode (uiw) %s\n", uiw_version_string());
+            return fflush(stdout) == 0 ? 0 : 2;
+        } else if (strcmp(a, "--hex") == 0) {
             o.hex = 1;
         } else if (strcmp(a, "--encode") == 0) {
             o.encode = 1;
@@ -193,6 +265,14 @@ int main(int argc, char **argv)
             o.file = a;
             files++;
         }
+    }
+    if (priv && (files || o.hex || o.encode || o.binary || o.flags)) {
+        fprintf(stderr, "rpcrdma-decode: --private takes no other argument\n%s", usage);
+        return 2;
+    }
+    if (priv) {
+        int st = decode_private(priv);
+        return fflush(stdout) == 0 ? st : 2;
     }
     if (files > 1 || (o.binary && !o.encode) ||
         (o.encode && (o.hex || (o.flags & (RD_OPT_RPC | RD_OPT_NO_PAYLOAD))))) {

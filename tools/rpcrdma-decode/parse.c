@@ -247,30 +247,36 @@ static int check_keys(struct pctx *c, const struct rd_jval *v, const char *const
  * Chunk lists
  * ------------------------------------------------------------------------------------- */
 
+/* The chunk fields' names: RFC 8166's for Version One, the draft's otherwise. */
+static const char *const v1_seg[] = {"handle", "length", "offset"};
+static const char *const v2_seg[] = {"rdma_handle", "rdma_length", "rdma_offset"};
+static const char *const v1_rs[] = {"position", "target"};
+static const char *const v2_rs[] = {"rdma_position", "rdma_target"};
+
 static int segment(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_segment *s)
 {
-    static const char *const keys[] = {"rdma_handle", "rdma_length", "rdma_offset"};
+    const char *const *keys = c->nv == 1 ? v1_seg : v2_seg;
     const struct rd_jval *m;
     size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (segment)")) != 0 ||
-        (r = u32_member(c, v, "rdma_handle", &s->handle)) != 0 ||
-        (r = u32_member(c, v, "rdma_length", &s->length)) != 0 ||
-        (r = member(c, v, "rdma_offset", &m, &old)) != 0 || (r = want_u64(c, m, &s->offset)) != 0)
+        (r = u32_member(c, v, keys[0], &s->handle)) != 0 ||
+        (r = u32_member(c, v, keys[1], &s->length)) != 0 ||
+        (r = member(c, v, keys[2], &m, &old)) != 0 || (r = want_u64(c, m, &s->offset)) != 0)
         return r;
     pop(c, old);
     return check_keys(c, v, keys, 3, NULL);
 }
 
-/* A write chunk object: {"rdma_target":[segment...]} */
+/* A write chunk object: {"target":[segment...]} ("rdma_target" in Version Two) */
 static int write_chunk(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_write_chunk *wc)
 {
-    static const char *const keys[] = {"rdma_target"};
+    const char *const *keys = c->nv == 1 ? v1_rs + 1 : v2_rs + 1;
     const struct rd_jval *m;
     size_t old = 0;
     int r;
     if ((r = want_type(c, v, RD_JOBJ, "an object (write chunk)")) != 0 ||
-        (r = member(c, v, "rdma_target", &m, &old)) != 0 ||
+        (r = member(c, v, keys[0], &m, &old)) != 0 ||
         (r = want_type(c, m, RD_JARR, "an array")) != 0)
         return r;
     if (m->count > UINT32_MAX)
@@ -292,7 +298,7 @@ static int write_chunk(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrd
 
 static int read_list(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma_chunks *ch)
 {
-    static const char *const keys[] = {"rdma_position", "rdma_target"};
+    const char *const *keys = c->nv == 1 ? v1_rs : v2_rs;
     int r;
     if ((r = want_type(c, v, RD_JARR, "an array")) != 0)
         return r;
@@ -308,9 +314,8 @@ static int read_list(struct pctx *c, const struct rd_jval *v, struct uiw_rpcrdma
         const struct rd_jval *m;
         size_t at = push(c, NULL, i), old = 0;
         if ((r = want_type(c, e, RD_JOBJ, "an object (read segment)")) != 0 ||
-            (r = u32_member(c, e, "rdma_position", &rs->position)) != 0 ||
-            (r = member(c, e, "rdma_target", &m, &old)) != 0 ||
-            (r = segment(c, m, &rs->target)) != 0)
+            (r = u32_member(c, e, keys[0], &rs->position)) != 0 ||
+            (r = member(c, e, keys[1], &m, &old)) != 0 || (r = segment(c, m, &rs->target)) != 0)
             return r;
         pop(c, old);
         if ((r = check_keys(c, e, keys, 2, NULL)) != 0)

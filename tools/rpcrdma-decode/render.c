@@ -43,38 +43,51 @@ static void put_opaque(struct rd_buf *o, const char *sep, const char *key, const
     rd_buf_put(o, "\"", 1);
 }
 
-/* rpcrdma1_segment / rpcrdma2_segment */
-static void put_segment(struct rd_buf *o, const struct uiw_rpcrdma_segment *s)
+/* Field names of the chunk structures: RFC 8166's (xdr_rdma_segment: handle, length,
+ * offset; xdr_read_chunk: position, target; xdr_write_chunk: target) for Version One, the
+ * draft's (rdma_handle, ...) for Version Two. */
+struct names {
+    const char *handle, *length, *offset, *position, *target;
+};
+static const struct names v1_names = {"handle", "length", "offset", "position", "target"};
+static const struct names v2_names = {"rdma_handle", "rdma_length", "rdma_offset", "rdma_position",
+                                      "rdma_target"};
+
+/* xdr_rdma_segment / rpcrdma2_segment */
+static void put_segment(struct rd_buf *o, const struct names *n,
+                        const struct uiw_rpcrdma_segment *s)
 {
-    put_u(o, "{", "rdma_handle", s->handle);
-    put_u(o, ",", "rdma_length", s->length);
-    put_u(o, ",", "rdma_offset", s->offset);
+    put_u(o, "{", n->handle, s->handle);
+    put_u(o, ",", n->length, s->length);
+    put_u(o, ",", n->offset, s->offset);
     rd_buf_put(o, "}", 1);
 }
 
-/* rpcrdma1_write_chunk / rpcrdma2_write_chunk */
-static void put_write_chunk(struct rd_buf *o, const struct uiw_rpcrdma_write_chunk *wc)
+/* xdr_write_chunk / rpcrdma2_write_chunk */
+static void put_write_chunk(struct rd_buf *o, const struct names *n,
+                            const struct uiw_rpcrdma_write_chunk *wc)
 {
-    put_key(o, "{", "rdma_target");
+    put_key(o, "{", n->target);
     rd_buf_put(o, "[", 1);
     for (uint32_t i = 0; i < wc->nsegs; i++) {
         if (i)
             rd_buf_put(o, ",", 1);
-        put_segment(o, &wc->segs[i]);
+        put_segment(o, n, &wc->segs[i]);
     }
     rd_buf_put(o, "]}", 2);
 }
 
 /* The three lists, the members of rpc_rdma_header (v1) and of rpcrdma2_chunk_lists (v2)
  * after the Version Two fields. */
-static void put_lists(struct rd_buf *o, const char *sep, const struct uiw_rpcrdma_chunks *c)
+static void put_lists(struct rd_buf *o, const char *sep, const struct names *n,
+                      const struct uiw_rpcrdma_chunks *c)
 {
     put_key(o, sep, "rdma_reads");
     rd_buf_put(o, "[", 1);
     for (uint32_t i = 0; i < c->nreads; i++) {
-        put_u(o, i ? ",{" : "{", "rdma_position", c->reads[i].position);
-        put_key(o, ",", "rdma_target");
-        put_segment(o, &c->reads[i].target);
+        put_u(o, i ? ",{" : "{", n->position, c->reads[i].position);
+        put_key(o, ",", n->target);
+        put_segment(o, n, &c->reads[i].target);
         rd_buf_put(o, "}", 1);
     }
     rd_buf_put(o, "]", 1);
@@ -83,12 +96,12 @@ static void put_lists(struct rd_buf *o, const char *sep, const struct uiw_rpcrdm
     for (uint32_t i = 0; i < c->nwrites; i++) {
         if (i)
             rd_buf_put(o, ",", 1);
-        put_write_chunk(o, &c->writes[i]);
+        put_write_chunk(o, n, &c->writes[i]);
     }
     rd_buf_put(o, "]", 1);
     put_key(o, ",", "rdma_reply");
     if (c->has_reply)
-        put_write_chunk(o, &c->reply);
+        put_write_chunk(o, n, &c->reply);
     else
         rd_buf_puts(o, "null");
 }
@@ -151,7 +164,7 @@ static void put_body_v2(struct rd_buf *o, const struct uiw_rpcrdma_hdr *h)
         put_enum(o, "{", "rdma_direction", uiw_rpcrdma_dir_name(h->u.chunks.direction),
                  h->u.chunks.direction);
         put_u(o, ",", "rdma_inv_handle", h->u.chunks.inv_handle);
-        put_lists(o, ",", &h->u.chunks);
+        put_lists(o, ",", &v2_names, &h->u.chunks);
         rd_buf_put(o, "}", 1);
         break;
     case UIW_RDMA_ERROR:
@@ -203,7 +216,7 @@ static void put_body_v1(struct rd_buf *o, const struct uiw_rpcrdma_hdr *h)
     case UIW_RDMA_MSG:
     case UIW_RDMA_NOMSG:
         put_key(o, ",", h->proc == UIW_RDMA_MSG ? "rdma_msg" : "rdma_nomsg");
-        put_lists(o, "{", &h->u.chunks);
+        put_lists(o, "{", &v1_names, &h->u.chunks);
         rd_buf_put(o, "}", 1);
         break;
     case UIW_RDMA_ERROR:
