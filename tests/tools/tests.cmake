@@ -1,5 +1,5 @@
 # test-tools runs the built tools; make sure they are built first.
-foreach(tool rpcrdma-decode)
+foreach(tool rpcrdma-decode rpcrdma-ping rpcrdma-bench)
   if(TARGET ${tool})
     add_dependencies(${runner} ${tool})
   endif()
