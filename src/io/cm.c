@@ -26,6 +26,7 @@
 #include "io/io.h"
 #include "io/pcap.h"
 #include "io/sock.h"
+#include "wire/mpa_setup.h"
 
 enum cm_state {
     S_IDLE = 0,
@@ -441,31 +442,6 @@ static int parse_frame(struct uiw__cmid *id, enum uiw_mpa_frame_kind kind, struc
     return 0;
 }
 
-static uint8_t rtr_bits(const struct uiw_mpa_frame *f)
-{
-    return (uint8_t)((f->rtr_send ? UIW_CM_RTR_SEND : 0) | (f->rtr_write ? UIW_CM_RTR_WRITE : 0) |
-                     (f->rtr_read ? UIW_CM_RTR_READ : 0));
-}
-
-static void set_rtr_bits(struct uiw_mpa_frame *f, uint8_t bits)
-{
-    f->rtr_send = bits & UIW_CM_RTR_SEND;
-    f->rtr_write = bits & UIW_CM_RTR_WRITE;
-    f->rtr_read = bits & UIW_CM_RTR_READ;
-}
-
-/* One RTR type out of a set: Write, then Read, then Send (Linux siw's preference). */
-static uint8_t rtr_pick(uint8_t bits)
-{
-    if (bits & UIW_CM_RTR_WRITE)
-        return UIW_CM_RTR_WRITE;
-    if (bits & UIW_CM_RTR_READ)
-        return UIW_CM_RTR_READ;
-    if (bits & UIW_CM_RTR_SEND)
-        return UIW_CM_RTR_SEND;
-    return 0;
-}
-
 static enum uiw__rtr rtr_engine(uint8_t bit)
 {
     switch (bit) {
@@ -478,6 +454,40 @@ static enum uiw__rtr rtr_engine(uint8_t bit)
     default:
         return UIW__RTR_NONE;
     }
+}
+
+/* What this side brings to the MPA setup (wire/mpa_setup.h): the parameters p, our depths
+ * bounded by the QP's. The cm's UIW_CM_RTR_* are the setup's UIW__MPA_RTR_*. */
+static void my_offer(struct uiw__cmid *id, const struct uiw_conn_param *p, struct uiw__mpa_offer *o)
+{
+    _Static_assert(UIW_CM_RTR_SEND == UIW__MPA_RTR_SEND && UIW_CM_RTR_WRITE == UIW__MPA_RTR_WRITE &&
+                       UIW_CM_RTR_READ == UIW__MPA_RTR_READ,
+                   "one set of RTR bits");
+    memset(o, 0, sizeof(*o));
+    o->rev = p->mpa_rev ? p->mpa_rev : 2;
+    o->crc = p->crc;
+    o->markers = p->markers;
+    o->reject_markers = p->reject_markers;
+    my_limits(id, p, &o->ird, &o->ord, &o->ird_max);
+    o->peer2peer = p->peer2peer;
+    o->rtr = p->rtr;
+}
+
+/* What the setup settled, as the cm reports it. */
+static void set_info(struct uiw_cm_conn_info *in, const struct uiw__mpa_result *res, bool initiator)
+{
+    memset(in, 0, sizeof(*in));
+    in->initiator = initiator;
+    in->mpa_rev = res->rev;
+    in->crc = res->crc;
+    in->markers_tx = res->markers_tx;
+    in->markers_rx = res->markers_rx;
+    in->peer2peer = res->peer2peer;
+    in->rtr = res->rtr;
+    in->ird = res->ird;
+    in->ord = res->ord;
+    in->peer_ird = res->peer_ird;
+    in->peer_ord = res->peer_ord;
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -578,51 +588,15 @@ static void active_reply(struct uiw__cmid *id)
         ev_push(id->ch, n);
         return;
     }
-    const struct uiw_conn_param *p = &id->param;
-    uint8_t my_rev = p->mpa_rev ? p->mpa_rev : 2;
-    struct uiw_cm_conn_info *in = &id->info;
-    memset(in, 0, sizeof(*in));
-    in->initiator = true;
-    if (f.rev > my_rev || f.rev < 1) {
-        id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, UIW_E_MPA_BAD_REV);
+    struct uiw__mpa_offer o;
+    struct uiw__mpa_result res;
+    my_offer(id, &id->param, &o);
+    r = uiw__mpa_conclude(&o, &f, &res);
+    if (r != 0) {
+        id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, r);
         return;
     }
-    in->mpa_rev = f.rev;
-    in->crc = p->crc || (f.flags & UIW_MPA_FLAG_CRC);
-    in->markers_tx = f.flags & UIW_MPA_FLAG_MARKERS;
-    in->markers_rx = p->markers;
-    if (in->markers_tx && p->reject_markers) {
-        id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, UIW_E_MPA_MARKERS_UNSUPPORTED);
-        return;
-    }
-    uint16_t ird, ord, qp_ird;
-    my_limits(id, p, &ird, &ord, &qp_ird);
-    in->ird = ird;
-    in->ord = ord;
-    bool enhanced = f.rev == 2 && (f.flags & UIW_MPA_FLAG_ENHANCED);
-    if (enhanced) {
-        in->peer_ird = f.ird;
-        in->peer_ord = f.ord;
-        if (f.ird < in->ord)
-            in->ord = f.ird;
-        if (f.ord > in->ird) {
-            if (f.ord > qp_ird) {
-                id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, UIW_E_MPA_INSUFFICIENT_IRD);
-                return;
-            }
-            in->ird = f.ord;
-        }
-        if (p->peer2peer && f.peer2peer) {
-            uint8_t offered = p->rtr ? p->rtr : (UIW_CM_RTR_WRITE | UIW_CM_RTR_READ);
-            uint8_t chosen = rtr_pick(rtr_bits(&f) & offered);
-            if (!chosen) {
-                id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, UIW_E_MPA_NO_MATCHING_RTR);
-                return;
-            }
-            in->peer2peer = true;
-            in->rtr = chosen;
-        }
-    }
+    set_info(&id->info, &res, true);
     r = id_established(id, f.pd, f.pd_len);
     if (r < 0)
         id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, r);
@@ -669,7 +643,7 @@ static void passive_request(struct uiw__cmid *id)
         ep->responder_resources = f->ird;
         ep->initiator_depth = f->ord;
         ep->peer2peer = f->peer2peer;
-        ep->rtr = rtr_bits(f);
+        ep->rtr = uiw__mpa_rtr_set(f);
     } else {
         ep->responder_resources = UIW_CM_IRD_ORD_DEFAULT; /* not stated */
         ep->initiator_depth = UIW_CM_IRD_ORD_DEFAULT;
@@ -682,25 +656,10 @@ static void passive_request(struct uiw__cmid *id)
 
 static void send_request(struct uiw__cmid *id)
 {
-    const struct uiw_conn_param *p = &id->param;
-    uint16_t ird, ord, qp_ird;
-    my_limits(id, p, &ird, &ord, &qp_ird);
-    struct uiw_mpa_frame f = {
-        .kind = UIW_MPA_REQUEST,
-        .rev = p->mpa_rev ? p->mpa_rev : 2,
-        .pd = id->pd,
-        .pd_len = p->private_data_len,
-    };
-    f.flags = (uint8_t)((p->markers ? UIW_MPA_FLAG_MARKERS : 0) | (p->crc ? UIW_MPA_FLAG_CRC : 0));
-    if (f.rev == 2) {
-        f.flags |= UIW_MPA_FLAG_ENHANCED;
-        f.ird = ird;
-        f.ord = ord;
-        if (p->peer2peer) {
-            f.peer2peer = true;
-            set_rtr_bits(&f, p->rtr ? p->rtr : (UIW_CM_RTR_WRITE | UIW_CM_RTR_READ));
-        }
-    }
+    struct uiw__mpa_offer o;
+    struct uiw_mpa_frame f;
+    my_offer(id, &id->param, &o);
+    uiw__mpa_request(&o, id->pd, id->param.private_data_len, &f);
     int r = send_frame(id, &f);
     if (r < 0) {
         id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, r);
@@ -1235,67 +1194,20 @@ int uiw_cm_accept(struct uiw_cm_id *pid, const struct uiw_conn_param *param)
     struct uiw_conn_param dflt;
     uiw_conn_param_init(&dflt);
     const struct uiw_conn_param *p = param ? param : &dflt;
-    const struct uiw_mpa_frame *q = &id->peer_frame;
-    struct uiw_cm_conn_info *in = &id->info;
-    memset(in, 0, sizeof(*in));
-    uint8_t my_rev = p->mpa_rev ? p->mpa_rev : 2;
-    in->mpa_rev = q->rev < my_rev ? q->rev : my_rev;
-    bool enhanced = in->mpa_rev == 2 && (q->flags & UIW_MPA_FLAG_ENHANCED);
-    in->crc = p->crc || (q->flags & UIW_MPA_FLAG_CRC);
-    in->markers_tx = q->flags & UIW_MPA_FLAG_MARKERS;
-    in->markers_rx = p->markers;
-    uint16_t ird, ord, qp_ird;
-    my_limits(id, p, &ird, &ord, &qp_ird);
-    in->ird = ird;
-    in->ord = ord;
-    int fail = 0;
-    if (in->markers_tx && p->reject_markers)
-        fail = UIW_E_MPA_MARKERS_UNSUPPORTED;
-    if (enhanced && !fail) {
-        in->peer_ird = q->ird;
-        in->peer_ord = q->ord;
-        /* Our ORD never exceeds the peer's IRD; the initiator lowers its ORD to our
-         * IRD when it offered more (RFC 6581 section 9). */
-        if (q->ird < in->ord)
-            in->ord = q->ird;
-        if (!fail && q->peer2peer) {
-            uint8_t ok = p->rtr ? p->rtr : (UIW_CM_RTR_WRITE | UIW_CM_RTR_READ);
-            uint8_t chosen = rtr_pick(rtr_bits(q) & ok);
-            if (!chosen)
-                fail = UIW_E_MPA_NO_MATCHING_RTR;
-            in->peer2peer = true;
-            in->rtr = chosen;
-        }
-    }
-    struct uiw_mpa_frame f = {
-        .kind = UIW_MPA_REPLY,
-        .rev = in->mpa_rev,
-    };
+    struct uiw__mpa_offer o;
+    struct uiw__mpa_result res;
+    struct uiw_mpa_frame f;
+    my_offer(id, p, &o);
+    int fail =
+        uiw__mpa_respond(&o, &id->peer_frame, p->private_data, p->private_data_len, &f, &res);
     if (fail) {
-        /* Refuse with R set; under Rev 2 the words say what we could do. */
-        f.flags = UIW_MPA_FLAG_REJECT;
-        if (enhanced) {
-            f.flags |= UIW_MPA_FLAG_ENHANCED;
-            f.ird = ird;
-            f.ord = ord;
-        }
         send_frame(id, &f);
         id_fail(id, UIW_CM_EVENT_CONNECT_ERROR, fail);
         pthread_mutex_unlock(&id->ch->lock);
         return fail;
     }
-    f.flags =
-        (uint8_t)((in->markers_rx ? UIW_MPA_FLAG_MARKERS : 0) | (in->crc ? UIW_MPA_FLAG_CRC : 0));
-    f.pd = p->private_data;
-    f.pd_len = p->private_data_len;
-    if (enhanced) {
-        f.flags |= UIW_MPA_FLAG_ENHANCED;
-        f.ird = in->ird;
-        f.ord = in->ord;
-        f.peer2peer = in->peer2peer;
-        set_rtr_bits(&f, in->rtr);
-    }
-    if (p->private_data_len > UIW_CM_PD_MAX - (enhanced ? UIW_MPA_V2_IRD_ORD_LEN : 0)) {
+    set_info(&id->info, &res, false);
+    if (p->private_data_len > UIW_CM_PD_MAX - (res.enhanced ? UIW_MPA_V2_IRD_ORD_LEN : 0)) {
         pthread_mutex_unlock(&id->ch->lock);
         return -EINVAL;
     }
