@@ -38,13 +38,10 @@ static void call_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
         uiw__rr_mr_put(d, k->local[i]);
     }
     uiw__rr_sq_release(c, k->sq_res);
-    size_t keep = offsetof(struct uiw__rr_call, next) + sizeof(k->next);
-    (void)keep;
     k->ib = k->rib = NULL;
     k->rbulk = NULL;
     k->nbulk = k->ngetbuf = k->nlocal = 0;
     k->sq_res = 0;
-    k->in_use = false;
     k->finished = k->sent = false;
     atomic_store(&k->send_done, false);
     uiw__lock_take(&c->lock);
@@ -54,7 +51,11 @@ static void call_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     uiw__rr_conn_put(c); /* the call's reference */
 }
 
-/* Release k once both the upper layer finished and its Send (if any) completed. */
+/* Release k once both the upper layer finished and its Send (if any) completed. The
+ * upper layer's finish and the Send's completion run on different threads and both come
+ * here: the one that finds every condition met first claims k by clearing in_use under
+ * the lock, and k stays claimed (in_use false) until intake takes it from the free list
+ * again, so the other one sees it claimed and leaves it alone. */
 static void call_maybe_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
 {
     uiw__lock_take(&c->lock);
@@ -63,10 +64,8 @@ static void call_maybe_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     if (go)
         k->in_use = false; /* claimed: nobody else releases it */
     uiw__lock_give(&c->lock);
-    if (go) {
-        k->in_use = true;
+    if (go)
         call_release(c, k);
-    }
 }
 
 void uiw__rr_call_finish(struct uiw__rr_call *k)
