@@ -592,7 +592,7 @@ static void read_timeouts(struct uiw__rr_listener *l)
         size_t csz = c->up && c->up->call_size ? c->up->call_size : sizeof(struct uiw__rr_call);
         for (uint32_t i = 0; i < c->ncalls; i++) {
             struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * csz);
-            if (atomic_load_explicit(&k->reads_left, memory_order_relaxed) &&
+            if (atomic_load_explicit(&k->reads_left, memory_order_acquire) &&
                 now - atomic_load_explicit(&k->read_start_ns, memory_order_relaxed) > lim) {
                 uiw__rr_conn_died(c, -ETIMEDOUT);
                 break;

@@ -287,8 +287,9 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     wr[n - 1].signaled = true;
     for (unsigned x = 0; x + 1 < n; x++)
         wr[x].next = &wr[x + 1];
-    k->reads_left = 1;
+    /* the start first: the listener's thread takes reads_left as saying it is set */
     k->read_start_ns = uiw__rr_now_ns();
+    k->reads_left = 1;
     atomic_fetch_add_explicit(&c->n_rchunks, b, memory_order_relaxed);
     if (uiw__rr_post(c, wr) != 0) {
         k->reads_left = 0;
