@@ -250,8 +250,7 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
             len += k->rsegs[j].target.length, j++;
         struct uiw__rr_bulk *bk = uiw__rr_bulk_get(d, len ? len : 1);
         if (!bk) {
-            for (; b < k->nbulk; b++)
-                k->bulk[b] = NULL;
+            k->nbulk = b; /* the chunks' buffers taken so far go back at release */
             k->reads_left = 0;
             uiw__rr_send_error(c, k->xid, k->vers,
                                k->vers == 2 ? UIW_RDMA2_ERR_SYSTEM : UIW_RDMA_ERR_CHUNK, NULL);
