@@ -130,11 +130,16 @@ struct uiw_rpc_xprt_attr {
 
 struct uiw_rpc_conn_info {
     uint32_t vers;        /* RPC-over-RDMA version in use: 1 or 2 (0: not settled yet) */
-    bool vers_fallback;   /* the first message was Version Two and the peer answered
-                             ERR_VERS (client), or the remembered answer of an earlier
-                             connection to this server made it start in Version One */
+    bool vers_fallback;   /* client: it went on in Version One although it can speak Version
+                             Two: its first message was Version Two and the peer answered
+                             ERR_VERS or did not answer in time (vers_no_answer), or the
+                             remembered answer of an earlier connection to this server made it
+                             start in Version One (vers_remembered) */
     bool vers_remembered; /* the latter: started in Version One at once */
-    uint32_t errvers_low; /* the range of that ERR_VERS */
+    bool vers_no_answer;  /* no answer to the first message came within 5 s (or the connect
+                             timeout, if shorter): Version One assumed (draft 7.2); an ERR_VERS
+                             answering it later still fills errvers_low/high */
+    uint32_t errvers_low; /* the range of that ERR_VERS (0 and 0: none came) */
     uint32_t errvers_high;
     uint32_t credits;                      /* forward credits: granted by the server (client side),
                                               granted to the client (server side) */

@@ -309,11 +309,17 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
     unsigned vers = 0;
     if (uiw_rpc_clnt_info(c->nfs, &in) == 0) {
         vers = in.vers;
-        if (c->verbose && in.vers_fallback)
+        if (c->verbose && in.vers_fallback && in.errvers_high)
             fprintf(stderr,
                     "uiw-nfs: RPC-over-RDMA: sent Version %u, the server answered ERR_VERS "
-                    "(versions %u to %u): going on in Version %u\n",
-                    a.xprt.vers_max, in.errvers_low, in.errvers_high, in.vers);
+                    "(versions %u to %u): going on in Version %u%s\n",
+                    a.xprt.vers_max, in.errvers_low, in.errvers_high, in.vers,
+                    in.vers_no_answer ? " (the answer came after it had been assumed)" : "");
+        else if (c->verbose && in.vers_fallback && in.vers_no_answer)
+            fprintf(stderr,
+                    "uiw-nfs: RPC-over-RDMA: sent Version %u, the server did not answer in time: "
+                    "going on in Version %u\n",
+                    a.xprt.vers_max, in.vers);
         if (c->verbose)
             fprintf(stderr,
                     "uiw-nfs: NFS v3 at %s:%d (rdma, RPC-over-RDMA Version %u, %u credits, "

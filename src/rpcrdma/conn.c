@@ -426,6 +426,7 @@ struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockadd
             /* no answer: assume Version One (draft 7.2, "initial message lost") */
             if (c->vmin <= 1) {
                 c->vers_fallback = true;
+                c->vers_no_answer = true;
                 uiw__rr_vers_settled(c, 1);
                 atomic_store(&c->state, UIW__RR_C_READY);
                 if (a->remember_vers)
@@ -706,6 +707,7 @@ int uiw__rr_conn_info(struct uiw__rr_conn *c, struct uiw_rpc_conn_info *info)
     info->vers = c->vers;
     info->vers_fallback = c->vers_fallback;
     info->vers_remembered = c->vers_remembered;
+    info->vers_no_answer = c->vers_no_answer;
     info->errvers_low = c->errvers_low;
     info->errvers_high = c->errvers_high;
     info->credits = c->server ? c->grant : c->credits;

@@ -512,6 +512,19 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
     const struct uiw_rpcrdma_error *e = &h->u.error;
     atomic_fetch_add_explicit(&c->n_errs_rx, 1, memory_order_relaxed);
     uiw__lock_take(&c->lock);
+    if (!c->server && c->vers_no_answer && !c->errvers_high && h->xid == c->neg_xid &&
+        e->errcode == UIW_RDMA_ERR_VERS) {
+        /* the answer to our first message, after we assumed Version One: what the peer
+         * speaks is known now; a range without the version assumed ends the connection */
+        c->errvers_low = e->vers_low;
+        c->errvers_high = e->vers_high;
+        bool ok = c->vers >= e->vers_low && c->vers <= e->vers_high;
+        uiw__lock_give(&c->lock);
+        uiw__rr_ibuf_put(c->dev, ib);
+        if (!ok)
+            uiw__rr_conn_died(c, -EPROTO);
+        return;
+    }
     struct uiw__rr_req *q = uiw__rr_xtab_get(c, h->xid);
     if (!q || atomic_load(&q->state) != UIW__RR_REQ_SENT) {
         uiw__lock_give(&c->lock);

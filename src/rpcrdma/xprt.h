@@ -288,7 +288,7 @@ struct uiw__rr_conn {
     uint32_t vers; /* settled (0: server before the first message) */
     uint32_t vmin, vmax;
     uint32_t neg_xid;
-    bool vers_fallback, vers_remembered;
+    bool vers_fallback, vers_remembered, vers_no_answer;
     uint32_t errvers_low, errvers_high;
     /* sizes */
     uint32_t inline_recv; /* our receive buffers */

@@ -1,7 +1,8 @@
 /*
  * The project's RPC-over-RDMA client against a hostile raw server (rpcpeer.h): the rules
  * of RESPROP (draft 5.3.3), UPDPROP of unchangeable properties, zero credits, replies
- * whose chunks are not those of the call, an STag used after its RPC ended.
+ * whose chunks are not those of the call, an STag used after its RPC ended, an ERR_VERS
+ * answering the first message after the client assumed Version One.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -285,4 +286,112 @@ TEST(rpcrdma_client_bad_replies)
     rpcpeer_close(&sc->p, false);
     close(sc->lfd);
     free(sc);
+}
+
+/* A server slower than the client's wait for the answer to its first message: the client
+ * assumes Version One (draft 7.2) and calls in it; the ERR_VERS answering its CONNPROP
+ * comes after that, then the reply. `high` is the top of the range the server states. */
+struct late {
+    struct script sc;
+    uint32_t high;
+};
+
+static void *late_vers_server(void *arg)
+{
+    struct late *lt = arg;
+    struct script *sc = &lt->sc;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP && sc->h.vers == 2);
+    uint32_t neg = sc->h.xid;
+    sc->step = 1;
+    /* unanswered until the client has gone on in Version One */
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG && sc->h.vers == 1);
+    struct uiw_rpcrdma_hdr e = {.xid = neg, .vers = 1, .credit = 8, .proc = UIW_RDMA_ERROR};
+    e.u.error.errcode = UIW_RDMA_ERR_VERS;
+    e.u.error.vers_low = 1;
+    e.u.error.vers_high = lt->high;
+    EXPECT(rpcpeer_send_hdr(&sc->p, &e, NULL, 0) == 0);
+    sc->step = 2;
+    if (lt->high < 1) {
+        bool eof = false;
+        rpcpeer_pump(&sc->p, 60000, &eof); /* no reply: until the client hangs up */
+        sc->step = 3;
+        return NULL;
+    }
+    uint8_t body[24];
+    uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
+    for (int i = 0; i < 6; i++)
+        uiw__put_be32(body + 4 * i, w[i]);
+    struct uiw_rpcrdma_hdr r = {.xid = sc->h.xid, .vers = 1, .credit = 8, .proc = UIW_RDMA_MSG};
+    EXPECT(rpcpeer_send_hdr(&sc->p, &r, body, sizeof(body)) == 0);
+    sc->step = 3;
+    bool eof = false;
+    rpcpeer_pump(&sc->p, WAIT, &eof);
+    return NULL;
+}
+
+static CLIENT *late_client(struct late *lt, pthread_t *th)
+{
+    uint16_t port;
+    lt->sc.lfd = rawpeer_tcp_listen(AF_INET, &port);
+    CHECK(lt->sc.lfd >= 0);
+    CHECK_EQ(pthread_create(th, NULL, late_vers_server, lt), 0);
+    struct uiw_rpc_clnt_attr a = {0};
+    a.no_vers_memory = true;
+    a.no_reconnect = true;
+    a.xprt.connect_timeout_ms = 300; /* also the wait for the answer to the first message */
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
+    CHECK(c != NULL);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.vers, 1);
+    CHECK(ci.vers_fallback);
+    CHECK(ci.vers_no_answer);
+    CHECK_EQ(ci.errvers_low, 0); /* nothing answered yet */
+    CHECK_EQ(ci.errvers_high, 0);
+    return c;
+}
+
+TEST(rpcrdma_client_late_err_vers)
+{
+    struct late *lt = calloc(1, sizeof(*lt));
+    lt->high = 1;
+    pthread_t th;
+    CLIENT *c = late_client(lt, &th);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    /* the ERR_VERS came before the reply: its range is known */
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.vers, 1);
+    CHECK(ci.vers_fallback && ci.vers_no_answer);
+    CHECK_EQ(ci.errvers_low, 1);
+    CHECK_EQ(ci.errvers_high, 1);
+    clnt_destroy(c);
+    pthread_join(th, NULL);
+    CHECK_EQ(lt->sc.fail, 0);
+    CHECK_EQ(lt->sc.step, 3);
+    rpcpeer_close(&lt->sc.p, false);
+    close(lt->sc.lfd);
+    free(lt);
+}
+
+/* The late ERR_VERS states a range without Version One: the connection ends and the call
+ * fails at once instead of waiting out its timeout. */
+TEST(rpcrdma_client_late_err_vers_other_range)
+{
+    struct late *lt = calloc(1, sizeof(*lt));
+    lt->high = 0; /* 1..0: an empty range */
+    pthread_t th;
+    CLIENT *c = late_client(lt, &th);
+    struct timeval tmo = {30, 0};
+    enum clnt_stat st = clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, tmo);
+    CHECK(st != RPC_SUCCESS && st != RPC_TIMEDOUT);
+    pthread_join(th, NULL);
+    CHECK_EQ(lt->sc.fail, 0);
+    CHECK_EQ(lt->sc.step, 3);
+    clnt_destroy(c);
+    rpcpeer_close(&lt->sc.p, false);
+    close(lt->sc.lfd);
+    free(lt);
 }
