@@ -504,6 +504,33 @@ static void fill_negotiated(struct uiw_conn_param *p, const struct uiw_cm_conn_i
     p->initiator_depth = in->ord;
 }
 
+/* The connection's callbacks to its id. */
+
+/* The QP of the id is being destroyed (uiw_destroy_qp): detach it from the id. */
+static void id_qp_destroyed(void *arg, struct uiw__conn *c)
+{
+    struct uiw__cmid *id = arg;
+    struct uiw_cm_channel *ch = id->ch;
+    pthread_mutex_lock(&ch->lock);
+    if (uiw__conn_release_owner(c, id)) {
+        id->conn = NULL;
+        id->pub.qp = NULL;
+    }
+    pthread_mutex_unlock(&ch->lock);
+}
+
+/* The id's connection ended (status 0 orderly, else the reason): DISCONNECTED. */
+static void id_conn_ended(void *arg, int status)
+{
+    struct uiw__cmid *id = arg;
+    ev_push(id->ch, ev_new(id, UIW_CM_EVENT_DISCONNECTED, status));
+}
+
+static const struct uiw__conn_owner id_owner = {
+    .ended = id_conn_ended,
+    .qp_destroyed = id_qp_destroyed,
+};
+
 /* The handshake is done: hand the socket to the QP's connection (or keep it on the
  * channel when the id has no QP) and report ESTABLISHED (with the Reply's private data on
  * the active side). Returns 0 or a negative code (the caller fails the id). */
@@ -550,7 +577,7 @@ static int id_established(struct uiw__cmid *id, const void *pd, size_t pd_len)
     };
     uiw__loop_del(&id->ch->loop, &id->h);
     struct uiw__conn *c = NULL;
-    int r = uiw__conn_start(id->pub.qp, id->h.fd, id->pcap, id, &cp, &c);
+    int r = uiw__conn_start(id->pub.qp, id->h.fd, id->pcap, &id_owner, id, &cp, &c);
     if (r < 0) {
         free(n);
         return r;
@@ -964,7 +991,7 @@ int uiw_cm_destroy_id(struct uiw_cm_id *pid)
     struct uiw_cm_channel *ch = id->ch;
     pthread_mutex_lock(&ch->lock);
     if (id->conn)
-        uiw__conn_forget_id(id->conn);
+        uiw__conn_release_owner(id->conn, id);
     for (struct uiw__cmid *o = ch->ids, *nx; o; o = nx) {
         nx = o->next;
         if (o->listener == id) {
@@ -1094,31 +1121,12 @@ void uiw_cm_destroy_qp(struct uiw_cm_id *pid)
     pthread_mutex_lock(&id->ch->lock);
     struct uiw_qp *qp = id->pub.qp;
     if (id->conn)
-        uiw__conn_forget_id(id->conn);
+        uiw__conn_release_owner(id->conn, id);
     id->conn = NULL;
     id->pub.qp = NULL;
     pthread_mutex_unlock(&id->ch->lock);
     if (qp)
         uiw_destroy_qp(qp);
-}
-
-void uiw__cm_qp_destroyed(struct uiw__cmid *id, struct uiw__conn *c)
-{
-    struct uiw_cm_channel *ch = id->ch;
-    pthread_mutex_lock(&ch->lock);
-    uiw__lock_take(&c->io->loop.lock);
-    if (c->id == id) {
-        c->id = NULL;
-        id->conn = NULL;
-        id->pub.qp = NULL;
-    }
-    uiw__lock_give(&c->io->loop.lock);
-    pthread_mutex_unlock(&ch->lock);
-}
-
-void uiw__cm_conn_ended(struct uiw__cmid *id, int status)
-{
-    ev_push(id->ch, ev_new(id, UIW_CM_EVENT_DISCONNECTED, status));
 }
 
 int uiw_cm_connect(struct uiw_cm_id *pid, const struct sockaddr *dst,

@@ -19,7 +19,8 @@
 
 enum { CONN_IOV = UIW__CONN_IOV, CONN_BUDGET = 64 };
 
-int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct uiw__cmid *id,
+int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap,
+                    const struct uiw__conn_owner *owner, void *arg,
                     const struct uiw__conn_params *p, struct uiw__conn **out)
 {
     struct uiw_context *ctx = uiw__qp_context(qp);
@@ -35,7 +36,8 @@ int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct ui
     c->h.fn = NULL;
     c->io = io;
     c->qp = qp;
-    c->id = id;
+    c->owner = owner;
+    c->owner_arg = arg;
     c->pcap = pcap;
     c->log_id = p->conn_id;
     c->open = true;
@@ -71,7 +73,7 @@ void uiw__conn_go(struct uiw__conn *c)
     uiw__lock_give(&io->loop.lock);
 }
 
-/* Tell the engine and the cm once that the stream ended. loop.lock held. */
+/* Tell the engine and the owner once that the stream ended. loop.lock held. */
 static void conn_report(struct uiw__conn *c, int reason)
 {
     if (c->reported)
@@ -85,8 +87,8 @@ static void conn_report(struct uiw__conn *c, int reason)
     uiw__qp_conn_lost(c->qp, reason);
     uiw__pcap_close(c->pcap);
     c->pcap = NULL;
-    if (c->id)
-        uiw__cm_conn_ended(c->id, reason);
+    if (c->owner_arg)
+        c->owner->ended(c->owner_arg, reason);
 }
 
 static void conn_close_fd(struct uiw__conn *c)
@@ -465,11 +467,14 @@ UIW__DATAPATH void uiw__conn_kick(struct uiw__conn *c)
     uiw__conn_defer(c);
 }
 
-void uiw__conn_forget_id(struct uiw__conn *c)
+bool uiw__conn_release_owner(struct uiw__conn *c, void *arg)
 {
     uiw__lock_take(&c->io->loop.lock);
-    c->id = NULL;
+    bool owned = c->owner_arg == arg;
+    if (owned)
+        c->owner_arg = NULL;
     uiw__lock_give(&c->io->loop.lock);
+    return owned;
 }
 
 void uiw__conn_destroy(struct uiw__conn *c)

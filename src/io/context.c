@@ -107,10 +107,10 @@ static void io_qp_destroy(struct uiw_qp *qp, void *io_ctx)
     if (!c)
         return;
     uiw__lock_take(&io->loop.lock);
-    struct uiw__cmid *id = c->id;
+    void *arg = c->owner_arg;
     uiw__lock_give(&io->loop.lock);
-    if (id)
-        uiw__cm_qp_destroyed(id, c);
+    if (arg)
+        c->owner->qp_destroyed(arg, c);
     uiw__conn_destroy(c);
 }
 

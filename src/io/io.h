@@ -1,7 +1,8 @@
 /*
  * Internal: the io layer's shared structures: a context's progress engine (struct
  * uiw__io), a QP's connection (struct uiw__conn), and the hooks between the connection
- * manager (cm.c) and the data path (conn.c).
+ * manager (cm.c) and the data path (conn.c): a connection tells its owner (the cm's id)
+ * through the owner's callbacks (struct uiw__conn_owner), never by calling up into cm.c.
  *
  * Locks and their order: channel lock (cm.c) -> a context's progress lock (loop.lock) ->
  * the channel's event-queue lock. Engine locks (QP, CQ) are taken inside the engine's
@@ -21,8 +22,16 @@
 #include "rnic/rnic.h"
 
 struct uiw__pcap;
-struct uiw__cmid;
 struct uiw__conn;
+
+/* The owner of a connection and what it is told, each callback with the owner's arg. */
+struct uiw__conn_owner {
+    /* The stream ended (status 0 orderly, else the reason). loop.lock held. */
+    void (*ended)(void *arg, int status);
+    /* The connection's QP is being destroyed (uiw_destroy_qp): the owner lets go of c
+     * (uiw__conn_release_owner). loop.lock not held. */
+    void (*qp_destroyed)(void *arg, struct uiw__conn *c);
+};
 
 /* A context's progress engine. */
 struct uiw__io {
@@ -41,7 +50,8 @@ struct uiw__conn {
     struct uiw__ioh h;
     struct uiw__io *io;
     struct uiw_qp *qp;
-    struct uiw__cmid *id; /* NULL once the id let go (guarded by loop.lock) */
+    const struct uiw__conn_owner *owner; /* its callbacks, with owner_arg */
+    void *owner_arg;                     /* NULL once the owner let go (loop.lock) */
     struct uiw__pcap *pcap;
     uint32_t log_id;  /* the connection's number in log lines */
     bool open;        /* socket open */
@@ -65,9 +75,11 @@ struct uiw__conn {
 struct uiw__io *uiw__io_of(struct uiw_context *ctx);
 
 /* Bind qp to the connected socket fd (ownership of fd and pcap passes to the connection),
- * start the QP with p (not yet polled: uiw__conn_go does that). Returns 0 or -errno / the
- * engine's code (then fd and pcap are still the caller's). */
-int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap, struct uiw__cmid *id,
+ * start the QP with p (not yet polled: uiw__conn_go does that); owner (static) and arg are
+ * whom the connection tells what happens to it. Returns 0 or -errno / the engine's code
+ * (then fd and pcap are still the caller's). */
+int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap,
+                    const struct uiw__conn_owner *owner, void *arg,
                     const struct uiw__conn_params *p, struct uiw__conn **out);
 /* Register a started connection with its loop and run it. */
 void uiw__conn_go(struct uiw__conn *c);
@@ -86,15 +98,11 @@ void uiw__conn_defer(struct uiw__conn *c);
 void uiw__conn_service(struct uiw__conn *c, uint32_t events);
 /* Close the socket if open, unbind from the QP, free. loop.lock not held. */
 void uiw__conn_destroy(struct uiw__conn *c);
-/* The id lets go of the connection (id destroyed or its QP detached). Takes loop.lock. */
-void uiw__conn_forget_id(struct uiw__conn *c);
+/* The owner arg lets go of the connection (the owner destroyed, or its QP detached or
+ * being destroyed): true if arg still owned c, which then tells nobody any more. Takes
+ * loop.lock. */
+bool uiw__conn_release_owner(struct uiw__conn *c, void *arg);
 /* Wake the progress engine for c (new work queued by the application or cm). */
 void uiw__conn_kick(struct uiw__conn *c);
-
-/* cm.c: the connection of id ended (status 0 orderly, else the reason). Called by conn.c
- * with loop.lock held; queues DISCONNECTED on the id's channel. */
-void uiw__cm_conn_ended(struct uiw__cmid *id, int status);
-/* cm.c: the QP of id is being destroyed (from uiw_destroy_qp): detach it from the id. */
-void uiw__cm_qp_destroyed(struct uiw__cmid *id, struct uiw__conn *c);
 
 #endif
