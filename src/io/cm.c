@@ -21,11 +21,11 @@
 
 #include <uiw/wire.h>
 
-#include "common/byteorder.h"
 #include "common/log.h"
 #include "io/io.h"
 #include "io/pcap.h"
 #include "io/sock.h"
+#include "wire/hdr.h"
 #include "wire/mpa_setup.h"
 
 enum cm_state {
@@ -399,7 +399,7 @@ static int read_frame(struct uiw__cmid *id)
             if (memcmp(id->rx, "MPA ID Req Frame", UIW_MPA_KEY_LEN) != 0 &&
                 memcmp(id->rx, "MPA ID Rep Frame", UIW_MPA_KEY_LEN) != 0)
                 return UIW_E_MPA_BAD_KEY;
-            size_t pdl = uiw__get_be16(id->rx + 18);
+            size_t pdl = uiw__mpa_hdr_pd_len(id->rx);
             if (pdl > UIW_MPA_PD_MAX)
                 return UIW_E_MPA_PD_TOO_LONG;
             need += pdl;

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <uiw/wire.h>
+
 #define ETH_LEN  14
 #define IP4_LEN  20
 #define IP6_LEN  40
@@ -358,7 +360,7 @@ static size_t walk(struct dir *w, struct cursor *sc, size_t avail, int *complete
             w->spos++;
             used++;
             if (++w->hdr_have == 2)
-                w->body_left = w->len + ((4 - ((2 + w->len) & 3)) & 3) + 4;
+                w->body_left = uiw_fpdu_len(w->len) - 2;
             continue;
         }
         k = avail - used;

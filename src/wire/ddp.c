@@ -5,23 +5,24 @@
 
 #include "common/byteorder.h"
 #include "common/compiler.h"
+#include "wire/hdr.h"
 
 UIW__DATAPATH ssize_t uiw_ddp_hdr_encode(const struct uiw_ddp_hdr *h, uint8_t *buf, size_t cap)
 {
     size_t len = h->tagged ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
     if (cap < len)
         return -ENOSPC;
-    buf[0] = (uint8_t)((h->tagged ? UIW_DDP_FLAG_TAGGED : 0) | (h->last ? UIW_DDP_FLAG_LAST : 0) |
-                       UIW_DDP_VERSION);
-    buf[1] = h->rdmap_ctrl;
+    buf[UIW__DDP_OFF_CTRL] = (uint8_t)((h->tagged ? UIW_DDP_FLAG_TAGGED : 0) |
+                                       (h->last ? UIW_DDP_FLAG_LAST : 0) | UIW_DDP_VERSION);
+    buf[UIW__DDP_OFF_RDMAP_CTRL] = h->rdmap_ctrl;
     if (h->tagged) {
-        uiw__put_be32(buf + 2, h->stag);
-        uiw__put_be64(buf + 6, h->to);
+        uiw__put_be32(buf + UIW__DDP_OFF_STAG, h->stag);
+        uiw__put_be64(buf + UIW__DDP_OFF_TO, h->to);
     } else {
-        uiw__put_be32(buf + 2, h->rsvd_ulp);
-        uiw__put_be32(buf + 6, h->qn);
-        uiw__put_be32(buf + 10, h->msn);
-        uiw__put_be32(buf + 14, h->mo);
+        uiw__put_be32(buf + UIW__DDP_OFF_RSVD_ULP, h->rsvd_ulp);
+        uiw__put_be32(buf + UIW__DDP_OFF_QN, h->qn);
+        uiw__put_be32(buf + UIW__DDP_OFF_MSN, h->msn);
+        uiw__put_be32(buf + UIW__DDP_OFF_MO, h->mo);
     }
     return (ssize_t)len;
 }
@@ -30,7 +31,7 @@ UIW__DATAPATH ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct u
 {
     if (len < 1)
         return UIW_E_DDP_TRUNCATED;
-    uint8_t c = buf[0];
+    uint8_t c = buf[UIW__DDP_OFF_CTRL];
     bool tagged = (c & UIW_DDP_FLAG_TAGGED) != 0;
     size_t hlen = tagged ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
     if (len < hlen)
@@ -42,10 +43,10 @@ UIW__DATAPATH ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct u
     h->tagged = tagged;
     h->last = (c & UIW_DDP_FLAG_LAST) != 0;
     h->dv = c & 0x03;
-    h->rdmap_ctrl = buf[1];
+    h->rdmap_ctrl = buf[UIW__DDP_OFF_RDMAP_CTRL];
     if (tagged) {
-        h->stag = uiw__get_be32(buf + 2);
-        h->to = uiw__get_be64(buf + 6);
+        h->stag = uiw__ddp_stag(buf);
+        h->to = uiw__ddp_to(buf);
         h->rsvd_ulp = 0;
         h->qn = 0;
         h->msn = 0;
@@ -53,10 +54,10 @@ UIW__DATAPATH ssize_t uiw_ddp_hdr_parse(const uint8_t *buf, size_t len, struct u
     } else {
         h->stag = 0;
         h->to = 0;
-        h->rsvd_ulp = uiw__get_be32(buf + 2);
-        h->qn = uiw__get_be32(buf + 6);
-        h->msn = uiw__get_be32(buf + 10);
-        h->mo = uiw__get_be32(buf + 14);
+        h->rsvd_ulp = uiw__ddp_rsvd_ulp(buf);
+        h->qn = uiw__ddp_qn(buf);
+        h->msn = uiw__ddp_msn(buf);
+        h->mo = uiw__ddp_mo(buf);
     }
     return (ssize_t)hlen;
 }

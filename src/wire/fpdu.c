@@ -18,7 +18,7 @@
 
 UIW__DATAPATH static inline size_t pad_of(size_t ulpdu_len)
 {
-    return (4 - ((2 + ulpdu_len) & 3)) & 3;
+    return uiw_fpdu_len(ulpdu_len) - 2 - ulpdu_len - 4; /* the formula: uiw_fpdu_len */
 }
 
 UIW__DATAPATH static int iov_total(const struct uiw_wire_iov *v, int n, size_t *total)

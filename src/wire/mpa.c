@@ -12,6 +12,7 @@
 #include <uiw/wire.h>
 
 #include "common/byteorder.h"
+#include "wire/hdr.h"
 
 static const uint8_t key_req[UIW_MPA_KEY_LEN] = "MPA ID Req Frame";
 static const uint8_t key_rep[UIW_MPA_KEY_LEN] = "MPA ID Rep Frame";
@@ -48,9 +49,9 @@ ssize_t uiw_mpa_frame_encode(const struct uiw_mpa_frame *f, uint8_t *buf, size_t
     if (!buf || cap < total)
         return -ENOSPC;
     memcpy(buf, f->kind == UIW_MPA_REQUEST ? key_req : key_rep, UIW_MPA_KEY_LEN);
-    buf[16] = f->flags;
-    buf[17] = f->rev;
-    uiw__put_be16(buf + 18, (uint16_t)pd_total);
+    buf[UIW__MPA_OFF_FLAGS] = f->flags;
+    buf[UIW__MPA_OFF_REV] = f->rev;
+    uiw__put_be16(buf + UIW__MPA_OFF_PD_LEN, (uint16_t)pd_total);
     uint8_t *pd = buf + UIW_MPA_HDR_LEN;
     if (enh) {
         uint16_t ird = f->ird, ord = f->ord;
@@ -87,8 +88,8 @@ ssize_t uiw_mpa_frame_parse(enum uiw_mpa_frame_kind kind, const uint8_t *buf, si
         return UIW_E_MPA_BAD_KEY;
     if (len < UIW_MPA_HDR_LEN)
         return UIW_E_MPA_TRUNCATED;
-    uint8_t flags = buf[16], rev = buf[17];
-    uint16_t pd_len = uiw__get_be16(buf + 18);
+    uint8_t flags = buf[UIW__MPA_OFF_FLAGS], rev = buf[UIW__MPA_OFF_REV];
+    uint16_t pd_len = uiw__mpa_hdr_pd_len(buf);
     if (rev != 1 && rev != 2)
         return UIW_E_MPA_BAD_REV;
     /* Res: 0x1F in Rev 1; 0x0F in Rev 2, where 0x10 is the enhanced flag */
