@@ -297,15 +297,25 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     return true;
 }
 
-/* Retry calls that found the send queue full. */
+/* Retry calls that found the send queue full; on a dead connection they end (nothing is
+ * posted there any more, and the room they wait for may never come back). Each leaves the
+ * list before it is pulled: pull hands it on (to the upper layer's queue, or back to the
+ * free list), and its next is then another list's link. */
 static void pull_waiting(struct uiw__rr_conn *c)
 {
+    int st = atomic_load(&c->state);
+    bool dead = st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED;
     while (c->read_wait) {
         struct uiw__rr_call *k = c->read_wait;
-        if (!pull(c, k))
-            return;
         c->read_wait = k->next;
         k->next = NULL;
+        if (dead) {
+            call_abort(c, k);
+        } else if (!pull(c, k)) {
+            k->next = c->read_wait;
+            c->read_wait = k;
+            return;
+        }
     }
 }
 
@@ -755,6 +765,7 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
     }
     case UIW__RR_WR_MARK:
         c->mark_done = true;
+        pull_waiting(c); /* the calls still waiting end before the connection drains */
         return;
     default:
         return;

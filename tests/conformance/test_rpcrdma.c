@@ -504,6 +504,31 @@ TEST(rpcrdma_read_never_answered)
     fx_down(f, true);
 }
 
+/* More calls pulling Read chunks than the server's send queue has room for Reads: those
+ * beyond wait for room; the peer answers no Read and resets the connection. Every call
+ * ends (waiting or not) and returns what it held, and the server serves the others. */
+TEST(rpcrdma_reads_beyond_send_queue)
+{
+    struct fx *f = fx_up(2, 256, 0);
+    static uint8_t mem[4096];
+    rpcpeer_region(&f->p, 0x500, mem, sizeof(mem), false, true);
+    f->p.no_answer = true;
+    struct uiw_rpcrdma_read_segment rs[16];
+    for (int i = 0; i < 16; i++)
+        rs[i] = (struct uiw_rpcrdma_read_segment){44, {0x500, 64, (uint64_t)(uintptr_t)mem}};
+    uint8_t lw[4];
+    for (uint32_t i = 0; i < 240; i++) { /* 16 Reads each: 3,840 work requests */
+        struct uiw_rpcrdma_hdr h = call_hdr(0x2000 + i, 2, UIW_RDMA_MSG, rs, 16);
+        CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_SINK, len_word(lw, 1024), 4), 0);
+    }
+    bool eof = false;
+    rpcpeer_pump(&f->p, 500, &eof);
+    CHECK(!eof);
+    rpcpeer_close(&f->p, true);
+    still_serves(&f->s);
+    fx_down(f, true);
+}
+
 TEST(rpcrdma_garbage)
 {
     struct server s;
