@@ -9,6 +9,8 @@
 
 #include <uiw/wire.h>
 
+#include "cli.h"
+
 static int failures, checks;
 
 static void report(bool ok, const char *name, const char *fmt, ...)
@@ -171,8 +173,21 @@ static void check_terminate(void)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        printf("usage: uiw-selfcheck\n"
+               "Checks uiw's wire layer against known answers: CRC32c vectors, whole FPDUs,\n"
+               "an MPA Rev 2 Request, DDP segmentation, Terminates in both bit orders.\n"
+               "One line per check; exit status 0 when all pass, 1 when one fails.\n"
+               "  -h, --help   this help\n"
+               "  --version    the version\n");
+        return CLI_OK;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0)
+        return cli_version("uiw-selfcheck");
+    if (argc > 1) {
+        fprintf(stderr, "uiw-selfcheck: unexpected argument '%s' (see --help)\n", argv[1]);
+        return CLI_USAGE;
+    }
     printf("uiw-selfcheck: wire layer known answers (CRC32c implementation: %s)\n",
            uiw_crc32c_impl());
     check_crc();

@@ -18,6 +18,13 @@ extern "C" {
 
 #define UIW_VERSION_HEX ((UIW_VERSION_MAJOR << 16) | (UIW_VERSION_MINOR << 8) | UIW_VERSION_PATCH)
 
+/* "MAJOR.MINOR.PATCH" of the headers. */
+#define UIW_VERSION_STRING                                                                         \
+    UIW__VERSION_STR(UIW_VERSION_MAJOR)                                                            \
+    "." UIW__VERSION_STR(UIW_VERSION_MINOR) "." UIW__VERSION_STR(UIW_VERSION_PATCH)
+#define UIW__VERSION_STR(x)  UIW__VERSION_STR2(x)
+#define UIW__VERSION_STR2(x) #x
+
 /* The version of the library in use, as "MAJOR.MINOR.PATCH". */
 UIW_EXTERN const char *uiw_version_string(void);
 

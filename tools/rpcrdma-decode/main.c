@@ -3,6 +3,7 @@
  * mirrors their XDR, and encode such JSON back into headers. See man/rpcrdma-decode.1.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ static const char usage[] =
     "Version One objects use RFC 8166's field names (a segment's handle, length and\n"
     "offset; a read chunk's position and target), Version Two the draft's (rdma_handle...).\n"
     "Exit status: 0 if every message was decoded or encoded, 1 if one was not (after\n"
-    "all input was read), 2 for a usage or I/O error.\n";
+    "all input was read) or on an I/O error, 2 for a usage error.\n";
 
 struct opts {
     int hex, encode, binary, flags;
@@ -71,22 +72,22 @@ static int decode_binary(FILE *in, const struct opts *o, struct rd_buf *msg, str
     while ((n = fread(chunk, 1, sizeof chunk, in)) > 0) {
         if (msg->len + n > MAX_INPUT) {
             fprintf(stderr, "rpcrdma-decode: input larger than %u bytes\n", MAX_INPUT);
-            return 2;
+            return 1;
         }
         rd_buf_put(msg, chunk, n);
     }
     if (ferror(in)) {
         perror("rpcrdma-decode: read");
-        return 2;
+        return 1;
     }
     if (msg->oom)
-        return 2;
+        return 1;
     int r = rd_decode_message(msg->p ? msg->p : (const uint8_t *)"", msg->len, o->flags, out);
     if (r < 0)
-        return 2;
+        return 1;
     rd_buf_put(out, "\n", 1);
     if (out->oom || emit(out) != 0)
-        return 2;
+        return 1;
     return r;
 }
 
@@ -98,6 +99,7 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
     ssize_t got;
     unsigned long lineno = 0;
     int status = 0;
+    bool fatal = false; /* an I/O error or no memory: stop reading */
     struct rd_jdoc doc = {.root = -1};
     char err[640];
 
@@ -106,7 +108,8 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
         size_t n = (size_t)got;
         if (n > MAX_INPUT) {
             fprintf(stderr, "rpcrdma-decode: line %lu: longer than %u bytes\n", lineno, MAX_INPUT);
-            status = 2;
+            status = 1;
+            fatal = true;
             break;
         }
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
@@ -122,7 +125,8 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
             else
                 snprintf(err, sizeof err, "JSON syntax at byte %zu: %s", doc.errpos, doc.err);
             if (r == -ENOMEM || msg->oom) {
-                status = 2;
+                status = 1;
+                fatal = true;
                 break;
             }
             if (r != 0) {
@@ -132,7 +136,8 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
             }
             if (o->binary) {
                 if (emit(msg) != 0) {
-                    status = 2;
+                    status = 1;
+                    fatal = true;
                     break;
                 }
                 continue;
@@ -141,7 +146,8 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
         } else {
             if (rd_hex_decode(msg, line, n, 1, 0) != 0) {
                 if (msg->oom) {
-                    status = 2;
+                    status = 1;
+                    fatal = true;
                     break;
                 }
                 fprintf(stderr, "rpcrdma-decode: line %lu: not hex\n", lineno);
@@ -151,7 +157,8 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
             int r =
                 rd_decode_message(msg->p ? msg->p : (const uint8_t *)"", msg->len, o->flags, out);
             if (r < 0) {
-                status = 2;
+                status = 1;
+                fatal = true;
                 break;
             }
             if (r > 0)
@@ -159,13 +166,14 @@ static int each_line(FILE *in, const struct opts *o, struct rd_buf *msg, struct 
         }
         rd_buf_put(out, "\n", 1);
         if (out->oom || emit(out) != 0) {
-            status = 2;
+            status = 1;
+            fatal = true;
             break;
         }
     }
-    if (status != 2 && ferror(in)) {
+    if (!fatal && ferror(in)) {
         perror("rpcrdma-decode: read");
-        status = 2;
+        status = 1;
     }
     free(line);
     rd_json_free(&doc);
@@ -220,7 +228,7 @@ static int decode_private(const char *hex)
     }
     rd_buf_put(&out, "\n", 1);
     if (out.oom || emit(&out) != 0)
-        status = 2;
+        status = 1;
     rd_buf_free(&b);
     rd_buf_free(&out);
     return status;
@@ -239,9 +247,6 @@ int main(int argc, char **argv)
                 return 2;
             }
             priv = argv[++i];
-        } else if (strcmp(a, "--version") == 0) {
-            printf("rpcrdma-decode (uiw) %s\n", uiw_version_string());
-            return fflush(stdout) == 0 ? 0 : 2;
         } else if (strcmp(a, "--hex") == 0) {
             o.hex = 1;
         } else if (strcmp(a, "--encode") == 0) {
@@ -254,7 +259,10 @@ int main(int argc, char **argv)
             o.flags |= RD_OPT_NO_PAYLOAD;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage, stdout);
-            return fflush(stdout) == 0 ? 0 : 2;
+            return fflush(stdout) == 0 ? 0 : 1;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("rpcrdma-decode (uiw) %s\n", UIW_VERSION_STRING);
+            return fflush(stdout) == 0 ? 0 : 1;
         } else if (strcmp(a, "--") == 0 && i + 1 < argc) {
             o.file = argv[++i];
             files++;
@@ -272,7 +280,7 @@ int main(int argc, char **argv)
     }
     if (priv) {
         int st = decode_private(priv);
-        return fflush(stdout) == 0 ? st : 2;
+        return fflush(stdout) == 0 ? st : 1;
     }
     if (files > 1 || (o.binary && !o.encode) ||
         (o.encode && (o.hex || (o.flags & (RD_OPT_RPC | RD_OPT_NO_PAYLOAD))))) {
@@ -284,7 +292,7 @@ int main(int argc, char **argv)
         in = fopen(o.file, o.hex || o.encode ? "r" : "rb");
         if (!in) {
             fprintf(stderr, "rpcrdma-decode: %s: %s\n", o.file, strerror(errno));
-            return 2;
+            return 1;
         }
     }
     struct rd_buf msg = {0}, out = {0};
@@ -292,13 +300,13 @@ int main(int argc, char **argv)
         o.hex || o.encode ? each_line(in, &o, &msg, &out) : decode_binary(in, &o, &msg, &out);
     if (msg.oom || out.oom) {
         fprintf(stderr, "rpcrdma-decode: out of memory\n");
-        status = 2;
+        status = 1;
     }
     if (in != stdin)
         fclose(in);
-    if (fflush(stdout) != 0 && status != 2) {
+    if (fflush(stdout) != 0) {
         perror("rpcrdma-decode: write");
-        status = 2;
+        status = 1;
     }
     rd_buf_free(&msg);
     rd_buf_free(&out);
