@@ -17,7 +17,10 @@
  * each ping, NUL-terminated at the last byte. The server ends when the client disconnects.
  * With -V the server also checks the data it read against that pattern.
  *
+ * rping's -I (the client's source address) and -q (a QP made with uiw_create_qp and set in
+ * the cm id, instead of uiw_cm_create_qp) work as in rping.
  * Extra options (long only): --crc (ask for CRC), --markers (ask the peer for markers),
+ * --stats (the stack's counters at the end), --version,
  * --mpa-rev N, --pcap DIR (capture each
  * connection, also UIW_PCAP_DIR), --timeout S (bound on every wait, default 60),
  * --retry S (client: for up to S seconds, connect again when the connection was refused
@@ -50,6 +53,8 @@
 #include <uiw/cm.h>
 #include <uiw/verbs.h>
 
+#include "cli.h"
+
 #define PING_FMT "rdma-ping-%d: "
 #define MIN_SIZE 26 /* sizeof("2147483647") + sizeof(PING_FMT), as rping */
 #define MAX_SIZE 65535
@@ -66,11 +71,12 @@ struct info {
 
 struct opts {
     int server, verbose, validate, debug, persistent, crc, p2p, bad_rkey, markers;
+    int self_qp, stats; /* -q: the QP made with uiw_create_qp; --stats */
     int start_delay_ms, bad_remote_rkey;
     int count, size, conns;
     int mpa_rev;
     int timeout_s, retry_s;
-    const char *addr, *pcap;
+    const char *addr, *pcap, *source; /* -I: the client's source address */
     int port;
 };
 
@@ -371,7 +377,17 @@ static int setup_qp(struct cb *cb, struct uiw_cm_id *id)
     qa.cap.max_recv_sge = 1;
     qa.max_ird = 1;
     qa.max_ord = 1;
-    int r = uiw_cm_create_qp(id, cb->pd, &qa);
+    int r = 0;
+    if (o->self_qp) {
+        /* rping -q: a QP of our own, handed to the connection manager through the id */
+        struct uiw_qp *qp = uiw_create_qp(cb->pd, &qa);
+        if (!qp)
+            r = -errno;
+        else
+            id->qp = qp;
+    } else {
+        r = uiw_cm_create_qp(id, cb->pd, &qa);
+    }
     if (r) {
         fprintf(stderr, "create_qp: %s\n", uiw_strerror(r));
         return -1;
@@ -399,8 +415,12 @@ static int setup_qp(struct cb *cb, struct uiw_cm_id *id)
 
 static void free_qp(struct cb *cb)
 {
-    if (cb->id && cb->qp)
+    if (cb->id && cb->qp && cb->o->self_qp) {
+        uiw_destroy_qp(cb->qp);
+        cb->id->qp = NULL;
+    } else if (cb->id && cb->qp) {
         uiw_cm_destroy_qp(cb->id);
+    }
     cb->qp = NULL;
     if (cb->start_mr)
         uiw_dereg_mr(cb->start_mr);
@@ -680,6 +700,18 @@ static int run_client(struct cb *cb)
                 o->addr ? o->addr : "no -a");
         return 1;
     }
+    /* -I: the source address (any port), of the server address's family */
+    struct addrinfo *src = NULL;
+    if (o->source) {
+        struct addrinfo sh = {.ai_family = res->ai_family,
+                              .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+        if (getaddrinfo(o->source, "0", &sh, &src) != 0 || !src) {
+            fprintf(stderr, "getaddrinfo failed (%s) - invalid source address\n", o->source);
+            freeaddrinfo(res);
+            return 1;
+        }
+    }
     for (int attempt = 1;; attempt++) {
         enum uiw_cm_event_type got = UIW_CM_EVENT_CONNECT_ERROR;
         struct uiw_conn_param cp;
@@ -690,6 +722,15 @@ static int run_client(struct cb *cb)
         if (!cb->id || setup_qp(cb, cb->id)) {
             freeaddrinfo(res);
             return 1;
+        }
+        if (src) {
+            r = uiw_cm_bind_addr(cb->id, src->ai_addr);
+            if (r) {
+                fprintf(stderr, "bind %s: %s\n", o->source, uiw_strerror(r));
+                freeaddrinfo(res);
+                freeaddrinfo(src);
+                return 1;
+            }
         }
         conn_param(o, &cp);
         r = uiw_cm_connect(cb->id, res->ai_addr, &cp);
@@ -714,6 +755,8 @@ static int run_client(struct cb *cb)
         if (!early || now_s() >= retry_until) {
             fprintf(stderr, "connect error\n");
             freeaddrinfo(res);
+            if (src)
+                freeaddrinfo(src);
             return 1;
         }
         fprintf(stderr, "iwping: connection %s before the MPA Reply (attempt %d), retrying\n",
@@ -721,6 +764,8 @@ static int run_client(struct cb *cb)
         usleep(300000);
     }
     freeaddrinfo(res);
+    if (src)
+        freeaddrinfo(src);
     struct uiw_qp_attr qa;
     if (uiw_query_qp(cb->qp, &qa) == 0)
         dbg("established: MPA rev %u crc %d ird %u ord %u mulpdu %u\n", qa.mpa_rev, qa.crc, qa.ird,
@@ -740,22 +785,53 @@ static int run_client(struct cb *cb)
     return rc;
 }
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    printf("iwping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n");
-    printf("iwping -c [-vVd] [-S size] [-C count] -a addr [-p port]\n");
-    printf("\t-c\t\tclient side\n");
-    printf("\t-s\t\tserver side\n");
-    printf("\t-v\t\tdisplay ping data to stdout\n");
-    printf("\t-V\t\tvalidate ping data\n");
-    printf("\t-d\t\tdebug printfs\n");
-    printf("\t-S size \tping data size (%d to %d)\n", MIN_SIZE, MAX_SIZE);
-    printf("\t-C count\tping count times\n");
-    printf("\t-a addr\t\taddress\n");
-    printf("\t-p port\t\tport (default 7174; server: 0 picks a free one, printed)\n");
-    printf("\t-P\t\tpersistent server: one connection after another\n");
-    printf("\t--crc --mpa-rev N --p2p --pcap DIR --timeout S --retry S --conns N "
-           "--bad-rkey\n\t--markers --start-delay MS --bad-remote-rkey\n");
+    fprintf(f, "iwping -s [-vVdPq] [-S size] [-C count] [-a addr] [-p port]\n");
+    fprintf(f, "iwping -c [-vVdq] [-S size] [-C count] [-I addr] -a addr [-p port]\n");
+    fprintf(f, "\t-c\t\tclient side\n");
+    fprintf(f, "\t-s\t\tserver side\n");
+    fprintf(f, "\t-v\t\tdisplay ping data to stdout\n");
+    fprintf(f, "\t-V\t\tvalidate ping data\n");
+    fprintf(f, "\t-d\t\tdebug printfs\n");
+    fprintf(f, "\t-S size \tping data size (%d to %d)\n", MIN_SIZE, MAX_SIZE);
+    fprintf(f, "\t-C count\tping count times\n");
+    fprintf(f, "\t-a addr\t\taddress\n");
+    fprintf(f, "\t-I addr\t\tsource address (client)\n");
+    fprintf(f, "\t-p port\t\tport (default 7174; server: 0 picks a free one, printed)\n");
+    fprintf(f, "\t-P\t\tpersistent server: one connection after another\n");
+    fprintf(f, "\t-q\t\tuse a self-created QP (uiw_create_qp), handed to the connection manager\n");
+    fprintf(f, "\t--stats\t\tprint the stack's counters at the end\n");
+    fprintf(f, "\t--crc --mpa-rev N --p2p --pcap DIR --timeout S --retry S --conns N "
+               "--bad-rkey\n\t--markers --start-delay MS --bad-remote-rkey\n");
+    fprintf(f, "\t-h, --help\tthis help;  --version\tthe version\n");
+}
+
+/* --stats: the context's counters. */
+static void print_stats(struct uiw_context *ctx)
+{
+    struct uiw_context_stats st;
+    if (uiw_query_context_stats(ctx, &st) < 0)
+        return;
+    printf("stats: tx %" PRIu64 " bytes in %" PRIu64 " FPDUs, rx %" PRIu64 " bytes in %" PRIu64
+           " FPDUs, payload %" PRIu64 " bytes placed, %" PRIu64 " bytes copied, Terminates %" PRIu64
+           " sent, %" PRIu64 " received, CRC errors %" PRIu64 ", async events dropped %" PRIu64
+           "\n",
+           st.tx_bytes, st.tx_fpdus, st.rx_bytes, st.rx_fpdus, st.placed_payload_bytes,
+           st.copied_payload_bytes, st.terminates_sent, st.terminates_received, st.crc_errors,
+           st.async_events_dropped);
+    fflush(stdout);
+}
+
+/* A number option's value, whole and in range, or a usage error (exit 2). */
+static int number(const char *opt, const char *v, int min, int max)
+{
+    int n;
+    if (cli_int(v, min, max, &n) < 0) {
+        fprintf(stderr, "iwping: %s wants a number from %d to %d, not '%s'\n", opt, min, max, v);
+        exit(CLI_USAGE);
+    }
+    return n;
 }
 
 int main(int argc, char **argv)
@@ -772,19 +848,25 @@ int main(int argc, char **argv)
                                           {"markers", no_argument, NULL, 1008},
                                           {"start-delay", required_argument, NULL, 1009},
                                           {"bad-remote-rkey", no_argument, NULL, 1010},
+                                          {"stats", no_argument, NULL, 1011},
+                                          {"version", no_argument, NULL, 1012},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     int op;
-    while ((op = getopt_long(argc, argv, "a:Pp:C:S:scvVdh", lopts, NULL)) != -1) {
+    opterr = 0;
+    while ((op = getopt_long(argc, argv, ":a:I:Pp:C:S:scvVdqh", lopts, NULL)) != -1) {
         switch (op) {
         case 'a':
             o.addr = optarg;
+            break;
+        case 'I':
+            o.source = optarg;
             break;
         case 'P':
             o.persistent = 1;
             break;
         case 'p':
-            o.port = atoi(optarg);
+            o.port = number("-p", optarg, 0, 65535);
             break;
         case 's':
             o.server = 1;
@@ -793,19 +875,15 @@ int main(int argc, char **argv)
             o.server = 0;
             break;
         case 'S':
-            o.size = atoi(optarg);
-            if (o.size < MIN_SIZE || o.size > MAX_SIZE) {
+            o.size = number("-S", optarg, 0, 2147483647);
+            if (o.size < MIN_SIZE || o.size > MAX_SIZE) { /* rping's words */
                 fprintf(stderr, "Invalid size %d (valid range is %d to %d)\n", o.size, MIN_SIZE,
                         MAX_SIZE);
-                return 1;
+                return CLI_USAGE;
             }
             break;
         case 'C':
-            o.count = atoi(optarg);
-            if (o.count < 0) {
-                fprintf(stderr, "Invalid count %d\n", o.count);
-                return 1;
-            }
+            o.count = number("-C", optarg, 0, 2147483647);
             break;
         case 'v':
             o.verbose++;
@@ -816,23 +894,26 @@ int main(int argc, char **argv)
         case 'd':
             debug++;
             break;
+        case 'q':
+            o.self_qp = 1;
+            break;
         case 1000:
             o.crc = 1;
             break;
         case 1001:
-            o.mpa_rev = atoi(optarg);
+            o.mpa_rev = number("--mpa-rev", optarg, 1, 2);
             break;
         case 1002:
             o.pcap = optarg;
             break;
         case 1003:
-            o.timeout_s = atoi(optarg);
+            o.timeout_s = number("--timeout", optarg, 1, 86400);
             break;
         case 1004:
-            o.retry_s = atoi(optarg);
+            o.retry_s = number("--retry", optarg, 0, 86400);
             break;
         case 1005:
-            o.conns = atoi(optarg);
+            o.conns = number("--conns", optarg, 0, 2147483647);
             break;
         case 1006:
             o.p2p = 1;
@@ -844,20 +925,46 @@ int main(int argc, char **argv)
             o.markers = 1;
             break;
         case 1009:
-            o.start_delay_ms = atoi(optarg);
+            o.start_delay_ms = number("--start-delay", optarg, 0, 3600000);
             break;
         case 1010:
             o.bad_remote_rkey = 1;
             break;
+        case 1011:
+            o.stats = 1;
+            break;
+        case 1012:
+            return cli_version("iwping");
+        case 'h':
+            usage(stdout);
+            return CLI_OK;
+        case ':':
+            fprintf(stderr, "iwping: option %s needs a value\n", argv[optind - 1]);
+            usage(stderr);
+            return CLI_USAGE;
         default:
-            usage();
-            return op == 'h' ? 0 : 1;
+            fprintf(stderr, "iwping: unknown option %s\n", argv[optind - 1]);
+            usage(stderr);
+            return CLI_USAGE;
         }
     }
-    if (o.server == -1 || o.port < (o.server ? 0 : 1) || o.port > 65535 || o.timeout_s <= 0 ||
-        (o.mpa_rev != 1 && o.mpa_rev != 2)) {
-        usage();
-        return 1;
+    if (optind < argc) {
+        fprintf(stderr, "iwping: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (o.server == -1) {
+        fprintf(stderr, "iwping: -s (server) or -c (client)?\n");
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!o.server && o.port == 0) {
+        fprintf(stderr, "iwping: a client needs the server's port (-p 0 is for a server)\n");
+        return CLI_USAGE;
+    }
+    if (o.server && o.source) {
+        fprintf(stderr, "iwping: -I (source address) is for the client\n");
+        return CLI_USAGE;
     }
 
     struct cb cb;
@@ -873,6 +980,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = o.server ? run_server(&cb) : run_client(&cb);
+    if (o.stats)
+        print_stats(cb.ctx);
     if (cb.listen_id)
         uiw_cm_destroy_id(cb.listen_id);
     uiw_cm_destroy_channel(cb.cmch);

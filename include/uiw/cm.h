@@ -58,7 +58,10 @@ struct uiw_cm_id {
     struct uiw_cm_channel *channel;
     struct uiw_context *verbs; /* the device context given at creation (inherited by the
                                 * ids a listener creates) */
-    struct uiw_qp *qp;         /* set by uiw_cm_create_qp */
+    struct uiw_qp *qp;         /* set by uiw_cm_create_qp, or by the application to a QP
+                                * of its own (uiw_create_qp on a PD of the id's context)
+                                * before uiw_cm_connect / uiw_cm_accept, as rping -q does;
+                                * such a QP is destroyed with uiw_destroy_qp */
     void *context;             /* the application's pointer */
 };
 

@@ -106,7 +106,8 @@ void pu_cleanup(struct pu_proc *p)
 int pu_server(struct pu_proc *p, const char *const argv[], const char *env_kv)
 {
     pu_start(p, argv, env_kv);
-    static const char mark[] = "iwperf: listening on port ";
+    /* "iwperf: ...", or the name it runs under (iw_write_bw ...) */
+    static const char mark[] = ": listening on port ";
     for (int i = 0; i < 30 * 50; i++) { /* 30 s */
         char *e = pu_stderr(p);
         const char *m = strstr(e, mark);

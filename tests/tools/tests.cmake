@@ -1,9 +1,14 @@
-# test-tools runs the built tools; make sure they are built first.
-foreach(tool rpcrdma-decode rpcrdma-ping rpcrdma-bench)
+# test-tools runs the built tools; make sure they are built first. Every tool follows the
+# command-line conventions (test_cli.c); the iwperf and iwping tests start their servers
+# with the iwperf tests' helpers.
+foreach(tool rpcrdma-decode rpcrdma-ping rpcrdma-bench iwperf iwping uiw-selfcheck uiw-nfs uiw-nfsd)
   if(TARGET ${tool})
     add_dependencies(${runner} ${tool})
   endif()
 endforeach()
+target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/perf/perf_util.c)
+target_include_directories(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/perf)
+set(UIW_TEST_TIMEOUT 120)
 # Random headers from the codec's tests, used as the differential oracle's input.
 if(EXISTS ${CMAKE_SOURCE_DIR}/tests/rpcrdma/rnd.c)
   target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/rpcrdma/rnd.c)
