@@ -275,7 +275,8 @@ TEST(verify_all_sizes_latency)
 /* --verify checks every message, not only the last: with IWPERF_VERIFY_SELFTEST=2 the
  * sending side (both processes get it) gives the third message of the phase the fourth's
  * pattern (an RDMA Read server its third source slot), and every test, bandwidth and
- * latency, RDMA and TCP, must then fail its check (exit status 2) and report it. */
+ * latency, RDMA and TCP, must then fail its check (exit status 1, a runtime failure) and
+ * report it. */
 TEST(verify_every_message)
 {
     CHECK_EQ(setenv("IWPERF_VERIFY_SELFTEST", "2", 1), 0);
@@ -296,14 +297,25 @@ TEST(verify_every_message)
             int rc = 0;
             char *srv = NULL;
             char *j = pu_pair(sv, opts, NULL, &srv, &rc);
-            if (rc != 2)
-                uiw_test_fail(__FILE__, __LINE__, "%s%s%s: exit status %d, not 2:\n%s", tests[t],
+            if (rc != 1)
+                uiw_test_fail(__FILE__, __LINE__, "%s%s%s: exit status %d, not 1:\n%s", tests[t],
                               tcp ? " --tcp" : "", lat ? " --lat" : "", rc, j);
             check_str(j, "verify", 0, "fail");
             CHECK(strstr(srv, "VERIFY FAILED") != NULL);
             free(j);
             free(srv);
         }
+    /* and each QP of several: every connection checks its own messages */
+    const char *qopts[] = {"--json", "-s", "3000", "-n", "20", "--verify", "--qps", "2", NULL};
+    const char *qsv[] = {"-q", NULL};
+    int rc = 0;
+    char *srv = NULL;
+    char *j = pu_pair(qsv, qopts, NULL, &srv, &rc);
+    CHECK_EQ(rc, 1);
+    check_str(j, "verify", 0, "fail");
+    CHECK(strstr(srv, "VERIFY FAILED") != NULL);
+    free(j);
+    free(srv);
     unsetenv("IWPERF_VERIFY_SELFTEST");
 }
 

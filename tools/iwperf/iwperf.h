@@ -29,37 +29,49 @@ enum iwp_test { IWP_WRITE = 0, IWP_READ = 1, IWP_SEND = 2 };
 #define IWP_DEFAULT_PORT      18515
 #define IWP_DEFAULT_BW_ITERS  5000
 #define IWP_DEFAULT_LAT_ITERS 1000
+#define IWP_MAX_QPS           16
+#define IWP_MAX_INLINE        256   /* -I: uiw's max_inline_data (uiw_query_device) */
+#define IWP_MAX_OUTS          65535 /* -o: at most the device's ORD is used */
 
 struct iwp_opts {
+    const char *prog; /* the name it runs under (iwperf, or iw_write_bw ...) */
+    bool perftest;    /* run as iw_<verb>_<bw|lat>: perftest's options and output */
     enum iwp_test test;
-    bool lat;          /* --lat: ping-pong latency instead of bandwidth */
-    bool all;          /* -a: every power of two from 2 B to 8 MiB */
-    uint64_t size;     /* -s */
-    uint64_t iters;    /* -n (0 with -D) */
-    double duration;   /* -D seconds (0 = count iterations) */
-    uint16_t port;     /* -p */
-    bool crc;          /* --crc */
-    int mpa_rev;       /* --mpa-rev 1|2 */
-    bool markers;      /* --markers */
-    uint32_t tx_depth; /* --tx-depth */
-    uint32_t rx_depth; /* --rx-depth (server receives posted for Send tests) */
-    uint32_t cq_mod;   /* -Q, --cq-mod: latency Sends and Writes signalled one in cq_mod */
-    bool verify;       /* --verify */
-    bool gbits;        /* --report_gbits */
-    bool json;         /* --json */
-    bool tcp;          /* --tcp: the raw TCP baseline instead of RDMA */
-    bool busy_poll;    /* --busy-poll: TCP sends and receives spin instead of sleeping */
-    bool no_thread;    /* --no-thread: progress only inline from post/poll */
-    bool events;       /* -e, --events: sleep on the completion channel instead of spinning */
-    bool ipv6;         /* -6: the server listens on :: */
-    bool quiet;        /* -q: no banner lines */
-    const char *host;  /* client: the server's address; NULL: server */
+    bool lat;             /* --lat: ping-pong latency instead of bandwidth */
+    bool all;             /* -a: every power of two from 2 B to 8 MiB */
+    uint64_t size;        /* -s */
+    uint64_t iters;       /* -n (0 with -D) */
+    double duration;      /* -D seconds (0 = count iterations) */
+    uint16_t port;        /* -p */
+    bool crc;             /* --crc */
+    int mpa_rev;          /* --mpa-rev 1|2 */
+    bool markers;         /* --markers */
+    uint32_t tx_depth;    /* --tx-depth */
+    uint32_t rx_depth;    /* --rx-depth (server receives posted for Send tests) */
+    uint32_t cq_mod;      /* -Q, --cq-mod: latency Sends and Writes signalled one in cq_mod */
+    bool verify;          /* --verify */
+    bool gbits;           /* --report_gbits */
+    bool json;            /* --json */
+    bool tcp;             /* --tcp: the raw TCP baseline instead of RDMA */
+    bool busy_poll;       /* --busy-poll: TCP sends and receives spin instead of sleeping */
+    bool no_thread;       /* --no-thread: progress only inline from post/poll */
+    bool events;          /* -e, --events: sleep on the completion channel instead of spinning */
+    bool ipv6;            /* -6: the server listens on :: */
+    bool quiet;           /* -q: no banner lines */
+    bool stats;           /* --stats: the stack's counters at the end */
+    uint32_t qps;         /* perftest -q, --qps: connections of a bandwidth test (1 ..) */
+    uint32_t inline_size; /* perftest -I, --inline: Sends / Writes up to this are inline */
+    uint32_t outs;        /* perftest -o: outstanding Reads (ORD); 0: the default */
+    const char *out_json; /* perftest --out_json / --out_json_file: the report's file */
+    const char *host;     /* client: the server's address; NULL: server */
 
     uint64_t tcp_write; /* --tcp-write: bytes per send() with --tcp (0: a whole message) */
 };
 
-/* Parse argv into o (defaults first). Returns 0, 1 when help was printed, or -1 with a
- * message on stderr for a bad command line. */
+/* Parse argv into o (defaults first): iwperf's options, or perftest's when argv[0] is
+ * iw_write_bw, iw_read_bw, iw_send_bw, iw_write_lat, iw_read_lat or iw_send_lat.
+ * Returns 0, 1 when help or the version was printed (exit 0), or -1 with a message on
+ * stderr for a bad command line (exit 2). */
 int iwp_parse_args(struct iwp_opts *o, int argc, char **argv);
 const char *iwp_test_name(enum iwp_test t);
 int iwp_test_from_name(const char *s, enum iwp_test *t);
@@ -144,6 +156,13 @@ struct iwp_report {
     int mpa_rev;
     bool crc, markers;
     unsigned ird, ord, mulpdu;
+    /* --stats: the stack's counters (uiw_query_context_stats), summed over the QPs'
+     * contexts */
+    bool have_stats;
+    struct iwp_stack_stats {
+        uint64_t tx_bytes, rx_bytes, tx_fpdus, rx_fpdus, placed, copied;
+        uint64_t terms_sent, terms_received, crc_errors, async_dropped;
+    } stats;
 };
 
 void iwp_report_init(struct iwp_report *r, const struct iwp_opts *o, const char *role, FILE *out);
@@ -199,6 +218,8 @@ struct iwp_pd {
     uint64_t addr; /* base of the peer's buffer: source at +0, sink at +max_size */
     uint32_t rkey;
     uint32_t credits; /* server: receives posted */
+    uint32_t qps;     /* client: QPs (connections) of the test, 0 or 1: one */
+    uint32_t index;   /* client: this QP's number among them, from 0 */
 };
 void iwp_pd_encode(const struct iwp_pd *p, uint8_t out[IWP_PD_LEN]);
 int iwp_pd_decode(const void *in, size_t len, struct iwp_pd *p);
@@ -210,11 +231,17 @@ int iwp_sizes(const struct iwp_opts *o, uint64_t *sizes, int max);
 uint64_t iwp_max_size(const struct iwp_opts *o);
 
 /* A server announces the port it listens on, on stderr: "iwperf: listening on port N"
- * (with -p 0 the one the system picked, which a caller reads there). */
+ * (with -p 0 the one the system picked, which a caller reads there; the program's name
+ * when it runs as iw_write_bw ...), and as one of perftest's entry points prints
+ * perftest's "Waiting for client to connect..." banner on stdout. */
 struct sockaddr;
-void iwp_listening(const struct sockaddr *local);
+void iwp_listening(const struct iwp_opts *o, const struct sockaddr *local);
 
-/* Each returns the process exit status (0 ok, 1 error, 2 verify failure). */
+/* perftest's JSON report (--out_json): {"test_info": ..., "results": ...} with perftest's
+ * keys, into o->out_json. 0, or -1 with a message. */
+int iwp_report_out_json(const struct iwp_report *r);
+
+/* Each returns the process exit status (0 ok, 1 error or a verify failure). */
 int iwp_tcp_run(const struct iwp_opts *o);
 int iwp_rdma_run(const struct iwp_opts *o);
 

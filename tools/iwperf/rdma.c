@@ -37,6 +37,8 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -58,6 +60,14 @@ enum {
 
 #define RECV_FLAG (1ull << 63)
 
+/* Server side of one size: state kept across handle_recv calls. */
+struct srv_phase {
+    enum iwp_test test;
+    bool lat, verify;
+    uint64_t s, t0, copied0;
+    bool copied_known;
+};
+
 struct conn {
     const struct iwp_opts *o;
     bool server;
@@ -78,6 +88,7 @@ struct conn {
     uint64_t peer_addr;
     uint32_t peer_rkey;
     uint32_t nrecv;
+    uint32_t inline_lim; /* Sends and Writes shorter than this go inline (0: none) */
     /* send queue: WRs posted and completed (completions arrive in order) */
     uint64_t sq_posted, sq_done;
     uint32_t sq_limit;
@@ -97,7 +108,10 @@ struct conn {
     int in_pump;  /* handlers run inside pump and must not wait */
     bool closing; /* after BYE: flushed receives are expected */
     int err;
-    struct iwp_opts opts; /* o points here: a copy next to the fields the loop reads */
+    struct iwp_opts opts;      /* o points here: a copy next to the fields the loop reads */
+    struct srv_phase sp;       /* server: the size in progress */
+    struct iwp_report *report; /* server: where the client's rows go */
+    bool own_ch;               /* ch is this connection's (else the listener's) */
     /* off the data path, after the fields it reads */
     struct uiw_cm_conn_info info;
     uint64_t ctrl_seq[NCTRL];
@@ -147,6 +161,9 @@ IWP_HOT static int post_wr(struct conn *c, enum uiw_wr_opcode op, void *addr, ui
                                .send_flags = signaled ? UIW_SEND_SIGNALED : 0,
                            },
                        *bad;
+    /* -I / --inline: small Sends and Writes copied at post time (perftest's inline) */
+    if (len < c->inline_lim && op != UIW_WR_RDMA_READ)
+        wr.send_flags |= UIW_SEND_INLINE;
     wr.wr.rdma.remote_addr = raddr;
     wr.wr.rdma.rkey = c->peer_rkey;
     int rc = uiw_post_send(c->qp, &wr, &bad);
@@ -362,15 +379,6 @@ static void fill_tagged(uint8_t *p, uint64_t s, uint32_t seed, uint64_t i, uint8
     p[s - 1] = tag;
 }
 
-/* Server side of one size: state kept across handle_recv calls. */
-struct srv_phase {
-    enum iwp_test test;
-    bool lat, verify;
-    uint64_t s, t0, copied0;
-    bool copied_known;
-};
-static struct srv_phase sp;
-
 static int server_advertise(struct conn *c)
 {
     uint64_t step = c->nrecv / 4 ? c->nrecv / 4 : 1;
@@ -387,7 +395,7 @@ static void server_start(struct conn *c, const struct iwp_ctrl *m)
         fail(c, "START with a bad size", -EPROTO);
         return;
     }
-    sp.s = s;
+    c->sp.s = s;
     c->size = s;
     c->data_recvs = 0;
     c->vgood = 0;
@@ -398,29 +406,29 @@ static void server_start(struct conn *c, const struct iwp_ctrl *m)
      * message k's pattern */
     memset(sink_slot(c, 0), 0, c->nslot * c->max);
     for (uint32_t k = 0; k < c->nslot; k++) {
-        if (sp.verify)
+        if (c->sp.verify)
             iwp_fill_msg(src_slot(c, k), s, SEED_SERVER, k);
         else
             iwp_fill_pattern(src_slot(c, k), s, SEED_SERVER);
     }
-    sp.t0 = iwp_now_ns();
+    c->sp.t0 = iwp_now_ns();
     c->advertised = c->posted;
     send_ctrl2(c, IWP_C_ACK, c->posted, 0);
     /* after the ACK: the stack copies a small message's payload when it is posted, and
      * the phase's count is of the data */
-    sp.copied_known = true;
-    sp.copied0 = copied_now(c, &sp.copied_known);
+    c->sp.copied_known = true;
+    c->sp.copied0 = copied_now(c, &c->sp.copied_known);
 }
 
 static void server_stop(struct conn *c)
 {
-    bool known = sp.copied_known;
-    uint64_t copied = copied_now(c, &known) - sp.copied0;
+    bool known = c->sp.copied_known;
+    uint64_t copied = copied_now(c, &known) - c->sp.copied0;
     struct iwp_ctrl m = {.type = IWP_C_RESULT};
     m.v[0] = c->posted;
     m.v[1] = c->vgood;
     m.v[2] = c->data_recvs;
-    m.v[3] = iwp_now_ns() - sp.t0;
+    m.v[3] = iwp_now_ns() - c->sp.t0;
     m.v[4] = copied;
     m.v[5] = known;
     c->in_phase = false;
@@ -428,13 +436,11 @@ static void server_stop(struct conn *c)
     send_ctrl(c, &m);
 }
 
-static struct iwp_report *srv_report;
-
 /* Write ping-pong, --verify: ping i has arrived (its tag showed): check it, and give the
  * pong its own pattern. */
 static void server_write_pong_verify(struct conn *c, uint8_t tag)
 {
-    uint64_t s = sp.s, i = c->data_recvs;
+    uint64_t s = c->sp.s, i = c->data_recvs;
     c->vgood += iwp_check_msg(sink_slot(c, 0), s - 1, SEED_CLIENT, i);
     fill_tagged(src_slot(c, 0), s, SEED_SERVER, i, tag);
 }
@@ -446,17 +452,17 @@ IWP_HOT static int serve(struct conn *c)
     unsigned spins = 0;
     uint8_t expect = 1;
     while (!c->bye_seen) {
-        if (c->in_phase && sp.lat && sp.test == IWP_WRITE) {
+        if (c->in_phase && c->sp.lat && c->sp.test == IWP_WRITE) {
             /* Write ping-pong: answer when the last byte of the sink shows the tag */
-            volatile uint8_t *tail = sink_slot(c, 0) + sp.s - 1;
+            volatile uint8_t *tail = sink_slot(c, 0) + c->sp.s - 1;
             if (*tail == expect) {
-                if (sp.verify)
+                if (c->sp.verify)
                     server_write_pong_verify(c, expect);
                 else
-                    c->buf[sp.s - 1] = expect;
+                    c->buf[c->sp.s - 1] = expect;
                 c->data_recvs++;
                 if (sq_room(c, c->sq_limit) < 0 ||
-                    post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)sp.s, c->mr->lkey,
+                    post_wr(c, UIW_WR_RDMA_WRITE, c->buf, (uint32_t)c->sp.s, c->mr->lkey,
                             peer_sink(c, 0), lat_signalled(c, false)) < 0)
                     return -1;
                 expect = (uint8_t)(expect % 255 + 1);
@@ -465,7 +471,7 @@ IWP_HOT static int serve(struct conn *c)
             expect = 1;
         }
         /* Write latency polls memory: spin; otherwise wait as the options say */
-        bool spin = c->in_phase && sp.lat && sp.test == IWP_WRITE;
+        bool spin = c->in_phase && c->sp.lat && c->sp.test == IWP_WRITE;
         if ((spin ? pump(c) : step(c)) < 0)
             return -1;
         if ((++spins & 255) == 0 && iwp_now_ns() > deadline)
@@ -480,9 +486,9 @@ static void server_check(struct conn *c, const uint8_t *p, const struct iwp_ctrl
 {
     uint64_t i = c->data_recvs;
     if (m)
-        c->vgood += m->v[0] == i && iwp_check_msg(sink_slot(c, i), sp.s, SEED_CLIENT, i);
+        c->vgood += m->v[0] == i && iwp_check_msg(sink_slot(c, i), c->sp.s, SEED_CLIENT, i);
     else
-        c->vgood += iwp_check_msg(p, sp.s, SEED_CLIENT, i);
+        c->vgood += iwp_check_msg(p, c->sp.s, SEED_CLIENT, i);
 }
 
 IWP_HOT static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
@@ -523,7 +529,7 @@ IWP_HOT static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
             server_stop(c);
             return;
         }
-        if (sp.verify && sp.test == IWP_WRITE && !sp.lat && len == IWP_CTRL_LEN &&
+        if (c->sp.verify && c->sp.test == IWP_WRITE && !c->sp.lat && len == IWP_CTRL_LEN &&
             iwp_ctrl_decode(p, &m) == 0 && m.type == IWP_C_MARK) {
             server_check(c, NULL, &m);
             c->data_recvs++;
@@ -531,23 +537,23 @@ IWP_HOT static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
                 server_advertise(c);
             return;
         }
-        if (sp.test != IWP_SEND || len != sp.s) {
+        if (c->sp.test != IWP_SEND || len != c->sp.s) {
             fail(c, "unexpected message in the data phase", -EPROTO);
             return;
         }
-        if (sp.verify)
+        if (c->sp.verify)
             server_check(c, p, NULL);
         uint64_t i = c->data_recvs++;
-        if (sp.lat) {
+        if (c->sp.lat) {
             /* echo first, then post the receive again: the client counts the pong as the
              * credit of that receive, and sends again only after the pong, while the other
              * rx_depth - 1 receives stay posted */
             c->advertised = c->posted + 1;
-            if (sp.verify)
-                iwp_fill_msg(c->buf, sp.s, SEED_SERVER, i);
+            if (c->sp.verify)
+                iwp_fill_msg(c->buf, c->sp.s, SEED_SERVER, i);
             if (c->sq_posted - c->sq_done >= c->sq_limit)
                 fail(c, "internal: send queue full", -ENOSPC);
-            else if (post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)sp.s, c->mr->lkey, 0,
+            else if (post_wr(c, UIW_WR_SEND, c->buf, (uint32_t)c->sp.s, c->mr->lkey, 0,
                              lat_signalled(c, false)) == 0)
                 post_recv_slot(c, slot);
             return;
@@ -569,8 +575,8 @@ IWP_HOT static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
         return;
     case IWP_C_REPORT:
         iwp_result_from_ctrl(&m, &res);
-        if (srv_report)
-            iwp_report_row(srv_report, &res);
+        if (c->report)
+            iwp_report_row(c->report, &res);
         break;
     case IWP_C_BYE:
         c->bye_seen = true;
@@ -586,7 +592,9 @@ IWP_HOT static void handle_recv(struct conn *c, uint64_t slot, uint32_t len)
 
 /* ------------------------------------------------------------------------------------ */
 
-static int setup_common(struct conn *c)
+/* The context, PD, CQ (and completion channel) of a connection, and its own connection
+ * manager channel unless `ch` is given (the server's extra QPs share the listener's). */
+static int setup_common(struct conn *c, struct uiw_cm_channel *ch)
 {
     struct uiw_context_attr ca;
     uiw_context_attr_init(&ca);
@@ -595,10 +603,12 @@ static int setup_common(struct conn *c)
     if (!c->ctx)
         return fail(c, "open_context", -errno);
     c->pd = uiw_alloc_pd(c->ctx);
-    c->ch = uiw_cm_create_channel();
+    c->ch = ch ? ch : uiw_cm_create_channel();
+    c->own_ch = !ch;
     if (!c->pd || !c->ch)
         return fail(c, "alloc_pd / cm channel", -errno);
     c->sq_limit = c->o->tx_depth + NCTRL;
+    c->inline_lim = c->o->inline_size ? c->o->inline_size + 1 : 0;
     if (c->o->events) {
         c->cch = uiw_create_comp_channel(c->ctx);
         if (!c->cch)
@@ -668,7 +678,8 @@ static int create_qp(struct conn *c, struct uiw_cm_id *id, uint16_t ird, uint16_
         .cap = {.max_send_wr = c->sq_limit,
                 .max_recv_wr = c->nrecv,
                 .max_send_sge = 1,
-                .max_recv_sge = 1},
+                .max_recv_sge = 1,
+                .max_inline_data = c->o->inline_size},
         .max_ird = ird,
         .max_ord = ord,
     };
@@ -708,33 +719,6 @@ static void report_conn(struct conn *c, struct iwp_report *r)
     r->mulpdu = c->info.mulpdu;
 }
 
-static int wait_cm(struct conn *c, enum uiw_cm_event_type want, struct uiw_cm_event **out)
-{
-    struct uiw_cm_event *ev;
-    uint64_t deadline = iwp_now_ns() + (uint64_t)CM_TIMEOUT_MS * 1000000;
-    for (;;) {
-        int left = (int)(((int64_t)(deadline - iwp_now_ns())) / 1000000);
-        if (left <= 0)
-            return fail(c, uiw_cm_event_str(want), -ETIMEDOUT);
-        int rc = uiw_cm_get_event(c->ch, &ev, left);
-        if (rc == -EAGAIN)
-            continue;
-        if (rc < 0)
-            return fail(c, "cm_get_event", rc);
-        if (ev->event == want) {
-            *out = ev;
-            return 0;
-        }
-        fprintf(stderr, "iwperf: connection event %s (%s) while waiting for %s\n",
-                uiw_cm_event_str(ev->event), uiw_strerror(ev->status), uiw_cm_event_str(want));
-        int st = ev->status ? ev->status : -ECONNABORTED;
-        uiw_cm_ack_event(ev);
-        if (!c->err)
-            c->err = st;
-        return -1;
-    }
-}
-
 static void teardown(struct conn *c)
 {
     if (c->id) {
@@ -758,7 +742,7 @@ static void teardown(struct conn *c)
         uiw_dealloc_pd(c->pd);
     if (c->ctx)
         uiw_close_context(c->ctx);
-    if (c->ch)
+    if (c->ch && c->own_ch)
         uiw_cm_destroy_channel(c->ch);
     free(c->buf);
     free(c->rbuf);
@@ -789,26 +773,189 @@ static void close_conn(struct conn *c, bool initiate)
     }
 }
 
+/* --stats: add the context's counters to the report's. */
+static void take_stats(struct conn *c, struct iwp_report *r)
+{
+    struct uiw_context_stats st;
+    if (!c->o->stats || !c->ctx || uiw_query_context_stats(c->ctx, &st) < 0)
+        return;
+    struct iwp_stack_stats *s = &r->stats;
+    s->tx_bytes += st.tx_bytes;
+    s->rx_bytes += st.rx_bytes;
+    s->tx_fpdus += st.tx_fpdus;
+    s->rx_fpdus += st.rx_fpdus;
+    s->placed += st.placed_payload_bytes;
+    s->copied += st.copied_payload_bytes;
+    s->terms_sent += st.terminates_sent;
+    s->terms_received += st.terminates_received;
+    s->crc_errors += st.crc_errors;
+    s->async_dropped += st.async_events_dropped;
+    r->have_stats = true;
+}
+
+/* The end of a run: the report's last lines (or JSON document) and perftest's JSON file.
+ * 0, or -1 when the file could not be written. */
+static int finish(struct conn *c, struct iwp_report *r)
+{
+    take_stats(c, r);
+    iwp_report_finish(r);
+    return c->o->out_json ? iwp_report_out_json(r) : 0;
+}
+
 /* ------------------------------------------------------------------------------------ */
 
-static int rdma_server(const struct iwp_opts *o)
+static struct conn *conn_new(const struct iwp_opts *o, bool server)
 {
-    /* on the heap, not in this frame: the fields the data path reads share one page, and
-     * the stack below the polling loop spans fewer pages (each a TLB miss after a system
+    /* on the heap, not in a frame: the fields the data path reads share one page, and the
+     * stack below the polling loop spans fewer pages (each a TLB miss after a system
      * call) */
     struct conn *c = calloc(1, sizeof(*c));
     if (!c)
-        return 1;
+        return NULL;
     c->opts = *o;
     c->o = &c->opts;
-    c->server = true;
+    c->server = server;
+    return c;
+}
+
+/* Server: take a client's connection request on c (its options in *so), accept it. */
+static int server_accept(struct conn *c, struct uiw_cm_id *id, const struct iwp_pd *cpd,
+                         const struct iwp_opts *so)
+{
+    c->id = id;
+    c->peer_addr = cpd->addr;
+    c->peer_rkey = cpd->rkey;
+    c->sp.test = so->test;
+    c->sp.lat = so->lat;
+    c->sp.verify = so->verify;
+    c->opts.verify = so->verify;
+    /* --verify: VSLOTS receives of their own (the client's credits then keep every Send and
+     * Write sink slot from being reused before it was checked) */
+    size_t big = cpd->max_size > IWP_CTRL_LEN ? cpd->max_size : IWP_CTRL_LEN;
+    if (setup_buffers(c, cpd->max_size, so->verify ? VSLOTS : c->o->rx_depth,
+                      so->verify ? big : IWP_CTRL_LEN, SEED_SERVER) < 0 ||
+        create_qp(c, c->id, dev_rd(c, true), UIW_DEFAULT_IRD_ORD) < 0)
+        return -1;
+    struct iwp_pd mypd = {.test = cpd->test,
+                          .max_size = c->max,
+                          .addr = (uint64_t)(uintptr_t)c->buf,
+                          .rkey = c->mr->rkey,
+                          .credits = (uint32_t)c->posted};
+    uint8_t pdb[IWP_PD_LEN];
+    iwp_pd_encode(&mypd, pdb);
+    struct uiw_conn_param prm;
+    fill_param(c->o, &prm, pdb, dev_rd(c, true), UIW_DEFAULT_IRD_ORD);
+    int rc = uiw_cm_accept(c->id, &prm);
+    if (rc < 0)
+        return fail(c, "cm_accept", rc);
+    c->advertised = c->posted;
+    return 0;
+}
+
+static void *serve_thread(void *arg)
+{
+    struct conn *c = arg;
+    return serve(c) < 0 ? arg : NULL;
+}
+
+/* The rows of several QPs' phases as one: their average bandwidths and message counts add
+ * up. Their peaks were measured apart, at different times: the row's peak is the larger of
+ * the summed averages and the highest single QP's peak (a bound from below, never a sum of
+ * unrelated peaks). */
+static void sum_rows(const struct iwp_result *rows, int n, struct iwp_result *out)
+{
+    *out = rows[0];
+    for (int k = 1; k < n; k++) {
+        const struct iwp_result *r = &rows[k];
+        out->iters += r->iters;
+        out->seconds = r->seconds > out->seconds ? r->seconds : out->seconds;
+        out->bw_peak = r->bw_peak > out->bw_peak ? r->bw_peak : out->bw_peak;
+        out->bw_avg += r->bw_avg;
+        out->msg_rate += r->msg_rate;
+        out->copied += r->copied;
+        out->copied_known = out->copied_known && r->copied_known;
+        if (r->verify == IWP_VERIFY_FAIL)
+            out->verify = IWP_VERIFY_FAIL;
+    }
+    if (out->bw_peak < out->bw_avg)
+        out->bw_peak = out->bw_avg;
+}
+
+/* Server with several QPs: each served by a thread of its own, then one row per size. */
+static int serve_many(struct conn **conns, int n, struct iwp_report *rep)
+{
+    struct iwp_report mine[IWP_MAX_QPS];
+    pthread_t th[IWP_MAX_QPS];
+    int started = 0, rc = 0;
+    memset(mine, 0, sizeof(mine));
+    for (int k = 0; k < n; k++) {
+        iwp_report_init(&mine[k], rep->o, "server", NULL); /* keeps its rows, prints none */
+        conns[k]->report = &mine[k];
+    }
+    for (; started < n; started++)
+        if (pthread_create(&th[started], NULL, serve_thread, conns[started]) != 0) {
+            fail(conns[started], "pthread_create", -EAGAIN);
+            rc = -1;
+            break;
+        }
+    for (int k = 0; k < started; k++) {
+        void *r;
+        pthread_join(th[k], &r);
+        if (r)
+            rc = -1;
+    }
+    for (int k = 0; k < n; k++)
+        conns[k]->report = NULL;
+    for (int i = 0; rc == 0 && i < mine[0].nresults; i++) {
+        struct iwp_result rows[IWP_MAX_QPS], sum;
+        memset(rows, 0, sizeof(rows));
+        for (int k = 0; k < n; k++)
+            rows[k] = mine[k].results[i < mine[k].nresults ? i : 0];
+        sum_rows(rows, n, &sum);
+        iwp_report_row(rep, &sum);
+    }
+    return rc;
+}
+
+/* Server with several QPs: every connection ends (their events come to the listener's
+ * channel); each is disconnected on our side when its DISCONNECTED arrives. */
+static void close_many(struct conn **conns, int n)
+{
+    struct uiw_cm_channel *ch = conns[0]->ch;
+    int down = 0;
+    uint64_t deadline = iwp_now_ns() + 5000000000ull;
+    for (int k = 0; k < n; k++)
+        conns[k]->closing = true;
+    while (down < n && iwp_now_ns() < deadline) {
+        struct uiw_cm_event *ev;
+        for (int k = 0; k < n; k++) {
+            struct uiw_wc wc[16];
+            uiw_poll_cq(conns[k]->cq, 16, wc);
+        }
+        if (uiw_cm_get_event(ch, &ev, 20) < 0)
+            continue;
+        if (ev->event == UIW_CM_EVENT_DISCONNECTED) {
+            uiw_cm_disconnect(ev->id);
+            down++;
+        }
+        uiw_cm_ack_event(ev);
+    }
+}
+
+static int rdma_server(const struct iwp_opts *o)
+{
+    struct conn *conns[IWP_MAX_QPS] = {NULL};
+    struct conn *c = conns[0] = conn_new(o, true);
+    if (!c)
+        return 1;
     struct uiw_cm_event *ev = NULL;
     struct iwp_report rep;
     struct iwp_opts so = *o;
-    int status = 1;
-    if (setup_common(c) < 0)
+    int status = 1, n = 0, want = 1, established = 0;
+    if (setup_common(c, NULL) < 0)
         goto out;
-    c->lid = uiw_cm_create_id(c->ch, c->ctx, NULL);
+    /* the listener takes no context: each QP's identifier takes its own QP's */
+    c->lid = uiw_cm_create_id(c->ch, NULL, NULL);
     if (!c->lid) {
         fail(c, "cm_create_id", -errno);
         goto out;
@@ -828,84 +975,109 @@ static int rdma_server(const struct iwp_opts *o)
     }
     int rc = uiw_cm_bind_addr(c->lid, (struct sockaddr *)&ss);
     if (rc == 0)
-        rc = uiw_cm_listen(c->lid, 1, NULL);
+        rc = uiw_cm_listen(c->lid, IWP_MAX_QPS, NULL);
     if (rc < 0) {
         fail(c, "bind/listen", rc);
         goto out;
     }
-    iwp_listening(uiw_cm_get_local_addr(c->lid));
-    /* one client: wait as long as it takes for it to come */
-    for (;;) {
+    iwp_listening(c->o, uiw_cm_get_local_addr(c->lid));
+    /* the client's QPs (its first request says how many): wait as long as it takes for the
+     * first, a bounded time for the others */
+    uint64_t deadline = 0;
+    while (established < want) {
         rc = uiw_cm_get_event(c->ch, &ev, 1000);
-        if (rc == -EAGAIN)
+        if (rc == -EAGAIN) {
+            if (deadline && iwp_now_ns() > deadline) {
+                fail(c, "waiting for the client's QPs", -ETIMEDOUT);
+                goto out;
+            }
             continue;
+        }
         if (rc < 0) {
             fail(c, "cm_get_event", rc);
             goto out;
         }
-        if (ev->event == UIW_CM_EVENT_CONNECT_REQUEST)
-            break;
+        if (ev->event == UIW_CM_EVENT_ESTABLISHED) {
+            established++;
+            uiw_cm_ack_event(ev);
+            continue;
+        }
+        if (ev->event != UIW_CM_EVENT_CONNECT_REQUEST) {
+            bool early = n == 0;
+            if (!early)
+                fprintf(stderr, "%s: connection event %s (%s) while the QPs connect\n", o->prog,
+                        uiw_cm_event_str(ev->event), uiw_strerror(ev->status));
+            uiw_cm_ack_event(ev);
+            if (early)
+                continue; /* a client that gave up before we accepted it */
+            goto out;
+        }
+        struct iwp_pd cpd;
+        struct uiw_cm_id *id = ev->id;
+        bool ok = iwp_pd_decode(ev->param.private_data, ev->param.private_data_len, &cpd) == 0 &&
+                  cpd.test <= IWP_SEND && cpd.max_size && cpd.max_size <= IWP_MAX_SIZE &&
+                  cpd.qps <= IWP_MAX_QPS && n < IWP_MAX_QPS;
+        if (ok && n == 0) {
+            want = cpd.qps ? (int)cpd.qps : 1;
+            so.test = (enum iwp_test)cpd.test;
+            so.lat = (cpd.flags & IWP_F_LAT) != 0;
+            so.verify = (cpd.flags & IWP_F_VERIFY) != 0;
+            so.qps = (uint32_t)want;
+            deadline = iwp_now_ns() + (uint64_t)CM_TIMEOUT_MS * 1000000;
+        } else if (ok) {
+            ok = n < want && cpd.test == (uint32_t)so.test && cpd.max_size == c->max &&
+                 (cpd.qps ? (int)cpd.qps : 1) == want;
+        }
         uiw_cm_ack_event(ev);
+        if (!ok) {
+            uiw_cm_reject(id, NULL, 0);
+            fail(c, "a client's private data", -EPROTO);
+            goto out;
+        }
+        struct conn *k = n == 0 ? c : conn_new(o, true);
+        if (!k) {
+            uiw_cm_reject(id, NULL, 0);
+            fail(c, "out of memory", -ENOMEM);
+            goto out;
+        }
+        conns[n++] = k;
+        if ((k != c && setup_common(k, c->ch) < 0) || server_accept(k, id, &cpd, &so) < 0)
+            goto out;
     }
-    struct iwp_pd cpd;
-    c->id = ev->id;
-    if (iwp_pd_decode(ev->param.private_data, ev->param.private_data_len, &cpd) < 0 ||
-        cpd.test > IWP_SEND || cpd.max_size == 0 || cpd.max_size > IWP_MAX_SIZE) {
-        uiw_cm_ack_event(ev);
-        uiw_cm_reject(c->id, NULL, 0);
-        fail(c, "the client's private data", -EPROTO);
-        goto out;
-    }
-    uiw_cm_ack_event(ev);
-    c->peer_addr = cpd.addr;
-    c->peer_rkey = cpd.rkey;
-    so.test = (enum iwp_test)cpd.test;
-    so.lat = (cpd.flags & IWP_F_LAT) != 0;
-    so.verify = (cpd.flags & IWP_F_VERIFY) != 0;
-    sp.test = so.test;
-    sp.lat = so.lat;
-    sp.verify = so.verify;
-    c->opts.verify = so.verify;
-    /* --verify: VSLOTS receives of their own (the client's credits then keep every Send and
-     * Write sink slot from being reused before it was checked) */
-    size_t big = cpd.max_size > IWP_CTRL_LEN ? cpd.max_size : IWP_CTRL_LEN;
-    if (setup_buffers(c, cpd.max_size, so.verify ? VSLOTS : o->rx_depth,
-                      so.verify ? big : IWP_CTRL_LEN, SEED_SERVER) < 0 ||
-        create_qp(c, c->id, dev_rd(c, true), UIW_DEFAULT_IRD_ORD) < 0)
-        goto out;
-    struct iwp_pd mypd = {.test = cpd.test,
-                          .max_size = c->max,
-                          .addr = (uint64_t)(uintptr_t)c->buf,
-                          .rkey = c->mr->rkey,
-                          .credits = (uint32_t)c->posted};
-    uint8_t pdb[IWP_PD_LEN];
-    iwp_pd_encode(&mypd, pdb);
-    struct uiw_conn_param prm;
-    fill_param(o, &prm, pdb, dev_rd(c, true), UIW_DEFAULT_IRD_ORD);
-    rc = uiw_cm_accept(c->id, &prm);
-    if (rc < 0) {
-        fail(c, "cm_accept", rc);
-        goto out;
-    }
-    if (wait_cm(c, UIW_CM_EVENT_ESTABLISHED, &ev) < 0)
-        goto out;
-    uiw_cm_ack_event(ev);
-    c->advertised = c->posted;
     iwp_report_init(&rep, &so, "server", stdout);
     report_conn(c, &rep);
     iwp_report_header(&rep);
-    srv_report = &rep;
-    if (serve(c) < 0)
+    if (n == 1) {
+        c->report = &rep;
+        if (serve(c) < 0)
+            goto out;
+        c->report = NULL;
+    } else if (serve_many(conns, n, &rep) < 0) {
         goto out;
-    iwp_report_finish(&rep);
-    srv_report = NULL;
-    wait_for(c, NULL);
-    close_conn(c, false);
-    status = 0;
+    }
+    for (int k = 1; k < n; k++)
+        take_stats(conns[k], &rep);
+    int fin = finish(c, &rep);
+    for (int k = 0; k < n; k++)
+        wait_for(conns[k], NULL);
+    if (n == 1)
+        close_conn(c, false);
+    else
+        close_many(conns, n);
+    status = fin < 0 ? 1 : 0;
 out:
-    srv_report = NULL;
-    teardown(c);
-    free(c);
+    /* the extra QPs' identifiers live on the listener's channel: they go first */
+    for (int k = n - 1; k >= 0; k--) {
+        if (!conns[k])
+            continue;
+        conns[k]->report = NULL;
+        teardown(conns[k]);
+        free(conns[k]);
+    }
+    if (n == 0) {
+        teardown(c);
+        free(c);
+    }
     return status;
 }
 
@@ -1182,52 +1354,47 @@ out:
     return rc;
 }
 
-static int rdma_client(const struct iwp_opts *o)
+/* Client: make c's QP and connect it to the server at dst (QP `index` of `qps`), retrying
+ * a refused connection for a few seconds (the server may still be starting). */
+static int client_connect(struct conn *c, const struct sockaddr_storage *dst, uint32_t qps,
+                          uint32_t index)
 {
-    struct conn *c = calloc(1, sizeof(*c)); /* on the heap: as rdma_server */
-    if (!c)
-        return 1;
-    c->opts = *o;
-    c->o = &c->opts;
+    const struct iwp_opts *o = c->o;
     struct uiw_cm_event *ev;
-    struct iwp_report rep;
-    int status = 1;
-    struct sockaddr_storage dst;
-    if (resolve(o, &dst) < 0 || setup_common(c) < 0)
-        goto out;
-    if (setup_buffers(c, iwp_max_size(o), CLIENT_RECVS, IWP_CTRL_LEN, SEED_CLIENT) < 0)
-        goto out;
+    if (setup_common(c, NULL) < 0 ||
+        setup_buffers(c, iwp_max_size(o), CLIENT_RECVS, IWP_CTRL_LEN, SEED_CLIENT) < 0)
+        return -1;
     c->id = uiw_cm_create_id(c->ch, c->ctx, NULL);
-    if (!c->id) {
-        fail(c, "cm_create_id", -errno);
-        goto out;
-    }
+    if (!c->id)
+        return fail(c, "cm_create_id", -errno);
+    /* -o: the Reads asked for, else as many as the TX depth; at most the device's ORD */
     uint16_t max_ord = dev_rd(c, false);
-    uint16_t ord = (uint16_t)(o->tx_depth < max_ord ? o->tx_depth : max_ord);
+    uint32_t want = o->outs ? o->outs : o->tx_depth;
+    uint16_t ord = (uint16_t)(want < max_ord ? want : max_ord);
+    struct uiw_device_attr da;
+    if (o->inline_size && uiw_query_device(c->ctx, &da) == 0 && o->inline_size > da.max_inline_data)
+        return fail(c, "inline size beyond the device's max_inline_data", -EINVAL);
     if (create_qp(c, c->id, UIW_DEFAULT_IRD_ORD, ord) < 0)
-        goto out;
+        return -1;
     struct iwp_pd mypd = {.test = o->test,
                           .flags = (o->lat ? IWP_F_LAT : 0) | (o->verify ? IWP_F_VERIFY : 0),
                           .max_size = c->max,
                           .addr = (uint64_t)(uintptr_t)c->buf,
                           .rkey = c->mr->rkey,
-                          .credits = c->nrecv};
+                          .credits = c->nrecv,
+                          .qps = qps,
+                          .index = index};
     uint8_t pdb[IWP_PD_LEN];
     iwp_pd_encode(&mypd, pdb);
     struct uiw_conn_param prm;
     fill_param(o, &prm, pdb, UIW_DEFAULT_IRD_ORD, ord);
-    /* the server may still be starting: retry a refused connection for a few seconds */
     for (int attempt = 0;; attempt++) {
-        int rc = uiw_cm_connect(c->id, (struct sockaddr *)&dst, &prm);
-        if (rc < 0) {
-            fail(c, "cm_connect", rc);
-            goto out;
-        }
+        int rc = uiw_cm_connect(c->id, (const struct sockaddr *)dst, &prm);
+        if (rc < 0)
+            return fail(c, "cm_connect", rc);
         rc = uiw_cm_get_event(c->ch, &ev, CM_TIMEOUT_MS);
-        if (rc < 0) {
-            fail(c, "waiting for the connection", rc);
-            goto out;
-        }
+        if (rc < 0)
+            return fail(c, "waiting for the connection", rc);
         if (ev->event == UIW_CM_EVENT_ESTABLISHED)
             break;
         int st = ev->status;
@@ -1239,53 +1406,148 @@ static int rdma_client(const struct iwp_opts *o)
             uiw_cm_destroy_id(c->id);
             c->qp = NULL;
             c->id = uiw_cm_create_id(c->ch, c->ctx, NULL);
-            if (!c->id) {
-                fail(c, "cm_create_id", -errno);
-                goto out;
-            }
+            if (!c->id)
+                return fail(c, "cm_create_id", -errno);
             c->posted = 0;
             if (create_qp(c, c->id, UIW_DEFAULT_IRD_ORD, ord) < 0)
-                goto out;
+                return -1;
             struct timespec ts = {0, 100000000};
             nanosleep(&ts, NULL);
             continue;
         }
-        fprintf(stderr, "iwperf: connect: %s (%s)\n", uiw_cm_event_str(t), uiw_strerror(st));
-        goto out;
+        fprintf(stderr, "%s: connect: %s (%s)\n", o->prog, uiw_cm_event_str(t), uiw_strerror(st));
+        if (!c->err)
+            c->err = st ? st : -ECONNREFUSED;
+        return -1;
     }
     struct iwp_pd spd;
     int bad = iwp_pd_decode(ev->param.private_data, ev->param.private_data_len, &spd);
     uiw_cm_ack_event(ev);
     /* the server sized its buffer from our request: its sink is at its base + max too */
-    if (bad < 0 || spd.max_size != c->max) {
-        fail(c, "the server's private data", -EPROTO);
-        goto out;
-    }
+    if (bad < 0 || spd.max_size != c->max)
+        return fail(c, "the server's private data", -EPROTO);
     c->peer_addr = spd.addr;
     c->peer_rkey = spd.rkey;
     c->credits = spd.credits;
+    return 0;
+}
+
+/* Client with several QPs: one thread per QP runs the sizes, all starting each size
+ * together. */
+struct client_worker {
+    struct conn *c;
+    const uint64_t *sizes;
+    int nsizes;
+    pthread_barrier_t *start;
+    _Atomic bool *failed;
+    struct iwp_result res[32];
+};
+
+static void *client_thread(void *arg)
+{
+    struct client_worker *w = arg;
+    for (int i = 0; i < w->nsizes; i++) {
+        pthread_barrier_wait(w->start); /* every QP takes part in every size, failed or not */
+        if (!atomic_load(w->failed) && client_phase(w->c, w->sizes[i], &w->res[i]) < 0)
+            atomic_store(w->failed, true);
+    }
+    if (!atomic_load(w->failed) &&
+        (send_ctrl2(w->c, IWP_C_BYE, 0, 0) < 0 || wait_for(w->c, NULL) < 0))
+        atomic_store(w->failed, true);
+    return NULL;
+}
+
+static int client_many(struct conn **conns, int n, const uint64_t *sizes, int nsizes,
+                       struct iwp_report *rep, bool *vfail)
+{
+    struct client_worker *w = calloc((size_t)n, sizeof(*w));
+    pthread_t th[IWP_MAX_QPS];
+    pthread_barrier_t start;
+    _Atomic bool failed = false;
+    int started = 0;
+    if (!w || pthread_barrier_init(&start, NULL, (unsigned)n) != 0) {
+        free(w);
+        return fail(conns[0], "threads", -ENOMEM);
+    }
+    for (int k = 0; k < n; k++)
+        w[k] = (struct client_worker){
+            .c = conns[k], .sizes = sizes, .nsizes = nsizes, .start = &start, .failed = &failed};
+    for (; started < n; started++)
+        if (pthread_create(&th[started], NULL, client_thread, &w[started]) != 0)
+            break;
+    if (started < n) {
+        /* the barrier counts n: without all threads none can pass it */
+        fprintf(stderr, "%s: pthread_create failed\n", conns[0]->o->prog);
+        exit(1);
+    }
+    for (int k = 0; k < n; k++)
+        pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&start);
+    int rc = atomic_load(&failed) ? -1 : 0;
+    for (int i = 0; rc == 0 && i < nsizes; i++) {
+        struct iwp_result rows[IWP_MAX_QPS], sum;
+        memset(rows, 0, sizeof(rows));
+        for (int k = 0; k < n; k++)
+            rows[k] = w[k].res[i];
+        sum_rows(rows, n, &sum);
+        *vfail |= sum.verify == IWP_VERIFY_FAIL;
+        iwp_report_row(rep, &sum);
+    }
+    free(w);
+    return rc;
+}
+
+static int rdma_client(const struct iwp_opts *o)
+{
+    struct conn *conns[IWP_MAX_QPS] = {NULL};
+    int n = (int)(o->qps ? o->qps : 1), made = 0;
+    struct iwp_report rep;
+    int status = 1;
+    struct sockaddr_storage dst;
+    if (resolve(o, &dst) < 0)
+        return 1;
+    for (; made < n; made++) {
+        conns[made] = conn_new(o, false);
+        if (!conns[made] || client_connect(conns[made], &dst, (uint32_t)n, (uint32_t)made) < 0) {
+            made++;
+            goto out;
+        }
+    }
+    struct conn *c = conns[0];
     iwp_report_init(&rep, o, "client", stdout);
     report_conn(c, &rep);
     iwp_report_header(&rep);
     uint64_t sizes[32];
     int nsizes = iwp_sizes(o, sizes, 32);
     bool vfail = false;
-    for (int i = 0; i < nsizes; i++) {
-        struct iwp_result res;
-        if (client_phase(c, sizes[i], &res) < 0)
+    if (n == 1) {
+        for (int i = 0; i < nsizes; i++) {
+            struct iwp_result res;
+            if (client_phase(c, sizes[i], &res) < 0)
+                goto out;
+            vfail |= res.verify == IWP_VERIFY_FAIL;
+            iwp_report_row(&rep, &res);
+        }
+        if (send_ctrl2(c, IWP_C_BYE, 0, 0) < 0 || wait_for(c, NULL) < 0)
             goto out;
-        vfail |= res.verify == IWP_VERIFY_FAIL;
-        iwp_report_row(&rep, &res);
-    }
-    if (send_ctrl2(c, IWP_C_BYE, 0, 0) < 0 || wait_for(c, NULL) < 0)
+    } else if (client_many(conns, n, sizes, nsizes, &rep, &vfail) < 0) {
         goto out;
-    c->closing = true;
-    iwp_report_finish(&rep);
-    close_conn(c, true);
-    status = vfail ? 2 : 0;
+    }
+    for (int k = 1; k < n; k++)
+        take_stats(conns[k], &rep);
+    for (int k = 0; k < n; k++)
+        conns[k]->closing = true;
+    int fin = finish(c, &rep);
+    for (int k = 0; k < n; k++)
+        close_conn(conns[k], true);
+    status = vfail || fin < 0 ? 1 : 0;
 out:
-    teardown(c);
-    free(c);
+    for (int k = 0; k < made; k++) {
+        if (!conns[k])
+            continue;
+        teardown(conns[k]);
+        free(conns[k]);
+    }
     return status;
 }
 

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <string.h>
 
 #define RULE                                                                                       \
@@ -108,6 +109,9 @@ void iwp_report_header(struct iwp_report *r)
                     r->markers ? "ON" : "OFF", r->mulpdu);
             fprintf(f, " ORD / IRD       : %u / %-14u   TX depth      : %u\n", r->ord, r->ird,
                     o->tx_depth);
+            if (o->qps > 1 || o->inline_size)
+                fprintf(f, " Number of qps   : %-3u                  Max inline    : %u[B]\n",
+                        o->qps, o->inline_size);
         }
         if (o->duration > 0)
             fprintf(f, " Duration        : %.1f s per size\n", o->duration);
@@ -131,7 +135,7 @@ void iwp_report_row(struct iwp_report *r, const struct iwp_result *res)
     const struct iwp_opts *o = r->o;
     if (r->nresults < (int)(sizeof(r->results) / sizeof(r->results[0])))
         r->results[r->nresults++] = *res;
-    if (o->json)
+    if (o->json || !r->out)
         return;
     FILE *f = r->out;
     if (o->lat) {
@@ -158,6 +162,31 @@ static const char *verify_str(enum iwp_verify v)
     return v == IWP_VERIFY_OK ? "ok" : v == IWP_VERIFY_FAIL ? "fail" : "off";
 }
 
+static void stats_text(FILE *f, const struct iwp_stack_stats *s)
+{
+    fprintf(f,
+            " uiw stack counters (this side)\n"
+            "   sent      : %" PRIu64 " bytes in %" PRIu64 " FPDUs\n"
+            "   received  : %" PRIu64 " bytes in %" PRIu64 " FPDUs\n"
+            "   payload   : %" PRIu64 " bytes placed, %" PRIu64 " bytes copied\n"
+            "   Terminates: %" PRIu64 " sent, %" PRIu64 " received\n"
+            "   CRC errors: %" PRIu64 "    async events dropped: %" PRIu64 "\n",
+            s->tx_bytes, s->tx_fpdus, s->rx_bytes, s->rx_fpdus, s->placed, s->copied, s->terms_sent,
+            s->terms_received, s->crc_errors, s->async_dropped);
+}
+
+static void stats_json(FILE *f, const struct iwp_stack_stats *s)
+{
+    fprintf(f,
+            "\"stats\": {\"tx_bytes\": %" PRIu64 ", \"rx_bytes\": %" PRIu64
+            ", \"tx_fpdus\": %" PRIu64 ", \"rx_fpdus\": %" PRIu64
+            ", \"placed_payload_bytes\": %" PRIu64 ", \"copied_payload_bytes\": %" PRIu64
+            ", \"terminates_sent\": %" PRIu64 ", \"terminates_received\": %" PRIu64
+            ", \"crc_errors\": %" PRIu64 ", \"async_events_dropped\": %" PRIu64 "}, ",
+            s->tx_bytes, s->rx_bytes, s->tx_fpdus, s->rx_fpdus, s->placed, s->copied, s->terms_sent,
+            s->terms_received, s->crc_errors, s->async_dropped);
+}
+
 void iwp_report_finish(struct iwp_report *r)
 {
     const struct iwp_opts *o = r->o;
@@ -165,6 +194,8 @@ void iwp_report_finish(struct iwp_report *r)
     if (!o->json) {
         if (!o->quiet)
             fprintf(f, "%s\n", RULE);
+        if (r->have_stats)
+            stats_text(f, &r->stats);
         fflush(f);
         return;
     }
@@ -177,6 +208,8 @@ void iwp_report_finish(struct iwp_report *r)
                 "\"mulpdu\": %u, ",
                 r->mpa_rev, r->crc ? "true" : "false", r->markers ? "true" : "false", r->ird,
                 r->ord, r->mulpdu);
+    if (r->have_stats)
+        stats_json(f, &r->stats);
     fprintf(f, "\"results\": [");
     for (int i = 0; i < r->nresults; i++) {
         const struct iwp_result *x = &r->results[i];
@@ -206,13 +239,89 @@ void iwp_report_finish(struct iwp_report *r)
     fflush(f);
 }
 
-void iwp_listening(const struct sockaddr *local)
+void iwp_listening(const struct iwp_opts *o, const struct sockaddr *local)
 {
     unsigned port = 0;
     if (local && local->sa_family == AF_INET)
         port = ntohs(((const struct sockaddr_in *)local)->sin_port);
     else if (local && local->sa_family == AF_INET6)
         port = ntohs(((const struct sockaddr_in6 *)local)->sin6_port);
-    fprintf(stderr, "iwperf: listening on port %u\n", port);
+    fprintf(stderr, "%s: listening on port %u\n", o->prog ? o->prog : "iwperf", port);
     fflush(stderr);
+    if (o->perftest && !o->json && !o->quiet) {
+        printf("\n************************************\n"
+               "* Waiting for client to connect... *\n"
+               "************************************\n");
+        fflush(stdout);
+    }
+}
+
+/* perftest's test names: "RDMA_Write_BW_Test", "Send_Latency_Test" ... */
+static const char *perftest_test(const struct iwp_opts *o)
+{
+    static const char *const n[2][3] = {
+        {"RDMA_Write_BW_Test", "RDMA_Read_BW_Test", "Send_BW_Test"},
+        {"RDMA_Write_Latency_Test", "RDMA_Read_Latency_Test", "Send_Latency_Test"}};
+    return n[o->lat][o->test];
+}
+
+static void out_json_result(FILE *f, const struct iwp_opts *o, const struct iwp_result *x)
+{
+    if (o->lat)
+        fprintf(f,
+                "{\n\"MsgSize\": %" PRIu64 ",\n\"n_iterations\": %" PRIu64
+                ",\n\"t_min\": %.2f,\n\"t_max\": %.2f,\n\"t_typical\": %.2f,\n"
+                "\"t_avg\": %.2f,\n\"t_stdev\": %.2f,\n\"percentile_99\": %.2f,\n"
+                "\"percentile_99.9\": %.2f\n}",
+                x->bytes, x->iters, x->lat.t_min, x->lat.t_max, x->lat.t_typical, x->lat.t_avg,
+                x->lat.t_stdev, x->lat.p99, x->lat.p999);
+    else
+        fprintf(f,
+                "{\n\"MsgSize\": %" PRIu64 ",\n\"n_iterations\": %" PRIu64
+                ",\n\"BW_peak\": %.2f,\n\"BW_average\": %.2f,\n\"MsgRate\": %.6f\n}",
+                x->bytes, x->iters, bw_unit(o, x->bw_peak), bw_unit(o, x->bw_avg),
+                x->msg_rate / 1e6);
+}
+
+int iwp_report_out_json(const struct iwp_report *r)
+{
+    const struct iwp_opts *o = r->o;
+    FILE *f = fopen(o->out_json, "w");
+    if (!f) {
+        fprintf(stderr, "%s: %s: %s\n", o->prog, o->out_json, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "{\n\"test_info\": {\n\"test\": \"%s\",\n", perftest_test(o));
+    fprintf(f, "\"Dual_port\": \"OFF\",\n\"Device\": \"uiw\",\n\"Number_of_qps\": %u,\n", o->qps);
+    fprintf(f, "\"Transport_type\": \"%s\",\n\"Connection_type\": \"RC\",\n",
+            o->tcp ? "TCP" : "IW");
+    fprintf(f, "\"Using_SRQ\": \"OFF\",\n");
+    if (!o->lat)
+        fprintf(f, "\"TX_depth\": %u,\n\"CQ_Moderation\": %u,\n", o->tx_depth, o->cq_mod);
+    if (o->test == IWP_SEND)
+        fprintf(f, "\"RX_depth\": %u,\n", o->rx_depth);
+    fprintf(f, "\"Mtu\": %u,\n\"Link_type\": \"Ethernet\",\n", r->mulpdu);
+    if (o->test != IWP_READ)
+        fprintf(f, "\"Max_inline_data\": %u,\n", o->inline_size);
+    else
+        fprintf(f, "\"Outstand_reads\": %u,\n", r->ord);
+    fprintf(f, "\"rdma_cm_QPs\": \"ON\",\n\"Data_ex_method\": \"rdma_cm\"\n},\n");
+    /* perftest writes one size's result; with -a every size's, in an array */
+    fprintf(f, "\"results\": ");
+    if (r->nresults == 1) {
+        out_json_result(f, o, &r->results[0]);
+    } else {
+        fprintf(f, "[");
+        for (int i = 0; i < r->nresults; i++) {
+            fprintf(f, "%s\n", i ? "," : "");
+            out_json_result(f, o, &r->results[i]);
+        }
+        fprintf(f, "\n]");
+    }
+    fprintf(f, "\n}\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", o->prog, o->out_json, strerror(errno));
+        return -1;
+    }
+    return 0;
 }

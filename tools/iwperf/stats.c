@@ -250,6 +250,8 @@ void iwp_pd_encode(const struct iwp_pd *p, uint8_t out[IWP_PD_LEN])
     put64(out + 20, p->addr);
     put32(out + 28, p->rkey);
     put32(out + 32, p->credits);
+    put32(out + 36, p->qps);
+    put32(out + 40, p->index);
 }
 
 int iwp_pd_decode(const void *in, size_t len, struct iwp_pd *p)
@@ -263,5 +265,7 @@ int iwp_pd_decode(const void *in, size_t len, struct iwp_pd *p)
     p->addr = get64(b + 20);
     p->rkey = get32(b + 28);
     p->credits = get32(b + 32);
+    p->qps = get32(b + 36);
+    p->index = get32(b + 40);
     return 0;
 }

@@ -143,7 +143,7 @@ static int tcp_accept_one(const struct iwp_opts *o)
     }
     sl = sizeof(ss);
     if (getsockname(ls, (struct sockaddr *)&ss, &sl) == 0)
-        iwp_listening((struct sockaddr *)&ss);
+        iwp_listening(o, (struct sockaddr *)&ss);
     int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         perror("iwperf: accept");
@@ -322,7 +322,7 @@ static int tcp_server(const struct iwp_opts *o)
         }
     }
     iwp_report_finish(&rep);
-    status = 0;
+    status = o->out_json && iwp_report_out_json(&rep) < 0 ? 1 : 0;
 out:
     free(src);
     free(sink);
@@ -485,7 +485,7 @@ static int tcp_client(const struct iwp_opts *o)
     }
     send_ctrl(fd, IWP_C_BYE, 0, 0);
     iwp_report_finish(&rep);
-    status = bad ? 2 : 0;
+    status = bad || (o->out_json && iwp_report_out_json(&rep) < 0) ? 1 : 0;
 out:
     free(src);
     free(sink);
