@@ -43,16 +43,13 @@ static void recv_all(int fd, void *p, size_t n)
     }
 }
 
-/* One call: header (flavor AUTH_NONE, AUTH_SYS or another) then `args` as raw bytes;
- * returns the reply record in a malloc'd buffer. */
-static char *call_raw(int fd, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc, int flavor,
-                      const void *args, size_t alen, size_t *rlen)
+/* An ONC RPC call header (flavor AUTH_NONE, AUTH_SYS or another) at buf, at most 512
+ * bytes; returns its length. */
+static size_t call_header(char *buf, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
+                          int flavor)
 {
-    size_t cap = 4 + 512 + alen;
-    char *rec = malloc(cap);
-    CHECK(rec != NULL);
     XDR x;
-    xdrmem_create(&x, rec + 4, 512, XDR_ENCODE);
+    xdrmem_create(&x, buf, 512, XDR_ENCODE);
     struct rpc_msg m;
     memset(&m, 0, sizeof(m));
     m.rm_xid = xid;
@@ -77,12 +74,12 @@ static char *call_raw(int fd, uint32_t xid, uint32_t prog, uint32_t vers, uint32
     CHECK(xdr_callmsg(&x, &m));
     size_t hl = xdr_getpos(&x);
     xdr_destroy(&x);
-    if (alen)
-        memcpy(rec + 4 + hl, args, alen);
-    uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + alen));
-    memcpy(rec, &mark, 4);
-    send_all(fd, rec, 4 + hl + alen);
-    free(rec);
+    return hl;
+}
+
+/* A reply record: its length in *rlen, the bytes in a malloc'd buffer. */
+static char *recv_record(int fd, size_t *rlen)
+{
     uint32_t rm;
     recv_all(fd, &rm, 4);
     rm = ntohl(rm);
@@ -92,6 +89,24 @@ static char *call_raw(int fd, uint32_t xid, uint32_t prog, uint32_t vers, uint32
     CHECK(r != NULL);
     recv_all(fd, r, *rlen);
     return r;
+}
+
+/* One call: header then `args` as raw bytes; returns the reply record in a malloc'd
+ * buffer. */
+static char *call_raw(int fd, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc, int flavor,
+                      const void *args, size_t alen, size_t *rlen)
+{
+    size_t cap = 4 + 512 + alen;
+    char *rec = malloc(cap);
+    CHECK(rec != NULL);
+    size_t hl = call_header(rec + 4, xid, prog, vers, proc, flavor);
+    if (alen)
+        memcpy(rec + 4 + hl, args, alen);
+    uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + alen));
+    memcpy(rec, &mark, 4);
+    send_all(fd, rec, 4 + hl + alen);
+    free(rec);
+    return recv_record(fd, rlen);
 }
 
 /* Decode a reply's header; results (when accepted with SUCCESS) with xres into res. */
@@ -216,6 +231,68 @@ TEST(badhandle_every_proc)
     srv_stop(&v);
 }
 
+/* The process's address space in KiB (VmSize). */
+static long vm_size_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    CHECK(f != NULL);
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+/* A name (LOOKUP), and a symbolic link's path (SYMLINK), whose length claims 2 GiB in a
+ * record that claims as much. Unbounded, libtirpc's xdr_string allocates the claimed
+ * length and waits for the bytes; bounded at decode (filename3, nfspath3), the server
+ * answers GARBAGE_ARGS at once, with no such allocation, and serves the others. */
+TEST(huge_name_claim)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    long before = vm_size_kb();
+    uint32_t lookup[] = {htonl(32), 0, 0, 0, 0, 0, 0, 0, 0, htonl(0x7ffffff0u)};
+    /* SYMLINK: directory handle, name "a", sattr3 with nothing set, then the path. */
+    uint32_t symlink[] = {
+        htonl(32),         0, 0, 0, 0, 0, 0, 0, 0, htonl(1), htonl(0x61000000u), 0, 0, 0, 0, 0, 0,
+        htonl(0x7ffffff0u)};
+    struct {
+        uint32_t proc;
+        const void *args;
+        size_t len;
+    } calls[] = {{NFSPROC3_LOOKUP, lookup, sizeof(lookup)},
+                 {NFSPROC3_SYMLINK, symlink, sizeof(symlink)}};
+    for (unsigned i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        int fd = tcp_to(v.tcp);
+        char rec[4 + 512 + 128];
+        size_t hl = call_header(rec + 4, 50 + i, 100003, 3, calls[i].proc, AUTH_SYS);
+        memcpy(rec + 4 + hl, calls[i].args, calls[i].len);
+        uint32_t mark = htonl(0xffffffffu); /* the last fragment, 2 GiB long */
+        memcpy(rec, &mark, 4);
+        send_all(fd, rec, 4 + hl + calls[i].len);
+        size_t n;
+        char *r = recv_record(fd, &n); /* fails after 20 s without an answer */
+        struct rpc_msg m;
+        decode_reply(r, n, 50 + i, &m, NULL, NULL);
+        CHECK_EQ(m.rm_reply.rp_stat, MSG_ACCEPTED);
+        CHECK_EQ(m.acpted_rply.ar_stat, GARBAGE_ARGS);
+        free(r);
+        close(fd);
+    }
+    long after = vm_size_kb();
+    if (after - before > 512 * 1024)
+        uiw_test_fail(__FILE__, __LINE__, "address space grew by %ld MiB", (after - before) >> 10);
+    /* Served meanwhile and afterwards. */
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    fattr3 a;
+    CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &a), 0);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
 struct stall {
     int port;
     int fd;
@@ -235,18 +312,8 @@ TEST(client_vanishes_mid_write)
     /* Record mark for a WRITE of 1 MiB, then the header and half the payload. */
     char hdr[4 + 512];
     XDR x;
-    xdrmem_create(&x, hdr + 4, 512, XDR_ENCODE);
-    struct rpc_msg m;
-    memset(&m, 0, sizeof(m));
-    m.rm_xid = 1;
-    m.rm_direction = CALL;
-    m.rm_call.cb_rpcvers = 2;
-    m.rm_call.cb_prog = 100003;
-    m.rm_call.cb_vers = 3;
-    m.rm_call.cb_proc = NFSPROC3_WRITE;
-    m.rm_call.cb_cred.oa_flavor = AUTH_NONE;
-    m.rm_call.cb_verf.oa_flavor = AUTH_NONE;
-    CHECK(xdr_callmsg(&x, &m));
+    size_t cl = call_header(hdr + 4, 1, 100003, 3, NFSPROC3_WRITE, AUTH_NONE);
+    xdrmem_create(&x, hdr + 4 + cl, (u_int)(512 - cl), XDR_ENCODE);
     WRITE3args wa;
     memset(&wa, 0, sizeof(wa));
     wa.file.data.data_len = f.len;
@@ -256,7 +323,7 @@ TEST(client_vanishes_mid_write)
           xdr_stable_how(&x, &wa.stable));
     u_int len = 1u << 20;
     CHECK(xdr_u_int(&x, &len));
-    u_int hl = xdr_getpos(&x);
+    u_int hl = (u_int)cl + xdr_getpos(&x);
     xdr_destroy(&x);
     uint32_t mark = htonl(0x80000000u | (hl + (1u << 20)));
     memcpy(hdr, &mark, 4);
