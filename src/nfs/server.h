@@ -153,5 +153,7 @@ bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max);
 struct uiw__nfs_listener *uiw__nfs_tcp_listen(struct uiw__nfsd *s, const char *addr, int port,
                                               int *bound);
 void uiw__nfs_tcp_close(struct uiw__nfs_listener *l);
+/* The connections being served now. */
+unsigned uiw__nfs_tcp_conns(struct uiw__nfs_listener *l);
 
 #endif

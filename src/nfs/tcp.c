@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,13 @@ static void *conn_main(void *arg)
 static void *accept_main(void *arg)
 {
     struct uiw__nfs_listener *l = arg;
+    /* libtirpc replies with write(): a reply to a peer that is gone would raise SIGPIPE and
+     * end the process the server runs in. Blocked here, in the connection threads that
+     * inherit this mask, it stays pending on the thread and write() fails with EPIPE. */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     for (;;) {
         int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
@@ -221,6 +229,14 @@ struct uiw__nfs_listener *uiw__nfs_tcp_listen(struct uiw__nfsd *s, const char *a
         return NULL;
     }
     return l;
+}
+
+unsigned uiw__nfs_tcp_conns(struct uiw__nfs_listener *l)
+{
+    pthread_mutex_lock(&l->lock);
+    unsigned n = l->nconns;
+    pthread_mutex_unlock(&l->lock);
+    return n;
 }
 
 void uiw__nfs_tcp_close(struct uiw__nfs_listener *l)

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <rpc/rpc.h>
 
 #include "nfs/client.h"
+#include "nfs/server.h"
 #include "nfs/xdr_data.h"
 #include "nfs3.h"
 #include "nfs_util.h"
@@ -293,13 +295,47 @@ TEST(huge_name_claim)
     srv_stop(&v);
 }
 
-struct stall {
-    int port;
-    int fd;
-};
+/* The local port of a connected socket. */
+static unsigned local_port(int fd)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    CHECK_EQ(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    return ntohs(a.sin_port);
+}
 
-/* A client that vanishes mid-WRITE: half a 1 MiB WRITE, a pause, then it is gone. Others
- * are served meanwhile and afterwards, and the server shuts down cleanly. */
+/* The bytes the server has not read yet on its end of our connection from port `ours` to
+ * its port: its socket in /proc/net/tcp; -1 when there is none. */
+static long server_unread(int port, unsigned ours)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    CHECK(f != NULL);
+    char line[512];
+    long unread = -1;
+    while (unread < 0 && fgets(line, sizeof(line), f)) {
+        unsigned lport, rport;
+        unsigned long rx;
+        if (sscanf(line, " %*u: %*x:%x %*x:%x %*x %*x:%lx", &lport, &rport, &rx) == 3 &&
+            lport == (unsigned)port && rport == ours)
+            unread = (long)rx;
+    }
+    fclose(f);
+    return unread;
+}
+
+/* Wait until the server's NFS listener serves n connections. */
+static void wait_conns(struct srv *v, unsigned n)
+{
+    for (int i = 0; i < 30000 && uiw__nfs_tcp_conns(v->s->tcp) != n; i++)
+        usleep(1000);
+    CHECK_EQ(uiw__nfs_tcp_conns(v->s->tcp), n);
+}
+
+/* A client that vanishes mid-WRITE: half a 1 MiB WRITE, read by the server (which then
+ * waits for the rest inside the call's arguments), then the connection reset. Others are
+ * served meanwhile and afterwards, the server drops the connection (answering the broken
+ * call on a socket that is gone must not raise SIGPIPE in the process it runs in), and it
+ * shuts down cleanly. Each step waits for the state it needs: no timing is assumed. */
 TEST(client_vanishes_mid_write)
 {
     struct srv v;
@@ -308,7 +344,9 @@ TEST(client_vanishes_mid_write)
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
     struct uiw__nfs_fh f;
     CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "f", &f, NULL), 0);
+    unsigned others = uiw__nfs_tcp_conns(v.s->tcp);
     int fd = tcp_to(v.tcp);
+    wait_conns(&v, others + 1);
     /* Record mark for a WRITE of 1 MiB, then the header and half the payload. */
     char hdr[4 + 512];
     XDR x;
@@ -332,6 +370,11 @@ TEST(client_vanishes_mid_write)
     CHECK(half != NULL);
     send_all(fd, half, 1u << 19);
     free(half);
+    /* The server has read it all: it is inside the WRITE, waiting for the rest. */
+    unsigned ours = local_port(fd);
+    for (int i = 0; i < 30000 && server_unread(v.tcp, ours) != 0; i++)
+        usleep(1000);
+    CHECK_EQ(server_unread(v.tcp, ours), 0);
     /* Meanwhile another client is served. */
     char buf[8];
     int eof;
@@ -339,10 +382,16 @@ TEST(client_vanishes_mid_write)
         CHECK_EQ(uiw__nfs_write(c, &f, 3, 1, "d", FILE_SYNC, NULL), 1);
         CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 4);
     }
-    close(fd); /* gone */
+    /* Gone at once: a reset, not an orderly end. */
+    struct linger lg = {1, 0};
+    CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd);
     for (int i = 0; i < 20; i++)
         CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 4);
     CHECK_MEM(buf, "abcd", 4);
+    /* The server saw it go and dropped the connection (after answering the broken call). */
+    wait_conns(&v, others);
+    CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 4);
     uiw__nfs_client_close(c);
     srv_stop(&v);
 }
