@@ -3,7 +3,8 @@
  * version 3 over TCP, serving NFS over TCP and over RPC-over-RDMA.
  *
  *   uiw-nfsd [-a ADDR] [-p RDMA_PORT] [--tcp-port PORT] [--mount-port PORT] [--vers1-only]
- *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES] [-v]
+ *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES]
+ *            [--max-handles N] [-v]
  *            EXPORT_DIR...
  *
  * Once listening it prints one line on standard output,
@@ -34,6 +35,8 @@ static const char usage[] =
     "      --anon-uid N      uid of squashed and AUTH_NONE callers (default 65534)\n"
     "      --anon-gid N      gid of squashed and AUTH_NONE callers (default 65534)\n"
     "      --max-io BYTES    largest READ and WRITE (default 1048576)\n"
+    "      --max-handles N   file handle records kept (default 262144; older ones are\n"
+    "                        found again by a search of the export)\n"
     "  -v, --verbose         log mounts; twice: every call\n"
     "  -h, --help            this text\n"
     "      --version         the version\n";
@@ -53,7 +56,7 @@ int main(int argc, char **argv)
 {
     struct uiw__nfsd_opts o;
     uiw__nfsd_opts_default(&o);
-    enum { O_TCP = 256, O_MOUNT, O_V1, O_NRS, O_AUID, O_AGID, O_MAXIO, O_VERSION };
+    enum { O_TCP = 256, O_MOUNT, O_V1, O_NRS, O_AUID, O_AGID, O_MAXIO, O_HANDLES, O_VERSION };
     static const struct option lo[] = {
         {"addr", required_argument, NULL, 'a'},
         {"port", required_argument, NULL, 'p'},
@@ -64,6 +67,7 @@ int main(int argc, char **argv)
         {"anon-uid", required_argument, NULL, O_AUID},
         {"anon-gid", required_argument, NULL, O_AGID},
         {"max-io", required_argument, NULL, O_MAXIO},
+        {"max-handles", required_argument, NULL, O_HANDLES},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -106,6 +110,10 @@ int main(int argc, char **argv)
         case O_MAXIO:
             bad = parse_num(optarg, 4096, 64L << 20, &v);
             o.max_io = (uint32_t)v;
+            break;
+        case O_HANDLES:
+            bad = parse_num(optarg, 16, 1L << 26, &v);
+            o.max_handles = (unsigned)v;
             break;
         case 'v':
             o.verbose++;

@@ -6,10 +6,12 @@
  * Nothing in it is a path or a kernel handle, so it works for a server run by an ordinary
  * user (open_by_handle_at needs CAP_DAC_READ_SEARCH).
  *
- * The server keeps a record of every file it has handed out a handle for: where it was
- * seen last (its directory's record and its name) and, for the most recently used, an
- * O_PATH descriptor. A handle resolves through its record's descriptor, else by opening
- * its name again in its directory, else by a search of its export's tree; the file found
+ * The server keeps a record of the files it has handed out handles for, the most recently
+ * used ones (a bounded number: the least recently used record goes first, as a restart
+ * would drop them all): where the file was seen last (its directory's record and its
+ * name) and, for the most recently used, an O_PATH descriptor. A handle resolves through
+ * its record's descriptor, else by opening its name again in its directory, else (no
+ * record, or its directory's record dropped) by a search of its export's tree; the file found
  * must have the handle's device, inode and generation tag, or the handle is STALE. So a
  * handle never names another file (an inode number reused by a later file has another
  * tag), a file removed is STALE, and a handle of a file outside the export (forged, or
@@ -35,6 +37,7 @@
 struct rec {
     struct rec *next;                /* hash chain */
     struct rec *lru_prev, *lru_next; /* open records, most recent first */
+    struct rec *all_prev, *all_next; /* every record, most recent first */
     uint64_t dev, ino, tag;
     uint32_t export_id;
     uint64_t pdev, pino; /* directory it was last seen in; pino 0: unknown */
@@ -45,11 +48,13 @@ struct rec {
 struct uiw__nfs_fhcache {
     pthread_mutex_t lock;
     struct rec **buckets;
-    struct rec lru; /* sentinel */
+    struct rec lru; /* sentinel of the open records */
+    struct rec all; /* sentinel of every record */
     unsigned nopen, max_open;
+    unsigned nrecs, max_recs;
 };
 
-struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open)
+struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open, unsigned max_recs)
 {
     struct uiw__nfs_fhcache *c = calloc(1, sizeof(*c));
     if (!c)
@@ -61,8 +66,20 @@ struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open)
     }
     pthread_mutex_init(&c->lock, NULL);
     c->lru.lru_next = c->lru.lru_prev = &c->lru;
+    c->all.all_next = c->all.all_prev = &c->all;
     c->max_open = max_open ? max_open : 4096;
+    c->max_recs = max_recs ? max_recs : UIW__NFS_MAX_HANDLES;
+    if (c->max_open > c->max_recs)
+        c->max_open = c->max_recs;
     return c;
+}
+
+unsigned uiw__nfs_fhcache_count(struct uiw__nfs_fhcache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    unsigned n = c->nrecs;
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }
 
 void uiw__nfs_fhcache_destroy(struct uiw__nfs_fhcache *c)
@@ -91,11 +108,29 @@ static unsigned bucket(uint64_t dev, uint64_t ino)
     return (unsigned)(h >> 48) & (NBUCKETS - 1);
 }
 
+static void all_unlink(struct rec *r)
+{
+    r->all_prev->all_next = r->all_next;
+    r->all_next->all_prev = r->all_prev;
+}
+
+static void all_front(struct uiw__nfs_fhcache *c, struct rec *r)
+{
+    r->all_next = c->all.all_next;
+    r->all_prev = &c->all;
+    c->all.all_next->all_prev = r;
+    c->all.all_next = r;
+}
+
+/* The record of (dev, ino), now the most recently used; NULL if none. Under the lock. */
 static struct rec *find(struct uiw__nfs_fhcache *c, uint64_t dev, uint64_t ino)
 {
     for (struct rec *r = c->buckets[bucket(dev, ino)]; r; r = r->next)
-        if (r->dev == dev && r->ino == ino)
+        if (r->dev == dev && r->ino == ino) {
+            all_unlink(r);
+            all_front(c, r);
             return r;
+        }
     return NULL;
 }
 
@@ -148,7 +183,26 @@ static void rec_close(struct uiw__nfs_fhcache *c, struct rec *r)
     }
 }
 
-/* Insert or update the record of (dev, ino) with tag; under the lock. NULL: no memory. */
+/* Drop the least recently used record (its descriptor, name and place). Under the lock. */
+static void rec_evict(struct uiw__nfs_fhcache *c)
+{
+    struct rec *r = c->all.all_prev;
+    if (r == &c->all)
+        return;
+    rec_close(c, r);
+    all_unlink(r);
+    for (struct rec **pp = &c->buckets[bucket(r->dev, r->ino)]; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    c->nrecs--;
+    free(r->name);
+    free(r);
+}
+
+/* Insert or update the record of (dev, ino) with tag, dropping the least recently used
+ * records past the limit; under the lock. NULL: no memory. */
 static struct rec *rec_put(struct uiw__nfs_fhcache *c, uint32_t export_id, uint64_t dev,
                            uint64_t ino, uint64_t tag, uint64_t pdev, uint64_t pino,
                            const char *name)
@@ -169,6 +223,10 @@ static struct rec *rec_put(struct uiw__nfs_fhcache *c, uint32_t export_id, uint6
         unsigned b = bucket(dev, ino);
         r->next = c->buckets[b];
         c->buckets[b] = r;
+        all_front(c, r);
+        c->nrecs++;
+        while (c->nrecs > c->max_recs)
+            rec_evict(c); /* never r: it is the most recent */
     }
     r->export_id = export_id;
     if (name && pino) {

@@ -39,7 +39,7 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
         errno = EINVAL;
         return NULL;
     }
-    s->fhcache = uiw__nfs_fhcache_create(0);
+    s->fhcache = uiw__nfs_fhcache_create(0, s->opts.max_handles);
     if (!s->fhcache) {
         free(s);
         errno = ENOMEM;

@@ -38,7 +38,14 @@ struct uiw__nfsd_fh {
 
 struct uiw__nfs_fhcache;
 
-struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open);
+/* The records kept by default (uiw__nfsd_opts.max_handles). */
+#define UIW__NFS_MAX_HANDLES 262144
+
+/* At most max_recs records (0: UIW__NFS_MAX_HANDLES), max_open of them with a
+ * descriptor (0: 4096). */
+struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open, unsigned max_recs);
+/* How many records there are now. */
+unsigned uiw__nfs_fhcache_count(struct uiw__nfs_fhcache *c);
 void uiw__nfs_fhcache_destroy(struct uiw__nfs_fhcache *c);
 
 /* The generation tag of an open file: a hash of the kernel's own handle for it

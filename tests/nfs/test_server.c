@@ -406,6 +406,60 @@ TEST(handles_survive_restart)
     srv_stop(&w);
 }
 
+/* The server keeps at most max_handles records: past that the least recently used go,
+ * and their handles still work (found again by the export's search, in subdirectories
+ * too), or are STALE once their files are gone. */
+TEST(handles_bounded)
+{
+    struct srv v;
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.max_handles = 16;
+    srv_start(&v, &o);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    enum { N = 100 };
+    static struct uiw__nfs_fh fh[N];
+    struct uiw__nfs_fh sub;
+    CHECK_EQ(uiw__nfs_mkdir(c, root(c), "sub", 0755, &sub), 0);
+    for (int i = 0; i < N; i++) {
+        char name[32], data[8];
+        snprintf(name, sizeof(name), "f%d", i);
+        memset(data, 'a', sizeof(data));
+        CHECK_EQ(uiw__nfs_create(c, i % 2 ? &sub : root(c), name, 0644, 0, &fh[i]), 0);
+        /* Each file as long as its number mod 8, to tell them apart. */
+        CHECK_EQ(uiw__nfs_write(c, &fh[i], 0, (uint32_t)(i % 8), data, FILE_SYNC, NULL), i % 8);
+        CHECK(uiw__nfs_fhcache_count(v.s->fhcache) <= 16);
+    }
+    /* Every handle names its own file, the first ones long since dropped. */
+    for (int i = 0; i < N; i++) {
+        fattr3 a;
+        CHECK_EQ(uiw__nfs_getattr(c, &fh[i], &a), 0);
+        CHECK_EQ(a.size, (uint64_t)(i % 8));
+        CHECK(uiw__nfs_fhcache_count(v.s->fhcache) <= 16);
+    }
+    /* A file removed behind the server's back after its record went: STALE. */
+    CHECK_EQ(unlink(path_in(&v, "sub/f1")), 0);
+    for (int i = 2; i < N; i++) { /* push f1's record out */
+        fattr3 a;
+        CHECK_EQ(uiw__nfs_getattr(c, &fh[i], &a), 0);
+    }
+    CHECK_EQ(getattr_status(c, &fh[1]), -NFS3ERR_STALE);
+    /* One moved into another directory meanwhile: found there. */
+    char from[1024];
+    snprintf(from, sizeof(from), "%s", path_in(&v, "f0")); /* path_in's buffer is static */
+    CHECK_EQ(rename(from, path_in(&v, "sub/moved")), 0);
+    char buf[8];
+    int eof;
+    CHECK_EQ(uiw__nfs_read(c, &fh[0], 0, sizeof(buf), buf, &eof), 0);
+    CHECK_EQ(uiw__nfs_write(c, &fh[0], 0, 3, "xyz", FILE_SYNC, NULL), 3);
+    struct stat st;
+    CHECK_EQ(stat(path_in(&v, "sub/moved"), &st), 0);
+    CHECK_EQ(st.st_size, 3);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
 TEST(create_modes)
 {
     struct srv v;
