@@ -4,7 +4,7 @@
  *
  *   uiw-nfsd [-a ADDR] [-p RDMA_PORT] [--tcp-port PORT] [--mount-port PORT] [--vers1-only]
  *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES]
- *            [--max-handles N] [-v]
+ *            [--rdma-threads N] [--max-handles N] [-v]
  *            EXPORT_DIR...
  *
  * Once listening it prints one line on standard output,
@@ -35,6 +35,7 @@ static const char usage[] =
     "      --anon-uid N      uid of squashed and AUTH_NONE callers (default 65534)\n"
     "      --anon-gid N      gid of squashed and AUTH_NONE callers (default 65534)\n"
     "      --max-io BYTES    largest READ and WRITE (default 1048576)\n"
+    "      --rdma-threads N  threads serving RPC-over-RDMA calls (default 4)\n"
     "      --max-handles N   file handle records kept (default 262144; older ones are\n"
     "                        found again by a search of the export)\n"
     "  -v, --verbose         log mounts; twice: every call\n"
@@ -56,7 +57,18 @@ int main(int argc, char **argv)
 {
     struct uiw__nfsd_opts o;
     uiw__nfsd_opts_default(&o);
-    enum { O_TCP = 256, O_MOUNT, O_V1, O_NRS, O_AUID, O_AGID, O_MAXIO, O_HANDLES, O_VERSION };
+    enum {
+        O_TCP = 256,
+        O_MOUNT,
+        O_V1,
+        O_NRS,
+        O_AUID,
+        O_AGID,
+        O_MAXIO,
+        O_THREADS,
+        O_HANDLES,
+        O_VERSION
+    };
     static const struct option lo[] = {
         {"addr", required_argument, NULL, 'a'},
         {"port", required_argument, NULL, 'p'},
@@ -67,6 +79,7 @@ int main(int argc, char **argv)
         {"anon-uid", required_argument, NULL, O_AUID},
         {"anon-gid", required_argument, NULL, O_AGID},
         {"max-io", required_argument, NULL, O_MAXIO},
+        {"rdma-threads", required_argument, NULL, O_THREADS},
         {"max-handles", required_argument, NULL, O_HANDLES},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -110,6 +123,10 @@ int main(int argc, char **argv)
         case O_MAXIO:
             bad = parse_num(optarg, 4096, 64L << 20, &v);
             o.max_io = (uint32_t)v;
+            break;
+        case O_THREADS:
+            bad = parse_num(optarg, 1, 256, &v);
+            o.rdma_threads = (unsigned)v;
             break;
         case O_HANDLES:
             bad = parse_num(optarg, 16, 1L << 26, &v);

@@ -24,9 +24,10 @@ struct uiw__nfsd_opts {
     int no_root_squash; /* AUTH_SYS uid 0 keeps root's rights (root-run server only) */
     uint32_t anon_uid;  /* identity of squashed and AUTH_NONE callers */
     uint32_t anon_gid;
-    uint32_t max_io;      /* largest READ / WRITE (rtmax, wtmax); 0: 1 MiB */
-    unsigned max_handles; /* files whose handle records are kept; 0: 262144 */
-    int verbose;          /* one line per call on stderr when > 1 */
+    uint32_t max_io;       /* largest READ / WRITE (rtmax, wtmax); 0: 1 MiB */
+    unsigned max_handles;  /* files whose handle records are kept; 0: 262144 */
+    unsigned rdma_threads; /* threads serving RPC-over-RDMA calls; 0: 4 */
+    int verbose;           /* one line per call on stderr when > 1 */
 };
 
 /* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */

@@ -52,7 +52,8 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
     a.xprt.vers_max = s->opts.vers1_only ? 1 : 2;
     /* Room for a whole READ or WRITE payload in one message's chunks. */
     a.xprt.max_ddp = uiw__nfsd_max_io(s) + 65536;
-    a.nthreads = 4; /* a slow call holds up only its own thread */
+    /* A slow call holds up only its own thread. */
+    a.nthreads = s->opts.rdma_threads ? s->opts.rdma_threads : 4;
     struct uiw__nfs_rdma *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;

@@ -1,6 +1,8 @@
 /* uiw-nfsd and the client over RPC-over-RDMA on loopback (the project's RNIC and RPC
  * layer). The tests exit 77 (skipped) in a build without the RPC layer. */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 
 #include "nfs/client.h"
 #include "nfs/xdr_data.h"
+#include "interop.h"
 #include "nfs_util.h"
 #include "run.h"
 #include "test.h"
@@ -199,6 +202,78 @@ static void rdma_tools_body(void)
     srv_stop(&v);
 }
 
+/* Clients that vanish mid-WRITE over RDMA: uiw-nfs putting 128 MiB in 16 MiB WRITEs (each
+ * pulled by the server's RDMA Reads) is killed as soon as its first WRITE landed, three
+ * times; another client is served meanwhile and afterwards, and the server stops cleanly
+ * (every thread joined, nothing leaked under ASan). */
+static void rdma_vanish_body(void)
+{
+    struct srv v;
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.max_io = 16u << 20;
+    o.rdma_threads = 2;
+    srv_start(&v, &o);
+    struct uiw__nfs_client *c = rdma_client(&v, 0, 0);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), "f", 0644, 0, &f), 0);
+    CHECK_EQ(uiw__nfs_write(c, &f, 0, 4, "abcd", FILE_SYNC, NULL), 4);
+    char src[400], log[400], cmd[2048];
+    snprintf(src, sizeof(src), "%s.src", v.dir);
+    snprintf(log, sizeof(log), "%s.log", v.dir);
+    int fd = open(src, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    char *block = malloc(1u << 20);
+    CHECK(block != NULL);
+    memset(block, 0x5a, 1u << 20);
+    for (int i = 0; i < 128; i++)
+        CHECK_EQ(write(fd, block, 1u << 20), 1 << 20);
+    free(block);
+    close(fd);
+    for (int round = 0; round < 3; round++) {
+        char name[32];
+        snprintf(name, sizeof(name), "big%d", round);
+        snprintf(cmd, sizeof(cmd),
+                 "exec '%s' --no-progress -b 16M put '%s' "
+                 "'nfs://127.0.0.1:%d%s/%s?mountport=%d&transport=rdma'",
+                 UIW_NFS, src, uiw__nfsd_port(v.s, UIW__NFSD_RDMA), v.dir, name, v.mount);
+        int pid = it_spawn(cmd, log);
+        struct stat st;
+        int landed = 0;
+        for (int i = 0; i < 60000 && !landed; i++) {
+            landed = stat(path_in(&v, name), &st) == 0 && st.st_size > 0;
+            if (!landed)
+                usleep(1000);
+        }
+        CHECK(landed);
+        CHECK_EQ(kill(pid, SIGKILL), 0);
+        int status = it_wait(pid, 30);
+        if (status != 128 + SIGKILL)
+            uiw_test_fail(__FILE__, __LINE__, "uiw-nfs ended before it was killed (%d): %s", status,
+                          it_slurp(log));
+        CHECK(st.st_size < (128ll << 20));
+        /* The others are served. */
+        char buf[8];
+        int eof;
+        for (int i = 0; i < 10; i++) {
+            CHECK_EQ(uiw__nfs_write(c, &f, 4, 1, "e", FILE_SYNC, NULL), 1);
+            CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 5);
+            CHECK_MEM(buf, "abcde", 5);
+        }
+    }
+    /* A new client too. */
+    struct uiw__nfs_client *c2 = rdma_client(&v, 0, 0);
+    fattr3 a;
+    CHECK_EQ(uiw__nfs_getattr(c2, &f, &a), 0);
+    CHECK_EQ(a.size, 5);
+    uiw__nfs_client_close(c2);
+    uiw__nfs_client_close(c);
+    unlink(src);
+    unlink(log);
+    srv_stop(&v);
+}
+
 #define NEED_RDMA()
 #else
 #define NEED_RDMA() SKIP("built without the RPC-over-RDMA layer (src/rpc)")
@@ -212,6 +287,9 @@ static void rdma_inflight_body(void)
 {
 }
 static void rdma_tools_body(void)
+{
+}
+static void rdma_vanish_body(void)
 {
 }
 #endif
@@ -238,4 +316,10 @@ TEST(rdma_tools)
 {
     NEED_RDMA();
     rdma_tools_body();
+}
+
+TEST(rdma_client_vanishes_mid_write)
+{
+    NEED_RDMA();
+    rdma_vanish_body();
 }
