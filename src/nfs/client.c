@@ -652,6 +652,37 @@ void uiw__nfs_client_close(struct uiw__nfs_client *c)
     free(c);
 }
 
+/* The length of a path's directory part (up to its last '/'), trailing slashes aside. */
+static size_t dir_len(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    while (n > 0 && path[n - 1] != '/')
+        n--;
+    return n;
+}
+
+int uiw__nfs_client_reuse(struct uiw__nfs_client *c, const struct uiw__nfs_url *u)
+{
+    const struct uiw__nfs_url *o = &c->url;
+    size_t n = dir_len(o->path);
+    if (strcmp(o->host, u->host) != 0 || o->port != u->port || o->mount_port != u->mount_port ||
+        o->transport != u->transport || o->rpcrdma != u->rpcrdma || o->uid != u->uid ||
+        o->gid != u->gid || n != dir_len(u->path) || strncmp(o->path, u->path, n) != 0)
+        return -1;
+    /* The same directory: the same export, and the same path below it but the name. */
+    size_t e = strlen(c->export_path);
+    if (strncmp(u->path, c->export_path, e) != 0)
+        return -1;
+    const char *rest = u->path + e;
+    while (*rest == '/')
+        rest++;
+    snprintf(c->subpath, sizeof(c->subpath), "%s", rest);
+    c->url = *u;
+    return 0;
+}
+
 uint32_t uiw__nfs_client_rtmax(const struct uiw__nfs_client *c)
 {
     return c->rtmax;

@@ -47,6 +47,9 @@ struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int v
                                              size_t errlen);
 /* UMNT and close. */
 void uiw__nfs_client_close(struct uiw__nfs_client *c);
+/* Point an open client at another URL of the same server, transport, identity and
+ * directory (only the last name differs): 0, or -1 when u needs a client of its own. */
+int uiw__nfs_client_reuse(struct uiw__nfs_client *c, const struct uiw__nfs_url *u);
 
 /* The server's limits (FSINFO): largest READ and WRITE. */
 uint32_t uiw__nfs_client_rtmax(const struct uiw__nfs_client *c);

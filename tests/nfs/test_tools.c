@@ -269,3 +269,86 @@ TEST(tools_usage)
     CHECK(strncmp(r.out, "uiw-nfs ", 8) == 0);
     tool_run_free(&r);
 }
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* put and get of several files, over one MOUNT and connection, with --json figures: one
+ * object per file and a total (what scripts/nfs-demo.sh reads). */
+TEST(tools_many_files_json)
+{
+    struct daemon d;
+    daemon_start(&d);
+    char src[300], back[300], names[3][400], u[600], us[3][600];
+    snprintf(src, sizeof(src), "%s.src", d.dir);
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    CHECK_EQ(mkdir(src, 0755), 0);
+    CHECK_EQ(mkdir(back, 0755), 0);
+    size_t sizes[3] = {4096, 70000, 2 * 1048576 + 3};
+    for (int i = 0; i < 3; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s/f%d", src, i);
+        write_local(names[i], sizes[i], (unsigned)i + 5);
+    }
+    url(&d, "dir", u, sizeof(u));
+    struct tool_run r = nfs("mkdir", u, NULL, NULL);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    const char *put[] = {"uiw-nfs", "-v",     "--json", "--verify", "put",
+                         names[0],  names[1], names[2], u,          NULL};
+    tool_run(UIW_NFS, put, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_EQ(count_of(r.err, "verified"), 3);
+    CHECK_EQ(count_of(r.err, "MOUNT v3 at"), 1);
+    CHECK_EQ(count_of(r.out, "{\"op\":\"put\",\"file\":"), 3);
+    CHECK(strstr(r.out, "/dir/f0?mountport=") != NULL);
+    CHECK(strstr(r.out, "\"bytes\":4096,") != NULL);
+    /* The total: 3 files, every byte, 1 + 1 + 3 WRITE calls of at most 1 MiB. */
+    CHECK(strstr(r.out, "{\"op\":\"put\",\"files\":3,\"transport\":\"tcp\",\"bytes\":2171251,") !=
+          NULL);
+    CHECK(strstr(r.out, "\"calls\":5,") != NULL);
+    tool_run_free(&r);
+    for (int i = 0; i < 3; i++) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "dir/f%d", i);
+        url(&d, rel, us[i], sizeof(us[i]));
+    }
+    const char *get[] = {"uiw-nfs", "-v",  "--json", "--verify", "get",
+                         us[0],     us[1], us[2],    back,       NULL};
+    tool_run(UIW_NFS, get, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_EQ(count_of(r.err, "verified"), 3);
+    CHECK_EQ(count_of(r.err, "MOUNT v3 at"), 1);
+    CHECK_EQ(count_of(r.out, "{\"op\":\"get\",\"file\":"), 3);
+    CHECK(strstr(r.out, "{\"op\":\"get\",\"files\":3,\"transport\":\"tcp\",\"bytes\":2171251,") !=
+          NULL);
+    CHECK(strstr(r.out, "\"sha256\":\"") != NULL);
+    tool_run_free(&r);
+    for (int i = 0; i < 3; i++) {
+        char b[400];
+        snprintf(b, sizeof(b), "%s/f%d", back, i);
+        CHECK(same_file(names[i], b));
+    }
+    /* Several files need a directory on the other side; --json needs standard output. */
+    url(&d, "dir/f0", u, sizeof(u));
+    const char *bad[] = {"uiw-nfs", "put", names[0], names[1], u, NULL};
+    tool_run(UIW_NFS, bad, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "is not a directory") != NULL);
+    tool_run_free(&r);
+    const char *bad2[] = {"uiw-nfs", "get", us[0], us[1], names[0], NULL};
+    tool_run(UIW_NFS, bad2, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    const char *bad3[] = {"uiw-nfs", "--json", "get", us[0], "-", NULL};
+    tool_run(UIW_NFS, bad3, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    rm_tree(src);
+    rm_tree(back);
+    daemon_stop(&d);
+}

@@ -14,20 +14,6 @@
 #include "nfs.h"
 #include "nfs/xdr_data.h"
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    if (!n)
-        return 0;
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i];
-}
-
 struct result {
     const char *test;
     uint64_t bytes;
@@ -39,10 +25,10 @@ struct result {
 
 static void report(const struct opts *o, struct target *t, struct result *r)
 {
-    qsort(r->lat, r->calls, sizeof(double), cmp_d);
+    lat_sort(r->lat, r->calls);
     double mbs = r->secs > 0 ? (double)r->bytes / r->secs / 1e6 : 0;
     double cps = r->secs > 0 ? (double)r->calls / r->secs : 0;
-    double p50 = pct(r->lat, r->calls, 0.50) * 1e6, p99 = pct(r->lat, r->calls, 0.99) * 1e6;
+    double p50 = lat_pct(r->lat, r->calls, 0.50) * 1e6, p99 = lat_pct(r->lat, r->calls, 0.99) * 1e6;
     const char *tr = uiw__nfs_client_transport(t->c);
     if (o->json)
         printf("{\"test\":\"%s\",\"size\":%llu,\"block\":%u,\"transport\":\"%s\","

@@ -25,7 +25,9 @@ static const char usage[] =
     "  stat URL...          attributes\n"
     "  cat URL...           files to standard output\n"
     "  get URL [LOCAL|-]    copy a file here (LOCAL: a file or directory; default: its name)\n"
+    "  get URL... [DIR]     copy files into a directory (default: the current one)\n"
     "  put LOCAL|- URL      copy a file there (URL: a file, or a directory to put it in)\n"
+    "  put LOCAL... URL     copy files into the directory URL names\n"
     "  cp SRC DST           copy; either or both may be URLs\n"
     "  mv URL URL           rename on one server\n"
     "  rm URL...            remove files\n"
@@ -42,7 +44,8 @@ static const char usage[] =
     "  -s, --size BYTES     bench: file size (default 64M; K, M, G suffixes)\n"
     "      --inflight N     bench: calls in flight (default 1)\n"
     "  -D, --seconds S      bench: GETATTR duration (default 2)\n"
-    "      --json           bench: one JSON object per line\n"
+    "      --json           bench, get, put: one JSON object per line (get and put: per\n"
+    "                       file, and a total for several: MB/s, call latency p50, p99)\n"
     "  -h, --help, --version\n";
 
 static int parse_size(const char *s, uint64_t max, uint64_t *v)
@@ -135,115 +138,93 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
 }
 
-static int cmd_ls(const struct opts *o, int argc, char **argv)
+/* ls of one URL (argc: how many were given, to head each listing when several). */
+static int ls_one(struct target *t, const char *url, int argc)
 {
-    if (argc < 1) {
-        fprintf(stderr, "usage: uiw-nfs ls URL...\n");
-        return 2;
+    if (t->attr.type != NF3DIR) {
+        print_long(t->name, &t->attr);
+        return 0;
     }
-    int rc = 0;
-    for (int i = 0; i < argc; i++) {
-        struct target t;
-        if (target_open(argv[i], o, &t) != 0) {
-            rc = 1;
-            continue;
+    struct list l = {0};
+    int r = uiw__nfs_readdir(t->c, &t->fh, collect, &l);
+    if (r != 0) {
+        say_nfs(t, url, r);
+    } else {
+        if (argc > 1)
+            printf("%s:\n", url);
+        if (l.n)
+            qsort(l.v, l.n, sizeof(*l.v), by_name);
+        for (size_t k = 0; k < l.n; k++) {
+            if (l.v[k].has_attr)
+                print_long(l.v[k].name, &l.v[k].attr);
+            else
+                printf("?????????? %s\n", l.v[k].name);
         }
-        if (!t.exists) {
-            fprintf(stderr, "uiw-nfs: %s: %s\n", argv[i], uiw__nfs_errtext(t.c, -NFS3ERR_NOENT));
-            rc = 1;
-        } else if (t.attr.type != NF3DIR) {
-            print_long(t.name, &t.attr);
-        } else {
-            struct list l = {0};
-            int r = uiw__nfs_readdir(t.c, &t.fh, collect, &l);
-            if (r != 0) {
-                fprintf(stderr, "uiw-nfs: %s: %s\n", argv[i], uiw__nfs_errtext(t.c, r));
-                rc = 1;
-            } else {
-                if (argc > 1)
-                    printf("%s:\n", argv[i]);
-                if (l.n)
-                    qsort(l.v, l.n, sizeof(*l.v), by_name);
-                for (size_t k = 0; k < l.n; k++) {
-                    if (l.v[k].has_attr)
-                        print_long(l.v[k].name, &l.v[k].attr);
-                    else
-                        printf("?????????? %s\n", l.v[k].name);
-                }
-            }
-            for (size_t k = 0; k < l.n; k++)
-                free(l.v[k].name);
-            free(l.v);
-        }
-        target_close(&t);
     }
-    return rc;
+    for (size_t k = 0; k < l.n; k++)
+        free(l.v[k].name);
+    free(l.v);
+    return r != 0;
 }
 
-static int cmd_stat(const struct opts *o, int argc, char **argv)
+static int stat_one(struct target *t, const char *url)
 {
-    if (argc < 1) {
-        fprintf(stderr, "usage: uiw-nfs stat URL...\n");
-        return 2;
-    }
     static const char *types[] = {
         "?",      "regular file", "directory", "block device", "character device", "symbolic link",
         "socket", "fifo"};
-    int rc = 0;
-    for (int i = 0; i < argc; i++) {
-        struct target t;
-        if (target_open(argv[i], o, &t) != 0) {
-            rc = 1;
-            continue;
-        }
-        if (!t.exists) {
-            fprintf(stderr, "uiw-nfs: %s: %s\n", argv[i], uiw__nfs_errtext(t.c, -NFS3ERR_NOENT));
-            rc = 1;
-        } else {
-            const fattr3 *a = &t.attr;
-            char m[11];
-            mode_string(a, m);
-            printf("  File: %s\n  Type: %s\n  Size: %" PRIu64 "\tUsed: %" PRIu64
-                   "\n  Mode: (%04o/%s)\tLinks: %u\tUid: %u\tGid: %u\n"
-                   "Fileid: %" PRIu64 "\tFsid: %016" PRIx64 "\n",
-                   argv[i], a->type <= NF3FIFO ? types[a->type] : "?", a->size, a->used,
-                   a->mode & 07777, m, a->nlink, a->uid, a->gid, a->fileid, a->fsid);
-            printf("Access: %u.%09u\nModify: %u.%09u\nChange: %u.%09u\n", a->atime.seconds,
-                   a->atime.nseconds, a->mtime.seconds, a->mtime.nseconds, a->ctime.seconds,
-                   a->ctime.nseconds);
-        }
-        target_close(&t);
-    }
-    return rc;
+    const fattr3 *a = &t->attr;
+    char m[11];
+    mode_string(a, m);
+    printf("  File: %s\n  Type: %s\n  Size: %" PRIu64 "\tUsed: %" PRIu64
+           "\n  Mode: (%04o/%s)\tLinks: %u\tUid: %u\tGid: %u\n"
+           "Fileid: %" PRIu64 "\tFsid: %016" PRIx64 "\n",
+           url, a->type <= NF3FIFO ? types[a->type] : "?", a->size, a->used, a->mode & 07777, m,
+           a->nlink, a->uid, a->gid, a->fileid, a->fsid);
+    printf("Access: %u.%09u\nModify: %u.%09u\nChange: %u.%09u\n", a->atime.seconds,
+           a->atime.nseconds, a->mtime.seconds, a->mtime.nseconds, a->ctime.seconds,
+           a->ctime.nseconds);
+    return 0;
 }
 
 /* rm, mkdir, rmdir: one call on the URL's directory and name. */
-static int cmd_simple(const struct opts *o, const char *cmd, int argc, char **argv)
+static int simple_one(struct target *t, const char *url, const char *cmd)
+{
+    int r;
+    if (!t->name[0])
+        r = -NFS3ERR_ACCES; /* the mounted directory itself */
+    else if (strcmp(cmd, "mkdir") == 0)
+        r = uiw__nfs_mkdir(t->c, &t->dir, t->name, 0755, NULL);
+    else if (strcmp(cmd, "rmdir") == 0)
+        r = uiw__nfs_rmdir(t->c, &t->dir, t->name);
+    else
+        r = uiw__nfs_remove(t->c, &t->dir, t->name);
+    if (r != 0) {
+        char what[1100];
+        snprintf(what, sizeof(what), "%s %s", cmd, url);
+        say_nfs(t, what, r);
+    }
+    return r != 0;
+}
+
+/* ls, stat, rm, mkdir, rmdir: each URL opened in turn (ls and stat need it to exist);
+ * the exit status. */
+static int cmd_each(const struct opts *o, const char *cmd, int argc, char **argv)
 {
     if (argc < 1) {
         fprintf(stderr, "usage: uiw-nfs %s URL...\n", cmd);
         return 2;
     }
-    int rc = 0;
+    int ls = strcmp(cmd, "ls") == 0, st = strcmp(cmd, "stat") == 0, rc = 0;
     for (int i = 0; i < argc; i++) {
         struct target t;
-        if (target_open(argv[i], o, &t) != 0) {
+        if ((ls || st ? target_open_existing(argv[i], o, &t) : target_open(argv[i], o, &t)) != 0) {
             rc = 1;
             continue;
         }
-        int r;
-        if (!t.name[0])
-            r = -NFS3ERR_ACCES; /* the mounted directory itself */
-        else if (strcmp(cmd, "mkdir") == 0)
-            r = uiw__nfs_mkdir(t.c, &t.dir, t.name, 0755, NULL);
-        else if (strcmp(cmd, "rmdir") == 0)
-            r = uiw__nfs_rmdir(t.c, &t.dir, t.name);
-        else
-            r = uiw__nfs_remove(t.c, &t.dir, t.name);
-        if (r != 0) {
-            fprintf(stderr, "uiw-nfs: %s %s: %s\n", cmd, argv[i], uiw__nfs_errtext(t.c, r));
+        if (ls   ? ls_one(&t, argv[i], argc)
+            : st ? stat_one(&t, argv[i])
+                 : simple_one(&t, argv[i], cmd))
             rc = 1;
-        }
         target_close(&t);
     }
     return rc;
@@ -283,6 +264,28 @@ static int cmd_mv(const struct opts *o, int argc, char **argv)
     target_close(&d);
     target_close(&s);
     return rc;
+}
+
+/* The command's exit status. */
+static int run(const struct opts *o, const char *cmd, int n, char **args)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(const struct opts *o, int argc, char **argv);
+    } cmds[] = {
+        {"cat", cmd_cat}, {"get", cmd_get}, {"put", cmd_put},
+        {"cp", cmd_cp},   {"mv", cmd_mv},   {"bench", cmd_bench},
+    };
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (strcmp(cmd, cmds[i].name) == 0)
+            return cmds[i].fn(o, n, args);
+    static const char *each[] = {"ls", "stat", "rm", "mkdir", "rmdir"};
+    for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++)
+        if (strcmp(cmd, each[i]) == 0)
+            return cmd_each(o, cmd, n, args);
+    fprintf(stderr, "uiw-nfs: unknown command '%s'\n", cmd);
+    fputs(usage, stderr);
+    return 2;
 }
 
 int main(int argc, char **argv)
@@ -370,28 +373,7 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    const char *cmd = argv[optind];
-    int n = argc - optind - 1;
-    char **args = argv + optind + 1;
-    if (strcmp(cmd, "ls") == 0)
-        return cmd_ls(&o, n, args);
-    if (strcmp(cmd, "stat") == 0)
-        return cmd_stat(&o, n, args);
-    if (strcmp(cmd, "cat") == 0)
-        return cmd_cat(&o, n, args);
-    if (strcmp(cmd, "get") == 0)
-        return cmd_get(&o, n, args);
-    if (strcmp(cmd, "put") == 0)
-        return cmd_put(&o, n, args);
-    if (strcmp(cmd, "cp") == 0)
-        return cmd_cp(&o, n, args);
-    if (strcmp(cmd, "mv") == 0)
-        return cmd_mv(&o, n, args);
-    if (strcmp(cmd, "rm") == 0 || strcmp(cmd, "mkdir") == 0 || strcmp(cmd, "rmdir") == 0)
-        return cmd_simple(&o, cmd, n, args);
-    if (strcmp(cmd, "bench") == 0)
-        return cmd_bench(&o, n, args);
-    fprintf(stderr, "uiw-nfs: unknown command '%s'\n", cmd);
-    fputs(usage, stderr);
-    return 2;
+    int rc = run(&o, argv[optind], argc - optind - 1, argv + optind + 1);
+    targets_release();
+    return rc;
 }

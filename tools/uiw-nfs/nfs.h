@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "nfs/client.h"
 
@@ -29,9 +30,17 @@ struct target {
     char name[256]; /* "" when the URL is the mounted directory itself */
 };
 
-/* Parse and open a URL; 0, or 1 after printing why. */
+/* Parse and open a URL; 0, or 1 after printing why. A client that target_close kept
+ * serves the next URL of the same server and directory (no new MOUNT and connection). */
 int target_open(const char *url, const struct opts *o, struct target *t);
 void target_close(struct target *t);
+/* Close the client target_close kept (UMNT). */
+void targets_release(void);
+/* Open a URL and say what is wrong when it names nothing (must: 1): 0, or 1 after
+ * printing why (the target closed). */
+int target_open_existing(const char *url, const struct opts *o, struct target *t);
+/* Print "uiw-nfs: WHAT: the error of rc" on stderr. */
+void say_nfs(const struct target *t, const char *what, int rc);
 
 int is_url(const char *s);
 uint32_t block_size(const struct opts *o, struct uiw__nfs_client *c, int reading);
@@ -47,6 +56,24 @@ double now_s(void);
 void progress_start(struct progress *p, const struct opts *o, const char *what, uint64_t total);
 void progress_update(struct progress *p, uint64_t done);
 void progress_end(struct progress *p);
+
+/* What transfers measured: bytes moved, seconds they took (checksums left out), and each
+ * READ or WRITE call's latency in seconds. */
+struct xstats {
+    unsigned files;
+    uint64_t bytes;
+    double secs;
+    double *lat;
+    size_t n, cap;
+};
+void xstats_lat(struct xstats *s, double secs);
+void xstats_add(struct xstats *into, const struct xstats *from);
+void xstats_free(struct xstats *s);
+/* Latencies sorted, then the p-th fraction (0.5, 0.99) of n sorted values. */
+void lat_sort(double *v, size_t n);
+double lat_pct(const double *v, size_t n, double p);
+/* A JSON string (quoted, escaped) on f. */
+void json_str(FILE *f, const char *s);
 
 /* SHA-256 as hex (65 bytes with the NUL). */
 struct sha;

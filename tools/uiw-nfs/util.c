@@ -14,6 +14,20 @@ int is_url(const char *s)
     return strncmp(s, "nfs://", 6) == 0;
 }
 
+/* The client of the last target closed, kept for the next URL in its directory. */
+static struct uiw__nfs_client *kept;
+
+void targets_release(void)
+{
+    uiw__nfs_client_close(kept);
+    kept = NULL;
+}
+
+void say_nfs(const struct target *t, const char *what, int rc)
+{
+    fprintf(stderr, "uiw-nfs: %s: %s\n", what, uiw__nfs_errtext(t->c, rc));
+}
+
 int target_open(const char *url, const struct opts *o, struct target *t)
 {
     char err[512];
@@ -22,7 +36,12 @@ int target_open(const char *url, const struct opts *o, struct target *t)
         fprintf(stderr, "uiw-nfs: %s\n", err);
         return 1;
     }
-    t->c = uiw__nfs_client_open(&t->url, o->verbose, err, sizeof(err));
+    if (kept && uiw__nfs_client_reuse(kept, &t->url) == 0) {
+        t->c = kept;
+        kept = NULL;
+    } else {
+        t->c = uiw__nfs_client_open(&t->url, o->verbose, err, sizeof(err));
+    }
     if (!t->c) {
         fprintf(stderr, "uiw-nfs: %s\n", err);
         return 1;
@@ -44,7 +63,7 @@ int target_open(const char *url, const struct opts *o, struct target *t)
     }
     int rc = uiw__nfs_lookup_path(t->c, parent, &t->dir, NULL);
     if (rc != 0) {
-        fprintf(stderr, "uiw-nfs: %s: %s\n", url, uiw__nfs_errtext(t->c, rc));
+        say_nfs(t, url, rc);
         target_close(t);
         return 1;
     }
@@ -57,7 +76,19 @@ int target_open(const char *url, const struct opts *o, struct target *t)
     if (rc == 0)
         t->exists = 1;
     else if (rc != -NFS3ERR_NOENT) {
-        fprintf(stderr, "uiw-nfs: %s: %s\n", url, uiw__nfs_errtext(t->c, rc));
+        say_nfs(t, url, rc);
+        target_close(t);
+        return 1;
+    }
+    return 0;
+}
+
+int target_open_existing(const char *url, const struct opts *o, struct target *t)
+{
+    if (target_open(url, o, t) != 0)
+        return 1;
+    if (!t->exists) {
+        say_nfs(t, url, -NFS3ERR_NOENT);
         target_close(t);
         return 1;
     }
@@ -66,8 +97,72 @@ int target_open(const char *url, const struct opts *o, struct target *t)
 
 void target_close(struct target *t)
 {
-    uiw__nfs_client_close(t->c);
+    if (!t->c)
+        return;
+    targets_release();
+    kept = t->c;
     t->c = NULL;
+}
+
+void xstats_lat(struct xstats *s, double secs)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        double *v = realloc(s->lat, cap * sizeof(*v));
+        if (!v)
+            return; /* the latencies are a sample: one lost is no error */
+        s->lat = v;
+        s->cap = cap;
+    }
+    s->lat[s->n++] = secs;
+}
+
+void xstats_add(struct xstats *into, const struct xstats *from)
+{
+    into->files += from->files;
+    into->bytes += from->bytes;
+    into->secs += from->secs;
+    for (size_t i = 0; i < from->n; i++)
+        xstats_lat(into, from->lat[i]);
+}
+
+void xstats_free(struct xstats *s)
+{
+    free(s->lat);
+    memset(s, 0, sizeof(*s));
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void lat_sort(double *v, size_t n)
+{
+    if (n)
+        qsort(v, n, sizeof(*v), cmp_d);
+}
+
+double lat_pct(const double *v, size_t n, double p)
+{
+    if (!n)
+        return 0;
+    return v[(size_t)(p * (double)(n - 1) + 0.5)];
+}
+
+void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
 }
 
 uint32_t block_size(const struct opts *o, struct uiw__nfs_client *c, int reading)

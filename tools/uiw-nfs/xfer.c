@@ -4,6 +4,9 @@
  * must match every WRITE's (else the server restarted in between and the copy is done
  * again with FILE_SYNC writes). --verify hashes (SHA-256) what was read from the source
  * and what the destination holds afterwards, read back, and fails when they differ.
+ * put and get take many files; --json prints one object per file and, for more than
+ * one, a total: bytes, seconds (the checksums' time left out), MB/s, and the median and
+ * 99th percentile latency of the READ or WRITE calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,14 +24,20 @@ struct end {
     struct target *t; /* remote, or NULL */
     int fd;           /* local */
     const char *label;
+    struct xstats *st; /* the remote calls' latencies, or NULL */
 };
 
 static int end_read(struct end *e, uint64_t off, void *buf, uint32_t n, int *eof)
 {
     if (e->t) {
+        double t0 = now_s();
         int rc = uiw__nfs_read(e->t->c, &e->t->fh, off, n, buf, eof);
-        if (rc < 0)
+        if (rc < 0) {
             fprintf(stderr, "uiw-nfs: read %s: %s\n", e->label, uiw__nfs_errtext(e->t->c, rc));
+            return rc;
+        }
+        if (e->st)
+            xstats_lat(e->st, now_s() - t0);
         return rc;
     }
     ssize_t k;
@@ -52,12 +61,15 @@ static int end_write(struct end *e, uint64_t off, const void *buf, uint32_t n, s
     while (done < n) {
         int rc;
         if (e->t) {
+            double t0 = now_s();
             rc = uiw__nfs_write(e->t->c, &e->t->fh, off + done, n - done, (const char *)buf + done,
                                 how, verf);
             if (rc < 0) {
                 fprintf(stderr, "uiw-nfs: write %s: %s\n", e->label, uiw__nfs_errtext(e->t->c, rc));
                 return -1;
             }
+            if (e->st)
+                xstats_lat(e->st, now_s() - t0);
         } else {
             ssize_t k = pwrite(e->fd, (const char *)buf + done, n - done, (off_t)(off + done));
             if (k < 0 && errno == ESPIPE)
@@ -100,8 +112,34 @@ static int end_hash(struct end *e, void *buf, uint32_t bs, char hex[65])
     return 0;
 }
 
-/* Copy src to dst; total is the source's size for the progress bar (0 if unknown). */
-static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t total, uint32_t bs)
+/* Print a transfer's figures as one JSON object (what: "file":NAME or "files":N). */
+static void report(const char *op, const char *what_key, const char *what, unsigned files,
+                   const char *transport, struct xstats *st, const char *sha)
+{
+    lat_sort(st->lat, st->n);
+    printf("{\"op\":\"%s\",", op);
+    if (what) {
+        printf("\"%s\":", what_key);
+        json_str(stdout, what);
+    } else {
+        printf("\"files\":%u", files);
+    }
+    printf(",\"transport\":\"%s\",\"bytes\":%llu,\"secs\":%.6f,\"mbytes_per_sec\":%.2f,"
+           "\"calls\":%zu,\"p50_us\":%.1f,\"p99_us\":%.1f",
+           transport, (unsigned long long)st->bytes, st->secs,
+           st->secs > 0 ? (double)st->bytes / st->secs / 1e6 : 0.0, st->n,
+           lat_pct(st->lat, st->n, 0.50) * 1e6, lat_pct(st->lat, st->n, 0.99) * 1e6);
+    if (sha)
+        printf(",\"sha256\":\"%s\"", sha);
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* Copy src to dst; total is the source's size for the progress bar (0 if unknown). On
+ * success *st (which starts empty) has the bytes, the seconds without the checksums' and
+ * the remote end's call latencies. */
+static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t total, uint32_t bs,
+                struct xstats *st)
 {
     char *buf = malloc(bs);
     if (!buf) {
@@ -109,6 +147,7 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
         return 1;
     }
     int rc = 1;
+    char dst_hex[65] = "";
     for (int attempt = 0; attempt < 2; attempt++) {
         stable_how how = attempt ? FILE_SYNC : UNSTABLE;
         struct sha *h = o->verify ? sha_new() : NULL;
@@ -117,7 +156,10 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
         uint64_t off = 0;
         char verf[8] = {0}, first[8] = {0};
         int have_verf = 0, changed = 0, failed = 0;
-        double t0 = now_s();
+        xstats_free(st);
+        src->st = src->t ? st : NULL;
+        dst->st = dst->t ? st : NULL;
+        double t0 = now_s(), hashing = 0;
         for (;;) {
             int eof = 0;
             int n = end_read(src, off, buf, bs, &eof);
@@ -126,8 +168,11 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
                 break;
             }
             if (n > 0) {
-                if (h)
+                if (h) {
+                    double h0 = now_s();
                     sha_update(h, buf, (size_t)n);
+                    hashing += now_s() - h0;
+                }
                 if (end_write(dst, off, buf, (uint32_t)n, how, verf) != 0) {
                     failed = 1;
                     break;
@@ -172,12 +217,15 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
                     dst->label);
             continue;
         }
-        double dt = now_s() - t0;
+        double dt = now_s() - t0 - hashing;
+        st->files = 1;
+        st->bytes = off;
+        st->secs = dt;
+        src->st = dst->st = NULL;
         if (o->verbose)
             fprintf(stderr, "uiw-nfs: %s: %llu bytes in %.3f s (%.1f MB/s)\n", dst->label,
                     (unsigned long long)off, dt, dt > 0 ? (double)off / dt / 1e6 : 0.0);
         if (o->verify) {
-            char dst_hex[65];
             if (end_hash(dst, buf, bs, dst_hex) != 0)
                 break;
             if (strcmp(src_hex, dst_hex) != 0) {
@@ -189,6 +237,15 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
         }
         rc = 0;
         break;
+    }
+    src->st = dst->st = NULL;
+    if (rc == 0 && o->json) {
+        struct target *t = src->t ? src->t : dst->t;
+        report(src->t && dst->t ? "cp"
+               : src->t         ? "get"
+                                : "put",
+               "file", dst->label, 1, t ? uiw__nfs_client_transport(t->c) : "local", st,
+               dst_hex[0] ? dst_hex : NULL);
     }
     free(buf);
     return rc;
@@ -207,7 +264,7 @@ static int open_dst(struct target *t, const char *base)
         if (rc == 0)
             t->attr = a;
         else if (rc != -NFS3ERR_NOENT) {
-            fprintf(stderr, "uiw-nfs: %s: %s\n", t->name, uiw__nfs_errtext(t->c, rc));
+            say_nfs(t, t->name, rc);
             return -1;
         }
     }
@@ -225,61 +282,110 @@ static int open_dst(struct target *t, const char *base)
     else
         rc = uiw__nfs_create(t->c, &t->dir, t->name, 0644, 0, &t->fh);
     if (rc != 0) {
-        fprintf(stderr, "uiw-nfs: %s: %s\n", t->name, uiw__nfs_errtext(t->c, rc));
+        say_nfs(t, t->name, rc);
         return -1;
     }
     return 0;
 }
 
-static int need_file(struct target *t, const char *url)
+/* Open a URL that must name a file (not a directory); 0, or 1 after saying why. */
+static int open_file(const char *url, const struct opts *o, struct target *t)
 {
-    if (!t->exists) {
-        fprintf(stderr, "uiw-nfs: %s: %s\n", url, uiw__nfs_errtext(t->c, -NFS3ERR_NOENT));
-        return -1;
-    }
+    if (target_open_existing(url, o, t) != 0)
+        return 1;
     if (t->attr.type == NF3DIR) {
         fprintf(stderr, "uiw-nfs: %s: is a directory\n", url);
-        return -1;
+        target_close(t);
+        return 1;
     }
     return 0;
 }
 
-int cmd_get(const struct opts *o, int argc, char **argv)
+/* Figures of several transfers: each one's added to the total, printed at the end when
+ * there was more than one. */
+struct totals {
+    struct xstats all;
+    char transport[16];
+};
+
+static void totals_add(struct totals *tt, struct xstats *st, const struct target *t)
 {
-    if (argc < 1 || argc > 2) {
-        fprintf(stderr, "usage: uiw-nfs get URL [LOCAL|-]\n");
-        return 2;
-    }
+    if (!tt->all.files)
+        snprintf(tt->transport, sizeof(tt->transport), "%s", uiw__nfs_client_transport(t->c));
+    xstats_add(&tt->all, st);
+    xstats_free(st);
+}
+
+static void totals_end(const struct opts *o, struct totals *tt, const char *op)
+{
+    if (o->json && tt->all.files > 1)
+        report(op, NULL, NULL, tt->all.files, tt->transport, &tt->all, NULL);
+    xstats_free(&tt->all);
+}
+
+/* One remote file to a local path (a file, a directory to put it in, or - for standard
+ * output). */
+static int get_one(const struct opts *o, const char *url, const char *local, struct totals *tt)
+{
     struct target t;
-    if (target_open(argv[0], o, &t) != 0)
+    if (open_file(url, o, &t) != 0)
         return 1;
-    int rc = 1;
-    if (need_file(&t, argv[0]) != 0)
-        goto out;
-    const char *local = argc == 2 ? argv[1] : t.name;
     struct stat st;
     char path[4096];
+    if (!local)
+        local = t.name;
     if (strcmp(local, "-") != 0 && stat(local, &st) == 0 && S_ISDIR(st.st_mode)) {
         snprintf(path, sizeof(path), "%s/%s", local, t.name);
         local = path;
     }
+    int rc = 1;
     int fd = strcmp(local, "-") == 0 ? STDOUT_FILENO
                                      : open(local, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "uiw-nfs: %s: %s\n", local, strerror(errno));
-        goto out;
+        target_close(&t);
+        return 1;
     }
-    struct end src = {&t, -1, argv[0]}, dst = {NULL, fd, local};
+    struct end src = {&t, -1, url, NULL}, dst = {NULL, fd, local, NULL};
     struct opts oo = *o;
     if (fd == STDOUT_FILENO)
         oo.verify = 0; /* a pipe cannot be read back */
-    rc = copy(&oo, &src, &dst, t.attr.size, block_size(o, t.c, 1));
+    struct xstats xs = {0};
+    rc = copy(&oo, &src, &dst, t.attr.size, block_size(o, t.c, 1), &xs);
     if (fd != STDOUT_FILENO && close(fd) != 0 && rc == 0) {
         fprintf(stderr, "uiw-nfs: %s: %s\n", local, strerror(errno));
         rc = 1;
     }
-out:
+    totals_add(tt, &xs, &t);
     target_close(&t);
+    return rc;
+}
+
+/* get URL [LOCAL|-], get URL... LOCAL_DIR, get URL... (into the current directory). */
+int cmd_get(const struct opts *o, int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: uiw-nfs get URL [LOCAL|-] | URL... [LOCAL_DIR]\n");
+        return 2;
+    }
+    int nurl = argc == 1 || is_url(argv[argc - 1]) ? argc : argc - 1;
+    const char *local = nurl < argc ? argv[argc - 1] : NULL;
+    struct stat st;
+    if (nurl == 0 || (nurl > 1 && local && (stat(local, &st) != 0 || !S_ISDIR(st.st_mode)))) {
+        fprintf(stderr, "uiw-nfs: get: %s\n",
+                nurl == 0 ? "no URL" : "more than one URL goes into a directory");
+        return 2;
+    }
+    if (o->json && local && strcmp(local, "-") == 0) {
+        fprintf(stderr, "uiw-nfs: get: --json writes on standard output: give a file\n");
+        return 2;
+    }
+    int rc = 0;
+    struct totals tt = {0};
+    for (int i = 0; i < nurl; i++)
+        if (get_one(o, argv[i], local, &tt) != 0)
+            rc = 1;
+    totals_end(o, &tt, "get");
     return rc;
 }
 
@@ -290,63 +396,90 @@ int cmd_cat(const struct opts *o, int argc, char **argv)
         return 2;
     }
     int rc = 0;
+    struct opts oo = *o;
+    oo.verify = 0;
+    oo.progress = 0;
+    oo.json = 0;
     for (int i = 0; i < argc; i++) {
         struct target t;
-        if (target_open(argv[i], o, &t) != 0) {
+        if (open_file(argv[i], o, &t) != 0) {
             rc = 1;
             continue;
         }
-        if (need_file(&t, argv[i]) == 0) {
-            struct end src = {&t, -1, argv[i]}, dst = {NULL, STDOUT_FILENO, "standard output"};
-            struct opts oo = *o;
-            oo.verify = 0;
-            oo.progress = 0;
-            if (copy(&oo, &src, &dst, t.attr.size, block_size(o, t.c, 1)) != 0)
-                rc = 1;
-        } else {
+        struct end src = {&t, -1, argv[i], NULL},
+                   dst = {NULL, STDOUT_FILENO, "standard output", NULL};
+        struct xstats xs = {0};
+        if (copy(&oo, &src, &dst, t.attr.size, block_size(o, t.c, 1), &xs) != 0)
             rc = 1;
-        }
+        xstats_free(&xs);
         target_close(&t);
     }
     return rc;
 }
 
-int cmd_put(const struct opts *o, int argc, char **argv)
+/* One local file (or - for standard input) to an open remote target. */
+static int put_one(const struct opts *o, const char *local, struct target *t, const char *url,
+                   struct totals *tt)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: uiw-nfs put LOCAL URL\n");
-        return 2;
-    }
-    const char *local = argv[0];
     int fd = strcmp(local, "-") == 0 ? STDIN_FILENO : open(local, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         fprintf(stderr, "uiw-nfs: %s: %s\n", local, strerror(errno));
         return 1;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "uiw-nfs: %s: %s\n", local,
-                S_ISDIR(st.st_mode) ? "is a directory" : strerror(errno));
+    int bad = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (bad) {
+        fprintf(stderr, "uiw-nfs: %s: %s\n", local, strerror(bad));
         if (fd != STDIN_FILENO)
             close(fd);
         return 1;
     }
-    struct target t;
-    if (target_open(argv[1], o, &t) != 0) {
-        if (fd != STDIN_FILENO)
-            close(fd);
-        return 1;
-    }
-    char tmp[4096];
+    char tmp[4096], label[4096 + 300];
     snprintf(tmp, sizeof(tmp), "%s", local);
-    int rc = 1;
-    if (open_dst(&t, strcmp(local, "-") == 0 ? "stdin" : basename(tmp)) == 0) {
-        struct end src = {NULL, fd, local}, dst = {&t, -1, argv[1]};
+    int rc = 1, into_dir = t->exists && t->attr.type == NF3DIR;
+    if (open_dst(t, strcmp(local, "-") == 0 ? "stdin" : basename(tmp)) == 0) {
+        /* The file's own URL: the directory's with the name before the parameters. */
+        size_t q = strcspn(url, "?"), n = q;
+        while (into_dir && n > 0 && url[n - 1] == '/')
+            n--;
+        if (into_dir)
+            snprintf(label, sizeof(label), "%.*s/%s%s", (int)n, url, t->name, url + q);
+        else
+            snprintf(label, sizeof(label), "%s", url);
+        struct end src = {NULL, fd, local, NULL}, dst = {t, -1, label, NULL};
+        struct xstats xs = {0};
         rc = copy(o, &src, &dst, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0,
-                  block_size(o, t.c, 0));
+                  block_size(o, t->c, 0), &xs);
+        totals_add(tt, &xs, t);
     }
     if (fd != STDIN_FILENO)
         close(fd);
+    return rc;
+}
+
+/* put LOCAL|- URL, put LOCAL... DIR_URL. */
+int cmd_put(const struct opts *o, int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: uiw-nfs put LOCAL|- URL | LOCAL... DIR_URL\n");
+        return 2;
+    }
+    const char *url = argv[argc - 1];
+    struct target t;
+    if (target_open(url, o, &t) != 0)
+        return 1;
+    int rc = 0;
+    if (argc > 2 && !(t.exists && t.attr.type == NF3DIR)) {
+        fprintf(stderr, "uiw-nfs: put: %s is not a directory (more than one file)\n", url);
+        rc = 1;
+    }
+    struct totals tt = {0};
+    for (int i = 0; i < argc - 1 && rc == 0; i++) {
+        struct target d = t; /* the directory, or the URL's file, anew for each */
+        if (put_one(o, argv[i], &d, url, &tt) != 0)
+            rc = 1;
+    }
+    totals_end(o, &tt, "put");
     target_close(&t);
     return rc;
 }
@@ -367,21 +500,19 @@ int cmd_cp(const struct opts *o, int argc, char **argv)
     if (!du)
         return cmd_get(o, argc, argv);
     struct target s, d;
-    if (target_open(argv[0], o, &s) != 0)
+    if (open_file(argv[0], o, &s) != 0)
         return 1;
-    int rc = 1;
-    if (need_file(&s, argv[0]) != 0) {
-        target_close(&s);
-        return 1;
-    }
     if (target_open(argv[1], o, &d) != 0) {
         target_close(&s);
         return 1;
     }
+    int rc = 1;
     if (open_dst(&d, s.name) == 0) {
-        struct end src = {&s, -1, argv[0]}, dst = {&d, -1, argv[1]};
+        struct end src = {&s, -1, argv[0], NULL}, dst = {&d, -1, argv[1], NULL};
         uint32_t bs = block_size(o, s.c, 1), bw = block_size(o, d.c, 0);
-        rc = copy(o, &src, &dst, s.attr.size, bs < bw ? bs : bw);
+        struct xstats xs = {0};
+        rc = copy(o, &src, &dst, s.attr.size, bs < bw ? bs : bw, &xs);
+        xstats_free(&xs);
     }
     target_close(&d);
     target_close(&s);
