@@ -26,3 +26,10 @@ if(uiw_nfs_rdma_tests)
   cmake_language(DEFER DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} CALL
                  set_tests_properties ${uiw_nfs_rdma_tests} PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+# The README's demo (scripts/nfs-demo.sh, what scripts/run.sh runs) at a small scale: three
+# sizes, both transports; tests/nfs/demo.sh checks its table, checksums and plots (gnuplot's
+# SVG and PNG); 77 without the RPC layer.
+add_test(NAME nfs.demo COMMAND bash ${CMAKE_SOURCE_DIR}/tests/nfs/demo.sh
+         $<TARGET_FILE_DIR:uiw-nfs> ${CMAKE_CURRENT_BINARY_DIR}/nfs-demo)
+set_tests_properties(nfs.demo PROPERTIES LABELS "nfs;tools" TIMEOUT 300 SKIP_RETURN_CODE 77
+  ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# NFS over RPC-over-RDMA against NFS over TCP, on loopback: uiw-nfsd serves a temporary
+# export, and uiw-nfs puts files of each size into it and gets them back, over RPC-over-RDMA
+# Version Two and over TCP (libtirpc), every file's SHA-256 checked by uiw-nfs --verify
+# (source against destination read back) and again end to end (the file got back against
+# the one put, by sha256sum). Prints a table (per size and transport: write and read MB/s,
+# the median and 99th percentile latency of the WRITE and READ calls) and draws bandwidth
+# against file size with gnuplot (SVG and PNG).
+#
+#   scripts/nfs-demo.sh [--quick] [--bin DIR] [--out DIR]
+#
+# --bin: where uiw-nfsd and uiw-nfs are (default build/release/tools); --out: where the
+# table, the data and the plots go (default build/demo); --quick: three small sizes and
+# three files each (the test of this script, nfs.demo). Exit 0 when every transfer and
+# checksum passed and the server stopped cleanly, 77 when uiw-nfsd was built without
+# RPC-over-RDMA, 1 otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=build/release/tools
+out=build/demo
+quick=0
+while [ $# -gt 0 ]; do
+  case $1 in
+  --quick) quick=1 ;;
+  --bin) bin=$2; shift ;;
+  --out) out=$2; shift ;;
+  *) echo "usage: scripts/nfs-demo.sh [--quick] [--bin DIR] [--out DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+for t in uiw-nfsd uiw-nfs; do
+  [ -x "$bin/$t" ] || { echo "nfs-demo: no $bin/$t (build first)" >&2; exit 1; }
+done
+command -v gnuplot >/dev/null || { echo "nfs-demo: gnuplot is missing (scripts/deps.sh)" >&2; exit 1; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# Files per size: enough calls for a 99th percentile and enough bytes for a rate.
+if [ $quick = 1 ]; then
+  sizes=(4096 65536 1048576)
+  files_for() { echo 3; }
+else
+  sizes=(4096 16384 65536 262144 1048576 4194304 16777216 67108864)
+  files_for() { # size: 64 MiB a size, at most 200 files
+    local n=$(((64 << 20) / $1))
+    [ $n -gt 200 ] && n=200
+    echo $n
+  }
+fi
+
+# The export, the files put and the files got back live in memory when there is room
+# (a disk's fsync would be measured, not the transport).
+work=""
+avail=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [ "${avail:-0}" -gt $((1 << 20)) ]; then
+  work=$(mktemp -d /dev/shm/uiw-nfs-demo.XXXXXX)
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/uiw-nfs-demo.XXXXXX")
+fi
+srv=""
+cleanup() {
+  if [ -n "$srv" ]; then
+    kill "$srv" 2>/dev/null || true
+    wait "$srv" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/export" "$work/src" "$work/back"
+
+# The server: free ports on loopback; its first line names them.
+"$bin/uiw-nfsd" -a 127.0.0.1 -p 0 --tcp-port 0 --mount-port 0 --rdma-threads 2 --no-root-squash \
+  "$work/export" >"$work/nfsd.out" 2>"$work/nfsd.err" &
+srv=$!
+ready=""
+for _ in $(seq 400); do
+  ready=$(sed -n 's/^uiw-nfsd: ready \(tcp=.*\)$/\1/p' "$work/nfsd.out")
+  [ -n "$ready" ] && break
+  kill -0 "$srv" 2>/dev/null || break
+  sleep 0.05
+done
+if [ -z "$ready" ]; then
+  cat "$work/nfsd.err" >&2
+  echo "nfs-demo: uiw-nfsd did not start" >&2
+  exit 1
+fi
+tcp=$(echo "$ready" | sed 's/.*tcp=\([0-9-]*\).*/\1/')
+mnt=$(echo "$ready" | sed 's/.*mount=\([0-9-]*\).*/\1/')
+rdma=$(echo "$ready" | sed 's/.*rdma=\([0-9-]*\).*/\1/')
+if [ "$rdma" -le 0 ]; then
+  echo "nfs-demo: uiw-nfsd serves no RPC-over-RDMA (built without the RPC layer)" >&2
+  exit 77
+fi
+url() { # transport path -> the URL of that path in the export
+  if [ "$1" = rdma ]; then
+    echo "nfs://127.0.0.1:$rdma$work/export/$2?mountport=$mnt&transport=rdma&rpcrdma=2"
+  else
+    echo "nfs://127.0.0.1:$tcp$work/export/$2?mountport=$mnt&transport=tcp"
+  fi
+}
+field() { # json-line key
+  echo "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+human() { # bytes -> 4 KiB, 64 MiB
+  if [ "$1" -ge $((1 << 20)) ]; then echo "$(($1 >> 20)) MiB"; else echo "$(($1 >> 10)) KiB"; fi
+}
+nfs() { "$bin/uiw-nfs" --no-progress "$@"; }
+# Progress: each row is printed once measured; on a terminal a status line on stderr
+# also says what runs now (nothing of it reaches a log: scripts/run.sh >log 2>&1).
+step=0
+steps=$((${#sizes[@]} * 2))
+status() { # text
+  [ -t 2 ] && printf '\r\033[K[%d/%d] %s' "$step" "$steps" "$1" >&2
+  return 0
+}
+status_end() { [ -t 2 ] && printf '\r\033[K' >&2; return 0; }
+
+echo "uiw-nfsd on 127.0.0.1 (RPC-over-RDMA port $rdma, TCP $tcp, MOUNT $mnt), export $work/export"
+echo "put then get each file with uiw-nfs, SHA-256 verified; sizes $(human "${sizes[0]}") to" \
+  "$(human "${sizes[-1]}"), RPC-over-RDMA Version Two and TCP"
+echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile"
+echo
+fmt="%9s  %-8s %10s %10s %11s %11s %11s %11s\n"
+printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" "read p99"
+printf "$fmt" "" "" "" "" "us" "us" "us" "us"
+data="$out/nfs-demo.dat"
+table="$out/nfs-demo.txt"
+: >"$data"
+{
+  printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" "read p99"
+  printf "$fmt" "" "" "" "" "us" "us" "us" "us"
+} >"$table"
+
+# Warm up both transports (first connections, first buffers): one file each way.
+head -c 1048576 /dev/urandom >"$work/src/warm"
+for tr in rdma tcp; do
+  nfs put "$work/src/warm" "$(url $tr warm)" >/dev/null
+  nfs get "$(url $tr warm)" "$work/back/warm" >/dev/null
+done
+rm -f "$work/src/warm" "$work/back/warm" "$work/export/warm"
+
+failed=0
+for size in "${sizes[@]}"; do
+  n=$(files_for "$size")
+  rm -rf "$work/src" && mkdir "$work/src"
+  head -c $((size * n)) /dev/urandom | (cd "$work/src" && split -a 3 -d -b "$size" - f)
+  (cd "$work/src" && sha256sum f* >"$work/sums")
+  for tr in tcp rdma; do
+    d="$tr-$size"
+    step=$((step + 1))
+    trname=TCP
+    [ $tr = rdma ] && trname="RPC-over-RDMA v2"
+    status "$(human "$size") over $trname: putting $n files"
+    nfs mkdir "$(url $tr "$d")" >/dev/null
+    w=$(nfs --json --verify put "$work/src"/f* "$(url $tr "$d")" 2>"$work/err") || {
+      status_end
+      cat "$work/err" >&2
+      failed=1
+      continue
+    }
+    urls=()
+    for f in "$work/src"/f*; do urls+=("$(url $tr "$d/${f##*/}")"); done
+    rm -rf "$work/back" && mkdir "$work/back"
+    status "$(human "$size") over $trname: getting $n files back"
+    r=$(nfs --json --verify get "${urls[@]}" "$work/back" 2>"$work/err") || {
+      status_end
+      cat "$work/err" >&2
+      failed=1
+      continue
+    }
+    status_end
+    if ! (cd "$work/back" && sha256sum --quiet -c "$work/sums"); then
+      echo "nfs-demo: $tr $(human "$size"): the files got back differ from those put" >&2
+      failed=1
+      continue
+    fi
+    rm -rf "${work:?}/export/$d"
+    w=$(echo "$w" | tail -n 1)
+    r=$(echo "$r" | tail -n 1)
+    [ "$(field "$w" files)" = "$n" ] && [ "$(field "$r" files)" = "$n" ] || {
+      echo "nfs-demo: $tr $(human "$size"): not every file was moved" >&2
+      failed=1
+      continue
+    }
+    trn=$(field "$w" transport)
+    row=$(printf "$fmt" "$(human "$size")" "$trn" "$(field "$w" mbytes_per_sec)" \
+      "$(field "$r" mbytes_per_sec)" "$(field "$w" p50_us)" "$(field "$w" p99_us)" \
+      "$(field "$r" p50_us)" "$(field "$r" p99_us)")
+    echo "$row"
+    echo "$row" >>"$table"
+    echo "$size $tr $(field "$w" mbytes_per_sec) $(field "$r" mbytes_per_sec)" >>"$data"
+  done
+done
+# The server stops cleanly (SIGTERM: it closes every connection and exits 0).
+kill "$srv"
+if ! wait "$srv"; then
+  cat "$work/nfsd.err" >&2
+  echo "nfs-demo: uiw-nfsd did not stop cleanly" >&2
+  failed=1
+fi
+srv=""
+rows=$(grep -c . "$data" || true)
+echo
+if [ "$rows" = $((${#sizes[@]} * 2)) ] && [ $failed = 0 ]; then
+  echo "every size over both transports: each file's SHA-256 verified by uiw-nfs" \
+    "(source against destination) and again end to end (sha256sum)"
+else
+  echo "nfs-demo: $rows of $((${#sizes[@]} * 2)) sizes and transports measured" >&2
+  failed=1
+fi
+
+# The plot: bandwidth against file size, both axes logarithmic; one data block a transport.
+blocks="$work/plot.dat"
+{
+  awk '$2 == "rdma"' "$data"
+  printf '\n\n'
+  awk '$2 == "tcp"' "$data"
+} >"$blocks"
+plot() { # terminal output
+  gnuplot <<EOF
+set terminal $1
+set output "$2"
+set title "NFSv3 on loopback: uiw-nfs against uiw-nfsd, one call in flight"
+set xlabel "file size"
+set ylabel "bandwidth (MB/s, 10^6 bytes per second)"
+set logscale x 2
+set logscale y 10
+set xtics ("4 KiB" 4096, "16 KiB" 16384, "64 KiB" 65536, "256 KiB" 262144, "1 MiB" 1048576, \
+  "4 MiB" 4194304, "16 MiB" 16777216, "64 MiB" 67108864)
+set xrange [3000:90000000]
+set grid xtics ytics mytics
+set key top left box opaque
+set style line 1 lc rgb "#1f77b4" lw 2 pt 7 ps 0.8
+set style line 2 lc rgb "#1f77b4" lw 2 pt 5 ps 0.8 dt 2
+set style line 3 lc rgb "#d62728" lw 2 pt 7 ps 0.8
+set style line 4 lc rgb "#d62728" lw 2 pt 5 ps 0.8 dt 2
+plot "$blocks" index 0 using 1:3 with linespoints ls 1 title "RPC-over-RDMA v2, write (put)", \
+     "$blocks" index 0 using 1:4 with linespoints ls 2 title "RPC-over-RDMA v2, read (get)", \
+     "$blocks" index 1 using 1:3 with linespoints ls 3 title "TCP, write (put)", \
+     "$blocks" index 1 using 1:4 with linespoints ls 4 title "TCP, read (get)"
+EOF
+}
+plot "svg size 900,560 dynamic font 'sans,13'" "$out/nfs-demo.svg"
+plot "pngcairo size 900,560 font 'sans,11'" "$out/nfs-demo.png"
+for f in "$out/nfs-demo.svg" "$out/nfs-demo.png"; do
+  [ -s "$f" ] || { echo "nfs-demo: gnuplot wrote no $f" >&2; failed=1; }
+done
+echo "table: $table"
+echo "plot:  $out/nfs-demo.svg and $out/nfs-demo.png (data: $data)"
+if [ $failed != 0 ]; then
+  echo "nfs-demo: FAILED (above)" >&2
+  exit 1
+fi

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The test of the README's demo (nfs.demo): scripts/nfs-demo.sh --quick on this build's
+# tools, then its products checked: the exit status, the line saying every SHA-256 was
+# verified, the table (a row per size and transport, the transport named as uiw-nfs
+# reports it, every figure a positive number), the data gnuplot drew from, and the SVG and
+# PNG themselves (their formats, not only their presence).
+#
+#   tests/nfs/demo.sh BIN_DIR OUT_DIR
+#
+# Exit 0 when all holds, 77 when the demo skipped (no RPC layer in this build), 1 otherwise.
+set -uo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$1
+out=$2
+rm -rf "$out"
+fail() { echo "nfs.demo: FAILED: $*" >&2; exit 1; }
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# As a user would keep it: both streams in one file, nothing on a terminal.
+bash "$src/scripts/nfs-demo.sh" --quick --bin "$bin" --out "$out" >"$log" 2>&1
+rc=$?
+cat "$log"
+[ $rc = 77 ] && exit 77
+[ $rc = 0 ] || fail "nfs-demo.sh exited $rc"
+
+grep -q '^every size over both transports: each file.s SHA-256 verified' "$log" ||
+  fail "no line saying every checksum was verified"
+grep -q "^plot:  $out/nfs-demo.svg and $out/nfs-demo.png" "$log" || fail "the plot's place not said"
+
+# The table: two header lines, then one row a size and transport.
+table=$out/nfs-demo.txt
+[ -s "$table" ] || fail "no table $table"
+rows=$(tail -n +3 "$table")
+[ "$(echo "$rows" | grep -c .)" = 6 ] || fail "not 6 rows in $table"
+for size in "4 KiB" "64 KiB" "1 MiB"; do
+  for tr in tcp rdma-v2; do
+    echo "$rows" | grep -Eq "^ *$size  $tr( +[0-9]+\.[0-9]+){6}\$" ||
+      fail "no row for $size over $tr with six figures"
+  done
+done
+echo "$rows" | awk '{ for (i = NF - 5; i <= NF; i++) if ($i <= 0) exit 1 }' ||
+  fail "a figure in the table is not positive"
+grep -q "^ *1 MiB  rdma-v2" <<<"$rows" || fail "the RPC-over-RDMA rows are not Version Two"
+# The log shows the same rows (printed as they were measured).
+while IFS= read -r row; do
+  grep -qxF "$row" "$log" || fail "row not in the output: $row"
+done <<<"$rows"
+
+# What gnuplot drew: per size and transport, positive write and read rates.
+data=$out/nfs-demo.dat
+[ "$(awk 'NF == 4 && $3 > 0 && $4 > 0' "$data" | wc -l)" = 6 ] || fail "$data: not 6 rows"
+
+# The plot: an SVG document with its four curves' titles, and a PNG image.
+svg=$out/nfs-demo.svg
+png=$out/nfs-demo.png
+grep -q '<svg' "$svg" || fail "$svg is not SVG"
+for t in "RPC-over-RDMA v2, write" "RPC-over-RDMA v2, read" "TCP, write" "TCP, read"; do
+  grep -qF "$t" "$svg" || fail "$svg has no curve \"$t\""
+done
+[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$png is not PNG"
+[ "$(stat -c %s "$png")" -gt 4096 ] || fail "$png is too small to hold the plot"
+echo "nfs.demo: table, checksums and plots checked"
