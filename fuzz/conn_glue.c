@@ -169,7 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                       : (enum uiw__rtr)((opt >> 2) & 3),
                                   .initiator = (opt & 0x10) != 0};
     struct uiw__conn *c = NULL;
-    if (uiw__conn_start(qp, cfd, NULL, NULL, &cp, &c) != 0)
+    if (uiw__conn_start(qp, cfd, NULL, NULL, NULL, &cp, &c) != 0) /* no owner to tell */
         die("uiw__conn_start");
     uiw__conn_go(c);
 
