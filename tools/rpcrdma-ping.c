@@ -93,12 +93,12 @@ static const char *brs_name(uint32_t b)
     }
 }
 
-/* How the version was settled (before the calls). */
-static void describe_head(const struct uiw_rpc_conn_info *ci, const struct opts *o, unsigned n)
+/* How the version was settled (after the calls: an answer to the first message may come
+ * behind the first call, see uiw_rpc_conn_info). */
+static void describe_head(const struct uiw_rpc_conn_info *ci, const struct opts *o)
 {
     if (o->json)
         return;
-    printf("connection %u: MPA CRC %s\n", n, ci->crc ? "on" : "off");
     if (ci->vers_remembered)
         printf("  first message: RPC-over-RDMA Version One (the server answered ERR_VERS to "
                "an earlier connection)\n");
@@ -224,8 +224,8 @@ static int connection(const struct opts *o, unsigned n)
         return 1;
     }
     struct uiw_rpc_conn_info ci;
-    if (uiw_rpc_clnt_info(c, &ci) == 0)
-        describe_head(&ci, o, n);
+    if (uiw_rpc_clnt_info(c, &ci) == 0 && !o->json)
+        printf("connection %u: MPA CRC %s\n", n, ci.crc ? "on" : "off");
     int fails = 0;
     static struct calls js;
     js.len = 0;
@@ -246,8 +246,10 @@ static int connection(const struct opts *o, unsigned n)
             fails = f;
         }
     }
-    if (uiw_rpc_clnt_info(c, &ci) == 0)
+    if (uiw_rpc_clnt_info(c, &ci) == 0) {
+        describe_head(&ci, o);
         describe_tail(&ci, o, n, &js);
+    }
     fflush(stdout);
     clnt_destroy(c);
     return fails ? 1 : 0;

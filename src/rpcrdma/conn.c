@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rpcrdma/xprt.h"
 
@@ -409,6 +410,16 @@ struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockadd
     struct uiw__nic_conn_info ni;
     uiw__nic_conn_info(nc, &ni);
     peer_private(c, ni.peer_pd_len ? ni.peer_pd : NULL, ni.peer_pd_len);
+    if (!(c->peer_cm && c->peer_cmp.remote_invalidation)) {
+        /* Linux's svcrdma (6.1) leaves a receive that completes before it has handled the
+         * connection's ESTABLISHED event unprocessed until the next one arrives: a first
+         * message sent at once waits for a second that the credits forbid (the Version
+         * Two one for the negotiation time, a Version One call until its timeout). A peer
+         * that offers no Send With Invalidate in RFC 8797 private data (the kernel does
+         * not) gets that moment before our first message. */
+        struct timespec ts = {0, UIW__RR_FIRST_SEND_PAUSE_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     bool remembered = a->remember_vers && uiw__rr_vmem_v1(dst);
     if (c->vmax >= 2 && !remembered) {
         atomic_store(&c->state, UIW__RR_C_NEGOTIATING);

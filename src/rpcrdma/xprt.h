@@ -54,6 +54,10 @@
     5000 /* client: wait this long for the answer to the first                                     \
             (Version Two) message before assuming Version One */
 
+#define UIW__RR_FIRST_SEND_PAUSE_MS                                                                \
+    50 /* client: pause before the first message to a peer that may be Linux's svcrdma             \
+          (see uiw__rr_connect) */
+
 /* Work request ids point at a struct whose first member is this tag. */
 enum uiw__rr_wr_kind {
     UIW__RR_WR_RECV = 1, /* struct uiw__rr_ibuf posted as a receive */
