@@ -467,6 +467,24 @@ int it_free_port(void)
     return ntohs(a.sin_port);
 }
 
+void it_wait_marker(const char *console, const char *runlog, const char *marker, int pid,
+                    int timeout_s)
+{
+    if (!it_wait_for(console, marker, pid, timeout_s)) {
+        char *log = it_slurp(runlog);
+        uiw_test_fail(__FILE__, __LINE__, "no %s from the guest:\n%s", marker, log);
+    }
+}
+
+void it_touch(const char *dir, const char *name)
+{
+    char p[1024];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    fclose(f);
+}
+
 void it_siwvm_ensure(void)
 {
     char cmd[1024], *out = NULL;

@@ -88,6 +88,14 @@ int it_server_port(const char *outfile, int pid, int timeout_s);
  * ask (QEMU's host forwards); the project's tools bind port 0 and report theirs. */
 int it_free_port(void);
 
+/* Wait up to timeout_s for marker in a VM's console log; fails the test (showing runlog)
+ * when it does not come or the VM (pid) ends first. */
+void it_wait_marker(const char *console, const char *runlog, const char *marker, int pid,
+                    int timeout_s);
+
+/* Create the empty file dir/name (fails the test on error). */
+void it_touch(const char *dir, const char *name);
+
 /* The siw VM rig is usable (scripts/siwvm.sh ensure, which builds it if it may): skips
  * the test (77) where this machine cannot run the VM, fails it where the rig is broken or
  * required but not available (UIW_SIWVM_REQUIRED=1). */

@@ -14,3 +14,13 @@ if(EXISTS ${CMAKE_SOURCE_DIR}/tests/rpcrdma/rnd.c)
   target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/rpcrdma/rnd.c)
   target_include_directories(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/rpcrdma)
 endif()
+# The kernel interop test (siwvm_*): the VM rig's helpers come from the interop tests, and
+# it runs uiw-nfs against the kernel's NFS server for a capture with chunk lists.
+target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/interop/interop.c)
+target_include_directories(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/interop)
+if(TARGET uiw-nfs)
+  add_dependencies(${runner} uiw-nfs)
+  target_compile_definitions(${runner} PRIVATE UIW_NFS="$<TARGET_FILE:uiw-nfs>")
+else()
+  target_compile_definitions(${runner} PRIVATE UIW_NFS="")
+endif()
