@@ -102,13 +102,18 @@ static void describe_head(const struct uiw_rpc_conn_info *ci, const struct opts 
     if (ci->vers_remembered)
         printf("  first message: RPC-over-RDMA Version One (the server answered ERR_VERS to "
                "an earlier connection)\n");
+    else if (ci->vers_no_answer && ci->errvers_high)
+        printf("  first message: RPC-over-RDMA Version Two, not answered in time: going on "
+               "in Version %u on this connection; the server's ERR_VERS (versions %u to %u) "
+               "came later\n",
+               ci->vers, ci->errvers_low, ci->errvers_high);
+    else if (ci->vers_no_answer)
+        printf("  first message: RPC-over-RDMA Version Two, not answered: going on in "
+               "Version One on this connection\n");
     else if (ci->vers_fallback && ci->errvers_high)
         printf("  first message: RPC-over-RDMA Version Two; the server answered ERR_VERS "
                "(versions %u to %u): going on in Version %u on this connection\n",
                ci->errvers_low, ci->errvers_high, ci->vers);
-    else if (ci->vers_fallback)
-        printf("  first message: RPC-over-RDMA Version Two, not answered: going on in "
-               "Version One on this connection\n");
     else
         printf("  first message: RPC-over-RDMA Version %s\n", o->vers_max == 2 ? "Two" : "One");
 }
@@ -128,7 +133,8 @@ static void describe_tail(const struct uiw_rpc_conn_info *ci, const struct opts 
         printf("{\"connection\":%u,\"vers\":%u,\"first_vers\":%u,\"err_vers\":", n, ci->vers,
                ci->vers_remembered ? 1u : o->vers_max);
         if (ci->vers_fallback && !ci->vers_remembered && ci->errvers_high)
-            printf("{\"low\":%u,\"high\":%u}", ci->errvers_low, ci->errvers_high);
+            printf("{\"low\":%u,\"high\":%u,\"late\":%s}", ci->errvers_low, ci->errvers_high,
+                   ci->vers_no_answer ? "true" : "false");
         else
             printf("null");
         printf(",\"remembered\":%s,\"credits\":%u,\"inline_send\":%u,\"inline_recv\":%u,"

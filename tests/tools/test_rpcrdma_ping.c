@@ -119,6 +119,11 @@ TEST(rpcrdma_ping_fallback)
     CHECK(strstr(c2, "RPC-over-RDMA version 1, credits 32") != NULL);
     CHECK(strstr(c2, "procedure 0: success") != NULL);
     tool_run_free(&r);
+    ping(&r, port, (const char *[]){"--json", NULL});
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "\"vers\":1,\"first_vers\":2,\"err_vers\":{\"low\":1,\"high\":1,"
+                        "\"late\":false},\"remembered\":false") != NULL);
+    tool_run_free(&r);
     /* --vers 1: Version One from the start */
     ping(&r, port, (const char *[]){"--vers", "1", "--json", NULL});
     CHECK_EQ(r.status, 0);
