@@ -16,10 +16,10 @@
 
 /* The tools every build has, then those that need optional packages, then perftest's
  * entry points (links to iwperf). */
-static const char *const tools[] = {"iwperf",     "iwping",     "rpcrdma-decode", "uiw-selfcheck",
-                                    "uiw-nfs",    "uiw-nfsd",   "rpcrdma-ping",   "iw_write_bw",
-                                    "iw_read_bw", "iw_send_bw", "iw_write_lat",   "iw_read_lat",
-                                    "iw_send_lat"};
+static const char *const tools[] = {"iwperf",      "iwping",     "rpcrdma-decode", "uiw-selfcheck",
+                                    "uiw-nfs",     "uiw-nfsd",   "rpcrdma-ping",   "rpcrdma-bench",
+                                    "iw_write_bw", "iw_read_bw", "iw_send_bw",     "iw_write_lat",
+                                    "iw_read_lat", "iw_send_lat"};
 enum { CORE_TOOLS = 4 };
 
 static void run_tool(const char *name, const char *const *args, struct tool_run *r)
@@ -46,7 +46,7 @@ TEST(cli_help_and_version)
     for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
         if (!present(tools[i])) {
             /* only the NFS tools and those of the RPC layer are optional */
-            CHECK(i >= CORE_TOOLS && i < CORE_TOOLS + 3);
+            CHECK(i >= CORE_TOOLS && i < CORE_TOOLS + 4);
             continue;
         }
         struct tool_run r;
@@ -120,8 +120,13 @@ TEST(cli_numbers_parsed_whole)
         {"iwping", "-v", NULL},
         {"uiw-selfcheck", "now", NULL},
         {"rpcrdma-decode", "--encode", "--hex", NULL},
+        {"rpcrdma-bench", "-s", "1.5K", NULL},
+        {"rpcrdma-bench", "--inflight", "0", NULL},
+        {"rpcrdma-bench", "-r", "5x", NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (!present(bad[i][0])) /* the RPC layer's, in a tree without it */
+            continue;
         struct tool_run r;
         run_tool(bad[i][0], &bad[i][1], &r);
         if (r.status != 2 || r.errlen == 0)
