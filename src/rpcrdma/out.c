@@ -995,7 +995,7 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
         if (st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED)
             return -ENOTCONN;
     }
-    k->sq_res = n;
+    k->sq_res += n; /* beside the RDMA Reads' entries (pull), released together */
     uiw__lock_take(&c->lock);
     if (c->active)
         c->active--;

@@ -51,6 +51,37 @@ static void read_chunk(uint32_t vers)
     tsrv_stop(&t);
 }
 
+/* More calls with a Read chunk than the server's send queue has entries: each call's
+ * RDMA Read entries are given back with its reply's (they once leaked, and after
+ * thousands of calls a reply waited for send queue room forever). */
+TEST(rpc_read_chunks_outnumber_send_queue)
+{
+    struct tsrv t;
+    struct uiw_rpc_svc_attr sa = {0};
+    sa.xprt.credits = 1; /* the smallest send queue: 2048 + 22 + 64 entries */
+    tsrv_start(&t, &sa);
+    CLIENT *c = client(t.port, 2, 0);
+    u_int n = 2048;
+    struct tbuf b = {n, malloc(n)};
+    fill(b.val, n, 5);
+    u_int want = uiw_crc32c(0, b.val, n);
+    struct timeval tmo = {5, 0};
+    for (int i = 0; i < 2400; i++) {
+        u_int crc = 0;
+        enum clnt_stat st = clnt_call(c, TP_SINK, (xdrproc_t)xdr_tbuf, (char *)&b,
+                                      (xdrproc_t)xdr_u_int, (char *)&crc, tmo);
+        if (st != RPC_SUCCESS)
+            uiw_test_fail(__FILE__, __LINE__, "call %d: %s", i, clnt_sperrno(st));
+        CHECK_EQ(crc, want);
+    }
+    struct uiw_rpc_clnt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    CHECK(st.read_chunks >= 2400);
+    free(b.val);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
 TEST(rpc_read_chunk_v2)
 {
     read_chunk(2);
