@@ -341,6 +341,11 @@ struct uiw_qp_attr {
     bool term_sent;
     bool term_received;
     bool term_siw_order; /* the received Terminate used Linux siw's swapped bit order */
+    bool term_ambiguous; /* its control word reads validly in both bit orders: term_* is the
+                          * reading taken (RFC order, except where the RFC reading cannot
+                          * be meant: LLP / MPA codes 5-7, which only a connection's
+                          * startup carries, are read in siw's order, as RDMAP / Remote
+                          * Operation, after it) */
     uint8_t term_layer;
     uint8_t term_etype;
     uint8_t term_code;

@@ -193,6 +193,7 @@ int uiw_query_qp(struct uiw_qp *qp, struct uiw_qp_attr *a)
     a->term_sent = qp->term_sent;
     a->term_received = qp->term_received;
     a->term_siw_order = qp->term_received && qp->term_in.siw_order;
+    a->term_ambiguous = qp->term_received && qp->term_in.ambiguous;
     a->term_layer = qp->tl;
     a->term_etype = qp->te;
     a->term_code = qp->tc;

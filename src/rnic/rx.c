@@ -341,6 +341,24 @@ static int serve_read_req(struct uiw_qp *qp)
     return 0;
 }
 
+/* A Terminate whose control word reads validly in both bit orders (t, read in RFC order):
+ * whether the RFC reading is a plausible one. Linux siw writes its RDMAP Invalid Version,
+ * Unexpected OpCode and Catastrophic (stream) Terminates, which carry no M/D/R bits, as
+ * 20 05 00 00, 20 06 00 00 and 20 07 00 00: in RFC order LLP / MPA Local Catastrophic,
+ * Insufficient IRD and No Matching RTR (RFC 6581), which only the startup of a
+ * connection carries: the peer's first FPDU, and for No Matching RTR an answer to our
+ * RTR. Anywhere else siw's reading is taken. */
+static bool term_llp_plausible(const struct uiw_qp *qp, const struct uiw_terminate *t)
+{
+    if (t->siw_order || t->layer != UIW_TERM_LAYER_LLP || t->etype != UIW_TERM_LLP_MPA ||
+        t->code < UIW_TERM_MPA_LOCAL_CATASTROPHIC || t->code > UIW_TERM_MPA_NO_MATCHING_RTR)
+        return true;
+    if (qp->st[UIW__STAT_RX_FPDUS] != 1) /* counted already: this is the first */
+        return false;
+    return t->code != UIW_TERM_MPA_NO_MATCHING_RTR ||
+           (qp->cp.initiator && qp->cp.rtr != UIW__RTR_NONE);
+}
+
 /* The FPDU is complete and its CRC checked: deliver. */
 UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
 {
@@ -398,11 +416,14 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
     case UIW__RX_TERM: {
         struct uiw_terminate t;
         memset(&t, 0, sizeof(t));
-        if (uiw_terminate_parse(qp->rx_hdr + UIW_DDP_UNTAGGED_HDR_LEN,
-                                qp->rx_hdr_have - UIW_DDP_UNTAGGED_HDR_LEN, &t) < 0) {
+        const uint8_t *tb = qp->rx_hdr + UIW_DDP_UNTAGGED_HDR_LEN;
+        size_t tl = qp->rx_hdr_have - UIW_DDP_UNTAGGED_HDR_LEN;
+        if (uiw_terminate_parse(tb, tl, &t) < 0) {
             t.layer = UIW_TERM_LAYER_RDMAP;
             t.etype = UIW_TERM_RDMAP_REMOTE_OPERATION;
             t.code = UIW_TERM_RO_UNSPECIFIED;
+        } else if (t.ambiguous && !term_llp_plausible(qp, &t)) {
+            uiw_terminate_parse_order(tb, tl, UIW_TERM_ORDER_SIW, &t);
         }
         seg_reset(qp);
         uiw__qp_term_received(qp, &t);

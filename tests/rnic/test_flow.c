@@ -535,22 +535,37 @@ TEST(read_response_outside_sink)
     pair_free(&p);
 }
 
-static void inject_terminate(const uint8_t *body, size_t n, uint8_t layer, uint8_t etype,
-                             uint8_t code, bool siw)
+/* How a Terminate reaches side 0 (the initiator, a Read in progress). */
+struct term_case {
+    bool preceded; /* an FPDU (a zero-length Write) before it: not the first one */
+    enum uiw__rtr rtr;
+    bool ambiguous; /* its control word reads validly in both bit orders */
+    int wc;         /* the Read's status */
+};
+
+static void inject_terminate_ex(const uint8_t *body, size_t n, uint8_t layer, uint8_t etype,
+                                uint8_t code, bool siw, const struct term_case *k)
 {
     struct pair p;
     struct pair_opts o;
     pair_opts_default(&o);
+    o.rtr = k->rtr;
     pair_init(&p, &o, true);
     struct uiw_mr *b = pair_mr(&p, 0, 64, RW, 0);
     pair_post_recv(&p, 0, 1, b, 0, 64);
     CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_RDMA_READ, 0, b, 0, 64, 0x1000, 0x4242), 0);
     pair_discard_tx(&p, 0);
-    uint8_t ul[18 + 64] = {0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0};
-    memcpy(ul + 18, body, n);
     struct uiw_fpdu_tx ftx;
     uiw_fpdu_tx_init(&ftx, false, false);
     uint8_t buf[128];
+    if (k->preceded) {
+        const uint8_t w[14] = {0xC1, 0x40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+        struct uiw_wire_iov v = {w, sizeof(w)};
+        ssize_t len = uiw_fpdu_tx_encode(&ftx, &v, 1, buf, sizeof(buf));
+        CHECK_EQ(pair_feed(&p, 0, buf, (size_t)len), 0);
+    }
+    uint8_t ul[18 + 64] = {0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0};
+    memcpy(ul + 18, body, n);
     struct uiw_wire_iov v = {ul, 18 + n};
     ssize_t len = uiw_fpdu_tx_encode(&ftx, &v, 1, buf, sizeof(buf));
     CHECK_EQ(pair_feed(&p, 0, buf, (size_t)len), UIW_E_RNIC_TERM_RECEIVED);
@@ -563,16 +578,29 @@ static void inject_terminate(const uint8_t *body, size_t n, uint8_t layer, uint8
     CHECK_EQ(a.term_etype, etype);
     CHECK_EQ(a.term_code, code);
     CHECK_EQ(a.term_siw_order, siw);
+    CHECK_EQ(a.term_ambiguous, k->ambiguous);
+    struct uiw_async_event ev;
+    CHECK(pair_event(&p, 0, UIW_EVENT_TERM_RECEIVED, &ev));
+    CHECK_EQ(ev.term_layer, layer);
+    CHECK_EQ(ev.term_etype, etype);
+    CHECK_EQ(ev.term_code, code);
     CHECK_EQ(pair_tx_pending(&p, 0), 0); /* nothing more is sent after a Terminate */
     CHECK(uiw__qp_want(p.s[0].qp) & UIW__WANT_CLOSE);
     struct uiw_wc wc = pair_wc(&p, 0, true);
-    CHECK_EQ(wc.status, UIW_WC_REM_INV_REQ_ERR); /* the Read in progress */
+    CHECK_EQ(wc.status, k->wc); /* the Read in progress */
     CHECK_EQ(pair_wc(&p, 0, false).status, UIW_WC_WR_FLUSH_ERR);
     struct uiw_context_stats st;
     CHECK_EQ(uiw_query_context_stats(p.s[0].ctx, &st), 0);
     CHECK_EQ(st.terminates_received, 1);
     pair_mr_free(b);
     pair_free(&p);
+}
+
+static void inject_terminate(const uint8_t *body, size_t n, uint8_t layer, uint8_t etype,
+                             uint8_t code, bool siw)
+{
+    struct term_case k = {.wc = UIW_WC_REM_INV_REQ_ERR};
+    inject_terminate_ex(body, n, layer, etype, code, siw, &k);
 }
 
 TEST(terminate_received_rfc_order)
@@ -587,6 +615,41 @@ TEST(terminate_received_siw_order)
     const uint8_t body[4] = {0x21, 0x01, 0x00, 0x00}; /* the same, as Linux siw writes it */
     inject_terminate(body, 4, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_UNTAGGED, UIW_TERM_DU_INVALID_QN,
                      true);
+}
+
+/* Linux siw writes its RDMAP Invalid Version and Unexpected OpCode Terminates without M/D/R
+ * bits as 20 05 00 00 / 20 06 00 00: in RFC order LLP / MPA Local Catastrophic and
+ * Insufficient IRD, codes only a connection's startup carries. In the middle of a
+ * connection they are read as siw meant them, and the Read in progress fails with a
+ * remote operation error. */
+TEST(terminate_siw_flagless_words_in_rts)
+{
+    struct term_case k = {.preceded = true, .ambiguous = true, .wc = UIW_WC_REM_OP_ERR};
+    for (uint8_t code = 5; code <= 7; code++) {
+        const uint8_t body[4] = {0x20, code, 0x00, 0x00};
+        inject_terminate_ex(body, 4, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION, code,
+                            true, &k);
+    }
+}
+
+/* The same words as the peer's first FPDU keep their RFC reading (a startup error), except
+ * No Matching RTR where we sent no RTR. */
+TEST(terminate_flagless_words_at_startup)
+{
+    struct term_case k = {.ambiguous = true, .wc = UIW_WC_GENERAL_ERR};
+    const uint8_t w5[4] = {0x20, 0x05, 0x00, 0x00}, w6[4] = {0x20, 0x06, 0x00, 0x00},
+                  w7[4] = {0x20, 0x07, 0x00, 0x00};
+    inject_terminate_ex(w5, 4, UIW_TERM_LAYER_LLP, UIW_TERM_LLP_MPA,
+                        UIW_TERM_MPA_LOCAL_CATASTROPHIC, false, &k);
+    inject_terminate_ex(w6, 4, UIW_TERM_LAYER_LLP, UIW_TERM_LLP_MPA, UIW_TERM_MPA_INSUFFICIENT_IRD,
+                        false, &k);
+    k.rtr = UIW__RTR_WRITE;
+    inject_terminate_ex(w7, 4, UIW_TERM_LAYER_LLP, UIW_TERM_LLP_MPA, UIW_TERM_MPA_NO_MATCHING_RTR,
+                        false, &k);
+    k.rtr = UIW__RTR_NONE;
+    k.wc = UIW_WC_REM_OP_ERR;
+    inject_terminate_ex(w7, 4, UIW_TERM_LAYER_RDMAP, UIW_TERM_RDMAP_REMOTE_OPERATION,
+                        UIW_TERM_RO_CATASTROPHIC_STREAM, true, &k);
 }
 
 TEST(destroy_connected_qp_flushes)
