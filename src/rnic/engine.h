@@ -331,8 +331,9 @@ struct uiw_qp {
     size_t tx_ahead;               /* wire bytes of the built slots */
     uint32_t slot_head, slot_tail; /* free-running: [head, tail) built */
     int iov_per_slot;
-    uint32_t rx_send_msn; /* expected MSN */
-    uint32_t rx_send_len; /* bytes of the current Send so far (max end) */
+    uint32_t rx_send_msn;  /* expected MSN */
+    uint32_t rx_send_len;  /* bytes of the current Send so far: its next segment's MO */
+    uint32_t rx_rresp_got; /* bytes of the oldest Read's response so far */
     uint16_t rx_ulen;
     uint32_t qpn;
 

@@ -50,6 +50,7 @@ void uiw__rx_init(struct uiw_qp *qp)
     qp->rx_tail_idx = -1;
     qp->rx_small = false; /* until a small segment is seen, read headers exactly */
     qp->rx_send_len = 0;
+    qp->rx_rresp_got = 0;
     seg_reset(qp);
 }
 
@@ -216,6 +217,9 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
         if (h->to < w->sge[0].addr || h->to + qp->rx_plen < h->to ||
             h->to + qp->rx_plen > w->sge[0].addr + w->sge[0].length)
             return UIW_E_RNIC_TAG_BOUNDS;
+        /* in order, each segment where the last one ended: no hole (as Linux siw) */
+        if (h->to != w->sge[0].addr + qp->rx_rresp_got)
+            return UIW_E_RNIC_RRESP_MISMATCH;
         enum uiw__stag_err e = uiw__qp_stag_check(qp, h->stag, h->to, qp->rx_plen,
                                                   UIW_ACCESS_LOCAL_WRITE, &qp->rx_tgt);
         return e ? tag_code(e) : 0;
@@ -241,7 +245,9 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
         int c = uiw__rqe_resolve(qp, r);
         if (c)
             return c;
-        if (h->mo > r->len)
+        /* in order, each segment where the last one ended: a hole (or an overlap) would
+         * complete the receive with bytes that never arrived (as Linux siw) */
+        if (h->mo != qp->rx_send_len)
             return UIW_E_RNIC_BAD_MO;
         if ((uint64_t)h->mo + qp->rx_plen > r->len)
             return UIW_E_RNIC_MSG_TOO_LONG;
@@ -369,11 +375,20 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
     int code = 0;
     switch (qp->rx_kind) {
     case UIW__RX_RRESP:
+        if (qp->rtr_read_pending) {
+            if (h->last)
+                qp->rtr_read_pending = false;
+            break;
+        }
+        qp->rx_rresp_got += qp->rx_plen;
         if (h->last) {
             struct uiw__swqe *w = oldest_read(qp);
-            if (qp->rtr_read_pending) {
-                qp->rtr_read_pending = false;
-            } else if (w) {
+            if (w && qp->rx_rresp_got != w->len) {
+                code = UIW_E_RNIC_RRESP_MISMATCH; /* short, or zero-length */
+                break;
+            }
+            qp->rx_rresp_got = 0;
+            if (w) {
                 w->state = UIW__SWQE_DONE;
                 w->status = UIW_WC_SUCCESS;
                 qp->orq_count--;
@@ -384,9 +399,7 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
         }
         break;
     case UIW__RX_SEND: {
-        uint32_t end = h->mo + qp->rx_plen;
-        if (end > qp->rx_send_len)
-            qp->rx_send_len = end;
+        qp->rx_send_len += qp->rx_plen;
         if (!h->last)
             break;
         unsigned op = uiw_rdmap_ctrl_opcode(h->rdmap_ctrl);

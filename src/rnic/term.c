@@ -36,6 +36,9 @@ static const struct uiw__term_map table[] = {
     {UIW_E_RNIC_TAG_BOUNDS, 1, L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_ACC, NO_WC},
     {UIW_E_RNIC_TAG_NOT_ASSOC, 1, L_DDP, E_DT, UIW_TERM_DT_STAG_NOT_ASSOC, M | D, EV_ACC, NO_WC},
     {UIW_E_RNIC_TAG_TO_WRAP, 1, L_DDP, E_DT, UIW_TERM_DT_TO_WRAP, M | D, EV_ACC, NO_WC},
+    /* A Read Response that does not carry exactly what its Read Request asked for, in
+     * order (RFC 5041 has no code of its own for it; Linux siw answers the same). */
+    {UIW_E_RNIC_RRESP_MISMATCH, 1, L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_REQ, NO_WC},
     /* DDP has no access-rights code: RDMAP Remote Protection (RFC 5040 4.8). */
     {UIW_E_RNIC_TAG_ACCESS, 1, L_RDMAP, E_RP, UIW_TERM_RP_ACCESS_RIGHTS, M | D, EV_ACC, NO_WC},
     /* Read Request source STag (RFC 5040 8.1.1): RDMAP Remote Protection, with the RDMA

@@ -388,6 +388,41 @@ static void p_read_resp_too_long(struct conf *c)
 {
     read_resp(c, 0, 0, 128);
 }
+/* Fewer bytes than the Read asked for (placed where they were aimed), then Last. */
+static void p_read_resp_short(struct conf *c)
+{
+    read_resp(c, 0, 0, 32);
+    conf_expect_written(c, c->region[R_RW], payload, 32);
+}
+/* A zero-length Read Response for a Read of 64 bytes. */
+static void p_read_resp_zero_length(struct conf *c)
+{
+    read_resp(c, 0, 0, 0);
+}
+/* A first segment of 16 bytes, then one past a hole of 16. */
+static void p_read_resp_hole(struct conf *c)
+{
+    conf_post_read(c, c->region[R_RW], 64, 0x00C0DE00 | 0x01, 0x2000);
+    struct uiw_rdmap_read_req rr;
+    conf_recv_read_req(c, &rr);
+    uint8_t h[UIW_DDP_TAGGED_HDR_LEN];
+    rawpeer_tagged_hdr(h, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP), false, rr.sink_stag, rr.sink_to);
+    struct uiw_wire_iov v[2] = {{h, sizeof(h)}, {payload, 16}};
+    CHECK_EQ(rawpeer_send_ulpdu(&c->peer, v, 2), 0);
+    conf_expect_written(c, c->region[R_RW], payload, 16);
+    rawpeer_tagged_hdr(h, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP), true, rr.sink_stag, rr.sink_to + 32);
+    conf_send(c, h, sizeof(h), payload + 32, 32);
+}
+/* A Send of two segments with a hole between them: MO 0 (16 bytes), then MO 32. */
+static void p_send_hole(struct conf *c)
+{
+    uint8_t h[UIW_DDP_UNTAGGED_HDR_LEN];
+    rawpeer_untagged_hdr(h, uiw_rdmap_ctrl(UIW_RDMAP_SEND), false, 0, UIW_DDP_QN_SEND, 1, 0);
+    struct uiw_wire_iov v[2] = {{h, sizeof(h)}, {payload, 16}};
+    CHECK_EQ(rawpeer_send_ulpdu(&c->peer, v, 2), 0);
+    conf_expect_written(c, c->region[R_RECV], payload, 16);
+    untagged(c, uiw_rdmap_ctrl(UIW_RDMAP_SEND), 0, UIW_DDP_QN_SEND, 1, 32, 16);
+}
 /* A legal Read outstanding when the peer violates protection: the Read is flushed. */
 static void p_write_invalid_stag_read_pending(struct conf *c)
 {
@@ -501,6 +536,21 @@ static const struct conf_case cases[] = {
      &o_crc,
      p_read_resp_too_long,
      {L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_ACC, FLUSH, true, 0}},
+    /* A Read Response that is short, empty or has a hole (RFC 5041 has no code of its
+     * own: Base or Bounds, as Linux siw) would complete the Read with bytes that never
+     * arrived. */
+    {"read_resp_short",
+     &o_crc,
+     p_read_resp_short,
+     {L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_REQ, FLUSH, true, UIW_WC_BAD_RESP_ERR}},
+    {"read_resp_zero_length",
+     &o_crc,
+     p_read_resp_zero_length,
+     {L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_REQ, FLUSH, true, UIW_WC_BAD_RESP_ERR}},
+    {"read_resp_hole",
+     &o_crc,
+     p_read_resp_hole,
+     {L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_REQ, FLUSH, true, UIW_WC_BAD_RESP_ERR}},
     {"write_invalid_stag_read_pending",
      &o_crc,
      p_write_invalid_stag_read_pending,
@@ -544,6 +594,11 @@ static const struct conf_case cases[] = {
      &o_norecv,
      p_send,
      {L_DDP, E_DU, UIW_TERM_DU_INVALID_MSN_NO_BUF, M | D, EV_REQ, FLUSH, true, 0}},
+    /* A multi-segment Send with a hole (RFC 5041 7.2: Invalid MO, as Linux siw). */
+    {"send_hole",
+     &o_crc,
+     p_send_hole,
+     {L_DDP, E_DU, UIW_TERM_DU_INVALID_MO, M | D, EV_REQ, FLUSH, true, 0}},
     {"send_msn_ahead",
      &o_crc,
      p_send_msn_ahead,
@@ -761,6 +816,22 @@ TEST(term_read_resp_outside_sink)
 TEST(term_read_resp_too_long)
 {
     run_case("read_resp_too_long");
+}
+TEST(term_read_resp_short)
+{
+    run_case("read_resp_short");
+}
+TEST(term_read_resp_zero_length)
+{
+    run_case("read_resp_zero_length");
+}
+TEST(term_read_resp_hole)
+{
+    run_case("read_resp_hole");
+}
+TEST(term_send_hole)
+{
+    run_case("send_hole");
 }
 TEST(term_write_invalid_stag_read_pending)
 {
