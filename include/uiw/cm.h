@@ -25,6 +25,15 @@
  * types the initiator offered; the initiator then sends that zero-length message first and
  * the responder sends no FPDU before receiving it.
  *
+ * Wake-up Write (initiator): a responder can miss the initiator's first FPDU when it
+ * arrives right after the MPA Reply (Linux siw sends its Reply before it moves the
+ * socket's receive callback to the QP; an FPDU that lands in between sits unread until
+ * more bytes arrive). When nothing has come from the peer 50 ms after the initiator's
+ * first FPDU went out, the initiator sends one zero-length RDMA Write (STag 1, TO 0, as
+ * the zero-length RTR Write of RFC 6581: a zero-length Write places nothing and its
+ * STag and TO are not checked); its bytes make such a responder read. Any other peer
+ * ignores it. uiw_conn_param's no_wake_write turns it off.
+ *
  * Progress: the channel's fd (uiw_cm_channel_fd) works with poll/epoll: it becomes
  * readable when handshake work or events are pending; uiw_cm_get_event does that work.
  * Connection setup thus needs no thread; after ESTABLISHED the connection's data moves to
@@ -106,6 +115,7 @@ struct uiw_conn_param {
                                    * (responder); 0 -> WRITE|READ (as Linux siw) */
     bool reject_markers;          /* refuse a peer that asks us for markers (as Linux siw);
                                    * default: honour it */
+    bool no_wake_write;           /* initiator: no wake-up Write (see above); default: on */
     uint32_t timeout_ms;          /* handshake timeout: initiator waiting for the Reply
                                    * (0 -> 10000), responder waiting for the Request
                                    * (listen: 0 -> 5000) */

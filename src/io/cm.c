@@ -95,6 +95,8 @@ struct uiw_cm_channel {
 #define CMID_OF_IOH(hp) ((struct uiw__cmid *)((char *)(hp)-offsetof(struct uiw__cmid, h)))
 
 static const uint32_t default_timeout_active = 10000, default_timeout_passive = 5000;
+/* The initiator's wake-up Write: this long after its first FPDU went out (cm.h) */
+static const unsigned wake_ms = 50;
 
 /* ------------------------------------------------------------------------------------- */
 /* events */
@@ -582,6 +584,8 @@ static int id_established(struct uiw__cmid *id, const void *pd, size_t pd_len)
         free(n);
         return r;
     }
+    if (in->initiator && !id->param.no_wake_write)
+        uiw__conn_wake(c, wake_ms); /* without a timer, no wake-up: nothing else changes */
     id->h.fd = -1;
     id->pcap = NULL;
     id->conn = c;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "io/io.h"
@@ -34,6 +35,7 @@ int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap,
         return -ENOMEM;
     c->h.fd = fd;
     c->h.fn = NULL;
+    c->wake.fd = -1;
     c->io = io;
     c->qp = qp;
     c->owner = owner;
@@ -58,6 +60,52 @@ static void conn_events(struct uiw__ioh *h, uint32_t events)
     uiw__conn_service(c, events);
 }
 
+/* The wake-up timer is done with (fired, or the connection ends). loop.lock held, or the
+ * connection not yet registered. */
+static void conn_wake_stop(struct uiw__conn *c)
+{
+    if (c->wake.fd < 0)
+        return;
+    if (c->wake.events)
+        uiw__loop_del(&c->io->loop, &c->wake);
+    close(c->wake.fd);
+    c->wake.fd = -1;
+    c->wake_state = UIW__WAKE_NONE;
+}
+
+/* The timer fired: if the peer has sent nothing yet, the zero-length Write goes out. */
+static void wake_events(struct uiw__ioh *h, uint32_t events)
+{
+    struct uiw__conn *c = (struct uiw__conn *)((char *)h - offsetof(struct uiw__conn, wake));
+    (void)events;
+    conn_wake_stop(c);
+    if (c->open && !c->closing && uiw__qp_wake(c->qp))
+        uiw__conn_service(c, 0);
+}
+
+int uiw__conn_wake(struct uiw__conn *c, unsigned ms)
+{
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    c->wake.fd = fd;
+    c->wake.fn = wake_events;
+    c->wake_ms = ms;
+    c->wake_state = UIW__WAKE_IDLE;
+    return 0;
+}
+
+/* The first bytes of the stream went out: start the wake-up timer. */
+UIW__COLD static void conn_wake_arm(struct uiw__conn *c)
+{
+    struct itimerspec its = {0};
+    its.it_value.tv_sec = c->wake_ms / 1000;
+    its.it_value.tv_nsec = (long)(c->wake_ms % 1000) * 1000000L;
+    c->wake_state = UIW__WAKE_ARMED;
+    if (timerfd_settime(c->wake.fd, 0, &its, NULL) < 0)
+        conn_wake_stop(c);
+}
+
 void uiw__conn_go(struct uiw__conn *c)
 {
     struct uiw__io *io = c->io;
@@ -68,6 +116,8 @@ void uiw__conn_go(struct uiw__conn *c)
     if (io->conns)
         io->conns->prev = c;
     io->conns = c;
+    if (c->wake.fd >= 0 && uiw__loop_set(&io->loop, &c->wake, EPOLLIN) < 0)
+        conn_wake_stop(c);
     uiw__loop_set(&io->loop, &c->h, EPOLLIN);
     uiw__conn_service(c, 0);
     uiw__lock_give(&io->loop.lock);
@@ -93,6 +143,7 @@ static void conn_report(struct uiw__conn *c, int reason)
 
 static void conn_close_fd(struct uiw__conn *c)
 {
+    conn_wake_stop(c);
     if (!c->open)
         return;
     uiw__loop_del(&c->io->loop, &c->h);
@@ -114,6 +165,7 @@ static void conn_end(struct uiw__conn *c, int reason)
  * the wait in any case. loop.lock held. */
 static void conn_linger(struct uiw__conn *c)
 {
+    conn_wake_stop(c);
     conn_report(c, 0);
     shutdown(c->h.fd, SHUT_WR);
     c->closing = true;
@@ -349,6 +401,8 @@ static int conn_tx(struct uiw__conn *c)
         if (c->pcap)
             uiw__pcap_data(c->pcap, 1, iov, cnt, (size_t)w);
         uiw__qp_tx_advance(c->qp, (size_t)w);
+        if (c->wake_state == UIW__WAKE_IDLE && w > 0)
+            conn_wake_arm(c);
         if ((size_t)w < iov_total(iov, cnt)) {
             c->out_blocked = true;
             return 0;
@@ -445,6 +499,8 @@ UIW__DATAPATH bool uiw__conn_send_locked(struct uiw__conn *c)
             ssize_t w = conn_write(c->h.fd, c->iov, cnt);
             if (w > 0)
                 uiw__qp_tx_advance_locked(c->qp, (size_t)w);
+            if (c->wake_state == UIW__WAKE_IDLE && w > 0)
+                conn_wake_arm(c);
             /* all out, nothing more to send or close: nothing for the service pass */
             done = w > 0 && (size_t)w == iov_total(c->iov, cnt) &&
                    !(uiw__qp_want_locked(c->qp) & (UIW__WANT_TX | UIW__WANT_CLOSE));
@@ -481,6 +537,7 @@ void uiw__conn_destroy(struct uiw__conn *c)
 {
     struct uiw__io *io = c->io;
     uiw__lock_take(&io->loop.lock);
+    conn_wake_stop(c);
     if (c->open) {
         uiw__loop_del(&io->loop, &c->h);
         conn_tx(c); /* a Terminate of an abortive close goes out if the socket takes it */

@@ -65,6 +65,9 @@ struct uiw__conn {
     unsigned rx_hint; /* what uiw__qp_rx_take said the engine wants (UIW__WANT_*) */
     uint8_t *stage;   /* the engine's staging ring (from uiw__qp_rx_stage) */
     size_t stage_cap;
+    uint8_t wake_state;   /* the initiator's wake-up Write (uiw__conn_wake): UIW__WAKE_* */
+    struct uiw__ioh wake; /* its timer (timerfd; fd -1 when none) */
+    unsigned wake_ms;
     struct uiw__conn *pend_next; /* (guarded by pend_lock) */
     struct uiw__conn *next, *prev;
     /* the iovecs of one readv or sendmsg (loop.lock held): here rather than on the
@@ -81,6 +84,11 @@ struct uiw__io *uiw__io_of(struct uiw_context *ctx);
 int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap,
                     const struct uiw__conn_owner *owner, void *arg,
                     const struct uiw__conn_params *p, struct uiw__conn **out);
+enum { UIW__WAKE_NONE = 0, UIW__WAKE_IDLE, UIW__WAKE_ARMED };
+/* The initiator's wake-up (uiw__qp_wake): ms after the connection's first bytes of FPDU
+ * stream went out, if the peer has sent nothing yet, one zero-length RDMA Write follows.
+ * Before uiw__conn_go. Returns 0 or -errno (no timer: no wake-up). */
+int uiw__conn_wake(struct uiw__conn *c, unsigned ms);
 /* Register a started connection with its loop and run it. */
 void uiw__conn_go(struct uiw__conn *c);
 /* Inline progress for a context with this one connection: service it as if epoll had

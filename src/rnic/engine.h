@@ -303,6 +303,7 @@ struct uiw_qp {
     bool term_pending;
     bool term_queued;
     bool rtr_send_pending; /* initiator: the RTR message is still to be built */
+    bool wake_pending;     /* initiator: the wake-up zero-length Write is to be built */
     bool tx_turn;          /* Read Responses and the send queue take turns */
     bool sig_all;
     struct uiw_context *ctx;
@@ -424,7 +425,7 @@ static inline void uiw__qp_unlock(struct uiw_qp *qp)
  * WR (building would find as much, at several times the cost). */
 static inline bool uiw__tx_idle(const struct uiw_qp *qp)
 {
-    return !qp->term_pending && !qp->rtr_send_pending && qp->irq_count == 0 &&
+    return !qp->term_pending && !qp->rtr_send_pending && !qp->wake_pending && qp->irq_count == 0 &&
            qp->sq_tx == qp->sq_tail;
 }
 /* Build FPDUs for what can be sent now (QP lock held, not idle, slots allocated). */

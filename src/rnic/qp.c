@@ -477,12 +477,27 @@ void uiw__qp_term_received(struct uiw_qp *qp, const struct uiw_terminate *t)
     uiw__qp_flush(qp);
 }
 
+int uiw__qp_wake(struct uiw_qp *qp)
+{
+    uiw__lock_take(&qp->lock);
+    int r = 0;
+    if (qp->started && qp->cp.initiator &&
+        (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING) && qp->ftx.stream_pos > 0 &&
+        qp->frx.stream_pos == 0) {
+        qp->wake_pending = true;
+        r = 1;
+    }
+    uiw__qp_unlock(qp);
+    return r;
+}
+
 void uiw__qp_check_close(struct uiw_qp *qp)
 {
     /* a held responder can send nothing: what it has queued is flushed with the close */
     if (qp->state == UIW_QPS_CLOSING &&
-        (qp->tx_hold || (qp->sq_head == qp->sq_tail && qp->irq_count == 0 &&
-                         qp->slot_head == qp->slot_tail && !qp->rtr_send_pending)))
+        (qp->tx_hold ||
+         (qp->sq_head == qp->sq_tail && qp->irq_count == 0 && qp->slot_head == qp->slot_tail &&
+          !qp->rtr_send_pending && !qp->wake_pending)))
         qp->want_close = true;
 }
 

@@ -265,6 +265,15 @@ void uiw__qp_conn_lost(struct uiw_qp *qp, int reason);
  * the Terminate went out; otherwise straight to ERROR. -EINVAL in IDLE. */
 int uiw__qp_close(struct uiw_qp *qp, bool graceful);
 
+/* The initiator's wake-up: when the peer has sent nothing yet although our first FPDU has
+ * been built, queue one zero-length RDMA Write (STag 1, TO 0, as the zero-length RTR
+ * Write: it places nothing and a receiver does not check it). Its bytes make a responder
+ * that missed our first FPDU read (Linux siw sends its MPA Reply before it moves the
+ * socket's receive callback to the QP: an FPDU that lands in between waits for more
+ * bytes). Returns 1 when queued (io sends it as any TX), 0 when not needed or possible.
+ * io calls it a few tens of milliseconds after the first FPDU went out. */
+int uiw__qp_wake(struct uiw_qp *qp);
+
 enum uiw__want {
     UIW__WANT_TX = 1 << 0,    /* uiw__qp_tx_next has bytes */
     UIW__WANT_CLOSE = 1 << 1, /* all that must be sent was sent: shut the socket down */

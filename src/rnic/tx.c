@@ -395,6 +395,12 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
         return false;
     if (qp->tx_hold)
         return sq_local_step(qp); /* nothing on the wire yet: local operations only */
+    if (qp->wake_pending) {       /* uiw__qp_wake: as the zero-length RTR Write */
+        qp->wake_pending = false;
+        struct uiw_wire_iov ul[1];
+        slot_commit(qp, s, put_tagged(s->hdr, UIW_RDMAP_WRITE, true, 1, 0), ul, 0, false);
+        return true;
+    }
     if (qp->rtr_send_pending) {
         qp->rtr_send_pending = false;
         size_t h;
@@ -536,7 +542,8 @@ UIW__DATAPATH static bool tx_send_small(struct uiw_qp *qp)
 {
     uint32_t idx = qp->sq_tx;
     if (idx + 1 != qp->sq_tail || qp->irq_count || qp->term_pending || qp->term_queued ||
-        qp->rtr_send_pending || qp->tx_hold || qp->state != UIW_QPS_RTS || qp->ftx.markers)
+        qp->rtr_send_pending || qp->wake_pending || qp->tx_hold || qp->state != UIW_QPS_RTS ||
+        qp->ftx.markers)
         return false;
     struct uiw__swqe *w = &qp->sq[idx & (qp->sq_size - 1)];
     bool inl = (w->flags & UIW_SEND_INLINE) != 0;

@@ -47,6 +47,8 @@ struct conf_opts {
     bool no_progress;  /* no progress thread (inline progress only) */
     bool srq;          /* the QP takes its receives from an SRQ (c->srq), where the
                         * receives are posted */
+    bool wake;         /* initiator: keep the wake-up Write on (cm.h; off so that a silent
+                        * raw peer sees only what a case provokes) */
 };
 
 struct conf {

@@ -977,3 +977,70 @@ TEST(responder_waits_for_first_fpdu_rev2)
 {
     responder_waits(2);
 }
+
+/* The initiator's wake-up Write (cm.h): the stack sends a Send; a responder that stays
+ * silent gets one zero-length RDMA Write (STag 1, TO 0, Last) some tens of milliseconds
+ * later, and nothing more; one that answers, or the option turned off, gets none. */
+enum wake_case { WAKE_SILENT, WAKE_ANSWERED, WAKE_OFF };
+
+static void initiator_wake(enum wake_case k)
+{
+    struct conf *c = calloc(1, sizeof(*c));
+    struct conf_opts o = {.crc = true, .initiator = true, .wake = k != WAKE_OFF};
+    conf_open(c, &o);
+    uint8_t *src = c->region[R_RW];
+    struct uiw_sge sge = {.addr = (uintptr_t)src, .length = 16, .lkey = c->mr[R_RW]->lkey};
+    struct uiw_send_wr wr = {.wr_id = 7,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = UIW_WR_SEND,
+                             .send_flags = UIW_SEND_SIGNALED};
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(c->qp, &wr, &bad), 0);
+    uint8_t u[128];
+    uint16_t len = 0;
+    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, CONF_WAIT_MS), 1);
+    uint64_t t0 = ms_now();
+    CHECK_EQ(len, UIW_DDP_UNTAGGED_HDR_LEN + 16);
+    struct uiw_wc wc;
+    conf_next_wc(c, &wc);
+    CHECK_EQ(wc.wr_id, 7);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    if (k == WAKE_ANSWERED)
+        CHECK_EQ(rawpeer_send_write(&c->peer, 1, 0, NULL, 0), 0);
+    if (k == WAKE_SILENT) {
+        CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, CONF_WAIT_MS), 1);
+        CHECK(ms_now() - t0 >= 40);
+        struct uiw_ddp_hdr h;
+        CHECK_EQ(len, UIW_DDP_TAGGED_HDR_LEN);
+        CHECK_EQ(uiw_ddp_hdr_parse(u, len, &h), UIW_DDP_TAGGED_HDR_LEN);
+        CHECK(h.tagged && h.last);
+        CHECK_EQ(h.rdmap_ctrl, uiw_rdmap_ctrl(UIW_RDMAP_WRITE));
+        CHECK_EQ(h.stag, 1);
+        CHECK_EQ(h.to, 0);
+    }
+    /* once at most */
+    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, 400), -ETIMEDOUT);
+    conf_no_wc(c, 10);
+    struct uiw_qp_attr qa;
+    CHECK_EQ(uiw_query_qp(c->qp, &qa), 0);
+    CHECK_EQ(qa.state, UIW_QPS_RTS);
+    conf_check_memory(c, true);
+    conf_close(c);
+    free(c);
+}
+
+TEST(initiator_wakes_a_silent_responder)
+{
+    initiator_wake(WAKE_SILENT);
+}
+
+TEST(initiator_no_wake_when_answered)
+{
+    initiator_wake(WAKE_ANSWERED);
+}
+
+TEST(initiator_no_wake_when_off)
+{
+    initiator_wake(WAKE_OFF);
+}
