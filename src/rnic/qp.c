@@ -409,7 +409,8 @@ void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
     if (qp->state == UIW_QPS_TERMINATE || qp->state == UIW_QPS_ERROR)
         return;
     const struct uiw__term_map *m = uiw__term_lookup(code, ddp ? (int)ddp->tagged : -1);
-    qp->rx_failed = true;
+    /* the receive side goes on (a Terminate of the peer's may still arrive: rx.c) unless the
+     * failure came from it (rx_fail stops it) */
     qp->tl = m->layer;
     qp->te = m->etype;
     qp->tc = m->ecode;

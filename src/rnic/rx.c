@@ -60,6 +60,16 @@ UIW__DATAPATH static bool rx_accepting(const struct uiw_qp *qp)
            (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING);
 }
 
+/* Whether the stream is still parsed: to place and deliver while accepting; in TERMINATE
+ * after a local failure (our Terminate waits to go out, the peer's stream is intact) only
+ * to find a Terminate of the peer's, every other segment skipped and nothing placed. */
+static bool rx_parsing(const struct uiw_qp *qp)
+{
+    return qp->started && !qp->rx_failed &&
+           (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING ||
+            qp->state == UIW_QPS_TERMINATE);
+}
+
 /* The oldest Read waiting for its response, or NULL. */
 UIW__DATAPATH static struct uiw__swqe *oldest_read(struct uiw_qp *qp)
 {
@@ -184,6 +194,10 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
     unsigned op = uiw_rdmap_ctrl_opcode(h->rdmap_ctrl);
     qp->rx_hdr_done = true;
     qp->rx_plen = qp->rx_ulen - qp->rx_hdr_len;
+    if (!rx_accepting(qp) && (h->tagged || h->qn != UIW_DDP_QN_TERMINATE)) {
+        qp->rx_kind = UIW__RX_DISCARD; /* the stream failed: only a Terminate matters */
+        return 0;
+    }
     if (h->tagged) {
         if (op == UIW_RDMAP_WRITE) {
             if (qp->rtr_wait_rx) {
@@ -370,6 +384,10 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
 {
     qp->tx_hold = false; /* an FPDU of the initiator validated: we may send (RFC 5044 7.1.2) */
     uiw__qstat(qp, UIW__STAT_RX_FPDUS, 1);
+    if (!rx_accepting(qp) && qp->rx_kind != UIW__RX_TERM) {
+        seg_reset(qp); /* the QP failed meanwhile: nothing is delivered */
+        return 0;
+    }
     qp->rx_small = !seg_large(qp->rx_plen, qp->rx_ddp.last);
     const struct uiw_ddp_hdr *h = &qp->rx_ddp;
     int code = 0;
@@ -495,7 +513,7 @@ static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
 {
     qp->rx_niov = 0;
     qp->rx_tail_idx = -1;
-    if (!rx_accepting(qp))
+    if (!rx_parsing(qp))
         return 0;
     enum uiw_fpdu_run kind;
     uint32_t off = 0;
@@ -533,9 +551,15 @@ static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
             return qp->rx_niov = n; /* max reached: no lookahead */
         return qp->rx_niov = add_tail(qp, n, max, tail, off + run);
     }
-    default: /* bytes nobody keeps (an oversized Terminate's tail) */
-        qp->rx_iov[0].iov_base = qp->rx_framing;
-        qp->rx_iov[0].iov_len = run < sizeof(qp->rx_framing) ? run : sizeof(qp->rx_framing);
+    default: /* bytes nobody keeps (skipped segments, an oversized Terminate's tail): read
+              * into the staging ring (unused then), taken from a buffer a piece at a time */
+        if (tail) {
+            qp->rx_iov[0].iov_base = qp->stage;
+            qp->rx_iov[0].iov_len = run < UIW__RX_STAGE_CAP ? run : UIW__RX_STAGE_CAP;
+        } else {
+            qp->rx_iov[0].iov_base = qp->rx_framing;
+            qp->rx_iov[0].iov_len = run < sizeof(qp->rx_framing) ? run : sizeof(qp->rx_framing);
+        }
         qp->rx_iov_kind = 0;
         return qp->rx_niov = 1;
     }

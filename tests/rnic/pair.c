@@ -165,8 +165,7 @@ int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len)
             uint8_t *b;
             size_t cap;
             r = uiw__qp_rx_stage(qp, &b, &cap);
-            if (r < 0)
-                return first; /* not accepting: the rest is dropped */
+            /* r < 0, not accepting: as io, uiw__qp_rx_next says whether bytes still go in */
             if (r == 1 && p->o.mode == PAIR_PEEK) {
                 size_t m = want < cap ? want : cap;
                 memcpy(b, buf, m); /* recv(MSG_PEEK) */

@@ -652,6 +652,65 @@ TEST(terminate_flagless_words_at_startup)
                         UIW_TERM_RO_CATASTROPHIC_STREAM, true, &k);
 }
 
+/* A Terminate of the peer's that arrives while the QP is in TERMINATE (it failed locally,
+ * its own Terminate has not gone out) still reaches the application; what the peer sent
+ * before it is skipped, nothing placed. */
+TEST(terminate_received_in_terminate_state)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_mr *b = pair_mr(&p, 0, 64, RW, 0);
+    pair_post_recv(&p, 0, 1, b, 0, 64);
+    CHECK_EQ(uiw_modify_qp_state(p.s[0].qp, UIW_QPS_ERROR), 0); /* our Terminate, unsent */
+    CHECK_EQ(uiw__qp_state(p.s[0].qp), UIW_QPS_TERMINATE);
+    struct uiw_async_event ev;
+    CHECK(!pair_event(&p, 0, UIW_EVENT_TERM_RECEIVED, &ev));
+    /* the peer's stream: a Write into b, a Send, then its Terminate */
+    uint8_t w[14 + 32] = {0xC1, 0x40};
+    uiw__put_be32(w + 2, b->rkey);
+    uiw__put_be64(w + 6, (uintptr_t)b->addr);
+    memset(w + 14, 0xAB, 32);
+    const uint8_t s[18 + 8] = {0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2};
+    const uint8_t t[18 + 4] = {
+        0x41, 0x47, 0, 0, 0, 0, 0, 0,    0,    2,    0,
+        0,    0,    1, 0, 0, 0, 0, 0x12, 0x01, 0x00, 0x00}; /* DDP / Untagged / Invalid QN */
+    struct uiw_fpdu_tx ftx;
+    uiw_fpdu_tx_init(&ftx, false, false);
+    uint8_t buf[256];
+    size_t n = 0;
+    const struct uiw_wire_iov v[3] = {{w, sizeof(w)}, {s, sizeof(s)}, {t, sizeof(t)}};
+    for (int i = 0; i < 3; i++) {
+        ssize_t k = uiw_fpdu_tx_encode(&ftx, &v[i], 1, buf + n, sizeof(buf) - n);
+        CHECK(k > 0);
+        n += (size_t)k;
+    }
+    CHECK_EQ(pair_feed(&p, 0, buf, n), UIW_E_RNIC_TERM_RECEIVED);
+    CHECK(pair_event(&p, 0, UIW_EVENT_TERM_RECEIVED, &ev));
+    CHECK_EQ(ev.term_layer, UIW_TERM_LAYER_DDP);
+    CHECK_EQ(ev.term_etype, UIW_TERM_DDP_UNTAGGED);
+    CHECK_EQ(ev.term_code, UIW_TERM_DU_INVALID_QN);
+    struct uiw_qp_attr a;
+    CHECK_EQ(uiw_query_qp(p.s[0].qp, &a), 0);
+    CHECK_EQ(a.state, UIW_QPS_ERROR);
+    CHECK(a.term_received);
+    CHECK_EQ(a.term_layer, UIW_TERM_LAYER_DDP);
+    CHECK_EQ(a.term_etype, UIW_TERM_DDP_UNTAGGED);
+    CHECK_EQ(a.term_code, UIW_TERM_DU_INVALID_QN);
+    CHECK_EQ(((uint8_t *)b->addr)[0], 0); /* the Write was not placed */
+    struct uiw_wc wc = pair_wc(&p, 0, false);
+    CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR); /* flushed by the abort, not completed again */
+    CHECK_EQ(pair_nwc(&p, 0, false), 0);
+    CHECK_EQ(pair_tx_pending(&p, 0), 0); /* nothing sent after the peer's Terminate */
+    CHECK(uiw__qp_want(p.s[0].qp) & UIW__WANT_CLOSE);
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(p.s[0].ctx, &st), 0);
+    CHECK_EQ(st.terminates_received, 1);
+    pair_mr_free(b);
+    pair_free(&p);
+}
+
 TEST(destroy_connected_qp_flushes)
 {
     struct pair p;
