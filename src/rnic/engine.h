@@ -58,6 +58,9 @@ struct uiw__stag {
     uint64_t max_len;
     struct uiw_mr *mr;
     uint32_t next_free;
+    /* Read Response segments built from the entry and not yet handed to TCP (their
+     * payload is read from its memory then): uiw_dereg_mr waits for none to be left */
+    _Atomic uint32_t pins;
 };
 
 struct uiw_context {
@@ -116,8 +119,18 @@ enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t stag, uint64_t
                                       unsigned access, uint8_t **ptr);
 /* Invalidate a fast-register STag of pd: 0 (also when it is invalid already: invalidated,
  * or its MR bound since under another key, which stays valid), or -EINVAL (no MR at that
- * index, or one of another PD) or -EPERM (cannot be invalidated: a uiw_reg_mr STag). */
-int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag);
+ * index, or one of another PD) or -EPERM (cannot be invalidated: a uiw_reg_mr STag); with
+ * refuse_pinned, -EBUSY (nothing done) while a Read Response is being sent from it. */
+int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
+                         bool refuse_pinned);
+/* A Read Response segment of the QP's about to be built from [to, to + len) of stag:
+ * uiw__qp_stag_check for REMOTE_READ and, when it passes, one pin on the entry (*idx),
+ * released with uiw__stag_unpin once the segment went to TCP or was dropped. The check
+ * and the pin are one step against uiw_dereg_mr: a region deregistered before is refused,
+ * one deregistered after waits for the segment. */
+enum uiw__stag_err uiw__qp_stag_pin(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
+                                    uint8_t **ptr, uint32_t *idx);
+void uiw__stag_unpin(struct uiw_context *ctx, uint32_t idx);
 /* Fast-register: 0 or -EINVAL. */
 int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct uiw_mr *mr,
                       uint32_t key, void *addr, size_t len, unsigned access);
@@ -236,12 +249,16 @@ struct uiw_srq {
     _Atomic int nqp; /* QPs created on it */
 };
 
+/* An inbound Read Request being answered: its source is checked again (and pinned) for
+ * each segment, so that memory deregistered or invalidated meanwhile is never read. */
 struct uiw__ird {
     uint32_t sink_stag;
     uint64_t sink_to;
     uint32_t size;
     uint32_t off;
-    uint8_t *src;
+    uint32_t src_stag;
+    uint64_t src_to;
+    uint32_t msn; /* of the Read Request, for the Terminate that may answer it */
 };
 
 /* A payload up to this size (without markers) is copied behind its header, with the pad
@@ -262,8 +279,8 @@ struct uiw__txslot {
     size_t wire_len;
     uint32_t swqe; /* SQ index completed when this slot's last byte is out */
     bool has_swqe;
-    bool ird_last;  /* last segment of the head Read Response */
     bool terminate; /* the Terminate */
+    uint32_t pin;   /* STag index a Read Response segment pinned (uiw__qp_stag_pin), or 0 */
     /* the framer's state before this slot was built: unsent slots can be dropped (abort)
      * without breaking marker positions */
     struct uiw_fpdu_tx ftx_before;
@@ -331,10 +348,10 @@ struct uiw_qp {
     size_t slot_off;               /* bytes of the head slot already sent */
     size_t tx_ahead;               /* wire bytes of the built slots */
     uint32_t slot_head, slot_tail; /* free-running: [head, tail) built */
+    uint32_t slot_given;           /* [head, given) handed to io by tx_next, until tx_advance */
     int iov_per_slot;
-    uint32_t rx_send_msn;  /* expected MSN */
-    uint32_t rx_send_len;  /* bytes of the current Send so far: its next segment's MO */
-    uint32_t rx_rresp_got; /* bytes of the oldest Read's response so far */
+    uint32_t rx_send_msn; /* expected MSN */
+    uint32_t rx_send_len; /* bytes of the current Send so far: its next segment's MO */
     uint16_t rx_ulen;
     uint32_t qpn;
 
@@ -386,10 +403,11 @@ struct uiw_qp {
     /* the iovecs handed out by the last rx_next */
     struct iovec rx_iov[UIW__MAX_SGE + 1];
     int rx_niov;
-    int rx_tail_idx;      /* index of the lookahead iovec in rx_iov, -1 if none */
-    uint8_t rx_tail[48];  /* pad + CRC of this FPDU and the next FPDU's length + header */
-    int rx_iov_kind;      /* 0 framing, 1 header, 2 payload */
-    uint32_t rx_rreq_msn; /* expected MSN */
+    int rx_tail_idx;       /* index of the lookahead iovec in rx_iov, -1 if none */
+    uint8_t rx_tail[48];   /* pad + CRC of this FPDU and the next FPDU's length + header */
+    int rx_iov_kind;       /* 0 framing, 1 header, 2 payload */
+    uint32_t rx_rreq_msn;  /* expected MSN */
+    uint32_t rx_rresp_got; /* bytes of the oldest Read's response so far */
 
     /* Terminate info */
     bool term_sent, term_received;
@@ -438,11 +456,21 @@ static inline bool uiw__tx_has_work(struct uiw_qp *qp)
     return qp->slot_head != qp->slot_tail;
 }
 void uiw__tx_drop_unsent(struct uiw_qp *qp);
+/* The stream is gone (nothing will be sent): drop every slot, the one under way too. */
+void uiw__tx_drop_all(struct uiw_qp *qp);
+/* Whether a segment built from STag index idx waits to be sent (droppable: one that io was
+ * not given and that nothing of went out yet). */
+bool uiw__tx_pinned(const struct uiw_qp *qp, uint32_t idx, bool droppable);
+/* uiw_dereg_mr of STag index idx: a QP with droppable segments built from it fails its
+ * stream (RDMAP / Remote Protection / Invalid STag), which drops them. Whether it did. */
+bool uiw__tx_stag_gone(struct uiw_qp *qp, uint32_t idx);
 int uiw__tx_alloc(struct uiw_qp *qp);
 void uiw__tx_free(struct uiw_qp *qp);
 
 /* rx.c */
 void uiw__rx_init(struct uiw_qp *qp);
+/* The Terminate code of a Read Request's failed source check. */
+int uiw__read_code(enum uiw__stag_err e);
 /* Resolve r's SGEs for placement (QP lock held): 0, or UIW_E_RNIC_LOCAL_PROT when one is
  * not a valid local-write STag of the QP's PD. Done once per table generation: post_recv
  * resolves ahead (off the path of the message that arrives later), and placement checks
@@ -469,6 +497,9 @@ void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
                   const uint8_t *ddp_raw, uint8_t ddp_len, uint16_t seg_len,
                   const uint8_t *rdma_hdr);
 void uiw__qp_flush(struct uiw_qp *qp);
+/* uiw_dereg_mr of STag index idx (invalid already): every QP of ctx drops the Read
+ * Response segments it built from it and has not begun to send, and its stream ends. */
+void uiw__ctx_stag_gone(struct uiw_context *ctx, uint32_t idx);
 void uiw__sq_retire(struct uiw_qp *qp);
 void uiw__qp_complete_recv(struct uiw_qp *qp, struct uiw__rqe *r, int status, uint32_t len,
                            unsigned flags, uint32_t inv, int vendor);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "rnic/engine.h"
 #include "common/compiler.h"
@@ -95,7 +96,8 @@ static void stag_track(struct uiw__stag *s)
 static void gen_bump(struct uiw_context *ctx)
 {
     uint32_t g = atomic_load_explicit(&ctx->mem_gen, memory_order_relaxed) + 1;
-    atomic_store_explicit(&ctx->mem_gen, g ? g : 1, memory_order_release);
+    /* sequentially consistent: against uiw__qp_stag_pin, which pins and then looks */
+    atomic_store_explicit(&ctx->mem_gen, g ? g : 1, memory_order_seq_cst);
 }
 
 static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsigned access,
@@ -182,9 +184,29 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     gen_bump(ctx);
     s->mr = NULL;
     s->pd = NULL;
-    s->next_free = ctx->free_head;
-    ctx->free_head = mr->handle;
+    /* Read Response segments built from it before (seq_cst: see uiw__qp_stag_pin) */
+    bool pinned = atomic_load_explicit(&s->pins, memory_order_seq_cst) != 0;
+    if (!pinned) {
+        s->next_free = ctx->free_head;
+        ctx->free_head = mr->handle;
+    }
     uiw__lock_give(&ctx->mem_lock);
+    if (pinned) {
+        /* the memory may be freed once we return: the segments a QP has not begun to send
+         * are dropped (its stream ends), the others go out first; the index is reused only
+         * then */
+        uiw__ctx_stag_gone(ctx, mr->handle);
+        while (atomic_load_explicit(&s->pins, memory_order_acquire) != 0) {
+            if (ctx->ops.progress)
+                ctx->ops.progress(ctx, ctx->io);
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+        uiw__lock_take(&ctx->mem_lock);
+        s->next_free = ctx->free_head;
+        ctx->free_head = mr->handle;
+        uiw__lock_give(&ctx->mem_lock);
+    }
     uiw__ctx_put(ctx);
     free(mr);
     return 0;
@@ -248,6 +270,29 @@ UIW__DATAPATH enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t 
     return e;
 }
 
+enum uiw__stag_err uiw__qp_stag_pin(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
+                                    uint8_t **ptr, uint32_t *idx)
+{
+    struct uiw_context *ctx = qp->ctx;
+    uint32_t i = stag >> 8;
+    if (i == 0 || i >= ctx->nstags)
+        return UIW__STAG_E_INVALID;
+    /* Pin, then check (a generation the pin saw unchanged, or the table): uiw_dereg_mr
+     * invalidates (a new generation), then looks for pins; one of the two sees the other. */
+    atomic_fetch_add_explicit(&ctx->stags[i].pins, 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    enum uiw__stag_err e = uiw__qp_stag_check(qp, stag, to, len, UIW_ACCESS_REMOTE_READ, ptr);
+    if (e != UIW__STAG_OK)
+        uiw__stag_unpin(ctx, i);
+    *idx = i;
+    return e;
+}
+
+void uiw__stag_unpin(struct uiw_context *ctx, uint32_t idx)
+{
+    atomic_fetch_sub_explicit(&ctx->stags[idx].pins, 1, memory_order_release);
+}
+
 enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
                                    uint64_t to, uint64_t len, unsigned access, uint8_t **ptr)
 {
@@ -257,7 +302,8 @@ enum uiw__stag_err uiw__stag_check(struct uiw_context *ctx, const struct uiw_pd 
     return e;
 }
 
-int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag)
+int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
+                         bool refuse_pinned)
 {
     uint32_t idx = stag >> 8;
     int r = 0;
@@ -267,6 +313,9 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
         r = -EINVAL;
     else if (!s->fastreg)
         r = -EPERM;
+    else if (s->state == UIW__STAG_VALID && s->key == (uint8_t)stag && refuse_pinned &&
+             atomic_load_explicit(&s->pins, memory_order_acquire) != 0)
+        r = -EBUSY;
     else if (s->state == UIW__STAG_VALID && s->key == (uint8_t)stag) {
         s->state = UIW__STAG_INVALID;
         stag_track(s);

@@ -366,8 +366,11 @@ void uiw__qp_flush(struct uiw_qp *qp)
     for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
         struct uiw__swqe *w = &qp->sq[i & (qp->sq_size - 1)];
         if (w->state != UIW__SWQE_DONE) {
+            /* a LOCAL_INV done but for its wait (tx.c) succeeded if that is over */
+            bool inv_done = w->opcode == UIW_WR_LOCAL_INV && w->state == UIW__SWQE_TX &&
+                            !uiw__tx_pinned(qp, w->inv_rkey >> 8, false);
             w->state = UIW__SWQE_DONE;
-            w->status = UIW_WC_WR_FLUSH_ERR;
+            w->status = inv_done ? UIW_WC_SUCCESS : UIW_WC_WR_FLUSH_ERR;
         }
     }
     qp->sq_tx = qp->sq_tail;
@@ -478,6 +481,19 @@ void uiw__qp_term_received(struct uiw_qp *qp, const struct uiw_terminate *t)
     uiw__qp_flush(qp);
 }
 
+void uiw__ctx_stag_gone(struct uiw_context *ctx, uint32_t idx)
+{
+    uiw__lock_take(&ctx->qps_lock);
+    for (struct uiw_qp *qp = ctx->qps; qp; qp = qp->ctx_next) {
+        uiw__lock_take(&qp->lock);
+        /* io has each such QP's TX work pending already (a blocked socket or a kick), which
+         * now sends the Terminate */
+        uiw__tx_stag_gone(qp, idx);
+        uiw__qp_unlock(qp);
+    }
+    uiw__lock_give(&ctx->qps_lock);
+}
+
 int uiw__qp_wake(struct uiw_qp *qp)
 {
     uiw__lock_take(&qp->lock);
@@ -510,6 +526,7 @@ void uiw__qp_conn_lost(struct uiw_qp *qp, int reason)
         return;
     }
     enum uiw_qp_state old = qp->state;
+    uiw__tx_drop_all(qp); /* nothing goes out any more: the slot under way neither */
     if (old != UIW_QPS_ERROR) {
         if (reason != 0)
             fail_inflight(qp, UIW_WC_RETRY_EXC_ERR, UIW_E_RNIC_CONN_LOST);

@@ -134,7 +134,7 @@ static int tag_code(enum uiw__stag_err e)
     }
 }
 
-static int read_code(enum uiw__stag_err e)
+int uiw__read_code(enum uiw__stag_err e)
 {
     switch (e) {
     case UIW__STAG_E_PD:
@@ -348,14 +348,17 @@ static int serve_read_req(struct uiw_qp *qp)
         enum uiw__stag_err e =
             uiw__qp_stag_check(qp, rr.src_stag, rr.src_to, rr.size, UIW_ACCESS_REMOTE_READ, &src);
         if (e)
-            return read_code(e);
+            return uiw__read_code(e);
     }
+    /* the source is checked again for each segment (tx.c): it may go away meanwhile */
     struct uiw__ird *e = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_size];
     e->sink_stag = rr.sink_stag;
     e->sink_to = rr.sink_to;
     e->size = rr.size;
     e->off = 0;
-    e->src = src;
+    e->src_stag = rr.src_stag;
+    e->src_to = rr.src_to;
+    e->msn = h->msn;
     qp->irq_count++;
     qp->rx_rreq_msn++;
     return 0;
@@ -424,7 +427,9 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
         unsigned flags = 0;
         uint32_t inv = 0;
         if (op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) {
-            if (uiw__stag_invalidate(qp->ctx, qp->pd, h->rsvd_ulp) < 0) {
+            /* an STag a Read Response is being sent from cannot be invalidated: the
+             * application, told so, could free the memory the response still reads */
+            if (uiw__stag_invalidate(qp->ctx, qp->pd, h->rsvd_ulp, true) < 0) {
                 code = UIW_E_RNIC_CANT_INVALIDATE;
                 break;
             }

@@ -59,10 +59,11 @@ int uiw__tx_alloc(struct uiw_qp *qp)
         s->niov = 0;
         s->wire_len = 0;
         s->has_swqe = false;
+        s->pin = 0;
     }
     qp->txm = tm;
     qp->iov_per_slot = niov;
-    qp->slot_head = qp->slot_tail = 0;
+    qp->slot_head = qp->slot_tail = qp->slot_given = 0;
     qp->tx_ahead = 0;
     qp->slot_off = 0;
     uiw_fpdu_tx_init(&qp->ftx, qp->cp.crc, qp->cp.markers_tx);
@@ -77,6 +78,7 @@ UIW__DATAPATH static struct tx_mem *tx_mem(struct uiw_qp *qp)
 void uiw__tx_free(struct uiw_qp *qp)
 {
     if (qp->iov_per_slot) {
+        uiw__tx_drop_all(qp);
         free(qp->txm);
         qp->iov_per_slot = 0;
         qp->txm = NULL;
@@ -94,8 +96,8 @@ UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
         return NULL;
     struct uiw__txslot *s = slot_at(qp, qp->slot_tail);
     s->has_swqe = false;
-    s->ird_last = false;
     s->terminate = false;
+    s->pin = 0;
     s->niov = 0;
     s->wire_len = 0;
     return s;
@@ -195,21 +197,92 @@ UIW__DATAPATH static int slot_commit(struct uiw_qp *qp, struct uiw__txslot *s, s
     return slot_done(qp, s, n - k, total);
 }
 
+/* The source of a Read Response went away (deregistered, invalidated, bound again) after
+ * its Read Request arrived: the stream ends with the Terminate the Request would have got
+ * then (RFC 5040 8.1.1: RDMAP / Remote Protection, Invalid STag for a region gone), with
+ * the Request's DDP and RDMA headers. */
+UIW__COLD static void rr_fail(struct uiw_qp *qp, const struct uiw__ird *e, int code)
+{
+    uint8_t ddp[UIW_DDP_UNTAGGED_HDR_LEN], rdma[UIW_RDMAP_READ_REQ_LEN];
+    struct uiw_ddp_hdr h = {.last = true,
+                            .rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_READ_REQ),
+                            .qn = UIW_DDP_QN_READ_REQ,
+                            .msn = e->msn};
+    uiw_ddp_hdr_encode(&h, ddp, sizeof(ddp));
+    struct uiw_rdmap_read_req rr = {.sink_stag = e->sink_stag,
+                                    .sink_to = e->sink_to,
+                                    .size = e->size,
+                                    .src_stag = e->src_stag,
+                                    .src_to = e->src_to};
+    uiw_rdmap_read_req_encode(&rr, rdma);
+    uiw__qp_fail(qp, code, &h, ddp, sizeof(ddp), UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN,
+                 rdma);
+}
+
+/* Drop the slots [keep, tail): the framer goes back to where the first was built. */
+static void drop_from(struct uiw_qp *qp, uint32_t keep)
+{
+    if (keep == qp->slot_tail)
+        return;
+    qp->ftx = slot_at(qp, keep)->ftx_before;
+    for (uint32_t i = keep; i != qp->slot_tail; i++) {
+        struct uiw__txslot *s = slot_at(qp, i);
+        qp->tx_ahead -= s->wire_len;
+        if (s->pin)
+            uiw__stag_unpin(qp->ctx, s->pin);
+        s->pin = 0;
+    }
+    qp->slot_tail = keep;
+}
+
+/* The first slot that may be dropped: after the one under way (begun, or given to io). */
+static uint32_t first_droppable(const struct uiw_qp *qp)
+{
+    uint32_t keep = qp->slot_head + (qp->slot_off > 0 && qp->slot_head != qp->slot_tail ? 1 : 0);
+    if (qp->slot_given - qp->slot_head > keep - qp->slot_head &&
+        qp->slot_given - qp->slot_head <= qp->slot_tail - qp->slot_head)
+        keep = qp->slot_given;
+    return keep;
+}
+
 void uiw__tx_drop_unsent(struct uiw_qp *qp)
 {
     if (!qp->iov_per_slot)
         return;
-    uint32_t keep = qp->slot_head + (qp->slot_off > 0 && qp->slot_head != qp->slot_tail ? 1 : 0);
-    if (keep != qp->slot_tail) {
-        qp->ftx = slot_at(qp, keep)->ftx_before;
-        for (uint32_t i = keep; i != qp->slot_tail; i++)
-            qp->tx_ahead -= slot_at(qp, i)->wire_len;
-        qp->slot_tail = keep;
-    }
-    for (uint32_t i = qp->slot_head; i != qp->slot_tail; i++) {
+    drop_from(qp, first_droppable(qp));
+    for (uint32_t i = qp->slot_head; i != qp->slot_tail; i++)
         slot_at(qp, i)->has_swqe = false;
-        slot_at(qp, i)->ird_last = false;
-    }
+}
+
+void uiw__tx_drop_all(struct uiw_qp *qp)
+{
+    if (!qp->iov_per_slot)
+        return;
+    drop_from(qp, qp->slot_head);
+    qp->slot_off = 0;
+    qp->slot_head = qp->slot_tail = qp->slot_given = 0;
+}
+
+bool uiw__tx_stag_gone(struct uiw_qp *qp, uint32_t idx)
+{
+    if (!qp->started || (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING) ||
+        !uiw__tx_pinned(qp, idx, true))
+        return false;
+    if (qp->irq_count && (qp->irq[qp->irq_head].src_stag >> 8) == idx)
+        rr_fail(qp, &qp->irq[qp->irq_head], UIW_E_RNIC_READ_STAG_INVALID);
+    else /* its Request answered in full: no headers to name it by */
+        uiw__qp_fail(qp, UIW_E_RNIC_READ_STAG_INVALID, NULL, NULL, 0, 0, NULL);
+    return true;
+}
+
+bool uiw__tx_pinned(const struct uiw_qp *qp, uint32_t idx, bool droppable)
+{
+    if (!qp->iov_per_slot)
+        return false;
+    for (uint32_t i = droppable ? first_droppable(qp) : qp->slot_head; i != qp->slot_tail; i++)
+        if (slot_at(qp, i)->pin == idx)
+            return true;
+    return false;
 }
 
 /* Payload bytes [off, off+len) of a WR's gather list as wire iovecs. */
@@ -310,7 +383,9 @@ static void build_terminate(struct uiw_qp *qp, struct uiw__txslot *s)
         s->terminate = true;
 }
 
-/* The next segment of the oldest Read Response. */
+/* The next segment of the oldest Read Response. Its source is checked again, and pinned
+ * until the segment went to TCP: a region deregistered or invalidated since the Request
+ * arrived is never read. */
 static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
 {
     uint16_t mul = qp->cp.mulpdu;
@@ -318,13 +393,29 @@ static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
     uint32_t room = (uint32_t)(mul - UIW_DDP_TAGGED_HDR_LEN);
     uint32_t n = e->size - e->off < room ? e->size - e->off : room;
     bool last = e->off + n == e->size;
+    uint8_t *src = NULL;
+    uint32_t pin = 0;
+    if (n) {
+        enum uiw__stag_err err =
+            uiw__qp_stag_pin(qp, e->src_stag, e->src_to + e->off, n, &src, &pin);
+        if (err != UIW__STAG_OK) {
+            /* what was built before goes out first (a LOCAL_INV waits for it) */
+            if (uiw__tx_pinned(qp, e->src_stag >> 8, false))
+                return false;
+            rr_fail(qp, e, uiw__read_code(err));
+            return true; /* the Terminate is built next */
+        }
+    }
     size_t h = put_tagged(s->hdr, UIW_RDMAP_READ_RESP, last, e->sink_stag, e->sink_to + e->off);
-    struct uiw_wire_iov ul[2] = {{NULL, 0}, {n ? e->src + e->off : NULL, n}};
-    if (slot_commit(qp, s, h, ul, n ? 1 : 0, e->size == n) < 0)
+    struct uiw_wire_iov ul[2] = {{NULL, 0}, {src, n}};
+    if (slot_commit(qp, s, h, ul, n ? 1 : 0, e->size == n) < 0) {
+        if (pin)
+            uiw__stag_unpin(qp->ctx, pin);
         return false;
+    }
+    s->pin = pin;
     e->off += n;
     if (last) {
-        s->ird_last = true;
         qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
         qp->irq_count--;
     }
@@ -338,12 +429,20 @@ static bool is_local(uint8_t opcode)
     return opcode == UIW_WR_LOCAL_INV || opcode == UIW_WR_REG_MR;
 }
 
-/* Execute the local operation w at sq_tx (LOCAL_INV or REG_MR): it completes at once. */
-static void sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
+/* Execute the local operation w at sq_tx (LOCAL_INV or REG_MR). Returns false when it
+ * waits: a LOCAL_INV completes once the segments of a Read Response this QP built from the
+ * STag before went to TCP (the STag is invalid from the start: no more are built). */
+static bool sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
 {
     int r, st, code;
     if (w->opcode == UIW_WR_LOCAL_INV) {
-        r = uiw__stag_invalidate(qp->ctx, qp->pd, w->inv_rkey);
+        r = 0;
+        if (w->state == UIW__SWQE_QUEUED) {
+            r = uiw__stag_invalidate(qp->ctx, qp->pd, w->inv_rkey, false);
+            w->state = UIW__SWQE_TX; /* invalidated */
+        }
+        if (r == 0 && uiw__tx_pinned(qp, w->inv_rkey >> 8, false))
+            return false;
         st = UIW_WC_LOC_PROT_ERR;
         code = UIW_E_RNIC_LOCAL_PROT;
     } else {
@@ -360,6 +459,7 @@ static void sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
         wr_done(qp, w, UIW_WC_SUCCESS, 0);
     }
     uiw__sq_retire(qp);
+    return true;
 }
 
 /* While the wire is held: the local operations at the head of the send queue (a send
@@ -372,11 +472,10 @@ static bool sq_local_step(struct uiw_qp *qp)
     if (qp->sq_tx == qp->sq_tail)
         return false;
     struct uiw__swqe *w = &qp->sq[qp->sq_tx & (qp->sq_size - 1)];
-    if (w->state != UIW__SWQE_QUEUED || !is_local(w->opcode) ||
-        ((w->flags & UIW_SEND_FENCE) && qp->orq_count > 0))
+    if (!is_local(w->opcode) ||
+        (w->state == UIW__SWQE_QUEUED && (w->flags & UIW_SEND_FENCE) && qp->orq_count > 0))
         return false;
-    sq_local(qp, w);
-    return true;
+    return sq_local(qp, w);
 }
 
 /* One step of work; returns false when nothing more can be built now. */
@@ -442,15 +541,16 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
         return false;
     uint32_t idx = qp->sq_tx;
     struct uiw__swqe *w = &qp->sq[idx & (qp->sq_size - 1)];
+    if (is_local(w->opcode)) {
+        if (w->state == UIW__SWQE_QUEUED && (w->flags & UIW_SEND_FENCE) && qp->orq_count > 0)
+            return false;
+        return sq_local(qp, w);
+    }
     if (w->state == UIW__SWQE_QUEUED) {
         if ((w->flags & UIW_SEND_FENCE) && qp->orq_count > 0)
             return false;
         int code = 0;
         switch (w->opcode) {
-        case UIW_WR_LOCAL_INV:
-        case UIW_WR_REG_MR:
-            sq_local(qp, w);
-            return true;
         case UIW_WR_RDMA_READ:
             if (qp->cp.ord == 0) {
                 /* no Reads were negotiated: the Read never reaches the wire */
@@ -610,7 +710,8 @@ UIW__DATAPATH int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, i
     if (qp->iov_per_slot) {
         tx_fill(qp);
         size_t skip = qp->slot_off;
-        for (uint32_t i = qp->slot_head; i != qp->slot_tail && n < max; i++) {
+        uint32_t i;
+        for (i = qp->slot_head; i != qp->slot_tail && n < max; i++) {
             const struct uiw__txslot *s = slot_at(qp, i);
             for (int j = 0; j < s->niov && n < max; j++) {
                 size_t l = s->iov[j].iov_len;
@@ -624,6 +725,7 @@ UIW__DATAPATH int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, i
                 n++;
             }
         }
+        qp->slot_given = i; /* io may read these slots until its tx_advance */
     }
     return n;
 }
@@ -649,6 +751,10 @@ UIW__DATAPATH void uiw__qp_tx_advance_locked(struct uiw_qp *qp, size_t n)
         qp->slot_off = 0;
         qp->tx_ahead -= s->wire_len;
         qp->slot_head++;
+        if (s->pin) {
+            uiw__stag_unpin(qp->ctx, s->pin);
+            s->pin = 0;
+        }
         uiw__qstat(qp, UIW__STAT_TX_FPDUS, 1);
         if (s->has_swqe) {
             struct uiw__swqe *w = &qp->sq[s->swqe & (qp->sq_size - 1)];
@@ -663,8 +769,9 @@ UIW__DATAPATH void uiw__qp_tx_advance_locked(struct uiw_qp *qp, size_t n)
             qp->want_close = true;
         }
     }
+    qp->slot_given = qp->slot_head; /* io holds no iovec of ours any more */
     /* All sent: the next FPDU is built in slot 0 again (as the SQ and the CQ rewind) */
     if (qp->slot_head == qp->slot_tail && qp->slot_off == 0)
-        qp->slot_head = qp->slot_tail = 0;
+        qp->slot_head = qp->slot_tail = qp->slot_given = 0;
     uiw__qp_check_close(qp);
 }

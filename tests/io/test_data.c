@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "io_util.h"
@@ -1584,4 +1585,69 @@ TEST(data_log_lines_name_connection_and_qp)
     free(am);
     free(bm);
     free(t);
+}
+
+/* The source of a Read Response deregistered, poisoned and freed while the response is
+ * under way (the reader does not read, so the responder's socket is full): uiw_dereg_mr
+ * waits for what TCP was about to take and drops the rest; the reader gets a prefix of
+ * the data, never a poisoned byte, and RDMAP / Remote Protection / Invalid STag. */
+struct dereg_job {
+    struct uiw_mr *mr;
+    uint8_t *buf;
+    size_t len;
+    atomic_bool done;
+};
+
+static void *dereg_job_run(void *arg)
+{
+    struct dereg_job *j = arg;
+    CHECK_EQ(uiw_dereg_mr(j->mr), 0);
+    memset(j->buf, 0xEE, j->len);
+    free(j->buf);
+    atomic_store(&j->done, true);
+    return NULL;
+}
+
+TEST(data_read_source_deregistered_mid_response)
+{
+    struct link k;
+    struct uiw_conn_param cp = {IO_DEPTHS, .crc = true};
+    link_up_ex(&k, AF_INET, false, true, &cp, NULL);
+    size_t n = 32u << 20;
+    uint8_t *src = malloc(n), *sink = calloc(1, n);
+    CHECK(src && sink);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (uint8_t)(i * 7 + 3);
+    struct uiw_mr *smr =
+        uiw_reg_mr(k.b.pd, src, n, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_READ);
+    struct uiw_mr *dmr = uiw_reg_mr(k.a.pd, sink, n, UIW_ACCESS_LOCAL_WRITE);
+    CHECK(smr && dmr);
+    post_op(&k.a, UIW_WR_RDMA_READ, dmr, sink, (uint32_t)n, (uintptr_t)src, smr->rkey, 1);
+    struct pollfd none;
+    poll(&none, 0, 300); /* a reads nothing meanwhile (no progress thread, no poll) */
+    struct dereg_job j = {.mr = smr, .buf = src, .len = n};
+    atomic_init(&j.done, false);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, dereg_job_run, &j), 0);
+    poll(&none, 0, 200);
+    CHECK(!atomic_load(&j.done)); /* waits for the segment TCP has begun to take */
+    expect_wc(&k.a, 1, UIW_WC_RDMA_READ, UIW_WC_REM_ACCESS_ERR, 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    size_t got = 0;
+    while (got < n && sink[got] == (uint8_t)(got * 7 + 3))
+        got++;
+    CHECK(got > 0 && got < n);
+    for (size_t i = got; i < n; i++)
+        if (sink[i] != 0)
+            uiw_test_fail(__FILE__, __LINE__, "sink byte %zu is %02x", i, sink[i]);
+    struct uiw_qp_attr qa;
+    CHECK_EQ(uiw_query_qp(k.a.id->qp, &qa), 0);
+    CHECK(qa.term_received);
+    CHECK_EQ(qa.term_layer, UIW_TERM_LAYER_RDMAP);
+    CHECK_EQ(qa.term_etype, UIW_TERM_RDMAP_REMOTE_PROTECTION);
+    CHECK_EQ(qa.term_code, UIW_TERM_RP_INVALID_STAG);
+    link_wait_down(&k);
+    CHECK_EQ(uiw_dereg_mr(dmr), 0);
+    free(sink);
+    link_close(&k);
 }
