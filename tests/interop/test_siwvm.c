@@ -5,7 +5,8 @@
  *    rping -V checking the data and iwping -V checking it too;
  *  - iwping clients drive the kernel's rping server (Rev 2 default and CRC);
  *  - Terminates: a raw peer (the wire codecs on a plain socket) provokes siw into sending
- *    Terminates and checks how they decode (siw's bit order), and sends siw an RFC-order
+ *    Terminates and checks how they decode (siw's bit order; its flagless RDMAP words as
+ *    the engine reads them in the middle of a connection), and sends siw an RFC-order
  *    Terminate that siw must take as one (its "got TERMINATE" line in dmesg); then the
  *    stack itself (iwping --bad-rkey) sends siw its Terminate, seen the same way;
  *  - siw with peer_to_peer=1 against iwping --p2p, both roles;
@@ -33,11 +34,8 @@
 #include <uiw/wire.h>
 
 #include "interop.h"
+#include "rnic/rnic.h"
 #include "test.h"
-
-/* Time the Linux 6.1 siw responder needs after sending its MPA Reply before it notices
- * incoming FPDUs (it misses one that arrives earlier and then waits for more data). */
-#define SIW_SETTLE_MS 2000
 
 /* Bound on a boot (10-25 s under TCG on an idle host; far more on a loaded one). */
 #define VM_BOOT_S 240
@@ -301,9 +299,8 @@ static void iwping_to_rping_server(const char *siwopts, int crc, int p2p, const 
         char *out = NULL;
         snprintf(cmd, sizeof(cmd),
                  "exec '%s' -c -a 127.0.0.1 -p %d -S %d -C %d -V -v --timeout 60 --retry 90 "
-                 "--start-delay %d %s %s",
-                 it_iwping(), hport, size, count, SIW_SETTLE_MS, crc ? "--crc" : "",
-                 p2p ? "--p2p" : "");
+                 "%s %s",
+                 it_iwping(), hport, size, count, crc ? "--crc" : "", p2p ? "--p2p" : "");
         int rc = it_run(cmd, 1, 200, &out);
         snprintf(marker, sizeof(marker), "SERVER-DONE-%d", conns++);
         if (rc != 0)
@@ -357,6 +354,7 @@ struct raw {
     size_t have, off;
     uint8_t ulpdu[65536];
     uint32_t msn[3]; /* next MSN we send per QN */
+    bool sent;       /* an FPDU went out */
 };
 
 static double now_s(void)
@@ -429,9 +427,6 @@ static int raw_connect(struct raw *r, int port, int timeout_s)
                             break;
                         uiw_fpdu_rx_init(&r->rx, (rep.flags & UIW_MPA_FLAG_CRC) != 0, false, 0);
                         r->msn[0] = r->msn[1] = r->msn[2] = 1;
-                        /* siw (Linux 6.1) as the responder can miss an FPDU that arrives
-                         * while it finishes its side of the handshake: give it a moment */
-                        usleep(SIW_SETTLE_MS * 1000);
                         return 0;
                     }
                     if (k != UIW_E_MPA_TRUNCATED || raw_fill(r, 5000) <= 0)
@@ -455,6 +450,19 @@ static void raw_fpdu(struct raw *r, const struct uiw_ddp_hdr *h, const void *pay
     ssize_t n = uiw_fpdu_encode(iov, len ? 2 : 1, r->rx.crc_on, out, sizeof(out));
     CHECK(n > 0);
     CHECK_EQ(raw_send(r, out, (size_t)n), 0);
+    if (!r->sent) {
+        /* siw (Linux 6.1) as the responder can miss an FPDU that arrives right after its
+         * MPA Reply: as the stack's initiator does (cm.h), wake it with a zero-length
+         * Write when nothing comes back */
+        r->sent = true;
+        if (raw_fill(r, 100) == -2) {
+            struct uiw_ddp_hdr w = {.tagged = true,
+                                    .last = true,
+                                    .rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_WRITE),
+                                    .stag = 1};
+            raw_fpdu(r, &w, NULL, 0);
+        }
+    }
 }
 
 /* Next FPDU from the peer into r->ulpdu; returns its ULPDU length or -1 (EOF/timeout). */
@@ -502,6 +510,91 @@ static void raw_close(struct raw *r)
     close(r->fd);
 }
 
+/* How the engine reads the Terminate ULPDU ul[0..n) arriving in the middle of a
+ * connection (a QP in RTS that received an FPDU before): into *a. */
+static void engine_reads(const uint8_t *ul, size_t n, struct uiw_qp_attr *a)
+{
+    struct uiw_context *ctx = uiw__context_alloc(NULL);
+    CHECK(ctx != NULL);
+    struct uiw_pd *pd = uiw_alloc_pd(ctx);
+    struct uiw_cq *cq = uiw_create_cq(ctx, 16, NULL, NULL, 0);
+    CHECK(pd && cq);
+    struct uiw_qp_init_attr qa = {
+        .send_cq = cq, .recv_cq = cq, .cap = {.max_send_wr = 4, .max_recv_wr = 4}};
+    struct uiw_qp *qp = uiw_create_qp(pd, &qa);
+    CHECK(qp != NULL);
+    struct uiw__conn_params cp = {.mpa_rev = 2, .mulpdu = 1460, .ird = 1, .ord = 1};
+    CHECK_EQ(uiw__qp_start(qp, &cp), 0);
+    uint8_t w[UIW_DDP_TAGGED_HDR_LEN], stream[256];
+    struct uiw_ddp_hdr h = {
+        .tagged = true, .last = true, .rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_WRITE), .stag = 1};
+    CHECK_EQ(uiw_ddp_hdr_encode(&h, w, sizeof(w)), UIW_DDP_TAGGED_HDR_LEN);
+    struct uiw_wire_iov v1 = {w, sizeof(w)}, v2 = {ul, n};
+    ssize_t k1 = uiw_fpdu_encode(&v1, 1, false, stream, sizeof(stream));
+    CHECK(k1 > 0);
+    ssize_t k2 = uiw_fpdu_encode(&v2, 1, false, stream + k1, sizeof(stream) - (size_t)k1);
+    CHECK(k2 > 0);
+    size_t off = 0, total = (size_t)(k1 + k2);
+    int r = 0;
+    while (off < total && r == 0) {
+        struct iovec iov[8];
+        int cnt = uiw__qp_rx_next(qp, iov, 8);
+        CHECK(cnt > 0);
+        size_t m = 0;
+        for (int i = 0; i < cnt && off + m < total; i++) {
+            size_t c = iov[i].iov_len < total - off - m ? iov[i].iov_len : total - off - m;
+            memcpy(iov[i].iov_base, stream + off + m, c);
+            m += c;
+        }
+        r = uiw__qp_rx_advance(qp, m);
+        off += m;
+    }
+    CHECK_EQ(r, UIW_E_RNIC_TERM_RECEIVED);
+    CHECK_EQ(uiw_query_qp(qp, a), 0);
+    CHECK_EQ(uiw_destroy_qp(qp), 0);
+    CHECK_EQ(uiw_destroy_cq(cq), 0);
+    CHECK_EQ(uiw_dealloc_pd(pd), 0);
+    CHECK_EQ(uiw__context_free(ctx), 0);
+}
+
+/* Provoke siw's flagless RDMAP Terminate: a Send whose RDMAP control byte is `ctrl` (a
+ * bad version or opcode). siw writes 20 <code> 00 00 (its bit order, no M/D/R), which
+ * also reads in RFC order (LLP / MPA); in the middle of a connection the engine must read
+ * it as siw meant it: RDMAP / Remote Operation / code. */
+static void siw_flagless(struct raw *r, int port, uint8_t ctrl, uint8_t code)
+{
+    CHECK_EQ(raw_connect(r, port, 120), 0);
+    struct uiw_ddp_hdr h = {.last = true, .rdmap_ctrl = ctrl, .qn = UIW_DDP_QN_SEND};
+    h.msn = r->msn[0]++;
+    raw_fpdu(r, &h, "flagless", 8);
+    int ul = -1;
+    struct uiw_ddp_hdr th;
+    ssize_t hl = -1;
+    for (int i = 0; i < 8; i++) {
+        ul = raw_next(r, 30);
+        CHECK(ul > 0);
+        hl = uiw_ddp_hdr_parse(r->ulpdu, (size_t)ul, &th);
+        CHECK(hl > 0);
+        if (!th.tagged && th.qn == UIW_DDP_QN_TERMINATE)
+            break;
+    }
+    CHECK(!th.tagged && th.qn == UIW_DDP_QN_TERMINATE);
+    const uint8_t *b = r->ulpdu + hl;
+    fprintf(stderr, "siw Terminate for RDMAP control %02x: %02x %02x %02x %02x (%d bytes)\n", ctrl,
+            b[0], b[1], b[2], b[3], ul - (int)hl);
+    const uint8_t word[4] = {0x20, code, 0x00, 0x00};
+    CHECK_MEM(b, word, 4);
+    struct uiw_qp_attr a;
+    engine_reads(r->ulpdu, (size_t)ul, &a);
+    CHECK(a.term_received);
+    CHECK(a.term_ambiguous);
+    CHECK(a.term_siw_order);
+    CHECK_EQ(a.term_layer, UIW_TERM_LAYER_RDMAP);
+    CHECK_EQ(a.term_etype, UIW_TERM_RDMAP_REMOTE_OPERATION);
+    CHECK_EQ(a.term_code, code);
+    raw_close(r);
+}
+
 /* Wait until the peer closes the stream (bounded); 1 if it did. */
 static int raw_wait_eof(struct raw *r, int timeout_s)
 {
@@ -528,7 +621,9 @@ static int raw_wait_eof(struct raw *r, int timeout_s)
  *  4. the same provoked through the stack: iwping --bad-rkey, our engine's Terminate;
  *  5. the kernel's rping client against iwping -s --bad-remote-rkey: siw's Terminate for
  *     our RDMA Read through a wrong key must reach the application decoded as RDMAP /
- *     Remote Protection / Invalid STag (the engine undoing siw's bit order).
+ *     Remote Protection / Invalid STag (the engine undoing siw's bit order);
+ *  6. a Send with RDMAP version 2, then one with opcode 15: siw's flagless Terminates
+ *     20 05 00 00 and 20 06 00 00, read by the engine as RDMAP / Remote Operation.
  */
 TEST(siwvm_terminates)
 {
@@ -543,7 +638,7 @@ TEST(siwvm_terminates)
     int spid = it_spawn(scmd, srv_out);
     int sport = it_server_port(srv_out, spid, 20);
     snprintf(script, sizeof(script),
-             "for i in 1 2 3 4; do timeout 100 rping -s -a 10.0.2.15 -p 7174 -v; "
+             "for i in 1 2 3 4 5 6; do timeout 100 rping -s -a 10.0.2.15 -p 7174 -v; "
              "echo RPING-SERVER-$i-EXIT=$?; done\n"
              "timeout 60 rping -c -a 10.0.2.2 -p %d -C 1 -v; echo RPING-CLIENT-EXIT=$?\n"
              "dmesg | grep -E 'siw: (got|rx bogus) TERM' | sed 's/^/DMESG: /'\n"
@@ -659,14 +754,22 @@ TEST(siwvm_terminates)
      * the kernel rping's RDMA Read gets our engine's Terminate */
     char cmd[1024], *cout = NULL;
     snprintf(cmd, sizeof(cmd),
-             "exec '%s' -c -a 127.0.0.1 -p %d -S 64 -C 1 --timeout 30 --retry 90 --bad-rkey "
-             "--start-delay %d",
-             it_iwping(), hport, SIW_SETTLE_MS);
+             "exec '%s' -c -a 127.0.0.1 -p %d -S 64 -C 1 --timeout 30 --retry 90 --bad-rkey",
+             it_iwping(), hport);
     int crc = it_run(cmd, 1, 150, &cout);
     fprintf(stderr, "iwping --bad-rkey (status %d):\n%s\n", crc, cout);
     CHECK(crc != 0);
     CHECK(strstr(cout, "rping client failed") != NULL);
     free(cout);
+    CHECK(it_wait_for(v.console, "RPING-SERVER-4-EXIT", v.pid, 120));
+
+    /* 6: siw's flagless RDMAP Terminates */
+    r = calloc(1, sizeof(*r));
+    CHECK(r != NULL);
+    siw_flagless(r, hport, (uint8_t)(0x80 | UIW_RDMAP_SEND), UIW_TERM_RO_INVALID_VERSION);
+    CHECK(it_wait_for(v.console, "RPING-SERVER-5-EXIT", v.pid, 120));
+    siw_flagless(r, hport, (uint8_t)(0x40 | 0x0F), UIW_TERM_RO_UNEXPECTED_OPCODE);
+    free(r);
 
     CHECK_EQ(vm_wait(&v, 200), 0);
     int src = it_wait(spid, 30);
@@ -680,7 +783,7 @@ TEST(siwvm_terminates)
     it_rmtree(dir);
     char *g = vm_output(&v);
     fprintf(stderr, "%s", strstr(g, "RPING-SERVER-1") ? strstr(g, "RPING-SERVER-1") : g);
-    CHECK(strstr(g, "RPING-SERVER-4-EXIT") != NULL);
+    CHECK(strstr(g, "RPING-SERVER-6-EXIT") != NULL);
     CHECK(strstr(g, "RPING-CLIENT-EXIT") != NULL);
     CHECK(strstr(g, "DMESG: ") != NULL);
     CHECK_EQ(it_count(g, "DMESG: "), 2);
