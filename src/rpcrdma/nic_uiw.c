@@ -412,7 +412,7 @@ static void conn_free(struct uiw__nic_conn *c)
     if (c->id)
         uiw_cm_destroy_id(c->id);
     if (c->cmch) {
-        struct uiw_cm_event *ev;
+        struct uiw_cm_event *ev = NULL; /* set when uiw_cm_get_event returns 0 */
         while (uiw_cm_get_event(c->cmch, &ev, 0) == 0)
             uiw_cm_ack_event(ev);
         uiw_cm_destroy_channel(c->cmch);
@@ -461,7 +461,7 @@ struct uiw__nic_conn *uiw__nic_connect(struct uiw__nic *n, const struct sockaddr
     r = uiw_cm_connect(id, dst, &p);
     if (r)
         goto fail;
-    struct uiw_cm_event *ev;
+    struct uiw_cm_event *ev = NULL; /* set when uiw_cm_get_event returns 0 */
     int wait = (int)(a->timeout_ms ? a->timeout_ms : 10000) + 1000;
     r = uiw_cm_get_event(c->cmch, &ev, wait);
     if (r == -EAGAIN)
@@ -563,7 +563,7 @@ static void copy_addr(struct sockaddr_storage *out, const struct sockaddr *sa)
 int uiw__nic_listener_event(struct uiw__nic_listener *l, int timeout_ms, struct uiw__nic_event *out)
 {
     for (;;) {
-        struct uiw_cm_event *ev;
+        struct uiw_cm_event *ev = NULL; /* set when uiw_cm_get_event returns 0 */
         int r = uiw_cm_get_event(l->ch, &ev, timeout_ms);
         if (r)
             return r;
@@ -658,7 +658,7 @@ void uiw__nic_listener_close(struct uiw__nic_listener *l)
     if (!l)
         return;
     uiw_cm_destroy_id(l->id);
-    struct uiw_cm_event *ev;
+    struct uiw_cm_event *ev = NULL; /* set when uiw_cm_get_event returns 0 */
     while (uiw_cm_get_event(l->ch, &ev, 0) == 0) {
         if (ev->event == UIW_CM_EVENT_CONNECT_REQUEST) {
             struct uiw_cm_id *id = ev->id;
