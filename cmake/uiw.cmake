@@ -91,18 +91,30 @@ function(uiw_program name)
 endfunction()
 
 # uiw_public_library(name LAYERS layer... HEADERS file... DESCRIPTION text
-#                    [REQUIRES public-library...] [LIBS_PRIVATE flag...])
+#                    [REQUIRES public-library...] [PC_REQUIRES pkg-config-module...]
+#                    [SOURCES file...] [LIBS_PRIVATE flag...])
 # A library for users made of layers: lib<name>.so (SONAME lib<name>.so.UIW_ABI_VERSION,
 # exporting only the UIW_EXTERN declarations of its headers, include/uiw/<file>) and
 # lib<name>.a, both holding the layers' objects, and the pkg-config file <name>.pc.
 # REQUIRES names public libraries this one calls (through their public API only: their
-# internal symbols are not exported); LIBS_PRIVATE the flags a static link adds.
+# internal symbols are not exported); PC_REQUIRES other pkg-config modules it needs (in
+# its .pc file's Requires); SOURCES internal helpers of the layers below that it needs
+# too, compiled into it (hidden); LIBS_PRIVATE the flags a static link adds.
 # `cmake --install` puts the libraries in lib/, the headers in include/uiw/ and <name>.pc
 # in lib/pkgconfig/. Targets: <name>_shared, <name>_static; the global property
 # UIW_PUBLIC_LIBRARIES lists the names (the tests check each library's exports).
 function(uiw_public_library name)
-  cmake_parse_arguments(P "" "DESCRIPTION" "LAYERS;HEADERS;REQUIRES;LIBS_PRIVATE" ${ARGN})
+  cmake_parse_arguments(P "" "DESCRIPTION" "LAYERS;HEADERS;REQUIRES;PC_REQUIRES;SOURCES;LIBS_PRIVATE"
+                        ${ARGN})
   set(objs)
+  if(P_SOURCES)
+    add_library(${name}_extra OBJECT ${P_SOURCES})
+    target_include_directories(${name}_extra PRIVATE ${CMAKE_SOURCE_DIR}/include
+                                                     ${CMAKE_SOURCE_DIR}/src)
+    target_compile_options(${name}_extra PRIVATE ${UIW_WARNINGS} ${UIW_CODEGEN})
+    set_target_properties(${name}_extra PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    list(APPEND objs $<TARGET_OBJECTS:${name}_extra>)
+  endif()
   set(layers)
   foreach(l ${P_LAYERS})
     if(TARGET uiw_${l})
@@ -141,7 +153,9 @@ function(uiw_public_library name)
 
   # pkg-config: the prefix is the one given when installing (cmake --install --prefix),
   # so the file is completed at install time.
-  list(JOIN P_REQUIRES " " PC_REQUIRES)
+  list(JOIN P_REQUIRES " " PC_REQUIRES_LIBS)
+  list(JOIN P_PC_REQUIRES " " PC_REQUIRES_MODS)
+  string(STRIP "${PC_REQUIRES_LIBS} ${PC_REQUIRES_MODS}" PC_REQUIRES)
   list(JOIN P_LIBS_PRIVATE " " PC_LIBS_PRIVATE)
   set(PC_NAME ${name})
   set(PC_DESCRIPTION ${P_DESCRIPTION})

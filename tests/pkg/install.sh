@@ -5,8 +5,9 @@
 #                        pkg-config files that name the prefix, every tool with a man page,
 #                        the examples;
 #   install.sh shared    the installed examples built out of tree with pkg-config (their
-#                        Makefile) against the shared library, and run on loopback;
-#   install.sh static    the same linked with the static library (pkg-config --static).
+#                        Makefile) against the shared libraries, and run on loopback
+#                        (store, the rpcgen program, over libuiw-rpc when it is built);
+#   install.sh static    the same linked with the static libraries (pkg-config --static).
 # Environment (set by tests/CMakeLists.txt): UIW_BINARY_DIR, UIW_CC (the build's compiler),
 # UIW_EXAMPLE_FLAGS (the build's sanitizer flags, which a program linking its libraries
 # needs too).
@@ -34,6 +35,9 @@ pc=$(find "$prefix" -name uiw.pc)
 [ -n "$pc" ] || fail "no uiw.pc installed"
 export PKG_CONFIG_PATH="$(dirname "$pc")"
 libdir=$(pkg-config --variable=libdir uiw)
+# the RPC layer's library, in a build that has it (libtirpc and rpcgen present)
+rpc=false
+if [ -e "$bin/libuiw-rpc.so" ]; then rpc=true; fi
 
 case $what in
 layout)
@@ -50,10 +54,38 @@ layout)
         [ -f "$prefix/include/uiw/$h" ] || fail "include/uiw/$h missing"
     done
     [ "$(pkg-config --cflags uiw | sed 's/ *$//')" = "-I$prefix/include" ] || fail "cflags $(pkg-config --cflags uiw)"
+    hcflags=$(pkg-config --cflags uiw)
+    if $rpc; then
+        pkg-config --exists uiw-rpc || fail "no uiw-rpc.pc installed"
+        so=$(ls "$libdir"/libuiw-rpc.so.*.*.*)
+        [ "$so" = "$libdir/libuiw-rpc.so.$(pkg-config --modversion uiw-rpc)" ] || fail "$so"
+        soname=$(readelf -d "$so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+        [ "$soname" = "libuiw-rpc.so.$(pkg-config --modversion uiw | cut -d. -f1)" ] ||
+            fail "SONAME $soname"
+        [ "$(readlink "$libdir/$soname")" = "$(basename "$so")" ] || fail "$soname link"
+        [ -e "$libdir/libuiw-rpc.so" ] && [ -f "$libdir/libuiw-rpc.a" ] ||
+            fail "libuiw-rpc.so / libuiw-rpc.a"
+        # it calls libuiw's API, not a copy of the stack of its own
+        readelf -d "$so" | grep -q 'NEEDED.*\[libuiw.so.0\]' || fail "libuiw-rpc.so needs no libuiw.so.0"
+        pkg-config --print-requires uiw-rpc | grep -qx uiw || fail "uiw-rpc.pc requires no uiw"
+        pkg-config --print-requires uiw-rpc | grep -qx libtirpc || fail "uiw-rpc.pc requires no libtirpc"
+        pkg-config --libs uiw-rpc | grep -q -- '-luiw-rpc' || fail "libs $(pkg-config --libs uiw-rpc)"
+        for h in rpc.h rpcrdma.h; do
+            [ -f "$prefix/include/uiw/$h" ] || fail "include/uiw/$h missing"
+        done
+        for p in uiw_rpc.3 uiw_rpc_clnt_create.3 uiw_rpc_svc_create.3 uiw_rpcrdma_decode.3; do
+            [ -f "$prefix/share/man/man3/$p" ] || fail "man3/$p missing"
+        done
+        [ -x "$prefix/bin/rpcrdma-ping" ] || fail "bin/rpcrdma-ping missing"
+        for f in store.x store.c; do
+            [ -f "$prefix/share/doc/uiw/examples/$f" ] || fail "examples/$f missing"
+        done
+        hcflags=$(pkg-config --cflags uiw-rpc)
+    fi
     # every installed header compiles on its own, in C and as C++ if there is a compiler
     for h in "$prefix"/include/uiw/*.h; do
         printf '#include <uiw/%s>\n' "$(basename "$h")" >"$tmp/h.c"
-        $UIW_CC -std=c11 -Wall -Wextra -Werror -fsyntax-only $(pkg-config --cflags uiw) \
+        $UIW_CC -std=c11 -Wall -Wextra -Werror -fsyntax-only $hcflags \
             "$tmp/h.c" || fail "$h does not compile alone"
     done
     # every tool, with its man page
@@ -82,16 +114,26 @@ shared | static)
     ex=$tmp/examples
     cp -r "$prefix/share/doc/uiw/examples" "$ex"
     flags="-O1 -g -Wall -Wextra -Werror ${UIW_EXAMPLE_FLAGS:-}"
+    programs="pingpong rdma_rw"
+    if $rpc; then programs="$programs store"; fi
     if [ "$what" = shared ]; then
         make -s -C "$ex" CC="$UIW_CC" CFLAGS="$flags" \
-            LDFLAGS="${UIW_EXAMPLE_FLAGS:-} -Wl,-rpath,$libdir" || fail "make"
+            LDFLAGS="${UIW_EXAMPLE_FLAGS:-} -Wl,-rpath,$libdir" $programs || fail "make"
         ldd "$ex/pingpong" | grep -q "libuiw.so.0 => $libdir/libuiw.so.0" ||
             fail "pingpong does not use the installed libuiw.so: $(ldd "$ex/pingpong")"
+        if $rpc; then
+            ldd "$ex/store" | grep -q "libuiw-rpc.so.0 => $libdir/libuiw-rpc.so.0" ||
+                fail "store does not use the installed libuiw-rpc.so: $(ldd "$ex/store")"
+        fi
     else
         make -s -C "$ex" CC="$UIW_CC" CFLAGS="$flags" LDFLAGS="${UIW_EXAMPLE_FLAGS:-}" \
-            UIW_LIBS="$(pkg-config --static --libs uiw | sed "s/-luiw/-l:libuiw.a/")" ||
-            fail "make (static)"
-        if ldd "$ex/pingpong" | grep -q libuiw; then fail "pingpong links libuiw.so"; fi
+            UIW_LIBS="$(pkg-config --static --libs uiw | sed "s/-luiw/-l:libuiw.a/")" \
+            UIW_RPC_LIBS="$(pkg-config --static --libs uiw-rpc 2>/dev/null |
+                sed "s/-luiw-rpc/-l:libuiw-rpc.a/; s/-luiw /-l:libuiw.a /")" \
+            $programs || fail "make (static)"
+        for p in $programs; do
+            if ldd "$ex/$p" | grep -q libuiw; then fail "$p links a libuiw shared library"; fi
+        done
     fi
     # run: each example as a server (it prints its port), then as its client
     run() { # name server-args -- client-args
@@ -121,6 +163,42 @@ shared | static)
     run pingpong -n 200 -s 4096
     run rdma_rw -s 262144
     grep -q "wrote and read 262144 bytes" "$tmp/rdma_rw.server" || fail "rdma_rw server"
+    if $rpc; then
+        # store serves until SIGTERM; its client PUTs and GETs blobs through rpcgen's stubs
+        out=$tmp/store.server
+        "$ex/store" >"$out" 2>&1 &
+        pid=$!
+        servers="$servers $pid"
+        i=0
+        while ! grep -q "listening on port" "$out"; do
+            i=$((i + 1))
+            [ $i -lt 200 ] && kill -0 $pid 2>/dev/null || {
+                cat "$out"
+                fail "store server did not start"
+            }
+            sleep 0.05
+        done
+        port=$(sed -n 's/^listening on port //p' "$out")
+        for size in 262144 100; do
+            timeout 120 "$ex/store" -p "$port" -s $size 127.0.0.1 >"$tmp/store.client" ||
+                fail "store client -s $size: $(cat "$tmp/store.client")"
+            cat "$tmp/store.client"
+            grep -q "put and got $size bytes over RPC-over-RDMA Version 2" "$tmp/store.client" ||
+                fail "store client -s $size"
+        done
+        # the large blob went by RDMA: a Read chunk for PUT, a Reply chunk for GET
+        grep -q "(1 Read chunks, 1 Reply chunks)" "$tmp/store.client" && fail "100 bytes by RDMA"
+        kill -TERM $pid
+        wait $pid || {
+            cat "$out"
+            fail "store server"
+        }
+        cat "$out"
+        grep -q "stored 262144 bytes" "$out" && grep -q "stored 100 bytes" "$out" ||
+            fail "store server"
+        grep -q "served .* calls on 2 connections (1 Read chunks, 1 Reply chunks)" "$out" ||
+            fail "store server: not one Read chunk and one Reply chunk"
+    fi
     echo "$what examples ok"
     ;;
 *)
