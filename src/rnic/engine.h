@@ -296,6 +296,23 @@ enum uiw__rx_kind {
     UIW__RX_DISCARD, /* zero-length RTR Write */
 };
 
+/* Where the receive parser is in the current FPDU, as siw's SIW_GET_HDR .. SIW_GET_DATA
+ * (the framing around the ULPDU, length field, markers, pad and CRC, is the FPDU
+ * parser's, qp->frx): */
+enum uiw__rx_state {
+    UIW__RX_GET_LEN = 0, /* no byte of the ULPDU yet: its length is not taken */
+    UIW__RX_GET_HDR,     /* the length taken (rx_ulen): the header goes into rx_hdr, up to
+                            rx_hdr_need (raised once the T bit, then the QN, say more) */
+    UIW__RX_GET_DATA,    /* the header checked (rx_kind, rx_plen): payload, then trailer */
+};
+
+/* What the iovecs the last rx_next handed out receive. */
+enum uiw__rx_run {
+    UIW__RX_RUN_FRAMING = 0, /* framing, or bytes nobody keeps */
+    UIW__RX_RUN_HDR,         /* header bytes, into rx_hdr */
+    UIW__RX_RUN_PAYLOAD,     /* payload, placed where rx_kind says */
+};
+
 #define UIW__RX_HDR_CAP   128
 #define UIW__RX_STAGE_CAP 16384
 #define UIW__TX_SLOTS     64
@@ -308,14 +325,13 @@ struct uiw_qp {
     /* line 0: the state every path checks first */
     struct uiw__lock lock;
     enum uiw_qp_state state;
+    enum uiw__rx_state rx_state;
     bool started;
     bool want_close;
     bool rtr_wait_rx; /* responder: the RTR has not arrived yet */
     bool tx_hold;     /* responder: no FPDU of the initiator validated yet, so nothing may
                          go on the wire (RFC 5044 7.1.2); local operations still run */
     bool rx_failed;
-    bool rx_len_known;
-    bool rx_hdr_done;
     bool rx_small; /* the last segment was a small one: prefer the staging ring */
     bool term_pending;
     bool term_queued;
@@ -403,11 +419,11 @@ struct uiw_qp {
     /* the iovecs handed out by the last rx_next */
     struct iovec rx_iov[UIW__MAX_SGE + 1];
     int rx_niov;
-    int rx_tail_idx;       /* index of the lookahead iovec in rx_iov, -1 if none */
-    uint8_t rx_tail[48];   /* pad + CRC of this FPDU and the next FPDU's length + header */
-    int rx_iov_kind;       /* 0 framing, 1 header, 2 payload */
-    uint32_t rx_rreq_msn;  /* expected MSN */
-    uint32_t rx_rresp_got; /* bytes of the oldest Read's response so far */
+    bool rx_has_tail;        /* the last of rx_iov is the lookahead (rx_tail) */
+    uint8_t rx_tail[48];     /* pad + CRC of this FPDU and the next FPDU's length + header */
+    enum uiw__rx_run rx_run; /* what rx_iov receives */
+    uint32_t rx_rreq_msn;    /* expected MSN */
+    uint32_t rx_rresp_got;   /* bytes of the oldest Read's response so far */
 
     /* Terminate info */
     bool term_sent, term_received;

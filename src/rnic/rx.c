@@ -31,10 +31,9 @@ static inline bool seg_large(size_t plen, bool last)
 
 static void seg_reset(struct uiw_qp *qp)
 {
-    qp->rx_len_known = false;
+    qp->rx_state = UIW__RX_GET_LEN;
     qp->rx_hdr_have = 0;
     qp->rx_hdr_need = UIW_DDP_TAGGED_HDR_LEN;
-    qp->rx_hdr_done = false;
     qp->rx_hdr_len = 0;
     qp->rx_kind = UIW__RX_NONE;
     qp->rx_plen = 0;
@@ -47,7 +46,7 @@ void uiw__rx_init(struct uiw_qp *qp)
     uiw_fpdu_rx_init(&qp->frx, qp->cp.crc, qp->cp.markers_rx, 0);
     qp->rx_failed = false;
     qp->rx_niov = 0;
-    qp->rx_tail_idx = -1;
+    qp->rx_has_tail = false;
     qp->rx_small = false; /* until a small segment is seen, read headers exactly */
     qp->rx_send_len = 0;
     qp->rx_rresp_got = 0;
@@ -192,7 +191,7 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
 {
     const struct uiw_ddp_hdr *h = &qp->rx_ddp;
     unsigned op = uiw_rdmap_ctrl_opcode(h->rdmap_ctrl);
-    qp->rx_hdr_done = true;
+    qp->rx_state = UIW__RX_GET_DATA;
     qp->rx_plen = qp->rx_ulen - qp->rx_hdr_len;
     if (!rx_accepting(qp) && (h->tagged || h->qn != UIW_DDP_QN_TERMINATE)) {
         qp->rx_kind = UIW__RX_DISCARD; /* the stream failed: only a Terminate matters */
@@ -482,7 +481,7 @@ static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
     size_t next = qp->rx_ddp.tagged ? 2 + UIW_DDP_TAGGED_HDR_LEN : 2 + UIW_DDP_UNTAGGED_HDR_LEN;
     qp->rx_iov[n].iov_base = qp->rx_tail;
     qp->rx_iov[n].iov_len = pad + 4 + next;
-    qp->rx_tail_idx = n;
+    qp->rx_has_tail = true; /* the last iovec */
     return n + 1;
 }
 
@@ -517,7 +516,7 @@ UIW__DATAPATH static int send_iov(struct uiw_qp *qp, uint32_t po, size_t *left, 
 static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
 {
     qp->rx_niov = 0;
-    qp->rx_tail_idx = -1;
+    qp->rx_has_tail = false;
     if (!rx_parsing(qp))
         return 0;
     enum uiw_fpdu_run kind;
@@ -526,23 +525,23 @@ static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
     if (kind == UIW_FPDU_RUN_FRAMING) {
         qp->rx_iov[0].iov_base = qp->rx_framing;
         qp->rx_iov[0].iov_len = run < sizeof(qp->rx_framing) ? run : sizeof(qp->rx_framing);
-        qp->rx_iov_kind = 0;
+        qp->rx_run = UIW__RX_RUN_FRAMING;
         return qp->rx_niov = 1;
     }
-    if (!qp->rx_len_known) {
-        qp->rx_len_known = true;
+    if (qp->rx_state == UIW__RX_GET_LEN) {
+        qp->rx_state = UIW__RX_GET_HDR;
         qp->rx_ulen = uiw_fpdu_rx_ulpdu_len(&qp->frx);
         qp->rx_hdr_need = UIW_DDP_TAGGED_HDR_LEN;
     }
-    if (!qp->rx_hdr_done && off < qp->rx_hdr_need) {
+    if (qp->rx_state == UIW__RX_GET_HDR && off < qp->rx_hdr_need) {
         size_t k = qp->rx_hdr_need - off;
         qp->rx_iov[0].iov_base = qp->rx_hdr + off;
         qp->rx_iov[0].iov_len = run < k ? run : k;
-        qp->rx_iov_kind = 1;
+        qp->rx_run = UIW__RX_RUN_HDR;
         return qp->rx_niov = 1;
     }
     uint32_t po = off - qp->rx_hdr_len; /* payload offset in this segment */
-    qp->rx_iov_kind = 2;
+    qp->rx_run = UIW__RX_RUN_PAYLOAD;
     switch (qp->rx_kind) {
     case UIW__RX_WRITE:
     case UIW__RX_RRESP:
@@ -565,7 +564,7 @@ static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
             qp->rx_iov[0].iov_base = qp->rx_framing;
             qp->rx_iov[0].iov_len = run < sizeof(qp->rx_framing) ? run : sizeof(qp->rx_framing);
         }
-        qp->rx_iov_kind = 0;
+        qp->rx_run = UIW__RX_RUN_FRAMING;
         return qp->rx_niov = 1;
     }
 }
@@ -576,7 +575,7 @@ static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t n, size_t *to
 static int rx_account(struct uiw_qp *qp, size_t n)
 {
     size_t total = n;
-    int tail = qp->rx_tail_idx;
+    int tail = qp->rx_has_tail ? qp->rx_niov - 1 : qp->rx_niov; /* the lookahead's index */
     size_t tailk = 0;
     for (int i = 0; i < qp->rx_niov && n; i++) {
         if (i == tail) {
@@ -588,18 +587,18 @@ static int rx_account(struct uiw_qp *qp, size_t n)
         int r = uiw_fpdu_rx_consume(&qp->frx, qp->rx_iov[i].iov_base, k);
         if (r < 0)
             return rx_fail(qp, r);
-        if (qp->rx_iov_kind == 1) {
+        if (qp->rx_run == UIW__RX_RUN_HDR) {
             qp->rx_hdr_have = (uint16_t)(qp->rx_hdr_have + k);
             if (qp->rx_hdr_have == qp->rx_hdr_need) {
                 int c = hdr_step(qp);
                 if (c)
                     return rx_fail(qp, c);
             }
-        } else if (qp->rx_iov_kind == 2) {
+        } else if (qp->rx_run == UIW__RX_RUN_PAYLOAD) {
             uiw__qstat(qp, UIW__STAT_PLACED, k);
         }
         if (r == UIW_FPDU_COMPLETE) {
-            if (!qp->rx_hdr_done) /* cannot happen: ULPDUs are at least 14 bytes */
+            if (qp->rx_state != UIW__RX_GET_DATA) /* cannot happen: ULPDUs are at least 14 bytes */
                 return rx_fail(qp, UIW_E_RNIC_SHORT_SEGMENT);
             int c = seg_complete(qp);
             if (c)
@@ -607,7 +606,7 @@ static int rx_account(struct uiw_qp *qp, size_t n)
         }
     }
     qp->rx_niov = 0;
-    qp->rx_tail_idx = -1;
+    qp->rx_has_tail = false;
     uiw__qstat(qp, UIW__STAT_RX_BYTES, total - tailk); /* rx_from_buf counts the tail */
     if (tailk)
         return rx_from_buf(qp, qp->rx_tail, tailk, NULL);
@@ -624,8 +623,8 @@ static int rx_account(struct uiw_qp *qp, size_t n)
 UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, size_t n)
 {
     const uint8_t *h = p + 2;
-    if (n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4 || qp->rx_len_known || qp->rx_send_len ||
-        qp->tx_hold || !rx_accepting(qp))
+    if (n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4 || qp->rx_state != UIW__RX_GET_LEN ||
+        qp->rx_send_len || qp->tx_hold || !rx_accepting(qp))
         return 0;
     size_t ulen = uiw__get_be16(p);
     uint8_t op = h[1];
@@ -666,7 +665,8 @@ UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, s
  * or a negative code (the stream failed). */
 UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n, bool stop_large)
 {
-    if (qp->cp.markers_rx || qp->rx_len_known || n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4)
+    if (qp->cp.markers_rx || qp->rx_state != UIW__RX_GET_LEN ||
+        n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4)
         return 0;
     size_t ulen = uiw__get_be16(p);
     size_t total = 2 + ulen + ((4 - ((2 + ulen) & 3)) & 3) + 4;
@@ -681,7 +681,7 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
         return 0; /* not at the start of an FPDU */
     if (r < 0)
         return rx_fail(qp, r);
-    qp->rx_len_known = true;
+    qp->rx_state = UIW__RX_GET_HDR;
     qp->rx_ulen = (uint16_t)ulen;
     /* both header kinds at once (a fixed size copy, inline): the FPDU is longer than that */
     memcpy(qp->rx_hdr, h, UIW_DDP_UNTAGGED_HDR_LEN);
@@ -742,7 +742,8 @@ UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t
         int cnt = rx_prepare(qp, UIW__MAX_SGE + 1, false);
         if (cnt == 0)
             break; /* no longer accepting: the rest is dropped */
-        if (took_out && qp->rx_iov_kind == 2 && seg_large(qp->rx_plen, qp->rx_ddp.last))
+        if (took_out && qp->rx_run == UIW__RX_RUN_PAYLOAD &&
+            seg_large(qp->rx_plen, qp->rx_ddp.last))
             break;
         size_t took = 0;
         for (int i = 0; i < cnt && took < n; i++) {
@@ -750,7 +751,7 @@ UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t
             uiw__copy(qp->rx_iov[i].iov_base, p + took, k);
             took += k;
         }
-        if (qp->rx_iov_kind == 2)
+        if (qp->rx_run == UIW__RX_RUN_PAYLOAD)
             uiw__qstat(qp, UIW__STAT_COPIED, took);
         r = rx_account(qp, took);
         if (r < 0)
@@ -816,7 +817,7 @@ UIW__DATAPATH static int stage_advice(const struct uiw_qp *qp)
     enum uiw_fpdu_run kind;
     uint32_t off = 0;
     size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
-    bool payload = kind == UIW_FPDU_RUN_ULPDU && qp->rx_hdr_done &&
+    bool payload = kind == UIW_FPDU_RUN_ULPDU && qp->rx_state == UIW__RX_GET_DATA &&
                    (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
                     qp->rx_kind == UIW__RX_SEND);
     if (payload && (run >= UIW__RX_DIRECT_MIN || !qp->rx_ddp.last))
