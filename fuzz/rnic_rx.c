@@ -148,7 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r = uiw__qp_rx_stage(qp, &buf, &cap);
             if (r < 0)
                 break;
-            if (r >= 1 && (x & 0x200)) { /* peek, let the engine take what is small */
+            bool ring = r == UIW__RX_PEEK || r == UIW__RX_READ;
+            if (ring && (x & 0x200)) { /* peek, let the engine take what is small */
                 size_t m = chunk < cap ? chunk : cap;
                 memcpy(buf, data, m);
                 r = uiw__qp_rx_take(qp, m, NULL);
@@ -164,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     drain_tx(qp);
                     continue;
                 }
-            } else if (r >= 1) {
+            } else if (ring) {
                 size_t m = chunk < cap ? chunk : cap;
                 memcpy(buf, data, m);
                 unsigned want = 0;

@@ -327,17 +327,19 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
         /* after a message taken whole, the engine already said where the next bytes go;
          * whether only small segments can come is rechecked, it depends on the application */
         bool hinted = c->rx_hinted && (c->rx_hint & UIW__WANT_STAGE) && buf;
+        /* an enum uiw__rx_advice, or -EPIPE (then uiw__qp_rx_next below says 0) */
         int staged = !hinted ? uiw__qp_rx_stage(c->qp, &buf, &cap)
-                     : (c->rx_hint & UIW__WANT_READ) && uiw__qp_rx_narrow(c->qp) ? 2
-                                                                                 : 1;
+                     : (c->rx_hint & UIW__WANT_READ) && uiw__qp_rx_narrow(c->qp) ? UIW__RX_READ
+                                                                                 : UIW__RX_PEEK;
         c->rx_hinted = false;
-        if (staged >= 1) {
+        bool ring = staged == UIW__RX_PEEK || staged == UIW__RX_READ;
+        if (ring) {
             c->stage = buf;
             c->stage_cap = cap;
         }
-        if (staged >= 1 && cap > 0) {
-            int k = staged == 2 ? conn_rx_read(c, buf, cap, hinted)
-                                : conn_rx_staged(c, buf, cap, hinted);
+        if (ring && cap > 0) {
+            int k = staged == UIW__RX_READ ? conn_rx_read(c, buf, cap, hinted)
+                                           : conn_rx_staged(c, buf, cap, hinted);
             if (k == 0)
                 continue;
             if (k != 2)

@@ -183,16 +183,24 @@ int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max);
  * the peer's Terminate arrived, the QP is in ERROR and wants the socket closed. */
 int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n);
 
-/* Bulk mode for small FPDUs: *buf, *cap is a staging ring area to read() into. Returns 1
- * when staging is the better choice now (small segments are flowing; peek and take, see
- * uiw__qp_rx_take, to keep a large payload that may follow out of the ring), 2 when
- * nothing but small segments can legally arrive now (uiw__qp_rx_narrow): read() into the
- * ring and pass the bytes to uiw__qp_rx_staged, with no consume afterwards; 0 when direct
- * reads are the better choice (a large payload is next, or large segments are flowing: use
- * uiw__qp_rx_next, which points straight into the target and appends a small lookahead
- * iovec for the FPDU's trailer and the next FPDU's header, so one readv per FPDU
- * suffices); -EPIPE when the QP accepts no more bytes. Payload bytes that land in the ring
- * are copied (and counted). */
+/* How io should read the next bytes (uiw__qp_rx_stage's advice). */
+enum uiw__rx_advice {
+    /* direct reads: a large payload is next, or large segments are flowing: use
+     * uiw__qp_rx_next, which points straight into the target and appends a small lookahead
+     * iovec for the FPDU's trailer and the next FPDU's header, so one readv per FPDU
+     * suffices */
+    UIW__RX_DIRECT = 0,
+    /* small segments are flowing: peek into the ring and take (uiw__qp_rx_take), which
+     * keeps a large payload that may follow out of the ring */
+    UIW__RX_PEEK = 1,
+    /* nothing but small segments can legally arrive now (uiw__qp_rx_narrow): read() into
+     * the ring and pass the bytes to uiw__qp_rx_staged, with no consume afterwards */
+    UIW__RX_READ = 2,
+};
+
+/* Bulk mode for small FPDUs: *buf, *cap is a staging ring area to read() into. Returns
+ * the advice (enum uiw__rx_advice), or -EPIPE when the QP accepts no more bytes. Payload
+ * bytes that land in the ring are copied (and counted). */
 int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
 
 /* True while no segment whose payload goes straight to memory can legally arrive: no
@@ -214,8 +222,8 @@ bool uiw__qp_rx_narrow(const struct uiw_qp *qp);
  * no more bytes; a negative engine code (UIW_E_*) when the bytes failed the stream (a
  * Terminate is queued; the rest of the stream is to be discarded). With want, *want gets
  * what uiw__qp_want would say afterwards, plus, when k > 0, UIW__WANT_STAGE when staging
- * is still advised (and UIW__WANT_READ when uiw__qp_rx_stage would say 2), so that a busy
- * poller needs no more engine calls for a plain message. */
+ * is still advised (and UIW__WANT_READ when uiw__qp_rx_stage would say UIW__RX_READ), so that a
+ * busy poller needs no more engine calls for a plain message. */
 int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want);
 
 /* Parse n bytes read into the staging area: every complete FPDU in it is processed;
@@ -223,7 +231,7 @@ int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want);
  * large payload at the end is copied too and the rest will be asked for through
  * uiw__qp_rx_next. Same return values as uiw__qp_rx_advance. With want, *want gets what
  * uiw__qp_want would say afterwards plus the staging advice (UIW__WANT_STAGE, with
- * UIW__WANT_READ for uiw__qp_rx_stage's 2), as uiw__qp_rx_take gives it. */
+ * UIW__WANT_READ for uiw__qp_rx_stage's UIW__RX_READ), as uiw__qp_rx_take gives it. */
 int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want);
 
 /* ---------------------------------------------------------------------------------------
@@ -280,7 +288,7 @@ enum uiw__want {
     UIW__WANT_RX = 1 << 2,    /* the engine accepts more RX bytes */
     UIW__WANT_STAGE = 1 << 3, /* (uiw__qp_rx_take / _staged only) the next bytes go
                                  through the ring: what uiw__qp_rx_stage would now advise */
-    UIW__WANT_READ = 1 << 4,  /* (with UIW__WANT_STAGE) read, no peek: its answer 2 */
+    UIW__WANT_READ = 1 << 4,  /* (with UIW__WANT_STAGE) read, no peek: its UIW__RX_READ */
 };
 unsigned uiw__qp_want(struct uiw_qp *qp);
 /* uiw__qp_want with the QP lock held (in uiw__io_ops.qp_send). */

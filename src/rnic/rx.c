@@ -812,7 +812,7 @@ UIW__DATAPATH bool uiw__qp_rx_narrow(const struct uiw_qp *qp)
 }
 
 /* uiw__qp_rx_stage's advice (QP lock held, accepting). */
-UIW__DATAPATH static int stage_advice(const struct uiw_qp *qp)
+UIW__DATAPATH static enum uiw__rx_advice stage_advice(const struct uiw_qp *qp)
 {
     enum uiw_fpdu_run kind;
     uint32_t off = 0;
@@ -821,10 +821,11 @@ UIW__DATAPATH static int stage_advice(const struct uiw_qp *qp)
                    (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
                     qp->rx_kind == UIW__RX_SEND);
     if (payload && (run >= UIW__RX_DIRECT_MIN || !qp->rx_ddp.last))
-        return 0; /* a large payload is under way: straight to memory */
+        return UIW__RX_DIRECT; /* a large payload is under way: straight to memory */
     if (uiw__qp_rx_narrow(qp))
-        return 2;
-    return qp->rx_small ? 1 : 0; /* large segments flow: headers exactly, payload straight */
+        return UIW__RX_READ;
+    /* large segments flow: headers exactly, payload straight */
+    return qp->rx_small ? UIW__RX_PEEK : UIW__RX_DIRECT;
 }
 
 /* What uiw__qp_want says, plus the staging advice (QP lock held). */
@@ -832,9 +833,9 @@ UIW__DATAPATH static unsigned rx_want(struct uiw_qp *qp)
 {
     unsigned want = uiw__qp_want_locked(qp);
     if (rx_accepting(qp)) {
-        int a = stage_advice(qp);
-        if (a)
-            want |= UIW__WANT_STAGE | (a == 2 ? UIW__WANT_READ : 0);
+        enum uiw__rx_advice a = stage_advice(qp);
+        if (a != UIW__RX_DIRECT)
+            want |= UIW__WANT_STAGE | (a == UIW__RX_READ ? UIW__WANT_READ : 0);
     }
     return want;
 }

@@ -166,7 +166,7 @@ int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len)
             size_t cap;
             r = uiw__qp_rx_stage(qp, &b, &cap);
             /* r < 0, not accepting: as io, uiw__qp_rx_next says whether bytes still go in */
-            if (r == 1 && p->o.mode == PAIR_PEEK) {
+            if (r == UIW__RX_PEEK && p->o.mode == PAIR_PEEK) {
                 size_t m = want < cap ? want : cap;
                 memcpy(b, buf, m); /* recv(MSG_PEEK) */
                 r = uiw__qp_rx_take(qp, m, NULL);
@@ -182,7 +182,7 @@ int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len)
                     len -= m;
                     continue;
                 }
-            } else if (r >= 1) { /* 2 (only small segments can come): read() as io does */
+            } else if (r == UIW__RX_PEEK || r == UIW__RX_READ) { /* read() as io does */
                 size_t m = want < cap ? want : cap;
                 memcpy(b, buf, m);
                 r = uiw__qp_rx_staged(qp, m, NULL);

@@ -878,7 +878,7 @@ static void fast_register(struct pair *p, struct uiw_mr *fr, uint8_t *mem, size_
     CHECK_EQ(pair_wc(p, 1, true).status, UIW_WC_SUCCESS);
 }
 
-/* A QP that can receive only small segments reads them into its staging ring (advice 2,
+/* A QP that can receive only small segments reads them into its staging ring (advice UIW__RX_READ,
  * no peek). Anything that lets a payload of 1 KiB or more arrive turns that off while it
  * lasts: a posted receive that long, a Read that long awaiting its response, a valid
  * remote-writable STag of the PD that long (reg_mr or fast registration). */
@@ -887,7 +887,7 @@ TEST(narrow_qp_reads_until_a_large_payload_can_arrive)
     struct pair p;
     peek_pair(&p, false);
     CHECK(narrow(&p, 1));
-    CHECK_EQ(stage_advice(&p, 1), 2);
+    CHECK_EQ(stage_advice(&p, 1), UIW__RX_READ);
 
     /* registrations: only a remote-writable one of 1 KiB or more, in this QP's PD */
     struct uiw_mr *lw = pair_mr(&p, 1, 8192, LW, 0);
@@ -904,7 +904,7 @@ TEST(narrow_qp_reads_until_a_large_payload_can_arrive)
     CHECK(stage_advice(&p, 1) != 2);
     pair_mr_free(long_rw);
     CHECK(narrow(&p, 1));
-    CHECK_EQ(stage_advice(&p, 1), 2);
+    CHECK_EQ(stage_advice(&p, 1), UIW__RX_READ);
 
     /* a long posted receive, until a Send takes it */
     struct uiw_mr *src = pair_mr(&p, 0, 1 << 20, RW, 0);
@@ -971,7 +971,7 @@ TEST(narrow_qp_reads_until_a_large_payload_can_arrive)
     CHECK_MEM(lw->addr, (uint8_t *)src->addr + 100, 16 * 64);
     CHECK_EQ(uiw_query_context_stats(p.s[1].ctx, &st1), 0);
     CHECK_EQ(st1.copied_payload_bytes - st0.copied_payload_bytes, 16 * 64);
-    CHECK_EQ(stage_advice(&p, 1), 2);
+    CHECK_EQ(stage_advice(&p, 1), UIW__RX_READ);
 
     /* a flushed long receive no longer counts */
     pair_post_recv(&p, 1, 30, lw, 0, 4096);
