@@ -462,14 +462,18 @@ static inline bool uiw__tx_idle(const struct uiw_qp *qp)
     return !qp->term_pending && !qp->rtr_send_pending && !qp->wake_pending && qp->irq_count == 0 &&
            qp->sq_tx == qp->sq_tail;
 }
-/* Build FPDUs for what can be sent now (QP lock held, not idle, slots allocated). */
+/* Build FPDUs for what can be sent now (QP lock held, not idle, slots allocated). Only
+ * uiw__qp_tx_next builds. */
 void uiw__tx_build(struct uiw_qp *qp);
-/* Build what can be built; whether FPDUs are waiting to be sent. */
-static inline bool uiw__tx_has_work(struct uiw_qp *qp)
+/* Whether building would find something to build now (QP lock held): a look at what
+ * building checks first, changing nothing. It may say yes when the step then waits (a
+ * Read Response or a LOCAL_INV behind a segment of a region being invalidated), never no
+ * when something can be built. */
+bool uiw__tx_can_build(const struct uiw_qp *qp);
+/* Whether uiw__qp_tx_next would have bytes: FPDUs built and not sent, or some to build. */
+static inline bool uiw__tx_pending(const struct uiw_qp *qp)
 {
-    if (qp->iov_per_slot && !uiw__tx_idle(qp))
-        uiw__tx_build(qp);
-    return qp->slot_head != qp->slot_tail;
+    return qp->slot_head != qp->slot_tail || (!uiw__tx_idle(qp) && uiw__tx_can_build(qp));
 }
 void uiw__tx_drop_unsent(struct uiw_qp *qp);
 /* The stream is gone (nothing will be sent): drop every slot, the one under way too. */

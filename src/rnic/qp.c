@@ -589,10 +589,10 @@ unsigned uiw__qp_want(struct uiw_qp *qp)
     return w;
 }
 
-UIW__DATAPATH unsigned uiw__qp_want_locked(struct uiw_qp *qp)
+UIW__DATAPATH unsigned uiw__qp_want_locked(const struct uiw_qp *qp)
 {
     unsigned w = 0;
-    if (qp->started && uiw__tx_has_work(qp))
+    if (qp->started && uiw__tx_pending(qp))
         w |= UIW__WANT_TX;
     if (qp->want_close && !(w & UIW__WANT_TX))
         w |= UIW__WANT_CLOSE;
@@ -731,9 +731,12 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
     }
     if (r < 0 && bad_wr)
         *bad_wr = wr;
-    /* Built now (a small payload is copied now, while the caller waits), and out now
-     * under this lock hold if io can (no second lock of the QP on the way to the socket). */
-    if (kick && uiw__tx_has_work(qp) && qp->ctx->ops.qp_send &&
+    /* Built now (a small payload is copied now, while the caller waits; a local operation
+     * runs now), and out now under this lock hold if io can (no second lock of the QP on
+     * the way to the socket). */
+    if (kick && qp->iov_per_slot && !uiw__tx_idle(qp))
+        uiw__tx_build(qp);
+    if (kick && qp->slot_head != qp->slot_tail && qp->ctx->ops.qp_send &&
         qp->ctx->ops.qp_send(qp, qp->ctx->io))
         kick = false;
     uiw__qp_unlock(qp);

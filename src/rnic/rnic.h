@@ -290,9 +290,12 @@ enum uiw__want {
                                  through the ring: what uiw__qp_rx_stage would now advise */
     UIW__WANT_READ = 1 << 4,  /* (with UIW__WANT_STAGE) read, no peek: its UIW__RX_READ */
 };
+/* A query: it changes nothing (FPDUs are built by uiw__qp_tx_next only). UIW__WANT_TX
+ * may be set when uiw__qp_tx_next then finds nothing to send after all (what it would
+ * build waits for a segment already built to go out), never missing when it has bytes. */
 unsigned uiw__qp_want(struct uiw_qp *qp);
 /* uiw__qp_want with the QP lock held (in uiw__io_ops.qp_send). */
-unsigned uiw__qp_want_locked(struct uiw_qp *qp);
+unsigned uiw__qp_want_locked(const struct uiw_qp *qp);
 
 enum uiw_qp_state uiw__qp_state(struct uiw_qp *qp);
 

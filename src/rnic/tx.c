@@ -680,6 +680,41 @@ UIW__DATAPATH static bool tx_send_small(struct uiw_qp *qp)
     return true;
 }
 
+/* The send queue's next WR to build from (skipping those done already), or NULL. */
+static const struct uiw__swqe *sq_next(const struct uiw_qp *qp)
+{
+    for (uint32_t i = qp->sq_tx; i != qp->sq_tail; i++) {
+        const struct uiw__swqe *w = &qp->sq[i & (qp->sq_size - 1)];
+        if (w->state != UIW__SWQE_DONE)
+            return w;
+    }
+    return NULL;
+}
+
+/* What tx_step and sq_step check before they build, in their order. */
+UIW__DATAPATH bool uiw__tx_can_build(const struct uiw_qp *qp)
+{
+    if (!qp->iov_per_slot || qp->slot_tail - qp->slot_head >= UIW__TX_SLOTS)
+        return false; /* slot_new */
+    if (qp->term_pending)
+        return true;
+    if (qp->tx_ahead >= UIW__TX_AHEAD || qp->term_queued ||
+        (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING))
+        return false;
+    const struct uiw__swqe *w = sq_next(qp);
+    bool fenced =
+        w && w->state == UIW__SWQE_QUEUED && (w->flags & UIW_SEND_FENCE) && qp->orq_count > 0;
+    if (qp->tx_hold)
+        return w && is_local(w->opcode) && !fenced; /* sq_local_step */
+    if (qp->wake_pending || qp->rtr_send_pending || qp->irq_count)
+        return true;
+    if (!w || fenced)
+        return false;
+    /* a Read waits for room in the ORD (with no ORD at all it fails, which is a step) */
+    return !(w->state == UIW__SWQE_QUEUED && w->opcode == UIW_WR_RDMA_READ && qp->cp.ord &&
+             qp->orq_count >= qp->cp.ord);
+}
+
 UIW__DATAPATH void uiw__tx_build(struct uiw_qp *qp)
 {
     while ((tx_send_small(qp) || tx_step(qp)) && !uiw__tx_idle(qp))

@@ -818,3 +818,36 @@ TEST(queue_indices_wrap)
     pair_mr_free(b);
     pair_free(&p);
 }
+
+/* Asking what the engine wants builds nothing: a Read Request arrived, the responder has
+ * its response to build, uiw__qp_want says so and leaves the building (and the CRCs) to
+ * uiw__qp_tx_next. */
+TEST(want_only_looks)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.crc = true;
+    pair_init(&p, &o, true);
+    pair_first_fpdu(&p);
+    struct uiw_mr *src = pair_mr(&p, 1, 8192, RW, 0x5A);
+    struct uiw_mr *sink = pair_mr(&p, 0, 8192, RW, 0);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, sink, 0, 8192,
+                       (uintptr_t)src->addr, src->rkey),
+             0);
+    pair_pump_dir(&p, 0, SIZE_MAX); /* the Request reaches side 1 */
+    struct uiw_qp *qp = p.s[1].qp;
+    CHECK_EQ(qp->irq_count, 1);
+    CHECK(uiw__qp_want(qp) & UIW__WANT_TX);
+    CHECK(uiw__qp_want(qp) & UIW__WANT_TX);
+    CHECK_EQ(qp->slot_tail, qp->slot_head); /* nothing built */
+    CHECK(pair_tx_pending(&p, 1) > 0);
+    CHECK(qp->slot_tail != qp->slot_head); /* built by tx_next */
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
+    CHECK_MEM(sink->addr, src->addr, 8192);
+    CHECK(!(uiw__qp_want(qp) & UIW__WANT_TX));
+    pair_mr_free(src);
+    pair_mr_free(sink);
+    pair_free(&p);
+}
