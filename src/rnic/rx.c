@@ -13,6 +13,7 @@
 
 #include "common/byteorder.h"
 #include "wire/fpdu_fast.h"
+#include "wire/hdr.h"
 #include "rnic/engine.h"
 #include "common/compiler.h"
 #include "common/copy.h"
@@ -107,7 +108,7 @@ UIW__COLD static int rx_fail(struct uiw_qp *qp, int code)
     struct uiw_ddp_hdr d = {.tagged = tagged == 1};
     const uint8_t *rdma = NULL;
     if (tagged == 0 && hl && qp->rx_hdr_have >= UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN &&
-        uiw__get_be32(qp->rx_hdr + 6) == UIW_DDP_QN_READ_REQ)
+        uiw__ddp_qn(qp->rx_hdr) == UIW_DDP_QN_READ_REQ)
         rdma = qp->rx_hdr + UIW_DDP_UNTAGGED_HDR_LEN;
     if (code == UIW_E_FPDU_CRC)
         uiw__qstat(qp, UIW__STAT_CRC_ERRORS, 1);
@@ -477,7 +478,7 @@ static int add_tail(struct uiw_qp *qp, int n, int max, bool tail, uint32_t end)
 {
     if (!tail || n >= max || end != qp->rx_ulen)
         return n;
-    size_t pad = (4 - ((2 + (size_t)qp->rx_ulen) & 3)) & 3;
+    size_t pad = uiw_fpdu_len(qp->rx_ulen) - 2 - qp->rx_ulen - 4;
     size_t next = qp->rx_ddp.tagged ? 2 + UIW_DDP_TAGGED_HDR_LEN : 2 + UIW_DDP_UNTAGGED_HDR_LEN;
     qp->rx_iov[n].iov_base = qp->rx_tail;
     qp->rx_iov[n].iov_len = pad + 4 + next;
@@ -631,9 +632,8 @@ UIW__DATAPATH static size_t rx_send_whole(struct uiw_qp *qp, const uint8_t *p, s
     if (ulen < UIW_DDP_UNTAGGED_HDR_LEN || ulen - UIW_DDP_UNTAGGED_HDR_LEN >= UIW__RX_DIRECT_MIN ||
         h[0] != (UIW_DDP_FLAG_LAST | UIW_DDP_VERSION) ||
         (op != uiw_rdmap_ctrl(UIW_RDMAP_SEND) && op != uiw_rdmap_ctrl(UIW_RDMAP_SEND_SE)) ||
-        uiw__get_be32(h + 2) != 0 || uiw__get_be32(h + 6) != UIW_DDP_QN_SEND ||
-        uiw__get_be32(h + 10) != qp->rx_send_msn || uiw__get_be32(h + 14) != 0 ||
-        !uiw__rq_ready(qp))
+        uiw__ddp_rsvd_ulp(h) != 0 || uiw__ddp_qn(h) != UIW_DDP_QN_SEND ||
+        uiw__ddp_msn(h) != qp->rx_send_msn || uiw__ddp_mo(h) != 0 || !uiw__rq_ready(qp))
         return 0;
     uint32_t plen = (uint32_t)(ulen - UIW_DDP_UNTAGGED_HDR_LEN);
     struct uiw__rqe *r = &qp->rq[qp->rq_head & (qp->rq_size - 1)];
@@ -669,11 +669,11 @@ UIW__DATAPATH static long rx_whole(struct uiw_qp *qp, const uint8_t *p, size_t n
         n < 2 + UIW_DDP_UNTAGGED_HDR_LEN + 4)
         return 0;
     size_t ulen = uiw__get_be16(p);
-    size_t total = 2 + ulen + ((4 - ((2 + ulen) & 3)) & 3) + 4;
+    size_t total = uiw_fpdu_len(ulen);
     const uint8_t *h = p + 2;
     bool tagged = (h[0] & UIW_DDP_FLAG_TAGGED) != 0;
     size_t hl = tagged ? UIW_DDP_TAGGED_HDR_LEN : UIW_DDP_UNTAGGED_HDR_LEN;
-    if (total > n || ulen < hl || (!tagged && uiw__get_be32(h + 6) != UIW_DDP_QN_SEND) ||
+    if (total > n || ulen < hl || (!tagged && uiw__ddp_qn(h) != UIW_DDP_QN_SEND) ||
         (stop_large && seg_large(ulen - hl, (h[0] & UIW_DDP_FLAG_LAST) != 0)))
         return 0;
     int r = uiw__fpdu_rx_start(&qp->frx, p); /* the length checks */
