@@ -91,7 +91,9 @@ static char *vm_output(const struct vm *v)
 
 /* An independent capture: tcpdump on the host's loopback, where slirp's side of each
  * connection to the guest runs; what it records is what siw sent and received, byte for
- * byte (only the TCP segmentation is slirp's). The stack under test writes none of it. */
+ * byte (only the TCP segmentation is slirp's). The stack under test writes none of it.
+ * A verdict needs every packet: the kernel's buffer for tcpdump is 64 MiB (-B), so that a
+ * descheduled tcpdump on a loaded machine does not drop any; a drop still fails the test. */
 struct capture {
     char path[600], log[600];
     int pid;
@@ -103,7 +105,8 @@ static void capture_start(struct capture *c, const char *dir, const char *filter
     snprintf(c->path, sizeof(c->path), "%s/lo.pcap", dir);
     snprintf(c->log, sizeof(c->log), "%s/tcpdump.txt", dir);
     CHECK(access("/usr/bin/tcpdump", X_OK) == 0 || access("/usr/sbin/tcpdump", X_OK) == 0);
-    snprintf(cmd, sizeof(cmd), "exec tcpdump -i lo -n -U -s 0 -w '%s' '%s'", c->path, filter);
+    snprintf(cmd, sizeof(cmd), "exec tcpdump -i lo -n -U -s 0 -B 65536 -w '%s' '%s'", c->path,
+             filter);
     c->pid = it_spawn(cmd, c->log);
     CHECK(it_wait_for(c->log, "listening on lo", c->pid, 30));
 }
