@@ -4,7 +4,7 @@
  *   struct uiw_cm_channel *ch = uiw_cm_create_channel();
  *   struct uiw_cm_id *id = uiw_cm_create_id(ch, ctx, my_state);
  *   // passive side
- *   uiw_cm_bind_addr(id, (struct sockaddr *)&sin);  uiw_cm_listen(id, 8);
+ *   uiw_cm_bind_addr(id, (struct sockaddr *)&sin);  uiw_cm_listen(id, 8, NULL);
  *   uiw_cm_get_event(ch, &ev, 5000);      // UIW_CM_EVENT_CONNECT_REQUEST, ev->id is new
  *   uiw_cm_create_qp(ev->id, pd, &attr);  uiw_cm_accept(ev->id, &param);
  *   // active side
