@@ -605,7 +605,8 @@ static void read_timeouts(struct uiw__rr_listener *l)
         for (uint32_t i = 0; i < c->ncalls; i++) {
             struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * csz);
             if (atomic_load_explicit(&k->reads_left, memory_order_acquire) &&
-                now - atomic_load_explicit(&k->read_start_ns, memory_order_relaxed) > lim) {
+                uiw__rr_read_overdue(
+                    now, atomic_load_explicit(&k->read_start_ns, memory_order_relaxed), lim)) {
                 uiw__rr_conn_died(c, -ETIMEDOUT);
                 break;
             }

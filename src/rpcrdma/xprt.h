@@ -410,6 +410,12 @@ int uiw__rr_dev_poll(struct uiw__rr_dev *d);
 void uiw__rr_dev_kick(struct uiw__rr_dev *d);
 
 uint64_t uiw__rr_now_ns(void);
+/* Whether RDMA Reads posted at start_ns are more than lim_ns late at now_ns. A start after
+ * now (Reads posted by another thread after now was read) is not late. */
+static inline bool uiw__rr_read_overdue(uint64_t now_ns, uint64_t start_ns, uint64_t lim_ns)
+{
+    return now_ns > start_ns && now_ns - start_ns > lim_ns;
+}
 
 /* ---------------------------------------------------------------- connections */
 
