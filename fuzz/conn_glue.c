@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,26 @@ static void setup_once(void)
     if (listener < 0 || bind(listener, (struct sockaddr *)&laddr, sizeof(laddr)) < 0 ||
         listen(listener, 4) < 0 || getsockname(listener, (struct sockaddr *)&laddr, &len) < 0)
         die("listener");
+}
+
+/* A blocking connect that a signal interrupts (libFuzzer's -timeout alarm) goes on in the
+ * background: wait for it to finish instead of calling the interruption a failure. */
+static int connect_whole(int fd)
+{
+    if (connect(fd, (struct sockaddr *)&laddr, sizeof(laddr)) == 0)
+        return 0;
+    if (errno != EINTR)
+        return -1;
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int n;
+    while ((n = poll(&p, 1, -1)) < 0 && errno == EINTR)
+        ;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (n < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        return -1;
+    errno = err;
+    return err ? -1 : 0;
 }
 
 static void nonblock_nodelay(int fd)
@@ -145,9 +166,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     int cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (cfd < 0 || connect(cfd, (struct sockaddr *)&laddr, sizeof(laddr)) < 0)
+    if (cfd < 0 || connect_whole(cfd) < 0)
         die("connect");
-    int afd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+    int afd;
+    while ((afd = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) < 0 && errno == EINTR)
+        ;
     if (afd < 0)
         die("accept");
     /* the stack gets one end; the harness keeps a second descriptor of it (see above) */
