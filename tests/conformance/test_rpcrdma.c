@@ -21,7 +21,7 @@
 #define PROG 0x20000aa0u
 #define WAIT 5000
 
-enum { P_NULL = 0, P_GEN = 1, P_SINK = 2, P_SLEEP = 3 };
+enum { P_NULL = 0, P_GEN = 1, P_SINK = 2, P_SLEEP = 3, P_SYSERR = 4, P_WHO = 5 };
 
 static const struct timeval TMO = {10, 0};
 
@@ -64,6 +64,16 @@ static void dispatch(struct svc_req *rq, SVCXPRT *x)
         struct timespec ts = {0, 200000000L};
         nanosleep(&ts, NULL);
         svc_sendreply(x, (xdrproc_t)xnone, NULL);
+        return;
+    }
+    case P_SYSERR:
+        svcerr_systemerr(x);
+        return;
+    case P_WHO: { /* the caller's AUTH_SYS uid, or ~0 for another flavor */
+        u_int uid = ~0u;
+        if (rq->rq_cred.oa_flavor == AUTH_SYS && rq->rq_clntcred)
+            uid = (u_int)((const struct authsys_parms *)rq->rq_clntcred)->aup_uid;
+        svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&uid);
         return;
     }
     default:
@@ -272,6 +282,79 @@ TEST(rpcrdma_vers1_only_server)
     expect_error(&f->p, f->x, b, n, 0xabc, 2, UIW_RDMA_ERR_VERS);
     CHECK_EQ(f->x->h.u.error.vers_low, 1);
     CHECK_EQ(f->x->h.u.error.vers_high, 1);
+    fx_down(f, false);
+}
+
+/* ---------------------------------------------------------------- ONC RPC replies */
+
+/* Send an ONC RPC message given as words under an RDMA_MSG header of xid, and return the
+ * words of its reply after the xid and REPLY (at most cap of them): their count. */
+static uint32_t rpc_exchange(struct fx *f, uint32_t xid, const uint32_t *call, unsigned nw,
+                             uint32_t *out, uint32_t cap)
+{
+    uint8_t b[256];
+    uint32_t n = words(b, call, nw);
+    struct uiw_rpcrdma_hdr h = call_hdr(xid, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_hdr(&f->p, &h, b, n), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h, &f->x->sp,
+                              WAIT),
+             1);
+    CHECK_EQ(f->x->h.proc, UIW_RDMA_MSG);
+    CHECK_EQ(f->x->h.xid, xid);
+    CHECK_EQ(f->x->h.u.chunks.direction, UIW_RPCRDMA_REPLY);
+    const uint8_t *rp = f->x->msg + f->x->h.hdr_len;
+    uint32_t len = f->x->len - f->x->h.hdr_len;
+    CHECK(len % 4 == 0 && len >= 8 && len / 4 - 2 <= cap);
+    CHECK_EQ(uiw__get_be32(rp), xid);
+    CHECK_EQ(uiw__get_be32(rp + 4), 1); /* REPLY */
+    for (uint32_t i = 0; i < len / 4 - 2; i++)
+        out[i] = uiw__get_be32(rp + 8 + 4 * i);
+    return len / 4 - 2;
+}
+
+/* The reply, after xid and REPLY, is exactly these words. */
+#define RPC_REPLY(f, xid, call, ...)                                                               \
+    do {                                                                                           \
+        const uint32_t want_[] = {__VA_ARGS__};                                                    \
+        uint32_t got_[16];                                                                         \
+        unsigned n_ = sizeof(want_) / sizeof(want_[0]);                                            \
+        CHECK_EQ(rpc_exchange(f, xid, call, sizeof(call) / sizeof(call[0]), got_, 16), n_);        \
+        for (unsigned i_ = 0; i_ < n_; i_++)                                                       \
+            CHECK_EQ(got_[i_], want_[i_]);                                                         \
+    } while (0)
+
+/* Every reply status of RFC 5531 from the server's RPC layer over RPC-over-RDMA: RPC
+ * version, credentials, program, version, procedure, arguments, a procedure's own
+ * SYSTEM_ERR; AUTH_NONE and AUTH_SYS taken, the AUTH_SYS uid handed to the procedure.
+ * Each answer is exact, and the connection goes on. */
+TEST(rpcrdma_rpc_reply_errors)
+{
+    struct fx *f = fx_up(2, 0, 0);
+    enum { DENIED = 1, ACCEPTED = 0 };
+    /* xid, CALL, rpcvers, prog, vers, proc, cred (flavor, length, body), verf (0, 0) */
+    const uint32_t rpcv3[] = {0x100, 0, 3, PROG, 1, P_NULL, 0, 0, 0, 0};
+    RPC_REPLY(f, 0x100, rpcv3, DENIED, RPC_MISMATCH, 2, 2);
+    const uint32_t dh[] = {0x101, 0, 2, PROG, 1, P_NULL, AUTH_DH, 0, 0, 0};
+    RPC_REPLY(f, 0x101, dh, DENIED, AUTH_ERROR, AUTH_BADCRED);
+    /* AUTH_SYS whose machine name runs past its body */
+    const uint32_t badsys[] = {0x102, 0, 2, PROG, 1, P_NULL, AUTH_SYS, 8, 1, 5, 0, 0};
+    RPC_REPLY(f, 0x102, badsys, DENIED, AUTH_ERROR, AUTH_BADCRED);
+    const uint32_t prog[] = {0x103, 0, 2, PROG + 1, 1, P_NULL, 0, 0, 0, 0};
+    RPC_REPLY(f, 0x103, prog, ACCEPTED, AUTH_NONE, 0, PROG_UNAVAIL);
+    const uint32_t vers[] = {0x104, 0, 2, PROG, 2, P_NULL, 0, 0, 0, 0};
+    RPC_REPLY(f, 0x104, vers, ACCEPTED, AUTH_NONE, 0, PROG_MISMATCH, 1, 1);
+    const uint32_t proc[] = {0x105, 0, 2, PROG, 1, 99, 0, 0, 0, 0};
+    RPC_REPLY(f, 0x105, proc, ACCEPTED, AUTH_NONE, 0, PROC_UNAVAIL);
+    const uint32_t noargs[] = {0x106, 0, 2, PROG, 1, P_GEN, 0, 0, 0, 0}; /* its u_int missing */
+    RPC_REPLY(f, 0x106, noargs, ACCEPTED, AUTH_NONE, 0, GARBAGE_ARGS);
+    const uint32_t syserr[] = {0x107, 0, 2, PROG, 1, P_SYSERR, 0, 0, 0, 0};
+    RPC_REPLY(f, 0x107, syserr, ACCEPTED, AUTH_NONE, 0, SYSTEM_ERR);
+    /* AUTH_SYS: stamp, machine name "test", uid 1234, gid 56, no other gids */
+    const uint32_t sys[] = {0x108, 0, 2,           PROG, 1,  P_WHO, AUTH_SYS, 24,
+                            1,     4, 0x74657374u, 1234, 56, 0,     0,        0};
+    RPC_REPLY(f, 0x108, sys, ACCEPTED, AUTH_NONE, 0, SUCCESS, 1234);
+    const uint32_t none[] = {0x109, 0, 2, PROG, 1, P_WHO, 0, 0, 0, 0};
+    RPC_REPLY(f, 0x109, none, ACCEPTED, AUTH_NONE, 0, SUCCESS, ~0u);
     fx_down(f, false);
 }
 
