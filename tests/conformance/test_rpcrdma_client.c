@@ -288,6 +288,74 @@ TEST(rpcrdma_client_bad_replies)
     free(sc);
 }
 
+/* A raw server that answers the client's first call with RDMA2_ERROR / SYSTEM, its
+ * second with a reply, and its third never. */
+static void *system_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    EXPECT(connprop(sc, 8) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    struct uiw_rpcrdma_hdr e = {.xid = sc->h.xid, .vers = 2, .credit = 8, .proc = UIW_RDMA_ERROR};
+    e.u.error.errcode = UIW_RDMA2_ERR_SYSTEM;
+    EXPECT(rpcpeer_send_hdr(&sc->p, &e, NULL, 0) == 0);
+    sc->step = 1;
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+    sc->step = 2;
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    sc->step = 3;
+    bool eof = false;
+    rpcpeer_pump(&sc->p, 20000, &eof); /* silent, until the client hangs up */
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* RDMA2_ERR_SYSTEM fails that call (RPC_SYSTEMERROR, the transport's code in re_lb.s1)
+ * and nothing else: the connection goes on; a server that never answers holds a caller
+ * no longer than its timeout. */
+TEST(rpcrdma_client_system_error_and_silence)
+{
+    struct script *sc = calloc(1, sizeof(*sc));
+    uint16_t port;
+    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
+    CHECK(sc->lfd >= 0);
+    pthread_t th;
+    CLIENT *c = client_to(sc, port, system_server, &th, true);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SYSTEMERROR);
+    struct rpc_err e;
+    clnt_geterr(c, &e);
+    CHECK_EQ(e.re_status, RPC_SYSTEMERROR);
+    CHECK_EQ(e.re_lb.s1, (int32_t)UIW_RDMA2_ERR_SYSTEM);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    struct uiw_rpc_clnt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    CHECK_EQ(st.errors_received, 1);
+    CHECK_EQ(st.retransmits, 0); /* SYSTEM is not retried */
+    CHECK_EQ(st.reconnects, 0);
+    struct timeval half = {0, 500000};
+    double t0 = now_s();
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, half), RPC_TIMEDOUT);
+    double dt = now_s() - t0;
+    if (dt < 0.45 || dt > 3.0)
+        uiw_test_fail(__FILE__, __LINE__, "a 0.5 s call ended after %.2f s", dt);
+    clnt_destroy(c);
+    pthread_join(th, NULL);
+    CHECK_EQ(sc->fail, 0);
+    CHECK_EQ(sc->step, 3);
+    rpcpeer_close(&sc->p, false);
+    close(sc->lfd);
+    free(sc);
+}
+
 /* A server slower than the client's wait for the answer to its first message: the client
  * assumes Version One (draft 7.2) and calls in it; the ERR_VERS answering its CONNPROP
  * comes after that, then the reply. `high` is the top of the range the server states. */
