@@ -138,6 +138,13 @@ const char *it_tshark(void)
     return NULL;
 }
 
+static const char *tshark_prefs = "";
+
+void it_tshark_prefs(const char *prefs)
+{
+    tshark_prefs = prefs ? prefs : "";
+}
+
 char *it_tshark_fields(const char *pcap, const char *filter, const char *fields)
 {
     char cmd[4096], ef[2048];
@@ -161,9 +168,10 @@ char *it_tshark_fields(const char *pcap, const char *filter, const char *fields)
     }
     ef[o] = 0;
     int n = snprintf(cmd, sizeof(cmd),
-                     "%s -n -r '%s' -o tcp.check_checksum:TRUE -o ip.check_checksum:TRUE "
+                     "%s -n -r '%s' -o tcp.check_checksum:TRUE -o ip.check_checksum:TRUE %s "
                      "%s%s%s -T fields -E separator='|' %s 2>/dev/null",
-                     ts, pcap, filter ? "-Y '" : "", filter ? filter : "", filter ? "'" : "", ef);
+                     ts, pcap, tshark_prefs, filter ? "-Y '" : "", filter ? filter : "",
+                     filter ? "'" : "", ef);
     CHECK(n > 0 && (size_t)n < sizeof(cmd));
     char *out = NULL;
     int rc = it_run(cmd, 0, 120, &out);
@@ -204,6 +212,57 @@ int it_count(const char *s, const char *needle)
     for (const char *p = strstr(s, needle); p; p = strstr(p + l, needle))
         n++;
     return n;
+}
+
+int it_tshark_malformed(const char *pcap, const char *except)
+{
+    const char *bad = "_ws.malformed || _ws.expert.severity >= 8388608";
+    char filter[1024];
+    int n = except ? snprintf(filter, sizeof(filter), "(%s) && !(%s)", bad, except)
+                   : snprintf(filter, sizeof(filter), "%s", bad);
+    CHECK(n > 0 && (size_t)n < sizeof(filter));
+    char *o = it_tshark_fields(pcap, filter, "frame.number");
+    n = it_nlines(o);
+    if (n)
+        fprintf(stderr, "malformed frames in %s:\n%s", pcap, o);
+    free(o);
+    return n;
+}
+
+int it_rpc_calls_answered(const char *pcap)
+{
+    char *o = it_tshark_fields(pcap, "rpc", "rpc.msgtyp rpc.xid");
+    enum { MAX = 4096 };
+    static unsigned type[MAX];
+    static unsigned long xid[MAX];
+    int n = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(o, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        char *x = strchr(l, '|');
+        CHECK(x != NULL);
+        *x++ = 0;
+        for (char *t = l; *t && n < MAX; n++) {
+            char *end;
+            type[n] = (unsigned)strtoul(t, &end, 10);
+            xid[n] = strtoul(x, &x, 16);
+            t = *end == ',' ? end + 1 : end;
+            if (*x == ',')
+                x++;
+        }
+    }
+    free(o);
+    int calls = 0;
+    for (int i = 0; i < n; i++) {
+        if (type[i] != 0)
+            continue;
+        calls++;
+        int answered = 0;
+        for (int k = 0; k < n && !answered; k++)
+            answered = type[k] == 1 && xid[k] == xid[i];
+        if (!answered)
+            uiw_test_fail(__FILE__, __LINE__, "call %#lx not answered in %s", xid[i], pcap);
+    }
+    return calls;
 }
 
 uint32_t it_crc32c(const void *buf, size_t len)

@@ -24,6 +24,10 @@ int it_run(const char *cmd, int merge, int timeout_s, char **out);
 /* Path of tshark, or NULL if it is not installed. */
 const char *it_tshark(void);
 
+/* Extra tshark options for every later it_tshark_fields of this process (e.g. "-o
+ * rpc.dissect_unknown_programs:TRUE"); NULL or "" for none. */
+void it_tshark_prefs(const char *prefs);
+
 /* Run tshark -r pcap [-Y filter] -T fields -e f1 -e f2 ... (fields separated by
  * spaces in `fields`), -E separator=| , returning its output (malloc'd). Fails the test
  * if tshark fails. */
@@ -37,6 +41,15 @@ int it_nlines(const char *s);
 
 /* Number of occurrences of needle in s. */
 int it_count(const char *s, const char *needle);
+
+/* The frames of pcap that tshark marks malformed or with an expert error, except those
+ * matching the display filter `except` (NULL: none); listed on stderr. Returns their
+ * count. */
+int it_tshark_malformed(const char *pcap, const char *except);
+
+/* Every ONC RPC call in pcap has a reply with its XID (a frame may carry several
+ * messages); a call without one fails the test. Returns the number of calls. */
+int it_rpc_calls_answered(const char *pcap);
 
 /* Reference CRC32c (bitwise). */
 uint32_t it_crc32c(const void *buf, size_t len);

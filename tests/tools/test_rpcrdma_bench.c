@@ -1,10 +1,13 @@
 /* rpcrdma-bench --loopback: every test over RPC-over-RDMA (both versions) against libtirpc's
  * TCP and raw TCP, the JSON lines the issue names, the ratios; usage errors. The figures
  * themselves are the benchmark's business, not a test's. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "interop.h"
 #include "run.h"
 #include "test.h"
 
@@ -71,6 +74,100 @@ TEST(rpcrdma_bench_loopback)
     CHECK(field(r.out, "{\"test\":\"null\",\"size\":0,\"ratio\":\"round_trip\",\"inflight\":1,",
                 "value") > 0);
     tool_run_free(&r);
+}
+
+/* What tshark sees in a capture of rpcrdma-bench: RPC-over-RDMA headers, those of another
+ * version than 1, RDMA_ERRORs, calls of procedure proc of rbench.x, and of those (or of
+ * the headers) the ones with a Read list and with a Write list. */
+struct seen {
+    int rpcrdma, not_v1, errors, calls, read_lists, write_lists;
+};
+
+static void look(const char *pcap, unsigned proc, struct seen *s)
+{
+    memset(s, 0, sizeof(*s));
+    char *o = it_tshark_fields(pcap, "rpcordma || rpc",
+                               "rpcordma.version rpcordma.msg_type rpcordma.reads_count "
+                               "rpcordma.writes_count rpc.msgtyp rpc.program rpc.procedure");
+    char *save = NULL;
+    for (char *l = strtok_r(o, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        char *f[7], *p = l;
+        for (int i = 0; i < 7; i++) {
+            f[i] = p;
+            p += strcspn(p, "|");
+            if (*p)
+                *p++ = 0;
+        }
+        /* one message a frame (one call in flight): the first value of each field */
+        bool call = *f[4] && atoi(f[4]) == 0 && strtoul(f[5], NULL, 10) == 0x20000b0eu &&
+                    strtoul(f[6], NULL, 10) == proc;
+        if (*f[0]) {
+            s->rpcrdma++;
+            s->not_v1 += atoi(f[0]) != 1;
+            s->errors += atoi(f[1]) == 4;
+            s->read_lists += atoi(f[1]) == 0 && atoi(f[2]) > 0;
+        }
+        s->calls += call;
+        s->write_lists += call && atoi(f[3]) > 0;
+    }
+    free(o);
+}
+
+/* A Version One capture of rpcrdma-bench on loopback, decoded by tshark (an independent
+ * RPC-over-RDMA Version One dissector): RPC-over-RDMA with the ONC RPC calls and replies
+ * inside, every call's XID answered, each 1 MiB WRITE call with a Read list and each
+ * 1 MiB READ call with a Write list, nothing malformed. */
+TEST(rpcrdma_bench_v1_capture_tshark)
+{
+    if (!it_tshark())
+        SKIP("tshark is not installed");
+    /* rbench.x is no program Wireshark knows: have its RPC layer dissect it anyway */
+    it_tshark_prefs("-o rpc.dissect_unknown_programs:TRUE");
+    char dir[512];
+    it_tmpdir(dir, sizeof(dir), "rbcap");
+    static const char *const test[] = {"write", "read"};
+    for (unsigned i = 0; i < 2; i++) {
+        char sub[600], cmd[2048], *o = NULL;
+        snprintf(sub, sizeof(sub), "%s/%s", dir, test[i]);
+        CHECK_EQ(mkdir(sub, 0700), 0);
+        /* the client is the process the shell becomes: its captures carry the shell's pid
+         * (the server process, killed at the end, may leave its capture unfinished) */
+        snprintf(cmd, sizeof(cmd),
+                 "echo $$; UIW_PCAP_DIR='%s'; export UIW_PCAP_DIR; exec '%s' --loopback "
+                 "--vers 1 -t %s -s 1M -D 0.02 -r 1 --json",
+                 sub, BENCH, test[i]);
+        int rc = it_run(cmd, 1, 120, &o);
+        if (rc != 0)
+            uiw_test_fail(__FILE__, __LINE__, "rpcrdma-bench -t %s: %d\n%s", test[i], rc, o);
+        CHECK(strstr(o, "\"transport\":\"rdma-v1\"") != NULL);
+        long pid = strtol(o, NULL, 10);
+        CHECK(pid > 0);
+        free(o);
+        snprintf(cmd, sizeof(cmd), "ls '%s'/uiw-%ld-*.pcap", sub, pid);
+        CHECK_EQ(it_run(cmd, 0, 10, &o), 0);
+        CHECK_EQ(it_nlines(o), 1);
+        o[strcspn(o, "\n")] = 0;
+        struct seen s;
+        look(o, i == 0 ? 2 : 1, &s); /* RB_WRITE is procedure 2, RB_READ 1 */
+        CHECK(s.rpcrdma > 0);
+        CHECK_EQ(s.not_v1, 0);
+        CHECK_EQ(s.errors, 0);
+        CHECK(s.calls >= 1);
+        if (i == 0) {
+            /* tshark shows a call whose argument came by RDMA Read in the frame that
+             * completes the Read: it is the headers that carry the Read lists */
+            CHECK_EQ(s.read_lists, s.calls);
+            CHECK_EQ(s.write_lists, 0);
+        } else {
+            CHECK_EQ(s.write_lists, s.calls);
+            CHECK_EQ(s.read_lists, 0);
+        }
+        CHECK(it_rpc_calls_answered(o) >= s.calls);
+        CHECK_EQ(it_tshark_malformed(o, NULL), 0);
+        free(o);
+    }
+    it_tshark_prefs(NULL);
+    it_rmtree(dir);
 }
 
 TEST(rpcrdma_bench_usage)

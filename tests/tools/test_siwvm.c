@@ -34,56 +34,9 @@
  * the RPC-over-RDMA and RPC layers of those replies are still checked by the others. */
 static int malformed(const char *pcap, bool nfs_read_data)
 {
-    char *o =
-        it_tshark_fields(pcap,
-                         nfs_read_data ? "(_ws.malformed || _ws.expert.severity >= 8388608) && "
-                                         "!(rpc.msgtyp == 1 && nfs.procedure_v3 == 6 && "
-                                         "rpcordma.writes_count > 0)"
-                                       : "_ws.malformed || _ws.expert.severity >= 8388608",
-                         "frame.number");
-    int n = it_nlines(o);
-    if (n)
-        fprintf(stderr, "malformed frames in %s:\n%s", pcap, o);
-    free(o);
-    return n;
-}
-
-/* Every RPC call in the capture has a reply with its XID: the number of calls. A frame
- * may carry several messages (tshark lists their fields with commas). */
-static int calls_answered(const char *pcap)
-{
-    char *o = it_tshark_fields(pcap, "rpc", "rpc.msgtyp rpc.xid");
-    enum { MAX = 4096 };
-    static unsigned type[MAX];
-    static unsigned long xid[MAX];
-    int n = 0;
-    char *save = NULL;
-    for (char *l = strtok_r(o, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        char *x = strchr(l, '|');
-        CHECK(x != NULL);
-        *x++ = 0;
-        for (char *t = l; *t && n < MAX; n++) {
-            char *end;
-            type[n] = (unsigned)strtoul(t, &end, 10);
-            xid[n] = strtoul(x, &x, 16);
-            t = *end == ',' ? end + 1 : end;
-            if (*x == ',')
-                x++;
-        }
-    }
-    free(o);
-    int calls = 0;
-    for (int i = 0; i < n; i++) {
-        if (type[i] != 0)
-            continue;
-        calls++;
-        int answered = 0;
-        for (int k = 0; k < n && !answered; k++)
-            answered = type[k] == 1 && xid[k] == xid[i];
-        if (!answered)
-            uiw_test_fail(__FILE__, __LINE__, "call %#lx not answered in %s", xid[i], pcap);
-    }
-    return calls;
+    return it_tshark_malformed(pcap, nfs_read_data ? "rpc.msgtyp == 1 && nfs.procedure_v3 == 6 && "
+                                                     "rpcordma.writes_count > 0"
+                                                   : NULL);
 }
 
 /* rpcrdma-ping of NFSv3 NULL, two connections in one process, capture into dir. */
@@ -184,7 +137,7 @@ static void ping_knfsd(int port, const char *dir, bool crc)
                              "rpc.xid");
         CHECK_EQ(it_nlines(c), 1);
         free(c);
-        CHECK_EQ(calls_answered(caps[i]), 1);
+        CHECK_EQ(it_rpc_calls_answered(caps[i]), 1);
         CHECK_EQ(malformed(caps[i], false), 0);
     }
     free(o);
@@ -272,7 +225,7 @@ TEST(siwvm_rpcrdma_knfsd)
         w = it_tshark_fields(l, "rpc.msgtyp == 0 && nfs.procedure_v3 == 7", "rpc.xid");
         nwrite_calls += it_nlines(w);
         free(w);
-        calls += calls_answered(l);
+        calls += it_rpc_calls_answered(l);
         CHECK_EQ(malformed(l, true), 0);
     }
     free(o);
