@@ -1,7 +1,10 @@
 /* uiw-nfsd's procedures on loopback TCP, through the client library and raw calls. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +13,7 @@
 #include "nfs/client.h"
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
+#include "mount3.h"
 #include "nfs_util.h"
 #include "test.h"
 
@@ -642,5 +646,117 @@ TEST(credentials)
     CHECK_EQ(stat(path_in(&v, "by-root"), &st), 0);
     CHECK_EQ(st.st_uid, 0);
     uiw__nfs_client_close(r);
+    srv_stop(&v);
+}
+
+/* MOUNT: the list of who mounted what (DUMP) after MNT, UMNT and UMNTALL. */
+static unsigned dump(CLIENT *m, const char *host, const char *dir)
+{
+    mountlist l = NULL;
+    struct timeval tv = {10, 0};
+    CHECK_EQ(clnt_call(m, MOUNTPROC3_DUMP, UIW__XDRPROC(xdr_void), NULL,
+                       UIW__XDRPROC(xdr_mountlist), (caddr_t)&l, tv),
+             RPC_SUCCESS);
+    unsigned n = 0, match = 0;
+    for (mountbody *b = l; b; b = b->ml_next, n++)
+        match += dir && strcmp(b->ml_hostname, host) == 0 && strcmp(b->ml_directory, dir) == 0;
+    xdr_free(UIW__XDRPROC(xdr_mountlist), (caddr_t)&l);
+    return dir ? match : n;
+}
+
+static mountstat3 mnt(CLIENT *m, const char *path, nfs_fh3 *root_fh)
+{
+    mountres3 r;
+    memset(&r, 0, sizeof(r));
+    dirpath d = (char *)path;
+    struct timeval tv = {10, 0};
+    CHECK_EQ(clnt_call(m, MOUNTPROC3_MNT, UIW__XDRPROC(xdr_dirpath), (caddr_t)&d,
+                       UIW__XDRPROC(xdr_mountres3), (caddr_t)&r, tv),
+             RPC_SUCCESS);
+    mountstat3 st = r.fhs_status;
+    if (st == MNT3_OK) {
+        fhandle3 *h = &r.mountres3_u.mountinfo.fhandle;
+        CHECK(h->fhandle3_len > 0 && h->fhandle3_len <= NFS3_FHSIZE);
+        bool sys = false;
+        for (u_int i = 0; i < r.mountres3_u.mountinfo.auth_flavors.auth_flavors_len; i++)
+            sys |= r.mountres3_u.mountinfo.auth_flavors.auth_flavors_val[i] == AUTH_SYS;
+        CHECK(sys);
+        if (root_fh) {
+            CHECK_EQ(h->fhandle3_len, root_fh->data.data_len);
+            CHECK_MEM(h->fhandle3_val, root_fh->data.data_val, h->fhandle3_len);
+        }
+    }
+    xdr_free(UIW__XDRPROC(xdr_mountres3), (caddr_t)&r);
+    return st;
+}
+
+/* Every MOUNT version 3 procedure over TCP: NULL; EXPORT lists the export; MNT of the
+ * export gives the handle the client library holds, of a directory below it its own,
+ * and of what is no directory of an export the RFC's errors; DUMP lists each mount by
+ * host and path (none once the client library has unmounted); UMNT drops one, UMNTALL
+ * all of the caller's. */
+TEST(mount_procedures)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    CHECK_EQ(mkdir(path_in(&v, "sub"), 0755), 0);
+    put_file(&v, "file", "x", 1);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    nfs_fh3 rootfh;
+    char rootdata[NFS3_FHSIZE];
+    CHECK(root(c)->len <= sizeof(rootdata));
+    memcpy(rootdata, root(c)->data, root(c)->len);
+    rootfh.data.data_len = root(c)->len;
+    rootfh.data.data_val = rootdata;
+    uiw__nfs_client_close(c); /* its MNT undone by its UMNT */
+
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)v.mount)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int sock = RPC_ANYSOCK;
+    CLIENT *m = clnttcp_create(&sa, MOUNT_PROGRAM, MOUNT_V3, &sock, 0, 0);
+    CHECK(m != NULL);
+    struct timeval tv = {10, 0};
+    CHECK_EQ(clnt_call(m, MOUNTPROC3_NULL, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void),
+                       NULL, tv),
+             RPC_SUCCESS);
+    CHECK_EQ(dump(m, NULL, NULL), 0);
+
+    mntexports ex = NULL;
+    CHECK_EQ(clnt_call(m, MOUNTPROC3_EXPORT, UIW__XDRPROC(xdr_void), NULL,
+                       UIW__XDRPROC(xdr_mntexports), (caddr_t)&ex, tv),
+             RPC_SUCCESS);
+    CHECK(ex != NULL && ex->ex_next == NULL);
+    CHECK_STR(ex->ex_dir, v.dir);
+    xdr_free(UIW__XDRPROC(xdr_mntexports), (caddr_t)&ex);
+
+    char sub[600], file[600], none[600], dots[600];
+    snprintf(sub, sizeof(sub), "%s/sub", v.dir);
+    snprintf(file, sizeof(file), "%s/file", v.dir);
+    snprintf(none, sizeof(none), "%s/none", v.dir);
+    snprintf(dots, sizeof(dots), "%s/sub/../..", v.dir);
+    CHECK_EQ(mnt(m, v.dir, &rootfh), MNT3_OK);
+    CHECK_EQ(mnt(m, sub, NULL), MNT3_OK);
+    CHECK_EQ(mnt(m, file, NULL), MNT3ERR_NOTDIR);
+    CHECK_EQ(mnt(m, none, NULL), MNT3ERR_NOENT);
+    CHECK_EQ(mnt(m, dots, NULL), MNT3ERR_ACCES);
+    CHECK_EQ(mnt(m, "/", NULL), MNT3ERR_NOENT); /* not exported */
+    CHECK_EQ(mnt(m, "relative", NULL), MNT3ERR_NOENT);
+    CHECK_EQ(dump(m, NULL, NULL), 2);
+    CHECK_EQ(dump(m, "127.0.0.1", v.dir), 1);
+    CHECK_EQ(dump(m, "127.0.0.1", sub), 1);
+
+    dirpath d = v.dir;
+    CHECK_EQ(clnt_call(m, MOUNTPROC3_UMNT, UIW__XDRPROC(xdr_dirpath), (caddr_t)&d,
+                       UIW__XDRPROC(xdr_void), NULL, tv),
+             RPC_SUCCESS);
+    CHECK_EQ(dump(m, NULL, NULL), 1);
+    CHECK_EQ(dump(m, "127.0.0.1", sub), 1);
+    CHECK_EQ(mnt(m, v.dir, &rootfh), MNT3_OK);
+    CHECK_EQ(dump(m, NULL, NULL), 2);
+    CHECK_EQ(clnt_call(m, MOUNTPROC3_UMNTALL, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void),
+                       NULL, tv),
+             RPC_SUCCESS);
+    CHECK_EQ(dump(m, NULL, NULL), 0);
+    clnt_destroy(m);
     srv_stop(&v);
 }
