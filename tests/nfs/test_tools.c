@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,5 +351,72 @@ TEST(tools_many_files_json)
     tool_run_free(&r);
     rm_tree(src);
     rm_tree(back);
+    daemon_stop(&d);
+}
+
+/* `sh -c cmd`, its output captured. */
+static struct tool_run shell(const char *cmd)
+{
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    struct tool_run r;
+    tool_run("/bin/sh", argv, NULL, 0, 60, &r);
+    return r;
+}
+
+/* The progress bar: drawn (on standard error, redrawn with '\r', ended by a newline) for
+ * a transfer longer than a second when asked for, not for a shorter one, and not by
+ * default when standard error is no terminal. --verify's SHA-256 is that of the data. */
+TEST(tools_progress_and_verify)
+{
+    struct daemon d;
+    daemon_start(&d);
+    char u[600], cmd[2048], path[600];
+    const char *modes[] = {"--progress", "--no-progress", "-v"};
+    for (unsigned i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "slow%u", i);
+        url(&d, name, u, sizeof(u));
+        /* a source that takes 1.5 s: half its bytes, a pause, the rest */
+        snprintf(cmd, sizeof(cmd),
+                 "(head -c 65536 /dev/zero; sleep 1.5; head -c 65536 /dev/zero) | '%s' %s put - "
+                 "'%s'",
+                 UIW_NFS, modes[i], u);
+        struct tool_run r = shell(cmd);
+        CHECK_EQ(r.status, 0);
+        bool bar = strchr(r.err, '\r') != NULL;
+        if (i == 0) {
+            CHECK(bar);
+            CHECK(strstr(r.err, "] ") != NULL && strstr(r.err, " MB/s ") != NULL);
+            CHECK(r.errlen > 0 && r.err[r.errlen - 1] == '\n');
+        } else if (bar) {
+            uiw_test_fail(__FILE__, __LINE__, "a progress bar with %s:\n%s", modes[i], r.err);
+        }
+        tool_run_free(&r);
+        snprintf(path, sizeof(path), "%s/%s", d.dir, name);
+        struct stat st;
+        CHECK_EQ(stat(path, &st), 0);
+        CHECK_EQ(st.st_size, 131072);
+    }
+    /* a short transfer: no bar even when asked for */
+    char local[300];
+    snprintf(local, sizeof(local), "%s.src", d.dir);
+    write_local(local, 300000, 4);
+    url(&d, "short", u, sizeof(u));
+    const char *argv[] = {"uiw-nfs", "--progress", "--verify", "put", local, u, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strchr(r.err, '\r') == NULL);
+    /* "verified URL: sha256 HEX": the SHA-256 of the file */
+    const char *v = strstr(r.err, ": sha256 ");
+    CHECK(strstr(r.err, "verified") != NULL && v != NULL);
+    snprintf(cmd, sizeof(cmd), "sha256sum < '%s'", local);
+    struct tool_run s = shell(cmd);
+    CHECK_EQ(s.status, 0);
+    CHECK(strlen(s.out) >= 64 && strlen(v + 9) >= 64);
+    CHECK_MEM(v + 9, s.out, 64);
+    tool_run_free(&s);
+    tool_run_free(&r);
+    unlink(local);
     daemon_stop(&d);
 }
