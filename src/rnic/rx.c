@@ -90,7 +90,7 @@ UIW__COLD static int rx_fail(struct uiw_qp *qp, int code)
         qp->rx_rqe == &qp->rq[qp->rq_head & (qp->rq_size - 1)])
         uiw__qp_complete_recv(qp, qp->rx_rqe, m->local_status, 0, 0, 0, code);
     qp->rx_rqe = NULL;
-    if (qp->rx_kind == UIW__RX_RRESP) {
+    if (qp->rx_kind == UIW__RX_RRESP && !qp->rtr_read_pending) {
         /* the Read whose response was bad */
         struct uiw__swqe *w = oldest_read(qp);
         if (w) {
@@ -218,8 +218,8 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
         if (qp->rtr_wait_rx)
             return UIW_E_RNIC_NO_RTR;
         qp->rx_kind = UIW__RX_RRESP;
-        if (qp->rtr_read_pending && qp->rx_plen == 0 && h->last)
-            return 0;
+        if (qp->rtr_read_pending) /* our zero-length RTR Read's: a sink of no bytes */
+            return qp->rx_plen ? UIW_E_RNIC_TAG_BOUNDS : 0;
         const struct uiw__swqe *w = oldest_read(qp);
         if (!w)
             return UIW_E_RNIC_UNEXPECTED_OP;

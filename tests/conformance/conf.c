@@ -223,6 +223,9 @@ static void expect_rtr(struct conf *c)
         struct uiw_rdmap_read_req rr;
         CHECK_EQ(uiw_rdmap_read_req_parse(u + hl, len - (size_t)hl, &rr), UIW_RDMAP_READ_REQ_LEN);
         CHECK_EQ(rr.size, 0);
+        c->rtr_rr = rr;
+        if (c->o.rtr_unanswered)
+            return;
         /* answered by a zero-length Read Response */
         uint8_t r[UIW_DDP_TAGGED_HDR_LEN];
         rawpeer_tagged_hdr(r, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP), true, rr.sink_stag, rr.sink_to);

@@ -34,21 +34,23 @@ enum conf_region {
 };
 
 struct conf_opts {
-    int family;        /* 0 -> AF_INET */
-    uint8_t rev;       /* MPA revision the raw peer speaks (0 -> 2) */
-    bool crc;          /* the raw peer asks for CRC */
-    bool markers;      /* the stack asks the raw peer for markers (the peer sends them) */
-    bool peer_markers; /* the raw peer asks the stack for markers */
-    uint8_t rtr;       /* peer-to-peer: the UIW_CM_RTR_* offered (by the raw peer,
-                        * or by the stack in initiator mode) */
-    int nrecv;         /* receives posted before the handshake (-1 -> none, 0 -> 4) */
-    int cq_size;       /* entries of the (shared) CQ (0 -> 256) */
-    bool initiator;    /* the stack connects; the raw peer is the responder */
-    bool no_progress;  /* no progress thread (inline progress only) */
-    bool srq;          /* the QP takes its receives from an SRQ (c->srq), where the
-                        * receives are posted */
-    bool wake;         /* initiator: keep the wake-up Write on (cm.h; off so that a silent
-                        * raw peer sees only what a case provokes) */
+    int family;          /* 0 -> AF_INET */
+    uint8_t rev;         /* MPA revision the raw peer speaks (0 -> 2) */
+    bool crc;            /* the raw peer asks for CRC */
+    bool markers;        /* the stack asks the raw peer for markers (the peer sends them) */
+    bool peer_markers;   /* the raw peer asks the stack for markers */
+    uint8_t rtr;         /* peer-to-peer: the UIW_CM_RTR_* offered (by the raw peer,
+                          * or by the stack in initiator mode) */
+    int nrecv;           /* receives posted before the handshake (-1 -> none, 0 -> 4) */
+    int cq_size;         /* entries of the (shared) CQ (0 -> 256) */
+    bool initiator;      /* the stack connects; the raw peer is the responder */
+    bool no_progress;    /* no progress thread (inline progress only) */
+    bool srq;            /* the QP takes its receives from an SRQ (c->srq), where the
+                          * receives are posted */
+    bool wake;           /* initiator: keep the wake-up Write on (cm.h; off so that a silent
+                          * raw peer sees only what a case provokes) */
+    bool rtr_unanswered; /* initiator with a Read RTR: the raw peer leaves the RTR Read
+                          * Request unanswered (c->rtr_rr), for the case to answer */
 };
 
 struct conf {
@@ -67,13 +69,14 @@ struct conf {
     size_t mem_len;
     uint8_t *region[R_COUNT];
     struct uiw_mr *mr[R_COUNT];
-    uint32_t fast_rkey;         /* the valid STag of R_FAST */
-    uint8_t rtr_chosen;         /* the UIW_CM_RTR_* the stack picked (peer-to-peer) */
-    int nrecv;                  /* receives posted */
-    bool read_posted;           /* an RDMA Read (wr_id 55) is outstanding */
-    int wc_done;                /* receive completions a case consumed itself */
-    int lfd;                    /* raw listener (initiator mode) */
-    struct uiw_mpa_frame reply; /* the frame the raw peer received (responder mode) */
+    uint32_t fast_rkey;               /* the valid STag of R_FAST */
+    uint8_t rtr_chosen;               /* the UIW_CM_RTR_* the stack picked (peer-to-peer) */
+    struct uiw_rdmap_read_req rtr_rr; /* the stack's RTR Read Request (initiator, Read RTR) */
+    int nrecv;                        /* receives posted */
+    bool read_posted;                 /* an RDMA Read (wr_id 55) is outstanding */
+    int wc_done;                      /* receive completions a case consumed itself */
+    int lfd;                          /* raw listener (initiator mode) */
+    struct uiw_mpa_frame reply;       /* the frame the raw peer received (responder mode) */
     uint8_t frame_store[600];
     struct rawpeer peer;
     /* The last ULPDU the raw peer sent on purpose (what the Terminate must echo). */

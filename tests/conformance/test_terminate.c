@@ -373,6 +373,27 @@ static void read_resp(struct conf *c, uint32_t stag, uint64_t to, size_t len)
                        to ? to : rr.sink_to);
     conf_send(c, h, sizeof(h), payload, len);
 }
+/* Our zero-length RTR Read (RFC 6581) answered with 64 bytes: at its own sink (STag 1,
+ * TO 0), or, with a Read of ours outstanding, at that Read's sink. */
+static void rtr_read_resp(struct conf *c, uint32_t stag, uint64_t to)
+{
+    CHECK_EQ(c->rtr_chosen, UIW_CM_RTR_READ);
+    uint8_t h[UIW_DDP_TAGGED_HDR_LEN];
+    rawpeer_tagged_hdr(h, uiw_rdmap_ctrl(UIW_RDMAP_READ_RESP), true, stag, to);
+    conf_send(c, h, sizeof(h), payload, 64);
+}
+static void p_rtr_read_resp_with_data(struct conf *c)
+{
+    rtr_read_resp(c, c->rtr_rr.sink_stag, c->rtr_rr.sink_to);
+}
+static void p_rtr_read_resp_into_read_sink(struct conf *c)
+{
+    conf_post_read(c, c->region[R_RW], 64, 0x00C0DE00 | 0x01, 0x2000);
+    struct uiw_rdmap_read_req rr;
+    conf_recv_read_req(c, &rr);
+    CHECK_EQ(rr.sink_stag, c->mr[R_RW]->lkey);
+    rtr_read_resp(c, rr.sink_stag, rr.sink_to);
+}
 /* A Read Response aimed at another local-write region than the Read's sink. */
 static void p_read_resp_other_stag(struct conf *c)
 {
@@ -470,6 +491,8 @@ static const struct conf_opts o_init_rtr_r = {
 static const struct conf_opts o_init_rtr_s = {
     .crc = true, .initiator = true, .rtr = UIW_CM_RTR_SEND};
 static const struct conf_opts o_rtr_r = {.crc = true, .rtr = UIW_CM_RTR_READ};
+static const struct conf_opts o_init_rtr_r_open = {
+    .crc = true, .initiator = true, .rtr = UIW_CM_RTR_READ, .rtr_unanswered = true};
 
 static const struct conf_case cases[] = {
     /* Tagged buffer errors (RFC 5041 7.2, EType 1; RFC 5040 8.1.1). */
@@ -551,6 +574,17 @@ static const struct conf_case cases[] = {
      &o_crc,
      p_read_resp_hole,
      {L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_REQ, FLUSH, true, UIW_WC_BAD_RESP_ERR}},
+    /* The response to our zero-length RTR Read carries data: longer than its sink of no
+     * bytes (RFC 5041 7.2 / 8.2: Base or Bounds), placed nowhere, even where a Read of
+     * ours that follows it would place. */
+    {"rtr_read_resp_with_data",
+     &o_init_rtr_r_open,
+     p_rtr_read_resp_with_data,
+     {L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_ACC, FLUSH, true, 0}},
+    {"rtr_read_resp_into_read_sink",
+     &o_init_rtr_r_open,
+     p_rtr_read_resp_into_read_sink,
+     {L_DDP, E_DT, UIW_TERM_DT_BASE_BOUNDS, M | D, EV_ACC, FLUSH, true, UIW_WC_WR_FLUSH_ERR}},
     {"write_invalid_stag_read_pending",
      &o_crc,
      p_write_invalid_stag_read_pending,
@@ -832,6 +866,14 @@ TEST(term_read_resp_hole)
 TEST(term_send_hole)
 {
     run_case("send_hole");
+}
+TEST(term_rtr_read_resp_with_data)
+{
+    run_case("rtr_read_resp_with_data");
+}
+TEST(term_rtr_read_resp_into_read_sink)
+{
+    run_case("rtr_read_resp_into_read_sink");
 }
 TEST(term_write_invalid_stag_read_pending)
 {
