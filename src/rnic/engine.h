@@ -337,7 +337,7 @@ struct uiw_qp {
     bool term_queued;
     bool rtr_send_pending; /* initiator: the RTR message is still to be built */
     bool wake_pending;     /* initiator: the wake-up zero-length Write is to be built */
-    bool tx_turn;          /* Read Responses and the send queue take turns */
+    bool tx_turn;          /* the Read Responses' turn at the next message boundary */
     bool sig_all;
     struct uiw_context *ctx;
     struct uiw_pd *pd;

@@ -418,6 +418,7 @@ static bool rr_step(struct uiw_qp *qp, struct uiw__txslot *s)
     if (last) {
         qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
         qp->irq_count--;
+        qp->tx_turn = false; /* the send queue's turn */
     }
     return true;
 }
@@ -478,6 +479,15 @@ static bool sq_local_step(struct uiw_qp *qp)
     return sq_local(qp, w);
 }
 
+/* The send queue's oldest unfinished Send or Write has segments built and more to build. */
+UIW__DATAPATH static bool sq_mid(const struct uiw_qp *qp)
+{
+    if (qp->sq_tx == qp->sq_tail)
+        return false;
+    const struct uiw__swqe *w = &qp->sq[qp->sq_tx & (qp->sq_size - 1)];
+    return w->state == UIW__SWQE_TX && !is_local(w->opcode);
+}
+
 /* One step of work; returns false when nothing more can be built now. */
 UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
 {
@@ -493,8 +503,8 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
     if (qp->term_queued || (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING))
         return false;
     if (qp->tx_hold)
-        return sq_local_step(qp); /* nothing on the wire yet: local operations only */
-    if (qp->wake_pending) {       /* uiw__qp_wake: as the zero-length RTR Write */
+        return sq_local_step(qp);          /* nothing on the wire yet: local operations only */
+    if (qp->wake_pending && !sq_mid(qp)) { /* uiw__qp_wake: as the zero-length RTR Write */
         qp->wake_pending = false;
         struct uiw_wire_iov ul[1];
         slot_commit(qp, s, put_tagged(s->hdr, UIW_RDMAP_WRITE, true, 1, 0), ul, 0, false);
@@ -520,13 +530,21 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
         slot_commit(qp, s, h, ul, 0, false);
         return true;
     }
-    /* Read Responses and the send queue take turns, one FPDU each */
-    qp->tx_turn = !qp->tx_turn;
-    if (qp->irq_count && qp->tx_turn && rr_step(qp, s))
+    /* One message at a time: a message begun is finished before another one begins (RFC
+     * 5041 5.3: DDP Messages go out in the order they were submitted; Linux siw's receiver
+     * drops the stream when a tagged message it is in the middle of is intersected by
+     * another one, a Read Response in a Write or the reverse). At each message boundary
+     * Read Responses and the send queue take turns, so neither waits longer than one
+     * message of the other. Local operations put nothing on the wire: they run meanwhile. */
+    if (qp->irq_count && qp->irq[qp->irq_head].off)
+        return sq_local_step(qp) || rr_step(qp, s);
+    if (!sq_mid(qp) && qp->irq_count && qp->tx_turn && rr_step(qp, s))
         return true;
-    if (sq_step(qp, s))
+    if (sq_step(qp, s)) {
+        qp->tx_turn = true; /* the Read Responses' turn at the next boundary */
         return true;
-    return qp->irq_count && rr_step(qp, s);
+    }
+    return !sq_mid(qp) && qp->irq_count && rr_step(qp, s);
 }
 
 /* The next step of the send queue: a segment, a Read Request or a local operation. */
@@ -670,7 +688,7 @@ UIW__DATAPATH static bool tx_send_small(struct uiw_qp *qp)
     s->ftx_before = qp->ftx;
     if (slot_seal_copied(qp, s, h, len) < 0)
         return false;
-    qp->tx_turn = !qp->tx_turn; /* as tx_step: the send queue had its turn */
+    qp->tx_turn = true; /* as tx_step: the send queue had its turn */
     qp->send_msn++;
     w->off = len;
     s->swqe = idx;
