@@ -169,15 +169,16 @@ UIW_EXTERN struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t lengt
  * and not yet taken by it), a peer's Send with Invalidate of it is refused ('STag cannot
  * be invalidated', the connection ends), and LOCAL_INV invalidates it at once but
  * completes only when its own connection has sent those segments (one on another
- * connection of the PD may still send what it had built: uiw_dereg_mr waits for every
- * connection). max_length bounds the length a REG_MR may bind. */
+ * connection of the PD may still send what it had built: uiw_dereg_mr copies what every
+ * connection has begun to send). max_length bounds the length a REG_MR may bind. */
 UIW_EXTERN struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length);
 
 /* Deregister (any MR). The STag becomes invalid at once; a peer's RDMA Read being
  * answered from the region reads no more of it: the connection ends with RDMAP / Remote
  * Protection / Invalid STag, what of the Response TCP had not begun to take is dropped,
- * and a segment it has begun to take is sent first: the call waits for that (until the
- * peer reads or the connection ends), so the memory may be freed when it returns.
+ * and the rest of a segment it has begun to take is copied and sent first from the copy.
+ * The call does not wait for the peer to read (at most for a send() of the stack that
+ * reads the region at that moment): the memory may be freed when it returns.
  * 0 or -EINVAL. */
 UIW_EXTERN int uiw_dereg_mr(struct uiw_mr *mr);
 

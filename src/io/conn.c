@@ -396,6 +396,7 @@ static int conn_tx(struct uiw__conn *c)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 c->out_blocked = true;
+                uiw__qp_tx_advance(c->qp, 0); /* we hold none of its iovecs */
                 return 0;
             }
             return -errno;
@@ -499,8 +500,7 @@ UIW__DATAPATH bool uiw__conn_send_locked(struct uiw__conn *c)
         int cnt = uiw__qp_tx_next_locked(c->qp, c->iov, CONN_IOV);
         if (cnt > 0) {
             ssize_t w = conn_write(c->h.fd, c->iov, cnt);
-            if (w > 0)
-                uiw__qp_tx_advance_locked(c->qp, (size_t)w);
+            uiw__qp_tx_advance_locked(c->qp, w > 0 ? (size_t)w : 0);
             if (c->wake_state == UIW__WAKE_IDLE && w > 0)
                 conn_wake_arm(c);
             /* all out, nothing more to send or close: nothing for the service pass */

@@ -484,6 +484,11 @@ bool uiw__tx_pinned(const struct uiw_qp *qp, uint32_t idx, bool droppable);
 /* uiw_dereg_mr of STag index idx: a QP with droppable segments built from it fails its
  * stream (RDMAP / Remote Protection / Invalid STag), which drops them. Whether it did. */
 bool uiw__tx_stag_gone(struct uiw_qp *qp, uint32_t idx);
+/* uiw_dereg_mr of STag index idx, after uiw__tx_stag_gone: the segments built from it that
+ * are still to go out (TCP has begun to take them) are copied, and sent from the copy, so
+ * that the region may be freed. 0 (none left), -EAGAIN while io holds their iovecs (its
+ * tx_next not yet followed by a tx_advance), -ENOMEM. */
+int uiw__tx_unpin(struct uiw_qp *qp, uint32_t idx);
 int uiw__tx_alloc(struct uiw_qp *qp);
 void uiw__tx_free(struct uiw_qp *qp);
 
@@ -520,6 +525,8 @@ void uiw__qp_flush(struct uiw_qp *qp);
 /* uiw_dereg_mr of STag index idx (invalid already): every QP of ctx drops the Read
  * Response segments it built from it and has not begun to send, and its stream ends. */
 void uiw__ctx_stag_gone(struct uiw_context *ctx, uint32_t idx);
+/* Then: uiw__tx_unpin on each QP of ctx; false while one must be retried. */
+bool uiw__ctx_stag_unpin(struct uiw_context *ctx, uint32_t idx);
 void uiw__sq_retire(struct uiw_qp *qp);
 void uiw__qp_complete_recv(struct uiw_qp *qp, struct uiw__rqe *r, int status, uint32_t len,
                            unsigned flags, uint32_t inv, int vendor);

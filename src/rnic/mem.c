@@ -193,10 +193,11 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     uiw__lock_give(&ctx->mem_lock);
     if (pinned) {
         /* the memory may be freed once we return: the segments a QP has not begun to send
-         * are dropped (its stream ends), the others go out first; the index is reused only
-         * then */
+         * are dropped (its stream ends), the others are sent from a copy (a peer that
+         * stopped reading cannot hold us); the index is reused once they are out */
         uiw__ctx_stag_gone(ctx, mr->handle);
-        while (atomic_load_explicit(&s->pins, memory_order_acquire) != 0) {
+        while (!uiw__ctx_stag_unpin(ctx, mr->handle) ||
+               atomic_load_explicit(&s->pins, memory_order_acquire) != 0) {
             if (ctx->ops.progress)
                 ctx->ops.progress(ctx, ctx->io);
             struct timespec ts = {0, 50000};

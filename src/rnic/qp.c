@@ -494,6 +494,19 @@ void uiw__ctx_stag_gone(struct uiw_context *ctx, uint32_t idx)
     uiw__lock_give(&ctx->qps_lock);
 }
 
+bool uiw__ctx_stag_unpin(struct uiw_context *ctx, uint32_t idx)
+{
+    bool done = true;
+    uiw__lock_take(&ctx->qps_lock);
+    for (struct uiw_qp *qp = ctx->qps; qp; qp = qp->ctx_next) {
+        uiw__lock_take(&qp->lock);
+        done = uiw__tx_unpin(qp, idx) == 0 && done;
+        uiw__qp_unlock(qp);
+    }
+    uiw__lock_give(&ctx->qps_lock);
+    return done;
+}
+
 int uiw__qp_wake(struct uiw_qp *qp)
 {
     uiw__lock_take(&qp->lock);

@@ -247,7 +247,8 @@ int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max);
 
 /* n bytes of the last tx_next's iovecs were written (a partial writev is fine). Completes
  * Sends / Writes whose last byte went out; after the Terminate went out the QP moves to
- * ERROR and wants the socket closed. */
+ * ERROR and wants the socket closed. Also with n = 0 once io holds the iovecs no more (a
+ * write that took nothing): until then uiw_dereg_mr of a region they point into waits. */
 void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n);
 
 /* The same, for io's uiw__io_ops.qp_send, which runs with the QP lock held. */

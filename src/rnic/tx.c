@@ -16,8 +16,16 @@
 #include "common/compiler.h"
 #include "common/copy.h"
 
+/* The rest of Read Response segments whose source was deregistered while TCP had begun
+ * to take them (uiw__tx_unpin), sent from here instead; freed with the slots. */
+struct tx_bounce {
+    struct tx_bounce *next;
+    uint8_t data[];
+};
+
 struct tx_mem {
     struct uiw_wire_iov *tmp;
+    struct tx_bounce *bounce;
 };
 
 _Static_assert(offsetof(struct uiw__txslot, hdr) == offsetof(struct uiw__txslot, len) + 2,
@@ -50,6 +58,7 @@ int uiw__tx_alloc(struct uiw_qp *qp)
         return -ENOMEM;
     struct tx_mem *tm = (struct tx_mem *)(void *)blk;
     tm->tmp = (struct uiw_wire_iov *)(void *)(tm + 1);
+    tm->bounce = NULL;
     qp->slot_mem = blk + head;
     qp->slot_stride = per;
     for (uint32_t i = 0; i < UIW__TX_SLOTS; i++) {
@@ -261,6 +270,55 @@ void uiw__tx_drop_all(struct uiw_qp *qp)
     drop_from(qp, qp->slot_head);
     qp->slot_off = 0;
     qp->slot_head = qp->slot_tail = qp->slot_given = 0;
+    struct tx_mem *tm = tx_mem(qp);
+    while (tm->bounce) {
+        struct tx_bounce *b = tm->bounce;
+        tm->bounce = b->next;
+        free(b);
+    }
+}
+
+/* Whether iovec v of slot s points into registered memory (not the slot's own bytes). */
+static bool iov_outside(const struct uiw_qp *qp, const struct uiw__txslot *s, const struct iovec *v)
+{
+    uintptr_t p = (uintptr_t)v->iov_base, lo = (uintptr_t)s;
+    return v->iov_len && (p < lo || p >= lo + qp->slot_stride);
+}
+
+int uiw__tx_unpin(struct uiw_qp *qp, uint32_t idx)
+{
+    if (!qp->iov_per_slot || !uiw__tx_pinned(qp, idx, false))
+        return 0;
+    if (qp->slot_given != qp->slot_head)
+        return -EAGAIN; /* io may be reading them right now */
+    size_t need = 0;
+    for (uint32_t i = qp->slot_head; i != qp->slot_tail; i++) {
+        const struct uiw__txslot *s = slot_at(qp, i);
+        for (int j = 0; s->pin == idx && j < s->niov; j++)
+            need += iov_outside(qp, s, &s->iov[j]) ? s->iov[j].iov_len : 0;
+    }
+    struct tx_bounce *b = malloc(sizeof(*b) + need);
+    if (!b)
+        return -ENOMEM;
+    uint8_t *d = b->data;
+    for (uint32_t i = qp->slot_head; i != qp->slot_tail; i++) {
+        struct uiw__txslot *s = slot_at(qp, i);
+        if (s->pin != idx)
+            continue;
+        for (int j = 0; j < s->niov; j++) {
+            if (!iov_outside(qp, s, &s->iov[j]))
+                continue;
+            memcpy(d, s->iov[j].iov_base, s->iov[j].iov_len);
+            s->iov[j].iov_base = d;
+            d += s->iov[j].iov_len;
+        }
+        uiw__stag_unpin(qp->ctx, s->pin);
+        s->pin = 0;
+    }
+    struct tx_mem *tm = tx_mem(qp);
+    b->next = tm->bounce;
+    tm->bounce = b;
+    return 0;
 }
 
 bool uiw__tx_stag_gone(struct uiw_qp *qp, uint32_t idx)

@@ -1,9 +1,9 @@
 /* The source of a Read Response is never read after the application deregistered or
  * invalidated it: a queued response is checked again at every segment, a segment built
- * already keeps its region until it went to TCP (uiw_dereg_mr and LOCAL_INV wait for it,
- * or drop it), and a region gone ends the stream with RDMAP / Remote Protection / Invalid
- * STag. Run under ASan with CRC on (computed over the payload when a segment is built):
- * any read of the freed buffer is a heap-use-after-free. */
+ * already keeps its region until it went to TCP (LOCAL_INV waits for it; uiw_dereg_mr
+ * drops it, or sends the rest of one TCP has begun to take from a copy), and a region gone ends the
+ * stream with RDMAP / Remote Protection / Invalid STag. Run under ASan with CRC on (computed over
+ * the payload when a segment is built): any read of the freed buffer is a heap-use-after-free. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -176,8 +176,48 @@ static void *dereg_thread(void *arg)
     return NULL;
 }
 
+/* TCP took the first segment's header and part of its payload, then the peer stopped
+ * reading: uiw_dereg_mr returns all the same (bounded here: it hung before), and the rest
+ * of the segment goes out from a copy, never from the freed region, the Terminate after
+ * it. */
+TEST(read_source_deregistered_while_peer_stops_reading)
+{
+    struct rsrc r;
+    rsrc_open(&r);
+    struct iovec v[3]; /* without markers: length and header, payload, pad and CRC */
+    CHECK_EQ(uiw__qp_tx_next(r.p.s[1].qp, v, 3), 3);
+    uint8_t seg[2048];
+    size_t len = 0, taken = v[0].iov_len + 100;
+    for (int i = 0; i < 3; i++) {
+        CHECK(len + v[i].iov_len <= sizeof(seg));
+        memcpy(seg + len, v[i].iov_base, v[i].iov_len);
+        len += v[i].iov_len;
+    }
+    uiw__qp_tx_advance(r.p.s[1].qp, taken); /* a partial send(); nothing more is taken */
+    struct dereg_arg d = {.r = &r};
+    atomic_init(&d.done, false);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, dereg_thread, &d), 0);
+    for (int i = 0; i < 400 && !atomic_load(&d.done); i++) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(atomic_load(&d.done)); /* without waiting for the peer */
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    /* the segment's rest, as TCP takes it now: the same bytes (the Terminate after them) */
+    CHECK_EQ(uiw__qp_tx_next(r.p.s[1].qp, v, 3), 3);
+    CHECK_EQ(v[0].iov_len + v[1].iov_len, len - taken);
+    CHECK_MEM(v[0].iov_base, seg + taken, v[0].iov_len);
+    CHECK_MEM(v[1].iov_base, seg + taken + v[0].iov_len, v[1].iov_len);
+    uiw__qp_tx_advance(r.p.s[1].qp, len - taken);
+    CHECK_EQ(pair_feed(&r.p, 0, seg, len), 0);
+    pair_pump(&r.p);
+    CHECK_EQ(rsrc_check(&r), 1460 - UIW_DDP_TAGGED_HDR_LEN); /* the first segment's only */
+    rsrc_close(&r);
+}
+
 /* Segments handed to io (in a send() right now, as far as the engine knows) are waited
- * for: uiw_dereg_mr returns once they went out; nothing after them is built. */
+ * for: uiw_dereg_mr returns once io gave them back; nothing after them is built. */
 TEST(read_source_deregistered_while_segments_are_sent)
 {
     struct rsrc r;
