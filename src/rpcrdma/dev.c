@@ -299,6 +299,11 @@ static int poll_conn(struct uiw__rr_conn *c)
         if (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING)
             uiw__rr_post_recvs(c);
     }
+    /* Room may have come without a completion that retries them (a call the upper layer
+     * finished after its reply's Send completed, a control message's completion): every
+     * pass looks. */
+    if (c->read_wait)
+        uiw__rr_pull_waiting(c);
     return total;
 }
 

@@ -301,7 +301,7 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
  * posted there any more, and the room they wait for may never come back). Each leaves the
  * list before it is pulled: pull hands it on (to the upper layer's queue, or back to the
  * free list), and its next is then another list's link. */
-static void pull_waiting(struct uiw__rr_conn *c)
+void uiw__rr_pull_waiting(struct uiw__rr_conn *c)
 {
     int st = atomic_load(&c->state);
     bool dead = st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED;
@@ -746,7 +746,7 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
                 call_ready(c, k);
             else
                 call_abort(c, k);
-            pull_waiting(c);
+            uiw__rr_pull_waiting(c);
             return;
         case UIW__NIC_WC_LOCAL_INV:
             for (uint32_t i = 0; i < k->nlocal; i++)
@@ -759,13 +759,13 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
             return;
         default: /* the reply's Send */
             uiw__rr_call_sent(c, k, ok);
-            pull_waiting(c);
+            uiw__rr_pull_waiting(c);
             return;
         }
     }
     case UIW__RR_WR_MARK:
         c->mark_done = true;
-        pull_waiting(c); /* the calls still waiting end before the connection drains */
+        uiw__rr_pull_waiting(c); /* the calls still waiting end before the connection drains */
         return;
     default:
         return;

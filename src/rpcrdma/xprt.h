@@ -520,6 +520,9 @@ int uiw__rr_peer_xprop(struct uiw__rr_conn *c, uint32_t which, void *buf, size_t
 
 /* in.c */
 void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct uiw__nic_wc *wc);
+/* Retry the calls waiting for send queue room to pull their Read chunks (c->read_wait);
+ * on a dead connection they end. Leader only. */
+void uiw__rr_pull_waiting(struct uiw__rr_conn *c);
 /* out.c */
 int uiw__rr_post(struct uiw__rr_conn *c, struct uiw__nic_send *wr);
 int uiw__rr_send_ctrl(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h);

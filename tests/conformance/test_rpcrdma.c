@@ -21,7 +21,7 @@
 #define PROG 0x20000aa0u
 #define WAIT 5000
 
-enum { P_NULL = 0, P_GEN = 1, P_SINK = 2, P_SLEEP = 3, P_SYSERR = 4, P_WHO = 5 };
+enum { P_NULL = 0, P_GEN = 1, P_SINK = 2, P_SLEEP = 3, P_SYSERR = 4, P_WHO = 5, P_REPLY_SLEEP = 6 };
 
 static const struct timeval TMO = {10, 0};
 
@@ -74,6 +74,12 @@ static void dispatch(struct svc_req *rq, SVCXPRT *x)
         if (rq->rq_cred.oa_flavor == AUTH_SYS && rq->rq_clntcred)
             uid = (u_int)((const struct authsys_parms *)rq->rq_clntcred)->aup_uid;
         svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&uid);
+        return;
+    }
+    case P_REPLY_SLEEP: { /* the call ends well after its reply went out */
+        svc_sendreply(x, (xdrproc_t)xnone, NULL);
+        struct timespec ts = {0, 500000000L};
+        nanosleep(&ts, NULL);
         return;
     }
     default:
@@ -609,6 +615,61 @@ TEST(rpcrdma_reads_beyond_send_queue)
     CHECK(!eof);
     rpcpeer_close(&f->p, true);
     still_serves(&f->s);
+    fx_down(f, true);
+}
+
+/* The Read chunks the server has pulled (uiw_rpc_svc_stats). */
+static uint64_t chunks_pulled(struct fx *f)
+{
+    struct uiw_rpc_svc_stats st;
+    CHECK_EQ(uiw_rpc_svc_stats(f->s.svc, &st), 0);
+    return st.read_chunks;
+}
+
+/* Wait up to ms for the server to have pulled n Read chunks. */
+static bool pulled_within(struct fx *f, uint64_t n, int ms)
+{
+    for (int i = 0; i < ms / 10 && chunks_pulled(f) < n; i++) {
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    return chunks_pulled(f) >= n;
+}
+
+/* A call waiting for send queue room gets it when room comes without a completion to
+ * retry it: a call whose reply went out first ends (its handler returns) while nothing
+ * completes. The server's send queue takes 2224 work requests for calls (2048 + 8
+ * backward credits x 22): the reply and 138 calls of 16 Reads and one of 15, never
+ * answered (the Reads beyond the ORD wait on the send queue), take them all. */
+TEST(rpcrdma_reads_wait_for_room_freed_without_completion)
+{
+    struct fx *f = fx_up(2, 256, 0);
+    static uint8_t mem[4096];
+    rpcpeer_region(&f->p, 0x500, mem, sizeof(mem), false, true);
+    uint8_t lw[4];
+    struct uiw_rpcrdma_hdr h = call_hdr(0x4000, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_REPLY_SLEEP, NULL, 0), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h, &f->x->sp,
+                              WAIT),
+             1);
+    CHECK_EQ(f->x->h.xid, 0x4000);
+    uint64_t base = chunks_pulled(f);
+    f->p.no_answer = true;
+    struct uiw_rpcrdma_read_segment rs[16];
+    for (int i = 0; i < 16; i++)
+        rs[i] = (struct uiw_rpcrdma_read_segment){44, {0x500, 64, (uint64_t)(uintptr_t)mem}};
+    for (uint32_t i = 0; i < 139; i++) {
+        uint32_t n = i < 138 ? 16 : 15;
+        h = call_hdr(0x3000 + i, 2, UIW_RDMA_MSG, rs, n);
+        CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_SINK, len_word(lw, 64 * n), 4), 0);
+    }
+    /* full: this call's Read waits for the room the first call frees when it ends */
+    h = call_hdr(0x5000, 2, UIW_RDMA_MSG, rs, 1);
+    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_SINK, len_word(lw, 64), 4), 0);
+    CHECK(pulled_within(f, base + 139, WAIT));
+    CHECK_EQ(chunks_pulled(f), base + 139); /* the first call still runs */
+    if (!pulled_within(f, base + 140, 3000))
+        uiw_test_fail(__FILE__, __LINE__, "the waiting call never pulled its Read chunk");
     fx_down(f, true);
 }
 
