@@ -1630,7 +1630,7 @@ TEST(data_read_source_deregistered_mid_response)
     atomic_init(&j.done, false);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, dereg_job_run, &j), 0);
-    for (int i = 0; i < 200 && !atomic_load(&j.done); i++)
+    for (int i = 0; i < 500 && !atomic_load(&j.done); i++)
         poll(&none, 0, 10);
     CHECK(atomic_load(&j.done)); /* while a still reads nothing */
     expect_wc(&k.a, 1, UIW_WC_RDMA_READ, UIW_WC_REM_ACCESS_ERR, 0);
