@@ -554,6 +554,66 @@ TEST(rpcrdma_write_chunk_bounds)
     fx_down(f, false);
 }
 
+/* Chunks whose segments overlap (the same memory named twice): nothing in the spec forbids
+ * them, and they are the peer's own memory. The server reads what it was given (twice),
+ * writes only inside it, answers, and serves on. */
+TEST(rpcrdma_overlapping_chunks)
+{
+    struct fx *f = fx_up(2, 0, 0);
+    static uint8_t mem[4096];
+    for (int i = 0; i < 4096; i++)
+        mem[i] = (uint8_t)(i * 7);
+    rpcpeer_region(&f->p, 0x500, mem, sizeof(mem), false, true);
+    /* a Read chunk of two segments over the same bytes [1000, 3000) */
+    struct uiw_rpcrdma_read_segment rs[2] = {
+        {44, {0x500, 3000, (uint64_t)(uintptr_t)mem}},
+        {44, {0x500, 2000, (uint64_t)(uintptr_t)(mem + 1000)}}};
+    struct uiw_rpcrdma_hdr h = call_hdr(0x960, 2, UIW_RDMA_MSG, rs, 2);
+    uint8_t lw[4];
+    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_SINK, len_word(lw, 5000), 4), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h, &f->x->sp,
+                              WAIT),
+             1);
+    CHECK_EQ(f->x->h.proc, UIW_RDMA_MSG);
+    CHECK_EQ(f->x->h.xid, 0x960);
+    u_int sum = 0;
+    for (int i = 0; i < 3000; i++)
+        sum += mem[i];
+    for (int i = 1000; i < 3000; i++)
+        sum += mem[i];
+    const uint8_t *rp = f->x->msg + f->x->h.hdr_len;
+    CHECK_EQ(f->x->len - f->x->h.hdr_len, 28);
+    CHECK_EQ(uiw__get_be32(rp + 20), 0);
+    CHECK_EQ(uiw__get_be32(rp + 24), sum);
+    CHECK_EQ(f->p.reads_served, 2);
+    /* a Write chunk of two segments over one region of 8000 bytes, the second starting
+     * inside the first; and a Reply chunk over the same region */
+    uint8_t *a = calloc(1, 8000);
+    rpcpeer_region(&f->p, 0x600, a, 8000, true, false);
+    struct uiw_rpcrdma_segment segs[2] = {{0x600, 6000, (uint64_t)(uintptr_t)a},
+                                          {0x600, 6000, (uint64_t)(uintptr_t)(a + 2000)}};
+    struct uiw_rpcrdma_write_chunk wc = {2, segs};
+    struct uiw_rpcrdma_segment rseg = {0x600, 8000, (uint64_t)(uintptr_t)a};
+    struct uiw_rpcrdma_write_chunk rc = {1, &rseg};
+    gen_call(&f->p, 0x961, 10000, &wc, 1, &rc);
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h, &f->x->sp,
+                              WAIT),
+             1);
+    CHECK_EQ(f->x->h.proc, UIW_RDMA_MSG);
+    CHECK_EQ(f->x->h.xid, 0x961);
+    CHECK_EQ(f->x->h.u.chunks.nwrites, 1);
+    CHECK_EQ(f->x->h.u.chunks.writes[0].segs[0].length, 6000);
+    CHECK_EQ(f->x->h.u.chunks.writes[0].segs[1].length, 4000);
+    CHECK_EQ(f->p.violations, 0);
+    /* the second segment's bytes, written after the first's over [2000, 6000) */
+    CHECK_EQ(a[2000], (uint8_t)6001);
+    CHECK_EQ(a[5999], (uint8_t)10000);
+    CHECK_EQ(a[1999], (uint8_t)2000);
+    CHECK_EQ(a[6000], 0);
+    free(a);
+    fx_down(f, false);
+}
+
 /* ---------------------------------------------------------------- credits, silence, garbage */
 
 TEST(rpcrdma_credit_violation)
