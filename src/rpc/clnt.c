@@ -390,16 +390,25 @@ static struct uiw__rr_conn *conn_ref(struct uiw__clnt *u)
     return k;
 }
 
-int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info)
+/* The connection of clnt with a reference in *k: 0, -EINVAL (not a client of ours) or
+ * -ENOTCONN. */
+static int conn_of(CLIENT *clnt, struct uiw__rr_conn **k)
 {
     struct uiw__clnt *u = of(clnt);
-    if (!u || !info)
+    if (!u)
         return -EINVAL;
-    struct uiw__rr_conn *k = conn_ref(u);
-    if (!k)
-        return -ENOTCONN;
-    int r = uiw__rr_conn_info(k, info);
-    uiw__rr_conn_put(k);
+    *k = conn_ref(u);
+    return *k ? 0 : -ENOTCONN;
+}
+
+int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info)
+{
+    struct uiw__rr_conn *k;
+    int r = info ? conn_of(clnt, &k) : -EINVAL;
+    if (r == 0) {
+        r = uiw__rr_conn_info(k, info);
+        uiw__rr_conn_put(k);
+    }
     return r;
 }
 
@@ -442,40 +451,34 @@ int uiw_rpc_clnt_bc_register(CLIENT *clnt, rpcprog_t prog, rpcvers_t vers,
 int uiw_rpc_clnt_request_props(CLIENT *clnt, struct uiw_rpc_prop_req *req, unsigned n,
                                int timeout_ms)
 {
-    struct uiw__clnt *u = of(clnt);
-    if (!u)
-        return -EINVAL;
-    struct uiw__rr_conn *k = conn_ref(u);
-    if (!k)
-        return -ENOTCONN;
-    int r = uiw__rr_request_props(k, req, n, timeout_ms);
-    uiw__rr_conn_put(k);
+    struct uiw__rr_conn *k;
+    int r = conn_of(clnt, &k);
+    if (r == 0) {
+        r = uiw__rr_request_props(k, req, n, timeout_ms);
+        uiw__rr_conn_put(k);
+    }
     return r;
 }
 
 int uiw_rpc_clnt_update_props(CLIENT *clnt, const struct uiw_rpc_prop_req *now, unsigned n)
 {
-    struct uiw__clnt *u = of(clnt);
-    if (!u)
-        return -EINVAL;
-    struct uiw__rr_conn *k = conn_ref(u);
-    if (!k)
-        return -ENOTCONN;
-    int r = uiw__rr_update_props(k, now, n);
-    uiw__rr_conn_put(k);
+    struct uiw__rr_conn *k;
+    int r = conn_of(clnt, &k);
+    if (r == 0) {
+        r = uiw__rr_update_props(k, now, n);
+        uiw__rr_conn_put(k);
+    }
     return r;
 }
 
 int uiw_rpc_clnt_peer_xprop(CLIENT *clnt, uint32_t which, void *buf, size_t cap)
 {
-    struct uiw__clnt *u = of(clnt);
-    if (!u)
-        return -EINVAL;
-    struct uiw__rr_conn *k = conn_ref(u);
-    if (!k)
-        return -ENOTCONN;
-    int r = uiw__rr_peer_xprop(k, which, buf, cap);
-    uiw__rr_conn_put(k);
+    struct uiw__rr_conn *k;
+    int r = conn_of(clnt, &k);
+    if (r == 0) {
+        r = uiw__rr_peer_xprop(k, which, buf, cap);
+        uiw__rr_conn_put(k);
+    }
     return r;
 }
 
