@@ -614,6 +614,66 @@ TEST(rpcrdma_overlapping_chunks)
     fx_down(f, false);
 }
 
+/* Remote Invalidation by the responder: Version Two replies by Send With Invalidate of
+ * rdma_inv_handle when it names a handle of that call, and by a plain Send when it is 0
+ * or names a handle the call did not carry (an STag of another RPC is never
+ * invalidated for a peer); Version One (RFC 8797) invalidates the call's one handle when
+ * the peer's private data allows it, and never when it does not. */
+static void gen_inv(struct fx *f, uint32_t vers, uint32_t xid, uint32_t stag, uint8_t *mem,
+                    uint32_t inv, bool want_inv)
+{
+    struct uiw_rpcrdma_segment seg = {stag, 4096, (uint64_t)(uintptr_t)mem};
+    struct uiw_rpcrdma_write_chunk wc = {1, &seg};
+    struct uiw_rpcrdma_hdr h = call_hdr(xid, vers, UIW_RDMA_MSG, NULL, 0);
+    h.u.chunks.nwrites = 1;
+    h.u.chunks.writes = &wc;
+    h.u.chunks.inv_handle = inv;
+    uint8_t args[4];
+    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_GEN, len_word(args, 3000), 4), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h, &f->x->sp,
+                              WAIT),
+             1);
+    CHECK_EQ(f->x->h.proc, UIW_RDMA_MSG);
+    CHECK_EQ(f->x->h.xid, xid);
+    CHECK_EQ(f->x->h.u.chunks.writes[0].segs[0].length, 3000);
+    CHECK_EQ(f->p.with_inv, want_inv);
+    if (want_inv)
+        CHECK_EQ(f->p.inv_stag, stag);
+}
+
+TEST(rpcrdma_remote_invalidation)
+{
+    static uint8_t mem[4096];
+    struct fx *f = fx_up(2, 0, 0);
+    rpcpeer_region(&f->p, 0x610, mem, sizeof(mem), true, false);
+    gen_inv(f, 2, 0x970, 0x610, mem, 0x610, true);
+    gen_inv(f, 2, 0x971, 0x610, mem, 0, false);
+    gen_inv(f, 2, 0x972, 0x610, mem, 0x611, false); /* not a handle of this call */
+    CHECK_EQ(f->p.violations, 0);
+    fx_down(f, false);
+    for (int allow = 0; allow < 2; allow++) {
+        struct server s;
+        server_up(&s, 2, 0, 0);
+        struct uiw_rpcrdma_cm_private pd = {UIW_RPCRDMA_CM_PRIVATE_MAGIC,
+                                            UIW_RPCRDMA_CM_PRIVATE_VERSION,
+                                            0,
+                                            allow != 0,
+                                            4096,
+                                            4096};
+        uint8_t b[UIW_RPCRDMA_CM_PRIVATE_LEN];
+        CHECK_EQ(uiw_rpcrdma_cm_private_encode(b, sizeof(b), &pd), 8);
+        struct fx g = {.s = s};
+        CHECK_EQ(rpcpeer_connect(&g.p, s.port, b, sizeof(b), false), 0);
+        g.x = rx_new();
+        rpcpeer_region(&g.p, 0x620, mem, sizeof(mem), true, false);
+        gen_inv(&g, 1, 0x980, 0x620, mem, 0, allow != 0);
+        CHECK_EQ(g.p.violations, 0);
+        rpcpeer_close(&g.p, false);
+        free(g.x);
+        server_down(&s);
+    }
+}
+
 /* ---------------------------------------------------------------- credits, silence, garbage */
 
 TEST(rpcrdma_credit_violation)
