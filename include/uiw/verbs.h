@@ -395,6 +395,10 @@ enum uiw_send_flags {
     UIW_SEND_SIGNALED = 1 << 1,  /* generate a completion on success */
     UIW_SEND_SOLICITED = 1 << 2, /* for SEND / SEND_WITH_INV: send the SE variant */
     UIW_SEND_INLINE = 1 << 3,    /* copy the payload at post time (<= max_inline_data) */
+    /* on the last WR of a list: more lists follow at once, so the QP may hold this one's
+     * transmission (not its checks or its place in the queue) until a list without it
+     * or uiw_post_send_flush (a doorbell for a batch: one system call for many) */
+    UIW_SEND_MORE = 1 << 4,
 };
 
 struct uiw_send_wr {
@@ -428,6 +432,9 @@ struct uiw_send_wr {
  * (UIW_WC_LOC_PROT_ERR / UIW_WC_LOC_LEN_ERR, then the QP goes to ERROR). */
 UIW_EXTERN int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
                              struct uiw_send_wr **bad_wr);
+/* Transmit what lists posted with UIW_SEND_MORE left waiting (0; -EINVAL without a QP).
+ * The progress engine's own passes send them too, but only this call bounds the wait. */
+UIW_EXTERN int uiw_post_send_flush(struct uiw_qp *qp);
 
 struct uiw_recv_wr {
     uint64_t wr_id;

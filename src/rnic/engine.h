@@ -425,6 +425,8 @@ struct uiw_qp {
     uint32_t rx_rreq_msn;    /* expected MSN */
     uint32_t rx_rresp_got;   /* bytes of the oldest Read's response so far */
 
+    bool tx_held; /* the last post said UIW_SEND_MORE: uiw_post_send_flush sends it */
+
     /* Terminate info */
     bool term_sent, term_received;
     struct uiw_terminate term_in;

@@ -671,9 +671,28 @@ UIW__DATAPATH static int check_wr(const struct uiw_qp *qp, const struct uiw_send
     return 0;
 }
 
+/* Start the transmission of the queued WRs if kick (qp->lock held; released here): built
+ * now (a small payload is copied now, while the caller waits; a local operation runs now),
+ * and out now under this lock hold if io can (no second lock of the QP on the way to the
+ * socket). */
+UIW__DATAPATH static void sq_ring(struct uiw_qp *qp, bool kick)
+{
+    if (kick)
+        qp->tx_held = false;
+    if (kick && qp->iov_per_slot && !uiw__tx_idle(qp))
+        uiw__tx_build(qp);
+    if (kick && qp->slot_head != qp->slot_tail && qp->ctx->ops.qp_send &&
+        qp->ctx->ops.qp_send(qp, qp->ctx->io))
+        kick = false;
+    uiw__qp_unlock(qp);
+    if (kick)
+        qp_kick(qp);
+}
+
 UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
                                 struct uiw_send_wr **bad_wr)
 {
+    const struct uiw_send_wr *last = NULL;
     if (!qp || !wr) {
         if (bad_wr)
             *bad_wr = wr;
@@ -731,6 +750,7 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
             uiw__qstat(qp, UIW__STAT_COPIED, total);
         }
         qp->sq_tail++;
+        last = wr;
         if (qp->state != UIW_QPS_RTS) {
             /* CLOSING, TERMINATE, ERROR: flushed at once */
             w->state = UIW__SWQE_DONE;
@@ -744,18 +764,27 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
     }
     if (r < 0 && bad_wr)
         *bad_wr = wr;
-    /* Built now (a small payload is copied now, while the caller waits; a local operation
-     * runs now), and out now under this lock hold if io can (no second lock of the QP on
-     * the way to the socket). */
-    if (kick && qp->iov_per_slot && !uiw__tx_idle(qp))
-        uiw__tx_build(qp);
-    if (kick && qp->slot_head != qp->slot_tail && qp->ctx->ops.qp_send &&
-        qp->ctx->ops.qp_send(qp, qp->ctx->io))
+    /* a list that says more follow waits for their doorbell (unless one failed: then the
+     * caller may not post again) */
+    if (kick && r == 0 && last && (last->send_flags & UIW_SEND_MORE)) {
+        qp->tx_held = true;
         kick = false;
-    uiw__qp_unlock(qp);
-    if (kick)
-        qp_kick(qp);
+    }
+    sq_ring(qp, kick);
     return r;
+}
+
+UIW__DATAPATH int uiw_post_send_flush(struct uiw_qp *qp)
+{
+    if (!qp)
+        return -EINVAL;
+    uiw__lock_take(&qp->lock);
+    /* nothing left to send (a service pass sent it): no pass to start */
+    bool held = qp->tx_held && qp->state == UIW_QPS_RTS &&
+                (qp->slot_head != qp->slot_tail || !uiw__tx_idle(qp));
+    qp->tx_held = false;
+    sq_ring(qp, held);
+    return 0;
 }
 
 UIW__DATAPATH int uiw__rqe_build(struct uiw__rqe *q, const struct uiw_recv_wr *wr, uint32_t max_sge)

@@ -593,6 +593,72 @@ TEST(data_small_send_burst)
     link_down(&k, true);
 }
 
+static uint64_t tx_bytes(struct side *s)
+{
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(s->ctx, &st), 0);
+    return st.tx_bytes;
+}
+
+/* UIW_SEND_MORE holds a list's transmission (no progress thread: nothing else sends it)
+ * until uiw_post_send_flush or a list without it; the held WRs keep their order and all
+ * complete. */
+TEST(data_send_more_waits_for_doorbell)
+{
+    struct link k;
+    link_up_ex(&k, AF_INET, false, false, NULL, NULL);
+    uint8_t *tx = malloc(64 * 6), *rx = calloc(64, 6);
+    fill(tx, 64 * 6, 9);
+    struct uiw_mr *tm = uiw_reg_mr(k.a.pd, tx, 64 * 6, UIW_ACCESS_LOCAL_WRITE);
+    struct uiw_mr *rm = uiw_reg_mr(k.b.pd, rx, 64 * 6, UIW_ACCESS_LOCAL_WRITE);
+    for (int i = 0; i < 6; i++)
+        post_recv(&k.b, rm, rx + i * 64, 64, 200 + (uint64_t)i);
+    CHECK_EQ(uiw_post_send_flush(NULL), -EINVAL);
+    CHECK_EQ(uiw_post_send_flush(k.a.id->qp), 0); /* nothing held */
+    uint64_t t0 = tx_bytes(&k.a);
+    for (int i = 0; i < 3; i++)
+        post_op_ex(&k.a, UIW_WR_SEND, tm, tx + i * 64, 64, 0, 0, 100 + (uint64_t)i,
+                   UIW_SEND_SIGNALED | UIW_SEND_MORE, 0);
+    CHECK_EQ(tx_bytes(&k.a), t0);
+    CHECK_EQ(uiw_post_send_flush(k.a.id->qp), 0);
+    uint64_t t1 = tx_bytes(&k.a);
+    CHECK(t1 > t0 + 3 * 64);
+    for (int i = 0; i < 3; i++)
+        expect_wc(&k.b, 200 + (uint64_t)i, UIW_WC_RECV, UIW_WC_SUCCESS, 64);
+    /* held, then a list without the flag: both go at once, in order */
+    post_op_ex(&k.a, UIW_WR_SEND, tm, tx + 3 * 64, 64, 0, 0, 103, UIW_SEND_SIGNALED | UIW_SEND_MORE,
+               0);
+    CHECK_EQ(tx_bytes(&k.a), t1);
+    struct uiw_sge sg[2] = {{(uintptr_t)(tx + 4 * 64), 64, tm->lkey},
+                            {(uintptr_t)(tx + 5 * 64), 64, tm->lkey}};
+    struct uiw_send_wr w[2] = {
+        {.wr_id = 104,
+         .sg_list = &sg[0],
+         .num_sge = 1,
+         .opcode = UIW_WR_SEND,
+         .send_flags = UIW_SEND_SIGNALED | UIW_SEND_MORE},
+        {.wr_id = 105,
+         .sg_list = &sg[1],
+         .num_sge = 1,
+         .opcode = UIW_WR_SEND,
+         .send_flags = UIW_SEND_SIGNALED},
+    };
+    w[0].next = &w[1];
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(k.a.id->qp, w, &bad), 0);
+    CHECK(tx_bytes(&k.a) > t1 + 3 * 64);
+    for (int i = 3; i < 6; i++)
+        expect_wc(&k.b, 200 + (uint64_t)i, UIW_WC_RECV, UIW_WC_SUCCESS, 64);
+    for (int i = 0; i < 6; i++)
+        expect_wc(&k.a, 100 + (uint64_t)i, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    CHECK_MEM(rx, tx, 64 * 6);
+    uiw_dereg_mr(tm);
+    uiw_dereg_mr(rm);
+    free(tx);
+    free(rx);
+    link_down(&k, true);
+}
+
 /* Destroying a connected QP closes its connection: the peer's work is flushed. */
 TEST(data_destroy_qp_while_connected)
 {
