@@ -420,8 +420,13 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
             *start_err = r;
         return uiw__rpc_stat_of(r, err);
     }
-    if (s->async)
+    if (s->async) {
+        /* held for one doorbell only while more ended calls' callbacks are to run (a
+         * callback that goes on working after starting it does not hold it meanwhile) */
+        if (!atomic_load(&c->ndone))
+            uiw__rr_plug_flush();
         return RPC_SUCCESS;
+    }
     struct wait_arg w = {c, s};
     for (;;) {
         r = uiw__rr_dev_wait(c->dev, call_over, &w, deadline);
@@ -487,6 +492,8 @@ static void expire(struct uiw__rpc_caller *c)
 int uiw__rpc_caller_run(struct uiw__rpc_caller *c)
 {
     int n = 0;
+    /* the calls the callbacks start go out together */
+    uiw__rr_plug();
     for (;;) {
         pthread_mutex_lock(&c->lock);
         struct uiw__rpc_slot *s = c->done_head;
@@ -515,6 +522,7 @@ int uiw__rpc_caller_run(struct uiw__rpc_caller *c)
         fn(c->clnt, arg, st, &e);
         n++;
     }
+    uiw__rr_unplug();
     if (c->bc)
         while (uiw__rpc_resp_run_one(c->bc))
             atomic_fetch_add(&c->n_bc, 1);

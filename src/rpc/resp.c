@@ -96,6 +96,10 @@ static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
         return FALSE;
     }
     s->replied = true;
+    /* held for one doorbell only while more calls wait to run (a handler that goes on
+     * working after its reply does not hold it meanwhile) */
+    if (!atomic_load(&s->resp->nready))
+        uiw__rr_plug_flush();
     if (r == 0 && k->wait_send) {
         /* the results' bytes are the caller's: return once they are on the wire */
         while (!atomic_load(&k->send_done))

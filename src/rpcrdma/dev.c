@@ -284,6 +284,8 @@ static int poll_conn(struct uiw__rr_conn *c)
 {
     struct uiw__nic_wc wc[BATCH];
     int total = 0;
+    /* what the completions make us send (Reads, queued calls, errors): one doorbell */
+    uiw__rr_plug();
     for (;;) {
         int n = uiw__nic_poll(c->nc, wc, BATCH);
         if (n <= 0)
@@ -294,6 +296,7 @@ static int poll_conn(struct uiw__rr_conn *c)
         if (n < BATCH)
             break;
     }
+    uiw__rr_unplug();
     if (total) {
         int st = atomic_load(&c->state);
         if (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING)
@@ -409,6 +412,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
 
 int uiw__rr_dev_poll(struct uiw__rr_dev *d)
 {
+    uiw__rr_plug_flush();
     pthread_mutex_lock(&d->mu);
     if (d->leader) {
         pthread_mutex_unlock(&d->mu);
@@ -434,6 +438,7 @@ void uiw__rr_dev_kick(struct uiw__rr_dev *d)
 
 int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uint64_t deadline)
 {
+    uiw__rr_plug_flush();
     pthread_mutex_lock(&d->mu);
     for (;;) {
         if (done && done(arg)) {

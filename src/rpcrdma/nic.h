@@ -87,6 +87,8 @@ struct uiw__nic_send {
     uint64_t wr_id;
     enum uiw__nic_op op;
     bool signaled;
+    bool more; /* on a list's last WR: more follow at once; the backend may hold this list's
+                  transmission until uiw__nic_flush (never its checks or its place) */
     int nsge;
     struct uiw__nic_sge sge[UIW__NIC_MAX_SGE];
     uint32_t inv_rkey; /* SEND_INV, LOCAL_INV */
@@ -135,6 +137,8 @@ struct uiw__nic_wc {
 int uiw__nic_post_send(struct uiw__nic_conn *c, struct uiw__nic_send *wr,
                        struct uiw__nic_send **bad);
 int uiw__nic_post_recv(struct uiw__nic_conn *c, struct uiw__nic_recv *wr);
+/* Transmit what lists posted with `more` left waiting. */
+void uiw__nic_flush(struct uiw__nic_conn *c);
 
 /* Up to n completions of the connection (0 when none), or -errno. */
 int uiw__nic_poll(struct uiw__nic_conn *c, struct uiw__nic_wc *wc, int n);

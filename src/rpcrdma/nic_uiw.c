@@ -181,7 +181,9 @@ int uiw__nic_post_send(struct uiw__nic_conn *c, struct uiw__nic_send *wr,
             src[k] = wr;
             u->wr_id = wr->wr_id;
             u->opcode = wr_op[wr->op];
-            u->send_flags = wr->signaled ? UIW_SEND_SIGNALED : 0;
+            /* a long list goes in pieces: one doorbell for all of them */
+            u->send_flags = (wr->signaled ? UIW_SEND_SIGNALED : 0u) |
+                            (wr->more || wr->next ? UIW_SEND_MORE : 0u);
             u->num_sge = wr->nsge;
             u->sg_list = sg[k];
             for (int i = 0; i < wr->nsge; i++) {
@@ -256,6 +258,11 @@ static enum uiw__nic_wc_op wc_op(enum uiw_wc_opcode o)
     default:
         return UIW__NIC_WC_RECV;
     }
+}
+
+void uiw__nic_flush(struct uiw__nic_conn *c)
+{
+    uiw_post_send_flush(c->qp);
 }
 
 int uiw__nic_poll(struct uiw__nic_conn *c, struct uiw__nic_wc *wc, int n)

@@ -42,8 +42,67 @@ void uiw__rr_sq_release(struct uiw__rr_conn *c, uint32_t n)
 /* Post on a connection that is not dead. Once uiw__rr_conn_died has posted its marker no
  * work request follows it: every posted one completes before the marker's flush, so a
  * drained connection has nothing left to complete. */
+/* A thread's plug: the connections whose sends it holds back for one doorbell. */
+#define PLUG_CONNS 4
+static _Thread_local struct {
+    unsigned depth, n;
+    uint64_t since; /* when the first send was held */
+    struct uiw__rr_conn *conns[PLUG_CONNS];
+} plug;
+
+void uiw__rr_plug(void)
+{
+    plug.depth++;
+}
+
+void uiw__rr_plug_flush(void)
+{
+    unsigned n = plug.n;
+    plug.n = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uiw__nic_flush(plug.conns[i]->nc);
+        uiw__rr_conn_put(plug.conns[i]);
+    }
+}
+
+void uiw__rr_plug_flush_after(uint64_t ns)
+{
+    if (plug.n && uiw__rr_now_ns() - plug.since >= ns)
+        uiw__rr_plug_flush();
+}
+
+void uiw__rr_unplug(void)
+{
+    if (plug.depth)
+        plug.depth--;
+    uiw__rr_plug_flush(); /* an inner plug too: its thread may be about to wait */
+}
+
+/* Whether the thread's plug holds c's sends (a reference held until the flush). */
+static bool plug_holds(struct uiw__rr_conn *c)
+{
+    if (!plug.depth)
+        return false;
+    for (unsigned i = 0; i < plug.n; i++)
+        if (plug.conns[i] == c)
+            return true;
+    if (plug.n == PLUG_CONNS)
+        return false;
+    if (plug.n == 0)
+        plug.since = uiw__rr_now_ns();
+    uiw__rr_conn_get(c);
+    plug.conns[plug.n++] = c;
+    return true;
+}
+
 int uiw__rr_post(struct uiw__rr_conn *c, struct uiw__nic_send *wr)
 {
+    if (plug_holds(c)) {
+        struct uiw__nic_send *last = wr;
+        while (last->next)
+            last = last->next;
+        last->more = true;
+    }
     uiw__lock_take(&c->lock);
     int st = atomic_load(&c->state);
     int r = st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED ? -ENOTCONN

@@ -409,6 +409,18 @@ int uiw__rr_dev_poll(struct uiw__rr_dev *d);
 /* Wake the threads waiting in uiw__rr_dev_wait so they check their condition. */
 void uiw__rr_dev_kick(struct uiw__rr_dev *d);
 
+/* Plugging (per thread, nestable): while plugged, the sends a thread posts are queued at
+ * once (every check, credit and completion as usual) but their connections' doorbells wait
+ * for uiw__rr_unplug (or a flush), so a batch of replies or calls costs one system call.
+ * Every unplug flushes (an inner one too), and uiw__rr_dev_wait and uiw__rr_dev_poll flush
+ * first: a plugged thread never waits for a send it holds. */
+void uiw__rr_plug(void);
+void uiw__rr_unplug(void);
+/* Ring the doorbells of what the thread holds (it stays plugged). */
+void uiw__rr_plug_flush(void);
+/* The same once the oldest held send waited ns or more. */
+void uiw__rr_plug_flush_after(uint64_t ns);
+
 uint64_t uiw__rr_now_ns(void);
 /* Whether RDMA Reads posted at start_ns are more than lim_ns late at now_ns. A start after
  * now (Reads posted by another thread after now was read) is not late. */

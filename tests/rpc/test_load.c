@@ -48,6 +48,67 @@ TEST(rpc_async_many)
     tsrv_stop(&t);
 }
 
+struct chain {
+    CLIENT *c;
+    struct tpair p;
+    u_int sum;
+    int left, bad, *nsync;
+};
+
+static void chain_done(CLIENT *c, void *arg, enum clnt_stat st, const struct rpc_err *e)
+{
+    (void)e;
+    struct chain *k = arg;
+    if (st != RPC_SUCCESS || k->sum != k->p.a + k->p.b) {
+        k->bad++;
+        return;
+    }
+    if (k->left % 8 == 0) {
+        /* a synchronous call from a callback, behind the calls the callbacks before it
+         * started (which its thread holds for one doorbell): it is answered */
+        struct tpair p = {7, (u_int)k->left};
+        u_int s = 0;
+        if (clnt_call(c, TP_ADD, (xdrproc_t)xdr_tpair, (char *)&p, (xdrproc_t)xdr_u_int, (char *)&s,
+                      TMO) != RPC_SUCCESS ||
+            s != 7u + (u_int)k->left)
+            k->bad++;
+        (*k->nsync)++;
+    }
+    if (--k->left <= 0)
+        return;
+    k->p.b++;
+    if (uiw_rpc_call_async(c, TP_ADD, (xdrproc_t)xdr_tpair, &k->p, (xdrproc_t)xdr_u_int, &k->sum,
+                           TMO, NULL, chain_done, k) != 0)
+        k->bad++;
+}
+
+/* Callbacks start the next calls (sent together when the batch of callbacks ends) and
+ * make synchronous calls of their own: every call is answered. */
+TEST(rpc_async_calls_started_by_callbacks)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    enum { N = 32, ROUNDS = 40 };
+    struct chain k[N];
+    int nsync = 0;
+    for (int i = 0; i < N; i++) {
+        k[i] = (struct chain){.c = c, .p = {(u_int)i, 0}, .left = ROUNDS, .nsync = &nsync};
+        CHECK_EQ(uiw_rpc_call_async(c, TP_ADD, (xdrproc_t)xdr_tpair, &k[i].p, (xdrproc_t)xdr_u_int,
+                                    &k[i].sum, TMO, NULL, chain_done, &k[i]),
+                 0);
+    }
+    while (uiw_rpc_clnt_pending(c))
+        CHECK(uiw_rpc_clnt_poll(c, 5000) >= 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(k[i].bad, 0);
+        CHECK_EQ(k[i].left, 0);
+    }
+    CHECK_EQ(nsync, N * ROUNDS / 8);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
 /* The server grants 4 credits: never more than 4 of its calls run at once. */
 TEST(rpc_credit_limit)
 {
