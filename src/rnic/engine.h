@@ -520,9 +520,21 @@ static inline bool uiw__rq_ready(struct uiw_qp *qp)
 int uiw__rqe_build(struct uiw__rqe *q, const struct uiw_recv_wr *wr, uint32_t max_sge);
 
 /* qp.c */
-void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
-                  const uint8_t *ddp_raw, uint8_t ddp_len, uint16_t seg_len,
-                  const uint8_t *rdma_hdr);
+/* The segment a failure is about, as its Terminate quotes it (RFC 5040 4.8): its kind,
+ * its DDP header (ddp_len bytes, or NULL), its length (the MPA ULPDU length) and the RDMA
+ * header of a Read Request (UIW_RDMAP_READ_REQ_LEN bytes, or NULL). */
+struct uiw__term_quote {
+    bool tagged;
+    const uint8_t *ddp;
+    uint8_t ddp_len;
+    uint16_t seg_len;
+    const uint8_t *rdma;
+};
+/* The QP fails with code (an engine code): a Terminate is queued for the peer (if it may
+ * be sent), the QP goes to TERMINATE or ERROR, the work requests are flushed. */
+void uiw__qp_fail(struct uiw_qp *qp, int code);
+/* The same, about a segment q quotes (NULL: none). */
+void uiw__qp_fail_quoting(struct uiw_qp *qp, int code, const struct uiw__term_quote *q);
 void uiw__qp_flush(struct uiw_qp *qp);
 /* uiw_dereg_mr of STag index idx (invalid already): every QP of ctx drops the Read
  * Response segments it built from it and has not begun to send, and its stream ends. */

@@ -121,7 +121,7 @@ int uiw_destroy_qp(struct uiw_qp *qp)
     uiw__lock_take(&qp->lock);
     qp->destroying = true;
     if (qp->started && (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING))
-        uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL); /* queues a Terminate */
+        uiw__qp_fail(qp, UIW_E_RNIC_ABORT); /* queues a Terminate */
     uiw__qp_unlock(qp);
     if (ctx->ops.qp_destroy && qp->io)
         ctx->ops.qp_destroy(qp, ctx->io); /* io sends what it can and closes the socket */
@@ -314,7 +314,7 @@ UIW__DATAPATH static void push(struct uiw_qp *qp, struct uiw_cq *cq, const struc
 {
     if (uiw__cq_push(cq, wc) < 0 && qp->state != UIW_QPS_ERROR && qp->state != UIW_QPS_TERMINATE &&
         qp->started)
-        uiw__qp_fail(qp, UIW_E_RNIC_CQ_OVERFLOW, NULL, NULL, 0, 0, NULL);
+        uiw__qp_fail(qp, UIW_E_RNIC_CQ_OVERFLOW);
 }
 
 UIW__DATAPATH void uiw__sq_retire(struct uiw_qp *qp)
@@ -405,13 +405,16 @@ static void fail_inflight(struct uiw_qp *qp, int st, int vendor)
     }
 }
 
-void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
-                  const uint8_t *ddp_raw, uint8_t ddp_len, uint16_t seg_len,
-                  const uint8_t *rdma_hdr)
+void uiw__qp_fail(struct uiw_qp *qp, int code)
+{
+    uiw__qp_fail_quoting(qp, code, NULL);
+}
+
+void uiw__qp_fail_quoting(struct uiw_qp *qp, int code, const struct uiw__term_quote *q)
 {
     if (qp->state == UIW_QPS_TERMINATE || qp->state == UIW_QPS_ERROR)
         return;
-    const struct uiw__term_map *m = uiw__term_lookup(code, ddp ? (int)ddp->tagged : -1);
+    const struct uiw__term_map *m = uiw__term_lookup(code, q ? (int)q->tagged : -1);
     /* the receive side goes on (a Terminate of the peer's may still arrive: rx.c) unless the
      * failure came from it (rx_fail stops it) */
     qp->tl = m->layer;
@@ -426,18 +429,18 @@ void uiw__qp_fail(struct uiw_qp *qp, int code, const struct uiw_ddp_hdr *ddp,
         t->layer = m->layer;
         t->etype = m->etype;
         t->code = m->ecode;
-        if ((m->hdrct & UIW_TERM_FLAG_M) && ddp_raw) {
+        if ((m->hdrct & UIW_TERM_FLAG_M) && q && q->ddp) {
             t->hdrct |= UIW_TERM_FLAG_M;
-            t->ddp_seg_len = seg_len;
+            t->ddp_seg_len = q->seg_len;
         }
-        if ((m->hdrct & UIW_TERM_FLAG_D) && ddp_raw && ddp_len <= sizeof(t->ddp_hdr)) {
+        if ((m->hdrct & UIW_TERM_FLAG_D) && q && q->ddp && q->ddp_len <= sizeof(t->ddp_hdr)) {
             t->hdrct |= UIW_TERM_FLAG_D;
-            memcpy(t->ddp_hdr, ddp_raw, ddp_len);
-            t->ddp_hdr_len = ddp_len;
+            memcpy(t->ddp_hdr, q->ddp, q->ddp_len);
+            t->ddp_hdr_len = q->ddp_len;
         }
-        if ((m->hdrct & UIW_TERM_FLAG_R) && rdma_hdr) {
+        if ((m->hdrct & UIW_TERM_FLAG_R) && q && q->rdma) {
             t->hdrct |= UIW_TERM_FLAG_R;
-            memcpy(t->rdma_hdr, rdma_hdr, UIW_RDMAP_READ_REQ_LEN);
+            memcpy(t->rdma_hdr, q->rdma, UIW_RDMAP_READ_REQ_LEN);
         }
         qp->term_pending = true;
         qp->state = UIW_QPS_TERMINATE;
@@ -570,7 +573,7 @@ int uiw__qp_close(struct uiw_qp *qp, bool graceful)
             qp->state = UIW_QPS_CLOSING;
         uiw__qp_check_close(qp);
     } else if (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING) {
-        uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL);
+        uiw__qp_fail(qp, UIW_E_RNIC_ABORT);
     } else if (qp->state == UIW_QPS_ERROR) {
         qp->want_close = true;
     }
@@ -587,7 +590,7 @@ int uiw_modify_qp_state(struct uiw_qp *qp, enum uiw_qp_state state)
         qp->state = UIW_QPS_ERROR;
         uiw__qp_flush(qp);
     } else if (qp->state == UIW_QPS_RTS || qp->state == UIW_QPS_CLOSING) {
-        uiw__qp_fail(qp, UIW_E_RNIC_ABORT, NULL, NULL, 0, 0, NULL);
+        uiw__qp_fail(qp, UIW_E_RNIC_ABORT);
     }
     uiw__qp_unlock(qp);
     qp_kick(qp);

@@ -105,7 +105,6 @@ UIW__COLD static int rx_fail(struct uiw_qp *qp, int code)
         if (qp->rx_hdr_have < hl)
             hl = 0;
     }
-    struct uiw_ddp_hdr d = {.tagged = tagged == 1};
     const uint8_t *rdma = NULL;
     if (tagged == 0 && hl && qp->rx_hdr_have >= UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN &&
         uiw__ddp_qn(qp->rx_hdr) == UIW_DDP_QN_READ_REQ)
@@ -113,7 +112,12 @@ UIW__COLD static int rx_fail(struct uiw_qp *qp, int code)
     if (code == UIW_E_FPDU_CRC)
         uiw__qstat(qp, UIW__STAT_CRC_ERRORS, 1);
     qp->tx_hold = false; /* the peer sends FPDUs: it may have our Terminate */
-    uiw__qp_fail(qp, code, tagged >= 0 ? &d : NULL, hl ? qp->rx_hdr : NULL, hl, qp->rx_ulen, rdma);
+    struct uiw__term_quote q = {.tagged = tagged == 1,
+                                .ddp = hl ? qp->rx_hdr : NULL,
+                                .ddp_len = hl,
+                                .seg_len = qp->rx_ulen,
+                                .rdma = rdma};
+    uiw__qp_fail_quoting(qp, code, tagged >= 0 ? &q : NULL);
     qp->rx_failed = true;
     return code;
 }

@@ -224,8 +224,12 @@ UIW__COLD static void rr_fail(struct uiw_qp *qp, const struct uiw__ird *e, int c
                                     .src_stag = e->src_stag,
                                     .src_to = e->src_to};
     uiw_rdmap_read_req_encode(&rr, rdma);
-    uiw__qp_fail(qp, code, &h, ddp, sizeof(ddp), UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN,
-                 rdma);
+    struct uiw__term_quote q = {.tagged = false,
+                                .ddp = ddp,
+                                .ddp_len = sizeof(ddp),
+                                .seg_len = UIW_DDP_UNTAGGED_HDR_LEN + UIW_RDMAP_READ_REQ_LEN,
+                                .rdma = rdma};
+    uiw__qp_fail_quoting(qp, code, &q);
 }
 
 /* Drop the slots [keep, tail): the framer goes back to where the first was built. */
@@ -329,7 +333,7 @@ bool uiw__tx_stag_gone(struct uiw_qp *qp, uint32_t idx)
     if (qp->irq_count && (qp->irq[qp->irq_head].src_stag >> 8) == idx)
         rr_fail(qp, &qp->irq[qp->irq_head], UIW_E_RNIC_READ_STAG_INVALID);
     else /* its Request answered in full: no headers to name it by */
-        uiw__qp_fail(qp, UIW_E_RNIC_READ_STAG_INVALID, NULL, NULL, 0, 0, NULL);
+        uiw__qp_fail(qp, UIW_E_RNIC_READ_STAG_INVALID);
     return true;
 }
 
@@ -513,7 +517,7 @@ static bool sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
     qp->sq_tx++;
     if (r < 0) {
         wr_done(qp, w, st, code);
-        uiw__qp_fail(qp, code, NULL, NULL, 0, 0, NULL);
+        uiw__qp_fail(qp, code);
     } else {
         wr_done(qp, w, UIW_WC_SUCCESS, 0);
     }
@@ -632,7 +636,7 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
                 /* no Reads were negotiated: the Read never reaches the wire */
                 qp->sq_tx++;
                 wr_done(qp, w, UIW_WC_LOC_QP_OP_ERR, UIW_E_RNIC_NO_ORD);
-                uiw__qp_fail(qp, UIW_E_RNIC_NO_ORD, NULL, NULL, 0, 0, NULL);
+                uiw__qp_fail(qp, UIW_E_RNIC_NO_ORD);
                 uiw__sq_retire(qp);
                 return true;
             }
@@ -647,7 +651,7 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
         if (code) {
             qp->sq_tx++;
             wr_done(qp, w, UIW_WC_LOC_PROT_ERR, code);
-            uiw__qp_fail(qp, code, NULL, NULL, 0, 0, NULL);
+            uiw__qp_fail(qp, code);
             uiw__sq_retire(qp);
             return true;
         }
