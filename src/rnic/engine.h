@@ -464,9 +464,9 @@ static inline bool uiw__tx_idle(const struct uiw_qp *qp)
     return !qp->term_pending && !qp->rtr_send_pending && !qp->wake_pending && qp->irq_count == 0 &&
            qp->sq_tx == qp->sq_tail;
 }
-/* Build FPDUs for what can be sent now (QP lock held, not idle, slots allocated). Only
- * uiw__qp_tx_next builds. */
-void uiw__tx_build(struct uiw_qp *qp);
+/* Run the local operations (REG_MR, LOCAL_INV) at the head of the send queue now, as
+ * building would run them, in order, building no FPDU (QP lock held). */
+void uiw__tx_run_local(struct uiw_qp *qp);
 /* Whether building would find something to build now (QP lock held): a look at what
  * building checks first, changing nothing. It may say yes when the step then waits (a
  * Read Response or a LOCAL_INV behind a segment of a region being invalidated), never no

@@ -674,18 +674,19 @@ UIW__DATAPATH static int check_wr(const struct uiw_qp *qp, const struct uiw_send
     return 0;
 }
 
-/* Start the transmission of the queued WRs if kick (qp->lock held; released here): built
- * now (a small payload is copied now, while the caller waits; a local operation runs now),
- * and out now under this lock hold if io can (no second lock of the QP on the way to the
- * socket). */
+/* Start the transmission of the queued WRs if kick (qp->lock held; released here). A
+ * local operation at the head of the queue runs now, while the caller waits (the STag is
+ * valid or invalid when the call returns). FPDUs are built by uiw__qp_tx_next_locked
+ * only: offered to io under this lock hold (no second lock of the QP on the way to the
+ * socket), which builds and sends them now if it can. */
 UIW__DATAPATH static void sq_ring(struct uiw_qp *qp, bool kick)
 {
-    if (kick)
+    if (kick) {
         qp->tx_held = false;
-    if (kick && qp->iov_per_slot && !uiw__tx_idle(qp))
-        uiw__tx_build(qp);
-    if (kick && qp->slot_head != qp->slot_tail && qp->ctx->ops.qp_send &&
-        qp->ctx->ops.qp_send(qp, qp->ctx->io))
+        uiw__tx_run_local(qp);
+    }
+    if (kick && qp->iov_per_slot && (qp->slot_head != qp->slot_tail || !uiw__tx_idle(qp)) &&
+        qp->ctx->ops.qp_send && qp->ctx->ops.qp_send(qp, qp->ctx->io))
         kick = false;
     uiw__qp_unlock(qp);
     if (kick)

@@ -59,11 +59,12 @@ struct uiw__io_ops {
     /* The QP has new work for io: TX bytes (post_send), or it wants to be closed
      * (uiw__qp_want). Called with no engine lock held. May be NULL. */
     void (*qp_kick)(struct uiw_qp *qp, void *io_ctx);
-    /* uiw_post_send queued WRs and holds the QP lock: io may send their bytes right away
-     * if it can without waiting for any lock or for the socket (trylock, MSG_DONTWAIT),
-     * using only uiw__qp_tx_next_locked, uiw__qp_tx_advance_locked and
-     * uiw__qp_want_locked. Returns true if nothing is left for io to do (all sent, no
-     * close wanted); false and the engine calls qp_kick after the unlock. May be NULL. */
+    /* uiw_post_send queued WRs (no FPDU built yet) and holds the QP lock: io may build
+     * and send their bytes right away if it can without waiting for any lock or for the
+     * socket (trylock, MSG_DONTWAIT), using only uiw__qp_tx_next_locked (which builds),
+     * uiw__qp_tx_advance_locked and uiw__qp_want_locked. Returns true if nothing is left
+     * for io to do (all sent, no close wanted); false and the engine calls qp_kick after
+     * the unlock. May be NULL. */
     bool (*qp_send)(struct uiw_qp *qp, void *io_ctx);
     /* Inline progress: called by uiw_poll_cq when the CQ has nothing to return (no engine
      * lock held); io runs one non-blocking pass over its sockets if nobody else is

@@ -525,8 +525,8 @@ static bool sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
     return true;
 }
 
-/* While the wire is held: the local operations at the head of the send queue (a send
- * queue completes in order, so they wait behind anything else). */
+/* The local operation at the head of the send queue, if there is one and it may run now
+ * (a send queue completes in order, so one waits behind anything else): true if it ran. */
 static bool sq_local_step(struct uiw_qp *qp)
 {
     while (qp->sq_tx != qp->sq_tail &&
@@ -607,6 +607,13 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
         return true;
     }
     return !sq_mid(qp) && qp->irq_count && rr_step(qp, s);
+}
+
+void uiw__tx_run_local(struct uiw_qp *qp)
+{
+    if (qp->iov_per_slot && !qp->term_pending && !qp->term_queued && qp->state == UIW_QPS_RTS)
+        while (sq_local_step(qp))
+            ;
 }
 
 /* The next step of the send queue: a segment, a Read Request or a local operation. */
@@ -795,7 +802,9 @@ UIW__DATAPATH bool uiw__tx_can_build(const struct uiw_qp *qp)
              qp->orq_count >= qp->cp.ord);
 }
 
-UIW__DATAPATH void uiw__tx_build(struct uiw_qp *qp)
+/* Build FPDUs for what can be sent now (QP lock held, not idle, slots allocated): only
+ * uiw__qp_tx_next and uiw__qp_tx_next_locked build. */
+UIW__DATAPATH static void tx_build(struct uiw_qp *qp)
 {
     while ((tx_send_small(qp) || tx_step(qp)) && !uiw__tx_idle(qp))
         ;
@@ -806,7 +815,7 @@ UIW__DATAPATH void uiw__tx_build(struct uiw_qp *qp)
 UIW__DATAPATH static inline void tx_fill(struct uiw_qp *qp)
 {
     if (qp->iov_per_slot && !uiw__tx_idle(qp))
-        uiw__tx_build(qp);
+        tx_build(qp);
 }
 
 int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)

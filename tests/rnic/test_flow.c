@@ -851,3 +851,50 @@ TEST(want_only_looks)
     pair_mr_free(sink);
     pair_free(&p);
 }
+
+/* Posting only queues: a Send's FPDU (its copy and CRC included) is built by
+ * uiw__qp_tx_next, which io calls from the post when it can; a local operation at the head
+ * of the send queue runs at once, so that a REG_MR's STag is valid when the post returns. */
+TEST(posting_builds_no_fpdu)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.crc = true;
+    pair_init(&p, &o, true);
+    pair_first_fpdu(&p);
+    struct uiw_qp *qp = p.s[0].qp;
+    struct uiw_mr *src = pair_mr(&p, 0, 64, RW, 0x5A);
+    struct uiw_mr *dst = pair_mr(&p, 1, 64, RW, 0);
+    pair_post_recv(&p, 1, 7, dst, 0, 64);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND, UIW_SEND_SIGNALED, src, 0, 64, 0, 0), 0);
+    CHECK_EQ(qp->slot_tail, qp->slot_head); /* nothing built */
+    CHECK(uiw__qp_want(qp) & UIW__WANT_TX);
+    CHECK(pair_tx_pending(&p, 0) > 0);
+    CHECK(qp->slot_tail != qp->slot_head); /* built by tx_next */
+    pair_pump(&p);
+    CHECK_EQ(pair_wc(&p, 0, true).status, UIW_WC_SUCCESS);
+    CHECK_EQ(pair_wc(&p, 1, false).byte_len, 64);
+    CHECK_MEM(dst->addr, src->addr, 64);
+
+    uint8_t *buf = calloc(1, 4096);
+    struct uiw_mr *mr = uiw_alloc_mr(p.s[0].pd, 4096);
+    CHECK(buf && mr);
+    struct uiw_send_wr reg = {.wr_id = 2, .opcode = UIW_WR_REG_MR, .send_flags = UIW_SEND_SIGNALED};
+    reg.wr.reg.mr = mr;
+    reg.wr.reg.key = uiw_inc_rkey(mr->rkey);
+    reg.wr.reg.addr = buf;
+    reg.wr.reg.length = 4096;
+    reg.wr.reg.access = RW;
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(qp, &reg, &bad), 0);
+    struct uiw_wc wc = pair_wc(&p, 0, true); /* complete before any tx_next */
+    CHECK_EQ(wc.wr_id, 2);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(qp->slot_tail, qp->slot_head);
+    CHECK_EQ(uiw_dereg_mr(mr), 0);
+    free(buf);
+    pair_mr_free(src);
+    pair_mr_free(dst);
+    pair_free(&p);
+}

@@ -920,6 +920,8 @@ TEST(narrow_qp_reads_until_a_large_payload_can_arrive)
     CHECK_EQ(pair_post(&p, 1, 2, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, lw, 0, 4096, addr_of(src, 0),
                        src->rkey),
              0);
+    CHECK(narrow(&p, 1)); /* posted, not sent: no response can come */
+    CHECK(pair_tx_pending(&p, 1) > 0);
     CHECK(!narrow(&p, 1));
     pair_pump(&p);
     CHECK_EQ(pair_wc(&p, 1, true).status, UIW_WC_SUCCESS);
