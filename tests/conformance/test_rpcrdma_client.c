@@ -463,3 +463,83 @@ TEST(rpcrdma_client_late_err_vers_other_range)
     close(lt->sc.lfd);
     free(lt);
 }
+
+/* RFC 8166 section 3.3.3 / draft 4.2.1: until the responder's first valid non-error
+ * message arrives a requester has one credit. A Version One client with four calls queued
+ * sends one; after the reply granting 8 the other three follow at once. */
+static void *first_credit_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.vers == 1 && sc->h.proc == UIW_RDMA_MSG);
+    sc->step = 1;
+    struct uiw_rpcrdma_hdr first = sc->h;
+    /* nothing more may come while the first call is unanswered */
+    EXPECT(rpcpeer_recv_hdr(&sc->p, sc->msg, sizeof(sc->msg), &sc->len, &sc->h, &sc->sp, 300) ==
+           -ETIMEDOUT);
+    sc->step = 2;
+    sc->h = first;
+    uint8_t body[24];
+    for (int k = 0; k < 4; k++) {
+        uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
+        for (int i = 0; i < 6; i++)
+            uiw__put_be32(body + 4 * i, w[i]);
+        struct uiw_rpcrdma_hdr r = {.xid = sc->h.xid, .vers = 1, .credit = 8, .proc = UIW_RDMA_MSG};
+        r.u.chunks.direction = UIW_RPCRDMA_REPLY;
+        EXPECT(rpcpeer_send_hdr(&sc->p, &r, body, sizeof(body)) == 0);
+        if (k < 3)
+            EXPECT(next(sc) == 1 && sc->h.vers == 1 && sc->h.proc == UIW_RDMA_MSG);
+    }
+    sc->step = 3;
+    bool eof = false;
+    rpcpeer_pump(&sc->p, WAIT, &eof);
+    return NULL;
+}
+
+static void first_credit_done(CLIENT *clnt, void *arg, enum clnt_stat stat,
+                              const struct rpc_err *err)
+{
+    (void)clnt;
+    (void)err;
+    int *ok = arg;
+    if (stat == RPC_SUCCESS)
+        (*ok)++;
+}
+
+TEST(rpcrdma_client_one_call_until_first_reply)
+{
+    struct script *sc = calloc(1, sizeof(*sc));
+    uint16_t port;
+    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
+    CHECK(sc->lfd >= 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, first_credit_server, sc), 0);
+    struct uiw_rpc_clnt_attr a = {0};
+    a.no_vers_memory = true;
+    a.no_reconnect = true;
+    a.xprt.vers_max = 1;
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
+    CHECK(c != NULL);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.vers, 1);
+    CHECK_EQ(ci.credits, 1);
+    int ok = 0;
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(uiw_rpc_call_async(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO, NULL,
+                                    first_credit_done, &ok),
+                 0);
+    while (uiw_rpc_clnt_pending(c) > 0)
+        CHECK(uiw_rpc_clnt_poll(c, WAIT) >= 0);
+    CHECK_EQ(ok, 4);
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.credits, 8);
+    clnt_destroy(c);
+    pthread_join(th, NULL);
+    CHECK_EQ(sc->fail, 0);
+    CHECK_EQ(sc->step, 3);
+    rpcpeer_close(&sc->p, false);
+    close(sc->lfd);
+    free(sc);
+}

@@ -43,6 +43,10 @@ TEST(rpc_async_many)
         CHECK_EQ(a[i].st, RPC_SUCCESS);
         CHECK_EQ(a[i].sum, (u_int)i + 1000000u);
     }
+    /* the grant when neither side sets credits: 128 (rpc.h, uiw_rpc_xprt_attr.credits) */
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.credits, 128);
     free(a);
     clnt_destroy(c);
     tsrv_stop(&t);
