@@ -220,6 +220,10 @@ UIW_EXTERN int uiw_cm_disconnect(struct uiw_cm_id *id);
 /* Negotiated settings; -ENOTCONN before the handshake completes. */
 UIW_EXTERN int uiw_cm_query(const struct uiw_cm_id *id, struct uiw_cm_conn_info *info);
 
+/* The id's number in UIW_LOG lines ("conn N"; ids are numbered from 1 in each process),
+ * so that a layer above can name the connection in its own lines. 0 for NULL. */
+UIW_EXTERN uint32_t uiw_cm_log_id(const struct uiw_cm_id *id);
+
 /* Next event: waits up to timeout_ms (-1 forever, 0 not at all). Returns 0 and *ev,
  * -EAGAIN when none arrived in time, or -errno. */
 UIW_EXTERN int uiw_cm_get_event(struct uiw_cm_channel *ch, struct uiw_cm_event **ev,

@@ -1294,6 +1294,12 @@ int uiw_cm_disconnect(struct uiw_cm_id *pid)
     return r;
 }
 
+uint32_t uiw_cm_log_id(const struct uiw_cm_id *pid)
+{
+    const struct uiw__cmid *id = (const struct uiw__cmid *)pid;
+    return id ? id->log_id : 0;
+}
+
 int uiw_cm_query(const struct uiw_cm_id *pid, struct uiw_cm_conn_info *info)
 {
     const struct uiw__cmid *id = (const struct uiw__cmid *)pid;
