@@ -51,6 +51,7 @@
 #include <uiw/error.h>
 #include <uiw/export.h>
 #include <uiw/rpcrdma.h>
+#include <uiw/verbs.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -159,6 +160,56 @@ struct uiw_rpc_conn_info {
 };
 
 /* ---------------------------------------------------------------------------------------
+ * Transport counters (client and server side)
+ * ------------------------------------------------------------------------------------- */
+
+/* The RPC-over-RDMA transport's counters: of one connection (uiw_svc_xprt_stats), or
+ * summed over every connection of a client handle (uiw_rpc_clnt_xprt_stats) or of a
+ * server (uiw_rpc_svc_xprt_stats), present and past. Monotonic except the credit fields,
+ * which are the largest value over the connections counted. Each connection is a
+ * requester for the calls it sends (a client's forward calls, a server's backward calls)
+ * and a responder for the calls it receives. Reading them never slows the data path. */
+#define UIW_RPC_NERR 7 /* errors_* index: the errcode, 1..6 (enum uiw_rpcrdma_errcode) */
+struct uiw_rpc_xprt_stats {
+    uint64_t connections; /* established (a client's first and each reconnection) */
+    /* requester */
+    uint64_t calls_sent;       /* RPC calls sent, each transmission counted */
+    uint64_t replies_received; /* replies (not RDMA_ERROR) matched to a call in flight */
+    uint64_t retransmits;      /* calls sent again with their XID: on a new connection after
+                                  a lost one (client), after ERR_VERS or REPLY_RESOURCE */
+    /* responder */
+    uint64_t calls_received; /* calls accepted (within the credits granted) */
+    uint64_t replies_sent;   /* replies sent (not RDMA_ERROR) */
+    uint64_t drc_hits;       /* calls answered from the duplicate-reply cache (server) */
+    /* credits (RFC 8166 section 4.3.1) */
+    uint32_t credits_granted_by_peer; /* forward calls the peer lets this side have in flight */
+    uint32_t credits_granted_to_peer; /* calls this side lets the peer have in flight */
+    uint32_t credits_max_inflight;    /* most calls this side had in flight at once */
+    uint64_t credit_waits;            /* calls that had to wait for a credit (all were in use) */
+    /* chunks (RFC 8166 section 3.4), of calls sent or received */
+    uint64_t read_chunks;  /* Read chunks of DDP-eligible arguments */
+    uint64_t write_chunks; /* Write chunks (a requester counts those it offered, a responder
+                              those it wrote into) */
+    uint64_t reply_chunks; /* Reply chunks offered (requester) / long replies sent (responder) */
+    uint64_t long_calls;   /* Position-Zero Read chunks (calls too long to go inline) */
+    /* bytes */
+    uint64_t rdma_read_bytes;       /* moved by RDMA Read: Read chunks (Position-Zero included) this
+                                       side pulled, or a requester's that the peer pulled (counted
+                                       when the reply came) */
+    uint64_t rdma_write_bytes;      /* moved by RDMA Write: Write and Reply chunks this side wrote,
+                                       or a requester's that the peer wrote (as its reply says) */
+    uint64_t inline_bytes_sent;     /* RPC-over-RDMA messages sent by Send (headers included) */
+    uint64_t inline_bytes_received; /* ... received */
+    /* RDMA_ERROR messages by errcode (UIW_RDMA_ERR_VERS, UIW_RDMA_ERR_CHUNK / BAD_XDR, ...) */
+    uint64_t errors_sent[UIW_RPC_NERR];
+    uint64_t errors_received[UIW_RPC_NERR];
+    /* The RNIC counters (uiw_query_context_stats) of the context the connections run on:
+     * a client's own (every connection it made); a server's, for the server and for each
+     * of its connections (the RNIC counts per context, not per QP). */
+    struct uiw_context_stats rnic;
+};
+
+/* ---------------------------------------------------------------------------------------
  * Client
  * ------------------------------------------------------------------------------------- */
 
@@ -255,6 +306,10 @@ struct uiw_rpc_clnt_stats {
     uint64_t bc_calls;             /* backward calls served */
 };
 UIW_EXTERN int uiw_rpc_clnt_stats(CLIENT *clnt, struct uiw_rpc_clnt_stats *st);
+
+/* The transport's counters of every connection the client made (see
+ * uiw_rpc_xprt_stats). 0 or -EINVAL. */
+UIW_EXTERN int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st);
 
 /* Serve backward calls (RFC 8167) of program prog, version vers on this client's
  * connections with an rpcgen-style dispatch routine (as a server's). 0 or -EEXIST,
@@ -361,6 +416,10 @@ struct uiw_rpc_svc_stats {
 };
 UIW_EXTERN int uiw_rpc_svc_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_svc_stats *st);
 
+/* The transport's counters of every connection the server accepted (see
+ * uiw_rpc_xprt_stats; safe from any thread while the server runs). 0 or -EINVAL. */
+UIW_EXTERN int uiw_rpc_svc_xprt_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_xprt_stats *st);
+
 /* --- inside a dispatch routine: `xprt` is the SVCXPRT of the call ---------------------- */
 
 /* Whether xprt is one of this server's (RPC-over-RDMA) transports. The helpers below also
@@ -387,6 +446,8 @@ UIW_EXTERN bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsi
 
 /* The connection of this call. -EINVAL for a foreign transport. */
 UIW_EXTERN int uiw_svc_info(SVCXPRT *xprt, struct uiw_rpc_conn_info *info);
+/* The transport's counters of this call's connection. -EINVAL for a foreign transport. */
+UIW_EXTERN int uiw_svc_xprt_stats(SVCXPRT *xprt, struct uiw_rpc_xprt_stats *st);
 
 /* Ask / tell the client of this call's connection about transport properties (as the
  * client functions above; request_props waits, so call it from a dispatch routine only

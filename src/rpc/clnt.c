@@ -439,6 +439,29 @@ int uiw_rpc_clnt_stats(CLIENT *clnt, struct uiw_rpc_clnt_stats *st)
     return 0;
 }
 
+int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st)
+{
+    struct uiw__clnt *u = of(clnt);
+    if (!u || !st)
+        return -EINVAL;
+    if (u->own_dev) {
+        uiw__rr_dev_stats(u->dev, st);
+    } else {
+        /* a server's backward client: its one connection */
+        memset(st, 0, sizeof(*st));
+        struct uiw__rr_conn *k = conn_ref(u);
+        if (k) {
+            uiw__rr_conn_stats_add(k, st);
+            uiw__rr_conn_put(k);
+        }
+        if (uiw__nic_stats(u->dev->nic, &st->rnic) != 0)
+            memset(&st->rnic, 0, sizeof(st->rnic));
+    }
+    /* calls sent again on a new connection are the client's to count */
+    st->retransmits += atomic_load(&u->caller.n_retrans);
+    return 0;
+}
+
 int uiw_rpc_clnt_bc_register(CLIENT *clnt, rpcprog_t prog, rpcvers_t vers,
                              void (*dispatch)(struct svc_req *, SVCXPRT *))
 {

@@ -238,6 +238,7 @@ static void serve_waiter(struct uiw__rpc_resp *r, struct uiw__rpc_scall *w, bool
 {
     if (cached) {
         atomic_fetch_add(&r->n_drc_hits, 1);
+        UIW__RR_COUNT(w->k.conn->n_drc_hits, 1);
         if (uiw__rr_reply_send(&w->k) >= 0)
             w->replied = true;
         uiw__rr_call_finish(&w->k);
@@ -400,6 +401,18 @@ int uiw_svc_info(SVCXPRT *xprt, struct uiw_rpc_conn_info *info)
     if (!s || !info)
         return -EINVAL;
     return uiw__rr_conn_info(s->k.conn, info);
+}
+
+int uiw_svc_xprt_stats(SVCXPRT *xprt, struct uiw_rpc_xprt_stats *st)
+{
+    struct uiw__rpc_scall *s = scall_of(xprt);
+    if (!s || !st)
+        return -EINVAL;
+    memset(st, 0, sizeof(*st));
+    uiw__rr_conn_stats_add(s->k.conn, st);
+    if (uiw__nic_stats(s->k.conn->dev->nic, &st->rnic) != 0)
+        memset(&st->rnic, 0, sizeof(st->rnic));
+    return 0;
 }
 
 int uiw_svc_request_props(SVCXPRT *xprt, struct uiw_rpc_prop_req *req, unsigned n, int timeout_ms)

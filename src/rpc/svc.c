@@ -278,6 +278,14 @@ int uiw_rpc_svc_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_svc_stats *s
     return 0;
 }
 
+int uiw_rpc_svc_xprt_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_xprt_stats *st)
+{
+    if (!svc || !st)
+        return -EINVAL;
+    uiw__rr_dev_stats(svc->dev, st);
+    return 0;
+}
+
 CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
 {
     if (!uiw_svc_is_rdma(xprt)) {

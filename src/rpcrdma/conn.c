@@ -156,6 +156,7 @@ static struct uiw__rr_conn *conn_alloc(struct uiw__rr_dev *d, const struct uiw__
     c->ddp_threshold = x->ddp_threshold;
     c->swi_ok = !x->no_send_with_invalidate;
     c->credits = 1;
+    c->credits_seen = 1;
     c->req_max = server ? x->bc_credits : x->credits;
     c->grant = server ? x->credits : x->bc_credits;
     c->nrecv = x->credits + x->bc_credits + UIW__RR_EXTRA_RECVS;
@@ -287,6 +288,11 @@ static int pre_recv(struct uiw__nic_conn *nc, void *arg)
 {
     struct uiw__rr_conn *c = arg;
     c->nc = nc;
+    /* the ids of log lines, before a completion can name them */
+    struct uiw__nic_conn_info ni;
+    uiw__nic_conn_info(nc, &ni);
+    c->log_id = ni.log_id;
+    c->qpn = ni.qpn;
     int r = uiw__rr_post_recvs(c);
     if (r == 0) {
         c->armed = true;
@@ -375,6 +381,22 @@ static bool not_negotiating(void *arg)
 {
     struct uiw__rr_conn *c = arg;
     return atomic_load(&c->state) != UIW__RR_C_NEGOTIATING;
+}
+
+/* A client's connection settled its version (and how). */
+static void log_connected(const struct uiw__rr_conn *c)
+{
+    if (!uiw__log_on(UIW__LOG_INFO))
+        return;
+    char a[64];
+    const char *peer = uiw__log_addr((const struct sockaddr *)&c->peer, a, sizeof(a));
+    const char *how = !c->vers_fallback    ? ""
+                      : c->vers_remembered ? " (fallback: this server answered ERR_VERS before)"
+                      : c->vers_no_answer  ? " (fallback: no answer to the Version Two message)"
+                                           : " (fallback: the server answered ERR_VERS)";
+    UIW__LOG(UIW__LOG_INFO, c->log_id, c->qpn,
+             "RPC-over-RDMA connection to %s: Version %u%s, %u credits asked, inline %u/%u", peer,
+             c->vers, how, c->req_max, c->inline_send, c->inline_recv);
 }
 
 struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockaddr *dst,
@@ -472,6 +494,7 @@ struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockadd
         uiw__rr_vers_settled(c, c->vmax >= 2 && !remembered ? 2 : 1);
         dev_add(d, c);
     }
+    log_connected(c);
     *err = 0;
     return c;
 }
@@ -546,6 +569,40 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
     pthread_mutex_unlock(&l->lock);
     dev_add(d, c);
 }
+
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+void uiw__rr_conn_stats_add(struct uiw__rr_conn *c, struct uiw_rpc_xprt_stats *st)
+{
+    st->connections++;
+    st->calls_sent += LD(c->n_calls_tx);
+    st->replies_received += LD(c->n_replies_rx);
+    st->retransmits += LD(c->n_resent);
+    st->calls_received += LD(c->n_calls_rx);
+    st->replies_sent += LD(c->n_replies_tx);
+    st->drc_hits += LD(c->n_drc_hits);
+    uint32_t by = LD(c->credits_seen), to = c->grant; /* grant: set once, at creation */
+    uint32_t most = LD(c->max_inflight);
+    if (by > st->credits_granted_by_peer)
+        st->credits_granted_by_peer = by;
+    if (to > st->credits_granted_to_peer)
+        st->credits_granted_to_peer = to;
+    if (most > st->credits_max_inflight)
+        st->credits_max_inflight = most;
+    st->credit_waits += LD(c->n_credit_waits);
+    st->read_chunks += LD(c->n_rchunks);
+    st->write_chunks += LD(c->n_wchunks);
+    st->reply_chunks += LD(c->n_replych);
+    st->long_calls += LD(c->n_long);
+    st->rdma_read_bytes += LD(c->n_rd_bytes);
+    st->rdma_write_bytes += LD(c->n_wr_bytes);
+    st->inline_bytes_sent += LD(c->n_inl_tx);
+    st->inline_bytes_received += LD(c->n_inl_rx);
+    for (int i = 0; i < UIW_RPC_NERR; i++) {
+        st->errors_sent[i] += LD(c->n_err_tx[i]);
+        st->errors_received[i] += LD(c->n_err_rx[i]);
+    }
+}
+#undef LD
 
 static void add_stats(struct uiw_rpc_svc_stats *st, struct uiw__rr_conn *c)
 {
@@ -673,6 +730,29 @@ void uiw__rr_listener_close(struct uiw__rr_listener *l)
 
 /* ---------------------------------------------------------------- death */
 
+const char *uiw__rr_err_name(uint32_t vers, uint32_t code)
+{
+    static const char *const v2[] = {"ERR_0",      "ERR_VERS",     "BAD_XDR", "REPLY_RESOURCE",
+                                     "INVAL_PROC", "INVAL_OPTION", "SYSTEM"};
+    if (code == UIW_RDMA_ERR_CHUNK && vers == 1)
+        return "ERR_CHUNK";
+    return code < UIW_RPC_NERR ? v2[code] : "unknown error";
+}
+
+static void log_death(const struct uiw__rr_conn *c, int reason)
+{
+    if (!uiw__log_on(UIW__LOG_INFO))
+        return;
+    char a[64];
+    const char *peer = uiw__log_addr((const struct sockaddr *)&c->peer, a, sizeof(a));
+    if (reason == -ECONNABORTED)
+        UIW__LOG(UIW__LOG_INFO, c->log_id, c->qpn, "RPC-over-RDMA connection %s %s closed",
+                 c->server ? "from" : "to", peer);
+    else
+        UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn, "RPC-over-RDMA connection %s %s lost: %s",
+                 c->server ? "from" : "to", peer, strerror(-reason));
+}
+
 void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
 {
     uiw__lock_take(&c->lock);
@@ -683,6 +763,7 @@ void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
     }
     c->dead_reason = reason;
     atomic_store(&c->state, UIW__RR_C_DEAD);
+    log_death(c, reason);
     uiw__nic_disconnect(c->nc, true);
     /* a marker after everything on the send queue (nothing is posted after it: see
      * uiw__rr_post): its flush says all of it completed */

@@ -322,6 +322,7 @@ static void reap(struct uiw__rr_dev *d)
         if (atomic_load(&c->state) == UIW__RR_C_DEAD && c->mark_done &&
             atomic_load(&c->rposted) == 0) {
             atomic_store(&c->state, UIW__RR_C_DRAINED);
+            uiw__rr_conn_stats_add(c, &d->past);
             *pp = c->next;
             c->next = gone;
             gone = c;
@@ -341,6 +342,17 @@ static void reap(struct uiw__rr_dev *d)
             c->up->drained(c);
         uiw__rr_conn_put(c); /* the device list's reference */
     }
+}
+
+void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st)
+{
+    pthread_mutex_lock(&d->mu);
+    *st = d->past;
+    for (struct uiw__rr_conn *c = d->conns; c; c = c->next)
+        uiw__rr_conn_stats_add(c, st);
+    pthread_mutex_unlock(&d->mu);
+    if (uiw__nic_stats(d->nic, &st->rnic) != 0)
+        memset(&st->rnic, 0, sizeof(st->rnic));
 }
 
 static int poll_all(struct uiw__rr_dev *d)

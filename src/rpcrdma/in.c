@@ -290,6 +290,10 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     k->read_start_ns = uiw__rr_now_ns();
     k->reads_left = 1;
     atomic_fetch_add_explicit(&c->n_rchunks, b, memory_order_relaxed);
+    uint64_t rbytes = 0;
+    for (unsigned x = 0; x < n; x++)
+        rbytes += wr[x].sge[0].len;
+    UIW__RR_COUNT(c->n_rd_bytes, rbytes);
     if (uiw__rr_post(c, wr) != 0) {
         k->reads_left = 0;
         call_abort(c, k);
@@ -373,6 +377,7 @@ static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct
     c->call_free = k->next;
     c->active++;
     uiw__lock_give(&c->lock);
+    UIW__RR_COUNT(c->n_calls_rx, 1);
     uiw__rr_conn_get(c);
     k->next = NULL;
     k->in_use = true;
@@ -438,6 +443,7 @@ static void grant(struct uiw__rr_conn *c, uint32_t credit)
     if (g > c->req_max)
         g = c->req_max;
     c->credits = g;
+    atomic_store_explicit(&c->credits_seen, g, memory_order_relaxed);
 }
 
 /* Mark the MR the peer invalidated with Send With Invalidate. */
@@ -453,6 +459,20 @@ static void remote_inv(struct uiw__rr_conn *c, struct uiw__rr_req *q, uint32_t r
             return;
         }
     }
+}
+
+/* A good reply of q: the bytes its chunks moved (the peer Read all of its Read chunks
+ * before replying, and says what it Wrote). */
+static void count_reply(struct uiw__rr_conn *c, const struct uiw__rr_req *q, bool long_reply)
+{
+    uint64_t rd = q->pos0.len, wr = long_reply ? q->body_len : 0;
+    for (uint32_t i = 0; i < q->nreads; i++)
+        rd += q->reads[i].len;
+    for (uint32_t i = 0; i < q->nwrites; i++)
+        wr += q->wlen[i];
+    UIW__RR_COUNT(c->n_replies_rx, 1);
+    UIW__RR_COUNT(c->n_rd_bytes, rd);
+    UIW__RR_COUNT(c->n_wr_bytes, wr);
 }
 
 static void reply_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
@@ -498,6 +518,7 @@ static void reply_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
     }
     if (q->body_len < 8 || uiw__get_be32(q->body) != q->xid)
         goto bad;
+    count_reply(c, q, h->proc == UIW_RDMA_NOMSG);
     goto done;
 bad:
     q->status = -EBADMSG; /* a reply that breaks the rules of what was asked */
@@ -556,6 +577,7 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
             c->vers_fallback = true;
             uiw__rr_vers_settled(c, v);
             c->credits = 1;
+            atomic_store_explicit(&c->credits_seen, 1, memory_order_relaxed);
             q->retried = true;
             q->requeue = true;
         }
@@ -601,6 +623,23 @@ static void negotiated(struct uiw__rr_conn *c, uint32_t vers)
     uiw__lock_give(&c->lock);
 }
 
+/* An RDMA_ERROR came: count it by code, log it. */
+static void error_seen(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h)
+{
+    uint32_t code = h->u.error.errcode;
+    if (code < UIW_RPC_NERR)
+        UIW__RR_COUNT(c->n_err_rx[code], 1);
+    if (code == UIW_RDMA_ERR_VERS)
+        UIW__LOG(UIW__LOG_INFO, c->log_id, c->qpn,
+                 "RPC-over-RDMA %s received (xid 0x%08x, version %u): the peer speaks %u..%u",
+                 uiw__rr_err_name(h->vers, code), h->xid, h->vers, h->u.error.vers_low,
+                 h->u.error.vers_high);
+    else
+        UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
+                 "RPC-over-RDMA %s received (xid 0x%08x, version %u)",
+                 uiw__rr_err_name(h->vers, code), h->xid, h->vers);
+}
+
 UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib)
 {
     struct uiw_rpcrdma_hdr h;
@@ -615,6 +654,8 @@ UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *i
         uiw__rr_ibuf_put(c->dev, ib);
         return;
     }
+    if (h.proc == UIW_RDMA_ERROR)
+        error_seen(c, &h);
     int st = atomic_load(&c->state);
     if (st == UIW__RR_C_NEGOTIATING) {
         if (h.proc == UIW_RDMA_ERROR && h.u.error.errcode == UIW_RDMA_ERR_VERS) {
@@ -655,6 +696,13 @@ UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *i
         uiw__lock_take(&c->lock);
         uiw__rr_vers_settled(c, h.vers);
         uiw__lock_give(&c->lock);
+        if (uiw__log_on(UIW__LOG_INFO)) {
+            char a[64];
+            UIW__LOG(UIW__LOG_INFO, c->log_id, c->qpn,
+                     "RPC-over-RDMA connection from %s: Version %u, %u credits granted",
+                     uiw__log_addr((const struct sockaddr *)&c->peer, a, sizeof(a)), h.vers,
+                     c->grant);
+        }
         if (h.vers == 2)
             uiw__rr_send_connprop(c);
     }
@@ -721,6 +769,7 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
             return;
         }
         ib->len = wc->byte_len;
+        UIW__RR_COUNT(c->n_inl_rx, wc->byte_len);
         ib->with_inv = wc->with_inv;
         ib->inv_rkey = wc->inv_rkey;
         on_recv(c, ib);

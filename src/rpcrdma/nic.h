@@ -34,6 +34,10 @@ struct uiw__nic *uiw__nic_open(const struct uiw__nic_attr *a);
 /* Every connection, listener and registration must be gone. 0 or -EBUSY. */
 int uiw__nic_close(struct uiw__nic *n);
 
+/* The RNIC's counters (uiw_query_context_stats's, the public RNIC API's). 0 or -errno. */
+struct uiw_context_stats;
+int uiw__nic_stats(struct uiw__nic *n, struct uiw_context_stats *st);
+
 /* ---------------------------------------------------------------- memory */
 
 enum {
@@ -167,6 +171,7 @@ struct uiw__nic_conn_info {
     struct sockaddr_storage local, peer;
     bool crc;
     uint16_t ird, ord;
+    uint32_t log_id, qpn; /* the connection's and its QP's numbers in log lines */
     uint8_t peer_pd[256]; /* the peer's ULP private data */
     uint16_t peer_pd_len;
 };

@@ -79,6 +79,11 @@ fail:;
 
 static void zombies_reap(struct uiw__nic *n);
 
+int uiw__nic_stats(struct uiw__nic *n, struct uiw_context_stats *st)
+{
+    return uiw_query_context_stats(n->ctx, st);
+}
+
 int uiw__nic_close(struct uiw__nic *n)
 {
     if (!n)
@@ -687,6 +692,8 @@ int uiw__nic_conn_info(struct uiw__nic_conn *c, struct uiw__nic_conn_info *info)
     copy_addr(&info->peer, uiw_cm_get_peer_addr(c->id));
     struct uiw_cm_conn_info ci;
     int r = uiw_cm_query(c->id, &ci);
+    info->qpn = c->qp ? uiw_qp_num(c->qp) : 0;
+    info->log_id = uiw_cm_log_id(c->id);
     if (r == 0) {
         info->crc = ci.crc;
         info->ird = ci.ird;

@@ -175,6 +175,8 @@ static int send_ibuf(struct uiw__rr_conn *c, struct uiw__rr_ibuf *b, uint32_t le
     if (r) {
         uiw__rr_sq_release(c, 1);
         uiw__rr_ibuf_put(c->dev, b);
+    } else {
+        UIW__RR_COUNT(c->n_inl_tx, len);
     }
     return r;
 }
@@ -219,8 +221,11 @@ int uiw__rr_send_error(struct uiw__rr_conn *c, uint32_t xid, uint32_t vers, uint
         uiw__rr_ibuf_put(c->dev, b);
         return n;
     }
-    if (errcode < 7)
+    if (errcode < UIW_RPC_NERR)
         atomic_fetch_add_explicit(&c->n_err_tx[errcode], 1, memory_order_relaxed);
+    UIW__LOG(errcode == UIW_RDMA_ERR_VERS ? UIW__LOG_INFO : UIW__LOG_WARN, c->log_id, c->qpn,
+             "RPC-over-RDMA %s sent (xid 0x%08x, version %u)", uiw__rr_err_name(v, errcode), xid,
+             vers);
     return send_ibuf(c, b, (uint32_t)n);
 }
 
@@ -476,10 +481,21 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
         atomic_fetch_add_explicit(&c->n_replych, 1, memory_order_relaxed);
     if (q->backward)
         atomic_fetch_add_explicit(&c->n_bcalls, 1, memory_order_relaxed);
+    uint32_t slen = s->sge[0].len;
     int r = uiw__rr_post(c, wr);
     if (r)
         return -ENOTCONN; /* the connection is going away: q is an orphan of it */
+    UIW__RR_COUNT(c->n_calls_tx, 1);
+    UIW__RR_COUNT(c->n_inl_tx, slen);
     return 0;
+}
+
+/* One more request holds a credit (c->lock held). */
+static inline void inflight_up(struct uiw__rr_conn *c)
+{
+    c->inflight++;
+    if (c->inflight > atomic_load_explicit(&c->max_inflight, memory_order_relaxed))
+        atomic_store_explicit(&c->max_inflight, c->inflight, memory_order_relaxed);
 }
 
 UIW__DATAPATH int uiw__rr_req_send(struct uiw__rr_conn *c, struct uiw__rr_req *q)
@@ -492,6 +508,8 @@ UIW__DATAPATH int uiw__rr_req_send(struct uiw__rr_conn *c, struct uiw__rr_req *q
     }
     q->conn = c;
     if (st == UIW__RR_C_NEGOTIATING || c->inflight >= c->credits || c->qhead) {
+        if (st == UIW__RR_C_READY)
+            UIW__RR_COUNT(c->n_credit_waits, 1);
         atomic_store(&q->state, UIW__RR_REQ_QUEUED);
         q->next = NULL;
         if (c->qtail)
@@ -502,7 +520,7 @@ UIW__DATAPATH int uiw__rr_req_send(struct uiw__rr_conn *c, struct uiw__rr_req *q
         uiw__lock_give(&c->lock);
         return 0;
     }
-    c->inflight++;
+    inflight_up(c);
     xtab_put(c, q);
     atomic_store(&q->state, UIW__RR_REQ_SENT);
     uiw__lock_give(&c->lock);
@@ -534,7 +552,7 @@ void uiw__rr_kick_queue(struct uiw__rr_conn *c)
         if (!c->qhead)
             c->qtail = NULL;
         q->next = NULL;
-        c->inflight++;
+        inflight_up(c);
         xtab_put(c, q);
         atomic_store(&q->state, UIW__RR_REQ_SENT);
         uiw__lock_give(&c->lock);
@@ -1061,12 +1079,18 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
     k->sent = true;
     uiw__lock_give(&c->lock);
     atomic_fetch_add_explicit(&c->n_wchunks, k->npush, memory_order_relaxed);
+    uint64_t wbytes = h.proc == UIW_RDMA_NOMSG ? k->rlen : 0;
+    for (uint32_t i = 0; i < k->npush; i++)
+        wbytes += k->push[i].len;
     int r = uiw__rr_post(c, wr);
     if (r) {
         /* refused at once: treat as flushed */
         uiw__rr_call_sent(c, k, false);
         return -ENOTCONN;
     }
+    UIW__RR_COUNT(c->n_replies_tx, 1);
+    UIW__RR_COUNT(c->n_wr_bytes, wbytes);
+    UIW__RR_COUNT(c->n_inl_tx, slen);
     return 0;
 }
 

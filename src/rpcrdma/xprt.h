@@ -38,6 +38,7 @@
 #include <uiw/rpcrdma.h>
 
 #include "common/lock.h"
+#include "common/log.h"
 #include "rpcrdma/nic.h"
 
 /* ---------------------------------------------------------------- limits */
@@ -345,12 +346,23 @@ struct uiw__rr_conn {
     uint16_t ord;
     /* stats (relaxed) */
     _Atomic uint64_t n_swi, n_linv, n_rchunks, n_wchunks, n_replych, n_long, n_errs_rx;
-    _Atomic uint64_t n_err_tx[7];
+    _Atomic uint64_t n_err_tx[UIW_RPC_NERR];
     _Atomic uint64_t n_credit_viol;
     _Atomic uint64_t n_bcalls;
     _Atomic uint64_t n_resent; /* requests sent again on this connection (ERR_VERS,
                                   REPLY_RESOURCE) */
+    _Atomic uint64_t n_calls_tx, n_replies_rx, n_calls_rx, n_replies_tx, n_drc_hits;
+    _Atomic uint64_t n_credit_waits;
+    _Atomic uint32_t max_inflight; /* written under lock */
+    _Atomic uint32_t credits_seen; /* `credits`, for the counters (written under lock) */
+    _Atomic uint64_t n_rd_bytes, n_wr_bytes, n_inl_tx, n_inl_rx;
+    _Atomic uint64_t n_err_rx[UIW_RPC_NERR];
+    /* for log lines: the connection manager's id number and the QP number */
+    uint32_t log_id, qpn;
 };
+
+/* Count n into a connection's counter (relaxed: no ordering, never a lock). */
+#define UIW__RR_COUNT(ctr, n) atomic_fetch_add_explicit(&(ctr), (n), memory_order_relaxed)
 
 /* ---------------------------------------------------------------- device */
 
@@ -384,6 +396,7 @@ struct uiw__rr_dev {
     struct uiw__rr_conn *conns;
     unsigned nconns;
     struct uiw__rr_conn *last_active;
+    struct uiw_rpc_xprt_stats past; /* of connections that left `conns` (under mu) */
 };
 
 struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a);
@@ -408,6 +421,8 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
 int uiw__rr_dev_poll(struct uiw__rr_dev *d);
 /* Wake the threads waiting in uiw__rr_dev_wait so they check their condition. */
 void uiw__rr_dev_kick(struct uiw__rr_dev *d);
+/* The counters of every connection of the device, present and past, and its RNIC's. */
+void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st);
 
 /* Plugging (per thread, nestable): while plugged, the sends a thread posts are queued at
  * once (every check, credit and completion as usual) but their connections' doorbells wait
@@ -466,6 +481,8 @@ void uiw__rr_conn_put(struct uiw__rr_conn *c);
 /* Close: abortive (RST-like: work flushes) or graceful. */
 void uiw__rr_conn_close(struct uiw__rr_conn *c, bool abortive);
 int uiw__rr_conn_info(struct uiw__rr_conn *c, struct uiw_rpc_conn_info *info);
+/* Add c's counters to *st (credits: the larger); rnic untouched. */
+void uiw__rr_conn_stats_add(struct uiw__rr_conn *c, struct uiw_rpc_xprt_stats *st);
 bool uiw__rr_conn_usable(const struct uiw__rr_conn *c);
 
 /* ---------------------------------------------------------------- requester */
@@ -547,6 +564,8 @@ bool uiw__rr_sq_reserve(struct uiw__rr_conn *c, uint32_t n);
 void uiw__rr_sq_release(struct uiw__rr_conn *c, uint32_t n);
 /* conn.c */
 void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason);
+/* "ERR_VERS", "ERR_CHUNK", "BAD_XDR", ... of an errcode in a version (for log lines). */
+const char *uiw__rr_err_name(uint32_t vers, uint32_t code);
 int uiw__rr_post_recvs(struct uiw__rr_conn *c);
 void uiw__rr_vers_settled(struct uiw__rr_conn *c, uint32_t vers);
 uint32_t uiw__rr_credit_out(const struct uiw__rr_conn *c, bool reply_dir);

@@ -34,6 +34,20 @@ static void lost(uint32_t vers)
     CHECK_EQ(uiw_rpc_svc_stats(t.svc, &ss), 0);
     CHECK_EQ(ss.drc_hits, 1);
     CHECK_EQ(ss.connections, 2);
+    /* the transport's counters, over both connections: the call went twice, its
+     * retransmission was answered from the cache */
+    struct uiw_rpc_xprt_stats xc, xs;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &xc), 0);
+    CHECK_EQ(xc.connections, 2);
+    CHECK_EQ(xc.calls_sent, 2);
+    CHECK_EQ(xc.retransmits, 1);
+    CHECK_EQ(xc.replies_received, 1);
+    CHECK(xc.rnic.tx_fpdus >= 2);
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(t.svc, &xs), 0);
+    CHECK_EQ(xs.connections, 2);
+    CHECK_EQ(xs.calls_received, 2);
+    CHECK_EQ(xs.drc_hits, 1);
+    CHECK_EQ(xs.replies_sent, 1); /* the first reply was never sent */
     /* and the connection works on */
     CHECK_EQ(
         clnt_call(c, TP_COUNT, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_u_int, (char *)&n, TMO),
