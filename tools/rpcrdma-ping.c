@@ -17,9 +17,11 @@
 #include <uiw/rpc.h>
 #include <uiw/version.h>
 
+#include "rpcstats.h"
+
 static const char usage[] =
     "usage: rpcrdma-ping [-p PORT] [--vers 1|2] [--crc] [-c COUNT] [--connections N]\n"
-    "                    [--timeout SECS] [--pcap DIR] [--json] HOST PROG [VERS]\n"
+    "                    [--timeout SECS] [--pcap DIR] [--json] [--stats] HOST PROG [VERS]\n"
     "\n"
     "Call procedure 0 of program PROG, version VERS (every version the server reports when\n"
     "VERS is left out) over RPC-over-RDMA, and print the RPC-over-RDMA version the\n"
@@ -37,6 +39,10 @@ static const char usage[] =
     "      --timeout SECS  bound on connecting and on each call (default 10)\n"
     "      --pcap DIR      capture the connections into DIR (pcap, for Wireshark)\n"
     "      --json          one JSON object per connection instead of text\n"
+    "      --stats         each connection's counters after its calls: calls, replies,\n"
+    "                      retransmissions, credits, chunks, bytes by RDMA and inline,\n"
+    "                      RPC-over-RDMA errors, and the RNIC's (bytes, FPDUs, CRC errors,\n"
+    "                      Terminates, copies)\n"
     "  -h, --help          this help\n"
     "      --version       the version\n"
     "\n"
@@ -45,7 +51,7 @@ static const char usage[] =
 
 struct opts {
     unsigned port, vers_max, count, conns, timeout_s;
-    bool crc, json;
+    bool crc, json, stats;
     const char *pcap, *host;
     unsigned long prog;
     long vers; /* -1: every version the server has */
@@ -127,7 +133,7 @@ struct calls {
 };
 
 static void describe_tail(const struct uiw_rpc_conn_info *ci, const struct opts *o, unsigned n,
-                          const struct calls *calls)
+                          const struct calls *calls, const struct uiw_rpc_xprt_stats *st)
 {
     if (o->json) {
         printf("{\"connection\":%u,\"vers\":%u,\"first_vers\":%u,\"err_vers\":", n, ci->vers,
@@ -152,7 +158,12 @@ static void describe_tail(const struct uiw_rpc_conn_info *ci, const struct opts 
             printf("{\"rbsiz\":%u,\"brs\":\"%s\"}", ci->peer_rbsiz, brs_name(ci->peer_brs));
         else
             printf("null");
-        printf(",\"calls\":[%s],\"calls_not_listed\":%lu}\n", calls->buf, calls->dropped);
+        printf(",\"calls\":[%s],\"calls_not_listed\":%lu", calls->buf, calls->dropped);
+        if (st) {
+            printf(",\"stats\":");
+            rpcstats_json(stdout, st);
+        }
+        printf("}\n");
         return;
     }
     printf("  RPC-over-RDMA version %u, credits %u, inline send %u receive %u\n", ci->vers,
@@ -168,6 +179,8 @@ static void describe_tail(const struct uiw_rpc_conn_info *ci, const struct opts 
         printf("  server's properties (Version Two): receive buffer size %u, backward "
                "requests %s\n",
                ci->peer_rbsiz, brs_name(ci->peer_brs));
+    if (st)
+        rpcstats_text(stdout, "client", st);
 }
 
 /* count NULL calls of version v: 0 when all succeeded. */
@@ -252,9 +265,11 @@ static int connection(const struct opts *o, unsigned n)
             fails = f;
         }
     }
+    struct uiw_rpc_xprt_stats st;
+    bool have_st = o->stats && uiw_rpc_clnt_xprt_stats(c, &st) == 0;
     if (uiw_rpc_clnt_info(c, &ci) == 0) {
         describe_head(&ci, o);
-        describe_tail(&ci, o, n, &js);
+        describe_tail(&ci, o, n, &js, have_st ? &st : NULL);
     }
     fflush(stdout);
     clnt_destroy(c);
@@ -263,7 +278,7 @@ static int connection(const struct opts *o, unsigned n)
 
 int main(int argc, char **argv)
 {
-    enum { O_VERS = 256, O_CRC, O_CONNS, O_TIMEOUT, O_PCAP, O_JSON, O_VERSION };
+    enum { O_VERS = 256, O_CRC, O_CONNS, O_TIMEOUT, O_PCAP, O_JSON, O_VERSION, O_STATS };
     static const struct option lo[] = {
         {"port", required_argument, NULL, 'p'},
         {"count", required_argument, NULL, 'c'},
@@ -273,6 +288,7 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, O_TIMEOUT},
         {"pcap", required_argument, NULL, O_PCAP},
         {"json", no_argument, NULL, O_JSON},
+        {"stats", no_argument, NULL, O_STATS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -321,6 +337,9 @@ int main(int argc, char **argv)
             break;
         case O_JSON:
             o.json = true;
+            break;
+        case O_STATS:
+            o.stats = true;
             break;
         case 'h':
             fputs(usage, stdout);

@@ -4,12 +4,13 @@
  *
  *   uiw-nfsd [-a ADDR] [-p RDMA_PORT] [--tcp-port PORT] [--mount-port PORT] [--vers1-only]
  *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES]
- *            [--rdma-threads N] [--max-handles N] [-v]
+ *            [--rdma-threads N] [--max-handles N] [--stats] [-v]
  *            EXPORT_DIR...
  *
  * Once listening it prints one line on standard output,
  *   uiw-nfsd: ready tcp=PORT mount=PORT rdma=PORT
  * (a port of 0 picks a free one; -1 means off), then serves until SIGINT or SIGTERM.
+ * With --stats it prints the RPC-over-RDMA and RNIC counters on SIGUSR1 and as it ends.
  * Exit status 0 after a signal, 1 when it cannot start, 2 on a usage error.
  */
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "nfs/nfsd.h"
+#include "rpcstats.h"
 
 static const char usage[] =
     "usage: uiw-nfsd [options] EXPORT_DIR...\n"
@@ -38,6 +40,10 @@ static const char usage[] =
     "      --rdma-threads N  threads serving RPC-over-RDMA calls (default 4)\n"
     "      --max-handles N   file handle records kept (default 262144; older ones are\n"
     "                        found again by a search of the export)\n"
+    "      --stats           print the RPC-over-RDMA counters (calls, replies, DRC hits,\n"
+    "                        credits, chunks, bytes by RDMA and inline, errors) and the\n"
+    "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
+    "                        standard output on SIGUSR1 and when it ends\n"
     "  -v, --verbose         log mounts; twice: every call\n"
     "  -h, --help            this text\n"
     "      --version         the version\n";
@@ -51,6 +57,18 @@ static int parse_num(const char *s, long min, long max, long *v)
         return -1;
     *v = x;
     return 0;
+}
+
+/* --stats: the RPC-over-RDMA transport's counters, with the RNIC's. */
+static void print_stats(struct uiw__nfsd *s)
+{
+    struct uiw_rpc_xprt_stats st;
+    int r = uiw__nfsd_xprt_stats(s, &st);
+    if (r == 0)
+        rpcstats_text(stdout, "server", &st);
+    else
+        printf("uiw-nfsd: no RPC-over-RDMA counters: %s\n", strerror(-r));
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -67,10 +85,13 @@ int main(int argc, char **argv)
         O_MAXIO,
         O_THREADS,
         O_HANDLES,
-        O_VERSION
+        O_VERSION,
+        O_STATS
     };
+    bool stats = false;
     static const struct option lo[] = {
         {"addr", required_argument, NULL, 'a'},
+        {"stats", no_argument, NULL, O_STATS},
         {"port", required_argument, NULL, 'p'},
         {"tcp-port", required_argument, NULL, O_TCP},
         {"mount-port", required_argument, NULL, O_MOUNT},
@@ -132,6 +153,9 @@ int main(int argc, char **argv)
             bad = parse_num(optarg, 16, 1L << 26, &v);
             o.max_handles = (unsigned)v;
             break;
+        case O_STATS:
+            stats = true;
+            break;
         case 'v':
             o.verbose++;
             break;
@@ -160,6 +184,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -188,7 +213,11 @@ int main(int argc, char **argv)
            uiw__nfsd_port(s, UIW__NFSD_MOUNT), uiw__nfsd_port(s, UIW__NFSD_RDMA));
     fflush(stdout);
     int sig = 0;
-    sigwait(&sigs, &sig);
+    while (sigwait(&sigs, &sig) != 0 || sig == SIGUSR1)
+        if (sig == SIGUSR1 && stats)
+            print_stats(s);
+    if (stats)
+        print_stats(s);
     if (o.verbose)
         fprintf(stderr, "uiw-nfsd: signal %d: stopping\n", sig);
     uiw__nfsd_destroy(s);

@@ -703,6 +703,18 @@ const char *uiw__nfs_client_subpath(const struct uiw__nfs_client *c)
     return c->subpath;
 }
 
+int uiw__nfs_client_xprt_stats(struct uiw__nfs_client *c, struct uiw_rpc_xprt_stats *st)
+{
+#if UIW_NFS_HAVE_RDMA
+    if (c->rdma && c->nfs)
+        return uiw_rpc_clnt_xprt_stats(c->nfs, st);
+#else
+    (void)st;
+#endif
+    (void)c;
+    return -ENOTCONN;
+}
+
 const char *uiw__nfs_client_transport(const struct uiw__nfs_client *c)
 {
     return c->transport;

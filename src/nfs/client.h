@@ -57,6 +57,9 @@ uint32_t uiw__nfs_client_wtmax(const struct uiw__nfs_client *c);
 /* The handle of the mounted directory and the path of u->path below it ("" for itself). */
 const struct uiw__nfs_fh *uiw__nfs_client_root(const struct uiw__nfs_client *c);
 const char *uiw__nfs_client_subpath(const struct uiw__nfs_client *c);
+/* The RPC-over-RDMA transport's counters (uiw/rpc.h): 0, or -ENOTCONN (over TCP). */
+struct uiw_rpc_xprt_stats;
+int uiw__nfs_client_xprt_stats(struct uiw__nfs_client *c, struct uiw_rpc_xprt_stats *st);
 /* Transport in use, e.g. "tcp", "rdma-v2", "rdma-v1". */
 const char *uiw__nfs_client_transport(const struct uiw__nfs_client *c);
 

@@ -48,6 +48,11 @@ enum uiw__nfsd_port { UIW__NFSD_TCP, UIW__NFSD_MOUNT, UIW__NFSD_RDMA };
 /* The port a started listener is bound to, or -1 when that listener is off. */
 int uiw__nfsd_port(const struct uiw__nfsd *s, enum uiw__nfsd_port which);
 
+/* The RPC-over-RDMA transport's counters (uiw/rpc.h): 0, or -ENOTCONN (no RDMA listener),
+ * -EPROTONOSUPPORT (built without the RPC layer). */
+struct uiw_rpc_xprt_stats;
+int uiw__nfsd_xprt_stats(struct uiw__nfsd *s, struct uiw_rpc_xprt_stats *st);
+
 /* Stop listening, close every connection, wait for every thread, free everything. */
 void uiw__nfsd_destroy(struct uiw__nfsd *s);
 

@@ -89,6 +89,11 @@ void uiw__nfs_rdma_close(struct uiw__nfs_rdma *r)
     free(r);
 }
 
+int uiw__nfs_rdma_stats(struct uiw__nfs_rdma *r, struct uiw_rpc_xprt_stats *st)
+{
+    return r ? uiw_rpc_svc_xprt_stats(r->svc, st) : -ENOTCONN;
+}
+
 int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)
 {
     return uiw_svc_is_rdma(xprt);
@@ -122,6 +127,12 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
 void uiw__nfs_rdma_close(struct uiw__nfs_rdma *r)
 {
     (void)r;
+}
+
+int uiw__nfs_rdma_stats(struct uiw__nfs_rdma *r, struct uiw_rpc_xprt_stats *st)
+{
+    (void)st;
+    return r ? -EPROTONOSUPPORT : -ENOTCONN;
 }
 
 int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)

@@ -158,6 +158,11 @@ int uiw__nfsd_port(const struct uiw__nfsd *s, enum uiw__nfsd_port which)
     return s->ports[which];
 }
 
+int uiw__nfsd_xprt_stats(struct uiw__nfsd *s, struct uiw_rpc_xprt_stats *st)
+{
+    return uiw__nfs_rdma_stats(s->rdma, st);
+}
+
 void uiw__nfsd_destroy(struct uiw__nfsd *s)
 {
     if (!s)

@@ -147,6 +147,7 @@ struct uiw__nfs_rdma;
 struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr, int port,
                                            int *bound);
 void uiw__nfs_rdma_close(struct uiw__nfs_rdma *r);
+int uiw__nfs_rdma_stats(struct uiw__nfs_rdma *r, struct uiw_rpc_xprt_stats *st);
 int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt);
 /* Memory for a READ's payload of len bytes: on RDMA registered memory the reply's RDMA
  * Write goes from; elsewhere the thread's I/O buffer (max bytes). NULL when short. */

@@ -420,3 +420,84 @@ TEST(tools_progress_and_verify)
     unlink(local);
     daemon_stop(&d);
 }
+
+#if UIW_NFS_HAVE_RDMA
+/* Read from f until `what` has come (or the end): what was read, in buf. */
+static void read_until(FILE *f, const char *what, char *buf, size_t n)
+{
+    size_t len = strlen(buf);
+    while (!strstr(buf, what) && len + 1 < n && fgets(buf + len, (int)(n - len), f))
+        len += strlen(buf + len);
+}
+
+/* --stats over RPC-over-RDMA: uiw-nfs prints its connection's counters after a GET of
+ * 1 MiB (one READ, its data in one Write chunk, placed without a copy); uiw-nfsd prints the
+ * server's on SIGUSR1 and again as SIGTERM ends it. */
+TEST(tools_stats_rdma)
+{
+    char dir[] = "/tmp/uiw-nfsd-stats.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char file[300], back[300];
+    snprintf(file, sizeof(file), "%s/f", dir);
+    snprintf(back, sizeof(back), "%s.back", dir);
+    write_local(file, 1048576, 9);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], STDOUT_FILENO);
+        close(p[0]);
+        close(p[1]);
+        execl(UIW_NFSD, "uiw-nfsd", "-a", "127.0.0.1", "-p", "0", "--tcp-port", "0", "--mount-port",
+              "0", "--no-root-squash", "--stats", dir, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    FILE *f = fdopen(p[0], "r");
+    char out[8192] = "";
+    CHECK(fgets(out, sizeof(out), f) != NULL);
+    int tcp, mount, rdma;
+    CHECK_EQ(sscanf(out, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
+    CHECK(rdma > 0);
+    char u[600];
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/f?mountport=%d&transport=rdma", rdma, dir, mount);
+    const char *get[] = {"uiw-nfs", "--stats", "--json", "-b", "1M", "get", u, back, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, get, NULL, 0, 60, &r);
+    if (r.status != 0)
+        kill(pid, SIGKILL); /* the failure below must not leave the server running */
+    CHECK_EQ(r.status, 0);
+    CHECK(same_file(file, back));
+    const char *st = strstr(r.out, "{\"stats\":{\"connections\":1,");
+    CHECK(st != NULL);
+    CHECK(strstr(st, "\"retransmits\":0,") != NULL);
+    CHECK(strstr(st, "\"credits_granted_by_peer\":128,") != NULL);
+    CHECK(strstr(st, "\"read_chunks\":0,\"write_chunks\":1,\"reply_chunks\":0,") != NULL);
+    CHECK(strstr(st, "\"rdma_read_bytes\":0,\"rdma_write_bytes\":1048576,") != NULL);
+    CHECK(strstr(st, "\"errors_received\":[0,0,0,0,0,0]") != NULL);
+    const char *cp = strstr(st, "\"copied_payload_bytes\":");
+    CHECK(cp != NULL);
+    CHECK(strtoull(cp + strlen("\"copied_payload_bytes\":"), NULL, 10) < 65536);
+    tool_run_free(&r);
+    /* the server's counters, on SIGUSR1 and at the end */
+    out[0] = 0;
+    CHECK_EQ(kill(pid, SIGUSR1), 0);
+    read_until(f, "   CRC errors:", out, sizeof(out));
+    CHECK(strstr(out, " uiw RPC-over-RDMA counters (server)\n") != NULL);
+    CHECK(strstr(out, "   chunks     : 0 Read, 1 Write, 0 Reply, 0 long calls\n") != NULL);
+    CHECK(strstr(out, "   RDMA       : 0 bytes by Read, 1048576 bytes by Write\n") != NULL);
+    CHECK(strstr(out, "   credits    : 1 granted by the peer, 128 granted to it,") != NULL);
+    out[0] = 0;
+    CHECK_EQ(kill(pid, SIGTERM), 0);
+    read_until(f, "   CRC errors:", out, sizeof(out));
+    CHECK(strstr(out, " uiw RPC-over-RDMA counters (server)\n   calls      : 0 sent, ") != NULL);
+    fclose(f);
+    int ws;
+    CHECK_EQ(waitpid(pid, &ws, 0), pid);
+    CHECK(WIFEXITED(ws));
+    CHECK_EQ(WEXITSTATUS(ws), 0);
+    unlink(back);
+    rm_tree(dir);
+}
+#endif

@@ -186,3 +186,52 @@ TEST(rpcrdma_bench_usage)
         tool_run_free(&r);
     }
 }
+
+/* --stats: the client's and the server's counters, in JSON; they agree with each other and
+ * with what a READ of 1 MiB moves (one Write chunk each, its bytes by RDMA Write, none of
+ * them copied). */
+TEST(rpcrdma_bench_stats)
+{
+    struct tool_run r;
+    tool_run(BENCH,
+             (const char *[]){"rpcrdma-bench", "--loopback", "--json", "--stats", "-t", "read",
+                              "-s", "1M", "-D", "0.2", "-r", "1", NULL},
+             "", 0, 120, &r);
+    CHECK_EQ(r.status, 0);
+    const char *c = "{\"role\":\"client\",\"stats\":", *s = "{\"role\":\"server\",\"stats\":";
+    double calls = field(r.out, c, "calls_sent");
+    CHECK(calls >= 1);
+    CHECK_EQ(field(r.out, c, "replies_received"), calls);
+    CHECK_EQ(field(r.out, c, "write_chunks"), calls);
+    CHECK_EQ(field(r.out, c, "read_chunks"), 0);
+    CHECK_EQ(field(r.out, c, "rdma_write_bytes"), calls * 1048576);
+    CHECK_EQ(field(r.out, c, "retransmits"), 0);
+    CHECK_EQ(field(r.out, c, "connections"), 1);
+    CHECK_EQ(field(r.out, c, "credits_granted_by_peer"), 128); /* the server's default grant */
+    CHECK_EQ(field(r.out, c, "credits_max_inflight"), 1);      /* synchronous calls */
+    /* the RNIC placed the data: no payload copy beyond the inline messages */
+    CHECK(field(r.out, c, "placed_payload_bytes") >= calls * 1048576);
+    CHECK(field(r.out, c, "copied_payload_bytes") <=
+          field(r.out, c, "inline_bytes_received") + field(r.out, c, "inline_bytes_sent"));
+    CHECK_EQ(field(r.out, c, "crc_errors"), 0);
+    /* the server saw the same */
+    CHECK_EQ(field(r.out, s, "calls_received"), calls);
+    CHECK_EQ(field(r.out, s, "replies_sent"), calls);
+    CHECK_EQ(field(r.out, s, "write_chunks"), calls);
+    CHECK_EQ(field(r.out, s, "rdma_write_bytes"), calls * 1048576);
+    CHECK_EQ(field(r.out, s, "credits_granted_to_peer"), 128);
+    CHECK_EQ(field(r.out, s, "inline_bytes_received"), field(r.out, c, "inline_bytes_sent"));
+    tool_run_free(&r);
+
+    /* text: iwperf's layout, both layers */
+    tool_run(BENCH,
+             (const char *[]){"rpcrdma-bench", "--loopback", "--stats", "-t", "null", "-D", "0.1",
+                              "-r", "1", NULL},
+             "", 0, 120, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, " uiw RPC-over-RDMA counters (client)\n   calls      : ") != NULL);
+    CHECK(strstr(r.out, " uiw RPC-over-RDMA counters (server)\n") != NULL);
+    CHECK(strstr(r.out, " uiw stack counters (client)\n   sent      : ") != NULL);
+    CHECK(strstr(r.out, "   errors     : sent none; received none\n") != NULL);
+    tool_run_free(&r);
+}

@@ -102,6 +102,69 @@ TEST(rpcrdma_ping_v2)
 
 /* A Version One only server: ERR_VERS, then Version One on the same connection; the next
  * connection of the same process starts in Version One. */
+/* --stats: the connection's counters, exactly the calls made, the server's grant. */
+TEST(rpcrdma_ping_stats)
+{
+    uint16_t port;
+    struct uiw_rpc_svc *s = server(2, &port);
+    struct tool_run r;
+    ping(&r, port, (const char *[]){"-c", "5", "--stats", "--json", NULL});
+    CHECK_EQ(r.status, 0);
+    const char *st = strstr(r.out, "\"stats\":{");
+    CHECK(st != NULL);
+    CHECK(strstr(st, "\"connections\":1,\"calls_sent\":5,\"calls_received\":0,"
+                     "\"replies_received\":5,\"replies_sent\":0,\"retransmits\":0,"
+                     "\"drc_hits\":0,\"credits_granted_by_peer\":32,") == st + 9);
+    CHECK(strstr(st, "\"errors_sent\":[0,0,0,0,0,0],\"errors_received\":[0,0,0,0,0,0]") != NULL);
+    CHECK(strstr(st, "\"crc_errors\":0,") != NULL);
+    tool_run_free(&r);
+    struct uiw_rpc_xprt_stats ss;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(s, &ss), 0);
+    CHECK_EQ(ss.calls_received, 5);
+    CHECK_EQ(ss.replies_sent, 5);
+    CHECK_EQ(ss.credits_granted_to_peer, 32);
+    CHECK(ss.rnic.tx_fpdus >= 5);
+    ping(&r, port, (const char *[]){"-c", "2", "--stats", NULL});
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "   calls      : 2 sent, 0 received\n") != NULL);
+    CHECK(strstr(r.out, "   credits    : 32 granted by the peer,") != NULL);
+    tool_run_free(&r);
+    CHECK_EQ(uiw_rpc_svc_destroy(s), 0);
+}
+
+/* Against a Version One server: the ERR_VERS counted by code on both sides, and the RPC
+ * layer's UIW_LOG lines, each naming its connection and QP. */
+TEST(rpcrdma_ping_errors_and_log)
+{
+    uint16_t port;
+    struct uiw_rpc_svc *s = server(1, &port);
+    struct tool_run r;
+    setenv("UIW_LOG", "info", 1);
+    ping(&r, port, (const char *[]){"--stats", "--json", NULL});
+    unsetenv("UIW_LOG");
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "\"errors_sent\":[0,0,0,0,0,0],\"errors_received\":[1,0,0,0,0,0]") != NULL);
+    CHECK(strstr(r.err, " qp ") != NULL);
+    CHECK(strstr(r.err, ": RPC-over-RDMA ERR_VERS received (xid 0x") != NULL);
+    CHECK(strstr(r.err, ": the peer speaks 1..1\n") != NULL);
+    CHECK(strstr(r.err, ": Version 1 (fallback: the server answered ERR_VERS), 128 credits "
+                        "asked") != NULL);
+    CHECK(strstr(r.err, " closed\n") != NULL);
+    /* every RPC-over-RDMA line names the connection and its QP */
+    for (const char *l = r.err; (l = strstr(l, "RPC-over-RDMA")) != NULL; l++) {
+        const char *bol = l;
+        while (bol > r.err && bol[-1] != '\n')
+            bol--;
+        const char *c = strstr(bol, " conn "), *q = strstr(bol, " qp ");
+        CHECK(c != NULL && c < l && q != NULL && q < l);
+    }
+    tool_run_free(&r);
+    struct uiw_rpc_xprt_stats ss;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(s, &ss), 0);
+    CHECK_EQ(ss.errors_sent[UIW_RDMA_ERR_VERS], 1);
+    CHECK_EQ(uiw_rpc_svc_destroy(s), 0);
+}
+
 TEST(rpcrdma_ping_fallback)
 {
     uint16_t port;

@@ -34,6 +34,7 @@
 #include <uiw/version.h>
 
 #include "rbench.h"
+#include "../rpcstats.h"
 
 static const char usage[] =
     "usage: rpcrdma-bench [-p PORT]                              (server)\n"
@@ -54,6 +55,9 @@ static const char usage[] =
     "                      and, for READ and WRITE, raw TCP; print the ratios\n"
     "      --loopback      start a server process and run the client against it\n"
     "      --json          one JSON object per line per measurement\n"
+    "      --stats         the RPC-over-RDMA and RNIC counters: the client's after its runs,\n"
+    "                      the server's when it ends (SIGINT, SIGTERM; --loopback's at the\n"
+    "                      end) and on SIGUSR1\n"
     "  -h, --help          this help\n"
     "      --version       the version\n"
     "\n"
@@ -69,7 +73,7 @@ struct opts {
     double secs;
     uint32_t size;
     enum test test;
-    bool compare_tcp, loopback, json;
+    bool compare_tcp, loopback, json, stats;
     const char *host;
 };
 
@@ -208,10 +212,49 @@ static void *raw_server(void *arg)
     return NULL;
 }
 
+/* --stats: the counters as one block or one JSON line, `role` saying whose. */
+static void print_stats(const struct opts *o, const char *role, const struct uiw_rpc_xprt_stats *st)
+{
+    if (o->json) {
+        printf("{\"role\":\"%s\",\"stats\":", role);
+        rpcstats_json(stdout, st);
+        printf("}\n");
+    } else {
+        rpcstats_text(stdout, role, st);
+    }
+    fflush(stdout);
+}
+
+/* A server's --stats: printed on SIGUSR1, and as it ends on SIGINT / SIGTERM. */
+static struct server_stats {
+    const struct opts *o;
+    struct uiw_rpc_svc *svc;
+    struct rpcstats_sig sig;
+} sstats;
+
+static void server_stats_print(void *arg)
+{
+    struct server_stats *s = arg;
+    struct uiw_rpc_xprt_stats st;
+    if (uiw_rpc_svc_xprt_stats(s->svc, &st) == 0)
+        print_stats(s->o, "server", &st);
+}
+
+static void server_stats_end(void *arg)
+{
+    (void)arg;
+    fflush(stdout);
+    _exit(0);
+}
+
 /* Start the three servers; *ports: RDMA, libtirpc TCP, raw TCP. Then serve libtirpc in
  * this thread forever. */
-static int server(unsigned port, int spin_us, int report_fd)
+static int server(const struct opts *o, unsigned port, int spin_us, int report_fd)
 {
+    sstats.o = o;
+    sstats.sig = (struct rpcstats_sig){server_stats_print, server_stats_end, &sstats};
+    if (o->stats && rpcstats_signals(&sstats.sig) != 0)
+        return 1;
     struct uiw_rpc_svc_attr a;
     memset(&a, 0, sizeof(a));
     a.port = (uint16_t)port;
@@ -223,6 +266,7 @@ static int server(unsigned port, int spin_us, int report_fd)
         fprintf(stderr, "rpcrdma-bench: RPC-over-RDMA server: %s\n", strerror(errno));
         return 1;
     }
+    sstats.svc = s;
     unsigned p = uiw_rpc_svc_port(s);
     int tl = listen_tcp(port ? p + 1 : 0), rl = listen_tcp(port ? p + 2 : 0);
     if (tl < 0 || rl < 0) {
@@ -570,6 +614,9 @@ static int client(const struct opts *o, unsigned rport, unsigned tport, unsigned
             free(v[i][k]);
     free(ratio_tcp);
     free(ratio_raw);
+    struct uiw_rpc_xprt_stats st;
+    if (o->stats && uiw_rpc_clnt_xprt_stats(rc, &st) == 0)
+        print_stats(o, "client", &st);
     if (tc)
         clnt_destroy(tc);
     clnt_destroy(rc);
@@ -617,7 +664,7 @@ static bool size_arg(const char *s, uint32_t *out)
 
 int main(int argc, char **argv)
 {
-    enum { O_INFLIGHT = 256, O_VERS, O_TCP, O_LOOP, O_JSON, O_VERSION, O_SPIN };
+    enum { O_INFLIGHT = 256, O_VERS, O_TCP, O_LOOP, O_JSON, O_VERSION, O_SPIN, O_STATS };
     static const struct option lo[] = {
         {"port", required_argument, NULL, 'p'},
         {"test", required_argument, NULL, 't'},
@@ -629,6 +676,7 @@ int main(int argc, char **argv)
         {"compare-tcp", no_argument, NULL, O_TCP},
         {"loopback", no_argument, NULL, O_LOOP},
         {"json", no_argument, NULL, O_JSON},
+        {"stats", no_argument, NULL, O_STATS},
         {"spin", required_argument, NULL, O_SPIN},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -704,6 +752,9 @@ int main(int argc, char **argv)
         case O_JSON:
             o.json = true;
             break;
+        case O_STATS:
+            o.stats = true;
+            break;
         case 'h':
             fputs(usage, stdout);
             return fflush(stdout) == 0 ? 0 : 2;
@@ -721,7 +772,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (!o.loopback && argc - optind == 0) {
         databuf = NULL;
-        return server(o.port, o.spin_us, -1);
+        return server(&o, o.port, o.spin_us, -1);
     }
     if (!o.loopback) {
         o.host = argv[optind];
@@ -737,7 +788,7 @@ int main(int argc, char **argv)
         return 1;
     if (pid == 0) {
         close(pfd[0]);
-        _exit(server(port_given ? o.port : 0, o.spin_us, pfd[1]));
+        _exit(server(&o, port_given ? o.port : 0, o.spin_us, pfd[1]));
     }
     close(pfd[1]);
     char line[64] = "";

@@ -46,6 +46,10 @@ static const char usage[] =
     "  -D, --seconds S      bench: GETATTR duration (default 2)\n"
     "      --json           bench, get, put: one JSON object per line (get and put: per\n"
     "                       file, and a total for several: MB/s, call latency p50, p99)\n"
+    "      --stats          at the end, the RPC-over-RDMA counters of the connections (calls,\n"
+    "                       retransmissions, credits, chunks, bytes by RDMA and inline,\n"
+    "                       errors) and the RNIC's (bytes, FPDUs, CRC errors, Terminates,\n"
+    "                       copies); with --json as one more line {\"stats\": ...}\n"
     "  -h, --help, --version\n";
 
 static int parse_size(const char *s, uint64_t max, uint64_t *v)
@@ -291,7 +295,7 @@ static int run(const struct opts *o, const char *cmd, int n, char **args)
 int main(int argc, char **argv)
 {
     struct opts o = {.progress = -1, .size = 64ull << 20, .inflight = 1, .seconds = 2};
-    enum { O_VERIFY = 256, O_PROG, O_NOPROG, O_INFLIGHT, O_JSON, O_VERSION };
+    enum { O_VERIFY = 256, O_PROG, O_NOPROG, O_INFLIGHT, O_JSON, O_VERSION, O_STATS };
     static const struct option lo[] = {
         {"verbose", no_argument, NULL, 'v'},
         {"verify", no_argument, NULL, O_VERIFY},
@@ -302,6 +306,7 @@ int main(int argc, char **argv)
         {"inflight", required_argument, NULL, O_INFLIGHT},
         {"seconds", required_argument, NULL, 'D'},
         {"json", no_argument, NULL, O_JSON},
+        {"stats", no_argument, NULL, O_STATS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -357,6 +362,9 @@ int main(int argc, char **argv)
         case O_JSON:
             o.json = 1;
             break;
+        case O_STATS:
+            o.stats = 1;
+            break;
         case 'h':
             fputs(usage, stdout);
             return 0;
@@ -375,5 +383,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int rc = run(&o, argv[optind], argc - optind - 1, argv + optind + 1);
     targets_release();
+    if (o.stats)
+        targets_print_stats(&o);
     return rc;
 }

@@ -13,6 +13,7 @@ struct opts {
     int verify;
     int progress; /* -1 auto (a terminal), 0 off, 1 on */
     int json;
+    int stats;      /* --stats */
     uint64_t size;  /* bench -s */
     uint32_t block; /* bench -b; transfers' block (0: the server's maximum, at most 1 MiB) */
     unsigned inflight;
@@ -34,8 +35,10 @@ struct target {
  * serves the next URL of the same server and directory (no new MOUNT and connection). */
 int target_open(const char *url, const struct opts *o, struct target *t);
 void target_close(struct target *t);
-/* Close the client target_close kept (UMNT). */
+/* Close the client target_close kept (UMNT), adding its counters to those --stats prints. */
 void targets_release(void);
+/* --stats: the RPC-over-RDMA counters of every client closed (text, or a JSON line). */
+void targets_print_stats(const struct opts *o);
 /* Open a URL and say what is wrong when it names nothing (must: 1): 0, or 1 after
  * printing why (the target closed). */
 int target_open_existing(const char *url, const struct opts *o, struct target *t);

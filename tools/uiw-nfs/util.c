@@ -7,6 +7,7 @@
 
 #include <openssl/evp.h>
 
+#include "../rpcstats.h"
 #include "nfs.h"
 
 int is_url(const char *s)
@@ -17,10 +18,36 @@ int is_url(const char *s)
 /* The client of the last target closed, kept for the next URL in its directory. */
 static struct uiw__nfs_client *kept;
 
+/* The RPC-over-RDMA counters of the clients closed so far (--stats). */
+static struct uiw_rpc_xprt_stats rdma_sum;
+static unsigned rdma_clients;
+
 void targets_release(void)
 {
+    struct uiw_rpc_xprt_stats st;
+    if (kept && uiw__nfs_client_xprt_stats(kept, &st) == 0) {
+        rpcstats_add(&rdma_sum, &st);
+        rdma_clients++;
+    }
     uiw__nfs_client_close(kept);
     kept = NULL;
+}
+
+void targets_print_stats(const struct opts *o)
+{
+    if (o->json) {
+        printf("{\"stats\":");
+        if (rdma_clients)
+            rpcstats_json(stdout, &rdma_sum);
+        else
+            printf("null");
+        printf("}\n");
+    } else if (rdma_clients) {
+        rpcstats_text(stdout, "client", &rdma_sum);
+    } else {
+        printf("uiw-nfs: no RPC-over-RDMA counters: no connection used RPC-over-RDMA\n");
+    }
+    fflush(stdout);
 }
 
 void say_nfs(const struct target *t, const char *what, int rc)
