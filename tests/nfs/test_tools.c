@@ -488,6 +488,13 @@ TEST(tools_stats_rdma)
     CHECK(strstr(out, "   chunks     : 0 Read, 1 Write, 0 Reply, 0 long calls\n") != NULL);
     CHECK(strstr(out, "   RDMA       : 0 bytes by Read, 1048576 bytes by Write\n") != NULL);
     CHECK(strstr(out, "   credits    : 1 granted by the peer, 128 granted to it,") != NULL);
+    /* cat: standard output carries the file, the counters go to standard error */
+    const char *cat[] = {"uiw-nfs", "--stats", "cat", u, NULL};
+    tool_run(UIW_NFS, cat, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_EQ(r.outlen, (size_t)1048576);
+    CHECK(strstr(r.err, " uiw RPC-over-RDMA counters (client)\n") != NULL);
+    tool_run_free(&r);
     out[0] = 0;
     CHECK_EQ(kill(pid, SIGTERM), 0);
     read_until(f, "   CRC errors:", out, sizeof(out));

@@ -49,7 +49,8 @@ static const char usage[] =
     "      --stats          at the end, the RPC-over-RDMA counters of the connections (calls,\n"
     "                       retransmissions, credits, chunks, bytes by RDMA and inline,\n"
     "                       errors) and the RNIC's (bytes, FPDUs, CRC errors, Terminates,\n"
-    "                       copies); with --json as one more line {\"stats\": ...}\n"
+    "                       copies); with --json as one more line {\"stats\": ...}; on\n"
+    "                       standard error when cat or get - writes data on standard output\n"
     "  -h, --help, --version\n";
 
 static int parse_size(const char *s, uint64_t max, uint64_t *v)

@@ -39,6 +39,8 @@ void target_close(struct target *t);
 void targets_release(void);
 /* --stats: the RPC-over-RDMA counters of every client closed (text, or a JSON line). */
 void targets_print_stats(const struct opts *o);
+/* The command writes file data on standard output: --stats goes to standard error. */
+void targets_data_on_stdout(void);
 /* Open a URL and say what is wrong when it names nothing (must: 1): 0, or 1 after
  * printing why (the target closed). */
 int target_open_existing(const char *url, const struct opts *o, struct target *t);

@@ -1,4 +1,5 @@
 /* uiw-nfs: opening URLs, block sizes, the progress bar, SHA-256. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,21 +34,31 @@ void targets_release(void)
     kept = NULL;
 }
 
+/* Set when the command writes file data on standard output (cat, get to "-"): the
+ * counters then go to standard error, never into the data. */
+static bool data_on_stdout;
+
+void targets_data_on_stdout(void)
+{
+    data_on_stdout = true;
+}
+
 void targets_print_stats(const struct opts *o)
 {
+    FILE *f = data_on_stdout ? stderr : stdout;
     if (o->json) {
-        printf("{\"stats\":");
+        fprintf(f, "{\"stats\":");
         if (rdma_clients)
-            rpcstats_json(stdout, &rdma_sum);
+            rpcstats_json(f, &rdma_sum);
         else
-            printf("null");
-        printf("}\n");
+            fprintf(f, "null");
+        fprintf(f, "}\n");
     } else if (rdma_clients) {
-        rpcstats_text(stdout, "client", &rdma_sum);
+        rpcstats_text(f, "client", &rdma_sum);
     } else {
-        printf("uiw-nfs: no RPC-over-RDMA counters: no connection used RPC-over-RDMA\n");
+        fprintf(f, "uiw-nfs: no RPC-over-RDMA counters: no connection used RPC-over-RDMA\n");
     }
-    fflush(stdout);
+    fflush(f);
 }
 
 void say_nfs(const struct target *t, const char *what, int rc)

@@ -380,6 +380,8 @@ int cmd_get(const struct opts *o, int argc, char **argv)
         fprintf(stderr, "uiw-nfs: get: --json writes on standard output: give a file\n");
         return 2;
     }
+    if (local && strcmp(local, "-") == 0)
+        targets_data_on_stdout();
     int rc = 0;
     struct totals tt = {0};
     for (int i = 0; i < nurl; i++)
@@ -395,6 +397,7 @@ int cmd_cat(const struct opts *o, int argc, char **argv)
         fprintf(stderr, "usage: uiw-nfs cat URL...\n");
         return 2;
     }
+    targets_data_on_stdout();
     int rc = 0;
     struct opts oo = *o;
     oo.verify = 0;
