@@ -431,8 +431,9 @@ static void read_until(FILE *f, const char *what, char *buf, size_t n)
 }
 
 /* --stats over RPC-over-RDMA: uiw-nfs prints its connection's counters after a GET of
- * 1 MiB (one READ, its data in one Write chunk, placed without a copy); uiw-nfsd prints the
- * server's on SIGUSR1 and again as SIGTERM ends it. */
+ * 1 MiB (one READ, its data in one Write chunk, placed without a copy) and a PUT of 1 MiB
+ * (one WRITE, its data in one Read chunk); uiw-nfsd prints the server's on SIGUSR1 and
+ * again as SIGTERM ends it. */
 TEST(tools_stats_rdma)
 {
     char dir[] = "/tmp/uiw-nfsd-stats.XXXXXX";
@@ -495,6 +496,20 @@ TEST(tools_stats_rdma)
     CHECK_EQ(r.outlen, (size_t)1048576);
     CHECK(strstr(r.err, " uiw RPC-over-RDMA counters (client)\n") != NULL);
     tool_run_free(&r);
+    /* put: the WRITE's 1 MiB goes in one Read chunk, pulled by the server's RDMA Read */
+    char u2[600];
+    snprintf(u2, sizeof(u2), "nfs://127.0.0.1:%d%s/g?mountport=%d&transport=rdma", rdma, dir,
+             mount);
+    const char *put[] = {"uiw-nfs", "--stats", "--json", "-b", "1M", "put", file, u2, NULL};
+    tool_run(UIW_NFS, put, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    st = strstr(r.out, "{\"stats\":{\"connections\":1,");
+    CHECK(st != NULL);
+    CHECK(strstr(st, "\"read_chunks\":1,\"write_chunks\":0,\"reply_chunks\":0,") != NULL);
+    CHECK(strstr(st, "\"rdma_read_bytes\":1048576,\"rdma_write_bytes\":0,") != NULL);
+    tool_run_free(&r);
+    snprintf(u2, sizeof(u2), "%s/g", dir);
+    CHECK(same_file(file, u2));
     out[0] = 0;
     CHECK_EQ(kill(pid, SIGTERM), 0);
     read_until(f, "   CRC errors:", out, sizeof(out));
