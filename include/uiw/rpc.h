@@ -168,7 +168,12 @@ struct uiw_rpc_conn_info {
  * server (uiw_rpc_svc_xprt_stats), present and past. Monotonic except the credit fields,
  * which are the largest value over the connections counted. Each connection is a
  * requester for the calls it sends (a client's forward calls, a server's backward calls)
- * and a responder for the calls it receives. Reading them never slows the data path. */
+ * and a responder for the calls it receives. Reading them never slows the data path.
+ * They never lag what the peer holds: a connection is counted before the peer can see it
+ * accepted, and a message sent before it goes on the wire, so once a client holds a reply
+ * its server's counters include that reply, its call and its connection (and the
+ * client's own include the call). A connection's counters stay in the sum after it
+ * closed. */
 #define UIW_RPC_NERR 7 /* errors_* index: the errcode, 1..6 (enum uiw_rpcrdma_errcode) */
 struct uiw_rpc_xprt_stats {
     uint64_t connections; /* established (a client's first and each reconnection) */

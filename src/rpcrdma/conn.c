@@ -205,6 +205,7 @@ static struct uiw__rr_conn *conn_alloc(struct uiw__rr_dev *d, const struct uiw__
 
 static void conn_free(struct uiw__rr_conn *c)
 {
+    uiw__rr_dev_uncount(c->dev, c, true); /* nothing counts on it any more */
     if (c->nc)
         uiw__nic_conn_destroy(c->nc);
     free(c->xtab);
@@ -428,6 +429,7 @@ struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockadd
         return NULL;
     }
     (void)nc; /* c->nc was set by pre_recv */
+    uiw__rr_dev_count(d, c);
     fill_info(c);
     struct uiw__nic_conn_info ni;
     uiw__nic_conn_info(nc, &ni);
@@ -528,6 +530,8 @@ uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l)
     return uiw__nic_listener_port(l->nl);
 }
 
+uint64_t uiw__rr_accept_pause_ns;
+
 static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *ev)
 {
     struct uiw__rr_dev *d = l->dev;
@@ -545,12 +549,16 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
     pthread_mutex_lock(&l->lock);
     l->past.connections++; /* counted before the client can see it accepted */
     pthread_mutex_unlock(&l->lock);
+    /* counted before the client can see it accepted: from its MPA Reply on, the client may
+     * send, and a poller woken by the connection's CQ may answer, before it is listed */
+    uiw__rr_dev_count(d, c);
     uint8_t pd[UIW_RPCRDMA_CM_PRIVATE_LEN];
     struct uiw__nic_conn_attr na;
     nic_attr(c, &l->xprt, &na, pd);
     int r;
     struct uiw__nic_conn *nc = uiw__nic_accept(l->nl, ev->req, &na, pre_recv, c, &r);
     if (!nc) {
+        uiw__rr_dev_uncount(d, c, false); /* never came up */
         pthread_mutex_lock(&l->lock);
         l->past.connections--;
         pthread_mutex_unlock(&l->lock);
@@ -560,6 +568,11 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
         return;
     }
     /* c->nc was set by pre_recv (the poller may already use it) */
+    if (uiw__rr_accept_pause_ns) {
+        struct timespec ts = {(time_t)(uiw__rr_accept_pause_ns / 1000000000u),
+                              (long)(uiw__rr_accept_pause_ns % 1000000000u)};
+        nanosleep(&ts, NULL);
+    }
     uiw__lock_take(&c->lock);
     fill_info(c);
     uiw__lock_give(&c->lock);

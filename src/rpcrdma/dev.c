@@ -322,7 +322,6 @@ static void reap(struct uiw__rr_dev *d)
         if (atomic_load(&c->state) == UIW__RR_C_DEAD && c->mark_done &&
             atomic_load(&c->rposted) == 0) {
             atomic_store(&c->state, UIW__RR_C_DRAINED);
-            uiw__rr_conn_stats_add(c, &d->past);
             *pp = c->next;
             c->next = gone;
             gone = c;
@@ -344,11 +343,35 @@ static void reap(struct uiw__rr_dev *d)
     }
 }
 
+void uiw__rr_dev_count(struct uiw__rr_dev *d, struct uiw__rr_conn *c)
+{
+    pthread_mutex_lock(&d->mu);
+    c->all_next = d->all;
+    d->all = c;
+    c->on_all = true;
+    pthread_mutex_unlock(&d->mu);
+}
+
+void uiw__rr_dev_uncount(struct uiw__rr_dev *d, struct uiw__rr_conn *c, bool fold)
+{
+    pthread_mutex_lock(&d->mu);
+    if (c->on_all) {
+        struct uiw__rr_conn **pp = &d->all;
+        while (*pp != c)
+            pp = &(*pp)->all_next;
+        *pp = c->all_next;
+        c->on_all = false;
+        if (fold)
+            uiw__rr_conn_stats_add(c, &d->past);
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
 void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st)
 {
     pthread_mutex_lock(&d->mu);
     *st = d->past;
-    for (struct uiw__rr_conn *c = d->conns; c; c = c->next)
+    for (struct uiw__rr_conn *c = d->all; c; c = c->all_next)
         uiw__rr_conn_stats_add(c, st);
     pthread_mutex_unlock(&d->mu);
     if (uiw__nic_stats(d->nic, &st->rnic) != 0)

@@ -171,12 +171,13 @@ static int send_ibuf(struct uiw__rr_conn *c, struct uiw__rr_ibuf *b, uint32_t le
                                .signaled = true,
                                .nsge = 1,
                                .sge = {{(uint64_t)(uintptr_t)b->data, len, b->lkey}}};
+    /* counted before it can arrive, taken back if it cannot go */
+    UIW__RR_COUNT(c->n_inl_tx, len);
     int r = uiw__rr_post(c, &wr);
     if (r) {
+        UIW__RR_UNCOUNT(c->n_inl_tx, len);
         uiw__rr_sq_release(c, 1);
         uiw__rr_ibuf_put(c->dev, b);
-    } else {
-        UIW__RR_COUNT(c->n_inl_tx, len);
     }
     return r;
 }
@@ -482,11 +483,14 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
     if (q->backward)
         atomic_fetch_add_explicit(&c->n_bcalls, 1, memory_order_relaxed);
     uint32_t slen = s->sge[0].len;
-    int r = uiw__rr_post(c, wr);
-    if (r)
-        return -ENOTCONN; /* the connection is going away: q is an orphan of it */
     UIW__RR_COUNT(c->n_calls_tx, 1);
     UIW__RR_COUNT(c->n_inl_tx, slen);
+    int r = uiw__rr_post(c, wr);
+    if (r) {
+        UIW__RR_UNCOUNT(c->n_calls_tx, 1);
+        UIW__RR_UNCOUNT(c->n_inl_tx, slen);
+        return -ENOTCONN; /* the connection is going away: q is an orphan of it */
+    }
     return 0;
 }
 
@@ -1082,15 +1086,19 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
     uint64_t wbytes = h.proc == UIW_RDMA_NOMSG ? k->rlen : 0;
     for (uint32_t i = 0; i < k->npush; i++)
         wbytes += k->push[i].len;
+    /* counted before the requester can hold the reply */
+    UIW__RR_COUNT(c->n_replies_tx, 1);
+    UIW__RR_COUNT(c->n_wr_bytes, wbytes);
+    UIW__RR_COUNT(c->n_inl_tx, slen);
     int r = uiw__rr_post(c, wr);
     if (r) {
+        UIW__RR_UNCOUNT(c->n_replies_tx, 1);
+        UIW__RR_UNCOUNT(c->n_wr_bytes, wbytes);
+        UIW__RR_UNCOUNT(c->n_inl_tx, slen);
         /* refused at once: treat as flushed */
         uiw__rr_call_sent(c, k, false);
         return -ENOTCONN;
     }
-    UIW__RR_COUNT(c->n_replies_tx, 1);
-    UIW__RR_COUNT(c->n_wr_bytes, wbytes);
-    UIW__RR_COUNT(c->n_inl_tx, slen);
     return 0;
 }
 

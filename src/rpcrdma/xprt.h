@@ -281,7 +281,9 @@ struct uiw__rr_dev;
 struct uiw__rr_conn {
     struct uiw__rr_dev *dev;
     struct uiw__nic_conn *nc;
-    struct uiw__rr_conn *next; /* device list */
+    struct uiw__rr_conn *next;     /* device list (polled) */
+    struct uiw__rr_conn *all_next; /* the device's counted connections (d->all) */
+    bool on_all;                   /* on d->all (under d->mu) */
     const struct uiw__rr_upper *up;
     void *owner;
     _Atomic int state;
@@ -361,8 +363,11 @@ struct uiw__rr_conn {
     uint32_t log_id, qpn;
 };
 
-/* Count n into a connection's counter (relaxed: no ordering, never a lock). */
-#define UIW__RR_COUNT(ctr, n) atomic_fetch_add_explicit(&(ctr), (n), memory_order_relaxed)
+/* Count n into a connection's counter (relaxed: no ordering, never a lock). What a peer
+ * can see (a message sent) is counted before it is posted, and taken back if the post
+ * fails, so that the counters never lag what the peer holds. */
+#define UIW__RR_COUNT(ctr, n)   atomic_fetch_add_explicit(&(ctr), (n), memory_order_relaxed)
+#define UIW__RR_UNCOUNT(ctr, n) atomic_fetch_sub_explicit(&(ctr), (n), memory_order_relaxed)
 
 /* ---------------------------------------------------------------- device */
 
@@ -396,7 +401,11 @@ struct uiw__rr_dev {
     struct uiw__rr_conn *conns;
     unsigned nconns;
     struct uiw__rr_conn *last_active;
-    struct uiw_rpc_xprt_stats past; /* of connections that left `conns` (under mu) */
+    /* Counters: every connection is on `all` from before its peer can see it connected
+     * until it is freed (after which nothing counts on it), then its counters are added
+     * to `past`; the sum of both is the device's exact total (under mu). */
+    struct uiw__rr_conn *all;
+    struct uiw_rpc_xprt_stats past;
 };
 
 struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a);
@@ -423,6 +432,11 @@ int uiw__rr_dev_poll(struct uiw__rr_dev *d);
 void uiw__rr_dev_kick(struct uiw__rr_dev *d);
 /* The counters of every connection of the device, present and past, and its RNIC's. */
 void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st);
+/* Count c among the device's connections (before its peer can see it connected), and stop
+ * counting it: fold its counters into the device's past ones (fold) or drop them (a
+ * connection that never came up). Thread-safe. */
+void uiw__rr_dev_count(struct uiw__rr_dev *d, struct uiw__rr_conn *c);
+void uiw__rr_dev_uncount(struct uiw__rr_dev *d, struct uiw__rr_conn *c, bool fold);
 
 /* Plugging (per thread, nestable): while plugged, the sends a thread posts are queued at
  * once (every check, credit and completion as usual) but their connections' doorbells wait
@@ -472,6 +486,9 @@ uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l);
  * -errno. */
 int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms);
 void uiw__rr_listener_close(struct uiw__rr_listener *l);
+/* Tests: the listener's thread pauses this long between accepting a connection and
+ * listing it for polling, as a descheduled thread would (0: not at all). */
+extern uint64_t uiw__rr_accept_pause_ns;
 /* Counters of the listener's connections, present and past. */
 void uiw__rr_listener_stats(struct uiw__rr_listener *l, struct uiw_rpc_svc_stats *st);
 
