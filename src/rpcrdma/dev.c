@@ -435,7 +435,12 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
             ms = (int)(left / 1000000u) + 1;
     }
     void *ctx = NULL;
-    if (uiw__nic_wait(d->nic, ms, &ctx) == 0 && ctx) {
+    /* after the passes above: a call they left waiting for room is counted by now */
+    bool wakeable = atomic_load(&d->room_waiters) > 0;
+    int r = wakeable ? uiw__nic_wait_wakeable(d->nic, ms, &ctx) : uiw__nic_wait(d->nic, ms, &ctx);
+    if (r == -ETIMEDOUT && ms == SLICE_MS)
+        atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
+    if (r == 0 && ctx) {
         struct uiw__rr_conn *c = ctx;
         c->armed = false;
         poll_conn(c);
@@ -443,6 +448,13 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         if (atomic_load(&c->state) == UIW__RR_C_DEAD)
             reap(d);
     }
+}
+
+static _Thread_local bool leading;
+
+bool uiw__rr_leading(void)
+{
+    return leading;
 }
 
 int uiw__rr_dev_poll(struct uiw__rr_dev *d)
@@ -455,7 +467,9 @@ int uiw__rr_dev_poll(struct uiw__rr_dev *d)
     }
     d->leader = true;
     pthread_mutex_unlock(&d->mu);
+    leading = true;
     int n = poll_all(d);
+    leading = false;
     pthread_mutex_lock(&d->mu);
     d->leader = false;
     d->round++;
@@ -488,7 +502,9 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
         if (!d->leader) {
             d->leader = true;
             pthread_mutex_unlock(&d->mu);
+            leading = true;
             lead(d, deadline);
+            leading = false;
             pthread_mutex_lock(&d->mu);
             d->leader = false;
             d->round++;
@@ -505,7 +521,8 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
         struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
                               .tv_nsec = (long)(until % 1000000000u)};
         uint64_t r0 = d->round;
-        pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+        if (pthread_cond_timedwait(&d->cv, &d->mu, &ts) == ETIMEDOUT && until != deadline)
+            atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
         if (!done && d->round != r0) {
             pthread_mutex_unlock(&d->mu);
             return 0;

@@ -307,6 +307,8 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
  * free list), and its next is then another list's link. */
 void uiw__rr_pull_waiting(struct uiw__rr_conn *c)
 {
+    if (!c->read_wait)
+        return;
     int st = atomic_load(&c->state);
     bool dead = st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED;
     while (c->read_wait) {
@@ -321,6 +323,20 @@ void uiw__rr_pull_waiting(struct uiw__rr_conn *c)
             return;
         }
     }
+    atomic_fetch_sub(&c->dev->room_waiters, 1); /* none left (read_wait_add counted it) */
+}
+
+/* k waits for send queue room to pull its Read chunks: a connection with waiting calls
+ * counts once among the device's room waiters (before its next retry: poll_conn). */
+static void read_wait_add(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    k->next = NULL;
+    struct uiw__rr_call **pp = &c->read_wait;
+    if (!*pp)
+        atomic_fetch_add(&c->dev->room_waiters, 1);
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = k;
 }
 
 /* A call (forward on a server, backward on a client). */
@@ -412,13 +428,8 @@ static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct
     k->sq_res = 0;
     k->npush = 0;
     if (k->nrsegs) {
-        if (!pull(c, k)) {
-            k->next = NULL;
-            struct uiw__rr_call **pp = &c->read_wait;
-            while (*pp)
-                pp = &(*pp)->next;
-            *pp = k;
-        }
+        if (!pull(c, k))
+            read_wait_add(c, k);
         return;
     }
     call_ready(c, k);

@@ -152,6 +152,11 @@ int uiw__nic_arm(struct uiw__nic_conn *c);
  * context pointer) or timeout_ms passed (-ETIMEDOUT; 0: only look; -1: no limit). A
  * connection whose event was returned is no longer armed. */
 int uiw__nic_wait(struct uiw__nic *n, int timeout_ms, void **conn_ctx);
+/* The same, but uiw__nic_wake (from any thread) ends it early: -EINTR. A wake that comes
+ * while nobody waits ends the next such wait at once. Slower to wake by a completion than
+ * uiw__nic_wait on some backends: for when a wake-up is expected. */
+int uiw__nic_wait_wakeable(struct uiw__nic *n, int timeout_ms, void **conn_ctx);
+void uiw__nic_wake(struct uiw__nic *n);
 
 /* ---------------------------------------------------------------- connections */
 

@@ -5,8 +5,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <uiw/cm.h>
 #include <uiw/verbs.h>
@@ -20,6 +23,7 @@ struct uiw__nic {
     const char *pcap_dir;
     pthread_mutex_t zlock;
     struct uiw__nic_conn *zombies; /* freed connections whose CQ had an event queued */
+    int wake_fd;                   /* eventfd of uiw__nic_wake */
 };
 
 struct uiw__nic_conn {
@@ -56,6 +60,9 @@ struct uiw__nic *uiw__nic_open(const struct uiw__nic_attr *a)
     ca.pcap_dir = a ? a->pcap_dir : NULL;
     n->pcap_dir = ca.pcap_dir;
     pthread_mutex_init(&n->zlock, NULL);
+    n->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (n->wake_fd < 0)
+        goto fail;
     n->ctx = uiw_open_context(&ca);
     if (!n->ctx)
         goto fail;
@@ -72,6 +79,8 @@ fail:;
         uiw_dealloc_pd(n->pd);
     if (n->ctx)
         uiw_close_context(n->ctx);
+    if (n->wake_fd >= 0)
+        close(n->wake_fd);
     free(n);
     errno = e;
     return NULL;
@@ -95,6 +104,7 @@ int uiw__nic_close(struct uiw__nic *n)
     if (r == 0)
         r = uiw_close_context(n->ctx);
     if (r == 0) {
+        close(n->wake_fd);
         pthread_mutex_destroy(&n->zlock);
         free(n);
     }
@@ -361,6 +371,33 @@ int uiw__nic_wait(struct uiw__nic *n, int timeout_ms, void **conn_ctx)
     }
     *conn_ctx = c->uctx;
     return 0;
+}
+
+/* The channel's fd and the wake fd in one poll(): the progress thread (on in every context
+ * opened here) does the socket work that uiw_wait_cq_event would do itself. */
+int uiw__nic_wait_wakeable(struct uiw__nic *n, int timeout_ms, void **conn_ctx)
+{
+    if (uiw__nic_wait(n, 0, conn_ctx) == 0)
+        return 0;
+    struct pollfd p[2] = {{.fd = uiw_comp_channel_fd(n->ch), .events = POLLIN},
+                          {.fd = n->wake_fd, .events = POLLIN}};
+    if (poll(p, 2, timeout_ms) < 0)
+        return -errno;
+    if (p[1].revents) {
+        uint64_t v;
+        if (read(n->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            return -errno;
+        return -EINTR;
+    }
+    return uiw__nic_wait(n, 0, conn_ctx);
+}
+
+void uiw__nic_wake(struct uiw__nic *n)
+{
+    uint64_t one = 1;
+    if (write(n->wake_fd, &one, sizeof(one)) < 0) {
+        /* the counter cannot overflow in practice; a failed wake leaves the slice */
+    }
 }
 
 /* ---------------------------------------------------------------- connections */

@@ -36,7 +36,14 @@ static bool sq_reserve_head(struct uiw__rr_conn *c, uint32_t n)
 
 void uiw__rr_sq_release(struct uiw__rr_conn *c, uint32_t n)
 {
+    struct uiw__rr_dev *d = c->dev;
     atomic_fetch_sub(&c->sq_used, n);
+    /* seq_cst both: a waiter counts itself, then looks for room (sq_wait, intake) */
+    if (!atomic_load(&d->room_waiters) || uiw__rr_leading())
+        return; /* the leader's own pass retries its waiters, and its round wakes the rest */
+    atomic_fetch_add_explicit(&d->n_room_wakes, 1, memory_order_relaxed);
+    uiw__rr_dev_kick(d);
+    uiw__nic_wake(d->nic);
 }
 
 /* Post on a connection that is not dead. Once uiw__rr_conn_died has posted its marker no
@@ -917,6 +924,17 @@ static bool sq_room(void *arg)
     return st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED || uiw__rr_sq_reserve(w->c, w->n);
 }
 
+bool uiw__rr_sq_wait(struct uiw__rr_conn *c, uint32_t n)
+{
+    struct uiw__rr_dev *d = c->dev;
+    struct sq_wait w = {c, n};
+    atomic_fetch_add(&d->room_waiters, 1);
+    uiw__rr_dev_wait(d, sq_room, &w, 0);
+    atomic_fetch_sub(&d->room_waiters, 1);
+    int st = atomic_load(&c->state);
+    return st != UIW__RR_C_DEAD && st != UIW__RR_C_DRAINED;
+}
+
 /* An RDMA_ERROR goes instead of the reply: 1, or the error of sending it. */
 static int error_instead(struct uiw__rr_call *k, uint32_t code)
 {
@@ -1069,13 +1087,8 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
     for (unsigned i = 0; i + 1 < n; i++)
         wr[i].next = &wr[i + 1];
     wr[n - 1].next = NULL;
-    if (!uiw__rr_sq_reserve(c, n)) {
-        struct sq_wait w = {c, n};
-        uiw__rr_dev_wait(c->dev, sq_room, &w, 0);
-        int st = atomic_load(&c->state);
-        if (st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED)
-            return -ENOTCONN;
-    }
+    if (!uiw__rr_sq_reserve(c, n) && !uiw__rr_sq_wait(c, n))
+        return -ENOTCONN;
     k->sq_res += n; /* beside the RDMA Reads' entries (pull), released together */
     uiw__lock_take(&c->lock);
     if (c->active)

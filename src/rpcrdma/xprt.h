@@ -406,6 +406,12 @@ struct uiw__rr_dev {
      * to `past`; the sum of both is the device's exact total (under mu). */
     struct uiw__rr_conn *all;
     struct uiw_rpc_xprt_stats past;
+    /* Waiting for send queue room (calls in uiw__rr_sq_wait, connections with calls in
+     * read_wait): while there are any, whoever frees room off the leader's thread wakes the
+     * waiters and the leader (uiw__rr_sq_release), and the leader sleeps wakeably. */
+    _Atomic uint32_t room_waiters;
+    _Atomic uint64_t n_room_wakes; /* wakes by freed room (tests) */
+    _Atomic uint64_t n_slices;     /* sleeps that ran their whole slice (tests) */
 };
 
 struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a);
@@ -578,7 +584,14 @@ void uiw__rr_kick_queue(struct uiw__rr_conn *c);
 void uiw__rr_req_finish_inv(struct uiw__rr_conn *c, struct uiw__rr_req *q);
 void uiw__rr_call_sent(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool ok);
 bool uiw__rr_sq_reserve(struct uiw__rr_conn *c, uint32_t n);
+/* Free n entries; waiters for room are woken at once (see uiw__rr_dev.room_waiters):
+ * on the fast path (nobody waits, or the leader's own completions) one atomic load more. */
 void uiw__rr_sq_release(struct uiw__rr_conn *c, uint32_t n);
+/* Reserve n entries, waiting (driving the device) until they are free: true, or false
+ * when the connection died meanwhile. */
+bool uiw__rr_sq_wait(struct uiw__rr_conn *c, uint32_t n);
+/* Whether this thread leads its device's polling now. */
+bool uiw__rr_leading(void);
 /* conn.c */
 void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason);
 /* "ERR_VERS", "ERR_CHUNK", "BAD_XDR", ... of an errcode in a version (for log lines). */
