@@ -65,7 +65,7 @@ static void room_free_and_check(struct room *r, pthread_t w)
     CHECK(atomic_load(&r->got));
     CHECK_EQ(atomic_load(&r->d->n_slices), s0); /* woken by the room, not the slice */
     CHECK_EQ(atomic_load(&r->d->n_room_wakes), 1u);
-    CHECK_EQ(atomic_load(&r->c->sq_used), 4u);  /* the waiter holds the entry freed */
+    CHECK_EQ(atomic_load(&r->c->sq_used), 4u); /* the waiter holds the entry freed */
 }
 
 TEST(room_wakes_the_leader)
