@@ -3,7 +3,11 @@
  *  - the kernel's rping client drives an iwping server on this host (MPA Rev 2 default,
  *    siw asking for CRC, siw speaking MPA Rev 1), rping's sizes from 26 to 65535 bytes,
  *    rping -V checking the data and iwping -V checking it too;
- *  - iwping clients drive the kernel's rping server (Rev 2 default and CRC);
+ *  - iwping clients drive the kernel's rping server (Rev 2 default and CRC); in the same
+ *    boot the stack, in this process, pings the rping server while it streams RDMA Writes
+ *    into the server's buffer, so that siw's Read Requests arrive in the middle of them:
+ *    our Read Responses must go out between our Writes, never inside one (siw drops the
+ *    connection on a "packet intersection");
  *  - Terminates: a raw peer (the wire codecs on a plain socket) provokes siw into sending
  *    Terminates and checks how they decode (siw's bit order; its flagless RDMAP words as
  *    the engine reads them in the middle of a connection), and sends siw an RFC-order
@@ -31,10 +35,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <uiw/cm.h>
 #include <uiw/wire.h>
 
 #include "interop.h"
-#include "rnic/rnic.h"
+#include "rnic/engine.h"
 #include "test.h"
 
 /* Bound on a boot (10-25 s under TCG on an idle host; far more on a loaded one). */
@@ -42,6 +47,13 @@
 
 static const int rping_sizes[] = {26, 64, 1000, 4096, 16384, 65535};
 #define NSIZES ((int)(sizeof(rping_sizes) / sizeof(rping_sizes[0])))
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 struct vm {
     char dir[512];
@@ -261,6 +273,238 @@ TEST(siwvm_rping_client_to_iwping_server_mpa_rev1)
     rping_client_to_iwping("mpa_version=1", 1, 0, 0, rping_sizes, NSIZES);
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* The stack as the kernel rping server's client, in this process, writing into the
+ * server's buffer while the server reads from ours: Linux siw ends the stream when a
+ * tagged message it is in the middle of is continued by another one ("packet
+ * intersection" in siw_get_hdr), so our Read Response must never go out inside one of
+ * our multi-segment RDMA Writes, nor the reverse (one message at a time on the wire). */
+
+enum { IL_SIZE = 65535, IL_DEPTH = 16, IL_WAIT_S = 60 };
+
+struct il {
+    struct uiw_context *ctx;
+    struct uiw_cm_channel *ch;
+    struct uiw_cm_id *id;
+    struct uiw_pd *pd;
+    struct uiw_cq *cq;
+    uint8_t *src, *sink; /* rping's start_buf (read by the server) and rdma_buf */
+    uint8_t ctl[2][16];  /* our Sends, the server's */
+    struct uiw_mr *src_mr, *sink_mr, *ctl_mr;
+    int retries;
+};
+
+static void il_post(struct il *c, uint64_t id, enum uiw_wr_opcode op, void *addr, uint32_t len,
+                    uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+    struct uiw_sge sge = {(uintptr_t)addr, len, lkey};
+    struct uiw_send_wr wr = {.wr_id = id,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = op,
+                             .send_flags = UIW_SEND_SIGNALED},
+                       *bad = NULL;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    CHECK_EQ(uiw_post_send(c->id->qp, &wr, &bad), 0);
+}
+
+static void il_post_recv(struct il *c)
+{
+    struct uiw_sge sge = {(uintptr_t)c->ctl[1], 16, c->ctl_mr->lkey};
+    struct uiw_recv_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+    CHECK_EQ(uiw_post_recv(c->id->qp, &wr, &bad), 0);
+}
+
+/* rping's advertisement of buf: address, STag and length, big-endian, in a Send (wr 2) */
+static void il_advertise(struct il *c, const uint8_t *buf, const struct uiw_mr *mr)
+{
+    it_put64(c->ctl[0], (uint64_t)(uintptr_t)buf);
+    it_put32(c->ctl[0] + 8, mr->rkey);
+    it_put32(c->ctl[0] + 12, IL_SIZE);
+    il_post(c, 2, UIW_WR_SEND, c->ctl[0], 16, c->ctl_mr->lkey, 0, 0);
+}
+
+/* The next completion (bounded); every one must succeed. */
+static struct uiw_wc il_wc(struct il *c)
+{
+    double deadline = now_s() + IL_WAIT_S;
+    struct uiw_wc wc;
+    for (;;) {
+        int n = uiw_poll_cq(c->cq, 1, &wc);
+        CHECK(n >= 0);
+        if (n == 1)
+            break;
+        if (now_s() > deadline)
+            uiw_test_fail(__FILE__, __LINE__, "no completion within %d s", IL_WAIT_S);
+        usleep(200);
+    }
+    if (wc.status != UIW_WC_SUCCESS) {
+        struct uiw_qp_attr a;
+        CHECK_EQ(uiw_query_qp(c->id->qp, &a), 0);
+        uiw_test_fail(__FILE__, __LINE__,
+                      "wr %llu: %s (%s); Terminate received %d: layer %u etype %u code %u",
+                      (unsigned long long)wc.wr_id, uiw_wc_status_str(wc.status),
+                      uiw_strerror(wc.vendor_err), a.term_received, a.term_layer, a.term_etype,
+                      a.term_code);
+    }
+    return wc;
+}
+
+/* One completion counted: a Write or Send of ours done, or the server's go-ahead (it read
+ * our source) received. */
+static void il_take(struct il *c, int *writes_out, int *sends_out, bool *go)
+{
+    struct uiw_wc wc = il_wc(c);
+    if (wc.opcode == UIW_WC_RDMA_WRITE)
+        --*writes_out;
+    else if (wc.opcode == UIW_WC_SEND)
+        --*sends_out;
+    else if (wc.opcode == UIW_WC_RECV)
+        *go = true;
+}
+
+/* Connect to the guest's rping server through QEMU's forward on port; only a connection
+ * refused or reset before the MPA Reply is tried again (the server is not listening yet),
+ * counted in c->retries. */
+static void il_connect(struct il *c, int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    double deadline = now_s() + 90;
+    for (;;) {
+        c->id = uiw_cm_create_id(c->ch, c->ctx, NULL);
+        CHECK(c->id != NULL);
+        struct uiw_qp_init_attr qa = {.send_cq = c->cq,
+                                      .recv_cq = c->cq,
+                                      .cap = {.max_send_wr = IL_DEPTH + 4,
+                                              .max_recv_wr = 2,
+                                              .max_send_sge = 1,
+                                              .max_recv_sge = 1},
+                                      .max_ird = 1,
+                                      .max_ord = 1};
+        CHECK_EQ(uiw_cm_create_qp(c->id, c->pd, &qa), 0);
+        il_post_recv(c);
+        CHECK_EQ(uiw_cm_connect(c->id, (struct sockaddr *)&a, NULL), 0);
+        struct uiw_cm_event *ev = NULL;
+        CHECK_EQ(uiw_cm_get_event(c->ch, &ev, 30000), 0);
+        enum uiw_cm_event_type t = ev->event;
+        int st = ev->status;
+        CHECK_EQ(uiw_cm_ack_event(ev), 0);
+        if (t == UIW_CM_EVENT_ESTABLISHED)
+            return;
+        CHECK((t == UIW_CM_EVENT_UNREACHABLE && st == -ECONNREFUSED) ||
+              (t == UIW_CM_EVENT_CONNECT_ERROR && st == -ECONNRESET));
+        CHECK(now_s() < deadline);
+        c->retries++;
+        uiw_cm_destroy_qp(c->id);
+        CHECK_EQ(uiw_cm_destroy_id(c->id), 0);
+        c->id = NULL;
+        /* the flush of the posted receive */
+        struct uiw_wc wc;
+        while (uiw_poll_cq(c->cq, 1, &wc) == 1)
+            ;
+        usleep(300000);
+    }
+}
+
+/* rounds pings of rping's protocol with IL_SIZE bytes: the server reads our source, tells
+ * us to go on, reads our sink's advertisement and writes the data back. From the second
+ * round on, our Send that advertises the source is followed by a stream of RDMA Writes of
+ * the same bytes into the server's buffer (its STag and TO as the first round's Read
+ * Request named them), IL_DEPTH of them outstanding, until the server's go-ahead shows its
+ * Read completed: its Read Request arrives while our Writes are under way, and our Read
+ * Response has to find its place between them. Every completion must succeed, the data
+ * come back whole. Returns the Writes sent. */
+static int il_rping(int port, int rounds)
+{
+    struct il c;
+    memset(&c, 0, sizeof(c));
+    c.ctx = uiw_open_context(NULL);
+    c.ch = uiw_cm_create_channel();
+    CHECK(c.ctx && c.ch);
+    c.pd = uiw_alloc_pd(c.ctx);
+    c.cq = uiw_create_cq(c.ctx, 4 * IL_DEPTH, NULL, NULL, 0);
+    c.src = malloc(IL_SIZE);
+    c.sink = calloc(1, IL_SIZE);
+    CHECK(c.pd && c.cq && c.src && c.sink);
+    unsigned rw = UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_READ | UIW_ACCESS_REMOTE_WRITE;
+    c.src_mr = uiw_reg_mr(c.pd, c.src, IL_SIZE, rw);
+    c.sink_mr = uiw_reg_mr(c.pd, c.sink, IL_SIZE, rw);
+    c.ctl_mr = uiw_reg_mr(c.pd, c.ctl, sizeof(c.ctl), UIW_ACCESS_LOCAL_WRITE);
+    CHECK(c.src_mr && c.sink_mr && c.ctl_mr);
+    il_connect(&c, port);
+    struct uiw_qp *qp = c.id->qp;
+    uint32_t stag = 0;
+    uint64_t to = 0;
+    int writes = 0;
+    for (int r = 0; r < rounds; r++) {
+        /* rping's data: its message, then letters, a NUL at the end */
+        int n = snprintf((char *)c.src, IL_SIZE, "rdma-ping-%d: ", r);
+        for (int i = n; i < IL_SIZE - 1; i++)
+            c.src[i] = (uint8_t)('A' + (r + i) % 58);
+        c.src[IL_SIZE - 1] = 0;
+        il_advertise(&c, c.src, c.src_mr);
+        int out = 0, sends = 1;
+        bool go = false;
+        double until = now_s() + IL_WAIT_S;
+        while (r > 0 && !go) {
+            CHECK(now_s() < until); /* the server's Read never completed */
+            while (out < IL_DEPTH) {
+                il_post(&c, 3, UIW_WR_RDMA_WRITE, c.src, IL_SIZE, c.src_mr->lkey, to, stag);
+                out++;
+                writes++;
+            }
+            il_take(&c, &out, &sends, &go);
+        }
+        /* the Writes still out, and the go-ahead if it has not come */
+        while (out > 0 || sends > 0 || !go)
+            il_take(&c, &out, &sends, &go);
+        if (r == 0) {
+            /* the Read Request we served last names the server's buffer (rping registers
+             * it for remote writes): its entry stays as it is until the next Request,
+             * which comes only after our next Send */
+            const struct uiw__ird *e = &qp->irq[(qp->irq_head + qp->irq_size - 1) % qp->irq_size];
+            stag = e->sink_stag;
+            to = e->sink_to;
+            CHECK_EQ(e->size, IL_SIZE);
+        }
+        il_post_recv(&c);
+        memset(c.sink, 0, IL_SIZE);
+        il_advertise(&c, c.sink, c.sink_mr);
+        CHECK_EQ(il_wc(&c).opcode, UIW_WC_SEND);
+        CHECK_EQ(il_wc(&c).opcode, UIW_WC_RECV); /* the server wrote our data back */
+        il_post_recv(&c);
+        CHECK_MEM(c.sink, c.src, IL_SIZE);
+    }
+    struct uiw_qp_attr a;
+    CHECK_EQ(uiw_query_qp(qp, &a), 0);
+    CHECK_EQ(a.state, UIW_QPS_RTS);
+    CHECK(!a.term_sent && !a.term_received);
+    CHECK_EQ(uiw_cm_disconnect(c.id), 0);
+    struct uiw_cm_event *ev = NULL;
+    CHECK_EQ(uiw_cm_get_event(c.ch, &ev, 30000), 0);
+    CHECK_EQ(ev->event, UIW_CM_EVENT_DISCONNECTED);
+    CHECK_EQ(uiw_cm_ack_event(ev), 0);
+    uiw_cm_destroy_qp(c.id);
+    CHECK_EQ(uiw_cm_destroy_id(c.id), 0);
+    struct uiw_wc wc;
+    while (uiw_poll_cq(c.cq, 1, &wc) == 1)
+        ;
+    CHECK_EQ(uiw_dereg_mr(c.src_mr), 0);
+    CHECK_EQ(uiw_dereg_mr(c.sink_mr), 0);
+    CHECK_EQ(uiw_dereg_mr(c.ctl_mr), 0);
+    CHECK_EQ(uiw_destroy_cq(c.cq), 0);
+    CHECK_EQ(uiw_dealloc_pd(c.pd), 0);
+    CHECK_EQ(uiw_cm_destroy_channel(c.ch), 0);
+    CHECK_EQ(uiw_close_context(c.ctx), 0);
+    free(c.src);
+    free(c.sink);
+    fprintf(stderr, "writes beside the server's reads: %d RDMA Writes of %d bytes, %d retries\n",
+            writes, IL_SIZE, c.retries);
+    return writes;
+}
+
 /* iwping clients against the kernel's rping server (one server after another, until the
  * test creates the file "stop" in the shared folder). The guest looks for "stop" before it
  * prints a server's marker, and the test creates it only after it saw the marker of the
@@ -273,14 +517,15 @@ TEST(siwvm_rping_client_to_iwping_server_mpa_rev1)
  * drops until the guest's rping listens; iwping --retry): those retries are counted and
  * reported, and any other failure fails the test. */
 static void iwping_to_rping_server(const char *siwopts, int crc, int p2p, const int *sizes,
-                                   int nsizes)
+                                   int nsizes, int il_rounds)
 {
     char script[1024], fwd[128], dir[512], cmd[2048], marker[64], stop[700], filter[64];
     int hport = it_free_port(), conns = 0, retries = 0, pings2 = 0; /* QEMU's forward */
     snprintf(script, sizeof(script),
              "i=0\nwhile :; do rping -s -a 10.0.2.15 -p 7174 -S 65535 -v; s=0; "
              "[ -e /mnt/host/stop ] && s=1; echo SERVER-DONE-$i; i=$((i+1)); "
-             "[ $s = 1 ] && break; done\n");
+             "[ $s = 1 ] && break; done\n"
+             "dmesg | grep 'siw' | grep -i 'intersection' | sed 's/^/DMESG: /'\n");
     snprintf(fwd, sizeof(fwd), "tcp:127.0.0.1:%d-:7174", hport);
     it_tmpdir(dir, sizeof(dir), "siwcli");
     struct capture cap;
@@ -291,6 +536,12 @@ static void iwping_to_rping_server(const char *siwopts, int crc, int p2p, const 
     vm_start(&v, script, siwopts, fwd, 420);
     snprintf(stop, sizeof(stop), "%s/stop", v.dir);
     CHECK(it_wait_for(v.console, "siwvm: ready", v.pid, VM_BOOT_S));
+    if (il_rounds > 0) {
+        /* a server of its own for the stack in this process, writing while siw reads */
+        CHECK(il_rping(hport, il_rounds) > 0);
+        snprintf(marker, sizeof(marker), "SERVER-DONE-%d", conns++);
+        CHECK(it_wait_for(v.console, marker, v.pid, 60));
+    }
     for (int i = 0; i <= nsizes; i++) {
         /* the last round (i == nsizes) only releases the last server after "stop" */
         int size = i < nsizes ? sizes[i] : 64, count = i < nsizes ? 3 : 1;
@@ -320,21 +571,22 @@ static void iwping_to_rping_server(const char *siwopts, int crc, int p2p, const 
     char *g = vm_output(&v);
     CHECK_EQ(pings2, nsizes);
     CHECK(it_count(g, "server ping data: rdma-ping-2: ") >= nsizes);
+    CHECK_EQ(it_count(g, "DMESG: "), 0); /* siw saw no packet intersection */
     free(g);
     CHECK(it_tshark() != NULL);
-    check_capture(cap.path, nsizes + 1, 2, crc, "rep", p2p);
+    check_capture(cap.path, nsizes + 1 + (il_rounds > 0), 2, crc, "rep", p2p);
     it_rmtree(v.dir);
     it_rmtree(dir);
 }
 
 TEST(siwvm_iwping_client_to_rping_server)
 {
-    iwping_to_rping_server("", 0, 0, rping_sizes, NSIZES);
+    iwping_to_rping_server("", 0, 0, rping_sizes, NSIZES, 2);
 }
 
 TEST(siwvm_iwping_client_to_rping_server_crc)
 {
-    iwping_to_rping_server(SIW_CRC_OPTS, 1, 0, rping_sizes, NSIZES);
+    iwping_to_rping_server(SIW_CRC_OPTS, 1, 0, rping_sizes, NSIZES, 0);
 }
 
 /* siw with peer_to_peer=1 (RFC 6581's enhanced connection setup with a ready-to-receive
@@ -344,7 +596,7 @@ TEST(siwvm_p2p)
 {
     static const int sizes[] = {64, 65535};
     rping_client_to_iwping("peer_to_peer=1", 2, 0, 1, sizes, 2);
-    iwping_to_rping_server("peer_to_peer=1", 0, 1, sizes, 2);
+    iwping_to_rping_server("peer_to_peer=1", 0, 1, sizes, 2, 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -359,13 +611,6 @@ struct raw {
     uint32_t msn[3]; /* next MSN we send per QN */
     bool sent;       /* an FPDU went out */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Read more bytes (bounded); returns bytes read, 0 on EOF, -1 on error, -2 on timeout. */
 static ssize_t raw_fill(struct raw *r, int timeout_ms)
