@@ -1665,6 +1665,25 @@ struct dereg_job {
     atomic_bool done;
 };
 
+/* Wait (bounded) until ctx's progress thread has handed FPDU bytes to TCP and then stopped
+ * (the reader does not read: its socket and ours are full), so that the response is under
+ * way whatever the machine's load. Returns the bytes handed to TCP. */
+static uint64_t wait_tx_stalled(struct uiw_context *ctx)
+{
+    struct uiw_context_stats st;
+    uint64_t last = 0, end = io_now_ms() + EV_WAIT_MS;
+    int same = 0;
+    while (same < 5) {
+        CHECK(io_now_ms() < end);
+        struct pollfd none;
+        poll(&none, 0, 10);
+        CHECK_EQ(uiw_query_context_stats(ctx, &st), 0);
+        same = st.tx_bytes > 0 && st.tx_bytes == last ? same + 1 : 0;
+        last = st.tx_bytes;
+    }
+    return last;
+}
+
 static void *dereg_job_run(void *arg)
 {
     struct dereg_job *j = arg;
@@ -1690,8 +1709,9 @@ TEST(data_read_source_deregistered_mid_response)
     struct uiw_mr *dmr = uiw_reg_mr(k.a.pd, sink, n, UIW_ACCESS_LOCAL_WRITE);
     CHECK(smr && dmr);
     post_op(&k.a, UIW_WR_RDMA_READ, dmr, sink, (uint32_t)n, (uintptr_t)src, smr->rkey, 1);
+    /* a reads nothing meanwhile (no progress thread, no poll) */
+    CHECK(wait_tx_stalled(k.b.ctx) < n);
     struct pollfd none;
-    poll(&none, 0, 300); /* a reads nothing meanwhile (no progress thread, no poll) */
     struct dereg_job j = {.mr = smr, .buf = src, .len = n};
     atomic_init(&j.done, false);
     pthread_t t;
