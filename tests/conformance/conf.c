@@ -252,7 +252,8 @@ static void open_initiator(struct conf *c)
     cp.timeout_ms = CONF_WAIT_MS;
     cp.peer2peer = c->o.rtr != 0;
     cp.rtr = c->o.rtr;
-    cp.no_wake_write = !c->o.wake;
+    if (!c->o.wake)
+        cp.no_wake_write = true; /* else as uiw_conn_param_init left it: on by default */
     CHECK_EQ(uiw_cm_connect(c->id, (struct sockaddr *)&dst, &cp), 0);
     int fd = rawpeer_tcp_accept(c->lfd, CONF_WAIT_MS);
     CHECK(fd >= 0);

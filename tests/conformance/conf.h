@@ -47,8 +47,9 @@ struct conf_opts {
     bool no_progress;    /* no progress thread (inline progress only) */
     bool srq;            /* the QP takes its receives from an SRQ (c->srq), where the
                           * receives are posted */
-    bool wake;           /* initiator: keep the wake-up Write on (cm.h; off so that a silent
-                          * raw peer sees only what a case provokes) */
+    bool wake;           /* initiator: the wake-up Write as uiw_conn_param_init sets it
+                          * (on: cm.h); else off, so that a silent raw peer sees only what a
+                          * case provokes */
     bool rtr_unanswered; /* initiator with a Read RTR: the raw peer leaves the RTR Read
                           * Request unanswered (c->rtr_rr), for the case to answer */
 };

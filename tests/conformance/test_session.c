@@ -978,9 +978,10 @@ TEST(responder_waits_for_first_fpdu_rev2)
     responder_waits(2);
 }
 
-/* The initiator's wake-up Write (cm.h): the stack sends a Send; a responder that stays
- * silent gets one zero-length RDMA Write (STag 1, TO 0, Last) some tens of milliseconds
- * later, and nothing more; one that answers, or the option turned off, gets none. */
+/* The initiator's wake-up Write (cm.h), on with the parameters uiw_conn_param_init sets:
+ * the stack sends a Send; a responder that stays silent gets one zero-length RDMA Write
+ * (STag 1, TO 0, Last) some tens of milliseconds later, and nothing more; one that
+ * answers, or the option turned off (no_wake_write), gets none. */
 enum wake_case { WAKE_SILENT, WAKE_ANSWERED, WAKE_OFF };
 
 static void initiator_wake(enum wake_case k)
