@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,6 +34,7 @@ struct script {
     int step; /* what the raw server did last (read by the test after the join) */
     int fail; /* line of a failed expectation in the raw server, 0 if none */
     bool term_seen;
+    atomic_bool call_returned; /* set by the test when the call a step waits for returned */
     struct rpcpeer p;
     struct uiw_rpcrdma_space sp;
     struct uiw_rpcrdma_space_default st;
@@ -238,9 +240,13 @@ static void *bad_reply_server(void *arg)
     s.length = 5000;
     EXPECT(reply(sc, 8, lw, 4, &wc, 1) == 0);
     sc->step = 3;
-    /* the call has ended: its STag must no longer take a Write */
-    struct timespec ts = {0, 200000000L};
-    nanosleep(&ts, NULL);
+    /* once the call has returned (the client invalidated its chunk before it returns), its
+     * STag must no longer take a Write */
+    for (int i = 0; i < WAIT && !atomic_load(&sc->call_returned); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    EXPECT(atomic_load(&sc->call_returned));
     EXPECT(rawpeer_send_write(&sc->p.raw, s.handle, s.offset, data, 100) == 0);
     struct rawpeer_term t;
     EXPECT(rawpeer_expect_terminate(&sc->p.raw, &t, WAIT) == 0);
@@ -275,6 +281,7 @@ TEST(rpcrdma_client_bad_replies)
     CHECK_EQ(
         uiw_rpc_call(c, 1, (xdrproc_t)xdr_u_int, (char *)&n, (xdrproc_t)xblob, (char *)&b, TMO, &o),
         RPC_SUCCESS);
+    atomic_store(&sc->call_returned, true);
     CHECK(b.val == buf);
     CHECK_EQ(b.len, 5000);
     CHECK_EQ((uint8_t)buf[4999], (uint8_t)(4999 * 3));
