@@ -23,6 +23,8 @@ static inline void rpcstats_add(struct uiw_rpc_xprt_stats *a, const struct uiw_r
 {
 #define RPCSTATS_ADD(f) a->f += b->f
     RPCSTATS_ADD(connections);
+    RPCSTATS_ADD(closed);
+    RPCSTATS_ADD(lost);
     RPCSTATS_ADD(calls_sent);
     RPCSTATS_ADD(replies_received);
     RPCSTATS_ADD(retransmits);
@@ -85,7 +87,8 @@ static inline void rpcstats_text(FILE *f, const char *who, const struct uiw_rpc_
             " uiw RPC-over-RDMA counters (%s)\n"
             "   calls      : %" PRIu64 " sent, %" PRIu64 " received\n"
             "   replies    : %" PRIu64 " received, %" PRIu64 " sent\n"
-            "   retransmits: %" PRIu64 "    DRC hits: %" PRIu64 "    connections: %" PRIu64 "\n"
+            "   retransmits: %" PRIu64 "    DRC hits: %" PRIu64 "    connections: %" PRIu64
+            " (%" PRIu64 " closed, %" PRIu64 " lost)\n"
             "   credits    : %u granted by the peer, %u granted to it, %u most in flight, %" PRIu64
             " waits\n"
             "   chunks     : %" PRIu64 " Read, %" PRIu64 " Write, %" PRIu64 " Reply, %" PRIu64
@@ -93,10 +96,11 @@ static inline void rpcstats_text(FILE *f, const char *who, const struct uiw_rpc_
             "   RDMA       : %" PRIu64 " bytes by Read, %" PRIu64 " bytes by Write\n"
             "   inline     : %" PRIu64 " bytes sent, %" PRIu64 " bytes received\n",
             who, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
-            s->retransmits, s->drc_hits, s->connections, s->credits_granted_by_peer,
-            s->credits_granted_to_peer, s->credits_max_inflight, s->credit_waits, s->read_chunks,
-            s->write_chunks, s->reply_chunks, s->long_calls, s->rdma_read_bytes,
-            s->rdma_write_bytes, s->inline_bytes_sent, s->inline_bytes_received);
+            s->retransmits, s->drc_hits, s->connections, s->closed, s->lost,
+            s->credits_granted_by_peer, s->credits_granted_to_peer, s->credits_max_inflight,
+            s->credit_waits, s->read_chunks, s->write_chunks, s->reply_chunks, s->long_calls,
+            s->rdma_read_bytes, s->rdma_write_bytes, s->inline_bytes_sent,
+            s->inline_bytes_received);
     fputs("   errors     : sent ", f);
     rpcstats_errors(f, s->errors_sent);
     fputs("; received ", f);
@@ -125,20 +129,21 @@ static inline void rpcstats_json_errors(FILE *f, const uint64_t *e)
 static inline void rpcstats_json(FILE *f, const struct uiw_rpc_xprt_stats *s)
 {
     const struct uiw_context_stats *r = &s->rnic;
-    fprintf(
-        f,
-        "{\"connections\":%" PRIu64 ",\"calls_sent\":%" PRIu64 ",\"calls_received\":%" PRIu64
-        ",\"replies_received\":%" PRIu64 ",\"replies_sent\":%" PRIu64 ",\"retransmits\":%" PRIu64
-        ",\"drc_hits\":%" PRIu64 ",\"credits_granted_by_peer\":%u,\"credits_granted_to_peer\":%u"
-        ",\"credits_max_inflight\":%u,\"credit_waits\":%" PRIu64 ",\"read_chunks\":%" PRIu64
-        ",\"write_chunks\":%" PRIu64 ",\"reply_chunks\":%" PRIu64 ",\"long_calls\":%" PRIu64
-        ",\"rdma_read_bytes\":%" PRIu64 ",\"rdma_write_bytes\":%" PRIu64
-        ",\"inline_bytes_sent\":%" PRIu64 ",\"inline_bytes_received\":%" PRIu64 ",\"errors_sent\":",
-        s->connections, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
-        s->retransmits, s->drc_hits, s->credits_granted_by_peer, s->credits_granted_to_peer,
-        s->credits_max_inflight, s->credit_waits, s->read_chunks, s->write_chunks, s->reply_chunks,
-        s->long_calls, s->rdma_read_bytes, s->rdma_write_bytes, s->inline_bytes_sent,
-        s->inline_bytes_received);
+    fprintf(f,
+            "{\"connections\":%" PRIu64 ",\"calls_sent\":%" PRIu64 ",\"calls_received\":%" PRIu64
+            ",\"replies_received\":%" PRIu64 ",\"replies_sent\":%" PRIu64
+            ",\"retransmits\":%" PRIu64 ",\"drc_hits\":%" PRIu64
+            ",\"credits_granted_by_peer\":%u,\"credits_granted_to_peer\":%u"
+            ",\"credits_max_inflight\":%u,\"credit_waits\":%" PRIu64 ",\"read_chunks\":%" PRIu64
+            ",\"write_chunks\":%" PRIu64 ",\"reply_chunks\":%" PRIu64 ",\"long_calls\":%" PRIu64
+            ",\"rdma_read_bytes\":%" PRIu64 ",\"rdma_write_bytes\":%" PRIu64
+            ",\"inline_bytes_sent\":%" PRIu64 ",\"inline_bytes_received\":%" PRIu64
+            ",\"closed\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"errors_sent\":",
+            s->connections, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
+            s->retransmits, s->drc_hits, s->credits_granted_by_peer, s->credits_granted_to_peer,
+            s->credits_max_inflight, s->credit_waits, s->read_chunks, s->write_chunks,
+            s->reply_chunks, s->long_calls, s->rdma_read_bytes, s->rdma_write_bytes,
+            s->inline_bytes_sent, s->inline_bytes_received, s->closed, s->lost);
     rpcstats_json_errors(f, s->errors_sent);
     fputs(",\"errors_received\":", f);
     rpcstats_json_errors(f, s->errors_received);

@@ -177,6 +177,11 @@ struct uiw_rpc_conn_info {
 #define UIW_RPC_NERR 7 /* errors_* index: the errcode, 1..6 (enum uiw_rpcrdma_errcode) */
 struct uiw_rpc_xprt_stats {
     uint64_t connections; /* established (a client's first and each reconnection) */
+    uint64_t closed;      /* of them, ended by an orderly close of either side (everything
+                             posted completed, the LLP closed, no Terminate either way; a peer
+                             whose TCP ends without a Terminate counts here too) */
+    uint64_t lost;        /* ended otherwise: a Terminate sent or received (an abortive close
+                             of either side, a protocol error), a failed work request */
     /* requester */
     uint64_t calls_sent;       /* RPC calls sent, each transmission counted */
     uint64_t replies_received; /* replies (not RDMA_ERROR) matched to a call in flight */
@@ -237,6 +242,9 @@ struct uiw_rpc_clnt_attr {
  * version (draft section 7: the first message is Version Two unless xprt.vers_max is 1
  * or the server answered ERR_VERS before). cl_auth is AUTH_NONE (authnone_create());
  * replace it (e.g. authunix_create_default()) before calling; clnt_destroy destroys it.
+ * clnt_destroy closes the connection in order (what is posted goes out, then the LLP
+ * closes without a Terminate; abortively only when the server holds it up for 2 s); calls
+ * still in flight fail.
  * NULL + errno: EINVAL, ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, EPROTO (the peer spoke no
  * RPC-over-RDMA version we speak), ENOMEM. */
 UIW_EXTERN CLIENT *uiw_rpc_clnt_create(const char *host, uint16_t port, rpcprog_t prog,
@@ -406,7 +414,9 @@ UIW_EXTERN int uiw_rpc_svc_run(struct uiw_rpc_svc *svc);
 UIW_EXTERN int uiw_rpc_svc_start(struct uiw_rpc_svc *svc);
 /* Make run return / the threads end (async-signal-safe). */
 UIW_EXTERN void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc);
-/* Stop, close every connection, free everything. 0 or -EBUSY (called from a dispatch). */
+/* Stop, close every connection, free everything. 0 or -EBUSY (called from a dispatch).
+ * Connections close in order (what is posted goes out, then the LLP closes without a
+ * Terminate; abortively only a connection whose peer holds the close up for 2 s). */
 UIW_EXTERN int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc);
 
 struct uiw_rpc_svc_stats {

@@ -221,10 +221,20 @@ static void clnt_free(struct uiw__clnt *u)
         /* end the connection, let it drain, fail what is left */
         pthread_mutex_lock(&c->lock);
         struct uiw__rr_conn *k = c->conn;
-        pthread_mutex_unlock(&c->lock);
         if (k)
-            uiw__rr_conn_close(k, true);
-        uiw__rr_dev_wait(u->dev, drained_all, u, uiw__rr_now_ns() + 10000000000u);
+            uiw__rr_conn_get(k);
+        pthread_mutex_unlock(&c->lock);
+        uint64_t now = uiw__rr_now_ns();
+        if (k) {
+            /* orderly: what is posted goes out, the server sees the LLP close (no
+             * Terminate); abortive only when the server holds it up past the grace time */
+            uiw__rr_conn_close(k, false);
+            if (uiw__rr_dev_wait(u->dev, drained_all, u,
+                                 now + (uint64_t)UIW__RR_CLOSE_GRACE_MS * 1000000u) != 0)
+                uiw__rr_conn_close(k, true);
+            uiw__rr_conn_put(k);
+        }
+        uiw__rr_dev_wait(u->dev, drained_all, u, now + 10000000000u);
         uiw__rpc_caller_run(c);
     }
     if (u->cl.cl_auth)

@@ -587,6 +587,8 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
 void uiw__rr_conn_stats_add(struct uiw__rr_conn *c, struct uiw_rpc_xprt_stats *st)
 {
     st->connections++;
+    st->closed += LD(c->n_closed);
+    st->lost += LD(c->n_lost);
     st->calls_sent += LD(c->n_calls_tx);
     st->replies_received += LD(c->n_replies_rx);
     st->retransmits += LD(c->n_resent);
@@ -704,7 +706,7 @@ int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms)
     case UIW__NIC_EV_DISCONNECTED: {
         struct uiw__rr_conn *c = uiw__nic_conn_ctx(ev.conn);
         if (c)
-            uiw__rr_conn_died(c, -ECONNRESET);
+            uiw__rr_conn_ended(c, ev.status);
         uiw__rr_dev_kick(l->dev);
         break;
     }
@@ -717,17 +719,24 @@ void uiw__rr_listener_close(struct uiw__rr_listener *l)
 {
     if (!l)
         return;
-    /* every connection dies; wait until they are freed (their calls finished) */
+    /* every connection closes (orderly; abortively those a peer holds up past the grace
+     * time); wait until they are freed (their calls finished) */
     pthread_mutex_lock(&l->lock);
     for (struct uiw__rr_conn *c = l->live; c; c = c->lnext)
-        uiw__rr_conn_close(c, true);
+        uiw__rr_conn_close(c, false);
     pthread_mutex_unlock(&l->lock);
-    uint64_t until = uiw__rr_now_ns() + 10000000000u;
+    uint64_t now = uiw__rr_now_ns(), until = now + 10000000000u;
+    uint64_t grace = now + (uint64_t)UIW__RR_CLOSE_GRACE_MS * 1000000u;
     for (;;) {
         uiw__rr_dev_poll(l->dev);
         free_dead(l);
         pthread_mutex_lock(&l->lock);
         bool empty = l->live == NULL;
+        if (!empty && grace && uiw__rr_now_ns() > grace) {
+            for (struct uiw__rr_conn *c = l->live; c; c = c->lnext)
+                uiw__rr_conn_close(c, true);
+            grace = 0;
+        }
         pthread_mutex_unlock(&l->lock);
         if (empty || uiw__rr_now_ns() > until)
             break;
@@ -758,15 +767,21 @@ static void log_death(const struct uiw__rr_conn *c, int reason)
         return;
     char a[64];
     const char *peer = uiw__log_addr((const struct sockaddr *)&c->peer, a, sizeof(a));
-    if (reason == -ECONNABORTED)
-        UIW__LOG(UIW__LOG_INFO, c->log_id, c->qpn, "RPC-over-RDMA connection %s %s closed",
-                 c->server ? "from" : "to", peer);
+    if (c->orderly)
+        UIW__LOG(UIW__LOG_INFO, c->log_id, c->qpn, "RPC-over-RDMA connection %s %s closed%s",
+                 c->server ? "from" : "to", peer, atomic_load(&c->closing) ? "" : " by the peer");
+    else if (reason == -ECONNABORTED)
+        UIW__LOG(UIW__LOG_INFO, c->log_id, c->qpn,
+                 "RPC-over-RDMA connection %s %s closed abortively", c->server ? "from" : "to",
+                 peer);
     else
         UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn, "RPC-over-RDMA connection %s %s lost: %s",
                  c->server ? "from" : "to", peer, strerror(-reason));
 }
 
-void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
+/* The connection is over (orderly: closed without a Terminate, its LLP already gone, so
+ * the disconnect below sends nothing). */
+static void conn_dies(struct uiw__rr_conn *c, int reason, bool orderly)
 {
     uiw__lock_take(&c->lock);
     int st = atomic_load(&c->state);
@@ -775,6 +790,11 @@ void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
         return;
     }
     c->dead_reason = reason;
+    c->orderly = orderly;
+    if (orderly)
+        UIW__RR_COUNT(c->n_closed, 1);
+    else
+        UIW__RR_COUNT(c->n_lost, 1);
     atomic_store(&c->state, UIW__RR_C_DEAD);
     log_death(c, reason);
     uiw__nic_disconnect(c->nc, true);
@@ -789,14 +809,36 @@ void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
     uiw__rr_dev_kick(c->dev);
 }
 
+void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason)
+{
+    conn_dies(c, reason, false);
+}
+
+void uiw__rr_conn_ended(struct uiw__rr_conn *c, int status)
+{
+    if (status == 0 && !uiw__nic_terminated(c->nc))
+        conn_dies(c, atomic_load(&c->closing) ? -ECONNABORTED : -ESHUTDOWN, true);
+    else
+        conn_dies(c, status ? status : -ECONNRESET, false);
+}
+
 void uiw__rr_conn_close(struct uiw__rr_conn *c, bool abortive)
 {
     if (!abortive) {
+        /* like Linux's xprtrdma (rdma_disconnect, then the queues drain): what is posted
+         * goes out, then the LLP closes; the flushes end the connection (conn_ended) */
+        uiw__lock_take(&c->lock);
         int st = atomic_load(&c->state);
-        if (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING) {
+        bool go = (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING) &&
+                  !atomic_exchange(&c->closing, true);
+        uiw__lock_give(&c->lock);
+        if (go) {
+            uiw__nic_flush(c->nc); /* sends a plug may hold */
             uiw__nic_disconnect(c->nc, false);
-            return;
+            uiw__rr_dev_kick(c->dev);
         }
+        if (go || atomic_load(&c->closing))
+            return;
     }
     uiw__rr_conn_died(c, -ECONNABORTED);
 }

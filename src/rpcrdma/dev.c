@@ -299,7 +299,7 @@ static int poll_conn(struct uiw__rr_conn *c)
     uiw__rr_unplug();
     if (total) {
         int st = atomic_load(&c->state);
-        if (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING)
+        if ((st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING) && !atomic_load(&c->closing))
             uiw__rr_post_recvs(c);
     }
     /* Room may have come without a completion that retries them (a call the upper layer

@@ -769,8 +769,10 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
 {
     struct uiw__rr_wrid *w = (struct uiw__rr_wrid *)(uintptr_t)wc->wr_id;
     bool ok = wc->status == UIW__NIC_WC_OK;
-    if (!ok)
-        uiw__rr_conn_died(c, wc->status == UIW__NIC_WC_FLUSH ? -ECONNRESET : -EIO);
+    if (wc->status == UIW__NIC_WC_FLUSH)
+        uiw__rr_conn_ended(c, 0); /* nothing is posted on a closing connection */
+    else if (!ok)
+        uiw__rr_conn_died(c, -EIO);
     switch (w->kind) {
     case UIW__RR_WR_RECV: {
         struct uiw__rr_ibuf *ib = (struct uiw__rr_ibuf *)w;

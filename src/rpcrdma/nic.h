@@ -209,6 +209,7 @@ struct uiw__nic_event {
     const void *private_data;   /* REQUEST: the peer's ULP private data */
     uint16_t private_data_len;
     struct sockaddr_storage peer; /* REQUEST */
+    int status;                   /* DISCONNECTED: 0 for an orderly close, else the reason */
 };
 
 /* Next event within timeout_ms: 0, -EAGAIN (none), or -errno. The event's pointers are
@@ -226,12 +227,15 @@ void uiw__nic_listener_close(struct uiw__nic_listener *l);
 int uiw__nic_conn_info(struct uiw__nic_conn *c, struct uiw__nic_conn_info *info);
 /* The ctx given in the connection's attributes. */
 void *uiw__nic_conn_ctx(const struct uiw__nic_conn *c);
-/* Close: graceful (queued work goes out first) or abortive. Every work request still
- * outstanding then completes (FLUSH), signaled or not; one posted afterwards completes
- * with FLUSH at once, after all earlier ones of its queue. */
+/* Close: graceful (queued work goes out first, then the LLP closes: no Terminate) or
+ * abortive (a Terminate when connected). Every work request still outstanding then
+ * completes (FLUSH), signaled or not; one posted afterwards completes with FLUSH at once,
+ * after all earlier ones of its queue. */
 void uiw__nic_disconnect(struct uiw__nic_conn *c, bool abortive);
 /* Whether the peer or the stack ended the connection (its work requests flush). */
 bool uiw__nic_gone(struct uiw__nic_conn *c);
+/* Whether a Terminate went either way on the connection (it ended abortively). */
+bool uiw__nic_terminated(struct uiw__nic_conn *c);
 /* Free it (after its completions have been polled: none may be left). */
 void uiw__nic_conn_destroy(struct uiw__nic_conn *c);
 

@@ -640,6 +640,9 @@ int uiw__nic_listener_event(struct uiw__nic_listener *l, int timeout_ms, struct 
         case UIW_CM_EVENT_CONNECT_ERROR:
             out->type = UIW__NIC_EV_DISCONNECTED;
             out->conn = ev->id->context;
+            out->status = ev->event == UIW_CM_EVENT_DISCONNECTED
+                              ? ev->status
+                              : (ev->status ? ev->status : -ECONNRESET);
             break;
         default:
             r = -EAGAIN;
@@ -760,6 +763,14 @@ bool uiw__nic_gone(struct uiw__nic_conn *c)
     if (uiw_query_qp(c->qp, &qa) != 0)
         return true;
     return qa.state != UIW_QPS_RTS;
+}
+
+bool uiw__nic_terminated(struct uiw__nic_conn *c)
+{
+    struct uiw_qp_attr qa;
+    if (uiw_query_qp(c->qp, &qa) != 0)
+        return false;
+    return qa.term_sent || qa.term_received;
 }
 
 void uiw__nic_conn_destroy(struct uiw__nic_conn *c)

@@ -112,8 +112,11 @@ int uiw__rr_post(struct uiw__rr_conn *c, struct uiw__nic_send *wr)
     }
     uiw__lock_take(&c->lock);
     int st = atomic_load(&c->state);
-    int r = st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED ? -ENOTCONN
-                                                            : uiw__nic_post_send(c->nc, wr, NULL);
+    /* nothing after an orderly close began: the RNIC would flush it at once, and the
+     * connection end as lost */
+    int r = st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED || atomic_load(&c->closing)
+                ? -ENOTCONN
+                : uiw__nic_post_send(c->nc, wr, NULL);
     uiw__lock_give(&c->lock);
     return r;
 }

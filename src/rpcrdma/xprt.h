@@ -55,6 +55,9 @@
     5000 /* client: wait this long for the answer to the first                                     \
             (Version Two) message before assuming Version One */
 
+#define UIW__RR_CLOSE_GRACE_MS                                                                     \
+    2000 /* an orderly close not over by then (a peer that stopped reading) is made abortive */
+
 #define UIW__RR_FIRST_SEND_PAUSE_MS                                                                \
     50 /* client: pause before the first message to a peer that may be Linux's svcrdma             \
           (see uiw__rr_connect) */
@@ -336,6 +339,11 @@ struct uiw__rr_conn {
     struct uiw__rr_call *read_wait; /* calls waiting for send queue room to pull */
     bool marked, mark_done;
     int dead_reason;
+    /* An orderly close this side began (uiw__rr_conn_close, not abortive): nothing is
+     * posted any more; the LLP closes once the send queue drained, and the flushes that
+     * follow end the connection as closed, not lost. */
+    _Atomic bool closing;
+    bool orderly; /* it ended in an orderly close (either side's) */
     /* decode space */
     struct uiw_rpcrdma_space sp;
     struct uiw_rpcrdma_read_segment sp_reads[UIW__RR_MAX_RSEGS];
@@ -359,6 +367,7 @@ struct uiw__rr_conn {
     _Atomic uint32_t credits_seen; /* `credits`, for the counters (written under lock) */
     _Atomic uint64_t n_rd_bytes, n_wr_bytes, n_inl_tx, n_inl_rx;
     _Atomic uint64_t n_err_rx[UIW_RPC_NERR];
+    _Atomic uint64_t n_closed, n_lost; /* 1 in one of them once it ended */
     /* for log lines: the connection manager's id number and the QP number */
     uint32_t log_id, qpn;
 };
@@ -501,8 +510,15 @@ void uiw__rr_listener_stats(struct uiw__rr_listener *l, struct uiw_rpc_svc_stats
 void uiw__rr_conn_get(struct uiw__rr_conn *c);
 /* Drop a reference; the last one (after the connection drained) frees it. */
 void uiw__rr_conn_put(struct uiw__rr_conn *c);
-/* Close: abortive (RST-like: work flushes) or graceful. */
+/* Close: abortive (a Terminate, then everything flushes; for errors) or orderly (what is
+ * posted completes and goes out, then the LLP closes without a Terminate, then the rest
+ * flushes; the peer sees an orderly disconnect). An abortive close after an orderly one
+ * that has not ended yet (a peer that stopped reading) ends it at once. */
 void uiw__rr_conn_close(struct uiw__rr_conn *c, bool abortive);
+/* The connection ended under us (its work requests flush, or the connection manager said
+ * so with status, 0 for an orderly close): closed when no Terminate went either way,
+ * else lost. */
+void uiw__rr_conn_ended(struct uiw__rr_conn *c, int status);
 int uiw__rr_conn_info(struct uiw__rr_conn *c, struct uiw_rpc_conn_info *info);
 /* Add c's counters to *st (credits: the larger); rnic untouched. */
 void uiw__rr_conn_stats_add(struct uiw__rr_conn *c, struct uiw_rpc_xprt_stats *st);

@@ -1,4 +1,6 @@
 /* The transport's counters: exact once the client holds a reply. */
+#include <time.h>
+
 #include "rpc_util.h"
 #include "rpcrdma/xprt.h"
 
@@ -41,5 +43,95 @@ TEST(rpc_stats_keep_closed_connections)
         CHECK_EQ(xs.replies_sent, i);
         clnt_destroy(c);
     }
+    tsrv_stop(&t);
+}
+
+/* Poll a server's counters until n connections have ended (the server learns of a close
+ * on its own threads): bounded, the counters are then checked. */
+static void ended(struct tsrv *t, struct uiw_rpc_xprt_stats *xs, uint64_t n)
+{
+    for (int i = 0; i < 10000; i++) {
+        CHECK_EQ(uiw_rpc_svc_xprt_stats(t->svc, xs), 0);
+        if (xs->closed + xs->lost >= n)
+            return;
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+    }
+}
+
+/* clnt_destroy closes in order: no Terminate on the wire (it once ended every connection
+ * with one, Remote Operation / Unspecified, before the FIN), and the server sees an
+ * orderly disconnect. */
+TEST(rpc_destroy_closes_in_order)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    for (unsigned i = 1; i <= 2; i++) {
+        struct uiw_rpc_clnt_attr ca = {0};
+        ca.xprt.vers_max = i; /* Version One, then Two */
+        ca.no_vers_memory = true;
+        CLIENT *c = tclnt(t.port, &ca);
+        CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+                 RPC_SUCCESS);
+        struct uiw_rpc_xprt_stats xc;
+        CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &xc), 0);
+        CHECK_EQ(xc.closed + xc.lost, 0u);
+        clnt_destroy(c);
+        struct uiw_rpc_xprt_stats xs;
+        ended(&t, &xs, i);
+        CHECK_EQ(xs.connections, i);
+        CHECK_EQ(xs.closed, i);
+        CHECK_EQ(xs.lost, 0u);
+        CHECK_EQ(xs.rnic.terminates_received, 0u);
+        CHECK_EQ(xs.rnic.terminates_sent, 0u);
+    }
+    tsrv_stop(&t);
+}
+
+/* A server going away closes its connections in order too: its client sees the close, no
+ * Terminate, and goes on with a new connection when it calls again. */
+TEST(rpc_svc_destroy_closes_in_order)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+             RPC_SUCCESS);
+    tsrv_stop(&t);
+    struct uiw_rpc_xprt_stats xc;
+    for (int i = 0; i < 10000; i++) {
+        uiw_rpc_clnt_poll(c, 1); /* the client learns of it when driven */
+        CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &xc), 0);
+        if (xc.closed + xc.lost >= 1)
+            break;
+    }
+    CHECK_EQ(xc.closed, 1u);
+    CHECK_EQ(xc.lost, 0u);
+    CHECK_EQ(xc.rnic.terminates_received, 0u);
+    CHECK_EQ(xc.rnic.terminates_sent, 0u);
+    clnt_destroy(c);
+}
+
+/* The abortive close stays for errors: a server dropping a connection (uiw_svc_disconnect)
+ * sends a Terminate, and both sides count the connection lost. */
+TEST(rpc_disconnect_is_abortive)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    struct uiw_rpc_clnt_attr ca = {0};
+    ca.no_reconnect = true;
+    CLIENT *c = tclnt(t.port, &ca);
+    u_int v = 5, n = 0;
+    CHECK_EQ(clnt_call(c, TP_DROP, (xdrproc_t)xdr_u_int, (char *)&v, (xdrproc_t)xdr_u_int,
+                       (char *)&n, TMO),
+             RPC_CANTRECV);
+    struct uiw_rpc_xprt_stats xs, xc;
+    ended(&t, &xs, 1);
+    CHECK_EQ(xs.lost, 1u);
+    CHECK_EQ(xs.closed, 0u);
+    CHECK_EQ(xs.rnic.terminates_sent, 1u);
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &xc), 0);
+    CHECK_EQ(xc.lost, 1u);
+    clnt_destroy(c);
     tsrv_stop(&t);
 }
