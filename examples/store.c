@@ -115,10 +115,10 @@ static int serve(uint16_t port)
     printf("listening on port %u\n", uiw_rpc_svc_port(the_svc));
     fflush(stdout);
     r = uiw_rpc_svc_run(the_svc); /* until a signal */
-    struct uiw_rpc_svc_stats st;
-    if (uiw_rpc_svc_stats(the_svc, &st) == 0)
+    struct uiw_rpc_xprt_stats st;
+    if (uiw_rpc_svc_xprt_stats(the_svc, &st) == 0)
         printf("served %llu calls on %llu connections (%llu Read chunks, %llu Reply chunks)\n",
-               (unsigned long long)st.calls, (unsigned long long)st.connections,
+               (unsigned long long)st.calls_received, (unsigned long long)st.connections,
                (unsigned long long)st.read_chunks, (unsigned long long)st.reply_chunks);
     uiw_rpc_svc_destroy(the_svc);
     free(kept.blob_val);
@@ -165,8 +165,8 @@ static int client(const char *host, uint16_t port, size_t size)
     clnt_freeres(cl, (xdrproc_t)xdr_blob, (char *)got);
 
     struct uiw_rpc_conn_info ci;
-    struct uiw_rpc_clnt_stats st;
-    if (uiw_rpc_clnt_info(cl, &ci) == 0 && uiw_rpc_clnt_stats(cl, &st) == 0)
+    struct uiw_rpc_xprt_stats st;
+    if (uiw_rpc_clnt_info(cl, &ci) == 0 && uiw_rpc_clnt_xprt_stats(cl, &st) == 0)
         printf("put and got %zu bytes over RPC-over-RDMA Version %u (credits %u; %llu Read "
                "chunks, %llu Reply chunks)\n",
                size, ci.vers, ci.credits, (unsigned long long)st.read_chunks,

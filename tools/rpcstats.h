@@ -31,6 +31,11 @@ static inline void rpcstats_add(struct uiw_rpc_xprt_stats *a, const struct uiw_r
     RPCSTATS_ADD(calls_received);
     RPCSTATS_ADD(replies_sent);
     RPCSTATS_ADD(drc_hits);
+    RPCSTATS_ADD(timeouts);
+    RPCSTATS_ADD(remote_invalidations);
+    RPCSTATS_ADD(local_invalidations);
+    RPCSTATS_ADD(send_with_invalidate);
+    RPCSTATS_ADD(credit_violations);
     RPCSTATS_ADD(credit_waits);
     RPCSTATS_ADD(read_chunks);
     RPCSTATS_ADD(write_chunks);
@@ -94,13 +99,17 @@ static inline void rpcstats_text(FILE *f, const char *who, const struct uiw_rpc_
             "   chunks     : %" PRIu64 " Read, %" PRIu64 " Write, %" PRIu64 " Reply, %" PRIu64
             " long calls\n"
             "   RDMA       : %" PRIu64 " bytes by Read, %" PRIu64 " bytes by Write\n"
-            "   inline     : %" PRIu64 " bytes sent, %" PRIu64 " bytes received\n",
+            "   inline     : %" PRIu64 " bytes sent, %" PRIu64 " bytes received\n"
+            "   timeouts   : %" PRIu64 "    credit violations: %" PRIu64 "\n"
+            "   invalidated: %" PRIu64 " STags by the peer, %" PRIu64 " by us; %" PRIu64
+            " replies with Send With Invalidate\n",
             who, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
             s->retransmits, s->drc_hits, s->connections, s->closed, s->lost,
             s->credits_granted_by_peer, s->credits_granted_to_peer, s->credits_max_inflight,
             s->credit_waits, s->read_chunks, s->write_chunks, s->reply_chunks, s->long_calls,
-            s->rdma_read_bytes, s->rdma_write_bytes, s->inline_bytes_sent,
-            s->inline_bytes_received);
+            s->rdma_read_bytes, s->rdma_write_bytes, s->inline_bytes_sent, s->inline_bytes_received,
+            s->timeouts, s->credit_violations, s->remote_invalidations, s->local_invalidations,
+            s->send_with_invalidate);
     fputs("   errors     : sent ", f);
     rpcstats_errors(f, s->errors_sent);
     fputs("; received ", f);
@@ -129,21 +138,24 @@ static inline void rpcstats_json_errors(FILE *f, const uint64_t *e)
 static inline void rpcstats_json(FILE *f, const struct uiw_rpc_xprt_stats *s)
 {
     const struct uiw_context_stats *r = &s->rnic;
-    fprintf(f,
-            "{\"connections\":%" PRIu64 ",\"calls_sent\":%" PRIu64 ",\"calls_received\":%" PRIu64
-            ",\"replies_received\":%" PRIu64 ",\"replies_sent\":%" PRIu64
-            ",\"retransmits\":%" PRIu64 ",\"drc_hits\":%" PRIu64
-            ",\"credits_granted_by_peer\":%u,\"credits_granted_to_peer\":%u"
-            ",\"credits_max_inflight\":%u,\"credit_waits\":%" PRIu64 ",\"read_chunks\":%" PRIu64
-            ",\"write_chunks\":%" PRIu64 ",\"reply_chunks\":%" PRIu64 ",\"long_calls\":%" PRIu64
-            ",\"rdma_read_bytes\":%" PRIu64 ",\"rdma_write_bytes\":%" PRIu64
-            ",\"inline_bytes_sent\":%" PRIu64 ",\"inline_bytes_received\":%" PRIu64
-            ",\"closed\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"errors_sent\":",
-            s->connections, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
-            s->retransmits, s->drc_hits, s->credits_granted_by_peer, s->credits_granted_to_peer,
-            s->credits_max_inflight, s->credit_waits, s->read_chunks, s->write_chunks,
-            s->reply_chunks, s->long_calls, s->rdma_read_bytes, s->rdma_write_bytes,
-            s->inline_bytes_sent, s->inline_bytes_received, s->closed, s->lost);
+    fprintf(
+        f,
+        "{\"connections\":%" PRIu64 ",\"calls_sent\":%" PRIu64 ",\"calls_received\":%" PRIu64
+        ",\"replies_received\":%" PRIu64 ",\"replies_sent\":%" PRIu64 ",\"retransmits\":%" PRIu64
+        ",\"drc_hits\":%" PRIu64 ",\"credits_granted_by_peer\":%u,\"credits_granted_to_peer\":%u"
+        ",\"credits_max_inflight\":%u,\"credit_waits\":%" PRIu64 ",\"read_chunks\":%" PRIu64
+        ",\"write_chunks\":%" PRIu64 ",\"reply_chunks\":%" PRIu64 ",\"long_calls\":%" PRIu64
+        ",\"rdma_read_bytes\":%" PRIu64 ",\"rdma_write_bytes\":%" PRIu64
+        ",\"inline_bytes_sent\":%" PRIu64 ",\"inline_bytes_received\":%" PRIu64
+        ",\"closed\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"timeouts\":%" PRIu64
+        ",\"remote_invalidations\":%" PRIu64 ",\"local_invalidations\":%" PRIu64
+        ",\"send_with_invalidate\":%" PRIu64 ",\"credit_violations\":%" PRIu64 ",\"errors_sent\":",
+        s->connections, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
+        s->retransmits, s->drc_hits, s->credits_granted_by_peer, s->credits_granted_to_peer,
+        s->credits_max_inflight, s->credit_waits, s->read_chunks, s->write_chunks, s->reply_chunks,
+        s->long_calls, s->rdma_read_bytes, s->rdma_write_bytes, s->inline_bytes_sent,
+        s->inline_bytes_received, s->closed, s->lost, s->timeouts, s->remote_invalidations,
+        s->local_invalidations, s->send_with_invalidate, s->credit_violations);
     rpcstats_json_errors(f, s->errors_sent);
     fputs(",\"errors_received\":", f);
     rpcstats_json_errors(f, s->errors_received);

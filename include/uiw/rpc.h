@@ -183,14 +183,21 @@ struct uiw_rpc_xprt_stats {
     uint64_t lost;        /* ended otherwise: a Terminate sent or received (an abortive close
                              of either side, a protocol error), a failed work request */
     /* requester */
-    uint64_t calls_sent;       /* RPC calls sent, each transmission counted */
-    uint64_t replies_received; /* replies (not RDMA_ERROR) matched to a call in flight */
-    uint64_t retransmits;      /* calls sent again with their XID: on a new connection after
-                                  a lost one (client), after ERR_VERS or REPLY_RESOURCE */
+    uint64_t calls_sent;           /* RPC calls sent, each transmission counted */
+    uint64_t replies_received;     /* replies (not RDMA_ERROR) matched to a call in flight */
+    uint64_t retransmits;          /* calls sent again with their XID: on a new connection after
+                                      a lost one (client), after ERR_VERS or REPLY_RESOURCE */
+    uint64_t timeouts;             /* calls that failed at their timeout (a client handle's; not
+                                      counted for a server's backward calls) */
+    uint64_t remote_invalidations; /* STags of its calls the peer invalidated (Send With
+                                      Invalidate) ... */
+    uint64_t local_invalidations;  /* ... and those it invalidated itself (LOCAL_INV) */
     /* responder */
-    uint64_t calls_received; /* calls accepted (within the credits granted) */
-    uint64_t replies_sent;   /* replies sent (not RDMA_ERROR) */
-    uint64_t drc_hits;       /* calls answered from the duplicate-reply cache (server) */
+    uint64_t calls_received;       /* calls accepted (within the credits granted) */
+    uint64_t replies_sent;         /* replies sent (not RDMA_ERROR) */
+    uint64_t drc_hits;             /* calls answered from the duplicate-reply cache (server) */
+    uint64_t send_with_invalidate; /* replies that invalidated the requester's STag */
+    uint64_t credit_violations;    /* connections closed for exceeding the credits granted */
     /* credits (RFC 8166 section 4.3.1) */
     uint32_t credits_granted_by_peer; /* forward calls the peer lets this side have in flight */
     uint32_t credits_granted_to_peer; /* calls this side lets the peer have in flight */
@@ -306,20 +313,6 @@ UIW_EXTERN unsigned uiw_rpc_clnt_pending(CLIENT *clnt);
 /* The client's connection (-ENOTCONN while it has none). */
 UIW_EXTERN int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info);
 
-/* Client counters. */
-struct uiw_rpc_clnt_stats {
-    uint64_t calls;       /* calls started */
-    uint64_t retransmits; /* calls sent again (new connection, REPLY_RESOURCE) */
-    uint64_t reconnects;
-    uint64_t timeouts;
-    uint64_t read_chunks, write_chunks, reply_chunks, long_calls;
-    uint64_t remote_invalidations; /* STags the server invalidated (Send With Invalidate) */
-    uint64_t local_invalidations;  /* STags the client invalidated itself */
-    uint64_t errors_received;      /* RDMA_ERROR messages */
-    uint64_t bc_calls;             /* backward calls served */
-};
-UIW_EXTERN int uiw_rpc_clnt_stats(CLIENT *clnt, struct uiw_rpc_clnt_stats *st);
-
 /* The transport's counters of every connection the client made (see
  * uiw_rpc_xprt_stats). 0 or -EINVAL. */
 UIW_EXTERN int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st);
@@ -418,18 +411,6 @@ UIW_EXTERN void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc);
  * Connections close in order (what is posted goes out, then the LLP closes without a
  * Terminate; abortively only a connection whose peer holds the close up for 2 s). */
 UIW_EXTERN int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc);
-
-struct uiw_rpc_svc_stats {
-    uint64_t connections;       /* accepted */
-    uint64_t calls;             /* calls dispatched */
-    uint64_t drc_hits;          /* calls answered from the duplicate-reply cache */
-    uint64_t errors_sent[7];    /* RDMA_ERROR replies sent, by error code 1..6 (v1: 1..2) */
-    uint64_t credit_violations; /* connections closed for exceeding their credits */
-    uint64_t read_chunks, write_chunks, reply_chunks, long_calls;
-    uint64_t send_with_invalidate;
-    uint64_t bc_calls; /* backward calls made */
-};
-UIW_EXTERN int uiw_rpc_svc_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_svc_stats *st);
 
 /* The transport's counters of every connection the server accepted (see
  * uiw_rpc_xprt_stats; safe from any thread while the server runs). 0 or -EINVAL. */

@@ -143,7 +143,6 @@ static int reconnect(struct uiw__rpc_caller *c, uint64_t deadline)
     } else {
         r = c->connect(c, deadline);
         if (r == 0) {
-            atomic_fetch_add(&c->n_reconn, 1);
             pthread_mutex_lock(&c->lock);
             c->lost = false;
             pthread_mutex_unlock(&c->lock);
@@ -397,7 +396,6 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
         }
     }
     q->reply_max = opts ? opts->reply_max : 0;
-    atomic_fetch_add(&c->n_calls, 1);
     if (k) {
         r = uiw__rr_req_send(k, q);
         uiw__rr_conn_put(k);
@@ -525,7 +523,7 @@ int uiw__rpc_caller_run(struct uiw__rpc_caller *c)
     uiw__rr_unplug();
     if (c->bc)
         while (uiw__rpc_resp_run_one(c->bc))
-            atomic_fetch_add(&c->n_bc, 1);
+            ;
     expire(c);
     return n;
 }

@@ -422,33 +422,6 @@ int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info)
     return r;
 }
 
-int uiw_rpc_clnt_stats(CLIENT *clnt, struct uiw_rpc_clnt_stats *st)
-{
-    struct uiw__clnt *u = of(clnt);
-    if (!u || !st)
-        return -EINVAL;
-    memset(st, 0, sizeof(*st));
-    struct uiw__rpc_caller *c = &u->caller;
-    st->calls = atomic_load(&c->n_calls);
-    st->retransmits = atomic_load(&c->n_retrans);
-    st->reconnects = atomic_load(&c->n_reconn);
-    st->timeouts = atomic_load(&c->n_timeouts);
-    st->bc_calls = atomic_load(&c->n_bc);
-    struct uiw__rr_conn *k = conn_ref(u);
-    if (k) {
-        st->read_chunks = atomic_load(&k->n_rchunks);
-        st->write_chunks = atomic_load(&k->n_wchunks);
-        st->reply_chunks = atomic_load(&k->n_replych);
-        st->long_calls = atomic_load(&k->n_long);
-        st->remote_invalidations = atomic_load(&k->n_swi);
-        st->local_invalidations = atomic_load(&k->n_linv);
-        st->errors_received = atomic_load(&k->n_errs_rx);
-        st->retransmits += atomic_load(&k->n_resent);
-        uiw__rr_conn_put(k);
-    }
-    return 0;
-}
-
 int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st)
 {
     struct uiw__clnt *u = of(clnt);
@@ -467,8 +440,9 @@ int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st)
         if (uiw__nic_stats(u->dev->nic, &st->rnic) != 0)
             memset(&st->rnic, 0, sizeof(st->rnic));
     }
-    /* calls sent again on a new connection are the client's to count */
+    /* calls sent again on a new connection, and timeouts, are the client's to count */
     st->retransmits += atomic_load(&u->caller.n_retrans);
+    st->timeouts += atomic_load(&u->caller.n_timeouts);
     return 0;
 }
 

@@ -237,7 +237,6 @@ static void serve_waiter(struct uiw__rpc_resp *r, struct uiw__rpc_scall *w, bool
                          void (*dispatch)(struct svc_req *, SVCXPRT *))
 {
     if (cached) {
-        atomic_fetch_add(&r->n_drc_hits, 1);
         UIW__RR_COUNT(w->k.conn->n_drc_hits, 1);
         if (uiw__rr_reply_send(&w->k) >= 0)
             w->replied = true;
@@ -251,7 +250,6 @@ static void run_dispatch(struct uiw__rpc_resp *r, struct uiw__rpc_scall *s,
                          void (*dispatch)(struct svc_req *, SVCXPRT *))
 {
     for (;;) {
-        atomic_fetch_add(&r->n_calls, 1);
         dispatch(&s->req, &s->xprt);
         struct uiw__rpc_scall *w = NULL;
         bool cached = false;

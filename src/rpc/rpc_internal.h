@@ -153,7 +153,7 @@ struct uiw__rpc_caller {
     struct uiw__rpc_resp *bc; /* client: its backward-call service */
     uint64_t last_scan;
     /* stats */
-    _Atomic uint64_t n_calls, n_retrans, n_reconn, n_timeouts, n_bc;
+    _Atomic uint64_t n_retrans, n_timeouts;
 };
 
 int uiw__rpc_caller_init(struct uiw__rpc_caller *c, struct uiw__rr_dev *d, unsigned nslots);
@@ -194,7 +194,6 @@ struct uiw__rpc_resp {
     uint32_t threshold;
     struct uiw__rr_dev *dev;
     _Atomic bool stop;
-    _Atomic uint64_t n_calls, n_drc_hits;
 };
 
 /* The responder's per-call state: the transport's call, the SVCXPRT and svc_req. */

@@ -24,8 +24,6 @@ struct uiw_rpc_svc {
     bool has_cm;
     pthread_t *workers;
     unsigned nworkers;
-    /* stats of connections already gone */
-    _Atomic uint64_t n_conns;
 };
 
 CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t vers,
@@ -81,8 +79,7 @@ static void *cm_thread(void *arg)
 {
     struct uiw_rpc_svc *s = arg;
     while (!atomic_load(&s->stop))
-        if (uiw__rr_listener_run(s->l, 100) > 0)
-            atomic_fetch_add(&s->n_conns, 0);
+        uiw__rr_listener_run(s->l, 100);
     return NULL;
 }
 
@@ -264,17 +261,6 @@ int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc)
     uiw__rpc_resp_fini(&svc->resp);
     uiw__rr_dev_close(svc->dev);
     free(svc);
-    return 0;
-}
-
-int uiw_rpc_svc_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_svc_stats *st)
-{
-    if (!svc || !st)
-        return -EINVAL;
-    memset(st, 0, sizeof(*st));
-    st->calls = atomic_load(&svc->resp.n_calls);
-    st->drc_hits = atomic_load(&svc->resp.n_drc_hits);
-    uiw__rr_listener_stats(svc->l, st);
     return 0;
 }
 

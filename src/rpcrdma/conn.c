@@ -226,9 +226,8 @@ struct uiw__rr_listener {
     struct uiw_rpc_xprt_attr xprt;
     struct uiw__rr_conn_attr ca;
     pthread_mutex_t lock;
-    struct uiw__rr_conn *dead;     /* refs 0: to free */
-    struct uiw__rr_conn *live;     /* accepted, not yet freed (linked by lnext) */
-    struct uiw_rpc_svc_stats past; /* of connections already freed */
+    struct uiw__rr_conn *dead; /* refs 0: to free */
+    struct uiw__rr_conn *live; /* accepted, not yet freed (linked by lnext) */
     uint32_t read_timeout_ms;
 };
 
@@ -546,9 +545,6 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
     /* all the poller reads, before the first message can arrive */
     c->peer = ev->peer;
     uiw__rr_props_sizes(c);
-    pthread_mutex_lock(&l->lock);
-    l->past.connections++; /* counted before the client can see it accepted */
-    pthread_mutex_unlock(&l->lock);
     /* counted before the client can see it accepted: from its MPA Reply on, the client may
      * send, and a poller woken by the connection's CQ may answer, before it is listed */
     uiw__rr_dev_count(d, c);
@@ -559,9 +555,6 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
     struct uiw__nic_conn *nc = uiw__nic_accept(l->nl, ev->req, &na, pre_recv, c, &r);
     if (!nc) {
         uiw__rr_dev_uncount(d, c, false); /* never came up */
-        pthread_mutex_lock(&l->lock);
-        l->past.connections--;
-        pthread_mutex_unlock(&l->lock);
         free(c->xtab);
         free(c->calls);
         free(c);
@@ -595,6 +588,10 @@ void uiw__rr_conn_stats_add(struct uiw__rr_conn *c, struct uiw_rpc_xprt_stats *s
     st->calls_received += LD(c->n_calls_rx);
     st->replies_sent += LD(c->n_replies_tx);
     st->drc_hits += LD(c->n_drc_hits);
+    st->remote_invalidations += LD(c->n_swi_rx);
+    st->local_invalidations += LD(c->n_linv);
+    st->send_with_invalidate += LD(c->n_swi_tx);
+    st->credit_violations += LD(c->n_credit_viol);
     uint32_t by = LD(c->credits_seen), to = c->grant; /* grant: set once, at creation */
     uint32_t most = LD(c->max_inflight);
     if (by > st->credits_granted_by_peer)
@@ -619,38 +616,12 @@ void uiw__rr_conn_stats_add(struct uiw__rr_conn *c, struct uiw_rpc_xprt_stats *s
 }
 #undef LD
 
-static void add_stats(struct uiw_rpc_svc_stats *st, struct uiw__rr_conn *c)
-{
-    for (int i = 0; i < 7; i++)
-        st->errors_sent[i] += atomic_load(&c->n_err_tx[i]);
-    st->credit_violations += atomic_load(&c->n_credit_viol);
-    st->read_chunks += atomic_load(&c->n_rchunks);
-    st->write_chunks += atomic_load(&c->n_wchunks);
-    st->reply_chunks += atomic_load(&c->n_replych);
-    st->long_calls += atomic_load(&c->n_long);
-    st->send_with_invalidate += atomic_load(&c->n_swi);
-    st->bc_calls += atomic_load(&c->n_bcalls);
-}
-
-void uiw__rr_listener_stats(struct uiw__rr_listener *l, struct uiw_rpc_svc_stats *st)
-{
-    pthread_mutex_lock(&l->lock);
-    uint64_t calls = st->calls, hits = st->drc_hits;
-    *st = l->past;
-    st->calls = calls;
-    st->drc_hits = hits;
-    for (struct uiw__rr_conn *c = l->live; c; c = c->lnext)
-        add_stats(st, c);
-    pthread_mutex_unlock(&l->lock);
-}
-
 static void free_dead(struct uiw__rr_listener *l)
 {
     pthread_mutex_lock(&l->lock);
     struct uiw__rr_conn *dead = l->dead;
     l->dead = NULL;
     for (struct uiw__rr_conn *c = dead; c; c = c->next) {
-        add_stats(&l->past, c);
         struct uiw__rr_conn **pp = &l->live;
         while (*pp && *pp != c)
             pp = &(*pp)->lnext;

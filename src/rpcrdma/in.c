@@ -466,7 +466,7 @@ static void remote_inv(struct uiw__rr_conn *c, struct uiw__rr_req *q, uint32_t r
         struct uiw__rr_mr *m = all[i]->mr;
         if (m && m->valid && m->nmr.rkey == rkey) {
             m->valid = false;
-            atomic_fetch_add_explicit(&c->n_swi, 1, memory_order_relaxed);
+            UIW__RR_COUNT(c->n_swi_rx, 1);
             return;
         }
     }
@@ -552,7 +552,6 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
                      const struct uiw_rpcrdma_hdr *h)
 {
     const struct uiw_rpcrdma_error *e = &h->u.error;
-    atomic_fetch_add_explicit(&c->n_errs_rx, 1, memory_order_relaxed);
     uiw__lock_take(&c->lock);
     if (!c->server && c->vers_no_answer && !c->errvers_high && h->xid == c->neg_xid &&
         e->errcode == UIW_RDMA_ERR_VERS) {

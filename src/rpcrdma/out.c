@@ -490,8 +490,6 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
     atomic_fetch_add_explicit(&c->n_wchunks, q->nwrites, memory_order_relaxed);
     if (want_reply)
         atomic_fetch_add_explicit(&c->n_replych, 1, memory_order_relaxed);
-    if (q->backward)
-        atomic_fetch_add_explicit(&c->n_bcalls, 1, memory_order_relaxed);
     uint32_t slen = s->sge[0].len;
     UIW__RR_COUNT(c->n_calls_tx, 1);
     UIW__RR_COUNT(c->n_inl_tx, slen);
@@ -1086,7 +1084,7 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
         s->inv_rkey = inv;
     }
     if (s->op == UIW__NIC_SEND_INV)
-        atomic_fetch_add_explicit(&c->n_swi, 1, memory_order_relaxed);
+        UIW__RR_COUNT(c->n_swi_tx, 1);
     for (unsigned i = 0; i + 1 < n; i++)
         wr[i].next = &wr[i + 1];
     wr[n - 1].next = NULL;

@@ -355,10 +355,9 @@ struct uiw__rr_conn {
     bool crc;
     uint16_t ord;
     /* stats (relaxed) */
-    _Atomic uint64_t n_swi, n_linv, n_rchunks, n_wchunks, n_replych, n_long, n_errs_rx;
+    _Atomic uint64_t n_swi_rx, n_swi_tx, n_linv, n_rchunks, n_wchunks, n_replych, n_long;
     _Atomic uint64_t n_err_tx[UIW_RPC_NERR];
     _Atomic uint64_t n_credit_viol;
-    _Atomic uint64_t n_bcalls;
     _Atomic uint64_t n_resent; /* requests sent again on this connection (ERR_VERS,
                                   REPLY_RESOURCE) */
     _Atomic uint64_t n_calls_tx, n_replies_rx, n_calls_rx, n_replies_tx, n_drc_hits;
@@ -504,8 +503,6 @@ void uiw__rr_listener_close(struct uiw__rr_listener *l);
 /* Tests: the listener's thread pauses this long between accepting a connection and
  * listing it for polling, as a descheduled thread would (0: not at all). */
 extern uint64_t uiw__rr_accept_pause_ns;
-/* Counters of the listener's connections, present and past. */
-void uiw__rr_listener_stats(struct uiw__rr_listener *l, struct uiw_rpc_svc_stats *st);
 
 void uiw__rr_conn_get(struct uiw__rr_conn *c);
 /* Drop a reference; the last one (after the connection drained) frees it. */

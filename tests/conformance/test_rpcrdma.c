@@ -252,8 +252,8 @@ TEST(rpcrdma_malformed_headers_v2)
     CHECK_EQ(f->x->h.xid, 0x77);
     CHECK_EQ(f->x->h.u.chunks.direction, UIW_RPCRDMA_REPLY);
     CHECK(f->x->h.credit >= 1);
-    struct uiw_rpc_svc_stats st;
-    CHECK_EQ(uiw_rpc_svc_stats(f->s.svc, &st), 0);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
     CHECK_EQ(st.errors_sent[UIW_RDMA2_ERR_BAD_XDR], 4);
     CHECK_EQ(st.errors_sent[UIW_RDMA2_ERR_INVAL_PROC], 2);
     CHECK_EQ(st.errors_sent[UIW_RDMA_ERR_VERS], 1);
@@ -738,11 +738,11 @@ TEST(rpcrdma_reads_beyond_send_queue)
     fx_down(f, true);
 }
 
-/* The Read chunks the server has pulled (uiw_rpc_svc_stats). */
+/* The Read chunks the server has pulled (uiw_rpc_svc_xprt_stats). */
 static uint64_t chunks_pulled(struct fx *f)
 {
-    struct uiw_rpc_svc_stats st;
-    CHECK_EQ(uiw_rpc_svc_stats(f->s.svc, &st), 0);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
     return st.read_chunks;
 }
 

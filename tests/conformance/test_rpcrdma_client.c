@@ -343,11 +343,11 @@ TEST(rpcrdma_client_system_error_and_silence)
     CHECK_EQ(e.re_status, RPC_SYSTEMERROR);
     CHECK_EQ(e.re_lb.s1, (int32_t)UIW_RDMA2_ERR_SYSTEM);
     CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
-    struct uiw_rpc_clnt_stats st;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
-    CHECK_EQ(st.errors_received, 1);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
+    CHECK_EQ(st.errors_received[UIW_RDMA2_ERR_SYSTEM], 1);
     CHECK_EQ(st.retransmits, 0); /* SYSTEM is not retried */
-    CHECK_EQ(st.reconnects, 0);
+    CHECK_EQ(st.connections, 1); /* no reconnection */
     struct timeval half = {0, 500000};
     double t0 = now_s();
     CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, half), RPC_TIMEDOUT);

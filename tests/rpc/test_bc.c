@@ -32,12 +32,12 @@ static void callback(uint32_t vers, enum uiw_rpc_brs brs, enum clnt_stat want)
              want);
     if (want == RPC_SUCCESS) {
         CHECK_EQ(r, 42);
-        struct uiw_rpc_clnt_stats st;
-        CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
-        CHECK_EQ(st.bc_calls, 1);
-        struct uiw_rpc_svc_stats ss;
-        CHECK_EQ(uiw_rpc_svc_stats(t.svc, &ss), 0);
-        CHECK_EQ(ss.bc_calls, 1);
+        struct uiw_rpc_xprt_stats st;
+        CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
+        CHECK_EQ(st.calls_received, 1); /* the backward call it served */
+        struct uiw_rpc_xprt_stats ss;
+        CHECK_EQ(uiw_rpc_svc_xprt_stats(t.svc, &ss), 0);
+        CHECK_EQ(ss.calls_sent, 1); /* the backward call it made */
     }
     clnt_destroy(c);
     tsrv_stop(&t);

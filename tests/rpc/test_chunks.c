@@ -43,8 +43,8 @@ static void read_chunk(uint32_t vers)
                  RPC_SUCCESS);
         CHECK_EQ(crc, uiw_crc32c(0, b.val, len));
     }
-    struct uiw_rpc_clnt_stats st;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
     CHECK(st.read_chunks >= 7);
     free(b.val);
     clnt_destroy(c);
@@ -74,8 +74,8 @@ TEST(rpc_read_chunks_outnumber_send_queue)
             uiw_test_fail(__FILE__, __LINE__, "call %d: %s", i, clnt_sperrno(st));
         CHECK_EQ(crc, want);
     }
-    struct uiw_rpc_clnt_stats st;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
     CHECK(st.read_chunks >= 2400);
     free(b.val);
     clnt_destroy(c);
@@ -143,8 +143,8 @@ static void write_chunk(uint32_t vers)
     r.len = n;
     CHECK_EQ(gen(c, m, &r, &o), vers == 2 ? RPC_CANTDECODERES : RPC_CANTRECV);
     CHECK_EQ((uint8_t)buf[4096], 0xEE);
-    struct uiw_rpc_clnt_stats st;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
     CHECK(st.write_chunks >= 4);
     /* every STag invalidated exactly once: by the server (Send With Invalidate, which its
      * private data and rdma_inv_handle allow) for each call it answered, the client
@@ -183,8 +183,8 @@ TEST(rpc_echo_both_chunks)
     CHECK_EQ(uiw_rpc_call(c, TP_ECHO, (xdrproc_t)xdr_tbuf, (char *)&a, (xdrproc_t)xdr_tbuf,
                           (char *)&r, TMO, &o),
              RPC_SUCCESS);
-    struct uiw_rpc_clnt_stats st;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
     CHECK_EQ(st.read_chunks, 1);
     CHECK_EQ(st.write_chunks, 1);
     CHECK_EQ(r.len, n);
@@ -209,11 +209,11 @@ static void reply_chunk(uint32_t vers, bool hint)
     o.reply_max = hint ? 128u << 10 : 0;
     enum clnt_stat st = uiw_rpc_call(c, TP_GEN, (xdrproc_t)xdr_u_int, (char *)&n,
                                      (xdrproc_t)xdr_tbuf, (char *)&r, TMO, &o);
-    struct uiw_rpc_clnt_stats s;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &s), 0);
+    struct uiw_rpc_xprt_stats s;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s), 0);
     if (!hint && vers == 1) {
         CHECK_EQ(st, RPC_CANTRECV); /* ERR_CHUNK: no Reply chunk to put it in */
-        CHECK_EQ(s.errors_received, 1);
+        CHECK_EQ(s.errors_received[UIW_RDMA_ERR_CHUNK], 1);
     } else {
         CHECK_EQ(st, RPC_SUCCESS);
         CHECK_EQ(r.len, n);
@@ -221,7 +221,8 @@ static void reply_chunk(uint32_t vers, bool hint)
             CHECK_EQ((uint8_t)r.val[i], (uint8_t)(i * 7 + n));
         CHECK(s.reply_chunks >= 1);
         if (!hint) {
-            CHECK_EQ(s.errors_received, 1); /* REPLY_RESOURCE, then the retry */
+            /* REPLY_RESOURCE, then the retry */
+            CHECK_EQ(s.errors_received[UIW_RDMA2_ERR_REPLY_RESOURCE], 1);
             CHECK_EQ(s.retransmits, 1);
         }
         clnt_freeres(c, (xdrproc_t)xdr_tbuf, (char *)&r);
@@ -265,8 +266,8 @@ static void long_call(uint32_t vers)
                        (char *)&crc, TMO),
              RPC_SUCCESS);
     CHECK_EQ(crc, uiw_crc32c(0, a.val, n));
-    struct uiw_rpc_clnt_stats s;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &s), 0);
+    struct uiw_rpc_xprt_stats s;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s), 0);
     CHECK_EQ(s.long_calls, 1);
     CHECK_EQ(s.read_chunks, 0);
     free(a.val);

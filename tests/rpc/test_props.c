@@ -50,8 +50,8 @@ TEST(rpc_props_connprop_and_reqprop)
                        (char *)&crc, TMO),
              RPC_SUCCESS);
     CHECK_EQ(crc, uiw_crc32c(0, a.val, n));
-    struct uiw_rpc_clnt_stats st;
-    CHECK_EQ(uiw_rpc_clnt_stats(c, &st), 0);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
     CHECK_EQ(st.long_calls, 1);
 
     /* more than its buffers hold: another value (what it has) */
