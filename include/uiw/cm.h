@@ -29,10 +29,12 @@
  * arrives right after the MPA Reply (Linux siw sends its Reply before it moves the
  * socket's receive callback to the QP; an FPDU that lands in between sits unread until
  * more bytes arrive). When nothing has come from the peer 50 ms after the initiator's
- * first FPDU went out, the initiator sends one zero-length RDMA Write (STag 1, TO 0, as
+ * first FPDU went out, the initiator sends a zero-length RDMA Write (STag 1, TO 0, as
  * the zero-length RTR Write of RFC 6581: a zero-length Write places nothing and its
- * STag and TO are not checked); its bytes make such a responder read. Any other peer
- * ignores it. uiw_conn_param's no_wake_write turns it off.
+ * STag and TO are not checked); its bytes make such a responder read. While the peer
+ * still sends nothing, another follows after twice as long, five at most (at 50, 150,
+ * 350, 750 and 1550 ms): a responder that was slow to move its socket misses the first
+ * too. Any other peer ignores them. uiw_conn_param's no_wake_write turns it off.
  *
  * Progress: the channel's fd (uiw_cm_channel_fd) works with poll/epoll: it becomes
  * readable when handshake work or events are pending; uiw_cm_get_event does that work.

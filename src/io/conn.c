@@ -73,14 +73,27 @@ static void conn_wake_stop(struct uiw__conn *c)
     c->wake_state = UIW__WAKE_NONE;
 }
 
-/* The timer fired: if the peer has sent nothing yet, the zero-length Write goes out. */
+static void conn_wake_arm(struct uiw__conn *c);
+
+/* The timer fired: if the peer has sent nothing yet, the zero-length Write goes out, and
+ * the timer runs again for twice as long while tries are left (a responder that was
+ * still moving its socket to the QP when the last one arrived missed it too). */
 static void wake_events(struct uiw__ioh *h, uint32_t events)
 {
     struct uiw__conn *c = (struct uiw__conn *)((char *)h - offsetof(struct uiw__conn, wake));
     (void)events;
-    conn_wake_stop(c);
-    if (c->open && !c->closing && uiw__qp_wake(c->qp))
+    uint64_t ticks;
+    if (read(c->wake.fd, &ticks, sizeof(ticks)) < 0 && errno == EAGAIN)
+        return; /* not expired: a stale readiness */
+    if (c->open && !c->closing && uiw__qp_wake(c->qp)) {
         uiw__conn_service(c, 0);
+        if (--c->wake_left > 0) {
+            c->wake_ms *= 2;
+            conn_wake_arm(c);
+            return;
+        }
+    }
+    conn_wake_stop(c);
 }
 
 int uiw__conn_wake(struct uiw__conn *c, unsigned ms)
@@ -91,11 +104,13 @@ int uiw__conn_wake(struct uiw__conn *c, unsigned ms)
     c->wake.fd = fd;
     c->wake.fn = wake_events;
     c->wake_ms = ms;
+    c->wake_left = UIW__WAKE_TRIES;
     c->wake_state = UIW__WAKE_IDLE;
     return 0;
 }
 
-/* The first bytes of the stream went out: start the wake-up timer. */
+/* The first bytes of the stream went out (or a wake-up Write did): start the wake-up
+ * timer. */
 UIW__COLD static void conn_wake_arm(struct uiw__conn *c)
 {
     struct itimerspec its = {0};

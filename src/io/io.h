@@ -65,9 +65,10 @@ struct uiw__conn {
     unsigned rx_hint; /* what uiw__qp_rx_take said the engine wants (UIW__WANT_*) */
     uint8_t *stage;   /* the engine's staging ring (from uiw__qp_rx_stage) */
     size_t stage_cap;
-    uint8_t wake_state;   /* the initiator's wake-up Write (uiw__conn_wake): UIW__WAKE_* */
-    struct uiw__ioh wake; /* its timer (timerfd; fd -1 when none) */
-    unsigned wake_ms;
+    uint8_t wake_state;          /* the initiator's wake-up Write (uiw__conn_wake): UIW__WAKE_* */
+    uint8_t wake_left;           /* wake-up Writes still allowed */
+    struct uiw__ioh wake;        /* its timer (timerfd; fd -1 when none) */
+    unsigned wake_ms;            /* until the next one */
     struct uiw__conn *pend_next; /* (guarded by pend_lock) */
     struct uiw__conn *next, *prev;
     /* the iovecs of one readv or sendmsg (loop.lock held): here rather than on the
@@ -85,9 +86,11 @@ int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap,
                     const struct uiw__conn_owner *owner, void *arg,
                     const struct uiw__conn_params *p, struct uiw__conn **out);
 enum { UIW__WAKE_NONE = 0, UIW__WAKE_IDLE, UIW__WAKE_ARMED };
+enum { UIW__WAKE_TRIES = 5 }; /* 50 ms: at 50, 150, 350, 750 and 1550 ms */
 /* The initiator's wake-up (uiw__qp_wake): ms after the connection's first bytes of FPDU
- * stream went out, if the peer has sent nothing yet, one zero-length RDMA Write follows.
- * Before uiw__conn_go. Returns 0 or -errno (no timer: no wake-up). */
+ * stream went out, if the peer has sent nothing yet, a zero-length RDMA Write follows;
+ * while the peer still sends nothing, another after twice as long, UIW__WAKE_TRIES at
+ * most. Before uiw__conn_go. Returns 0 or -errno (no timer: no wake-up). */
 int uiw__conn_wake(struct uiw__conn *c, unsigned ms);
 /* Register a started connection with its loop and run it. */
 void uiw__conn_go(struct uiw__conn *c);

@@ -979,10 +979,27 @@ TEST(responder_waits_for_first_fpdu_rev2)
 }
 
 /* The initiator's wake-up Write (cm.h), on with the parameters uiw_conn_param_init sets:
- * the stack sends a Send; a responder that stays silent gets one zero-length RDMA Write
- * (STag 1, TO 0, Last) some tens of milliseconds later, and nothing more; one that
- * answers, or the option turned off (no_wake_write), gets none. */
-enum wake_case { WAKE_SILENT, WAKE_ANSWERED, WAKE_OFF };
+ * the stack sends a Send; a responder that stays silent gets a zero-length RDMA Write
+ * (STag 1, TO 0, Last) 50 ms later, then another after twice as long each time, five in
+ * all, and nothing more; one that answers after the first gets no second; one that
+ * answers before it, or the option turned off (no_wake_write), gets none. */
+enum wake_case { WAKE_SILENT, WAKE_ANSWERED, WAKE_ANSWERED_LATE, WAKE_OFF };
+
+/* The next FPDU is a wake-up Write, at least min_ms after t0. */
+static void expect_wake(struct conf *c, uint64_t t0, uint64_t min_ms)
+{
+    uint8_t u[128];
+    uint16_t len = 0;
+    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, CONF_WAIT_MS), 1);
+    CHECK(ms_now() - t0 >= min_ms);
+    struct uiw_ddp_hdr h;
+    CHECK_EQ(len, UIW_DDP_TAGGED_HDR_LEN);
+    CHECK_EQ(uiw_ddp_hdr_parse(u, len, &h), UIW_DDP_TAGGED_HDR_LEN);
+    CHECK(h.tagged && h.last);
+    CHECK_EQ(h.rdmap_ctrl, uiw_rdmap_ctrl(UIW_RDMAP_WRITE));
+    CHECK_EQ(h.stag, 1);
+    CHECK_EQ(h.to, 0);
+}
 
 static void initiator_wake(enum wake_case k)
 {
@@ -1009,19 +1026,19 @@ static void initiator_wake(enum wake_case k)
     CHECK_EQ(wc.status, UIW_WC_SUCCESS);
     if (k == WAKE_ANSWERED)
         CHECK_EQ(rawpeer_send_write(&c->peer, 1, 0, NULL, 0), 0);
-    if (k == WAKE_SILENT) {
-        CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, CONF_WAIT_MS), 1);
-        CHECK(ms_now() - t0 >= 40);
-        struct uiw_ddp_hdr h;
-        CHECK_EQ(len, UIW_DDP_TAGGED_HDR_LEN);
-        CHECK_EQ(uiw_ddp_hdr_parse(u, len, &h), UIW_DDP_TAGGED_HDR_LEN);
-        CHECK(h.tagged && h.last);
-        CHECK_EQ(h.rdmap_ctrl, uiw_rdmap_ctrl(UIW_RDMAP_WRITE));
-        CHECK_EQ(h.stag, 1);
-        CHECK_EQ(h.to, 0);
+    if (k == WAKE_ANSWERED_LATE) {
+        expect_wake(c, t0, 40);
+        CHECK_EQ(rawpeer_send_write(&c->peer, 1, 0, NULL, 0), 0);
     }
-    /* once at most */
-    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, 400), -ETIMEDOUT);
+    if (k == WAKE_SILENT) {
+        /* at 50, 150, 350, 750 and 1550 ms (a loaded machine may be later, never earlier) */
+        static const uint64_t at[] = {50, 150, 350, 750, 1550};
+        for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+            expect_wake(c, t0, at[i] - 10);
+    }
+    /* nothing more: the next one would be due 1600 ms after the last */
+    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, k == WAKE_SILENT ? 2000 : 500),
+             -ETIMEDOUT);
     conf_no_wc(c, 10);
     struct uiw_qp_attr qa;
     CHECK_EQ(uiw_query_qp(c->qp, &qa), 0);
@@ -1039,6 +1056,11 @@ TEST(initiator_wakes_a_silent_responder)
 TEST(initiator_no_wake_when_answered)
 {
     initiator_wake(WAKE_ANSWERED);
+}
+
+TEST(initiator_wakes_until_answered)
+{
+    initiator_wake(WAKE_ANSWERED_LATE);
 }
 
 TEST(initiator_no_wake_when_off)
