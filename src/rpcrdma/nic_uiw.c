@@ -357,8 +357,8 @@ static void zombies_reap(struct uiw__nic *n)
 
 int uiw__nic_wait(struct uiw__nic *n, int timeout_ms, void **conn_ctx)
 {
-    struct uiw_cq *cq;
-    void *ctx;
+    struct uiw_cq *cq = NULL; /* set when uiw_wait_cq_event returns 0 */
+    void *ctx = NULL;
     int r = uiw_wait_cq_event(n->ch, timeout_ms, &cq, &ctx);
     if (r)
         return r;
