@@ -609,8 +609,15 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
     return !sq_mid(qp) && qp->irq_count && rr_step(qp, s);
 }
 
-void uiw__tx_run_local(struct uiw_qp *qp)
+UIW__DATAPATH void uiw__tx_run_local(struct uiw_qp *qp)
 {
+    /* the common post, a Send or Write next to build, looks no further (sq_local_step
+     * lies on a page of its own, off the data path) */
+    if (qp->sq_tx == qp->sq_tail)
+        return;
+    const struct uiw__swqe *w = &qp->sq[qp->sq_tx & (qp->sq_size - 1)];
+    if (w->state != UIW__SWQE_DONE && !is_local(w->opcode))
+        return; /* what sq_local_step would find first */
     if (qp->iov_per_slot && !qp->term_pending && !qp->term_queued && qp->state == UIW_QPS_RTS)
         while (sq_local_step(qp))
             ;
