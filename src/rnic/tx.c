@@ -52,14 +52,16 @@ int uiw__tx_alloc(struct uiw_qp *qp)
     size_t per = rec + (size_t)niov * sizeof(struct iovec) + scr;
     per = (per + 63) & ~(size_t)63;
     size_t head = sizeof(struct tx_mem) + (size_t)niov * sizeof(struct uiw_wire_iov);
-    head = (head + 63) & ~(size_t)63;
-    uint8_t *blk = malloc(head + per * UIW__TX_SLOTS);
+    /* the slots first, from a page boundary: slot 0, which a ping-pong uses all the time,
+     * then lies on one page (each page touched after a system call is a TLB miss) */
+    size_t bytes = (per * UIW__TX_SLOTS + head + 4095) & ~(size_t)4095;
+    uint8_t *blk = aligned_alloc(4096, bytes);
     if (!blk)
         return -ENOMEM;
-    struct tx_mem *tm = (struct tx_mem *)(void *)blk;
+    struct tx_mem *tm = (struct tx_mem *)(void *)(blk + per * UIW__TX_SLOTS);
     tm->tmp = (struct uiw_wire_iov *)(void *)(tm + 1);
     tm->bounce = NULL;
-    qp->slot_mem = blk + head;
+    qp->slot_mem = blk;
     qp->slot_stride = per;
     for (uint32_t i = 0; i < UIW__TX_SLOTS; i++) {
         struct uiw__txslot *s = slot_at(qp, i);
@@ -88,7 +90,7 @@ void uiw__tx_free(struct uiw_qp *qp)
 {
     if (qp->iov_per_slot) {
         uiw__tx_drop_all(qp);
-        free(qp->txm);
+        free(qp->slot_mem); /* the block, tx_mem behind the slots */
         qp->iov_per_slot = 0;
         qp->txm = NULL;
         qp->slot_mem = NULL;
