@@ -72,6 +72,7 @@ static void end_open(struct end *e)
     struct uiw_context_attr at;
     uiw_context_attr_init(&at);
     at.progress_thread = false;
+    at.single_threaded = true; /* one thread plays both ends */
     e->ctx = uiw_open_context(&at);
     if (!e->ctx)
         die("open_context", -errno);

@@ -54,6 +54,16 @@ struct uiw_context_attr {
     uint32_t max_pd;      /* PDs; 0 = 65536 (max INT_MAX) */
     const char *pcap_dir; /* capture every connection into this folder (NULL = off;
                              the env var UIW_PCAP_DIR also turns it on) */
+    bool single_threaded; /* the application promises that no two calls into this context
+                             run at once: the verbs on it and on its PDs, MRs, CQs,
+                             completion channels, QPs and SRQs, and the connection
+                             manager's calls on ids bound to it and on the channels that
+                             hold them (they drive its connections), come from one thread
+                             at a time (as in libibverbs' thread domains, ibv_td, and
+                             mlx5's single-threaded mode). The stack then guards them
+                             without atomic instructions. Needs progress_thread false
+                             (uiw_open_context fails with EINVAL otherwise); default
+                             false */
 };
 
 /* Fill attr with the defaults (progress thread on). */

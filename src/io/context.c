@@ -130,6 +130,10 @@ struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)
         uiw_context_attr_init(&def);
         attr = &def;
     }
+    if (attr->single_threaded && attr->progress_thread) {
+        errno = EINVAL; /* the progress thread would be a second thread */
+        return NULL;
+    }
     int err = ENOMEM;
     struct uiw_context *ctx = NULL;
     struct uiw__io *io = calloc(1, sizeof(*io));
@@ -143,10 +147,12 @@ struct uiw_context *uiw_open_context(const struct uiw_context_attr *attr)
         goto fail;
     }
     io->ctx = ctx;
-    uiw__lock_init(&io->pend_lock);
+    uiw__lock_init_plain(&io->pend_lock, attr->single_threaded);
     int r = uiw__loop_init(&io->loop, false);
     if (r < 0)
         goto fail_lock;
+    /* one thread at a time: the dispatcher's lock only says whether a pass is under way */
+    uiw__lock_init_plain(&io->loop.lock, attr->single_threaded);
     io->loop.on_bell = io_bell;
     io->loop.app_waits = io_app_waits;
     io->loop.bell_arg = io;

@@ -36,7 +36,7 @@ struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx)
         return NULL;
     }
     ch->ctx = ctx;
-    uiw__lock_init(&ch->lock);
+    uiw__lock_init_plain(&ch->lock, ctx->attr.single_threaded);
     uiw__ctx_get(ctx);
     return ch;
 }
@@ -86,7 +86,7 @@ struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
     cq->cqe = (uint32_t)cqe;
     cq->cq_context = cq_context;
     cq->channel = channel;
-    uiw__lock_init(&cq->lock);
+    uiw__lock_init_plain(&cq->lock, ctx->attr.single_threaded);
     if (channel)
         atomic_fetch_add(&channel->ncq, 1);
     uiw__ctx_get(ctx);

@@ -80,10 +80,11 @@ struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr)
         seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)ctx;
     }
     ctx->rnd = seed | 1;
-    uiw__lock_init(&ctx->mem_lock);
+    bool plain = ctx->attr.single_threaded;
+    uiw__lock_init_plain(&ctx->mem_lock, plain);
     atomic_init(&ctx->mem_gen, 1);
-    uiw__lock_init(&ctx->async_lock);
-    uiw__lock_init(&ctx->qps_lock);
+    uiw__lock_init_plain(&ctx->async_lock, plain);
+    uiw__lock_init_plain(&ctx->qps_lock, plain);
     atomic_init(&ctx->next_qpn, 1);
     atomic_init(&ctx->next_pd, 1);
     atomic_init(&ctx->armed_cqs, 0);

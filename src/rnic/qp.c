@@ -97,7 +97,7 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     qp->qpn = atomic_fetch_add(&qp->ctx->next_qpn, 1);
     qp->send_msn = qp->rreq_msn = 1;
     qp->rx_send_msn = qp->rx_rreq_msn = 1;
-    uiw__lock_init(&qp->lock);
+    uiw__lock_init_plain(&qp->lock, qp->ctx->attr.single_threaded);
     atomic_fetch_add(&qp->send_cq->nqp, 1);
     atomic_fetch_add(&qp->recv_cq->nqp, 1);
     atomic_fetch_add(&((struct uiw__pd *)pd)->nqp, 1);

@@ -50,7 +50,7 @@ struct uiw_srq *uiw_create_srq(struct uiw_pd *pd, struct uiw_srq_init_attr *attr
         return NULL;
     }
     attr->attr.max_sge = UIW__MAX_SGE;
-    uiw__lock_init(&srq->lock);
+    uiw__lock_init_plain(&srq->lock, ctx->attr.single_threaded);
     srq->ctx = ctx;
     srq->pd = pd;
     srq->srq_context = attr->srq_context;

@@ -66,3 +66,26 @@ TEST(lock_try)
     uiw__lock_give(&l);
     CHECK_EQ(atomic_load(&l.v), 0);
 }
+
+/* A plain lock (one thread at a time) keeps the same state, held or free, so a trylock
+ * still says whether a pass is under way; a mutex is not plain. */
+TEST(lock_plain)
+{
+    struct uiw__lock l;
+    uiw__lock_init_plain(&l, true);
+    CHECK(uiw__lock_plain(&l));
+    CHECK(uiw__lock_try(&l));
+    CHECK(!uiw__lock_try(&l)); /* held */
+    uiw__lock_give(&l);
+    CHECK(uiw__lock_try(&l));
+    uiw__lock_give(&l);
+    uiw__lock_take(&l);
+    CHECK(!uiw__lock_try(&l));
+    uiw__lock_give(&l);
+    CHECK_EQ(atomic_load(&l.v), UIW__LOCK_PLAIN);
+    uiw__lock_init_plain(&l, false);
+    CHECK(!uiw__lock_plain(&l));
+    CHECK(uiw__lock_try(&l));
+    CHECK_EQ(atomic_load(&l.v), 1);
+    uiw__lock_give(&l);
+}

@@ -23,11 +23,16 @@ struct link {
     struct side b; /* responder */
 };
 
+/* The contexts link_up opens next are single-threaded (uiw_context_attr.single_threaded;
+ * the test's one thread makes every call, and they have no progress thread). */
+static bool sides_single;
+
 static void side_open(struct side *s, bool thread, bool channel)
 {
     struct uiw_context_attr at;
     uiw_context_attr_init(&at);
     at.progress_thread = thread;
+    at.single_threaded = sides_single;
     s->ctx = uiw_open_context(&at);
     CHECK(s->ctx != NULL);
     s->pd = uiw_alloc_pd(s->ctx);
@@ -139,6 +144,10 @@ static void link_down(struct link *k, bool disconnect)
     link_close(k);
 }
 
+/* When set, wait_wc drives the connections of this cm channel too (those of contexts
+ * without a progress thread: the peer of the side waited for, serving its Reads). */
+static struct uiw_cm_channel *wait_drives;
+
 /* One completion within the bound (progress inline from poll when no thread runs). */
 static void wait_wc(struct side *s, struct uiw_wc *wc)
 {
@@ -150,6 +159,9 @@ static void wait_wc(struct side *s, struct uiw_wc *wc)
             return;
         if (io_now_ms() > end)
             uiw_test_fail(__FILE__, __LINE__, "no completion within %d ms", EV_WAIT_MS);
+        struct uiw_cm_event *ev;
+        if (wait_drives && uiw_cm_get_event(wait_drives, &ev, 0) == 0)
+            uiw_test_fail(__FILE__, __LINE__, "cm event %s", uiw_cm_event_str(ev->event));
         struct pollfd none;
         poll(&none, 0, 1);
     }
@@ -1313,6 +1325,35 @@ TEST(data_many_connections)
 
 /* Contexts without progress threads: the peer's close still surfaces as DISCONNECTED while
  * the application waits in uiw_cm_get_event. */
+/* Single-threaded contexts (the application's promise: one thread at a time) run every
+ * operation as the others do, with locks that use no atomic instructions. */
+TEST(data_ops_single_threaded)
+{
+    struct link k;
+    sides_single = true;
+    link_up_ex(&k, AF_INET, false, false, NULL, NULL);
+    sides_single = false;
+    wait_drives = k.ch; /* both ends progress inline: waiting for one drives the other */
+    exercise(&k, 1 << 20);
+    wait_drives = NULL;
+    link_down(&k, true);
+}
+
+/* A progress thread is a second thread: a single-threaded context has none. */
+TEST(data_single_threaded_needs_no_progress_thread)
+{
+    struct uiw_context_attr at;
+    uiw_context_attr_init(&at);
+    at.single_threaded = true;
+    errno = 0;
+    CHECK(uiw_open_context(&at) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    at.progress_thread = false;
+    struct uiw_context *ctx = uiw_open_context(&at);
+    CHECK(ctx != NULL);
+    CHECK_EQ(uiw_close_context(ctx), 0);
+}
+
 TEST(data_no_thread_disconnect_reported)
 {
     struct link k;

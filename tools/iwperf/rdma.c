@@ -599,6 +599,12 @@ static int setup_common(struct conn *c, struct uiw_cm_channel *ch)
     struct uiw_context_attr ca;
     uiw_context_attr_init(&ca);
     ca.progress_thread = !c->o->no_thread;
+    /* without a progress thread, one thread at a time calls into the context: with --qps
+     * each QP's thread has a context of its own and touches no other (nor the cm channel
+     * the server's QPs share, which drives all of them), and the main thread, which sets
+     * them up and closes them, hands them over and takes them back by creating and
+     * joining those threads */
+    ca.single_threaded = c->o->no_thread;
     c->ctx = uiw_open_context(&ca);
     if (!c->ctx)
         return fail(c, "open_context", -errno);
