@@ -424,7 +424,9 @@ static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct
     k->rib = NULL;
     k->rbulk = NULL;
     k->too_small = false;
-    k->no_ddp = backward && c->props.peer_brs != UIW_RDMA2_BKREQSUP_GENL;
+    /* a backward reply goes with chunks only where this side (the client) said it takes
+     * backward calls like forward ones: its own BRS, GENL */
+    k->no_ddp = backward && (h->vers == 1 || c->props.brs != UIW_RDMA2_BKREQSUP_GENL);
     k->sq_res = 0;
     k->npush = 0;
     if (k->nrsegs) {

@@ -231,7 +231,7 @@ struct uiw__rr_call {
     bool too_small;
     bool wshort;        /* ... because of a Write chunk (the encoded reply lacks that item) */
     uint32_t linv_left; /* LOCAL_INVs of `local` outstanding */
-    bool no_ddp;        /* reply inline only (backward replies to an INLINE peer) */
+    bool no_ddp;        /* reply inline only (a backward call, BRS not GENL or Version One) */
 };
 
 /* ---------------------------------------------------------------- properties */
