@@ -594,11 +594,12 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
             q->requeue = true;
         }
     } else if (h->vers == 2 && e->errcode == UIW_RDMA2_ERR_REPLY_RESOURCE && !q->retried) {
-        /* send again once, with the same XID and a Reply chunk of the size asked for */
+        /* send again once, with the same XID and a Reply chunk of the size asked for; not
+         * a backward call to an inline-only client, which can be offered no Reply chunk */
         uint32_t base = 1;
         for (uint32_t i = 0; i < q->nwrites; i++)
             base++;
-        if (e->segment_index == 0 || e->segment_index >= base) {
+        if (!uiw__rr_req_inline_only(c, q) && (e->segment_index == 0 || e->segment_index >= base)) {
             uint32_t need = e->length_needed;
             if (e->segment_index >= base && q->reply.len && need < q->reply.len)
                 need = q->reply.len;

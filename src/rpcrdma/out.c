@@ -361,8 +361,7 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
     struct uiw_rpcrdma_write_chunk wc[UIW__RR_MAX_CHUNKS];
     struct uiw_rpcrdma_segment ws[UIW__RR_MAX_CHUNKS], rps;
     uint8_t *payload = uiw__rr_req_payload(q);
-    bool peer_inline_only =
-        q->backward && (c->vers == 1 || c->props.peer_brs != UIW_RDMA2_BKREQSUP_GENL);
+    bool peer_inline_only = uiw__rr_req_inline_only(c, q);
 
     memset(&h, 0, sizeof(h));
     h.xid = q->xid;

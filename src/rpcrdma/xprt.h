@@ -535,6 +535,13 @@ static inline uint32_t uiw__rr_req_cap(const struct uiw__rr_dev *d, const struct
 {
     return q->bulk ? q->bulk->cap : d->ibuf_size;
 }
+/* Whether q may go inline only: a backward call to a client that takes backward calls
+ * without chunks (Version One, RFC 8167; Version Two with a BRS other than GENL). */
+static inline bool uiw__rr_req_inline_only(const struct uiw__rr_conn *c,
+                                           const struct uiw__rr_req *q)
+{
+    return q->backward && (c->vers == 1 || c->props.peer_brs != UIW_RDMA2_BKREQSUP_GENL);
+}
 /* Send q on c (its XID, payload and regions set): now if a credit is free, else queued
  * (sent as replies return credits). 0, -ENOTCONN (c dead), -EMSGSIZE (too large for the
  * limits or for what the peer accepts in this direction), -EAGAIN. */
