@@ -849,3 +849,69 @@ TEST(rpcrdma_unsolicited_replies)
     CHECK_EQ(f->x->h.xid, 0x58);
     fx_down(f, false);
 }
+
+/* ---------------------------------------------------------------- RFC 8797 defaults */
+
+/* A Version One client that sends no connection private data gets RFC 8797's defaults:
+ * the server sends it nothing inline above 1024 bytes (a 1528-byte reply goes in the Reply
+ * chunk offered, where a client announcing 4096-byte receives gets it inline), and never a
+ * Send With Invalidate (the reply to a call with a Write chunk comes by a plain Send, where
+ * a client whose private data allows it gets its handle invalidated). */
+static void no_pd_call(const struct uiw_rpcrdma_cm_private *pd, uint32_t want_proc, bool want_inv)
+{
+    struct server s;
+    server_up(&s, 2, 0, 0);
+    struct fx g = {.s = s};
+    uint8_t b[UIW_RPCRDMA_CM_PRIVATE_LEN];
+    if (pd)
+        CHECK_EQ(uiw_rpcrdma_cm_private_encode(b, sizeof(b), pd), 8);
+    CHECK_EQ(rpcpeer_connect(&g.p, s.port, pd ? b : NULL, pd ? sizeof(b) : 0, false), 0);
+    g.x = rx_new();
+    /* 1500 bytes of result (24 of reply header, 4 of length): no Write chunk offered */
+    static uint8_t rmem[4096], wmem[4096];
+    rpcpeer_region(&g.p, 0x630, rmem, sizeof(rmem), true, false);
+    rpcpeer_region(&g.p, 0x631, wmem, sizeof(wmem), true, false);
+    struct uiw_rpcrdma_segment rseg = {0x630, sizeof(rmem), (uint64_t)(uintptr_t)rmem};
+    struct uiw_rpcrdma_write_chunk rc = {1, &rseg};
+    struct uiw_rpcrdma_hdr h = call_hdr(0x990, 1, UIW_RDMA_MSG, NULL, 0);
+    h.u.chunks.has_reply = true;
+    h.u.chunks.reply = rc;
+    uint8_t args[4];
+    CHECK_EQ(rpcpeer_send_call(&g.p, &h, 0, PROG, P_GEN, len_word(args, 1500), 4), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&g.p, g.x->msg, sizeof(g.x->msg), &g.x->len, &g.x->h, &g.x->sp, WAIT),
+             1);
+    CHECK_EQ(g.x->h.xid, 0x990);
+    CHECK_EQ(g.x->h.proc, want_proc);
+    if (want_proc == UIW_RDMA_NOMSG) {
+        CHECK_EQ(g.x->len, g.x->h.hdr_len); /* the header alone */
+        CHECK(g.x->h.u.chunks.has_reply);
+        CHECK_EQ(g.x->h.u.chunks.reply.segs[0].length, 1528);
+        CHECK_EQ(uiw__get_be32(rmem + 24), 1500);
+    } else {
+        CHECK_EQ(g.x->len - g.x->h.hdr_len, 1528);
+    }
+    /* a Write chunk: its handle is the only one of the call (RFC 8797 section 5.2) */
+    struct uiw_rpcrdma_segment wseg = {0x631, sizeof(wmem), (uint64_t)(uintptr_t)wmem};
+    struct uiw_rpcrdma_write_chunk wc = {1, &wseg};
+    h = call_hdr(0x991, 1, UIW_RDMA_MSG, NULL, 0);
+    h.u.chunks.nwrites = 1;
+    h.u.chunks.writes = &wc;
+    CHECK_EQ(rpcpeer_send_call(&g.p, &h, 0, PROG, P_GEN, len_word(args, 3000), 4), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&g.p, g.x->msg, sizeof(g.x->msg), &g.x->len, &g.x->h, &g.x->sp, WAIT),
+             1);
+    CHECK_EQ(g.x->h.xid, 0x991);
+    CHECK_EQ(g.x->h.u.chunks.writes[0].segs[0].length, 3000);
+    CHECK_EQ(g.p.with_inv, want_inv);
+    CHECK_EQ(g.p.violations, 0);
+    rpcpeer_close(&g.p, false);
+    free(g.x);
+    server_down(&s);
+}
+
+TEST(rpcrdma_no_private_data_defaults)
+{
+    no_pd_call(NULL, UIW_RDMA_NOMSG, false);
+    struct uiw_rpcrdma_cm_private pd = {
+        UIW_RPCRDMA_CM_PRIVATE_MAGIC, UIW_RPCRDMA_CM_PRIVATE_VERSION, 0, true, 4096, 4096};
+    no_pd_call(&pd, UIW_RDMA_MSG, true);
+}
