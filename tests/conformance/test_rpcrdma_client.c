@@ -550,3 +550,83 @@ TEST(rpcrdma_client_one_call_until_first_reply)
     close(sc->lfd);
     free(sc);
 }
+
+/* Draft section 7: the client's first message is Version Two and at most 1024 bytes, even
+ * with the largest CONNPROP it can send (eight experimental properties of 64 bytes) and a
+ * first call of 3000 bytes waiting: that call goes only after the answer. Here the answer
+ * is ERR_VERS (a Version One server) with no RFC 8797 private data: the client goes on in
+ * Version One with the defaults (1024 bytes inline, no remote invalidation), so the call
+ * goes as a long call (Position-Zero Read chunk), its Send at most 1024 bytes too. */
+static uint32_t first_len, call_len;
+
+static void *first_msg_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.vers == 2 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    first_len = sc->len;
+    struct uiw_rpcrdma_hdr e = {.xid = sc->h.xid, .vers = 2, .credit = 8, .proc = UIW_RDMA_ERROR};
+    e.u.error.errcode = UIW_RDMA_ERR_VERS;
+    e.u.error.vers_low = 1;
+    e.u.error.vers_high = 1;
+    EXPECT(rpcpeer_send_hdr(&sc->p, &e, NULL, 0) == 0);
+    sc->step = 1;
+    EXPECT(next(sc) == 1 && sc->h.vers == 1 && sc->h.proc == UIW_RDMA_NOMSG);
+    EXPECT(sc->h.u.chunks.nreads == 1 && sc->h.u.chunks.reads[0].position == 0);
+    EXPECT(sc->h.u.chunks.reads[0].target.length > 3000);
+    call_len = sc->len;
+    uint8_t body[24];
+    uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
+    for (int i = 0; i < 6; i++)
+        uiw__put_be32(body + 4 * i, w[i]);
+    struct uiw_rpcrdma_hdr r = {.xid = sc->h.xid, .vers = 1, .credit = 8, .proc = UIW_RDMA_MSG};
+    EXPECT(rpcpeer_send_hdr(&sc->p, &r, body, sizeof(body)) == 0);
+    sc->step = 2;
+    bool eof = false;
+    rpcpeer_pump(&sc->p, WAIT, &eof);
+    return NULL;
+}
+
+TEST(rpcrdma_client_first_message_small)
+{
+    struct script *sc = calloc(1, sizeof(*sc));
+    uint16_t port;
+    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
+    CHECK(sc->lfd >= 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, first_msg_server, sc), 0);
+    struct uiw_rpc_clnt_attr a = {0};
+    a.no_vers_memory = true;
+    a.no_reconnect = true;
+    a.xprt.ddp_threshold = 1u << 30;
+    a.xprt.nxprops = UIW_RPC_XPROP_MAX;
+    for (unsigned i = 0; i < UIW_RPC_XPROP_MAX; i++) {
+        a.xprt.xprops[i].which = UIW_RPC_XPROP_MIN + i;
+        a.xprt.xprops[i].len = UIW_RPC_XPROP_DATA;
+        memset(a.xprt.xprops[i].data, 'x', UIW_RPC_XPROP_DATA);
+    }
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
+    CHECK(c != NULL);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.vers, 1);
+    CHECK(ci.vers_fallback);
+    CHECK(!ci.peer_cm_private);
+    CHECK_EQ(ci.inline_send, 1024);
+    CHECK(!ci.remote_invalidation);
+    static char buf[3000];
+    struct blob b = {sizeof(buf), buf};
+    CHECK_EQ(clnt_call(c, 1, (xdrproc_t)xblob, (char *)&b, (xdrproc_t)xnone, NULL, TMO),
+             RPC_SUCCESS);
+    clnt_destroy(c);
+    pthread_join(th, NULL);
+    CHECK_EQ(sc->fail, 0);
+    CHECK_EQ(sc->step, 2);
+    CHECK(first_len > 600); /* the eight properties were in it */
+    CHECK(first_len <= 1024);
+    CHECK(call_len <= 1024);
+    rpcpeer_close(&sc->p, false);
+    close(sc->lfd);
+    free(sc);
+}
