@@ -217,6 +217,10 @@ struct uiw_rpc_xprt_stats {
                                        or a requester's that the peer wrote (as its reply says) */
     uint64_t inline_bytes_sent;     /* RPC-over-RDMA messages sent by Send (headers included) */
     uint64_t inline_bytes_received; /* ... received */
+    /* Times a thread polling for completions (a client's callers, a server's workers) found
+     * none within its spin (uiw_rpc_xprt_attr.spin_us) and slept until the next one: each
+     * costs a wake-up on the path of what it waited for. Counted per context, as rnic. */
+    uint64_t sleeps;
     /* RDMA_ERROR messages by errcode (UIW_RDMA_ERR_VERS, UIW_RDMA_ERR_CHUNK / BAD_XDR, ...) */
     uint64_t errors_sent[UIW_RPC_NERR];
     uint64_t errors_received[UIW_RPC_NERR];

@@ -374,6 +374,7 @@ void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st)
     for (struct uiw__rr_conn *c = d->all; c; c = c->all_next)
         uiw__rr_conn_stats_add(c, st);
     pthread_mutex_unlock(&d->mu);
+    st->sleeps = atomic_load_explicit(&d->n_sleeps, memory_order_relaxed);
     if (uiw__nic_stats(d->nic, &st->rnic) != 0)
         memset(&st->rnic, 0, sizeof(st->rnic));
 }
@@ -436,6 +437,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     }
     void *ctx = NULL;
     /* after the passes above: a call they left waiting for room is counted by now */
+    UIW__RR_COUNT(d->n_sleeps, 1);
     bool wakeable = atomic_load(&d->room_waiters) > 0;
     int r = wakeable ? uiw__nic_wait_wakeable(d->nic, ms, &ctx) : uiw__nic_wait(d->nic, ms, &ctx);
     if (r == -ETIMEDOUT && ms == SLICE_MS)

@@ -420,6 +420,7 @@ struct uiw__rr_dev {
     _Atomic uint32_t room_waiters;
     _Atomic uint64_t n_room_wakes; /* wakes by freed room (tests) */
     _Atomic uint64_t n_slices;     /* sleeps that ran their whole slice (tests) */
+    _Atomic uint64_t n_sleeps;     /* the leader found nothing within its spin and slept */
 };
 
 struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a);
