@@ -405,7 +405,11 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         return;
     uint64_t now = uiw__rr_now_ns();
     if (d->spin_us > 0) {
-        uint64_t until = now + (uint64_t)d->spin_us * 1000u;
+        /* spin_us of idle polling: RNIC work done meanwhile (a peer's RDMA Read served
+         * from this thread, its Writes placed) starts the spin over, so that a requester
+         * that spent its spin sending a Read chunk is still polling when the reply comes */
+        uint64_t spin = (uint64_t)d->spin_us * 1000u, until = now + spin;
+        uint64_t act = uiw__nic_activity(d->nic);
         if (deadline && until > deadline)
             until = deadline;
         do {
@@ -414,6 +418,11 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
             if (k > 0 || poll_all(d) > 0)
                 return;
             now = uiw__rr_now_ns();
+            uint64_t a = uiw__nic_activity(d->nic);
+            if (a != act) {
+                act = a;
+                until = deadline && now + spin > deadline ? deadline : now + spin;
+            }
         } while (now < until);
     }
     /* arm, look once more, sleep */

@@ -157,6 +157,11 @@ int uiw__nic_wait(struct uiw__nic *n, int timeout_ms, void **conn_ctx);
  * uiw__nic_wait on some backends: for when a wake-up is expected. */
 int uiw__nic_wait_wakeable(struct uiw__nic *n, int timeout_ms, void **conn_ctx);
 void uiw__nic_wake(struct uiw__nic *n);
+/* A number that changes whenever the RNIC moved bytes of a connection of n, also work that
+ * completes nothing here (serving a peer's RDMA Read, placing its RDMA Writes). A software
+ * RNIC does that work in the threads that poll, so a poller that sees it change was busy,
+ * not idle; an RNIC that works without the host's CPU may return 0 always. */
+uint64_t uiw__nic_activity(struct uiw__nic *n);
 
 /* ---------------------------------------------------------------- connections */
 

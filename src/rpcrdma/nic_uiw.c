@@ -400,6 +400,14 @@ void uiw__nic_wake(struct uiw__nic *n)
     }
 }
 
+uint64_t uiw__nic_activity(struct uiw__nic *n)
+{
+    struct uiw_context_stats st;
+    if (uiw_query_context_stats(n->ctx, &st) != 0)
+        return 0;
+    return st.tx_bytes + st.rx_bytes;
+}
+
 /* ---------------------------------------------------------------- connections */
 
 static void fill_param(struct uiw_conn_param *p, const struct uiw__nic_conn_attr *a,

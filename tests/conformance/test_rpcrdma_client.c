@@ -630,3 +630,83 @@ TEST(rpcrdma_client_first_message_small)
     close(sc->lfd);
     free(sc);
 }
+
+/* A raw server that pulls the client's Read chunk slowly: one 4 KiB RDMA Read every
+ * 4 ms, then the reply at once. */
+#define SLOW_READS 30
+#define SLOW_PIECE 4096u
+
+static void *slow_pull_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    EXPECT(connprop(sc, 8) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG && sc->h.u.chunks.nreads == 1);
+    struct uiw_rpcrdma_segment s = sc->h.u.chunks.reads[0].target;
+    EXPECT(s.length == SLOW_READS * SLOW_PIECE);
+    static uint8_t ulpdu[65536];
+    for (uint32_t i = 0; i < SLOW_READS; i++) {
+        struct timespec ts = {0, 4000000L};
+        nanosleep(&ts, NULL);
+        struct uiw_rdmap_read_req rr = {.sink_stag = 0x5100 + i,
+                                        .sink_to = 0,
+                                        .size = SLOW_PIECE,
+                                        .src_stag = s.handle,
+                                        .src_to = s.offset + i * SLOW_PIECE};
+        EXPECT(rawpeer_send_read_req(&sc->p.raw, &rr) == 0);
+        uint32_t got = 0;
+        while (got < SLOW_PIECE) {
+            uint16_t len = 0;
+            EXPECT(rawpeer_recv_fpdu(&sc->p.raw, ulpdu, sizeof(ulpdu), &len, WAIT) == 1);
+            EXPECT(len >= UIW_DDP_TAGGED_HDR_LEN);
+            got += len - UIW_DDP_TAGGED_HDR_LEN;
+        }
+        EXPECT(got == SLOW_PIECE);
+    }
+    sc->step = 1;
+    uint8_t res[4];
+    uiw__put_be32(res, SLOW_READS * SLOW_PIECE);
+    EXPECT(reply(sc, 8, res, 4, NULL, 0) == 0);
+    sc->step = 2;
+    bool eof = false;
+    rpcpeer_pump(&sc->p, WAIT, &eof);
+    return NULL;
+}
+
+/* The spin counts idle polling only: a caller whose Read chunk the server pulls for far
+ * longer than its spin, each piece well within it, is still polling when the reply comes
+ * (serving the Reads was the RNIC's work in its thread, not waiting), so it never sleeps. */
+TEST(rpcrdma_client_spin_outlasts_a_slow_pull)
+{
+    struct script *sc = calloc(1, sizeof(*sc));
+    uint16_t port;
+    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
+    CHECK(sc->lfd >= 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, slow_pull_server, sc), 0);
+    struct uiw_rpc_clnt_attr a = {0};
+    a.no_vers_memory = true;
+    a.no_reconnect = true;
+    a.xprt.spin_us = 50000; /* 50 ms: the pull takes 120 ms, a piece 4 */
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
+    CHECK(c != NULL);
+    static char buf[SLOW_READS * SLOW_PIECE];
+    struct blob b = {sizeof(buf), buf};
+    u_int res = 0;
+    struct uiw_rpc_xprt_stats s0, s1;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s0), 0);
+    CHECK_EQ(clnt_call(c, 2, (xdrproc_t)xblob, (char *)&b, (xdrproc_t)xdr_u_int, (char *)&res, TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s1), 0);
+    CHECK_EQ(res, sizeof(buf));
+    CHECK_EQ(s1.sleeps - s0.sleeps, 0);
+    clnt_destroy(c);
+    pthread_join(th, NULL);
+    CHECK_EQ(sc->fail, 0);
+    CHECK_EQ(sc->step, 2);
+    rpcpeer_close(&sc->p, false);
+    close(sc->lfd);
+    free(sc);
+}
