@@ -1,6 +1,12 @@
 #include "test.h"
 
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 enum { MAX_TESTS = 4096 };
 
@@ -62,4 +68,32 @@ int main(int argc, char **argv)
         return 2;
     }
     return 0;
+}
+
+int uiw_test_set_lo(int up)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strcpy(ifr.ifr_name, "lo");
+    int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+    if (r == 0) {
+        if (up)
+            ifr.ifr_flags |= IFF_UP;
+        else
+            ifr.ifr_flags &= ~IFF_UP;
+        r = ioctl(s, SIOCSIFFLAGS, &ifr);
+    }
+    r = r < 0 ? -errno : 0;
+    close(s);
+    return r;
+}
+
+int uiw_test_private_net(void)
+{
+    if (unshare(CLONE_NEWNET) < 0)
+        return -errno;
+    return uiw_test_set_lo(1);
 }

@@ -24,6 +24,12 @@ void uiw_test_register(const char *name, uiw_test_fn fn);
 void uiw_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 void uiw_test_hexdiff(const void *a, const void *b, size_t n);
+/* Bring this process's loopback interface up (1) or down (0): 0 or -errno. */
+int uiw_test_set_lo(int up);
+/* Move this test's process into a network namespace of its own with loopback up, where
+ * fixed ports (e.g. a protocol's default) collide with nothing: 0 or -errno (EPERM
+ * without CAP_SYS_ADMIN). */
+int uiw_test_private_net(void);
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \

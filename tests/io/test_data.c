@@ -1446,38 +1446,15 @@ TEST(data_no_copy_after_small_sends)
     link_down(&k, true);
 }
 
-#include <net/if.h>
-#include <sys/ioctl.h>
-
-static int set_lo(bool up)
-{
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return -errno;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof(ifr));
-    strcpy(ifr.ifr_name, "lo");
-    int r = ioctl(s, SIOCGIFFLAGS, &ifr);
-    if (r == 0) {
-        if (up)
-            ifr.ifr_flags |= IFF_UP;
-        else
-            ifr.ifr_flags &= ~IFF_UP;
-        r = ioctl(s, SIOCSIFFLAGS, &ifr);
-    }
-    r = r < 0 ? -errno : 0;
-    close(s);
-    return r;
-}
-
 /* A peer that vanishes without a reset (its network goes away, in a network namespace of
  * this test process): TCP_USER_TIMEOUT / keepalive end the connection, every outstanding
  * work request is flushed on both sides, DISCONNECTED reports the error. */
 TEST(slow_dead_peer_detected)
 {
-    if (unshare(CLONE_NEWNET) < 0)
+    int ns = uiw_test_private_net();
+    if (ns == -EPERM)
         SKIP("cannot create a network namespace (needs CAP_SYS_ADMIN)");
-    CHECK_EQ(set_lo(true), 0);
+    CHECK_EQ(ns, 0);
     struct link k;
     struct uiw_conn_param live = {IO_DEPTHS, .keepalive_idle_s = 1, .keepalive_intvl_s = 1,
                                   .keepalive_cnt = 2, .tcp_user_timeout_ms = 1500};
@@ -1493,7 +1470,7 @@ TEST(slow_dead_peer_detected)
     expect_wc(&k.b, 112, UIW_WC_RECV, UIW_WC_SUCCESS, 32);
     post_recv(&k.b, bmr, bm, 1024, 114);
 
-    CHECK_EQ(set_lo(false), 0); /* no FIN, no RST: the peer is just gone */
+    CHECK_EQ(uiw_test_set_lo(0), 0); /* no FIN, no RST: the peer is just gone */
     post_op(&k.a, UIW_WR_SEND, amr, am, 32, 0, 0, 115);
     bool seen_a = false, seen_b = false;
     while (!seen_a || !seen_b) {
