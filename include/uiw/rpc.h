@@ -248,8 +248,8 @@ struct uiw_rpc_clnt_attr {
     bool no_vers_memory;
 };
 
-/* Connect to an RPC-over-RDMA server (host: a name or address; port: normally
- * UIW_RPCRDMA_PORT) for program prog, version vers, and settle the RPC-over-RDMA
+/* Connect to an RPC-over-RDMA server (host: a name or address; port: 0 means
+ * UIW_RPCRDMA_PORT, the NFS-RDMA port) for program prog, version vers, and settle the RPC-over-RDMA
  * version (draft section 7: the first message is Version Two unless xprt.vers_max is 1
  * or the server answered ERR_VERS before). cl_auth is AUTH_NONE (authnone_create());
  * replace it (e.g. authunix_create_default()) before calling; clnt_destroy destroys it.

@@ -282,7 +282,7 @@ CLIENT *uiw_rpc_clnt_create(const char *host, uint16_t port, rpcprog_t prog, rpc
     u->xprt = u->attr.xprt;
     int r = uiw__rr_xprt_defaults(&u->xprt);
     if (r == 0)
-        r = resolve(host, port, &u->addr);
+        r = resolve(host, port ? port : UIW_RPCRDMA_PORT, &u->addr);
     if (r) {
         free(u);
         errno = -r;

@@ -1,8 +1,13 @@
 /* rpcrdma-ping against a server of the RPC layer on loopback: what each connection
  * settled, Version One fallback and its memory across connections, the exit statuses. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <uiw/rpc.h>
 
@@ -262,4 +267,56 @@ TEST(rpcrdma_ping_usage)
     CHECK_EQ(r.status, 0);
     CHECK(strstr(r.out, "rpcrdma-ping (uiw) ") == r.out);
     tool_run_free(&r);
+}
+
+/* The default port is the NFS-RDMA port, 20049 (RFC 5666 section 11.1), wherever none is
+ * given: rpcrdma-bench's server listens there, rpcrdma-ping without -p and the library's
+ * client with port 0 connect there. In a network namespace of this test's own, where the
+ * fixed port collides with nothing. */
+TEST(rpcrdma_default_port)
+{
+    int ns = uiw_test_private_net();
+    if (ns == -EPERM)
+        SKIP("cannot create a network namespace (needs CAP_SYS_ADMIN)");
+    CHECK_EQ(ns, 0);
+    int out[2];
+    CHECK_EQ(pipe(out), 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even when a check fails */
+        dup2(out[1], 1);
+        close(out[0]);
+        close(out[1]);
+        execl(UIW_BINARY_DIR "/tools/rpcrdma-bench", "rpcrdma-bench", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char line[256];
+    size_t n = 0;
+    while (n < sizeof(line) - 1 && (n == 0 || line[n - 1] != '\n')) {
+        ssize_t k = read(out[0], line + n, 1); /* the server's first line: where it listens */
+        if (k < 0 && errno == EINTR)
+            continue;
+        CHECK(k == 1);
+        n++;
+    }
+    line[n] = 0;
+    CHECK(strstr(line, "rpcrdma-bench: listening on port 20049 (RPC-over-RDMA)") == line);
+    char prog[16];
+    snprintf(prog, sizeof(prog), "%u", 0x20000b0eu); /* rbench.x's RBENCH_PROG */
+    struct tool_run r;
+    tool_run(PING, (const char *[]){"rpcrdma-ping", "127.0.0.1", prog, "1", NULL}, "", 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "procedure 0: success, round trip ") != NULL);
+    tool_run_free(&r);
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", 0, 0x20000b0eu, 1, NULL);
+    CHECK(c != NULL);
+    struct timeval tmo = {10, 0};
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xvoid, NULL, (xdrproc_t)xvoid, NULL, tmo), RPC_SUCCESS);
+    clnt_destroy(c);
+    CHECK_EQ(kill(pid, SIGTERM), 0);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    close(out[0]);
 }
