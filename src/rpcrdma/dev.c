@@ -405,25 +405,29 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         return;
     uint64_t now = uiw__rr_now_ns();
     if (d->spin_us > 0) {
-        /* spin_us of idle polling: RNIC work done meanwhile (a peer's RDMA Read served
-         * from this thread, its Writes placed) starts the spin over, so that a requester
-         * that spent its spin sending a Read chunk is still polling when the reply comes */
+        /* spin_us of idle polling: a spin window in which the RNIC did work (a peer's RDMA
+         * Read served from this thread, its Writes placed) is followed by another, so that
+         * a requester that spent its spin sending a Read chunk is still polling when the
+         * reply comes. The RNIC's counters (every QP's lock) are read once per window, not
+         * on every pass. */
         uint64_t spin = (uint64_t)d->spin_us * 1000u, until = now + spin;
         uint64_t act = uiw__nic_activity(d->nic);
         if (deadline && until > deadline)
             until = deadline;
-        do {
+        for (;;) {
             struct uiw__rr_conn *c = d->last_active;
             int k = c ? poll_conn(c) : 0;
             if (k > 0 || poll_all(d) > 0)
                 return;
             now = uiw__rr_now_ns();
+            if (now < until)
+                continue;
             uint64_t a = uiw__nic_activity(d->nic);
-            if (a != act) {
-                act = a;
-                until = deadline && now + spin > deadline ? deadline : now + spin;
-            }
-        } while (now < until);
+            if (a == act || (deadline && now >= deadline))
+                break;
+            act = a;
+            until = deadline && now + spin > deadline ? deadline : now + spin;
+        }
     }
     /* arm, look once more, sleep */
     pthread_mutex_lock(&d->mu);
