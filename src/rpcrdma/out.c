@@ -368,10 +368,12 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
     h.vers = c->vers;
     h.credit = uiw__rr_credit_out(c, false);
     h.u.chunks.direction = UIW_RPCRDMA_CALL;
-    if (peer_inline_only && (q->nreads || q->nwrites || q->reply_max))
+    /* a Reply chunk when asked for and larger than what the peer can send inline; a
+     * backward call to an inline-only client, which can be offered none, is not sent when
+     * its expected reply cannot come inline */
+    bool want_reply = q->reply_max && !uiw__rr_reply_fits_inline(c, q->reply_max);
+    if (peer_inline_only && (q->nreads || q->nwrites || want_reply))
         return -EMSGSIZE;
-    /* a Reply chunk when asked for and larger than what the peer can send inline */
-    bool want_reply = q->reply_max && q->reply_max + 64 > c->inline_recv && !peer_inline_only;
     if (want_reply && !q->reply_buf) {
         if (q->reply_max > d->max_msg)
             return -EMSGSIZE;

@@ -543,6 +543,21 @@ static inline bool uiw__rr_req_inline_only(const struct uiw__rr_conn *c,
 {
     return q->backward && (c->vers == 1 || c->props.peer_brs != UIW_RDMA2_BKREQSUP_GENL);
 }
+/* Whether a reply of up to reply_max bytes (its RPC message) can come inline, with room
+ * for its transport header: within the receive size the peer knows of ours (Version Two:
+ * the RBSIZ we advertise), and within what the peer said it sends (RFC 8797), or the
+ * Version One default of 1024 bytes when it said nothing. Beyond it a reply needs a Reply
+ * chunk. */
+#define UIW__RR_REPLY_HDR_ROOM 64
+static inline bool uiw__rr_reply_fits_inline(const struct uiw__rr_conn *c, uint32_t reply_max)
+{
+    uint32_t lim = c->vers == 2 ? c->props.rbsiz : c->inline_recv;
+    if (c->peer_cm && c->peer_cmp.send_size < lim)
+        lim = c->peer_cmp.send_size;
+    else if (!c->peer_cm && c->vers == 1 && lim > 1024)
+        lim = 1024;
+    return (uint64_t)reply_max + UIW__RR_REPLY_HDR_ROOM <= lim;
+}
 /* Send q on c (its XID, payload and regions set): now if a credit is free, else queued
  * (sent as replies return credits). 0, -ENOTCONN (c dead), -EMSGSIZE (too large for the
  * limits or for what the peer accepts in this direction), -EAGAIN. */

@@ -483,7 +483,9 @@ TEST(rpc_brs_none)
  * that fit go inline; a call that does not fit is not sent (RPC_CANTSEND); a reply that
  * does not fit has no Reply chunk to go in: the client answers RDMA2_ERR_REPLY_RESOURCE
  * and the call fails, run once and not sent again (the server cannot offer the Reply
- * chunk a retry would need); a call that would need a Reply chunk is not sent. */
+ * chunk a retry would need). A call whose expected reply (reply_max) can come inline
+ * within the server's 4096-byte receive buffers goes, without a Reply chunk; one that
+ * would need a Reply chunk is not sent. */
 TEST(rpc_brs_inline)
 {
     struct tsrv t;
@@ -502,7 +504,16 @@ TEST(rpc_brs_inline)
     CHECK_EQ(o.reply_chunks, 0);
     o = bc_once(c, 8, 6000, 8192); /* a Reply chunk asked for */
     WANT(o, RPC_CANTSEND, 0, 0, 2);
-    CHECK_EQ(client_bc_calls(c), 2);
+    o = bc_once(c, 8, 100, 512); /* an expected reply that comes inline */
+    WANT(o, RPC_SUCCESS, 1, 0, 3);
+    CHECK_EQ(o.reply_chunks, 0);
+    CHECK_EQ(o.err_rx, 0);
+    o = bc_once(c, 8, 3000, 4032); /* the largest that can: 64 bytes left for its header */
+    WANT(o, RPC_SUCCESS, 1, 0, 4);
+    CHECK_EQ(o.reply_chunks, 0);
+    o = bc_once(c, 8, 100, 4033); /* one byte more would need a Reply chunk */
+    WANT(o, RPC_CANTSEND, 0, 0, 4);
+    CHECK_EQ(client_bc_calls(c), 4);
     clnt_destroy(c);
     tsrv_stop(&t);
 }
