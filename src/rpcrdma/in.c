@@ -345,6 +345,13 @@ static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct
     const struct uiw_rpcrdma_chunks *ch = &h->u.chunks;
     uint32_t bad = h->vers == 2 ? UIW_RDMA2_ERR_BAD_XDR : UIW_RDMA_ERR_CHUNK;
     bool backward = !c->server;
+    /* a client that advertised BRS NONE takes no backward call (draft 5.2), whatever the
+     * server does: refused before the RPC layer sees it, never run, with the permanent
+     * error (6.2.4: the requester ends the transaction, and sends it nowhere else) */
+    if (backward && h->vers == 2 && c->props.brs == UIW_RDMA2_BKREQSUP_NONE) {
+        reply_error(c, h, UIW_RDMA2_ERR_SYSTEM);
+        goto drop;
+    }
     /* chunks a backward call may not carry: Version One (RFC 8167) or BRS INLINE */
     if (backward && (ch->nreads || ch->nwrites || ch->has_reply || h->proc == UIW_RDMA_NOMSG) &&
         (h->vers == 1 || c->props.brs != UIW_RDMA2_BKREQSUP_GENL)) {

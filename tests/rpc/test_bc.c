@@ -8,6 +8,7 @@
 
 #include <uiw/wire.h>
 
+#include "rpc/rpc_internal.h"
 #include "rpc_util.h"
 
 static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
@@ -203,15 +204,17 @@ static void bp_burst(SVCXPRT *x)
     svc_sendreply(x, (xdrproc_t)xdr_burst, (char *)&b);
 }
 
-/* BP_BC {arg_len, reply_len, reply_max}: one backward call of TCBPROG procedure 2 with
- * arg_len bytes of arguments, asking for reply_len bytes back (uiw_rpc_call with
- * reply_max); what happened, and what it added to the connection's counters. */
+/* BP_BC {arg_len, reply_len, reply_max, deaf}: one backward call of TCBPROG procedure 2
+ * with arg_len bytes of arguments, asking for reply_len bytes back (uiw_rpc_call with
+ * reply_max); what happened, and what it added to the connection's counters. deaf: the
+ * server acts as one that ignored the client's BRS (it takes it for the default). */
 struct bcreq {
-    u_int arg_len, reply_len, reply_max;
+    u_int arg_len, reply_len, reply_max, deaf;
 };
 static bool_t xdr_bcreq(XDR *x, struct bcreq *q)
 {
-    return xdr_u_int(x, &q->arg_len) && xdr_u_int(x, &q->reply_len) && xdr_u_int(x, &q->reply_max);
+    return xdr_u_int(x, &q->arg_len) && xdr_u_int(x, &q->reply_len) &&
+           xdr_u_int(x, &q->reply_max) && xdr_u_int(x, &q->deaf);
 }
 struct bcout {
     u_int create_errno, stat, rdma_err, ok;
@@ -242,6 +245,12 @@ static void bp_bc(SVCXPRT *x)
     memset(&s0, 0, sizeof(s0));
     memset(&s1, 0, sizeof(s1));
     uiw_svc_xprt_stats(x, &s0);
+    if (q.deaf) {
+        struct uiw__rr_conn *k = ((struct uiw__rpc_scall *)x->xp_p1)->k.conn;
+        uiw__lock_take(&k->lock);
+        k->props.peer_brs = UIW_RDMA2_BKREQSUP_INLINE;
+        uiw__lock_give(&k->lock);
+    }
     errno = 0;
     CLIENT *bc = uiw_svc_bc_create(x, TCBPROG, 1);
     o.create_errno = bc ? 0 : (u_int)errno;
@@ -413,15 +422,20 @@ TEST(rpc_callback_credits_v1)
 
 /* ---------------------------------------------------------------- BRS */
 
-static struct bcout bc_once(CLIENT *c, u_int arg_len, u_int reply_len, u_int reply_max)
+static struct bcout bc_deaf(CLIENT *c, u_int arg_len, u_int reply_len, u_int reply_max, u_int deaf)
 {
-    struct bcreq q = {arg_len, reply_len, reply_max};
+    struct bcreq q = {arg_len, reply_len, reply_max, deaf};
     struct bcout o;
     memset(&o, 0, sizeof(o));
     CHECK_EQ(clnt_call(c, BP_BC, (xdrproc_t)xdr_bcreq, (char *)&q, (xdrproc_t)xdr_bcout, (char *)&o,
                        TMO),
              RPC_SUCCESS);
     return o;
+}
+
+static struct bcout bc_once(CLIENT *c, u_int arg_len, u_int reply_len, u_int reply_max)
+{
+    return bc_deaf(c, arg_len, reply_len, reply_max, 0);
 }
 
 static unsigned client_bc_calls(CLIENT *c)
@@ -460,6 +474,13 @@ static CLIENT *brs_client(struct tsrv *t, enum uiw_rpc_brs brs, uint32_t want_br
         CHECK_EQ((o).read_chunks, (reads_));                                                       \
         CHECK_EQ(atomic_load(&cb_runs), (runs_));                                                  \
     } while (0)
+/* ... and the RPC-over-RDMA error it ended with, errors received, calls sent again. */
+#define WANT_ERR(o, rdma_err_, err_rx_, resent_)                                                   \
+    do {                                                                                           \
+        CHECK_EQ((o).rdma_err, (rdma_err_));                                                       \
+        CHECK_EQ((o).err_rx, (err_rx_));                                                           \
+        CHECK_EQ((o).retransmits, (resent_));                                                      \
+    } while (0)
 
 /* BRS NONE: the server never calls back (uiw_svc_bc_create refuses: nothing is sent). */
 TEST(rpc_brs_none)
@@ -474,6 +495,29 @@ TEST(rpc_brs_none)
     struct uiw_rpc_xprt_stats ss;
     CHECK_EQ(uiw_rpc_svc_xprt_stats(t.svc, &ss), 0);
     CHECK_EQ(ss.calls_sent, 0); /* no backward call */
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+/* BRS NONE, and a server that calls back anyway: the client refuses the call before its
+ * RPC layer sees it, with RDMA2_ERR_SYSTEM (the permanent error: the server ends the
+ * call, RPC_SYSTEMERROR); it never runs, and the connection goes on. */
+TEST(rpc_brs_none_refused)
+{
+    struct tsrv t;
+    CLIENT *c = brs_client(&t, UIW_RPC_BRS_NONE, UIW_RDMA2_BKREQSUP_NONE);
+    struct bcout o = bc_deaf(c, 8, 8, 0, 1);
+    CHECK_EQ(o.create_errno, 0);
+    WANT(o, RPC_SYSTEMERROR, 1, 0, 0);
+    WANT_ERR(o, UIW_RDMA2_ERR_SYSTEM, 1, 0);
+    CHECK_EQ(client_bc_calls(c), 0);
+    struct uiw_rpc_xprt_stats xs;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &xs), 0);
+    CHECK_EQ(xs.replies_sent, 0);
+    o = bc_deaf(c, 8, 8, 0, 1); /* again: the same answer */
+    WANT(o, RPC_SYSTEMERROR, 1, 0, 0);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+             RPC_SUCCESS);
     clnt_destroy(c);
     tsrv_stop(&t);
 }
