@@ -196,7 +196,8 @@ struct uiw_rpc_xprt_stats {
     /* responder */
     uint64_t calls_received;       /* calls accepted (within the credits granted) */
     uint64_t replies_sent;         /* replies sent (not RDMA_ERROR) */
-    uint64_t drc_hits;             /* calls answered from the duplicate-reply cache (server) */
+    uint64_t drc_hits;             /* calls answered from the duplicate-reply cache (a
+                                      server's; a client's for its backward calls) */
     uint64_t send_with_invalidate; /* replies that invalidated the requester's STag */
     uint64_t credit_violations;    /* connections closed for exceeding the credits granted */
     /* credits (RFC 8166 section 4.3.1) */
@@ -323,8 +324,10 @@ UIW_EXTERN int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info);
 UIW_EXTERN int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st);
 
 /* Serve backward calls (RFC 8167) of program prog, version vers on this client's
- * connections with an rpcgen-style dispatch routine (as a server's). 0 or -EEXIST,
- * -EINVAL, -ENOMEM. */
+ * connections with an rpcgen-style dispatch routine (as a server's). A backward call
+ * whose reply was answered REPLY_RESOURCE and that the server sends again with a larger
+ * Reply chunk (BRS GENL) gets the kept reply without running again, as a server's
+ * duplicate-reply cache does for forward calls. 0 or -EEXIST, -EINVAL, -ENOMEM. */
 UIW_EXTERN int uiw_rpc_clnt_bc_register(CLIENT *clnt, rpcprog_t prog, rpcvers_t vers,
                                         void (*dispatch)(struct svc_req *, SVCXPRT *));
 
@@ -383,8 +386,11 @@ struct uiw_rpc_svc_attr {
      * without the port): replies of calls other than procedure 0 whose RPC message is at
      * most drc_max_reply bytes and carries no DDP data are kept, so that a call sent again
      * (after a lost connection, or after REPLY_RESOURCE) is answered without running it
-     * twice (0 -> 1024 entries, 4096 bytes; no_drc: off). A retransmission that arrives
-     * while the original still runs gets the original's reply. */
+     * twice (0 -> 1024 entries, 4096 bytes; no_drc: off). A reply answered REPLY_RESOURCE
+     * (no DDP data) is kept whatever its size, in its own buffer, until its call comes
+     * back with a larger Reply chunk (at most as many as the credits granted; the oldest
+     * goes first). A retransmission that arrives while the original still runs gets the
+     * original's reply. */
     uint32_t drc_entries, drc_max_reply;
     bool no_drc;
     /* A client whose RDMA Read of a Read chunk has not completed within this time is

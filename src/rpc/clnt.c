@@ -240,6 +240,7 @@ static void clnt_free(struct uiw__clnt *u)
     if (u->cl.cl_auth)
         AUTH_DESTROY(u->cl.cl_auth);
     uiw__rpc_caller_fini(c);
+    uiw__drc_free(u->bc.drc);
     uiw__rpc_resp_fini(&u->bc);
     if (u->own_dev)
         uiw__rr_dev_close(u->dev);
@@ -453,6 +454,16 @@ int uiw_rpc_clnt_bc_register(CLIENT *clnt, rpcprog_t prog, rpcvers_t vers,
     struct uiw__clnt *u = of(clnt);
     if (!u || u->bc_conn)
         return -EINVAL;
+    if (!u->bc.drc) {
+        /* Backward calls are not sent again on another connection: the cache keeps only
+         * the replies answered REPLY_RESOURCE, for the call sent again with a larger Reply
+         * chunk, as many as the server may have calls outstanding (set before the program
+         * is: a call finds it once it finds the program, both under the table's lock). */
+        uint32_t n = u->xprt.bc_credits;
+        u->bc.drc = uiw__drc_new(4 * n, 0, n, u->dev);
+        if (!u->bc.drc)
+            return -ENOMEM;
+    }
     return uiw__rpc_resp_register(&u->bc, prog, vers, dispatch);
 }
 

@@ -1,9 +1,15 @@
 /*
  * The duplicate-reply cache: a call sent again (after a lost connection, or after
  * REPLY_RESOURCE) is answered with the reply of its first execution instead of running
- * twice. Entries are keyed by XID, program, version, procedure, the client's address
+ * twice. Entries are keyed by XID, program, version, procedure, the requester's address
  * (without the port: a reconnecting client comes from another one) and a checksum of the
  * call's first bytes; a fixed table with room for one reply each, reused in clock order.
+ * A server's forward calls and a client's backward calls each have one.
+ *
+ * A reply answered with RDMA2_ERR_REPLY_RESOURCE is sent again, with a larger Reply chunk,
+ * whatever its size: one larger than an entry's room is kept in its own buffer (taken
+ * from the call, no copy) until the call comes back, at most max_kept of them, the
+ * oldest given up first.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +28,10 @@ struct drc_ent {
     uint8_t addr[16];
     uint32_t hnext; /* index + 1 of the next entry of the bucket, 0: none */
     uint32_t bucket;
+    /* a reply kept in its own buffer (one of them), and its place in `kept` (+ 1) */
+    struct uiw__rr_ibuf *kib;
+    struct uiw__rr_bulk *kbulk;
+    uint32_t kslot;
     struct uiw__rpc_scall *owner;
     struct uiw__rpc_scall *waiter;
     uint32_t len;
@@ -34,9 +44,14 @@ struct uiw__drc {
     uint32_t *heads;
     uint8_t *data;
     uint32_t clock;
+    struct uiw__rr_dev *dev; /* of the kept buffers */
+    uint32_t max_kept, kept_next;
+    uint32_t *kept; /* entries holding a buffer (index + 1, 0: none), oldest at kept_next */
+    bool ready;
 };
 
-struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply)
+struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply, uint32_t max_kept,
+                              struct uiw__rr_dev *dev)
 {
     struct uiw__drc *d = calloc(1, sizeof(*d));
     if (!d)
@@ -47,23 +62,42 @@ struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply)
     d->n = entries;
     d->max_reply = max_reply;
     d->hmask = h - 1;
+    d->dev = dev;
+    d->max_kept = max_kept;
     d->e = calloc(entries, sizeof(*d->e));
     d->heads = calloc(h, sizeof(*d->heads));
-    d->data = malloc((size_t)entries * max_reply);
-    if (!d->e || !d->heads || !d->data) {
+    d->data = max_reply ? malloc((size_t)entries * max_reply) : NULL;
+    d->kept = max_kept ? calloc(max_kept, sizeof(*d->kept)) : NULL;
+    if (!d->e || !d->heads || (max_reply && !d->data) || (max_kept && !d->kept)) {
         uiw__drc_free(d);
         return NULL;
     }
     pthread_mutex_init(&d->lock, NULL);
+    d->ready = true;
     return d;
+}
+
+static void unkeep(struct uiw__drc *d, struct drc_ent *e)
+{
+    uiw__rr_ibuf_put(d->dev, e->kib);
+    uiw__rr_bulk_put(d->dev, e->kbulk);
+    e->kib = NULL;
+    e->kbulk = NULL;
+    if (e->kslot)
+        d->kept[e->kslot - 1] = 0;
+    e->kslot = 0;
 }
 
 void uiw__drc_free(struct uiw__drc *d)
 {
     if (!d)
         return;
-    if (d->e)
+    if (d->ready) {
         pthread_mutex_destroy(&d->lock);
+        for (uint32_t i = 0; i < d->n; i++)
+            unkeep(d, &d->e[i]);
+    }
+    free(d->kept);
     free(d->e);
     free(d->heads);
     free(d->data);
@@ -119,6 +153,7 @@ static void unlink_ent(struct uiw__drc *d, uint32_t idx)
         *pp = e->hnext;
     e->hnext = 0;
     e->state = E_FREE;
+    unkeep(d, e);
 }
 
 static void link_ent(struct uiw__drc *d, uint32_t idx, const struct key *k)
@@ -136,10 +171,19 @@ static void link_ent(struct uiw__drc *d, uint32_t idx, const struct key *k)
     d->heads[e->bucket] = idx + 1;
 }
 
-/* Put the cached reply of e into s's reply buffer. */
+/* Put the cached reply of e into s's reply buffer; a reply kept in its own buffer moves
+ * there, and the entry goes. */
 static bool fill(struct uiw__drc *d, struct drc_ent *e, struct uiw__rpc_scall *s)
 {
     struct uiw__rr_call *k = &s->k;
+    if (e->kib || e->kbulk) {
+        if (uiw__rr_reply_give(k, e->kib, e->kbulk, e->len) != 0)
+            return false;
+        e->kib = NULL;
+        e->kbulk = NULL;
+        unlink_ent(d, (uint32_t)(e - d->e));
+        return true;
+    }
     if (uiw__rr_reply_begin(k) != 0)
         return false;
     if (e->len > k->rcap && uiw__rr_reply_grow(k, e->len) != 0)
@@ -208,9 +252,23 @@ struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *
         return NULL;
     }
     e->owner = NULL;
-    if (cacheable && s->k.rlen <= d->max_reply) {
-        memcpy(d->data + (size_t)idx * d->max_reply, s->k.rp, s->k.rlen);
-        e->len = s->k.rlen;
+    struct uiw__rr_call *k = &s->k;
+    /* answered REPLY_RESOURCE: the requester may send it again with room for the reply
+     * (not one that can offer no Reply chunk: a backward call to an inline-only client) */
+    bool resend = k->too_small && !k->wshort && k->vers == 2 && !k->no_ddp;
+    if (cacheable && k->rlen <= d->max_reply) {
+        memcpy(d->data + (size_t)idx * d->max_reply, k->rp, k->rlen);
+        e->len = k->rlen;
+        e->state = E_DONE;
+    } else if (cacheable && resend && d->max_kept) {
+        /* kept in its own buffer, in place of the oldest one kept */
+        uint32_t slot = d->kept_next++ % d->max_kept;
+        if (d->kept[slot])
+            unlink_ent(d, d->kept[slot] - 1);
+        e->len = k->rlen;
+        uiw__rr_reply_take(k, &e->kib, &e->kbulk);
+        e->kslot = slot + 1;
+        d->kept[slot] = idx + 1;
         e->state = E_DONE;
     } else {
         e->state = E_FREE; /* unlinked below if no one waits */
@@ -222,6 +280,7 @@ struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *
             *cached = true;
         } else {
             /* not cached: the retransmission runs, owning the entry */
+            unkeep(d, e);
             e->state = E_BUSY;
             e->owner = w;
             w->drc_slot = (int)idx;

@@ -334,7 +334,7 @@ static void run(struct uiw__rpc_resp *r, struct uiw__rr_call *k)
             reject(s, PROG_MISMATCH, lo, hi);
         goto done;
     }
-    if (r->drc && s->hdr.proc != 0 && !k->backward) {
+    if (r->drc && s->hdr.proc != 0) {
         switch (uiw__drc_lookup(r->drc, s)) {
         case UIW__DRC_HIT:
             serve_waiter(r, s, true, dispatch);

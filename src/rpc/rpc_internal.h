@@ -228,14 +228,19 @@ bool uiw__rpc_resp_run_one(struct uiw__rpc_resp *r);
 
 /* ---------------------------------------------------------------- duplicate replies */
 
-struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply);
+/* entries, each with room for a reply of max_reply bytes (0: none); at most max_kept
+ * replies answered REPLY_RESOURCE kept in their own buffers (of dev's pools) beyond that
+ * room. */
+struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply, uint32_t max_kept,
+                              struct uiw__rr_dev *dev);
 void uiw__drc_free(struct uiw__drc *d);
 enum uiw__drc_verdict { UIW__DRC_MISS = 0, UIW__DRC_HIT, UIW__DRC_WAIT };
 /* Look the call up: MISS (the call now owns an in-progress entry; run it), HIT (its
  * cached reply was copied into the call's reply buffer: send it), WAIT (the original
  * is still running: it will serve this one). */
 enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s);
-/* The owner of an entry is done: keep its reply (when it qualifies) or drop the entry;
+/* The owner of an entry is done: keep its reply (when it qualifies: cacheable and within
+ * max_reply, or answered REPLY_RESOURCE and so taken from the call) or drop the entry;
  * returns a waiting retransmission to serve (from the cache, or to run), or NULL, with
  * *cached telling which. */
 struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *s, bool cacheable,

@@ -126,7 +126,10 @@ struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
     }
     uiw__rpc_resp_init(&s->resp, s->dev, s->xprt.ddp_threshold);
     if (!s->attr.no_drc) {
-        s->resp.drc = uiw__drc_new(s->attr.drc_entries, s->attr.drc_max_reply);
+        /* replies answered REPLY_RESOURCE kept whatever their size: as many as a client
+         * may have calls outstanding */
+        s->resp.drc =
+            uiw__drc_new(s->attr.drc_entries, s->attr.drc_max_reply, s->xprt.credits, s->dev);
         if (!s->resp.drc) {
             uiw__rpc_resp_fini(&s->resp);
             uiw__rr_dev_close(s->dev);

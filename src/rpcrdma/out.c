@@ -772,6 +772,41 @@ int uiw__rr_reply_grow(struct uiw__rr_call *k, uint32_t need)
     return 0;
 }
 
+void uiw__rr_reply_take(struct uiw__rr_call *k, struct uiw__rr_ibuf **ib, struct uiw__rr_bulk **b)
+{
+    *ib = NULL;
+    *b = NULL;
+    if (k->rbulk) {
+        *b = k->rbulk;
+        k->rbulk = NULL;
+    } else {
+        *ib = k->rib;
+        k->rib = NULL;
+    }
+    k->rp = NULL;
+    k->rlen = k->rcap = 0;
+}
+
+int uiw__rr_reply_give(struct uiw__rr_call *k, struct uiw__rr_ibuf *ib, struct uiw__rr_bulk *b,
+                       uint32_t len)
+{
+    struct uiw__rr_dev *d = k->conn->dev;
+    if (ib) {
+        uiw__rr_ibuf_put(d, k->rib);
+        k->rib = ib;
+    }
+    if (uiw__rr_reply_begin(k) != 0)
+        return -ENOMEM; /* no inline buffer for the header: b stays the caller's */
+    if (b) {
+        k->rbulk = b;
+        k->rp = b->p;
+        k->rcap = b->cap;
+        k->rlkey = b->lkey;
+    }
+    k->rlen = len;
+    return 0;
+}
+
 static uint32_t chunk_cap(const struct uiw__rr_call *k, uint32_t i)
 {
     uint64_t s = 0;

@@ -579,6 +579,15 @@ struct uiw__rr_req *uiw__rr_conn_orphans(struct uiw__rr_conn *c);
 /* Start the reply of k (an inline buffer). -ENOMEM. */
 int uiw__rr_reply_begin(struct uiw__rr_call *k);
 int uiw__rr_reply_grow(struct uiw__rr_call *k, uint32_t need);
+/* Take k's encoded reply away from it, without a copy: its buffer (the bulk buffer it
+ * grew into, or else its inline buffer) goes to *b or *ib, the other stays NULL, and k
+ * no longer has a reply. Only for a reply nothing was posted from (one answered with
+ * an RDMA_ERROR instead). Return the buffer with uiw__rr_bulk_put / uiw__rr_ibuf_put. */
+void uiw__rr_reply_take(struct uiw__rr_call *k, struct uiw__rr_ibuf **ib, struct uiw__rr_bulk **b);
+/* Make len bytes at the start of such a buffer (one of ib, b) k's reply, as if encoded
+ * into it; k owns the buffer then. 0, or -ENOMEM (the buffer stays the caller's). */
+int uiw__rr_reply_give(struct uiw__rr_call *k, struct uiw__rr_ibuf *ib, struct uiw__rr_bulk *b,
+                       uint32_t len);
 /* Offer len bytes at src (a DDP-eligible result) to the next Write chunk: true when they
  * will go there (no copy; the caller then leaves them and their pad out of the inline
  * stream). */

@@ -563,7 +563,10 @@ TEST(rpc_brs_inline)
 }
 
 /* BRS GENL: backward calls move data as forward ones do: DDP-eligible arguments in a
- * Read chunk, a reply in the Reply chunk offered. */
+ * Read chunk, a reply in the Reply chunk offered. A reply larger than the Reply chunk
+ * offered gets RDMA2_ERR_REPLY_RESOURCE; the server sends the call again with a chunk of
+ * the size asked for, and the client answers it with the reply it kept, without running
+ * the call a second time (as a server's duplicate-reply cache does for forward calls). */
 TEST(rpc_brs_genl)
 {
     struct tsrv t;
@@ -577,6 +580,16 @@ TEST(rpc_brs_genl)
     CHECK_EQ(o.reply_chunks, 1);
     CHECK_EQ(o.err_rx, 0);
     CHECK_EQ(client_bc_calls(c), 3);
+    o = bc_once(c, 8, 20000, 8192); /* a reply larger than the Reply chunk offered */
+    WANT(o, RPC_SUCCESS, 2, 0, 4);  /* sent twice, run once */
+    WANT_ERR(o, 0, 1, 1);
+    CHECK_EQ(client_bc_calls(c), 5);
+    struct uiw_rpc_xprt_stats xs;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &xs), 0);
+    CHECK_EQ(xs.drc_hits, 1);
+    CHECK_EQ(xs.errors_sent[UIW_RDMA2_ERR_REPLY_RESOURCE], 1);
+    o = bc_once(c, 8, 300, 0); /* and the connection goes on */
+    WANT(o, RPC_SUCCESS, 1, 0, 5);
     clnt_destroy(c);
     tsrv_stop(&t);
 }
