@@ -164,6 +164,18 @@ TEST(tools_put_get_ls_stat_cat)
     CHECK_EQ(r.status, 1);
     CHECK(strstr(r.err, "NFS3ERR_NOENT") != NULL);
     tool_run_free(&r);
+    /* a last name longer than NFS allows is refused, not cut to another file's name */
+    char lname[301];
+    memset(lname, 'n', 300);
+    lname[300] = 0;
+    url(&d, lname, u, sizeof(u));
+    r = nfs("put", local, u, NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "NFS3ERR_NAMETOOLONG") != NULL);
+    tool_run_free(&r);
+    snprintf(path, sizeof(path), "%s/%.255s", d.dir, lname);
+    CHECK(access(path, F_OK) != 0);
+    url(&d, "nope", u, sizeof(u));
     r = nfs("frobnicate", u, NULL, NULL);
     CHECK_EQ(r.status, 2);
     tool_run_free(&r);

@@ -91,14 +91,20 @@ int target_open(const char *url, const struct opts *o, struct target *t)
     while (n > 0 && sub[n - 1] == '/')
         sub[--n] = 0;
     char *slash = strrchr(sub, '/');
-    const char *parent = "";
+    const char *parent = "", *last = sub;
     if (slash) {
         *slash = 0;
         parent = sub;
-        snprintf(t->name, sizeof(t->name), "%s", slash + 1);
-    } else {
-        snprintf(t->name, sizeof(t->name), "%s", sub);
+        last = slash + 1;
     }
+    /* a name cut to fit would be another file's */
+    size_t len = strlen(last);
+    if (len >= sizeof(t->name)) {
+        say_nfs(t, url, -NFS3ERR_NAMETOOLONG);
+        target_close(t);
+        return 1;
+    }
+    memcpy(t->name, last, len + 1);
     int rc = uiw__nfs_lookup_path(t->c, parent, &t->dir, NULL);
     if (rc != 0) {
         say_nfs(t, url, rc);
