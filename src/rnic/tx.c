@@ -812,10 +812,12 @@ UIW__DATAPATH bool uiw__tx_can_build(const struct uiw_qp *qp)
 }
 
 /* Build FPDUs for what can be sent now (QP lock held, not idle, slots allocated): only
- * uiw__qp_tx_next and uiw__qp_tx_next_locked build. */
+ * uiw__qp_tx_next and uiw__qp_tx_next_locked build. A small Send built leaves the QP
+ * idle (it was the only unstarted WR, with no Terminate, RTR message, wake-up Write or
+ * Read Response waiting): nothing more to look for. */
 UIW__DATAPATH static void tx_build(struct uiw_qp *qp)
 {
-    while ((tx_send_small(qp) || tx_step(qp)) && !uiw__tx_idle(qp))
+    while (!tx_send_small(qp) && tx_step(qp) && !uiw__tx_idle(qp))
         ;
 }
 
