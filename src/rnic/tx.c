@@ -12,6 +12,7 @@
 
 #include "common/byteorder.h"
 #include "wire/fpdu_fast.h"
+#include "wire/hdr.h"
 #include "rnic/engine.h"
 #include "common/compiler.h"
 #include "common/copy.h"
@@ -761,11 +762,22 @@ UIW__DATAPATH static bool tx_send_small(struct uiw_qp *qp)
     if (!s)
         return false;
     w->msn = qp->send_msn;
-    size_t h = put_untagged(s->hdr, send_op(w), true, 0, UIW_DDP_QN_SEND, w->msn, 0);
-    uiw__copy(s->hdr + h, src, len);
+    /* the untagged header (last, QN 0, MO 0, no Invalidate STag), the payload and the
+     * framing, as put_untagged and slot_seal_copied write them */
+    uint8_t *h = s->hdr;
+    h[UIW__DDP_OFF_CTRL] = UIW_DDP_FLAG_LAST | UIW_DDP_VERSION;
+    h[UIW__DDP_OFF_RDMAP_CTRL] = uiw_rdmap_ctrl(send_op(w));
+    uiw__put_be32(h + UIW__DDP_OFF_RSVD_ULP, 0);
+    uiw__put_be32(h + UIW__DDP_OFF_QN, UIW_DDP_QN_SEND);
+    uiw__put_be32(h + UIW__DDP_OFF_MSN, w->msn);
+    uiw__put_be32(h + UIW__DDP_OFF_MO, 0);
+    uiw__copy(h + UIW_DDP_UNTAGGED_HDR_LEN, src, len);
     s->ftx_before = qp->ftx;
-    if (slot_seal_copied(qp, s, h, len) < 0)
-        return false;
+    size_t total = uiw__fpdu_tx_seal_whole(&qp->ftx, s->len, UIW_DDP_UNTAGGED_HDR_LEN + len);
+    uiw__qstat(qp, UIW__STAT_COPIED, len);
+    s->iov[0].iov_base = s->len;
+    s->iov[0].iov_len = total;
+    slot_done(qp, s, 1, total);
     qp->tx_turn = true; /* as tx_step: the send queue had its turn */
     qp->send_msn++;
     w->off = len;

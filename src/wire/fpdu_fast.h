@@ -11,6 +11,8 @@
 
 #include <uiw/wire.h>
 
+#include "common/byteorder.h"
+
 /* Without markers, the framing of one FPDU carrying `ulpdu` (n entries, total length
  * <= 65535) when the caller lays out the iovecs itself: the length field into len_out
  * (2 bytes), the pad and CRC field into trailer (returns their count, 4 to 7 bytes).
@@ -19,6 +21,22 @@
  * errors leave the stream position unchanged. */
 int uiw__fpdu_tx_seal(struct uiw_fpdu_tx *tx, const struct uiw_wire_iov *ulpdu, int n,
                       uint8_t len_out[2], uint8_t trailer[7]);
+
+/* Without markers, the framing of one FPDU laid out whole in one buffer: p holds its
+ * length field (2 bytes, written here), the ULPDU (len bytes, at most 65535), then room
+ * for the pad and CRC field (7 bytes). Writes the same bytes as uiw__fpdu_tx_seal and
+ * advances the stream position as it does; returns the FPDU's length on the wire. */
+static inline size_t uiw__fpdu_tx_seal_whole(struct uiw_fpdu_tx *tx, uint8_t *p, size_t len)
+{
+    size_t total = uiw_fpdu_len(len);
+    size_t pad = total - 2 - len - 4;
+    uint8_t *trailer = p + 2 + len;
+    uiw__put_be16(p, (uint16_t)len);
+    uiw__put_le32(trailer, 0); /* the pad */
+    uiw__put_le32(trailer + pad, tx->crc ? uiw_crc32c(0, p, 2 + len + pad) : 0);
+    tx->stream_pos += total;
+    return total;
+}
 
 /* The length field of an FPDU in one call, for a receiver holding it at p (2 bytes):
  * when the parser is at the start of an FPDU and markers are off, checks and consumes it
