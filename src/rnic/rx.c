@@ -818,14 +818,17 @@ UIW__DATAPATH bool uiw__qp_rx_narrow(const struct uiw_qp *qp)
 /* uiw__qp_rx_stage's advice (QP lock held, accepting). */
 UIW__DATAPATH static enum uiw__rx_advice stage_advice(const struct uiw_qp *qp)
 {
-    enum uiw_fpdu_run kind;
-    uint32_t off = 0;
-    size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
-    bool payload = kind == UIW_FPDU_RUN_ULPDU && qp->rx_state == UIW__RX_GET_DATA &&
-                   (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
-                    qp->rx_kind == UIW__RX_SEND);
-    if (payload && (run >= UIW__RX_DIRECT_MIN || !qp->rx_ddp.last))
-        return UIW__RX_DIRECT; /* a large payload is under way: straight to memory */
+    /* only a header checked can have a payload run next (not so after a segment taken
+     * whole, the common case): the framer is asked only then */
+    if (qp->rx_state == UIW__RX_GET_DATA &&
+        (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
+         qp->rx_kind == UIW__RX_SEND)) {
+        enum uiw_fpdu_run kind;
+        uint32_t off = 0;
+        size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
+        if (kind == UIW_FPDU_RUN_ULPDU && (run >= UIW__RX_DIRECT_MIN || !qp->rx_ddp.last))
+            return UIW__RX_DIRECT; /* a large payload is under way: straight to memory */
+    }
     if (uiw__qp_rx_narrow(qp))
         return UIW__RX_READ;
     /* large segments flow: headers exactly, payload straight */
