@@ -458,11 +458,12 @@ static inline void uiw__qp_unlock(struct uiw_qp *qp)
 
 /* tx.c */
 /* Nothing that tx.c could build: no Terminate, RTR, Read Response or unstarted part of a
- * WR (building would find as much, at several times the cost). */
+ * WR (building would find as much, at several times the cost). The send queue first:
+ * right after a post (sq_ring, tx_fill) its unstarted WR answers at once. */
 static inline bool uiw__tx_idle(const struct uiw_qp *qp)
 {
-    return !qp->term_pending && !qp->rtr_send_pending && !qp->wake_pending && qp->irq_count == 0 &&
-           qp->sq_tx == qp->sq_tail;
+    return qp->sq_tx == qp->sq_tail && !qp->term_pending && !qp->rtr_send_pending &&
+           !qp->wake_pending && qp->irq_count == 0;
 }
 /* Run the local operations (REG_MR, LOCAL_INV) at the head of the send queue now, as
  * building would run them, in order, building no FPDU (QP lock held). */
