@@ -13,6 +13,14 @@
 #define UIW__DATAPATH
 #endif
 
+/* The rarer half of a data path function, out of line so that its common half stays
+ * small: no registers to save, no frame. */
+#if defined(__GNUC__)
+#define UIW__NOINLINE __attribute__((noinline))
+#else
+#define UIW__NOINLINE
+#endif
+
 /* An error or teardown path: kept out of the data path's pages and frames. */
 #if defined(__GNUC__)
 #define UIW__COLD __attribute__((cold, noinline))

@@ -250,6 +250,20 @@ UIW__DATAPATH static enum uiw__stag_err stag_check(struct uiw_context *ctx, cons
     return e;
 }
 
+/* uiw__qp_stag_check when neither remembered check answers: the table's. */
+UIW__DATAPATH UIW__NOINLINE static enum uiw__stag_err qp_stag_miss(struct uiw_qp *qp, uint32_t stag,
+                                                                   uint64_t to, uint64_t len,
+                                                                   unsigned access, uint8_t **ptr)
+{
+    struct uiw__stag_hit *h = &qp->stag_hit[qp->stag_hit_next & 1];
+    enum uiw__stag_err e = stag_check(qp->ctx, qp->pd, stag, to, len, access, h);
+    if (e == UIW__STAG_OK) {
+        qp->stag_hit_next++;
+        *ptr = (uint8_t *)(uintptr_t)to;
+    }
+    return e;
+}
+
 UIW__DATAPATH enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t stag, uint64_t to,
                                                     uint64_t len, unsigned access, uint8_t **ptr)
 {
@@ -262,13 +276,7 @@ UIW__DATAPATH enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t 
             return UIW__STAG_OK;
         }
     }
-    struct uiw__stag_hit *h = &qp->stag_hit[qp->stag_hit_next & 1];
-    enum uiw__stag_err e = stag_check(qp->ctx, qp->pd, stag, to, len, access, h);
-    if (e == UIW__STAG_OK) {
-        qp->stag_hit_next++;
-        *ptr = (uint8_t *)(uintptr_t)to;
-    }
-    return e;
+    return qp_stag_miss(qp, stag, to, len, access, ptr);
 }
 
 enum uiw__stag_err uiw__qp_stag_pin(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
