@@ -148,11 +148,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r = uiw__qp_rx_stage(qp, &buf, &cap);
             if (r < 0)
                 break;
-            bool ring = r == UIW__RX_PEEK || r == UIW__RX_READ;
+            bool ring = r == UIW__RX_PEEK || r == UIW__RX_READ || r == UIW__RX_EXACT;
             if (ring && (x & 0x200)) { /* peek, let the engine take what is small */
                 size_t m = chunk < cap ? chunk : cap;
                 memcpy(buf, data, m);
-                r = uiw__qp_rx_take(qp, m, NULL);
+                r = uiw__qp_rx_take(qp, m, NULL, NULL);
                 if (r == -EINVAL || r > (int)m)
                     abort();
                 if (r < 0 && r != -EPIPE) {
@@ -169,7 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 size_t m = chunk < cap ? chunk : cap;
                 memcpy(buf, data, m);
                 unsigned want = 0;
-                uiw__qp_rx_staged(qp, m, &want);
+                uiw__qp_rx_staged(qp, m, &want, &cap);
                 data += m;
                 size -= m;
                 drain_tx(qp);

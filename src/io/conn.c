@@ -275,7 +275,7 @@ UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_
     if (n <= 0)
         return n == 0 ? 1 : (int)n;
     unsigned want = 0;
-    int k = uiw__qp_rx_take(c->qp, (size_t)n, &want);
+    int k = uiw__qp_rx_take(c->qp, (size_t)n, &want, &c->stage_cap);
     if (k == 0 || k == -EPIPE)
         return 2; /* nothing through the ring / the QP takes no more: read directly */
     c->rx_moved = true;
@@ -295,9 +295,10 @@ UIW__DATAPATH static int conn_rx_staged(struct uiw__conn *c, uint8_t *buf, size_
     return e < 0 ? e : 0;
 }
 
-/* Reading mode: nothing but small segments can legally arrive (uiw__qp_rx_narrow), so
- * read into the staging ring: the read consumes, and a message costs one system call, as
- * a plain TCP receiver's does. Same returns as conn_rx_staged (never 2). */
+/* Reading mode: nothing but small segments can legally arrive (uiw__qp_rx_narrow), or
+ * the engine knows that the next cap bytes belong in the ring (UIW__RX_EXACT), so read
+ * into the staging ring: the read consumes, and a message costs one system call, as a
+ * plain TCP receiver's does. Same returns as conn_rx_staged (never 2). */
 UIW__DATAPATH static int conn_rx_read(struct uiw__conn *c, uint8_t *buf, size_t cap, bool hinted)
 {
     ssize_t n = conn_recv_ring(c, buf, cap, 0, hinted);
@@ -309,17 +310,14 @@ UIW__DATAPATH static int conn_rx_read(struct uiw__conn *c, uint8_t *buf, size_t 
         uiw__pcap_data(c->pcap, 0, &v, 1, v.iov_len);
     }
     unsigned want = 0;
-    int k = uiw__qp_rx_staged(c->qp, (size_t)n, &want);
+    int k = uiw__qp_rx_staged(c->qp, (size_t)n, &want, &c->stage_cap);
     if (k == -EPIPE)
         return 0; /* the QP takes no more: the next pass discards */
     if (k < 0)
         return -EAGAIN; /* the engine queued a Terminate; TX sends it; the rest is dropped */
-    if ((size_t)n < cap) {
-        c->rx_hint = want;
-        c->rx_hinted = true;
-        return -EAGAIN; /* took all the socket had */
-    }
-    return 0;
+    c->rx_hint = want;
+    c->rx_hinted = true;
+    return (size_t)n < cap ? -EAGAIN /* took all the socket had */ : 0;
 }
 
 /* Read and drop what the socket holds (a sink off the data path's stack, which then spans
@@ -340,21 +338,25 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
         size_t cap = c->stage_cap;
         int cnt;
         /* after a message taken whole, the engine already said where the next bytes go;
-         * whether only small segments can come is rechecked, it depends on the application */
-        bool hinted = c->rx_hinted && (c->rx_hint & UIW__WANT_STAGE) && buf;
+         * whether only small segments can come is rechecked, it depends on the application,
+         * and so does a peek's (a large Read posted since awaits its response) */
+        bool hinted =
+            c->rx_hinted && (c->rx_hint & UIW__WANT_STAGE) && buf &&
+            ((c->rx_hint & (UIW__WANT_READ | UIW__WANT_EXACT)) || !uiw__qp_rx_wide_read(c->qp));
         /* an enum uiw__rx_advice, or -EPIPE (then uiw__qp_rx_next below says 0) */
-        int staged = !hinted ? uiw__qp_rx_stage(c->qp, &buf, &cap)
+        int staged = !hinted                          ? uiw__qp_rx_stage(c->qp, &buf, &cap)
+                     : (c->rx_hint & UIW__WANT_EXACT) ? UIW__RX_EXACT
                      : (c->rx_hint & UIW__WANT_READ) && uiw__qp_rx_narrow(c->qp) ? UIW__RX_READ
                                                                                  : UIW__RX_PEEK;
         c->rx_hinted = false;
-        bool ring = staged == UIW__RX_PEEK || staged == UIW__RX_READ;
+        bool ring = staged == UIW__RX_PEEK || staged == UIW__RX_READ || staged == UIW__RX_EXACT;
         if (ring) {
             c->stage = buf;
             c->stage_cap = cap;
         }
         if (ring && cap > 0) {
-            int k = staged == UIW__RX_READ ? conn_rx_read(c, buf, cap, hinted)
-                                           : conn_rx_staged(c, buf, cap, hinted);
+            int k = staged == UIW__RX_PEEK ? conn_rx_staged(c, buf, cap, hinted)
+                                           : conn_rx_read(c, buf, cap, hinted);
             if (k == 0)
                 continue;
             if (k != 2)

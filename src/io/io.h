@@ -61,8 +61,8 @@ struct uiw__conn {
     bool queued;      /* on io->pending (guarded by pend_lock) */
     bool rx_moved;    /* the last uiw__conn_service read stream bytes */
     size_t rx_skip;   /* processed bytes (peeked) still to be consumed from the socket */
-    bool rx_hinted;   /* the last read was a peek the engine took whole: rx_hint is fresh */
-    unsigned rx_hint; /* what uiw__qp_rx_take said the engine wants (UIW__WANT_*) */
+    bool rx_hinted;   /* the last read or peek told rx_hint (and stage_cap): it is fresh */
+    unsigned rx_hint; /* what uiw__qp_rx_take / _staged said the engine wants (UIW__WANT_*) */
     uint8_t *stage;   /* the engine's staging ring (from uiw__qp_rx_stage) */
     size_t stage_cap;
     uint8_t wake_state;          /* the initiator's wake-up Write (uiw__conn_wake): UIW__WAKE_* */

@@ -420,6 +420,9 @@ struct uiw_qp {
     struct iovec rx_iov[UIW__MAX_SGE + 1];
     int rx_niov;
     bool rx_has_tail;        /* the last of rx_iov is the lookahead (rx_tail) */
+    bool rx_burst;           /* small FPDUs queue up back to back: peek the whole ring */
+    uint8_t rx_streak;       /* exact reads in a row that found the next FPDU there */
+    uint16_t rx_exact;       /* the cap of the last UIW__RX_EXACT advice, else 0 */
     uint8_t rx_tail[48];     /* pad + CRC of this FPDU and the next FPDU's length + header */
     enum uiw__rx_run rx_run; /* what rx_iov receives */
     uint32_t rx_rreq_msn;    /* expected MSN */

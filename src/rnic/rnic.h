@@ -197,11 +197,17 @@ enum uiw__rx_advice {
     /* nothing but small segments can legally arrive now (uiw__qp_rx_narrow): read() into
      * the ring and pass the bytes to uiw__qp_rx_staged, with no consume afterwards */
     UIW__RX_READ = 2,
+    /* the next *cap bytes belong in the ring whatever the application does (the known rest
+     * of the current FPDU: framing, header, a small payload; and the next FPDU's length and
+     * header): read() them as UIW__RX_READ, one read for a small FPDU that follows a large
+     * one, never a payload byte of a large one */
+    UIW__RX_EXACT = 3,
 };
 
-/* Bulk mode for small FPDUs: *buf, *cap is a staging ring area to read() into. Returns
- * the advice (enum uiw__rx_advice), or -EPIPE when the QP accepts no more bytes. Payload
- * bytes that land in the ring are copied (and counted). */
+/* Bulk mode for small FPDUs: *buf, *cap is a staging ring area to read() into (*cap: the
+ * most bytes the advice allows, to peek or read). Returns the advice (enum
+ * uiw__rx_advice), or -EPIPE when the QP accepts no more bytes. Payload bytes that land
+ * in the ring are copied (and counted). */
 int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
 
 /* True while no segment whose payload goes straight to memory can legally arrive: no
@@ -210,6 +216,12 @@ int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap);
  * stale answer (the application posted or registered at that moment) costs at most a counted copy.
  */
 bool uiw__qp_rx_narrow(const struct uiw_qp *qp);
+
+/* True while a Read of 1 KiB or more awaits its response: uiw__qp_rx_stage then advises
+ * no peek at an FPDU boundary (the response's payload would be copied in vain), so a
+ * UIW__RX_PEEK hint given before the Read went out no longer holds. Safe without the QP
+ * lock, as uiw__qp_rx_narrow. */
+bool uiw__qp_rx_wide_read(const struct uiw_qp *qp);
 
 /* Zero copy at the switch from small to large segments: with staging advised, io may
  * peek (recv MSG_PEEK) up to *cap bytes into *buf instead of reading them, and let the
@@ -223,17 +235,20 @@ bool uiw__qp_rx_narrow(const struct uiw_qp *qp);
  * no more bytes; a negative engine code (UIW_E_*) when the bytes failed the stream (a
  * Terminate is queued; the rest of the stream is to be discarded). With want, *want gets
  * what uiw__qp_want would say afterwards, plus, when k > 0, UIW__WANT_STAGE when staging
- * is still advised (and UIW__WANT_READ when uiw__qp_rx_stage would say UIW__RX_READ), so that a
- * busy poller needs no more engine calls for a plain message. */
-int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want);
+ * is still advised (and UIW__WANT_READ when uiw__qp_rx_stage would say UIW__RX_READ,
+ * UIW__WANT_EXACT when it would say UIW__RX_EXACT), so that a busy poller needs no more
+ * engine calls for a plain message; with cap too, *cap then gets the *cap that
+ * uiw__qp_rx_stage would give (left alone without UIW__WANT_STAGE). */
+int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want, size_t *cap);
 
 /* Parse n bytes read into the staging area: every complete FPDU in it is processed;
  * small payloads are copied to their targets (counted in copied_payload_bytes); a partial
  * large payload at the end is copied too and the rest will be asked for through
  * uiw__qp_rx_next. Same return values as uiw__qp_rx_advance. With want, *want gets what
  * uiw__qp_want would say afterwards plus the staging advice (UIW__WANT_STAGE, with
- * UIW__WANT_READ for uiw__qp_rx_stage's UIW__RX_READ), as uiw__qp_rx_take gives it. */
-int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want);
+ * UIW__WANT_READ for uiw__qp_rx_stage's UIW__RX_READ, UIW__WANT_EXACT for its
+ * UIW__RX_EXACT) and *cap, as uiw__qp_rx_take gives them. */
+int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want, size_t *cap);
 
 /* ---------------------------------------------------------------------------------------
  * Transmit
@@ -291,6 +306,7 @@ enum uiw__want {
     UIW__WANT_STAGE = 1 << 3, /* (uiw__qp_rx_take / _staged only) the next bytes go
                                  through the ring: what uiw__qp_rx_stage would now advise */
     UIW__WANT_READ = 1 << 4,  /* (with UIW__WANT_STAGE) read, no peek: its UIW__RX_READ */
+    UIW__WANT_EXACT = 1 << 5, /* (with UIW__WANT_STAGE) read, no peek: its UIW__RX_EXACT */
 };
 /* A query: it changes nothing (FPDUs are built by uiw__qp_tx_next only). UIW__WANT_TX
  * may be set when uiw__qp_tx_next then finds nothing to send after all (what it would

@@ -24,6 +24,16 @@
  * payload follows copied (and counted). */
 #define STAGE_READ UIW__RX_STAGE_CAP
 
+/* What an exact read (UIW__RX_EXACT) may take past the known end of the current FPDU:
+ * the next FPDU's length field and the shorter DDP header, never a payload byte. */
+#define RX_LOOK (2 + UIW_DDP_TAGGED_HDR_LEN)
+
+/* A peek at an FPDU boundary while small segments flow: the longest small FPDU (length,
+ * untagged header, a payload just under UIW__RX_DIRECT_MIN, pad, CRC), so that a large
+ * segment that comes instead costs the kernel that much copied, not the whole ring; the
+ * whole ring again once a peek that long took nothing but small FPDUs (rx_burst). */
+#define RX_PEEK_MIN (2 + UIW_DDP_UNTAGGED_HDR_LEN + UIW__RX_DIRECT_MIN + 3 + 4)
+
 /* A segment whose payload goes straight to memory rather than through the ring. */
 static inline bool seg_large(size_t plen, bool last)
 {
@@ -49,6 +59,9 @@ void uiw__rx_init(struct uiw_qp *qp)
     qp->rx_niov = 0;
     qp->rx_has_tail = false;
     qp->rx_small = false; /* until a small segment is seen, read headers exactly */
+    qp->rx_burst = false;
+    qp->rx_streak = 0;
+    qp->rx_exact = 0;
     qp->rx_send_len = 0;
     qp->rx_rresp_got = 0;
     seg_reset(qp);
@@ -790,6 +803,12 @@ int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
         size_t tot = 0;
         for (int i = 0; i < qp->rx_niov; i++)
             tot += qp->rx_iov[i].iov_len;
+        /* a small payload read whole, and the next FPDU's header with it: small FPDUs
+         * may be queueing up back to back (rx_staged counts exact reads alike) */
+        bool full = n == tot && qp->rx_has_tail && qp->rx_run == UIW__RX_RUN_PAYLOAD &&
+                    !seg_large(qp->rx_plen, qp->rx_ddp.last);
+        qp->rx_streak = full ? (uint8_t)(qp->rx_streak + (qp->rx_streak < 2)) : 0;
+        qp->rx_burst = qp->rx_streak >= 2;
         if (n > tot)
             r = -EINVAL;
         else
@@ -815,11 +834,28 @@ UIW__DATAPATH bool uiw__qp_rx_narrow(const struct uiw_qp *qp)
                0;
 }
 
-/* uiw__qp_rx_stage's advice (QP lock held, accepting). */
-UIW__DATAPATH static enum uiw__rx_advice stage_advice(const struct uiw_qp *qp)
+/* A Read of UIW__RX_DIRECT_MIN bytes or more awaits its response. Read without the QP
+ * lock, as uiw__qp_rx_narrow. */
+UIW__DATAPATH bool uiw__qp_rx_wide_read(const struct uiw_qp *qp)
+{
+    return atomic_load_explicit(&qp->orq_wide, memory_order_relaxed) != 0;
+}
+
+/* uiw__qp_rx_stage's advice and, unless UIW__RX_DIRECT, the most bytes the staged read
+ * may take (QP lock held, accepting). A payload under way goes straight to memory (a
+ * small one with the trailer and the next FPDU's header behind it, in one readv), unless
+ * small FPDUs queue up back to back (rx_burst): a peek then takes them. While no large
+ * segment can come, one read takes all there is. Otherwise, without markers, what the
+ * parser knows of the current FPDU decides: at an FPDU boundary a peek sees what comes
+ * when small segments have been flowing and no large Read Response is awaited, else the
+ * next length and header are read exactly; a small segment's known rest (not the small
+ * last segment of a large message: its payload goes straight too) and the next FPDU's
+ * length and header are read exactly, never a payload byte of a large segment. */
+UIW__DATAPATH static enum uiw__rx_advice stage_advice(const struct uiw_qp *qp, size_t *cap)
 {
     /* only a header checked can have a payload run next (not so after a segment taken
      * whole, the common case): the framer is asked only then */
+    bool payload = false;
     if (qp->rx_state == UIW__RX_GET_DATA &&
         (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP ||
          qp->rx_kind == UIW__RX_SEND)) {
@@ -828,21 +864,66 @@ UIW__DATAPATH static enum uiw__rx_advice stage_advice(const struct uiw_qp *qp)
         size_t run = uiw_fpdu_rx_next(&qp->frx, &kind, &off);
         if (kind == UIW_FPDU_RUN_ULPDU && (run >= UIW__RX_DIRECT_MIN || !qp->rx_ddp.last))
             return UIW__RX_DIRECT; /* a large payload is under way: straight to memory */
+        payload = kind == UIW_FPDU_RUN_ULPDU;
     }
+    *cap = STAGE_READ;
     if (uiw__qp_rx_narrow(qp))
         return UIW__RX_READ;
-    /* large segments flow: headers exactly, payload straight */
-    return qp->rx_small ? UIW__RX_PEEK : UIW__RX_DIRECT;
+    size_t left = uiw__fpdu_rx_left(&qp->frx);
+    if (!left) /* markers: large segments flow: headers exactly, payload straight */
+        return qp->rx_small ? UIW__RX_PEEK : UIW__RX_DIRECT;
+    if (qp->rx_burst)
+        return UIW__RX_PEEK;
+    if (payload) /* with the trailer and the next header, in one readv */
+        return UIW__RX_DIRECT;
+    if (qp->rx_state == UIW__RX_GET_LEN && left <= 2) { /* a boundary: the length next */
+        if (qp->rx_small && !uiw__qp_rx_wide_read(qp)) {
+            *cap = RX_PEEK_MIN;
+            return UIW__RX_PEEK;
+        }
+        *cap = left + UIW_DDP_TAGGED_HDR_LEN;
+        return UIW__RX_EXACT;
+    }
+    if (qp->rx_state != UIW__RX_GET_DATA) {
+        if (qp->rx_hdr_have == 0) { /* the length taken (rx_state follows at rx_prepare) */
+            *cap = left < UIW_DDP_TAGGED_HDR_LEN ? left : UIW_DDP_TAGGED_HDR_LEN;
+            return UIW__RX_EXACT;
+        }
+        /* untagged, not within a Send, short and last: all of it in the ring */
+        if ((qp->rx_hdr[0] & UIW_DDP_FLAG_TAGGED) || qp->rx_send_len ||
+            qp->rx_ulen < UIW_DDP_UNTAGGED_HDR_LEN ||
+            seg_large(qp->rx_ulen - UIW_DDP_UNTAGGED_HDR_LEN,
+                      (qp->rx_hdr[0] & UIW_DDP_FLAG_LAST) != 0))
+            return UIW__RX_DIRECT; /* the rest of the header exactly, the payload straight */
+    }
+    /* the rest of this FPDU belongs in the ring: header, a body, pad and CRC */
+    *cap = left + RX_LOOK < STAGE_READ ? left + RX_LOOK : STAGE_READ;
+    return UIW__RX_EXACT;
 }
 
-/* What uiw__qp_want says, plus the staging advice (QP lock held). */
-UIW__DATAPATH static unsigned rx_want(struct uiw_qp *qp)
+/* stage_advice, remembering an exact read's cap (to tell a full one, rx_staged). */
+UIW__DATAPATH static enum uiw__rx_advice rx_advise(struct uiw_qp *qp, size_t *cap)
+{
+    enum uiw__rx_advice a = stage_advice(qp, cap);
+    qp->rx_exact = a == UIW__RX_EXACT ? (uint16_t)*cap : 0;
+    return a;
+}
+
+/* What uiw__qp_want says, plus the staging advice (QP lock held); with cap, what a staged
+ * read may take when the advice is to stage. */
+UIW__DATAPATH static unsigned rx_want(struct uiw_qp *qp, size_t *cap)
 {
     unsigned want = uiw__qp_want_locked(qp);
     if (rx_accepting(qp)) {
-        enum uiw__rx_advice a = stage_advice(qp);
-        if (a != UIW__RX_DIRECT)
-            want |= UIW__WANT_STAGE | (a == UIW__RX_READ ? UIW__WANT_READ : 0);
+        size_t c = 0;
+        enum uiw__rx_advice a = rx_advise(qp, &c);
+        if (a != UIW__RX_DIRECT) {
+            want |= UIW__WANT_STAGE | (a == UIW__RX_READ    ? UIW__WANT_READ
+                                       : a == UIW__RX_EXACT ? UIW__WANT_EXACT
+                                                            : 0u);
+            if (cap)
+                *cap = c;
+        }
     }
     return want;
 }
@@ -856,25 +937,30 @@ UIW__DATAPATH int uiw__qp_rx_stage(struct uiw_qp *qp, uint8_t **buf, size_t *cap
     if (rx_accepting(qp)) {
         *buf = qp->stage;
         *cap = STAGE_READ;
-        r = stage_advice(qp);
+        r = rx_advise(qp, cap);
     }
     uiw__qp_unlock(qp);
     return r;
 }
 
-UIW__DATAPATH int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want)
+UIW__DATAPATH int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want, size_t *cap)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;
     uiw__lock_take(&qp->lock);
+    /* exact reads that keep finding the next FPDU there: small FPDUs queue up back to
+     * back, a peek of the whole ring takes them with fewer system calls */
+    bool full = qp->rx_exact && n == qp->rx_exact;
+    qp->rx_streak = full ? (uint8_t)(qp->rx_streak + (qp->rx_streak < 2)) : 0;
+    qp->rx_burst = qp->rx_streak >= 2 || (!qp->rx_exact && n >= RX_PEEK_MIN);
     int r = rx_from_buf(qp, qp->stage, n, NULL);
     if (want)
-        *want = rx_want(qp);
+        *want = rx_want(qp, cap);
     uiw__qp_unlock(qp);
     return r;
 }
 
-UIW__DATAPATH int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want)
+UIW__DATAPATH int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want, size_t *cap)
 {
     if (!qp || n > UIW__RX_STAGE_CAP)
         return -EINVAL;
@@ -885,9 +971,11 @@ UIW__DATAPATH int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want)
         r = rx_from_buf(qp, qp->stage, n, &took);
         if (r == 0)
             r = (int)took;
+        qp->rx_burst = r > 0 && took == n && n >= RX_PEEK_MIN;
+        qp->rx_streak = 0;
     }
     if (want)
-        *want = r > 0 ? rx_want(qp) : uiw__qp_want_locked(qp);
+        *want = r > 0 ? rx_want(qp, cap) : uiw__qp_want_locked(qp);
     uiw__qp_unlock(qp);
     return r;
 }

@@ -424,6 +424,20 @@ UIW__DATAPATH static int rx_len_done(struct uiw_fpdu_rx *rx, uint16_t len)
     return 0;
 }
 
+UIW__DATAPATH size_t uiw__fpdu_rx_left(const struct uiw_fpdu_rx *rx)
+{
+    if (rx->err || rx->markers)
+        return 0;
+    switch (rx->state) {
+    case RX_LEN:
+        return 2u - rx->field_have;
+    case RX_ULPDU:
+        return (size_t)rx->ulpdu_len - rx->ulpdu_done + rx->pad + 4u;
+    default:
+        return (size_t)rx->pad + 4u - rx->field_have;
+    }
+}
+
 UIW__DATAPATH int uiw__fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p)
 {
     if (rx->err)

@@ -46,6 +46,12 @@ static inline size_t uiw__fpdu_tx_seal_whole(struct uiw_fpdu_tx *tx, uint8_t *p,
  * failed before; -EINVAL for a NULL p. */
 int uiw__fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p);
 
+/* Without markers and while healthy, the stream bytes the parser still expects of the
+ * current FPDU as far as it knows them: at its start (or within its length field) the
+ * rest of the length field, then the rest of its ULPDU, pad and CRC field. 0 with markers
+ * on or after an error. */
+size_t uiw__fpdu_rx_left(const struct uiw_fpdu_rx *rx);
+
 /* The rest of an FPDU in one call, for a receiver holding all of it in one buffer: right
  * after its length field was consumed (no byte of the ULPDU yet) and without markers, p
  * holds the ULPDU, pad and CRC field, k bytes (exactly uiw_fpdu_rx_ulpdu_len + pad + 4).

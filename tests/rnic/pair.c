@@ -169,7 +169,8 @@ int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len)
             if (r == UIW__RX_PEEK && p->o.mode == PAIR_PEEK) {
                 size_t m = want < cap ? want : cap;
                 memcpy(b, buf, m); /* recv(MSG_PEEK) */
-                r = uiw__qp_rx_take(qp, m, NULL);
+                p->peeked[d] += m;
+                r = uiw__qp_rx_take(qp, m, NULL, NULL);
                 CHECK(r != -EINVAL && r <= (int)m);
                 if (r < 0 && r != -EPIPE) {
                     if (!first)
@@ -177,15 +178,16 @@ int pair_feed(struct pair *p, int d, const uint8_t *buf, size_t len)
                     return first; /* the stream failed: the rest is dropped */
                 }
                 if (r > 0) {
+                    p->rx_calls[d]++;
                     m = (size_t)r; /* recv(MSG_TRUNC) of m bytes */
                     buf += m;
                     len -= m;
                     continue;
                 }
-            } else if (r == UIW__RX_PEEK || r == UIW__RX_READ) { /* read() as io does */
-                size_t m = want < cap ? want : cap;
+            } else if (r == UIW__RX_PEEK || r == UIW__RX_READ || r == UIW__RX_EXACT) {
+                size_t m = want < cap ? want : cap; /* read() */
                 memcpy(b, buf, m);
-                r = uiw__qp_rx_staged(qp, m, NULL);
+                r = uiw__qp_rx_staged(qp, m, NULL, NULL);
                 if (r && !first)
                     first = r;
                 buf += m;
@@ -240,7 +242,8 @@ size_t pair_pump_dir(struct pair *p, int d, size_t limit)
         size_t k = total < p->o.max_chunk ? total : p->o.max_chunk;
         if (k > limit - moved)
             k = limit - moved;
-        k = 1 + pair_rand(p) % k;
+        if (!p->o.whole)
+            k = 1 + pair_rand(p) % k;
         size_t m = 0;
         for (int i = 0; i < n && m < k; i++) {
             size_t c = iov[i].iov_len < k - m ? iov[i].iov_len : k - m;

@@ -25,6 +25,7 @@ struct pair_opts {
     int sig_all;
     uint64_t seed;
     size_t max_chunk; /* largest piece the pump moves at once */
+    bool whole;       /* the pump moves max_chunk (or all there is), not a random piece */
     int mode;         /* PAIR_DIRECT / STAGED / MIXED on receive */
     int cqe;
     bool channel; /* CQs on a completion channel per side */
@@ -54,7 +55,8 @@ struct pair {
     struct pair_opts o;
     uint64_t rnd;
     uint8_t *tmp;
-    unsigned long rx_calls[2]; /* reads the receive side needed */
+    unsigned long rx_calls[2]; /* reads the receive side needed (PAIR_PEEK: and consumes) */
+    unsigned long peeked[2];   /* bytes peeked at (PAIR_PEEK), taken or not */
     unsigned long chunks[2];   /* pieces side d's stream was cut into */
 };
 

@@ -861,6 +861,90 @@ static int stage_advice(struct pair *p, int d)
     return uiw__qp_rx_stage(p->s[d].qp, &b, &cap);
 }
 
+/* The bytes copied into side d's targets so far. */
+static uint64_t copied(struct pair *p, int d)
+{
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(p->s[d].ctx, &st), 0);
+    return st.copied_payload_bytes;
+}
+
+/* Side 1 can receive large segments (a 4 KiB receive posted, a remote-writable region):
+ * no one-read mode. A small Send that comes after a large last segment costs the reader
+ * its length and header, then the rest: two reads (not a read of each field: four), one
+ * when its header came with the large segment's readv; its payload is copied, the large
+ * one's is not. */
+TEST(small_send_after_a_large_segment_costs_one_or_two_reads)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.mode = PAIR_PEEK;
+    o.max_chunk = 1 << 20;
+    o.whole = true; /* as a socket that holds all that was sent */
+    o.mulpdu = 9000;
+    pair_init(&p, &o, true);
+    struct uiw_mr *a = pair_mr(&p, 0, 1 << 16, RW, 0);
+    struct uiw_mr *b = pair_mr(&p, 1, 1 << 16, RW, 0);
+    fill_pattern(a->addr, 1 << 16, 14);
+    for (int round = 0; round < 4; round++) {
+        bool together = round & 1; /* the Send right behind the Write, or after it */
+        pair_post_recv(&p, 1, 1, b, 1 << 15, 4096);
+        CHECK(!narrow(&p, 1));
+        CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_WRITE, 0, a, 0, 4096, addr_of(b, 0), b->rkey), 0);
+        if (!together)
+            pair_pump(&p);
+        uint64_t c0 = copied(&p, 1);
+        unsigned long r0 = p.rx_calls[1];
+        CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_SEND, 0, a, 8192, 100, 0, 0), 0);
+        pair_pump(&p);
+        CHECK_EQ(pair_wc(&p, 1, false).byte_len, 100);
+        CHECK_MEM(b->addr, a->addr, 4096);
+        CHECK_MEM((uint8_t *)b->addr + (1 << 15), (uint8_t *)a->addr + 8192, 100);
+        /* together: the Write's header (peeked at, small Sends flowed, then consumed) and
+         * its payload's readv, which brings the Send's header along, then one read for
+         * the rest of the Send; else two reads for the Send */
+        CHECK_EQ(p.rx_calls[1] - r0, together ? 4 : 2);
+        CHECK_EQ(copied(&p, 1) - c0, 100);
+    }
+    pair_mr_free(a);
+    pair_mr_free(b);
+    pair_free(&p);
+}
+
+/* Small Sends flowing make the reader peek at what comes, but not while a large Read
+ * awaits its response: the response's header is read exactly and its payload straight
+ * into the sink, nothing of it peeked at (or copied) in vain. */
+TEST(read_response_is_not_peeked_at)
+{
+    struct pair p;
+    peek_pair(&p, false);
+    size_t n = 1 << 16;
+    struct uiw_mr *a = pair_mr(&p, 0, n, RW, 0);
+    struct uiw_mr *b = pair_mr(&p, 1, n, RW, 0);
+    fill_pattern(a->addr, n, 15);
+    for (int round = 0; round < 3; round++) {
+        pair_post_recv(&p, 1, 1, b, 0, 4096);
+        CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND, 0, a, 0, 64, 0, 0), 0);
+        pair_pump(&p);
+        CHECK_EQ(pair_wc(&p, 1, false).byte_len, 64);
+        CHECK_EQ(stage_advice(&p, 1), UIW__RX_PEEK); /* small segments flow */
+        uint64_t c0 = copied(&p, 1);
+        unsigned long k0 = p.peeked[1];
+        CHECK_EQ(pair_post(&p, 1, 2, UIW_WR_RDMA_READ, UIW_SEND_SIGNALED, b, 0, (uint32_t)n,
+                           addr_of(a, 0), a->rkey),
+                 0);
+        pair_pump(&p);
+        CHECK_EQ(pair_wc(&p, 1, true).status, UIW_WC_SUCCESS);
+        CHECK_MEM(b->addr, a->addr, n);
+        CHECK_EQ(p.peeked[1] - k0, 0);
+        CHECK_EQ(copied(&p, 1), c0);
+    }
+    pair_mr_free(a);
+    pair_mr_free(b);
+    pair_free(&p);
+}
+
 /* Side 1 fast-registers fr over mem with access; the REG_MR completes. */
 static void fast_register(struct pair *p, struct uiw_mr *fr, uint8_t *mem, size_t len,
                           unsigned access)
