@@ -459,7 +459,7 @@ static const uint8_t *borrow(struct uiw__xs *s, uint32_t size)
 
 bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize)
 {
-    struct uiw__xs *s = uiw__xs_of(xdrs);
+    /* xdr_free() hands a stream with only x_op set: x_ops is read after this case */
     if (xdrs->x_op == XDR_FREE) {
         struct uiw__rr_call *k = uiw__xs_freeing;
         if (*cpp && k && uiw__rr_call_owns(k, *cpp)) {
@@ -468,6 +468,7 @@ bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize)
         }
         return xdr_bytes(xdrs, cpp, sizep, maxsize);
     }
+    struct uiw__xs *s = uiw__xs_of(xdrs);
     if (!s || xdrs->x_op != XDR_DECODE || s->mode != UIW__XS_CALL_DEC || *cpp)
         return xdr_bytes(xdrs, cpp, sizep, maxsize);
     u_int size;
