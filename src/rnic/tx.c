@@ -762,16 +762,10 @@ UIW__DATAPATH static bool tx_send_small(struct uiw_qp *qp)
     if (!s)
         return false;
     w->msn = qp->send_msn;
-    /* the untagged header (last, QN 0, MO 0, no Invalidate STag), the payload and the
-     * framing, as put_untagged and slot_seal_copied write them */
-    uint8_t *h = s->hdr;
-    h[UIW__DDP_OFF_CTRL] = UIW_DDP_FLAG_LAST | UIW_DDP_VERSION;
-    h[UIW__DDP_OFF_RDMAP_CTRL] = uiw_rdmap_ctrl(send_op(w));
-    uiw__put_be32(h + UIW__DDP_OFF_RSVD_ULP, 0);
-    uiw__put_be32(h + UIW__DDP_OFF_QN, UIW_DDP_QN_SEND);
-    uiw__put_be32(h + UIW__DDP_OFF_MSN, w->msn);
-    uiw__put_be32(h + UIW__DDP_OFF_MO, 0);
-    uiw__copy(h + UIW_DDP_UNTAGGED_HDR_LEN, src, len);
+    /* the header, the payload and the framing, as put_untagged and slot_seal_copied
+     * write them */
+    uiw__ddp_send_whole_put(s->hdr, send_op(w), w->msn);
+    uiw__copy(s->hdr + UIW_DDP_UNTAGGED_HDR_LEN, src, len);
     s->ftx_before = qp->ftx;
     size_t total = uiw__fpdu_tx_seal_whole(&qp->ftx, s->len, UIW_DDP_UNTAGGED_HDR_LEN + len);
     uiw__qstat(qp, UIW__STAT_COPIED, len);

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include <uiw/wire.h>
+
 #include "common/byteorder.h"
 
 /* MPA Request / Reply (RFC 5044 section 7.1): Key(16) | flags(1) | Rev(1) | PD_Length(2). */
@@ -65,6 +67,19 @@ static inline uint32_t uiw__ddp_stag(const uint8_t *h)
 static inline uint64_t uiw__ddp_to(const uint8_t *h)
 {
     return uiw__get_be64(h + UIW__DDP_OFF_TO);
+}
+
+/* The untagged DDP and RDMAP header of a Send's only segment (Last, queue 0, MO 0, no
+ * Invalidate STag) at h, UIW_DDP_UNTAGGED_HDR_LEN bytes: the bytes uiw_ddp_hdr_encode
+ * writes for it, without its general case (the small Send's fast path). */
+static inline void uiw__ddp_send_whole_put(uint8_t *h, uint8_t op, uint32_t msn)
+{
+    h[UIW__DDP_OFF_CTRL] = UIW_DDP_FLAG_LAST | UIW_DDP_VERSION;
+    h[UIW__DDP_OFF_RDMAP_CTRL] = uiw_rdmap_ctrl(op);
+    uiw__put_be32(h + UIW__DDP_OFF_RSVD_ULP, 0);
+    uiw__put_be32(h + UIW__DDP_OFF_QN, UIW_DDP_QN_SEND);
+    uiw__put_be32(h + UIW__DDP_OFF_MSN, msn);
+    uiw__put_be32(h + UIW__DDP_OFF_MO, 0);
 }
 
 #endif
