@@ -36,6 +36,15 @@ static void *leader(void *arg)
     return NULL;
 }
 
+/* Whether a thread leads the device now (read under the device's lock). */
+static bool is_leading(struct uiw__rr_dev *d)
+{
+    pthread_mutex_lock(&d->mu);
+    bool l = d->leader;
+    pthread_mutex_unlock(&d->mu);
+    return l;
+}
+
 /* A connection whose send queue is full, on a device without connections to poll. */
 static void room_setup(struct room *r)
 {
@@ -85,7 +94,7 @@ TEST(room_wakes_a_waiter_behind_the_leader)
     room_setup(&r);
     pthread_t l, w;
     CHECK_EQ(pthread_create(&l, NULL, leader, &r), 0);
-    for (int i = 0; i < 10000000 && !r.d->leader; i++)
+    for (int i = 0; i < 10000000 && !is_leading(r.d); i++)
         sched_yield();
     CHECK_EQ(pthread_create(&w, NULL, waiter, &r), 0);
     room_free_and_check(&r, w);
