@@ -3,9 +3,10 @@
  * transport's counters (uiw_rpc_xprt_stats) and the RNIC's under them, as text in
  * iwperf's layout or as one JSON object, the same in every tool.
  *
- * A server prints them when it ends (SIGINT, SIGTERM) and on SIGUSR1: rpcstats_signals
- * starts a thread that waits for those signals (blocked in every other thread), so that
- * the printing runs in no signal handler.
+ * A server prints them when it ends (SIGINT, SIGTERM) and on SIGUSR1: rpcstats_block
+ * blocks those signals before any thread starts, and rpcstats_signals starts the thread
+ * that waits for them once the server is set up, so that the printing runs in no signal
+ * handler.
  */
 #ifndef UIW_TOOLS_RPCSTATS_H
 #define UIW_TOOLS_RPCSTATS_H
@@ -201,17 +202,23 @@ static inline void *rpcstats_sigthread(void *p)
     }
 }
 
-/* Block SIGUSR1, SIGINT and SIGTERM in this thread (and the threads it creates after)
- * and start the thread that takes them. Call before creating any other thread. 0 or -1. */
-static inline int rpcstats_signals(const struct rpcstats_sig *s)
+/* Block SIGUSR1, SIGINT and SIGTERM in this thread and the threads it creates after (they
+ * stay pending until rpcstats_signals' thread takes them). Call before creating any other
+ * thread. 0 or -1. */
+static inline int rpcstats_block(void)
 {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
-    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
-        return -1;
+    return pthread_sigmask(SIG_BLOCK, &set, NULL) == 0 ? 0 : -1;
+}
+
+/* Start the thread that takes the signals rpcstats_block blocked, once everything s's
+ * functions read is set (the thread starts after those writes). 0 or -1. */
+static inline int rpcstats_signals(const struct rpcstats_sig *s)
+{
     pthread_t t;
     if (pthread_create(&t, NULL, rpcstats_sigthread, (void *)s) != 0)
         return -1;

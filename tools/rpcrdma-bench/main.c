@@ -253,7 +253,7 @@ static int server(const struct opts *o, unsigned port, int spin_us, int report_f
 {
     sstats.o = o;
     sstats.sig = (struct rpcstats_sig){server_stats_print, server_stats_end, &sstats};
-    if (o->stats && rpcstats_signals(&sstats.sig) != 0)
+    if (o->stats && rpcstats_block() != 0)
         return 1;
     struct uiw_rpc_svc_attr a;
     memset(&a, 0, sizeof(a));
@@ -267,6 +267,8 @@ static int server(const struct opts *o, unsigned port, int spin_us, int report_f
         return 1;
     }
     sstats.svc = s;
+    if (o->stats && rpcstats_signals(&sstats.sig) != 0)
+        return 1;
     unsigned p = uiw_rpc_svc_port(s);
     int tl = listen_tcp(port ? p + 1 : 0), rl = listen_tcp(port ? p + 2 : 0);
     if (tl < 0 || rl < 0) {
