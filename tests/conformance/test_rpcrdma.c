@@ -554,6 +554,50 @@ TEST(rpcrdma_write_chunk_bounds)
     fx_down(f, false);
 }
 
+/* Replies answered REPLY_RESOURCE are kept, at most as many as the credits granted, the
+ * oldest given up first: with two credits, three such calls leave the last two kept. Sent
+ * again with a Reply chunk, the first runs again (no cache hit) and the other two get
+ * their kept replies; each lands whole in its chunk. */
+TEST(rpcrdma_kept_replies_oldest_goes)
+{
+    struct fx *f = fx_up(2, 2, 0);
+    enum { N = 7000, CAP = 8000 };
+    uint8_t *a = calloc(1, CAP);
+    rpcpeer_region(&f->p, 0x700, a, CAP, true, false);
+    struct uiw_rpcrdma_segment rseg = {0x700, CAP, (uint64_t)(uintptr_t)a};
+    struct uiw_rpcrdma_write_chunk rc = {1, &rseg};
+    for (uint32_t i = 0; i < 3; i++) {
+        gen_call(&f->p, 0x980 + i, N, NULL, 0, NULL);
+        got_error(&f->p, f->x, 0x980 + i, 2, UIW_RDMA2_ERR_REPLY_RESOURCE);
+    }
+    struct uiw_rpc_xprt_stats st;
+    const uint32_t order[3] = {0x980, 0x982, 0x981}, hits[3] = {0, 1, 2};
+    for (int i = 0; i < 3; i++) {
+        memset(a, 0, CAP);
+        f->p.region[0].written = 0;
+        gen_call(&f->p, order[i], N, NULL, 0, &rc);
+        CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h,
+                                  &f->x->sp, WAIT),
+                 1);
+        CHECK_EQ(f->x->h.proc, UIW_RDMA_NOMSG);
+        CHECK_EQ(f->x->h.xid, order[i]);
+        CHECK(f->x->h.u.chunks.has_reply);
+        /* xid, REPLY, ACCEPTED, verifier (two words), SUCCESS, the length, the bytes */
+        uint32_t len = f->x->h.u.chunks.reply.segs[0].length;
+        CHECK_EQ(len, 28 + N);
+        CHECK_EQ(f->p.region[0].written, len);
+        CHECK_EQ(uiw__get_be32(a), order[i]);
+        CHECK_EQ(uiw__get_be32(a + 24), N);
+        for (uint32_t k = 0; k < N; k += 331)
+            CHECK_EQ(a[28 + k], (uint8_t)(k + 1));
+        CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
+        CHECK_EQ(st.drc_hits, hits[i]);
+    }
+    CHECK_EQ(f->p.violations, 0);
+    free(a);
+    fx_down(f, false);
+}
+
 /* Chunks whose segments overlap (the same memory named twice): nothing in the spec forbids
  * them, and they are the peer's own memory. The server reads what it was given (twice),
  * writes only inside it, answers, and serves on. */
