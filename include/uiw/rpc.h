@@ -466,9 +466,10 @@ UIW_EXTERN int uiw_svc_update_props(SVCXPRT *xprt, const struct uiw_rpc_prop_req
 /* A CLIENT for backward calls (RFC 8167) to program prog, version vers on the client of
  * this call's connection; it stays usable after the dispatch routine returns, until the
  * connection ends (calls then fail with RPC_CANTSEND) and clnt_destroy. Backward calls
- * honour the client's Backward Request Support (NONE: RPC_CANTSEND; INLINE: calls and
- * replies inline only) and its backward credits. NULL + errno (EINVAL for a foreign
- * transport, EOPNOTSUPP when the client accepts no backward calls, ENOMEM). */
+ * honour the client's Backward Request Support as it is at each call, UPDPROP included
+ * (NONE: RPC_CANTSEND, nothing sent; INLINE: calls and replies inline only) and its
+ * backward credits. NULL + errno (EINVAL for a foreign transport, EOPNOTSUPP when the
+ * client accepts no backward calls, ENOMEM). */
 UIW_EXTERN CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers);
 
 /* Close this call's connection abortively (the reply, if any, is then not sent; its

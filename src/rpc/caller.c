@@ -367,7 +367,16 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
         reconnect(c, deadline);
         k = conn_of(c);
     }
-    if (c->backward && k && (k->vers == 1 || k->props.peer_brs != UIW_RDMA2_BKREQSUP_GENL))
+    if (c->backward && k && !uiw__rr_peer_takes_calls(k)) {
+        /* the client's BRS became NONE (UPDPROP) since this CLIENT was made: not sent */
+        uiw__rr_req_release(c->dev, q);
+        slot_put(c, s);
+        uiw__rr_conn_put(k);
+        if (start_err)
+            *start_err = -EOPNOTSUPP;
+        return uiw__rpc_stat_of(-EOPNOTSUPP, err);
+    }
+    if (c->backward && k && uiw__rr_req_inline_only(k, q))
         q->no_ddp = true;
     uint32_t thr = q->no_ddp ? 0 : c->threshold;
     struct uiw__xs xs;

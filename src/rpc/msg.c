@@ -215,6 +215,7 @@ enum clnt_stat uiw__rpc_stat_of(int status, struct rpc_err *err)
     case -EMSGSIZE:
     case -ENOMEM:
     case -ENOBUFS:
+    case -EOPNOTSUPP: /* a backward call to a client that takes none: not sent */
         return err->re_status = RPC_CANTSEND;
     case -EIO:
         return err->re_status = RPC_SYSTEMERROR;

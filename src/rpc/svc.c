@@ -283,7 +283,7 @@ CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
     }
     struct uiw__rpc_scall *s = xprt->xp_p1;
     struct uiw__rr_conn *c = s->k.conn;
-    if (c->vers == 2 && c->props.got_connprop && c->props.peer_brs == UIW_RDMA2_BKREQSUP_NONE) {
+    if (!uiw__rr_peer_takes_calls(c)) {
         errno = EOPNOTSUPP;
         return NULL;
     }

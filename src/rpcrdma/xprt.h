@@ -243,7 +243,9 @@ struct uiw__rr_props {
     struct uiw_rpc_xprop local_x[UIW_RPC_XPROP_MAX];
     /* the peer's */
     bool got_connprop;
-    uint32_t peer_rbsiz, peer_brs;
+    uint32_t peer_rbsiz;
+    /* its BRS now (CONNPROP, then UPDPROP): read by callers without the lock */
+    _Atomic uint32_t peer_brs;
     bool peer_has_rbsiz, peer_has_brs;     /* included in its rdma_start */
     bool peer_nochg_rbsiz, peer_nochg_brs; /* in its rdma_nochg */
     unsigned npeer_x;
@@ -535,6 +537,12 @@ static inline uint8_t *uiw__rr_req_payload(struct uiw__rr_req *q)
 static inline uint32_t uiw__rr_req_cap(const struct uiw__rr_dev *d, const struct uiw__rr_req *q)
 {
     return q->bulk ? q->bulk->cap : d->ibuf_size;
+}
+/* Whether the peer takes backward calls now: not a Version Two client whose BRS (in its
+ * CONNPROP, or an UPDPROP since) is NONE. */
+static inline bool uiw__rr_peer_takes_calls(const struct uiw__rr_conn *c)
+{
+    return c->vers != 2 || atomic_load(&c->props.peer_brs) != UIW_RDMA2_BKREQSUP_NONE;
 }
 /* Whether q may go inline only: a backward call to a client that takes backward calls
  * without chunks (Version One, RFC 8167; Version Two with a BRS other than GENL). */

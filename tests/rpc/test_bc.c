@@ -204,17 +204,21 @@ static void bp_burst(SVCXPRT *x)
     svc_sendreply(x, (xdrproc_t)xdr_burst, (char *)&b);
 }
 
-/* BP_BC {arg_len, reply_len, reply_max, deaf}: one backward call of TCBPROG procedure 2
+/* BP_BC {arg_len, reply_len, reply_max, mode}: one backward call of TCBPROG procedure 2
  * with arg_len bytes of arguments, asking for reply_len bytes back (uiw_rpc_call with
- * reply_max); what happened, and what it added to the connection's counters. deaf: the
- * server acts as one that ignored the client's BRS (it takes it for the default). */
+ * reply_max); what happened, and what it added to the connection's counters. mode:
+ * BC_NEW, a CLIENT of its own; BC_DEAF, the same from a server that ignored the client's
+ * BRS (it takes it for the default); BC_KEEP, a CLIENT kept after the call; BC_KEPT, the
+ * call on the kept CLIENT (then destroyed), made during an earlier call. */
+enum { BC_NEW, BC_DEAF, BC_KEEP, BC_KEPT };
+static CLIENT *kept_bc;
 struct bcreq {
-    u_int arg_len, reply_len, reply_max, deaf;
+    u_int arg_len, reply_len, reply_max, mode;
 };
 static bool_t xdr_bcreq(XDR *x, struct bcreq *q)
 {
     return xdr_u_int(x, &q->arg_len) && xdr_u_int(x, &q->reply_len) &&
-           xdr_u_int(x, &q->reply_max) && xdr_u_int(x, &q->deaf);
+           xdr_u_int(x, &q->reply_max) && xdr_u_int(x, &q->mode);
 }
 struct bcout {
     u_int create_errno, stat, rdma_err, ok;
@@ -245,14 +249,14 @@ static void bp_bc(SVCXPRT *x)
     memset(&s0, 0, sizeof(s0));
     memset(&s1, 0, sizeof(s1));
     uiw_svc_xprt_stats(x, &s0);
-    if (q.deaf) {
+    if (q.mode == BC_DEAF) {
         struct uiw__rr_conn *k = ((struct uiw__rpc_scall *)x->xp_p1)->k.conn;
         uiw__lock_take(&k->lock);
         k->props.peer_brs = UIW_RDMA2_BKREQSUP_INLINE;
         uiw__lock_give(&k->lock);
     }
     errno = 0;
-    CLIENT *bc = uiw_svc_bc_create(x, TCBPROG, 1);
+    CLIENT *bc = q.mode == BC_KEPT ? kept_bc : uiw_svc_bc_create(x, TCBPROG, 1);
     o.create_errno = bc ? 0 : (u_int)errno;
     if (bc) {
         struct cbargs a = {q.reply_len, {q.arg_len, malloc(q.arg_len + 1)}};
@@ -275,7 +279,12 @@ static void bp_bc(SVCXPRT *x)
             o.rdma_err = (u_int)e.re_lb.s1;
         }
         free(a.data.val);
-        clnt_destroy(bc);
+        if (q.mode == BC_KEEP)
+            kept_bc = bc;
+        else
+            clnt_destroy(bc);
+        if (q.mode == BC_KEPT)
+            kept_bc = NULL;
     }
     uiw_svc_xprt_stats(x, &s1);
     o.calls_sent = (u_int)(s1.calls_sent - s0.calls_sent);
@@ -422,9 +431,9 @@ TEST(rpc_callback_credits_v1)
 
 /* ---------------------------------------------------------------- BRS */
 
-static struct bcout bc_deaf(CLIENT *c, u_int arg_len, u_int reply_len, u_int reply_max, u_int deaf)
+static struct bcout bc_mode(CLIENT *c, u_int arg_len, u_int reply_len, u_int reply_max, u_int mode)
 {
-    struct bcreq q = {arg_len, reply_len, reply_max, deaf};
+    struct bcreq q = {arg_len, reply_len, reply_max, mode};
     struct bcout o;
     memset(&o, 0, sizeof(o));
     CHECK_EQ(clnt_call(c, BP_BC, (xdrproc_t)xdr_bcreq, (char *)&q, (xdrproc_t)xdr_bcout, (char *)&o,
@@ -435,7 +444,7 @@ static struct bcout bc_deaf(CLIENT *c, u_int arg_len, u_int reply_len, u_int rep
 
 static struct bcout bc_once(CLIENT *c, u_int arg_len, u_int reply_len, u_int reply_max)
 {
-    return bc_deaf(c, arg_len, reply_len, reply_max, 0);
+    return bc_mode(c, arg_len, reply_len, reply_max, BC_NEW);
 }
 
 static unsigned client_bc_calls(CLIENT *c)
@@ -506,7 +515,7 @@ TEST(rpc_brs_none_refused)
 {
     struct tsrv t;
     CLIENT *c = brs_client(&t, UIW_RPC_BRS_NONE, UIW_RDMA2_BKREQSUP_NONE);
-    struct bcout o = bc_deaf(c, 8, 8, 0, 1);
+    struct bcout o = bc_mode(c, 8, 8, 0, BC_DEAF);
     CHECK_EQ(o.create_errno, 0);
     WANT(o, RPC_SYSTEMERROR, 1, 0, 0);
     WANT_ERR(o, UIW_RDMA2_ERR_SYSTEM, 1, 0);
@@ -514,8 +523,35 @@ TEST(rpc_brs_none_refused)
     struct uiw_rpc_xprt_stats xs;
     CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &xs), 0);
     CHECK_EQ(xs.replies_sent, 0);
-    o = bc_deaf(c, 8, 8, 0, 1); /* again: the same answer */
+    o = bc_mode(c, 8, 8, 0, BC_DEAF); /* again: the same answer */
     WANT(o, RPC_SYSTEMERROR, 1, 0, 0);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+             RPC_SUCCESS);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+/* A client that turns its BRS to NONE (UPDPROP) after the server made a backward-call
+ * CLIENT: the CLIENT's next call is not sent (RPC_CANTSEND, EOPNOTSUPP), as if the
+ * client had said NONE from the start; nothing reaches the client. */
+TEST(rpc_brs_none_by_update)
+{
+    struct tsrv t;
+    CLIENT *c = brs_client(&t, UIW_RPC_BRS_DEFAULT, UIW_RDMA2_BKREQSUP_INLINE);
+    struct bcout o = bc_mode(c, 8, 8, 0, BC_KEEP);
+    CHECK_EQ(o.create_errno, 0);
+    WANT(o, RPC_SUCCESS, 1, 0, 1);
+    struct uiw_rpc_prop_req none = {.which = UIW_RPCRDMA_PROP_BRS,
+                                    .value = UIW_RDMA2_BKREQSUP_NONE};
+    CHECK_EQ(uiw_rpc_clnt_update_props(c, &none, 1), 0);
+    /* the UPDPROP goes ahead of this call on the connection: the server has it by then */
+    o = bc_mode(c, 8, 8, 0, BC_KEPT);
+    WANT(o, RPC_CANTSEND, 0, 0, 1);
+    CHECK_EQ(o.err_rx, 0);
+    CHECK_EQ(client_bc_calls(c), 1);
+    o = bc_once(c, 8, 8, 0); /* a new CLIENT: refused at its making */
+    CHECK_EQ(o.create_errno, EOPNOTSUPP);
+    CHECK_EQ(o.calls_sent, 0);
     CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
              RPC_SUCCESS);
     clnt_destroy(c);
