@@ -182,14 +182,20 @@ struct rpcstats_sig {
     void *arg;
 };
 
+/* The signals a server's counters answer: SIGUSR1, SIGINT and SIGTERM. */
+static inline void rpcstats_sigset(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+}
+
 static inline void *rpcstats_sigthread(void *p)
 {
     const struct rpcstats_sig *s = p;
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
+    rpcstats_sigset(&set);
     for (;;) {
         int sig;
         if (sigwait(&set, &sig) != 0)
@@ -208,10 +214,7 @@ static inline void *rpcstats_sigthread(void *p)
 static inline int rpcstats_block(void)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
+    rpcstats_sigset(&set);
     return pthread_sigmask(SIG_BLOCK, &set, NULL) == 0 ? 0 : -1;
 }
 
