@@ -52,20 +52,18 @@ static void call_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
 }
 
 /* Release k once both the upper layer finished and its Send (if any) completed. The
- * upper layer's finish and the Send's completion run on different threads and both come
- * here: the one that finds every condition met first claims k by clearing in_use under
- * the lock, and k stays claimed (in_use false) until intake takes it from the free list
- * again, so the other one sees it claimed and leaves it alone. */
-static void call_maybe_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+ * upper layer's finish and the Send's completion run on different threads: each records
+ * its event and tries the claim in one hold of the lock (call_claim_locked). The one that
+ * finds every condition met claims k by clearing in_use, and releases it after the hold;
+ * the other never touches k after its own hold, since k may be released and taken again
+ * by intake by then. */
+static bool call_claim_locked(struct uiw__rr_call *k)
 {
-    uiw__lock_take(&c->lock);
     bool go = k->in_use && k->finished && (!k->sent || atomic_load(&k->send_done)) &&
               k->linv_left == 0 && k->reads_left == 0;
     if (go)
         k->in_use = false; /* claimed: nobody else releases it */
-    uiw__lock_give(&c->lock);
-    if (go)
-        call_release(c, k);
+    return go;
 }
 
 void uiw__rr_call_finish(struct uiw__rr_call *k)
@@ -75,8 +73,10 @@ void uiw__rr_call_finish(struct uiw__rr_call *k)
     k->finished = true;
     if (!k->sent && c->active)
         c->active--; /* never replied to (the upper layer dropped it) */
+    bool go = call_claim_locked(k);
     uiw__lock_give(&c->lock);
-    call_maybe_release(c, k);
+    if (go)
+        call_release(c, k);
 }
 
 void uiw__rr_call_sent(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool ok)
@@ -107,8 +107,12 @@ void uiw__rr_call_sent(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool ok)
         if (uiw__rr_post(c, wr) != 0)
             k->linv_left = 0; /* reset at release */
     }
+    uiw__lock_take(&c->lock);
     atomic_store(&k->send_done, true);
-    call_maybe_release(c, k);
+    bool go = call_claim_locked(k);
+    uiw__lock_give(&c->lock);
+    if (go)
+        call_release(c, k);
 }
 
 void *uiw__rr_call_getbuf(struct uiw__rr_call *k, size_t len)
@@ -200,8 +204,10 @@ static void call_abort(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     if (c->active)
         c->active--;
     k->finished = true;
+    bool go = call_claim_locked(k);
     uiw__lock_give(&c->lock);
-    call_maybe_release(c, k);
+    if (go)
+        call_release(c, k);
 }
 
 /* The call's chunks are in: lay it out and hand it up. */
@@ -825,8 +831,10 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
                     k->local[i]->valid = false;
             uiw__lock_take(&c->lock);
             k->linv_left = 0;
+            bool go = call_claim_locked(k);
             uiw__lock_give(&c->lock);
-            call_maybe_release(c, k);
+            if (go)
+                call_release(c, k);
             return;
         default: /* the reply's Send */
             uiw__rr_call_sent(c, k, ok);
