@@ -9,13 +9,20 @@
  * per round trip is the system calls plus the stack's own work, with little of the
  * scheduling noise of a two-process run. The baseline does the same with two plain TCP
  * sockets (send(), then recv() until the bytes are there), in the same run, alternating
- * with the RDMA rounds.
+ * with the RDMA rounds. A third kind, the framing floor, does what any iWARP stack must do
+ * for a Send and nothing more, over two more TCP sockets: each message goes as one FPDU
+ * (MPA length, the untagged DDP header with its RDMAP control byte, the payload, pad and a
+ * zero CRC field: 24 bytes more for 64), built with the wire layer (uiw_ddp_hdr_encode,
+ * uiw_fpdu_encode, the payload copied in); the receiver reads the FPDU whole and checks
+ * its length, header, opcode, QN, MSN and MO (uiw_ddp_hdr_parse, uiw_rdmap_check_ctrl)
+ * before it copies the payload out. No queues, no completions, no STags.
  *
- * Prints the medians per round trip and their ratio (uiw / TCP), and the stack's own time
- * per message (half the difference). Not a target of its own: a development aid for the
- * small-message path (bench-iwperf measures the ping-pong target).
+ * Prints the medians per round trip and the medians of the paired ratios (uiw / TCP, and
+ * the framing floor / TCP), the stack's own time per message (half the difference from
+ * TCP) and what of it the framing alone costs. Not a target of its own: a development aid
+ * for the small-message path (bench-iwperf measures the ping-pong target).
  *
- * usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o uiw|tcp] [-S]
+ * usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o uiw|tcp|frame] [-S]
  *   defaults 9 rounds of 20000 round trips of 64 bytes, one Send in 100 signalled (as
  *   iwperf and perftest: -Q 1 signals every one); -o runs only one kind (to profile it,
  *   with perf record for instance), and prints no ratio; -S: each end's QP takes its
@@ -35,6 +42,7 @@
 
 #include <uiw/cm.h>
 #include <uiw/verbs.h>
+#include <uiw/wire.h>
 
 #include "bench_stats.h"
 
@@ -294,7 +302,71 @@ static uint64_t tcp_round(const int fd[2], uint8_t *buf, uint32_t len, size_t n,
     return bench_median_u64(t, n);
 }
 
+/* ------------------------------------------------------------------------ framing floor */
+
+enum { FRAME_MAX = 2 + UIW_DDP_UNTAGGED_HDR_LEN + SLOT + 3 + 4 }; /* uiw_fpdu_len(18 + SLOT) */
+
+/* One direction of a framed connection: the next MSN to send and the one expected. */
+struct framer {
+    uint32_t tx_msn, rx_msn;
+    uint8_t out[FRAME_MAX], in[FRAME_MAX];
+};
+
+static void frame_send(int fd, struct framer *f, const uint8_t *payload, uint32_t len)
+{
+    struct uiw_ddp_hdr h = {.last = true,
+                            .rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_SEND),
+                            .qn = UIW_DDP_QN_SEND,
+                            .msn = f->tx_msn++};
+    uint8_t hdr[UIW_DDP_UNTAGGED_HDR_LEN];
+    if (uiw_ddp_hdr_encode(&h, hdr, sizeof(hdr)) != UIW_DDP_UNTAGGED_HDR_LEN)
+        die("frame header", -EINVAL);
+    struct uiw_wire_iov v[2] = {{hdr, sizeof(hdr)}, {payload, len}};
+    ssize_t n = uiw_fpdu_encode(v, 2, false, f->out, sizeof(f->out));
+    if (n < 0)
+        die("frame", (int)n);
+    tcp_send(fd, f->out, (size_t)n);
+}
+
+static void frame_recv(int fd, struct framer *f, uint8_t *slot, uint32_t len)
+{
+    size_t ulen = UIW_DDP_UNTAGGED_HDR_LEN + len;
+    tcp_recv(fd, f->in, uiw_fpdu_len(ulen));
+    struct uiw_ddp_hdr h;
+    if ((size_t)(f->in[0] << 8 | f->in[1]) != ulen ||
+        uiw_ddp_hdr_parse(f->in + 2, ulen, &h) != UIW_DDP_UNTAGGED_HDR_LEN ||
+        uiw_rdmap_check_ctrl(&h) != 0 || !h.last ||
+        uiw_rdmap_ctrl_opcode(h.rdmap_ctrl) != UIW_RDMAP_SEND || h.qn != UIW_DDP_QN_SEND ||
+        h.msn != f->rx_msn++ || h.mo != 0)
+        die("frame received", -EPROTO);
+    memcpy(slot, f->in + 2 + UIW_DDP_UNTAGGED_HDR_LEN, len);
+}
+
+/* As tcp_round, each message framed as a Send FPDU (f[0]: fd[0] to fd[1], f[1] back). */
+static uint64_t frame_round(const int fd[2], struct framer f[2], uint8_t *buf, uint32_t len,
+                            size_t n, uint64_t *t)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        frame_send(fd[0], &f[0], buf, len);
+        frame_recv(fd[1], &f[0], buf + SLOT, len);
+        frame_send(fd[1], &f[1], buf + SLOT, len);
+        frame_recv(fd[0], &f[1], buf, len);
+        t[i] = now_ns() - t0;
+    }
+    return bench_median_u64(t, n);
+}
+
 /* ------------------------------------------------------------------------ main */
+
+/* One column of the summary: the value, or "-" when it was not measured. */
+static void cell(bool measured, int decimals, double v)
+{
+    if (measured)
+        printf("%10.*f", decimals, v);
+    else
+        printf("%10s", "-");
+}
 
 enum { MAXR = 41 };
 
@@ -326,11 +398,16 @@ int main(int argc, char **argv)
             break;
         default:
             fprintf(stderr, "usage: bench-turnaround [-r ROUNDS] [-n ITERS] [-s SIZE] [-Q N] [-o "
-                            "uiw|tcp] [-S]\n");
+                            "uiw|tcp|frame] [-S]\n");
             return 1;
         }
     }
-    bool do_uiw = !only || strcmp(only, "uiw") == 0, do_tcp = !only || strcmp(only, "tcp") == 0;
+    bool do_uiw = !only || strcmp(only, "uiw") == 0, do_tcp = !only || strcmp(only, "tcp") == 0,
+         do_frame = !only || strcmp(only, "frame") == 0;
+    if (!do_uiw && !do_tcp && !do_frame) {
+        fprintf(stderr, "bench-turnaround: -o uiw, tcp or frame\n");
+        return 1;
+    }
     if (rounds < 1 || rounds > MAXR || iters < 1 || size < 1 || size > SLOT || cq_mod < 1 ||
         cq_mod > 128) {
         fprintf(stderr, "bench-turnaround: rounds 1..%d, iterations >= 1, size 1..%d, -Q 1..128\n",
@@ -339,40 +416,65 @@ int main(int argc, char **argv)
     }
     uint64_t *t = malloc(iters * sizeof(*t));
     uint8_t *tbuf = calloc(2, SLOT);
-    if (!t || !tbuf)
+    struct framer *fr = calloc(2, sizeof(*fr));
+    if (!t || !tbuf || !fr)
         die("memory", -ENOMEM);
     struct link k;
     memset(&k, 0, sizeof(k));
     link_up(&k);
-    int fd[2];
+    int fd[2], ffd[2];
     tcp_pair(fd);
-    /* warm both paths up */
+    tcp_pair(ffd);
+    /* warm every path up */
     rdma_round(&k, size, iters / 10 + 1, t);
     tcp_round(fd, tbuf, size, iters / 10 + 1, t);
+    frame_round(ffd, fr, tbuf, size, iters / 10 + 1, t);
 
-    double r_ns[MAXR], t_ns[MAXR], ratio[MAXR];
+    double r_ns[MAXR], t_ns[MAXR], f_ns[MAXR], ratio[MAXR], fratio[MAXR];
     printf(
         "bench-turnaround: %d rounds of %zu round trips of %u bytes, both ends in one thread%s\n",
         rounds, iters, size, use_srq ? ", receives from SRQs" : "");
     for (int i = 0; i < rounds; i++) {
-        t_ns[i] = do_tcp ? (double)tcp_round(fd, tbuf, size, iters, t) : 1;
-        r_ns[i] = do_uiw ? (double)rdma_round(&k, size, iters, t) : 1;
+        /* the framing floor between the two others, which alternate first (a machine that
+         * speeds up or slows down within the round favours neither) */
+        bool uiw_first = i % 2 == 1;
+        r_ns[i] = do_uiw && uiw_first ? (double)rdma_round(&k, size, iters, t) : 1;
+        t_ns[i] = do_tcp && !uiw_first ? (double)tcp_round(fd, tbuf, size, iters, t) : 1;
+        f_ns[i] = do_frame ? (double)frame_round(ffd, fr, tbuf, size, iters, t) : 1;
+        if (do_uiw && !uiw_first)
+            r_ns[i] = (double)rdma_round(&k, size, iters, t);
+        if (do_tcp && uiw_first)
+            t_ns[i] = (double)tcp_round(fd, tbuf, size, iters, t);
         ratio[i] = r_ns[i] / t_ns[i];
-        printf("  round %d: %.0f / %.0f ns per round trip (uiw / TCP), %.3f\n", i + 1, r_ns[i],
-               t_ns[i], ratio[i]);
+        fratio[i] = f_ns[i] / t_ns[i];
+        printf("  round %d: %.0f / %.0f / %.0f ns per round trip (uiw / framing floor / TCP), "
+               "%.3f and %.3f of TCP\n",
+               i + 1, r_ns[i], f_ns[i], t_ns[i], ratio[i], fratio[i]);
         fflush(stdout);
     }
     double mr = bench_median(r_ns, (size_t)rounds), mt = bench_median(t_ns, (size_t)rounds),
-           mq = bench_median(ratio, (size_t)rounds);
-    if (!do_uiw || !do_tcp)
-        mq = 0; /* one kind only: no ratio */
-    printf("\n%-44s %10s %10s %8s\n", "measurement (medians)", "uiw", "raw TCP", "ratio");
-    printf("%-44s %10.0f %10.0f %8.3f\n", "round trip, both ends in one thread [ns]", mr, mt, mq);
-    printf("%-44s %10.0f\n", "the stack's own time per message [ns]", (mr - mt) / 2);
+           mf = bench_median(f_ns, (size_t)rounds), mq = bench_median(ratio, (size_t)rounds),
+           mfq = bench_median(fratio, (size_t)rounds);
+    /* a kind left out (-o) prints "-", and so does what needs it */
+    printf("\n%-44s %10s %10s %10s\n", "measurement (medians)", "uiw", "framing", "raw TCP");
+    printf("%-44s", "round trip, both ends in one thread [ns]");
+    cell(do_uiw, 0, mr);
+    cell(do_frame, 0, mf);
+    cell(do_tcp, 0, mt);
+    printf("\n%-44s", "ratio to raw TCP (median of the rounds)");
+    cell(do_uiw && do_tcp, 3, mq);
+    cell(do_frame && do_tcp, 3, mfq);
+    printf("\n%-44s", "time per message beyond raw TCP [ns]");
+    cell(do_uiw && do_tcp, 0, (mr - mt) / 2);
+    cell(do_frame && do_tcp, 0, (mf - mt) / 2);
+    printf("\n");
     link_down(&k);
     close(fd[0]);
     close(fd[1]);
+    close(ffd[0]);
+    close(ffd[1]);
     free(t);
     free(tbuf);
+    free(fr);
     return 0;
 }
