@@ -434,6 +434,10 @@ int main(int argc, char **argv)
     printf(
         "bench-turnaround: %d rounds of %zu round trips of %u bytes, both ends in one thread%s\n",
         rounds, iters, size, use_srq ? ", receives from SRQs" : "");
+    /* a kind left out (-o) prints "-", and so does what needs it */
+    printf("%-12s%10s%10s%10s%10s%10s\n", "ns per", "uiw", "framing", "raw TCP", "uiw /",
+           "framing /");
+    printf("%-12s%10s%10s%10s%10s%10s\n", "round trip", "", "", "", "TCP", "TCP");
     for (int i = 0; i < rounds; i++) {
         /* the framing floor between the two others, which alternate first (a machine that
          * speeds up or slows down within the round favours neither) */
@@ -447,15 +451,18 @@ int main(int argc, char **argv)
             t_ns[i] = (double)tcp_round(fd, tbuf, size, iters, t);
         ratio[i] = r_ns[i] / t_ns[i];
         fratio[i] = f_ns[i] / t_ns[i];
-        printf("  round %d: %.0f / %.0f / %.0f ns per round trip (uiw / framing floor / TCP), "
-               "%.3f and %.3f of TCP\n",
-               i + 1, r_ns[i], f_ns[i], t_ns[i], ratio[i], fratio[i]);
+        printf("  round %-4d", i + 1);
+        cell(do_uiw, 0, r_ns[i]);
+        cell(do_frame, 0, f_ns[i]);
+        cell(do_tcp, 0, t_ns[i]);
+        cell(do_uiw && do_tcp, 3, ratio[i]);
+        cell(do_frame && do_tcp, 3, fratio[i]);
+        printf("\n");
         fflush(stdout);
     }
     double mr = bench_median(r_ns, (size_t)rounds), mt = bench_median(t_ns, (size_t)rounds),
            mf = bench_median(f_ns, (size_t)rounds), mq = bench_median(ratio, (size_t)rounds),
            mfq = bench_median(fratio, (size_t)rounds);
-    /* a kind left out (-o) prints "-", and so does what needs it */
     printf("\n%-44s %10s %10s %10s\n", "measurement (medians)", "uiw", "framing", "raw TCP");
     printf("%-44s", "round trip, both ends in one thread [ns]");
     cell(do_uiw, 0, mr);
