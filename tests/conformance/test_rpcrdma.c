@@ -92,13 +92,14 @@ struct server {
     uint16_t port;
 };
 
-static void server_up(struct server *s, uint32_t vers_max, uint32_t credits, uint32_t read_ms)
+static void server_up(struct server *s, uint32_t vers_max, uint32_t credits, uint32_t read_ms,
+                      unsigned nthreads)
 {
     struct uiw_rpc_svc_attr a = {0};
     a.xprt.vers_max = vers_max;
     a.xprt.credits = credits;
     a.read_timeout_ms = read_ms;
-    a.nthreads = 2;
+    a.nthreads = nthreads;
     s->svc = uiw_rpc_svc_create(&a);
     CHECK(s->svc != NULL);
     CHECK_EQ(uiw_rpc_svc_register(s->svc, PROG, 1, dispatch), 0);
@@ -148,13 +149,19 @@ struct fx {
     struct rx *x;
 };
 
-static struct fx *fx_up(uint32_t vers_max, uint32_t credits, uint32_t read_ms)
+/* A server running its calls on nthreads threads, and a peer connected to it. */
+static struct fx *fx_up_n(uint32_t vers_max, uint32_t credits, uint32_t read_ms, unsigned nthreads)
 {
     struct fx *f = calloc(1, sizeof(*f));
-    server_up(&f->s, vers_max, credits, read_ms);
+    server_up(&f->s, vers_max, credits, read_ms, nthreads);
     connect_peer(&f->p, &f->s);
     f->x = rx_new();
     return f;
+}
+
+static struct fx *fx_up(uint32_t vers_max, uint32_t credits, uint32_t read_ms)
+{
+    return fx_up_n(vers_max, credits, read_ms, 2);
 }
 
 static void fx_down(struct fx *f, bool reset)
@@ -557,10 +564,12 @@ TEST(rpcrdma_write_chunk_bounds)
 /* Replies answered REPLY_RESOURCE are kept, at most as many as the credits granted, the
  * oldest given up first: with two credits, three such calls leave the last two kept. Sent
  * again with a Reply chunk, the first runs again (no cache hit) and the other two get
- * their kept replies; each lands whole in its chunk. */
+ * their kept replies; each lands whole in its chunk. One server thread: a reply is kept
+ * once its error is sent, so with two a call could be kept before the one sent ahead of
+ * it, and that one would go first. */
 TEST(rpcrdma_kept_replies_oldest_goes)
 {
-    struct fx *f = fx_up(2, 2, 0);
+    struct fx *f = fx_up_n(2, 2, 0, 1);
     enum { N = 7000, CAP = 8000 };
     uint8_t *a = calloc(1, CAP);
     rpcpeer_region(&f->p, 0x700, a, CAP, true, false);
@@ -697,7 +706,7 @@ TEST(rpcrdma_remote_invalidation)
     fx_down(f, false);
     for (int allow = 0; allow < 2; allow++) {
         struct server s;
-        server_up(&s, 2, 0, 0);
+        server_up(&s, 2, 0, 0, 2);
         struct uiw_rpcrdma_cm_private pd = {UIW_RPCRDMA_CM_PRIVATE_MAGIC,
                                             UIW_RPCRDMA_CM_PRIVATE_VERSION,
                                             0,
@@ -840,7 +849,7 @@ TEST(rpcrdma_reads_wait_for_room_freed_without_completion)
 TEST(rpcrdma_garbage)
 {
     struct server s;
-    server_up(&s, 2, 0, 0);
+    server_up(&s, 2, 0, 0, 2);
     struct rx *x = rx_new();
     srand(7);
     for (int round = 0; round < 3; round++) {
@@ -904,7 +913,7 @@ TEST(rpcrdma_unsolicited_replies)
 static void no_pd_call(const struct uiw_rpcrdma_cm_private *pd, uint32_t want_proc, bool want_inv)
 {
     struct server s;
-    server_up(&s, 2, 0, 0);
+    server_up(&s, 2, 0, 0, 2);
     struct fx g = {.s = s};
     uint8_t b[UIW_RPCRDMA_CM_PRIVATE_LEN];
     if (pd)
