@@ -459,7 +459,11 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         struct uiw__rr_conn *c = ctx;
         c->armed = false;
         poll_conn(c);
-        d->last_active = c;
+        /* last_active names a connection on the list only (reap clears it as it takes one
+         * off; the list's reference keeps it alive): a late event can come from one
+         * already taken off, which the listener may free at any time */
+        if (atomic_load(&c->state) != UIW__RR_C_DRAINED)
+            d->last_active = c;
         if (atomic_load(&c->state) == UIW__RR_C_DEAD)
             reap(d);
     }

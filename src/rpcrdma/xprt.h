@@ -410,7 +410,7 @@ struct uiw__rr_dev {
     uint64_t round;
     struct uiw__rr_conn *conns;
     unsigned nconns;
-    struct uiw__rr_conn *last_active;
+    struct uiw__rr_conn *last_active; /* one on conns (or NULL): polled first by a leader */
     /* Counters: every connection is on `all` from before its peer can see it connected
      * until it is freed (after which nothing counts on it), then its counters are added
      * to `past`; the sum of both is the device's exact total (under mu). */
