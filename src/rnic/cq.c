@@ -100,12 +100,13 @@ int uiw_destroy_cq(struct uiw_cq *cq)
     if (atomic_load(&cq->nqp) != 0)
         return -EBUSY;
     if (cq->channel) {
+        /* both locks: an event leaving the channel is counted as taken in the same hold
+         * (chan_take), so that it is either queued or taken-not-acknowledged here */
         struct uiw_comp_channel *ch = cq->channel;
-        uiw__lock_take(&cq->lock);
-        bool busy = cq->events_done != cq->events_acked;
-        uiw__lock_give(&cq->lock);
         uiw__lock_take(&ch->lock);
-        busy = busy || cq->chan_queued;
+        uiw__lock_take(&cq->lock);
+        bool busy = cq->chan_queued || cq->events_done != cq->events_acked;
+        uiw__lock_give(&cq->lock);
         uiw__lock_give(&ch->lock);
         if (busy)
             return -EBUSY;
@@ -256,13 +257,14 @@ static bool chan_take(struct uiw_comp_channel *ch, struct uiw_cq **cq, void **cq
         } else if (ch->pending && !ch->signaled) {
             chan_ring(ch); /* events this thread queued for itself and leaves to others */
         }
+        /* counted before the channel lock goes: uiw_destroy_cq sees it queued or taken */
+        uiw__lock_take(&c->lock);
+        c->events_done++;
+        uiw__lock_give(&c->lock);
     }
     uiw__lock_give(&ch->lock);
     if (!c)
         return false;
-    uiw__lock_take(&c->lock);
-    c->events_done++;
-    uiw__lock_give(&c->lock);
     *cq = c;
     if (cq_context)
         *cq_context = c->cq_context;

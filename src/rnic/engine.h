@@ -146,7 +146,7 @@ void uiw__res_put(struct uiw_context *ctx, enum uiw__res r);
 
 struct uiw_comp_channel {
     struct uiw_context *ctx;
-    struct uiw__lock lock;
+    struct uiw__lock lock; /* before its CQs' locks */
     int fd;
     struct uiw_cq *pending; /* CQs with an undelivered event */
     bool signaled;          /* fd's counter is non-zero: exactly while pending != NULL */
@@ -168,6 +168,8 @@ struct uiw_cq {
     void *cq_context;
     struct uiw_cq *chan_next;
     bool chan_queued;
+    /* events taken (channel lock and this lock held: never both counts equal and the
+     * event off the channel) and acknowledged (this lock) */
     unsigned events_done, events_acked;
     _Atomic int nqp;
 };

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,6 +373,60 @@ TEST(comp_channel_notify)
     pair_mr_free(a);
     pair_mr_free(b);
     pair_free(&p);
+}
+
+/* A CQ destroyed while another thread takes its event: uiw_destroy_cq answers -EBUSY
+ * from the moment the event leaves the channel until it is acknowledged, never frees the
+ * CQ under the taker (which then still counts it and acknowledges it). */
+struct taker {
+    struct uiw_comp_channel *ch;
+    atomic_int stop;
+    unsigned long taken;
+};
+
+static void *take_thread(void *arg)
+{
+    struct taker *t = arg;
+    while (!atomic_load(&t->stop)) {
+        struct uiw_cq *cq = NULL;
+        void *cqctx = NULL;
+        if (uiw_wait_cq_event(t->ch, 0, &cq, &cqctx) == 0) {
+            uiw_ack_cq_events(cq, 1);
+            t->taken++;
+        }
+    }
+    return NULL;
+}
+
+TEST(cq_destroy_races_event_take)
+{
+    struct uiw_context_attr a;
+    uiw_context_attr_init(&a);
+    a.progress_thread = false;
+    struct uiw_context *ctx = uiw__context_alloc(&a);
+    CHECK(ctx);
+    struct taker t = {.ch = uiw_create_comp_channel(ctx)};
+    CHECK(t.ch);
+    atomic_init(&t.stop, 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, take_thread, &t), 0);
+    const int rounds = 3000;
+    for (int i = 0; i < rounds; i++) {
+        struct uiw_cq *cq = uiw_create_cq(ctx, 4, NULL, t.ch, 0);
+        CHECK(cq);
+        CHECK_EQ(uiw_req_notify_cq(cq, 0), 0);
+        struct uiw_wc wc = {.wr_id = (uint64_t)i, .status = UIW_WC_SUCCESS};
+        CHECK_EQ(uiw__cq_push(cq, &wc), 0);
+        int r;
+        while ((r = uiw_destroy_cq(cq)) == -EBUSY)
+            sched_yield(); /* the taker's turn (one CPU, or valgrind's one thread at a time) */
+        CHECK_EQ(r, 0);
+    }
+    atomic_store(&t.stop, 1);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(t.taken, (unsigned long)rounds); /* every event taken, none after its CQ */
+    CHECK_EQ(uiw_destroy_comp_channel(t.ch), 0);
+    CHECK_EQ(uiw__context_free(ctx), 0);
 }
 
 TEST(cq_overflow_is_reported)
