@@ -399,6 +399,17 @@ static int poll_all(struct uiw__rr_dev *d)
     return n;
 }
 
+/* c (compared, not read: it may be freed) is on the device's list. */
+static bool listed(struct uiw__rr_dev *d, const void *c)
+{
+    pthread_mutex_lock(&d->mu);
+    const struct uiw__rr_conn *p = d->conns;
+    while (p && p != c)
+        p = p->next;
+    pthread_mutex_unlock(&d->mu);
+    return p != NULL;
+}
+
 static void lead(struct uiw__rr_dev *d, uint64_t deadline)
 {
     if (poll_all(d) > 0)
@@ -455,15 +466,15 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     int r = wakeable ? uiw__nic_wait_wakeable(d->nic, ms, &ctx) : uiw__nic_wait(d->nic, ms, &ctx);
     if (r == -ETIMEDOUT && ms == SLICE_MS)
         atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
-    if (r == 0 && ctx) {
+    /* a late event can come from a connection reap already took off the list, which its
+     * owner may free at any time (a server's on the listener's thread): only one still on
+     * the list is looked at, which the list's reference keeps alive (only the leader, this
+     * thread, takes one off); last_active, too, names one on the list only */
+    if (r == 0 && ctx && listed(d, ctx)) {
         struct uiw__rr_conn *c = ctx;
         c->armed = false;
         poll_conn(c);
-        /* last_active names a connection on the list only (reap clears it as it takes one
-         * off; the list's reference keeps it alive): a late event can come from one
-         * already taken off, which the listener may free at any time */
-        if (atomic_load(&c->state) != UIW__RR_C_DRAINED)
-            d->last_active = c;
+        d->last_active = c;
         if (atomic_load(&c->state) == UIW__RR_C_DEAD)
             reap(d);
     }

@@ -362,14 +362,20 @@ int uiw__nic_wait(struct uiw__nic *n, int timeout_ms, void **conn_ctx)
     int r = uiw_wait_cq_event(n->ch, timeout_ms, &cq, &ctx);
     if (r)
         return r;
-    uiw_ack_cq_events(cq, 1);
+    /* acknowledged and read under zlock, as conn_free destroys the CQ: its destroy came
+     * first and failed (the event was taken, not acknowledged: c is a zombie, ours to
+     * free), or comes after and c is not touched again here */
     struct uiw__nic_conn *c = ctx;
-    if (c->zombie) {
+    pthread_mutex_lock(&n->zlock);
+    uiw_ack_cq_events(cq, 1);
+    bool zombie = c->zombie;
+    void *uctx = c->uctx;
+    pthread_mutex_unlock(&n->zlock);
+    if (zombie) {
         zombie_free(n, c);
-        *conn_ctx = NULL;
-        return 0;
+        uctx = NULL;
     }
-    *conn_ctx = c->uctx;
+    *conn_ctx = uctx;
     return 0;
 }
 

@@ -142,3 +142,32 @@ TEST(rpc_disconnect_is_abortive)
     clnt_destroy(c);
     tsrv_stop(&t);
 }
+
+/* Connections come and go while the server's poller sleeps on its completion channel
+ * (no spin): a connection's last completions can wake it after it took that connection
+ * off its list and the listener's thread freed it. Every connection is counted and every
+ * call answered; a read of freed memory, should the timing line up, fails the sanitizer
+ * builds. */
+TEST(rpc_churn_with_sleeping_poller)
+{
+    struct uiw_rpc_svc_attr sa = {0};
+    sa.xprt.spin_us = -1;
+    struct tsrv t;
+    tsrv_start(&t, &sa);
+    struct uiw_rpc_clnt_attr ca = {0};
+    ca.xprt.spin_us = -1;
+    const unsigned rounds = 40;
+    for (unsigned i = 0; i < rounds; i++) {
+        CLIENT *c = tclnt(t.port, &ca);
+        CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+                 RPC_SUCCESS);
+        clnt_destroy(c);
+    }
+    struct uiw_rpc_xprt_stats xs;
+    ended(&t, &xs, rounds);
+    CHECK_EQ(xs.connections, rounds);
+    CHECK_EQ(xs.calls_received, rounds);
+    CHECK_EQ(xs.replies_sent, rounds);
+    CHECK_EQ(xs.closed + xs.lost, rounds);
+    tsrv_stop(&t);
+}
