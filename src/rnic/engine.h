@@ -417,6 +417,7 @@ struct uiw_qp {
     enum uiw__rx_kind rx_kind;
     uint32_t rx_plen;
     uint8_t *rx_tgt; /* tagged target / not used for untagged */
+    uint32_t rx_gen; /* the STag table generation rx_tgt was checked at */
     struct uiw__rqe *rx_rqe;
     /* the iovecs handed out by the last rx_next */
     struct iovec rx_iov[UIW__MAX_SGE + 1];

@@ -216,6 +216,8 @@ UIW__DATAPATH static int hdr_done(struct uiw_qp *qp)
         return 0;
     }
     if (h->tagged) {
+        /* the generation before the checks: a change meanwhile makes placement recheck */
+        qp->rx_gen = atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire);
         if (op == UIW_RDMAP_WRITE) {
             if (qp->rtr_wait_rx) {
                 if (qp->cp.rtr != UIW__RTR_WRITE || qp->rx_plen != 0 || !h->last)
@@ -527,6 +529,33 @@ UIW__DATAPATH static int send_iov(struct uiw_qp *qp, uint32_t po, size_t *left, 
     return n;
 }
 
+/* Before more of the current segment's payload (from po on) is placed: memory was
+ * registered or deregistered since its target was checked (a new STag table generation),
+ * so check again what is left of it. The first bytes may have been placed long before (a
+ * peer can hold the rest back as long as it likes), and nothing may land in memory
+ * deregistered meanwhile: the stream then fails with the Terminate the header would have
+ * got had it come now. Returns 0, or a code (the stream failed). */
+UIW__DATAPATH static int rx_recheck(struct uiw_qp *qp, uint32_t po)
+{
+    const struct uiw_ddp_hdr *h = &qp->rx_ddp;
+    int c = 0;
+    if (qp->rx_kind == UIW__RX_SEND && qp->rx_rqe) {
+        c = uiw__rqe_resolve(qp, qp->rx_rqe); /* nothing to do while the table is unchanged */
+    } else if ((qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP) && qp->rx_tgt &&
+               atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire) != qp->rx_gen) {
+        uint32_t gen = atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire);
+        uint8_t *p = NULL;
+        enum uiw__stag_err e = uiw__qp_stag_check(
+            qp, h->stag, h->to + po, qp->rx_plen - po,
+            qp->rx_kind == UIW__RX_WRITE ? UIW_ACCESS_REMOTE_WRITE : UIW_ACCESS_LOCAL_WRITE, &p);
+        if (e)
+            c = tag_code(e);
+        else
+            qp->rx_gen = gen;
+    }
+    return c ? rx_fail(qp, c) : 0;
+}
+
 /* Fill qp->rx_iov (at most max entries) with where the next bytes go. Returns the count,
  * 0 if not accepting. With tail, a payload run that ends the ULPDU is followed by a
  * lookahead iovec for the FPDU's pad and CRC and the next FPDU's length and DDP header, so
@@ -560,6 +589,8 @@ static int rx_prepare(struct uiw_qp *qp, int max, bool tail)
     }
     uint32_t po = off - qp->rx_hdr_len; /* payload offset in this segment */
     qp->rx_run = UIW__RX_RUN_PAYLOAD;
+    if (rx_recheck(qp, po))
+        return 0; /* the target went away: the stream failed */
     switch (qp->rx_kind) {
     case UIW__RX_WRITE:
     case UIW__RX_RRESP:

@@ -640,3 +640,74 @@ TEST(receive_resolved_at_post_rechecked_on_arrival)
     pair_mr_free(src);
     pair_free(&p);
 }
+
+/* A region deregistered while a segment is being placed into it: its header checked and
+ * part of its payload placed, the rest still on the way (a slow peer can hold it back as
+ * long as it likes). Nothing more is written there, and the stream ends as it would have
+ * had the header come after the deregistration. In every receive mode. */
+enum { MID_LEN = 1000, MID_FIRST = 400 };
+
+static size_t mid_placed(const uint8_t *buf, uint8_t fill)
+{
+    size_t n = 0;
+    while (n < MID_LEN && buf[n] == fill)
+        n++;
+    return n;
+}
+
+/* send: a Send into a posted receive, else an RDMA Write into a tagged region. */
+static void deregistered_midway(int mode, bool send)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    o.mode = mode;
+    o.whole = true;
+    o.max_chunk = 1u << 20;
+    pair_init(&p, &o, true);
+    struct uiw_mr *src = pair_mr(&p, 0, MID_LEN, 0, 7);
+    struct uiw_mr *dst = pair_mr(&p, 1, MID_LEN, send ? LW : RW, 0);
+    uint8_t *buf = dst->addr;
+    uint64_t to = (uintptr_t)buf;
+    uint32_t rkey = dst->rkey;
+    size_t hl = send ? 18 : 14;
+    if (send)
+        pair_post_recv(&p, 1, 9, dst, 0, MID_LEN);
+    CHECK_EQ(pair_post(&p, 0, 1, send ? UIW_WR_SEND : UIW_WR_RDMA_WRITE, 0, src, 0, MID_LEN,
+                       send ? 0 : to, send ? 0 : rkey),
+             0);
+    CHECK_EQ(pair_pump_dir(&p, 0, 2 + hl + MID_FIRST), 2 + hl + MID_FIRST);
+    CHECK_EQ(mid_placed(buf, 7), MID_FIRST); /* the segment's first part is in place */
+    CHECK_EQ(uiw_dereg_mr(dst), 0);
+    memset(buf, 0xEE, MID_LEN);
+    pair_pump(&p);
+    CHECK_EQ(mid_placed(buf, 0xEE), MID_LEN);
+    if (send) {
+        struct uiw_wc wc = pair_wc(&p, 1, false);
+        CHECK_EQ(wc.wr_id, 9);
+        CHECK_EQ(wc.status, UIW_WC_LOC_PROT_ERR);
+        CHECK(uiw__qp_state(p.s[1].qp) != UIW_QPS_RTS);
+    } else {
+        uint8_t ddp[14];
+        tagged_hdr(ddp, 0, rkey, to);
+        check_term(&p, 1, UIW_TERM_LAYER_DDP, UIW_TERM_DDP_TAGGED, UIW_TERM_DT_INVALID_STAG,
+                   UIW_TERM_FLAG_M | UIW_TERM_FLAG_D, (uint16_t)(14 + MID_LEN), ddp, 14, NULL);
+    }
+    free(buf);
+    pair_mr_free(src);
+    pair_free(&p);
+}
+
+TEST(write_target_deregistered_midway)
+{
+    const int modes[] = {PAIR_DIRECT, PAIR_STAGED, PAIR_MIXED, PAIR_IO, PAIR_PEEK};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        deregistered_midway(modes[i], false);
+}
+
+TEST(send_buffer_deregistered_midway)
+{
+    const int modes[] = {PAIR_DIRECT, PAIR_STAGED, PAIR_MIXED, PAIR_IO, PAIR_PEEK};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        deregistered_midway(modes[i], true);
+}
