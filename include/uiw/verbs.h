@@ -188,7 +188,12 @@ UIW_EXTERN struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length);
  * Protection / Invalid STag, what of the Response TCP had not begun to take is dropped,
  * and the rest of a segment it has begun to take is copied and sent first from the copy.
  * The call does not wait for the peer to read (at most for a send() of the stack that
- * reads the region at that moment): the memory may be freed when it returns.
+ * reads the region at that moment): the memory may be freed when it returns. Nothing is
+ * placed in the region once it returns either: a read of the stack's into it at that
+ * moment is waited for, and the rest of a segment being placed there (a Write's, a Read
+ * Response's, a Send's into a receive in the region) ends the connection with the error
+ * its header would have got after the call (DDP Tagged Buffer / Invalid STag; a receive
+ * completes with Local Protection Error).
  * 0 or -EINVAL. */
 UIW_EXTERN int uiw_dereg_mr(struct uiw_mr *mr);
 

@@ -378,12 +378,14 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
             return n == -EAGAIN || n == -EWOULDBLOCK ? 0 : (int)n;
         }
         ssize_t n = readv(c->h.fd, iov, cnt);
-        if (n == 0)
-            return 1;
-        if (n < 0) {
-            if (errno == EINTR)
+        if (n <= 0) {
+            int err = n < 0 ? errno : 0;
+            uiw__qp_rx_advance(c->qp, 0); /* the iovecs are ours no more (uiw_dereg_mr) */
+            if (n == 0)
+                return 1;
+            if (err == EINTR)
                 continue;
-            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+            return err == EAGAIN || err == EWOULDBLOCK ? 0 : -err;
         }
         c->rx_moved = true;
         if (c->pcap)

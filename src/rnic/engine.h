@@ -417,7 +417,11 @@ struct uiw_qp {
     enum uiw__rx_kind rx_kind;
     uint32_t rx_plen;
     uint8_t *rx_tgt; /* tagged target / not used for untagged */
-    uint32_t rx_gen; /* the STag table generation rx_tgt was checked at */
+    uint32_t rx_gen; /* the STag table generation the payload's target was checked at */
+    /* rx_gen while payload iovecs handed out by rx_next may be read into (io reads without
+     * the QP lock), until rx_advance; 0 when none are: uiw_dereg_mr waits for it
+     * (uiw__ctx_rx_quiesce) */
+    _Atomic uint32_t rx_placing;
     struct uiw__rqe *rx_rqe;
     /* the iovecs handed out by the last rx_next */
     struct iovec rx_iov[UIW__MAX_SGE + 1];
@@ -461,6 +465,11 @@ static inline void uiw__qp_unlock(struct uiw_qp *qp)
 {
     uiw__lock_give(&qp->lock);
 }
+
+/* uiw_dereg_mr, once the STag table's generation is g (and no engine lock held): wait
+ * until no QP of ctx still places into memory checked at an older generation (a copy
+ * from its staging ring, under its lock; a read of io's into the iovecs of rx_next). */
+void uiw__ctx_rx_quiesce(struct uiw_context *ctx, uint32_t g);
 
 /* tx.c */
 /* Nothing that tx.c could build: no Terminate, RTR, Read Response or unstarted part of a

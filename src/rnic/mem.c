@@ -93,11 +93,14 @@ static void stag_track(struct uiw__stag *s)
 /* A change that can make a valid STag's check fail (mem_lock held): a new table
  * generation, never 0 (the generation of nothing checked yet: a zeroed hit or an
  * unresolved receive never matches). */
-static void gen_bump(struct uiw_context *ctx)
+static uint32_t gen_bump(struct uiw_context *ctx)
 {
     uint32_t g = atomic_load_explicit(&ctx->mem_gen, memory_order_relaxed) + 1;
-    /* sequentially consistent: against uiw__qp_stag_pin, which pins and then looks */
-    atomic_store_explicit(&ctx->mem_gen, g ? g : 1, memory_order_seq_cst);
+    g = g ? g : 1;
+    /* sequentially consistent: against uiw__qp_stag_pin and rx_next's placing, which
+     * publish and then look */
+    atomic_store_explicit(&ctx->mem_gen, g, memory_order_seq_cst);
+    return g;
 }
 
 static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsigned access,
@@ -181,7 +184,7 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     }
     s->state = UIW__STAG_FREE;
     stag_track(s);
-    gen_bump(ctx);
+    uint32_t gen = gen_bump(ctx);
     s->mr = NULL;
     s->pd = NULL;
     /* Read Response segments built from it before (seq_cst: see uiw__qp_stag_pin) */
@@ -191,6 +194,8 @@ int uiw_dereg_mr(struct uiw_mr *mr)
         ctx->free_head = mr->handle;
     }
     uiw__lock_give(&ctx->mem_lock);
+    /* a placement checked before (a read into it under way) ends before the call does */
+    uiw__ctx_rx_quiesce(ctx, gen);
     if (pinned) {
         /* the memory may be freed once we return: the segments a QP has not begun to send
          * are dropped (its stream ends), the others are sent from a copy (a peer that

@@ -4,6 +4,7 @@
  * connection-lost entry points of rnic.h.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -497,6 +498,24 @@ void uiw__ctx_stag_gone(struct uiw_context *ctx, uint32_t idx)
          * now sends the Terminate */
         uiw__tx_stag_gone(qp, idx);
         uiw__qp_unlock(qp);
+    }
+    uiw__lock_give(&ctx->qps_lock);
+}
+
+void uiw__ctx_rx_quiesce(struct uiw_context *ctx, uint32_t g)
+{
+    uiw__lock_take(&ctx->qps_lock);
+    for (struct uiw_qp *qp = ctx->qps; qp; qp = qp->ctx_next) {
+        /* a copy from the staging ring checks and places in one hold of the lock */
+        uiw__lock_take(&qp->lock);
+        uiw__qp_unlock(qp);
+        /* a read of io's into iovecs checked before: it ends in a system call's time */
+        for (;;) {
+            uint32_t p = atomic_load_explicit(&qp->rx_placing, memory_order_seq_cst);
+            if (p == 0 || (int32_t)(p - g) >= 0)
+                break;
+            sched_yield();
+        }
     }
     uiw__lock_give(&ctx->qps_lock);
 }

@@ -178,7 +178,9 @@ int uiw__qp_start(struct uiw_qp *qp, const struct uiw__conn_params *params);
 int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max);
 
 /* Account n bytes read into the iovecs of the last uiw__qp_rx_next (n <= their total).
- * Returns 0, or a fatal code (UIW_E_*, negative): then the engine has queued a
+ * Called after every read into them, also one that took nothing (n = 0: EOF, EAGAIN, an
+ * error): until then uiw_dereg_mr of a region they point into waits. Returns 0, or a
+ * fatal code (UIW_E_*, negative): then the engine has queued a
  * Terminate (uiw__qp_want shows TX) and moved the QP to TERMINATE; it moves to ERROR
  * (and wants the socket closed) once the Terminate is sent. UIW_E_RNIC_TERM_RECEIVED:
  * the peer's Terminate arrived, the QP is in ERROR and wants the socket closed. */

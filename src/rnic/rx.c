@@ -541,17 +541,21 @@ UIW__DATAPATH static int rx_recheck(struct uiw_qp *qp, uint32_t po)
     int c = 0;
     if (qp->rx_kind == UIW__RX_SEND && qp->rx_rqe) {
         c = uiw__rqe_resolve(qp, qp->rx_rqe); /* nothing to do while the table is unchanged */
-    } else if ((qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP) && qp->rx_tgt &&
-               atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire) != qp->rx_gen) {
+        qp->rx_gen = qp->rx_rqe->gen;
+    } else if (qp->rx_kind == UIW__RX_WRITE || qp->rx_kind == UIW__RX_RRESP) {
+        /* the generation before the check: a change during it is seen next time */
         uint32_t gen = atomic_load_explicit(&qp->ctx->mem_gen, memory_order_acquire);
-        uint8_t *p = NULL;
-        enum uiw__stag_err e = uiw__qp_stag_check(
-            qp, h->stag, h->to + po, qp->rx_plen - po,
-            qp->rx_kind == UIW__RX_WRITE ? UIW_ACCESS_REMOTE_WRITE : UIW_ACCESS_LOCAL_WRITE, &p);
-        if (e)
-            c = tag_code(e);
-        else
-            qp->rx_gen = gen;
+        if (gen != qp->rx_gen) {
+            uint8_t *p = NULL;
+            enum uiw__stag_err e = uiw__qp_stag_check(
+                qp, h->stag, h->to + po, qp->rx_plen - po,
+                qp->rx_kind == UIW__RX_WRITE ? UIW_ACCESS_REMOTE_WRITE : UIW_ACCESS_LOCAL_WRITE,
+                &p);
+            if (e)
+                c = tag_code(e);
+            else
+                qp->rx_gen = gen;
+        }
     }
     return c ? rx_fail(qp, c) : 0;
 }
@@ -812,12 +816,29 @@ UIW__DATAPATH static int rx_from_buf(struct uiw_qp *qp, const uint8_t *p, size_t
     return r;
 }
 
+/* Payload iovecs about to go to io, whose read runs without the QP lock: rx_placing holds
+ * the generation their target was checked at until io reports the read (rx_advance), so
+ * that uiw_dereg_mr, which makes a new generation and then waits for every QP holding an
+ * older one, never returns while the read may still write into the region. Published,
+ * then the generation looked at again (both sides sequentially consistent: one sees the
+ * other): true if none was made meanwhile, else the target is to be checked again. */
+static bool rx_placing_set(struct uiw_qp *qp)
+{
+    atomic_store_explicit(&qp->rx_placing, qp->rx_gen, memory_order_seq_cst);
+    return atomic_load_explicit(&qp->ctx->mem_gen, memory_order_seq_cst) == qp->rx_gen;
+}
+
 int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     if (!qp || !iov || max < 1)
         return -EINVAL;
     uiw__lock_take(&qp->lock);
-    int n = rx_prepare(qp, max < UIW__MAX_SGE + 1 ? max : UIW__MAX_SGE + 1, true);
+    int m = max < UIW__MAX_SGE + 1 ? max : UIW__MAX_SGE + 1;
+    int n = rx_prepare(qp, m, true);
+    while (n > 0 && qp->rx_run == UIW__RX_RUN_PAYLOAD && !rx_placing_set(qp))
+        n = rx_prepare(qp, m, true); /* checks the target again (or fails the stream) */
+    if (n <= 0 || qp->rx_run != UIW__RX_RUN_PAYLOAD)
+        atomic_store_explicit(&qp->rx_placing, 0, memory_order_release);
     for (int i = 0; i < n; i++)
         iov[i] = qp->rx_iov[i];
     uiw__qp_unlock(qp);
@@ -829,6 +850,8 @@ int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n)
     if (!qp)
         return -EINVAL;
     uiw__lock_take(&qp->lock);
+    /* io's read is over (uiw__ctx_rx_quiesce) */
+    atomic_store_explicit(&qp->rx_placing, 0, memory_order_release);
     int r = 0;
     if (qp->rx_niov) {
         size_t tot = 0;

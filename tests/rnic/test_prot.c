@@ -1,8 +1,11 @@
 /* Protection violations and stream errors: the exact Terminate on the wire, the QP
  * states, the async events and the completion statuses on both sides. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/byteorder.h"
 #include "pair.h"
@@ -655,16 +658,22 @@ static size_t mid_placed(const uint8_t *buf, uint8_t fill)
     return n;
 }
 
-/* send: a Send into a posted receive, else an RDMA Write into a tagged region. */
-static void deregistered_midway(int mode, bool send)
+/* A pair in receive mode mode whose pump moves exactly what it is asked to. */
+static void mid_pair(struct pair *p, int mode)
 {
-    struct pair p;
     struct pair_opts o;
     pair_opts_default(&o);
     o.mode = mode;
     o.whole = true;
     o.max_chunk = 1u << 20;
-    pair_init(&p, &o, true);
+    pair_init(p, &o, true);
+}
+
+/* send: a Send into a posted receive, else an RDMA Write into a tagged region. */
+static void deregistered_midway(int mode, bool send)
+{
+    struct pair p;
+    mid_pair(&p, mode);
     struct uiw_mr *src = pair_mr(&p, 0, MID_LEN, 0, 7);
     struct uiw_mr *dst = pair_mr(&p, 1, MID_LEN, send ? LW : RW, 0);
     uint8_t *buf = dst->addr;
@@ -710,4 +719,54 @@ TEST(send_buffer_deregistered_midway)
     const int modes[] = {PAIR_DIRECT, PAIR_STAGED, PAIR_MIXED, PAIR_IO, PAIR_PEEK};
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
         deregistered_midway(modes[i], true);
+}
+
+/* uiw_dereg_mr while io's read into a region is under way (iovecs of rx_next handed out,
+ * their read not yet reported by rx_advance): the call returns only after the read, and
+ * nothing of the segment is placed there after it. */
+struct dereger {
+    struct uiw_mr *mr;
+    atomic_int done;
+};
+
+static void *dereg_thread(void *arg)
+{
+    struct dereger *d = arg;
+    CHECK_EQ(uiw_dereg_mr(d->mr), 0);
+    atomic_store(&d->done, 1);
+    return NULL;
+}
+
+TEST(dereg_waits_for_a_read_under_way)
+{
+    struct pair p;
+    mid_pair(&p, PAIR_DIRECT);
+    struct uiw_mr *src = pair_mr(&p, 0, MID_LEN, 0, 7);
+    struct uiw_mr *dst = pair_mr(&p, 1, MID_LEN, RW, 0);
+    uint8_t *buf = dst->addr;
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_WRITE, 0, src, 0, MID_LEN, (uintptr_t)buf, dst->rkey),
+             0);
+    CHECK_EQ(pair_pump_dir(&p, 0, 2 + 14), 2 + 14); /* the header: the payload comes next */
+    struct iovec iov[8];
+    int n = uiw__qp_rx_next(p.s[1].qp, iov, 8);
+    CHECK(n >= 1);
+    CHECK(iov[0].iov_base == (void *)buf);
+    struct dereger d = {.mr = dst};
+    atomic_init(&d.done, 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, dereg_thread, &d), 0);
+    struct timespec ms50 = {0, 50000000L};
+    nanosleep(&ms50, NULL);
+    CHECK_EQ(atomic_load(&d.done), 0); /* the read is still under way */
+    memset(buf, 7, MID_FIRST);         /* what it brings */
+    CHECK_EQ(uiw__qp_rx_advance(p.s[1].qp, MID_FIRST), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(atomic_load(&d.done), 1);
+    memset(buf, 0xEE, MID_LEN);
+    pair_pump(&p); /* the rest of the segment: not placed, the stream ends */
+    CHECK_EQ(mid_placed(buf, 0xEE), MID_LEN);
+    CHECK(uiw__qp_state(p.s[1].qp) != UIW_QPS_RTS);
+    free(buf);
+    pair_mr_free(src);
+    pair_free(&p);
 }
