@@ -180,7 +180,10 @@ UIW_EXTERN struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t lengt
  * be invalidated', the connection ends), and LOCAL_INV invalidates it at once but
  * completes only when its own connection has sent those segments (one on another
  * connection of the PD may still send what it had built: uiw_dereg_mr copies what every
- * connection has begun to send). max_length bounds the length a REG_MR may bind. */
+ * connection has begun to send). A LOCAL_INV completes only once nothing of a peer's
+ * operation is placed into the region any more (a read of the stack's into it under way
+ * when the STag became invalid is over): its completion, not uiw_post_send's return,
+ * says that the memory may be reused. max_length bounds the length a REG_MR may bind. */
 UIW_EXTERN struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length);
 
 /* Deregister (any MR). The STag becomes invalid at once; a peer's RDMA Read being

@@ -194,6 +194,8 @@ struct uiw__swqe {
     uint8_t opcode; /* enum uiw_wr_opcode */
     uint8_t state;
     uint8_t num_sge;
+    bool inv_reads; /* a LOCAL_INV the application ran (TX): io may still read into its
+                       region, into iovecs checked before (tx.c sq_local) */
     unsigned flags;
     uint32_t len; /* total payload bytes */
     uint32_t off; /* payload bytes already segmented */

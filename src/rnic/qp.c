@@ -371,9 +371,10 @@ void uiw__qp_flush(struct uiw_qp *qp)
     for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
         struct uiw__swqe *w = &qp->sq[i & (qp->sq_size - 1)];
         if (w->state != UIW__SWQE_DONE) {
-            /* a LOCAL_INV done but for its wait (tx.c) succeeded if that is over */
+            /* a LOCAL_INV done but for its wait (tx.c) succeeded if that is over (one that
+             * may still have a read of io's into its region under way is flushed) */
             bool inv_done = w->opcode == UIW_WR_LOCAL_INV && w->state == UIW__SWQE_TX &&
-                            !uiw__tx_pinned(qp, w->inv_rkey >> 8, false);
+                            !w->inv_reads && !uiw__tx_pinned(qp, w->inv_rkey >> 8, false);
             w->state = UIW__SWQE_DONE;
             w->status = inv_done ? UIW_WC_SUCCESS : UIW_WC_WR_FLUSH_ERR;
         }

@@ -260,7 +260,11 @@ int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want, size_t *cap);
  * Read Responses, then the send queue in order, obeying fence and ORD), framing bytes
  * from engine scratch, payload straight from registered memory. Returns the count, 0 when
  * nothing is to send now. Repeated calls without tx_advance return the same bytes (plus
- * possibly more FPDUs appended). Memory stays valid until tx_advance covers it. */
+ * possibly more FPDUs appended). Memory stays valid until tx_advance covers it.
+ * io calls it (and _locked) with none of its reads into the context's memory under way
+ * (no rx_next without its rx_advance, no rx_staged or rx_take running, on any QP of the
+ * context): a LOCAL_INV the application posted completes here, after every read into the
+ * region that was checked before it. */
 int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max);
 
 /* n bytes of the last tx_next's iovecs were written (a partial writev is fine). Completes

@@ -497,8 +497,11 @@ static bool is_local(uint8_t opcode)
 
 /* Execute the local operation w at sq_tx (LOCAL_INV or REG_MR). Returns false when it
  * waits: a LOCAL_INV completes once the segments of a Read Response this QP built from the
- * STag before went to TCP (the STag is invalid from the start: no more are built). */
-static bool sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
+ * STag before went to TCP (the STag is invalid from the start: no more are built), and,
+ * run by the application (not quiet), once io builds again: io may be reading into the
+ * region meanwhile, into iovecs checked before (uiw__qp_tx_next: io builds with none of
+ * its reads under way). */
+static bool sq_local(struct uiw_qp *qp, struct uiw__swqe *w, bool quiet)
 {
     int r, st, code;
     if (w->opcode == UIW_WR_LOCAL_INV) {
@@ -506,8 +509,11 @@ static bool sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
         if (w->state == UIW__SWQE_QUEUED) {
             r = uiw__stag_invalidate(qp->ctx, qp->pd, w->inv_rkey, false);
             w->state = UIW__SWQE_TX; /* invalidated */
+            w->inv_reads = r == 0;
         }
-        if (r == 0 && uiw__tx_pinned(qp, w->inv_rkey >> 8, false))
+        if (quiet)
+            w->inv_reads = false;
+        if (r == 0 && (w->inv_reads || uiw__tx_pinned(qp, w->inv_rkey >> 8, false)))
             return false;
         st = UIW_WC_LOC_PROT_ERR;
         code = UIW_E_RNIC_LOCAL_PROT;
@@ -529,8 +535,9 @@ static bool sq_local(struct uiw_qp *qp, struct uiw__swqe *w)
 }
 
 /* The local operation at the head of the send queue, if there is one and it may run now
- * (a send queue completes in order, so one waits behind anything else): true if it ran. */
-static bool sq_local_step(struct uiw_qp *qp)
+ * (a send queue completes in order, so one waits behind anything else): true if it ran.
+ * quiet: io builds (none of its reads under way), as sq_local says. */
+static bool sq_local_step(struct uiw_qp *qp, bool quiet)
 {
     while (qp->sq_tx != qp->sq_tail &&
            qp->sq[qp->sq_tx & (qp->sq_size - 1)].state == UIW__SWQE_DONE)
@@ -541,7 +548,7 @@ static bool sq_local_step(struct uiw_qp *qp)
     if (!is_local(w->opcode) ||
         (w->state == UIW__SWQE_QUEUED && (w->flags & UIW_SEND_FENCE) && qp->orq_count > 0))
         return false;
-    return sq_local(qp, w);
+    return sq_local(qp, w, quiet);
 }
 
 /* The send queue's oldest unfinished Send or Write has segments built and more to build. */
@@ -568,7 +575,7 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
     if (qp->term_queued || (qp->state != UIW_QPS_RTS && qp->state != UIW_QPS_CLOSING))
         return false;
     if (qp->tx_hold)
-        return sq_local_step(qp);          /* nothing on the wire yet: local operations only */
+        return sq_local_step(qp, true);    /* nothing on the wire yet: local operations only */
     if (qp->wake_pending && !sq_mid(qp)) { /* uiw__qp_wake: as the zero-length RTR Write */
         qp->wake_pending = false;
         struct uiw_wire_iov ul[1];
@@ -602,7 +609,7 @@ UIW__DATAPATH static bool tx_step(struct uiw_qp *qp)
      * Read Responses and the send queue take turns, so neither waits longer than one
      * message of the other. Local operations put nothing on the wire: they run meanwhile. */
     if (qp->irq_count && qp->irq[qp->irq_head].off)
-        return sq_local_step(qp) || rr_step(qp, s);
+        return sq_local_step(qp, true) || rr_step(qp, s);
     if (!sq_mid(qp) && qp->irq_count && qp->tx_turn && rr_step(qp, s))
         return true;
     if (sq_step(qp, s)) {
@@ -622,7 +629,7 @@ UIW__DATAPATH void uiw__tx_run_local(struct uiw_qp *qp)
     if (w->state != UIW__SWQE_DONE && !is_local(w->opcode))
         return; /* what sq_local_step would find first */
     if (qp->iov_per_slot && !qp->term_pending && !qp->term_queued && qp->state == UIW_QPS_RTS)
-        while (sq_local_step(qp))
+        while (sq_local_step(qp, false))
             ;
 }
 
@@ -641,7 +648,7 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
     if (is_local(w->opcode)) {
         if (w->state == UIW__SWQE_QUEUED && (w->flags & UIW_SEND_FENCE) && qp->orq_count > 0)
             return false;
-        return sq_local(qp, w);
+        return sq_local(qp, w, true);
     }
     if (w->state == UIW__SWQE_QUEUED) {
         if ((w->flags & UIW_SEND_FENCE) && qp->orq_count > 0)

@@ -376,6 +376,18 @@ void pair_mr_free(struct uiw_mr *mr)
     free(b);
 }
 
+struct uiw_send_wr pair_reg_wr(uint64_t id, struct uiw_mr *mr, uint32_t key, void *addr, size_t len,
+                               unsigned access)
+{
+    struct uiw_send_wr w = {.wr_id = id, .opcode = UIW_WR_REG_MR};
+    w.wr.reg.mr = mr;
+    w.wr.reg.key = key;
+    w.wr.reg.addr = addr;
+    w.wr.reg.length = len;
+    w.wr.reg.access = access;
+    return w;
+}
+
 void pair_post_recv(struct pair *p, int d, uint64_t id, struct uiw_mr *mr, size_t off, uint32_t len)
 {
     struct uiw_sge sge = {.addr = (uintptr_t)mr->addr + off, .length = len, .lkey = mr->lkey};

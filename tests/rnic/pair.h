@@ -98,6 +98,9 @@ size_t pair_terminate(struct pair *p, int d, uint8_t *ddp, uint8_t *body, size_t
 
 struct uiw_mr *pair_mr(struct pair *p, int d, size_t len, unsigned access, uint8_t fill);
 void pair_mr_free(struct uiw_mr *mr);
+/* An unsignalled UIW_WR_REG_MR binding fast-register MR mr to [addr, addr+len) under key. */
+struct uiw_send_wr pair_reg_wr(uint64_t id, struct uiw_mr *mr, uint32_t key, void *addr, size_t len,
+                               unsigned access);
 void pair_post_recv(struct pair *p, int d, uint64_t id, struct uiw_mr *mr, size_t off,
                     uint32_t len);
 int pair_post(struct pair *p, int d, uint64_t id, enum uiw_wr_opcode op, unsigned flags,

@@ -21,18 +21,6 @@ static uint64_t addr_of(struct uiw_mr *mr, size_t off)
 }
 
 /* A fast-register work request binding mr to [addr, addr + len) under key. */
-static struct uiw_send_wr reg_wr(uint64_t id, struct uiw_mr *mr, uint32_t key, void *addr,
-                                 size_t len, unsigned access)
-{
-    struct uiw_send_wr w = {.wr_id = id, .opcode = UIW_WR_REG_MR};
-    w.wr.reg.mr = mr;
-    w.wr.reg.key = key;
-    w.wr.reg.addr = addr;
-    w.wr.reg.length = len;
-    w.wr.reg.access = access;
-    return w;
-}
-
 TEST(write_basic)
 {
     struct pair p;
@@ -647,7 +635,7 @@ TEST(invalidated_stag_is_refused)
     struct uiw_mr *rb = pair_mr(&p, 1, 16, LW, 0);
     uint32_t key = uiw_inc_rkey(fr->rkey);
     struct uiw_send_wr reg =
-        reg_wr(1, fr, key, mem, 256, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
+        pair_reg_wr(1, fr, key, mem, 256, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
     struct uiw_send_wr *bad;
     CHECK_EQ(uiw_post_send(p.s[1].qp, &reg, &bad), 0);
     pair_post_recv(&p, 1, 2, rb, 0, 16);
@@ -692,7 +680,7 @@ TEST(invalidate_already_invalid_stag)
     struct uiw_mr *rb = pair_mr(&p, 1, 64, LW, 0);
     uint32_t key1 = uiw_inc_rkey(fr->rkey), key2 = uiw_inc_rkey(key1);
     struct uiw_send_wr reg =
-        reg_wr(1, fr, key1, mem, 256, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
+        pair_reg_wr(1, fr, key1, mem, 256, UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE);
     struct uiw_send_wr inv = {
         .wr_id = 2, .opcode = UIW_WR_LOCAL_INV, .send_flags = UIW_SEND_SIGNALED};
     inv.invalidate_rkey = key1;

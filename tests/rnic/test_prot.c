@@ -770,3 +770,48 @@ TEST(dereg_waits_for_a_read_under_way)
     pair_mr_free(src);
     pair_free(&p);
 }
+
+/* A LOCAL_INV the application posts while io's read into the region is under way: the
+ * STag is invalid at once, but the LOCAL_INV completes only when io builds again (which it
+ * does with none of its reads under way), and nothing of the segment is placed after. */
+TEST(local_inv_waits_for_a_read_under_way)
+{
+    struct pair p;
+    mid_pair(&p, PAIR_DIRECT);
+    struct uiw_mr *src = pair_mr(&p, 0, MID_LEN, 0, 7);
+    uint8_t *buf = calloc(1, MID_LEN);
+    CHECK(buf);
+    struct uiw_mr *fr = uiw_alloc_mr(p.s[1].pd, MID_LEN);
+    CHECK(fr);
+    uint32_t key = uiw_inc_rkey(fr->rkey);
+    struct uiw_send_wr reg = pair_reg_wr(1, fr, key, buf, MID_LEN, RW);
+    struct uiw_send_wr *bad = NULL;
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &reg, &bad), 0);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_RDMA_WRITE, 0, src, 0, MID_LEN, (uintptr_t)buf, key), 0);
+    CHECK_EQ(pair_pump_dir(&p, 0, 2 + 14), 2 + 14); /* the header: the payload comes next */
+    struct iovec iov[8];
+    int n = uiw__qp_rx_next(p.s[1].qp, iov, 8);
+    CHECK(n >= 1);
+    CHECK(iov[0].iov_base == (void *)buf);
+    struct uiw_send_wr inv = {
+        .wr_id = 2, .opcode = UIW_WR_LOCAL_INV, .send_flags = UIW_SEND_SIGNALED};
+    inv.invalidate_rkey = key;
+    CHECK_EQ(uiw_post_send(p.s[1].qp, &inv, &bad), 0);
+    CHECK_EQ(pair_nwc(&p, 1, true), 0); /* the read is still under way */
+    memset(buf, 7, MID_FIRST);          /* what it brings */
+    CHECK_EQ(uiw__qp_rx_advance(p.s[1].qp, MID_FIRST), 0);
+    CHECK_EQ(pair_nwc(&p, 1, true), 0); /* no build yet */
+    pair_pump_dir(&p, 1, SIZE_MAX);     /* io builds: the read is over */
+    struct uiw_wc wc = pair_wc(&p, 1, true);
+    CHECK_EQ(wc.wr_id, 2);
+    CHECK_EQ(wc.opcode, UIW_WC_LOCAL_INV);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    memset(buf, 0xEE, MID_LEN);
+    pair_pump(&p); /* the rest of the segment: not placed, the stream ends */
+    CHECK_EQ(mid_placed(buf, 0xEE), MID_LEN);
+    CHECK(uiw__qp_state(p.s[1].qp) != UIW_QPS_RTS);
+    free(buf);
+    CHECK_EQ(uiw_dereg_mr(fr), 0);
+    pair_mr_free(src);
+    pair_free(&p);
+}
