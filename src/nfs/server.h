@@ -163,5 +163,10 @@ struct uiw__nfs_listener *uiw__nfs_tcp_listen(struct uiw__nfsd *s, const char *a
 void uiw__nfs_tcp_close(struct uiw__nfs_listener *l);
 /* The connections being served now. */
 unsigned uiw__nfs_tcp_conns(struct uiw__nfs_listener *l);
+/* Receive one call on xprt (libtirpc's stream transport), authenticate it and run its
+ * program's dispatcher (NFS, MOUNT, or the ONC RPC error for another program or
+ * version), as each connection's thread does. 1 if a call was taken, 0 if none was
+ * (SVC_STAT then says whether the connection is gone). */
+int uiw__nfs_tcp_serve(struct uiw__nfsd *s, SVCXPRT *xprt);
 
 #endif

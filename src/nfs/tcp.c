@@ -61,37 +61,41 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     }
 }
 
+/* As libtirpc's svc_getreq_common, for this connection alone. */
+int uiw__nfs_tcp_serve(struct uiw__nfsd *s, SVCXPRT *xprt)
+{
+    char area[2 * MAX_AUTH_BYTES + 1024];
+    struct rpc_msg msg;
+    struct svc_req r;
+    memset(&msg, 0, sizeof(msg));
+    memset(&r, 0, sizeof(r));
+    msg.rm_call.cb_cred.oa_base = area;
+    msg.rm_call.cb_verf.oa_base = area + MAX_AUTH_BYTES;
+    r.rq_clntcred = area + 2 * MAX_AUTH_BYTES;
+    if (!SVC_RECV(xprt, &msg))
+        return 0;
+    r.rq_xprt = xprt;
+    r.rq_prog = msg.rm_call.cb_prog;
+    r.rq_vers = msg.rm_call.cb_vers;
+    r.rq_proc = msg.rm_call.cb_proc;
+    r.rq_cred = msg.rm_call.cb_cred;
+    enum auth_stat why = _authenticate(&r, &msg);
+    if (why != AUTH_OK)
+        svcerr_auth(xprt, why);
+    else
+        dispatch(s, &r, xprt);
+    return 1;
+}
+
 static void *conn_main(void *arg)
 {
     struct conn *c = arg;
     struct uiw__nfs_listener *l = c->l;
     SVCXPRT *xprt = svc_fd_create(c->fd, 0, 0);
     if (xprt) {
-        /* As libtirpc's svc_getreq_common, for this connection alone. */
-        char area[2 * MAX_AUTH_BYTES + 1024];
-        enum xprt_stat st;
-        do {
-            struct rpc_msg msg;
-            struct svc_req r;
-            memset(&msg, 0, sizeof(msg));
-            memset(&r, 0, sizeof(r));
-            msg.rm_call.cb_cred.oa_base = area;
-            msg.rm_call.cb_verf.oa_base = area + MAX_AUTH_BYTES;
-            r.rq_clntcred = area + 2 * MAX_AUTH_BYTES;
-            if (SVC_RECV(xprt, &msg)) {
-                r.rq_xprt = xprt;
-                r.rq_prog = msg.rm_call.cb_prog;
-                r.rq_vers = msg.rm_call.cb_vers;
-                r.rq_proc = msg.rm_call.cb_proc;
-                r.rq_cred = msg.rm_call.cb_cred;
-                enum auth_stat why = _authenticate(&r, &msg);
-                if (why != AUTH_OK)
-                    svcerr_auth(xprt, why);
-                else
-                    dispatch(l->s, &r, xprt);
-            }
-            st = SVC_STAT(xprt);
-        } while (st != XPRT_DIED);
+        do
+            uiw__nfs_tcp_serve(l->s, xprt);
+        while (SVC_STAT(xprt) != XPRT_DIED);
     }
     uiw__nfs_iobuf_free();
     pthread_mutex_lock(&l->lock);
