@@ -1,0 +1,567 @@
+/* libFuzzer target: the NFSv3 and MOUNT server (src/nfs) as uiw-nfsd serves them over
+ * TCP: libtirpc's stream transport (svc_fd_create) on one end of a socket pair; each
+ * input is one call, written into the other end as a record (an ONC RPC call header this
+ * target builds, then the input's argument bytes), and served by what serves each TCP
+ * connection (uiw__nfs_tcp_serve: received, authenticated, dispatched).
+ *
+ * Input: byte 0 chooses the program (bit 0: MOUNT, else NFS), byte 1 the procedure
+ * (modulo the program's count; 250 and up: taken as is, beyond the table), byte 2 the
+ * credentials (AUTH_NONE; AUTH_SYS as uid 1000, as root, as nobody), the rest are the
+ * arguments' XDR. The export holds a file, a directory with a file, and symbolic links
+ * that point out of it; beside it lies a directory the server must never touch. Where a
+ * 32-byte handle can stand (after its XDR length, 32), the bytes 'U' 'F' 'H' k name one:
+ * the export's root, its files, directories and links, or handles forged for the
+ * directory beside it, its file and their parent (the device, inode number and
+ * generation tag of each, under the export's id); this target writes the real handle
+ * there.
+ *
+ * Oracles: no crash, leak or over-read (ASan, LSan, UBSan); exactly one reply to every
+ * call, with the call's XID, accepted, and that decodes whole as the procedure's results
+ * (GARBAGE_ARGS for arguments that do not decode; PROC_UNAVAIL only beyond the table);
+ * a status that RFC 1813 defines; nothing beside the export changes (names, sizes,
+ * modes and times checked after every call); no reply holds the name or the content of
+ * the file beside the export (random, and looked for without coverage feedback, so that
+ * inputs cannot learn them and write them into the export themselves).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rpc/rpc.h>
+
+#include "mount3.h"
+#include "nfs3.h"
+#include "nfs/nfsd.h"
+#include "nfs/server.h"
+#include "nfs/xdr_data.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define NFS_PROG    100003
+#define MOUNT_PROG  100005
+#define MAX_IN      (48 * 1024)
+#define RESET_EVERY 256
+#define NFH         10
+
+static void die(const char *what)
+{
+    fprintf(stderr, "fuzz-nfs_server: %s\n", what);
+    abort();
+}
+
+/* ------------------------------------------------------------------ the reply reader */
+
+/* The client's end, read by a thread of its own (a reply may be larger than the socket
+ * holds while the server writes it). */
+static struct {
+    int fd;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint8_t *buf;
+    size_t len, cap;
+} rd = {.fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    static uint8_t tmp[65536];
+    for (;;) {
+        ssize_t n = read(rd.fd, tmp, sizeof(tmp));
+        if (n <= 0)
+            return NULL;
+        pthread_mutex_lock(&rd.mu);
+        if (rd.len + (size_t)n > rd.cap) {
+            size_t cap = rd.cap ? rd.cap : 65536;
+            while (cap < rd.len + (size_t)n)
+                cap *= 2;
+            rd.buf = realloc(rd.buf, cap);
+            if (!rd.buf)
+                die("out of memory");
+            rd.cap = cap;
+        }
+        memcpy(rd.buf + rd.len, tmp, (size_t)n);
+        rd.len += (size_t)n;
+        pthread_cond_broadcast(&rd.cv);
+        pthread_mutex_unlock(&rd.mu);
+    }
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The bytes of the first whole record in rd.buf (fragments joined) into *out, and how
+ * many bytes of rd.buf it spans; 0 while it is incomplete. rd.mu held. */
+static size_t record_take(uint8_t **out, size_t *olen)
+{
+    size_t at = 0, total = 0;
+    for (;;) {
+        if (rd.len - at < 4)
+            return 0;
+        uint32_t h = be32(rd.buf + at);
+        size_t fl = h & 0x7fffffffu;
+        if (rd.len - at - 4 < fl)
+            return 0;
+        at += 4 + fl;
+        total += fl;
+        if (h & 0x80000000u)
+            break;
+    }
+    uint8_t *r = malloc(total ? total : 1);
+    if (!r)
+        die("out of memory");
+    size_t o = 0;
+    for (size_t p = 0; p < at;) {
+        uint32_t h = be32(rd.buf + p);
+        size_t fl = h & 0x7fffffffu;
+        memcpy(r + o, rd.buf + p + 4, fl);
+        o += fl;
+        p += 4 + fl;
+    }
+    *out = r;
+    *olen = total;
+    return at;
+}
+
+/* Wait (10 s at most) for the reply to the call just dispatched. */
+static uint8_t *reply_wait(size_t *len)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    uint8_t *r = NULL;
+    pthread_mutex_lock(&rd.mu);
+    size_t used;
+    while ((used = record_take(&r, len)) == 0)
+        if (pthread_cond_timedwait(&rd.cv, &rd.mu, &until) != 0)
+            die("no reply to a call");
+    memmove(rd.buf, rd.buf + used, rd.len - used);
+    rd.len -= used;
+    if (rd.len)
+        die("more than one reply to a call");
+    pthread_mutex_unlock(&rd.mu);
+    return r;
+}
+
+/* ---------------------------------------------------------------- the export and beside */
+
+static char top[64];       /* the scratch directory: exp/ and out/ */
+static char secret[33];    /* the content of the file beside the export */
+static char secret_nm[33]; /* and its name */
+static struct uiw__nfsd *srv;
+static SVCXPRT *xprt;
+static int cli_fd;
+static char fh[NFH][UIW__NFS_FH_LEN];
+static unsigned calls;
+
+struct snap {
+    struct stat top, out, secret;
+    unsigned top_names, out_names;
+};
+
+static void must(int ok, const char *what)
+{
+    if (!ok) {
+        perror(what);
+        die(what);
+    }
+}
+
+static unsigned names(const char *dir)
+{
+    DIR *d = opendir(dir);
+    must(d != NULL, "opendir");
+    unsigned n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void path(char *b, size_t cap, const char *rel)
+{
+    snprintf(b, cap, "%s/%s", top, rel);
+}
+
+static void snap(struct snap *s)
+{
+    char p[128];
+    must(stat(top, &s->top) == 0, "stat top");
+    path(p, sizeof(p), "out");
+    must(stat(p, &s->out) == 0, "stat out");
+    s->out_names = names(p);
+    char q[64];
+    snprintf(q, sizeof(q), "out/%s", secret_nm);
+    path(p, sizeof(p), q);
+    must(stat(p, &s->secret) == 0, "stat secret");
+    s->top_names = names(top);
+}
+
+static int same_stat(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_mode == b->st_mode && a->st_uid == b->st_uid &&
+           a->st_gid == b->st_gid && a->st_size == b->st_size && a->st_nlink == b->st_nlink &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static struct snap before;
+
+static void rm_tree(int dfd)
+{
+    DIR *d = fdopendir(dfd);
+    must(d != NULL, "fdopendir");
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            fchmodat(dirfd(d), e->d_name, 0755, 0);
+            int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+            if (sub >= 0)
+                rm_tree(sub);
+            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        } else {
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+    }
+    closedir(d);
+}
+
+static void put_file(const char *rel, const char *text)
+{
+    char p[128];
+    path(p, sizeof(p), rel);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    must(fd >= 0, "create");
+    must(write(fd, text, strlen(text)) == (ssize_t)strlen(text), "write");
+    close(fd);
+    must(chmod(p, 0666) == 0, "chmod");
+}
+
+/* The handle of rel (relative to top) issued as the server issues it, or, forged, built
+ * from the file's identity under the export's id. */
+static void handle(int k, const char *rel, int forged)
+{
+    struct uiw__nfs_export *ex = &srv->exports[0];
+    char p[128];
+    path(p, sizeof(p), rel);
+    int fd = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    must(fd >= 0, "open O_PATH");
+    nfs_fh3 h;
+    if (forged) {
+        struct stat st;
+        must(fstat(fd, &st) == 0, "fstat");
+        struct uiw__nfsd_fh f = {ex->id, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+                                 uiw__nfs_fh_tag(fd)};
+        uiw__nfs_fh_encode(&f, &h, fh[k]);
+        close(fd);
+        return;
+    }
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s", p);
+    char *slash = strrchr(dir, '/');
+    *slash = 0;
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    must(dfd >= 0, "open dir");
+    must(uiw__nfs_fh_issue(srv, ex, dfd, slash + 1, fd, &h, fh[k]) == 0, "fh_issue");
+    close(dfd);
+    /* the record keeps its own descriptor (or none): ours goes */
+    close(fd);
+}
+
+/* The export's files anew (what calls made or took goes), and their handles. */
+static void tree_reset(void)
+{
+    char p[128];
+    path(p, sizeof(p), "exp");
+    int dfd = open(p, O_RDONLY | O_DIRECTORY);
+    must(dfd >= 0, "open exp");
+    rm_tree(dfd);
+    must(chmod(p, 0777) == 0, "chmod exp");
+    put_file("exp/f", "hello, file\n");
+    path(p, sizeof(p), "exp/d");
+    must(mkdir(p, 0777) == 0 && chmod(p, 0777) == 0, "mkdir d");
+    put_file("exp/d/g", "hello, g\n");
+    path(p, sizeof(p), "exp/ln");
+    must(symlink("../out", p) == 0, "symlink ln");
+    char abs[128];
+    path(abs, sizeof(abs), "out");
+    path(p, sizeof(p), "exp/abs");
+    must(symlink(abs, p) == 0, "symlink abs");
+    path(p, sizeof(p), "exp/up");
+    must(symlink("..", p) == 0, "symlink up");
+    const char *rel[] = {"exp", "exp/f", "exp/d", "exp/d/g", "exp/ln", "exp/abs", "exp/up"};
+    for (int k = 0; k < 7; k++)
+        handle(k, rel[k], 0);
+    handle(7, "out", 1);
+    char q[64];
+    snprintf(q, sizeof(q), "out/%s", secret_nm);
+    handle(8, q, 1);
+    handle(9, ".", 1);
+    snap(&before);
+}
+
+static void cleanup(void)
+{
+    int fd = open(top, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0)
+        rm_tree(fd);
+    rmdir(top);
+}
+
+static int trace; /* UIW_FUZZ_TRACE set: each call's procedure and status on stderr */
+
+static void setup(void)
+{
+    trace = getenv("UIW_FUZZ_TRACE") != NULL;
+    /* the reply of a peer that is gone must not end the process (as uiw-nfsd does) */
+    signal(SIGPIPE, SIG_IGN);
+    uint8_t rnd[32];
+    must(getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd), "getrandom");
+    for (int i = 0; i < 16; i++) {
+        snprintf(secret + 2 * i, 3, "%02x", rnd[i]);
+        snprintf(secret_nm + 2 * i, 3, "%02x", rnd[16 + i]);
+    }
+    snprintf(top, sizeof(top), "/tmp/uiw-fuzz-nfs-XXXXXX");
+    must(mkdtemp(top) != NULL, "mkdtemp");
+    /* searchable by the callers the server acts as: a way out is not hidden by EACCES */
+    must(chmod(top, 0755) == 0, "chmod top");
+    atexit(cleanup);
+    char p[128];
+    path(p, sizeof(p), "exp");
+    must(mkdir(p, 0777) == 0, "mkdir exp");
+    path(p, sizeof(p), "out");
+    must(mkdir(p, 0777) == 0 && chmod(p, 0777) == 0, "mkdir out");
+    char q[64];
+    snprintf(q, sizeof(q), "out/%s", secret_nm);
+    put_file(q, secret);
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.tcp_port = o.mount_port = o.rdma_port = -1;
+    o.max_io = 65536;
+    o.max_handles = 4096;
+    srv = uiw__nfsd_create(&o);
+    must(srv != NULL, "nfsd_create");
+    path(p, sizeof(p), "exp");
+    must(uiw__nfsd_add_export(srv, p) == 0, "add_export");
+    int sv[2];
+    must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+    xprt = svc_fd_create(sv[0], 0, 0);
+    must(xprt != NULL, "svc_fd_create");
+    cli_fd = sv[1];
+    rd.fd = sv[1];
+    pthread_t th;
+    must(pthread_create(&th, NULL, reader, NULL) == 0, "pthread_create");
+    pthread_detach(th);
+    tree_reset();
+}
+
+/* ------------------------------------------------------------------------- a call */
+
+static xdrproc_t nfs_res(uint32_t proc)
+{
+    static const xdrproc_t t[] = {
+        (xdrproc_t)xdr_void,       (xdrproc_t)xdr_GETATTR3res, (xdrproc_t)xdr_SETATTR3res,
+        (xdrproc_t)xdr_LOOKUP3res, (xdrproc_t)xdr_ACCESS3res,  (xdrproc_t)xdr_READLINK3res,
+        (xdrproc_t)xdr_READ3res,   (xdrproc_t)xdr_WRITE3res,   (xdrproc_t)xdr_CREATE3res,
+        (xdrproc_t)xdr_MKDIR3res,  (xdrproc_t)xdr_SYMLINK3res, (xdrproc_t)xdr_MKNOD3res,
+        (xdrproc_t)xdr_REMOVE3res, (xdrproc_t)xdr_RMDIR3res,   (xdrproc_t)xdr_RENAME3res,
+        (xdrproc_t)xdr_LINK3res,   (xdrproc_t)xdr_READDIR3res, (xdrproc_t)xdr_READDIRPLUS3res,
+        (xdrproc_t)xdr_FSSTAT3res, (xdrproc_t)xdr_FSINFO3res,  (xdrproc_t)xdr_PATHCONF3res,
+        (xdrproc_t)xdr_COMMIT3res,
+    };
+    return proc < sizeof(t) / sizeof(t[0]) ? t[proc] : NULL;
+}
+
+static xdrproc_t mount_res(uint32_t proc)
+{
+    static const xdrproc_t t[] = {
+        (xdrproc_t)xdr_void, (xdrproc_t)xdr_mountres3, (xdrproc_t)xdr_mountlist,
+        (xdrproc_t)xdr_void, (xdrproc_t)xdr_void,      (xdrproc_t)xdr_mntexports,
+    };
+    return proc < sizeof(t) / sizeof(t[0]) ? t[proc] : NULL;
+}
+
+static int nfsstat_ok(uint32_t s)
+{
+    static const uint32_t v[] = {0,  1,     2,     5,     6,     13,    17,    18,    19,   20,
+                                 21, 22,    27,    28,    30,    31,    63,    66,    69,   70,
+                                 71, 10001, 10002, 10003, 10004, 10005, 10006, 10007, 10008};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        if (v[i] == s)
+            return 1;
+    return 0;
+}
+
+static int mountstat_ok(uint32_t s)
+{
+    static const uint32_t v[] = {0, 1, 2, 5, 13, 20, 22, 63, 10004, 10006};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        if (v[i] == s)
+            return 1;
+    return 0;
+}
+
+/* Whether b holds s; no comparison of it reaches libFuzzer's feedback. */
+__attribute__((no_sanitize("coverage"))) static int has(const uint8_t *b, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++) {
+        size_t j = 0;
+        while (j < k && b[i + j] == (uint8_t)s[j])
+            j++;
+        if (j == k)
+            return 1;
+    }
+    return 0;
+}
+
+/* Build the call record into out: returns its length. */
+static size_t build_call(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, uint32_t proc,
+                         int cred, const uint8_t *args, size_t alen)
+{
+    XDR x;
+    xdrmem_create(&x, (char *)out + 4, (u_int)(cap - 4), XDR_ENCODE);
+    struct rpc_msg m = {
+        .rm_xid = xid,
+        .rm_direction = CALL,
+        .rm_call = {.cb_rpcvers = 2, .cb_prog = prog, .cb_vers = 3, .cb_proc = proc}};
+    char body[400];
+    m.rm_call.cb_cred = m.rm_call.cb_verf = _null_auth;
+    if (cred) {
+        gid_t gids[2] = {1000, 27};
+        struct authunix_parms p = {
+            .aup_time = 1,
+            .aup_machname = (char *)"fuzz",
+            .aup_uid = cred == 1   ? 1000
+                       : cred == 2 ? 0
+                                   : 65534,
+            .aup_gid = cred == 1   ? 1000
+                       : cred == 2 ? 0
+                                   : 65534,
+            .aup_len = cred == 1 ? 2 : 0,
+            .aup_gids = gids,
+        };
+        XDR b;
+        xdrmem_create(&b, body, sizeof(body), XDR_ENCODE);
+        if (!xdr_authunix_parms(&b, &p))
+            die("encoding the credentials");
+        m.rm_call.cb_cred.oa_flavor = AUTH_SYS;
+        m.rm_call.cb_cred.oa_base = body;
+        m.rm_call.cb_cred.oa_length = xdr_getpos(&b);
+    }
+    if (!xdr_callmsg(&x, &m))
+        die("encoding the call");
+    size_t hl = xdr_getpos(&x);
+    memcpy(out + 4 + hl, args, alen);
+    size_t rl = hl + alen;
+    uint32_t mark = 0x80000000u | (uint32_t)rl;
+    out[0] = (uint8_t)(mark >> 24);
+    out[1] = (uint8_t)(mark >> 16);
+    out[2] = (uint8_t)(mark >> 8);
+    out[3] = (uint8_t)mark;
+    return 4 + rl;
+}
+
+static void check_reply(const uint8_t *rep, size_t len, uint32_t xid, uint32_t prog, uint32_t proc)
+{
+    xdrproc_t res = prog == NFS_PROG ? nfs_res(proc) : mount_res(proc);
+    union {
+        uint32_t status; /* every NFS result, and mountres3, begin with their status */
+        GETATTR3res a;
+        READ3res rd;
+        READDIRPLUS3res rdp;
+        mountres3 mnt;
+        char pad[512];
+    } out;
+    memset(&out, 0, sizeof(out));
+    struct rpc_msg m;
+    memset(&m, 0, sizeof(m));
+    m.acpted_rply.ar_verf = _null_auth;
+    m.acpted_rply.ar_results.where = (caddr_t)&out;
+    m.acpted_rply.ar_results.proc = res ? res : (xdrproc_t)xdr_void;
+    XDR x;
+    xdrmem_create(&x, (char *)(uintptr_t)rep, (u_int)len, XDR_DECODE);
+    if (!xdr_replymsg(&x, &m))
+        die("a reply that does not decode");
+    if (m.rm_xid != xid || m.rm_direction != REPLY || m.rm_reply.rp_stat != MSG_ACCEPTED)
+        die("a reply not accepted, or to another call");
+    enum accept_stat st = m.acpted_rply.ar_stat;
+    if (trace)
+        fprintf(stderr, "%s %u: accept %d status %u\n", prog == NFS_PROG ? "NFS" : "MOUNT", proc,
+                (int)st, st == SUCCESS ? out.status : 0u);
+    if (st == SUCCESS) {
+        if (!res)
+            die("a result beyond the procedure table");
+        if (xdr_getpos(&x) != len)
+            die("bytes after the results");
+        if (proc != 0 && (prog == NFS_PROG || proc == 1) &&
+            !(prog == NFS_PROG ? nfsstat_ok(out.status) : mountstat_ok(out.status)))
+            die("a status RFC 1813 does not define");
+        xdr_free(res, (char *)&out);
+    } else if (st == PROC_UNAVAIL) {
+        if (res)
+            die("PROC_UNAVAIL for a procedure of the table");
+    } else if (st != GARBAGE_ARGS) {
+        die("an accepted reply that is neither a result nor GARBAGE_ARGS");
+    }
+    if (has(rep, len, secret) || has(rep, len, secret_nm))
+        die("a reply shows what lies beside the export");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static uint8_t args[MAX_IN], rec[MAX_IN + 1024];
+    if (!srv)
+        setup();
+    if (size < 3 || size - 3 > MAX_IN)
+        return 0;
+    uint32_t prog = (data[0] & 1) ? MOUNT_PROG : NFS_PROG;
+    uint32_t proc = data[1] >= 250 ? data[1] : data[1] % (prog == NFS_PROG ? 22u : 6u);
+    int cred = data[2] % 4;
+    size_t alen = size - 3;
+    memcpy(args, data + 3, alen);
+    for (size_t i = 4; i + UIW__NFS_FH_LEN <= alen; i++)
+        if (args[i] == 'U' && args[i + 1] == 'F' && args[i + 2] == 'H' && be32(args + i - 4) == 32)
+            memcpy(args + i, fh[args[i + 3] % NFH], UIW__NFS_FH_LEN);
+    uint32_t xid = ++calls;
+    size_t n = build_call(rec, sizeof(rec), xid, prog, proc, cred, args, alen);
+    for (size_t o = 0; o < n;) {
+        ssize_t k = write(cli_fd, rec + o, n - o);
+        if (k <= 0)
+            die("writing the call");
+        o += (size_t)k;
+    }
+    if (!uiw__nfs_tcp_serve(srv, xprt))
+        die("the server did not take a call");
+    size_t rlen = 0;
+    uint8_t *rep = reply_wait(&rlen);
+    check_reply(rep, rlen, xid, prog, proc);
+    free(rep);
+    struct snap now;
+    snap(&now);
+    if (!same_stat(&now.top, &before.top) || !same_stat(&now.out, &before.out) ||
+        !same_stat(&now.secret, &before.secret) || now.top_names != before.top_names ||
+        now.out_names != before.out_names)
+        die("a call changed what lies beside the export");
+    if (calls % RESET_EVERY == 0)
+        tree_reset();
+    return 0;
+}
