@@ -13,15 +13,17 @@
  * the export's root, its files, directories and links, or handles forged for the
  * directory beside it, its file and their parent (the device, inode number and
  * generation tag of each, under the export's id); this target writes the real handle
- * there.
+ * there. A string (after its XDR length) that begins with 'U' 'E' 'X' 'P' begins with the
+ * export's path instead (what MOUNT is asked for: "UEXP/d", "UEXP/../out").
  *
  * Oracles: no crash, leak or over-read (ASan, LSan, UBSan); exactly one reply to every
  * call, with the call's XID, accepted, and that decodes whole as the procedure's results
  * (GARBAGE_ARGS for arguments that do not decode; PROC_UNAVAIL only beyond the table);
  * a status that RFC 1813 defines; nothing beside the export changes (names, sizes,
- * modes and times checked after every call); no reply holds the name or the content of
- * the file beside the export (random, and looked for without coverage feedback, so that
- * inputs cannot learn them and write them into the export themselves).
+ * modes and times checked after every call); no reply holds a handle of the directory
+ * beside the export, its file or their parent, nor the name or the content of that file
+ * (random, and looked for without coverage feedback, so that inputs cannot learn them and
+ * write them into the export themselves).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -164,6 +166,8 @@ static SVCXPRT *xprt;
 static int cli_fd;
 static char fh[NFH][UIW__NFS_FH_LEN];
 static unsigned calls;
+static char exp_path[96];      /* the export's path */
+static struct stat outside[3]; /* the directory beside the export, its file, their parent */
 
 struct snap {
     struct stat top, out, secret;
@@ -316,6 +320,9 @@ static void tree_reset(void)
     handle(8, q, 1);
     handle(9, ".", 1);
     snap(&before);
+    outside[0] = before.out;
+    outside[1] = before.secret;
+    outside[2] = before.top;
 }
 
 static void cleanup(void)
@@ -361,6 +368,7 @@ static void setup(void)
     must(srv != NULL, "nfsd_create");
     path(p, sizeof(p), "exp");
     must(uiw__nfsd_add_export(srv, p) == 0, "add_export");
+    snprintf(exp_path, sizeof(exp_path), "%s", srv->exports[0].path);
     int sv[2];
     must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
     xprt = svc_fd_create(sv[0], 0, 0);
@@ -416,6 +424,26 @@ static int mountstat_ok(uint32_t s)
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         if (v[i] == s)
             return 1;
+    return 0;
+}
+
+/* Whether a handle of the server's (its first bytes as uiw__nfs_fh_encode writes them)
+ * in b names a file beside the export. */
+static int names_outside(const uint8_t *b, size_t n)
+{
+    const uint8_t *h0 = (const uint8_t *)fh[0];
+    for (size_t i = 0; i + UIW__NFS_FH_LEN <= n; i++) {
+        if (b[i] != h0[0] || memcmp(b + i, h0, 8) != 0) /* magic, version, export id */
+            continue;
+        uint64_t dev = 0, ino = 0;
+        for (int k = 0; k < 8; k++) {
+            dev = dev << 8 | b[i + 8 + k];
+            ino = ino << 8 | b[i + 16 + k];
+        }
+        for (int k = 0; k < 3; k++)
+            if (dev == (uint64_t)outside[k].st_dev && ino == (uint64_t)outside[k].st_ino)
+                return 1;
+    }
     return 0;
 }
 
@@ -522,13 +550,47 @@ static void check_reply(const uint8_t *rep, size_t len, uint32_t xid, uint32_t p
     } else if (st != GARBAGE_ARGS) {
         die("an accepted reply that is neither a result nor GARBAGE_ARGS");
     }
+    if (names_outside(rep, len))
+        die("a reply hands out a handle of a file beside the export");
     if (has(rep, len, secret) || has(rep, len, secret_nm))
         die("a reply shows what lies beside the export");
 }
 
+/* in[0..n) into out, where a string (after its XDR length) begins with "UEXP": the
+ * export's path instead, the length and padding made to fit. Returns the bytes. */
+static size_t with_export_path(uint8_t *out, size_t cap, const uint8_t *in, size_t n)
+{
+    size_t o = 0, i = 0, pl = strlen(exp_path);
+    while (i < n) {
+        if (i + 8 <= n && memcmp(in + i + 4, "UEXP", 4) == 0) {
+            size_t sl = be32(in + i);
+            if (sl >= 4 && sl <= 1024 && i + 4 + sl <= n) {
+                size_t nl = sl - 4 + pl, pad = (4 - nl % 4) % 4;
+                if (o + 4 + nl + pad > cap)
+                    break;
+                out[o++] = (uint8_t)(nl >> 24);
+                out[o++] = (uint8_t)(nl >> 16);
+                out[o++] = (uint8_t)(nl >> 8);
+                out[o++] = (uint8_t)nl;
+                memcpy(out + o, exp_path, pl);
+                memcpy(out + o + pl, in + i + 8, sl - 4);
+                memset(out + o + nl, 0, pad);
+                o += nl + pad;
+                i += 4 + sl;
+                i += (4 - sl % 4) % 4 <= n - i ? (4 - sl % 4) % 4 : n - i;
+                continue;
+            }
+        }
+        if (o == cap)
+            break;
+        out[o++] = in[i++];
+    }
+    return o;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static uint8_t args[MAX_IN], rec[MAX_IN + 1024];
+    static uint8_t args[MAX_IN + 1024], rec[MAX_IN + 2048];
     if (!srv)
         setup();
     if (size < 3 || size - 3 > MAX_IN)
@@ -537,7 +599,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t proc = data[1] >= 250 ? data[1] : data[1] % (prog == NFS_PROG ? 22u : 6u);
     int cred = data[2] % 4;
     size_t alen = size - 3;
-    memcpy(args, data + 3, alen);
+    alen = with_export_path(args, sizeof(args), data + 3, alen);
     for (size_t i = 4; i + UIW__NFS_FH_LEN <= alen; i++)
         if (args[i] == 'U' && args[i + 1] == 'F' && args[i + 2] == 'H' && be32(args + i - 4) == 32)
             memcpy(args + i, fh[args[i + 3] % NFH], UIW__NFS_FH_LEN);
