@@ -158,9 +158,10 @@ static uint8_t *reply_wait(size_t *len)
 
 /* ---------------------------------------------------------------- the export and beside */
 
-static char top[64];       /* the scratch directory: exp/ and out/ */
-static char secret[33];    /* the content of the file beside the export */
-static char secret_nm[33]; /* and its name */
+static char top[64];        /* the scratch directory: exp/ and out/ */
+static char secret[33];     /* the content of the file beside the export */
+static char secret_nm[33];  /* and its name */
+static char secret_rel[40]; /* "out/" and the name: its path under top */
 static struct uiw__nfsd *srv;
 static SVCXPRT *xprt;
 static int cli_fd;
@@ -207,9 +208,7 @@ static void snap(struct snap *s)
     path(p, sizeof(p), "out");
     must(stat(p, &s->out) == 0, "stat out");
     s->out_names = names(p);
-    char q[64];
-    snprintf(q, sizeof(q), "out/%s", secret_nm);
-    path(p, sizeof(p), q);
+    path(p, sizeof(p), secret_rel);
     must(stat(p, &s->secret) == 0, "stat secret");
     s->top_names = names(top);
 }
@@ -315,9 +314,7 @@ static void tree_reset(void)
     for (int k = 0; k < 7; k++)
         handle(k, rel[k], 0);
     handle(7, "out", 1);
-    char q[64];
-    snprintf(q, sizeof(q), "out/%s", secret_nm);
-    handle(8, q, 1);
+    handle(8, secret_rel, 1);
     handle(9, ".", 1);
     snap(&before);
     outside[0] = before.out;
@@ -356,9 +353,8 @@ static void setup(void)
     must(mkdir(p, 0777) == 0, "mkdir exp");
     path(p, sizeof(p), "out");
     must(mkdir(p, 0777) == 0 && chmod(p, 0777) == 0, "mkdir out");
-    char q[64];
-    snprintf(q, sizeof(q), "out/%s", secret_nm);
-    put_file(q, secret);
+    snprintf(secret_rel, sizeof(secret_rel), "out/%s", secret_nm);
+    put_file(secret_rel, secret);
     struct uiw__nfsd_opts o;
     uiw__nfsd_opts_default(&o);
     o.tcp_port = o.mount_port = o.rdma_port = -1;
