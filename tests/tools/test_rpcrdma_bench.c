@@ -172,11 +172,11 @@ TEST(rpcrdma_bench_v1_capture_tshark)
 
 TEST(rpcrdma_bench_usage)
 {
-    static const char *const bad[][4] = {{"-t", "nope", NULL},
-                                         {"--vers", "3", NULL},
-                                         {"-s", "0", NULL},
-                                         {"--loopback", "127.0.0.1", NULL},
-                                         {"-D", "-1", NULL}};
+    static const char *const bad[][4] = {
+        {"-t", "nope", NULL}, {"--vers", "3", NULL},
+        {"-s", "0", NULL},    {"--loopback", "127.0.0.1", NULL},
+        {"-D", "-1", NULL},   {"--threads", "0", NULL},
+    };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct tool_run r;
         tool_run(BENCH, (const char *[]){"rpcrdma-bench", bad[i][0], bad[i][1], NULL}, "", 0, 30,

@@ -51,6 +51,8 @@ static const char usage[] =
     "      --vers 1|2      RPC-over-RDMA version (default 2)\n"
     "      --spin US       busy-poll this long before sleeping, client and --loopback's\n"
     "                      server (default: the library's, 50; 0: never spin)\n"
+    "      --threads N     the RPC-over-RDMA server's worker threads, server and\n"
+    "                      --loopback's (default 2)\n"
     "      --compare-tcp   also the same program over libtirpc's TCP (synchronous calls)\n"
     "                      and, for READ and WRITE, raw TCP; print the ratios\n"
     "      --loopback      start a server process and run the client against it\n"
@@ -69,7 +71,8 @@ static const char *const test_name[] = {"null", "read", "write"};
 
 struct opts {
     unsigned port, vers, inflight, repeat;
-    int spin_us; /* uiw_rpc_xprt_attr.spin_us: 0 the library's default, -1 never */
+    unsigned threads; /* the server's uiw_rpc_svc_attr.nthreads */
+    int spin_us;      /* uiw_rpc_xprt_attr.spin_us: 0 the library's default, -1 never */
     double secs;
     uint32_t size;
     enum test test;
@@ -259,7 +262,7 @@ static int server(const struct opts *o, unsigned port, int spin_us, int report_f
     memset(&a, 0, sizeof(a));
     a.port = (uint16_t)port;
     a.xprt.spin_us = spin_us;
-    a.nthreads = 2;
+    a.nthreads = o->threads;
     struct uiw_rpc_svc *s = uiw_rpc_svc_create(&a);
     if (!s || uiw_rpc_svc_register(s, RBENCH_PROG, RBENCH_VERS, dispatch) != 0 ||
         uiw_rpc_svc_start(s) != 0) {
@@ -666,7 +669,7 @@ static bool size_arg(const char *s, uint32_t *out)
 
 int main(int argc, char **argv)
 {
-    enum { O_INFLIGHT = 256, O_VERS, O_TCP, O_LOOP, O_JSON, O_VERSION, O_SPIN, O_STATS };
+    enum { O_INFLIGHT = 256, O_VERS, O_TCP, O_LOOP, O_JSON, O_VERSION, O_SPIN, O_STATS, O_THREADS };
     static const struct option lo[] = {
         {"port", required_argument, NULL, 'p'},
         {"test", required_argument, NULL, 't'},
@@ -680,6 +683,7 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, O_JSON},
         {"stats", no_argument, NULL, O_STATS},
         {"spin", required_argument, NULL, O_SPIN},
+        {"threads", required_argument, NULL, O_THREADS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -688,6 +692,7 @@ int main(int argc, char **argv)
                      .vers = 2,
                      .inflight = 1,
                      .repeat = 5,
+                     .threads = 2,
                      .secs = 2,
                      .size = 1u << 20,
                      .test = T_NULL};
@@ -747,6 +752,11 @@ int main(int argc, char **argv)
             if (!number(optarg, 0, 100000, &v))
                 goto bad;
             o.spin_us = v ? (int)v : -1;
+            break;
+        case O_THREADS:
+            if (!number(optarg, 1, 256, &v))
+                goto bad;
+            o.threads = (unsigned)v;
             break;
         case O_LOOP:
             o.loopback = true;
