@@ -360,6 +360,7 @@ bool uiw__rpc_resp_run_one(struct uiw__rpc_resp *r)
         if (!r->head)
             r->tail = NULL;
         atomic_fetch_sub(&r->nready, 1);
+        atomic_fetch_add_explicit(&r->ntaken, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&r->lock);
     if (!k)

@@ -190,6 +190,7 @@ struct uiw__rpc_resp {
     /* calls ready to dispatch */
     struct uiw__rr_call *head, *tail;
     _Atomic unsigned nready;
+    _Atomic uint64_t ntaken; /* calls taken to run so far */
     struct uiw__drc *drc;
     uint32_t threshold;
     struct uiw__rr_dev *dev;

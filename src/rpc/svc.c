@@ -57,6 +57,12 @@ static bool work(void *arg)
     return atomic_load(&s->resp.nready) > 0 || atomic_load(&s->stop);
 }
 
+static uint64_t taken(void *arg)
+{
+    struct uiw_rpc_svc *s = arg;
+    return atomic_load_explicit(&s->resp.ntaken, memory_order_relaxed);
+}
+
 /* Replies of calls run back to back go out together (one system call) while more calls
  * wait to run (see send_msg), unless the oldest has waited this long: a slow call after
  * fast ones delays their replies by no more than its own run. */
@@ -70,7 +76,7 @@ static void *worker(void *arg)
         while (uiw__rpc_resp_run_one(&s->resp))
             uiw__rr_plug_flush_after(REPLY_HOLD_NS);
         uiw__rr_unplug();
-        uiw__rr_dev_wait(s->dev, work, s, uiw__rr_now_ns() + 100000000u);
+        uiw__rr_dev_work(s->dev, work, taken, s, uiw__rr_now_ns() + 100000000u);
     }
     return NULL;
 }

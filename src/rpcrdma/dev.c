@@ -15,6 +15,9 @@
 #define BULK_KEEP 64 /* pooled buffers kept per class (more are temporary) */
 #define SLICE_MS  50 /* longest sleep of the leader (deadlines are rechecked) */
 #define BATCH     16
+/* A lead left vacant by a worker gone to run calls is taken by a sleeping worker after
+ * this long (the calls' replies are late by that much when one of them is slow). */
+#define WATCH_NS 500000u
 
 struct uiw__rr_slab {
     struct uiw__rr_slab *next;
@@ -56,6 +59,7 @@ struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&d->cv, &ca);
+    pthread_cond_init(&d->wcv, &ca);
     pthread_condattr_destroy(&ca);
     return d;
 }
@@ -93,6 +97,7 @@ void uiw__rr_dev_close(struct uiw__rr_dev *d)
     }
     uiw__nic_close(d->nic);
     pthread_cond_destroy(&d->cv);
+    pthread_cond_destroy(&d->wcv);
     pthread_mutex_destroy(&d->mu);
     free(d);
 }
@@ -463,7 +468,9 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     /* after the passes above: a call they left waiting for room is counted by now */
     UIW__RR_COUNT(d->n_sleeps, 1);
     bool wakeable = atomic_load(&d->room_waiters) > 0;
+    atomic_store_explicit(&d->lead_asleep, true, memory_order_relaxed);
     int r = wakeable ? uiw__nic_wait_wakeable(d->nic, ms, &ctx) : uiw__nic_wait(d->nic, ms, &ctx);
+    atomic_store_explicit(&d->lead_asleep, false, memory_order_relaxed);
     if (r == -ETIMEDOUT && ms == SLICE_MS)
         atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
     /* a late event can come from a connection reap already took off the list, which its
@@ -481,6 +488,42 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
 }
 
 static _Thread_local bool leading;
+
+/* Lead one round (mu held, nobody leading; held again on return), then wake the threads
+ * waiting for a condition. */
+static void lead_round(struct uiw__rr_dev *d, uint64_t deadline)
+{
+    d->leader = true;
+    pthread_mutex_unlock(&d->mu);
+    leading = true;
+    lead(d, deadline);
+    leading = false;
+    pthread_mutex_lock(&d->mu);
+    d->leader = false;
+    d->round++;
+    pthread_cond_broadcast(&d->cv);
+}
+
+/* Unless a worker watches already (mu held), wake one. */
+static void wake_worker(struct uiw__rr_dev *d)
+{
+    if (d->wsleep && !d->watched)
+        pthread_cond_signal(&d->wcv);
+}
+
+/* After a round led by a thread that is not a worker (mu held): a worker is to run what
+ * it found, if anything, and to lead. */
+static void hand_over(struct uiw__rr_dev *d)
+{
+    d->handed = true;
+    wake_worker(d);
+}
+
+static struct timespec abs_ts(uint64_t ns)
+{
+    return (struct timespec){.tv_sec = (time_t)(ns / 1000000000u),
+                             .tv_nsec = (long)(ns % 1000000000u)};
+}
 
 bool uiw__rr_leading(void)
 {
@@ -504,6 +547,7 @@ int uiw__rr_dev_poll(struct uiw__rr_dev *d)
     d->leader = false;
     d->round++;
     pthread_cond_broadcast(&d->cv);
+    hand_over(d);
     pthread_mutex_unlock(&d->mu);
     return n;
 }
@@ -512,6 +556,8 @@ void uiw__rr_dev_kick(struct uiw__rr_dev *d)
 {
     pthread_mutex_lock(&d->mu);
     pthread_cond_broadcast(&d->cv);
+    if (!d->leader)
+        wake_worker(d);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -530,15 +576,8 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
             return -ETIMEDOUT;
         }
         if (!d->leader) {
-            d->leader = true;
-            pthread_mutex_unlock(&d->mu);
-            leading = true;
-            lead(d, deadline);
-            leading = false;
-            pthread_mutex_lock(&d->mu);
-            d->leader = false;
-            d->round++;
-            pthread_cond_broadcast(&d->cv);
+            lead_round(d, deadline);
+            hand_over(d);
             if (!done) {
                 pthread_mutex_unlock(&d->mu);
                 return 0;
@@ -548,8 +587,7 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
         uint64_t until = now + (uint64_t)SLICE_MS * 1000000u;
         if (deadline && deadline < until)
             until = deadline;
-        struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
-                              .tv_nsec = (long)(until % 1000000000u)};
+        struct timespec ts = abs_ts(until);
         uint64_t r0 = d->round;
         if (pthread_cond_timedwait(&d->cv, &d->mu, &ts) == ETIMEDOUT && until != deadline)
             atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
@@ -557,5 +595,80 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
             pthread_mutex_unlock(&d->mu);
             return 0;
         }
+    }
+}
+
+/* A worker leaves to run calls (mu held): with nobody leading, the lead is vacant from
+ * now on, and a sleeping worker watches it unless one does already. */
+static void leave_to_run(struct uiw__rr_dev *d)
+{
+    d->handed = false;
+    if (d->leader)
+        return;
+    d->vacated = uiw__rr_now_ns();
+    wake_worker(d);
+}
+
+int uiw__rr_dev_work(struct uiw__rr_dev *d, bool (*work)(void *), uint64_t (*taken)(void *),
+                     void *arg, uint64_t deadline)
+{
+    uiw__rr_plug_flush();
+    pthread_mutex_lock(&d->mu);
+    bool woke = false;              /* from a sleep (not back from calls or a round of its own) */
+    uint64_t seen = 0, seen_at = 0; /* taken(arg) as last seen changing (or nothing waiting) */
+    for (;;) {
+        uint64_t now = uiw__rr_now_ns();
+        /* A worker back from its calls or a round of its own runs the calls waiting, or
+         * takes a vacant lead, at once. One woken from sleep leaves both to the worker
+         * that found them or left it (the calls a leader finds are run by the worker that
+         * found them: a second would only compete with it for the CPUs), unless that one
+         * is held up (the lead vacant WATCH_NS, or calls waiting while none was taken to
+         * run for WATCH_NS) or was not a worker (handed). */
+        bool waiting = work(arg);
+        uint64_t t = taken(arg);
+        if (!waiting || t != seen) {
+            seen = t;
+            seen_at = now;
+        }
+        if (waiting && (!woke || d->handed || now - seen_at >= WATCH_NS)) {
+            leave_to_run(d);
+            pthread_mutex_unlock(&d->mu);
+            return 0;
+        }
+        if (deadline && now >= deadline) {
+            pthread_mutex_unlock(&d->mu);
+            return -ETIMEDOUT;
+        }
+        bool vacant = !d->leader && (!d->vacated || now - d->vacated >= WATCH_NS);
+        if (!d->leader && (!woke || vacant)) {
+            d->vacated = 0;
+            lead_round(d, deadline);
+            woke = false;
+            continue;
+        }
+        /* asleep: one worker watches while the device is busy (calls waiting, a lead
+         * vacant, or a leader that polls), the others sleep a slice (or until woken) */
+        bool watch = !d->watched && (waiting || !d->leader ||
+                                     !atomic_load_explicit(&d->lead_asleep, memory_order_relaxed));
+        uint64_t until = now + (uint64_t)SLICE_MS * 1000000u;
+        if (watch) {
+            d->watched = true;
+            until = now + WATCH_NS;
+            if (waiting && seen_at + WATCH_NS < until)
+                until = seen_at + WATCH_NS;
+            if (!d->leader && d->vacated && d->vacated + WATCH_NS < until)
+                until = d->vacated + WATCH_NS;
+        }
+        if (deadline && deadline < until)
+            until = deadline;
+        struct timespec ts = abs_ts(until);
+        d->wsleep++;
+        int r = pthread_cond_timedwait(&d->wcv, &d->mu, &ts);
+        d->wsleep--;
+        if (watch)
+            d->watched = false;
+        if (r == 0)
+            seen_at = uiw__rr_now_ns(); /* woken to look, not after a while */
+        woke = true;
     }
 }

@@ -18,8 +18,9 @@
  * struct uiw__rr_upper.
  *
  * Progress: one thread at a time (the leader) polls the device's connections, in
- * uiw__rr_dev_wait; every handler of this file runs there, with no lock of the caller
- * held. Other threads post (sends are thread-safe) and wait for the state they need.
+ * uiw__rr_dev_wait (a server's workers: uiw__rr_dev_work); every handler of this file
+ * runs there, with no lock of the caller held. Other threads post (sends are thread-safe)
+ * and wait for the state they need.
  *
  * Memory: inline buffers (a header room, then data of the device's inline size) and bulk
  * buffers (size classes up to max_msg / max_ddp) are registered once and pooled; chunks
@@ -405,9 +406,22 @@ struct uiw__rr_dev {
     struct uiw__rr_mr *mrs_all; /* every MR (to free) */
     /* connections and the poller */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;  /* threads waiting for a condition (uiw__rr_dev_wait) */
+    pthread_cond_t wcv; /* a server's workers (uiw__rr_dev_work) */
     bool leader;
     uint64_t round;
+    /* The workers' handoff (uiw__rr_dev_work): a worker that leads and finds calls runs
+     * them with the lead left vacant (since `vacated`, 0 when nobody left it so), and
+     * wakes nobody; one worker asleep (`watched`) times its sleep so as to take a lead
+     * still vacant WATCH_NS after, or calls none was taken of for WATCH_NS (a slow call),
+     * and looks again as long as a leader polls and does not sleep in the RNIC
+     * (lead_asleep), or calls wait. */
+    uint64_t vacated;
+    unsigned wsleep; /* workers asleep on wcv */
+    bool watched;
+    bool handed; /* a thread that is not a worker led since a worker last left to run
+                  * calls: calls waiting may have no worker to run them */
+    _Atomic bool lead_asleep;
     struct uiw__rr_conn *conns;
     unsigned nconns;
     struct uiw__rr_conn *last_active; /* one on conns (or NULL): polled first by a leader */
@@ -442,6 +456,17 @@ uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len);
  * one thread at a time polls (the others wait for its round). Returns 0 when done,
  * -ETIMEDOUT. done is checked under the device's mutex. */
 int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uint64_t deadline);
+/* A server worker's wait: drive the device until work(arg) is true (calls to run) or the
+ * deadline passed, as uiw__rr_dev_wait, except that the worker which finds calls while it
+ * leads returns to run them leaving the lead vacant, waking no other worker (a call over
+ * before the next arrives costs no thread switch): it takes the lead again when it comes
+ * back, or another worker does if it has not within a short time (a slow call holds up
+ * the device's polling that long at most). Calls left waiting while taken(arg), the count
+ * of calls taken to run so far, stays the same that long (behind a slow call) are run by
+ * another worker then; calls that a thread which is not a worker found (a caller waiting
+ * for its reply), by a worker it wakes. Returns 0 with work to do, -ETIMEDOUT. */
+int uiw__rr_dev_work(struct uiw__rr_dev *d, bool (*work)(void *), uint64_t (*taken)(void *),
+                     void *arg, uint64_t deadline);
 /* One round of polling by whoever is free to (0 if another thread leads): returns the
  * number of completions handled. */
 int uiw__rr_dev_poll(struct uiw__rr_dev *d);

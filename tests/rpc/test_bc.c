@@ -11,17 +11,25 @@
 #include "rpc/rpc_internal.h"
 #include "rpc_util.h"
 
-static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
+/* The argument of TCBPROG procedure 1 (false after answering an error). */
+static bool cb_arg(struct svc_req *rq, SVCXPRT *x, u_int *v)
 {
     if (rq->rq_proc != 1) {
         svcerr_noproc(x);
-        return;
+        return false;
     }
-    u_int v;
-    if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&v)) {
+    if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)v)) {
         svcerr_decode(x);
-        return;
+        return false;
     }
+    return true;
+}
+
+static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
+{
+    u_int v;
+    if (!cb_arg(rq, x, &v))
+        return;
     v *= 2;
     svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&v);
 }
@@ -67,6 +75,51 @@ TEST(rpc_callback_v1)
 TEST(rpc_callback_brs_none)
 {
     callback(2, UIW_RPC_BRS_NONE, RPC_SYSTEMERROR);
+}
+
+/* The client's handler of a backward call makes a forward call of its own, on a second
+ * connection to the same server, before it answers: the server's worker waiting for the
+ * backward reply polls the device meanwhile, and the forward call it finds must be run by
+ * another worker (two here) at once, or neither call ends until a wait of a worker does. */
+static CLIENT *nested_clnt;
+
+static void cb_nested(struct svc_req *rq, SVCXPRT *x)
+{
+    u_int v;
+    if (!cb_arg(rq, x, &v))
+        return;
+    struct tpair p = {v, 1000};
+    u_int sum = 0;
+    if (clnt_call(nested_clnt, TP_ADD, (xdrproc_t)xdr_tpair, (char *)&p, (xdrproc_t)xdr_u_int,
+                  (char *)&sum, TMO) != RPC_SUCCESS)
+        sum = 0;
+    svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&sum);
+}
+
+TEST(rpc_callback_makes_a_forward_call)
+{
+    struct uiw_rpc_svc_attr sa = {0};
+    sa.nthreads = 2;
+    struct tsrv t;
+    tsrv_start(&t, &sa);
+    CLIENT *c = tclnt(t.port, NULL);
+    nested_clnt = tclnt(t.port, NULL);
+    CHECK_EQ(uiw_rpc_clnt_bc_register(c, TCBPROG, 1, cb_nested), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (u_int i = 0; i < 20; i++) {
+        u_int v = i, r = 0;
+        CHECK_EQ(clnt_call(c, TP_CALLBACK, (xdrproc_t)xdr_u_int, (char *)&v, (xdrproc_t)xdr_u_int,
+                           (char *)&r, TMO),
+                 RPC_SUCCESS);
+        CHECK_EQ(r, i + 1000);
+    }
+    /* at once, not when the waiting worker's wait ends (100 ms each) */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+    clnt_destroy(nested_clnt);
+    clnt_destroy(c);
+    tsrv_stop(&t);
 }
 
 /* ---------------------------------------------------------------- credits and BRS */

@@ -2,6 +2,8 @@
  * honoured, many threads on one client. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include <uiw/wire.h>
 
@@ -143,6 +145,48 @@ TEST(rpc_credit_limit)
     struct uiw_rpc_conn_info ci;
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.credits, 4);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A slow call holds up only its own thread: with two workers, a call that comes while one
+ * of them runs a call for seconds is polled for and run by the other meanwhile (the
+ * worker that found the slow call left the lead to run it, and the other takes it). */
+TEST(rpc_slow_call_holds_up_only_its_thread)
+{
+    struct uiw_rpc_svc_attr sa = {0};
+    sa.nthreads = 2;
+    struct tsrv t;
+    tsrv_start(&t, &sa);
+    CLIENT *c = tclnt(t.port, NULL);
+    struct acall slow;
+    memset(&slow, 0, sizeof(slow));
+    u_int ms = 3000, quick = 1, most = 0;
+    CHECK_EQ(uiw_rpc_call_async(c, TP_CONC, (xdrproc_t)xdr_u_int, &ms, (xdrproc_t)xdr_u_int,
+                                &slow.sum, TMO, NULL, adone, &slow),
+             0);
+    struct timespec pause = {0, 200000000L}; /* the slow call reaches the server and runs */
+    nanosleep(&pause, NULL);
+    uint64_t t0 = mono_ms();
+    for (int i = 0; i < 10; i++) {
+        CHECK_EQ(clnt_call(c, TP_CONC, (xdrproc_t)xdr_u_int, (char *)&quick, (xdrproc_t)xdr_u_int,
+                           (char *)&most, TMO),
+                 RPC_SUCCESS);
+        CHECK_EQ(most, 2); /* it ran beside the slow call */
+    }
+    CHECK(mono_ms() - t0 < 1500);
+    CHECK_EQ(slow.done, 0);
+    while (uiw_rpc_clnt_pending(c))
+        CHECK(uiw_rpc_clnt_poll(c, 5000) >= 0);
+    CHECK_EQ(slow.done, 1);
+    CHECK_EQ(slow.st, RPC_SUCCESS);
     clnt_destroy(c);
     tsrv_stop(&t);
 }
