@@ -4,7 +4,8 @@
  * target builds, then the input's argument bytes), and served by what serves each TCP
  * connection (uiw__nfs_tcp_serve: received, authenticated, dispatched).
  *
- * Input: byte 0 chooses the program (bit 0: MOUNT, else NFS), byte 1 the procedure
+ * Input: byte 0 chooses the program (bit 0: MOUNT, else NFS) and, in bits 1-3, the version
+ * (0 to 4: 3, the one served; 5: 2; 6: 4) or a program nobody serves (7), byte 1 the procedure
  * (modulo the program's count; 250 and up: taken as is, beyond the table), byte 2 the
  * credentials (AUTH_NONE; AUTH_SYS as uid 1000, as root, as nobody), the rest are the
  * arguments' XDR. The export holds a file, a directory with a file, and symbolic links
@@ -18,7 +19,9 @@
  *
  * Oracles: no crash, leak or over-read (ASan, LSan, UBSan); exactly one reply to every
  * call, with the call's XID, accepted, and that decodes whole as the procedure's results
- * (GARBAGE_ARGS for arguments that do not decode; PROC_UNAVAIL only beyond the table);
+ * (GARBAGE_ARGS for arguments that do not decode; PROC_UNAVAIL only beyond the table;
+ * PROG_MISMATCH naming version 3 alone for another version; PROG_UNAVAIL for a program
+ * nobody serves);
  * a status that RFC 1813 defines; nothing beside the export changes (names, sizes,
  * modes and times checked after every call); no reply holds a handle of the directory
  * beside the export, its file or their parent, nor the name or the content of that file
@@ -51,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NFS_PROG    100003
 #define MOUNT_PROG  100005
+#define NO_PROG     100099 /* served by nobody */
 #define MAX_IN      (48 * 1024)
 #define RESET_EVERY 256
 #define NFH         10
@@ -458,15 +462,15 @@ __attribute__((no_sanitize("coverage"))) static int has(const uint8_t *b, size_t
 }
 
 /* Build the call record into out: returns its length. */
-static size_t build_call(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, uint32_t proc,
-                         int cred, const uint8_t *args, size_t alen)
+static size_t build_call(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, uint32_t vers,
+                         uint32_t proc, int cred, const uint8_t *args, size_t alen)
 {
     XDR x;
     xdrmem_create(&x, (char *)out + 4, (u_int)(cap - 4), XDR_ENCODE);
     struct rpc_msg m = {
         .rm_xid = xid,
         .rm_direction = CALL,
-        .rm_call = {.cb_rpcvers = 2, .cb_prog = prog, .cb_vers = 3, .cb_proc = proc}};
+        .rm_call = {.cb_rpcvers = 2, .cb_prog = prog, .cb_vers = vers, .cb_proc = proc}};
     char body[400];
     m.rm_call.cb_cred = m.rm_call.cb_verf = _null_auth;
     if (cred) {
@@ -504,7 +508,8 @@ static size_t build_call(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, 
     return 4 + rl;
 }
 
-static void check_reply(const uint8_t *rep, size_t len, uint32_t xid, uint32_t prog, uint32_t proc)
+static void check_reply(const uint8_t *rep, size_t len, uint32_t xid, uint32_t prog, uint32_t vers,
+                        uint32_t proc)
 {
     xdrproc_t res = prog == NFS_PROG ? nfs_res(proc) : mount_res(proc);
     union {
@@ -529,9 +534,19 @@ static void check_reply(const uint8_t *rep, size_t len, uint32_t xid, uint32_t p
         die("a reply not accepted, or to another call");
     enum accept_stat st = m.acpted_rply.ar_stat;
     if (trace)
-        fprintf(stderr, "%s %u: accept %d status %u\n", prog == NFS_PROG ? "NFS" : "MOUNT", proc,
-                (int)st, st == SUCCESS ? out.status : 0u);
-    if (st == SUCCESS) {
+        fprintf(stderr, "%s %u %u: accept %d status %u\n",
+                prog == NFS_PROG     ? "NFS"
+                : prog == MOUNT_PROG ? "MOUNT"
+                                     : "other",
+                vers, proc, (int)st, st == SUCCESS ? out.status : 0u);
+    if (prog == NO_PROG) {
+        if (st != PROG_UNAVAIL)
+            die("a call of a program nobody serves not answered PROG_UNAVAIL");
+    } else if (vers != 3) {
+        if (st != PROG_MISMATCH || m.acpted_rply.ar_vers.low != 3 ||
+            m.acpted_rply.ar_vers.high != 3)
+            die("a call of another version not answered PROG_MISMATCH 3 to 3");
+    } else if (st == SUCCESS) {
         if (!res)
             die("a result beyond the procedure table");
         if (xdr_getpos(&x) != len)
@@ -591,7 +606,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         setup();
     if (size < 3 || size - 3 > MAX_IN)
         return 0;
-    uint32_t prog = (data[0] & 1) ? MOUNT_PROG : NFS_PROG;
+    uint32_t prog = (data[0] & 1) ? MOUNT_PROG : NFS_PROG, vers = 3;
+    unsigned which = (data[0] >> 1) & 7;
+    if (which == 5 || which == 6)
+        vers = which == 5 ? 2 : 4;
+    else if (which == 7)
+        prog = NO_PROG;
     uint32_t proc = data[1] >= 250 ? data[1] : data[1] % (prog == NFS_PROG ? 22u : 6u);
     int cred = data[2] % 4;
     size_t alen = size - 3;
@@ -600,7 +620,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (args[i] == 'U' && args[i + 1] == 'F' && args[i + 2] == 'H' && be32(args + i - 4) == 32)
             memcpy(args + i, fh[args[i + 3] % NFH], UIW__NFS_FH_LEN);
     uint32_t xid = ++calls;
-    size_t n = build_call(rec, sizeof(rec), xid, prog, proc, cred, args, alen);
+    size_t n = build_call(rec, sizeof(rec), xid, prog, vers, proc, cred, args, alen);
     for (size_t o = 0; o < n;) {
         ssize_t k = write(cli_fd, rec + o, n - o);
         if (k <= 0)
@@ -611,7 +631,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         die("the server did not take a call");
     size_t rlen = 0;
     uint8_t *rep = reply_wait(&rlen);
-    check_reply(rep, rlen, xid, prog, proc);
+    check_reply(rep, rlen, xid, prog, vers, proc);
     free(rep);
     struct snap now;
     snap(&now);
