@@ -294,10 +294,11 @@ static int pre_recv(struct uiw__nic_conn *nc, void *arg)
     c->log_id = ni.log_id;
     c->qpn = ni.qpn;
     int r = uiw__rr_post_recvs(c);
-    if (r == 0) {
-        c->armed = true;
+    /* armed, for the first completion's event to wake the leader, but not marked so: the
+     * leader drops an event of a connection not on the device's list yet (dev_add), and
+     * arms it again once it is */
+    if (r == 0)
         uiw__nic_arm(nc);
-    }
     return r;
 }
 
@@ -361,6 +362,8 @@ static void dev_add(struct uiw__rr_dev *d, struct uiw__rr_conn *c)
     d->nconns++;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
+    atomic_store(&d->joined, true);
+    uiw__nic_wake(d->nic);
 }
 
 /* ---------------------------------------------------------------- versions */

@@ -457,13 +457,19 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     }
     if (poll_all(d) > 0)
         return;
-    int ms = SLICE_MS;
+    /* after an event of a connection not on the list (one about to join it, whose first
+     * completion came first), a short sleep: it is armed and polled once it has joined */
+    int ms = d->unlisted_event ? 1 : SLICE_MS;
+    d->unlisted_event = false;
     if (deadline) {
         now = uiw__rr_now_ns();
         uint64_t left = deadline > now ? deadline - now : 0;
         if (left / 1000000u < (uint64_t)ms)
             ms = (int)(left / 1000000u) + 1;
     }
+    /* a connection that joined the list since the arming above is armed first */
+    if (atomic_exchange(&d->joined, false))
+        return;
     void *ctx = NULL;
     /* after the passes above: a call they left waiting for room is counted by now */
     UIW__RR_COUNT(d->n_sleeps, 1);
@@ -484,6 +490,8 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         d->last_active = c;
         if (atomic_load(&c->state) == UIW__RR_C_DEAD)
             reap(d);
+    } else if (r == 0 && ctx) {
+        d->unlisted_event = true;
     }
 }
 

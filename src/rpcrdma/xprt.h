@@ -422,6 +422,13 @@ struct uiw__rr_dev {
     bool handed; /* a thread that is not a worker led since a worker last left to run
                   * calls: calls waiting may have no worker to run them */
     _Atomic bool lead_asleep;
+    /* A connection's CQ is armed when its receives are posted, and again by the leader
+     * once it is on the list; an event of one not on the list is not looked at (it may be
+     * of one gone). joined: one joined the list, armed before the leader sleeps (and one
+     * asleep wakeably is woken); unlisted_event (the leader's): such an event came, of a
+     * connection about to join, perhaps: the next sleep is short. */
+    _Atomic bool joined;
+    bool unlisted_event;
     struct uiw__rr_conn *conns;
     unsigned nconns;
     struct uiw__rr_conn *last_active; /* one on conns (or NULL): polled first by a leader */
