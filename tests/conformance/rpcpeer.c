@@ -21,6 +21,7 @@ static uint64_t now_ms(void)
 int rpcpeer_connect(struct rpcpeer *p, uint16_t port, const void *pd, uint16_t pd_len, bool crc)
 {
     memset(p, 0, sizeof(*p));
+    p->raw.fd = -1; /* rpcpeer_close after a failure closes nothing */
     int fd = rawpeer_tcp_connect(AF_INET, port);
     if (fd < 0)
         return fd;
@@ -52,6 +53,7 @@ int rpcpeer_connect(struct rpcpeer *p, uint16_t port, const void *pd, uint16_t p
 int rpcpeer_accept(struct rpcpeer *p, int lfd, const void *pd, uint16_t pd_len, int timeout_ms)
 {
     memset(p, 0, sizeof(*p));
+    p->raw.fd = -1;
     int fd = rawpeer_tcp_accept(lfd, timeout_ms);
     if (fd < 0)
         return fd;
@@ -158,6 +160,8 @@ static int serve_read(struct rpcpeer *p, const uint8_t *ulpdu, uint16_t len)
     if (uiw_rdmap_read_req_parse(ulpdu + UIW_DDP_UNTAGGED_HDR_LEN, len - UIW_DDP_UNTAGGED_HDR_LEN,
                                  &rr) < 0)
         return -EPROTO;
+    if (p->on_access)
+        p->on_access(p->on_access_arg, false, rr.src_stag, rr.src_to, rr.size);
     if (p->no_answer)
         return 0;
     struct rpcpeer_region *r = find(p, rr.src_stag, rr.src_to, rr.size);
@@ -184,6 +188,8 @@ static int serve_read(struct rpcpeer *p, const uint8_t *ulpdu, uint16_t len)
 static void take_write(struct rpcpeer *p, const struct uiw_ddp_hdr *h, const uint8_t *data,
                        uint32_t n)
 {
+    if (p->on_access)
+        p->on_access(p->on_access_arg, true, h->stag, h->to, n);
     struct rpcpeer_region *r = find(p, h->stag, h->to, n);
     if (!r || !r->writable) {
         p->violations++;

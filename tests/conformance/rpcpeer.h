@@ -47,6 +47,10 @@ struct rpcpeer {
     unsigned connprops;    /* CONNPROP messages it skipped */
     uint8_t peer_pd[UIW_MPA_PD_MAX];
     uint16_t peer_pd_len;
+    /* Told of every RDMA Read Request (write false) and RDMA Write segment (write true)
+     * of the stack, before it is served or placed (NULL: none). */
+    void (*on_access)(void *arg, bool write, uint32_t stag, uint64_t to, uint32_t len);
+    void *on_access_arg;
 };
 
 /* Connect to a listener on loopback as the MPA initiator with `pd` as ULP private data
