@@ -53,48 +53,18 @@ static void die(const char *what)
     abort();
 }
 
-/* SINK's argument: opaque<REGION> (libtirpc allocates the length an opaque<> claims
- * before it reads a byte). */
-static bool_t xdr_sink(XDR *x, struct rpcpeer_blob *b)
-{
-    return xdr_bytes(x, &b->val, &b->len, REGION);
-}
-
 static void dispatch(struct svc_req *rq, SVCXPRT *x)
 {
     switch (rq->rq_proc) {
     case P_NULL:
         svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_void, NULL);
         return;
-    case P_GEN: {
-        u_int n;
-        if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&n) || n > REGION) {
-            svcerr_decode(x);
-            return;
-        }
-        struct rpcpeer_blob b = {n, uiw_svc_getbuf(x, n)};
-        if (!b.val) {
-            svcerr_systemerr(x);
-            return;
-        }
-        for (u_int i = 0; i < n; i++)
-            b.val[i] = (char)(i * 3 + 1);
-        svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_blob, (char *)&b);
+    case P_GEN:
+        rpcpeer_serve_gen(x, REGION);
         return;
-    }
-    case P_SINK: {
-        struct rpcpeer_blob b = {0, NULL};
-        if (!svc_getargs(x, (xdrproc_t)xdr_sink, (char *)&b)) {
-            svcerr_decode(x);
-            return;
-        }
-        u_int sum = 0;
-        for (u_int i = 0; i < b.len; i++)
-            sum += (uint8_t)b.val[i];
-        svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&sum);
-        svc_freeargs(x, (xdrproc_t)xdr_sink, (char *)&b);
+    case P_SINK:
+        rpcpeer_serve_sink(x, REGION);
         return;
-    }
     default:
         svcerr_noproc(x);
     }

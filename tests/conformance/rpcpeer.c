@@ -357,3 +357,46 @@ bool_t rpcpeer_xdr_blob(XDR *x, struct rpcpeer_blob *b)
 {
     return xdr_bytes(x, &b->val, &b->len, ~0u);
 }
+
+void rpcpeer_serve_gen(SVCXPRT *x, u_int max)
+{
+    u_int n;
+    if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&n) || n > max) {
+        svcerr_decode(x);
+        return;
+    }
+    struct rpcpeer_blob b = {n, uiw_svc_getbuf(x, n)};
+    if (!b.val) {
+        svcerr_systemerr(x);
+        return;
+    }
+    for (u_int i = 0; i < n; i++)
+        b.val[i] = (char)(i + 1);
+    svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_blob, (char *)&b);
+}
+
+/* SINK's argument, bounded: libtirpc allocates the length an opaque<> claims before it
+ * reads a byte of it. */
+struct sink_arg {
+    struct rpcpeer_blob b;
+    u_int max;
+};
+
+static bool_t xdr_sink_arg(XDR *x, struct sink_arg *a)
+{
+    return xdr_bytes(x, &a->b.val, &a->b.len, a->max);
+}
+
+void rpcpeer_serve_sink(SVCXPRT *x, u_int max)
+{
+    struct sink_arg a = {{0, NULL}, max};
+    if (!svc_getargs(x, (xdrproc_t)xdr_sink_arg, (char *)&a)) {
+        svcerr_decode(x);
+        return;
+    }
+    u_int sum = 0;
+    for (u_int i = 0; i < a.b.len; i++)
+        sum += (uint8_t)a.b.val[i];
+    svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&sum);
+    svc_freeargs(x, (xdrproc_t)xdr_sink_arg, (char *)&a);
+}

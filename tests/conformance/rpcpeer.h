@@ -102,5 +102,9 @@ struct rpcpeer_blob {
 };
 bool_t rpcpeer_xdr_void(XDR *x, void *p);
 bool_t rpcpeer_xdr_blob(XDR *x, struct rpcpeer_blob *b);
+/* Procedures of the tests' server programs, answered on x: GEN, u_int n (at most max) ->
+ * opaque<> of n bytes, byte i = i + 1; SINK, opaque<max> -> u_int, the sum of its bytes. */
+void rpcpeer_serve_gen(SVCXPRT *x, u_int max);
+void rpcpeer_serve_sink(SVCXPRT *x, u_int max);
 
 #endif

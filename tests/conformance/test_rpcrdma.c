@@ -26,8 +26,6 @@ enum { P_NULL = 0, P_GEN = 1, P_SINK = 2, P_SLEEP = 3, P_SYSERR = 4, P_WHO = 5, 
 static const struct timeval TMO = {10, 0};
 
 #define xnone rpcpeer_xdr_void
-#define xblob rpcpeer_xdr_blob
-#define blob  rpcpeer_blob
 
 static void dispatch(struct svc_req *rq, SVCXPRT *x)
 {
@@ -35,31 +33,12 @@ static void dispatch(struct svc_req *rq, SVCXPRT *x)
     case P_NULL:
         svc_sendreply(x, (xdrproc_t)xnone, NULL);
         return;
-    case P_GEN: {
-        u_int n;
-        if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&n) || n > (1u << 22)) {
-            svcerr_decode(x);
-            return;
-        }
-        struct blob b = {n, uiw_svc_getbuf(x, n)};
-        for (u_int i = 0; i < n; i++)
-            b.val[i] = (char)(i + 1);
-        svc_sendreply(x, (xdrproc_t)xblob, (char *)&b);
+    case P_GEN:
+        rpcpeer_serve_gen(x, 1u << 22);
         return;
-    }
-    case P_SINK: {
-        struct blob b = {0, NULL};
-        if (!svc_getargs(x, (xdrproc_t)xblob, (char *)&b)) {
-            svcerr_decode(x);
-            return;
-        }
-        u_int sum = 0;
-        for (u_int i = 0; i < b.len; i++)
-            sum += (uint8_t)b.val[i];
-        svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&sum);
-        svc_freeargs(x, (xdrproc_t)xblob, (char *)&b);
+    case P_SINK:
+        rpcpeer_serve_sink(x, 1u << 22);
         return;
-    }
     case P_SLEEP: {
         struct timespec ts = {0, 200000000L};
         nanosleep(&ts, NULL);
