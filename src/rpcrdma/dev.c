@@ -457,12 +457,9 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     }
     if (poll_all(d) > 0)
         return;
-    /* after an event of a connection not on the list (one about to join it, whose first
-     * completion came first), a short sleep: it is armed and polled once it has joined */
-    int ms = d->unlisted_event ? 1 : SLICE_MS;
-    d->unlisted_event = false;
+    int ms = SLICE_MS;
+    now = uiw__rr_now_ns();
     if (deadline) {
-        now = uiw__rr_now_ns();
         uint64_t left = deadline > now ? deadline - now : 0;
         if (left / 1000000u < (uint64_t)ms)
             ms = (int)(left / 1000000u) + 1;
@@ -473,7 +470,10 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     void *ctx = NULL;
     /* after the passes above: a call they left waiting for room is counted by now */
     UIW__RR_COUNT(d->n_sleeps, 1);
-    bool wakeable = atomic_load(&d->room_waiters) > 0;
+    /* after an event of a connection not on the list (one about to join it, whose first
+     * completion came first and took its CQ's arming), a sleep its join wakes: the leader
+     * then arms and polls it */
+    bool wakeable = atomic_load(&d->room_waiters) > 0 || now < d->unlisted_until;
     atomic_store_explicit(&d->lead_asleep, true, memory_order_relaxed);
     int r = wakeable ? uiw__nic_wait_wakeable(d->nic, ms, &ctx) : uiw__nic_wait(d->nic, ms, &ctx);
     atomic_store_explicit(&d->lead_asleep, false, memory_order_relaxed);
@@ -491,7 +491,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         if (atomic_load(&c->state) == UIW__RR_C_DEAD)
             reap(d);
     } else if (r == 0 && ctx) {
-        d->unlisted_event = true;
+        d->unlisted_until = uiw__rr_now_ns() + (uint64_t)SLICE_MS * 1000000u;
     }
 }
 

@@ -425,10 +425,11 @@ struct uiw__rr_dev {
     /* A connection's CQ is armed when its receives are posted, and again by the leader
      * once it is on the list; an event of one not on the list is not looked at (it may be
      * of one gone). joined: one joined the list, armed before the leader sleeps (and one
-     * asleep wakeably is woken); unlisted_event (the leader's): such an event came, of a
-     * connection about to join, perhaps: the next sleep is short. */
+     * asleep wakeably is woken); unlisted_until (the leader's): such an event came, of a
+     * connection about to join, perhaps, whose CQ is no longer armed: until then (a slice
+     * after it) the leader sleeps wakeably, for the join to wake it. */
     _Atomic bool joined;
-    bool unlisted_event;
+    uint64_t unlisted_until;
     struct uiw__rr_conn *conns;
     unsigned nconns;
     struct uiw__rr_conn *last_active; /* one on conns (or NULL): polled first by a leader */
