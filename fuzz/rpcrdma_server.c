@@ -55,19 +55,7 @@ static void die(const char *what)
 
 static void dispatch(struct svc_req *rq, SVCXPRT *x)
 {
-    switch (rq->rq_proc) {
-    case P_NULL:
-        svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_void, NULL);
-        return;
-    case P_GEN:
-        rpcpeer_serve_gen(x, REGION);
-        return;
-    case P_SINK:
-        rpcpeer_serve_sink(x, REGION);
-        return;
-    default:
-        svcerr_noproc(x);
-    }
+    rpcpeer_serve_test(rq, x, REGION);
 }
 
 static struct uiw_rpc_svc *svc;
@@ -81,13 +69,7 @@ static struct uiw_rpcrdma_space space;
 static struct uiw_rpcrdma_space_default space_store;
 static uint32_t sentinels;
 /* The segments the inputs on this connection offered the server (its decoding of them). */
-#define MAX_GRANTS 512
-static struct grant {
-    bool write;
-    uint32_t stag, len;
-    uint64_t to;
-} grants[MAX_GRANTS];
-static unsigned ngrants;
+static struct rpcpeer_grants grants;
 static uint8_t in_store[sizeof(struct uiw_rpcrdma_space_default)];
 static struct uiw_rpcrdma_space in_space;
 static bool trace; /* UIW_FUZZ_TRACE set: what the server sends, on stderr */
@@ -132,21 +114,7 @@ static void setup(void)
 static void on_access(void *arg, bool write, uint32_t stag, uint64_t to, uint32_t len)
 {
     (void)arg;
-    for (unsigned i = 0; i < ngrants; i++) {
-        const struct grant *g = &grants[i];
-        if (g->write == write && g->stag == stag && to >= g->to && to - g->to <= g->len &&
-            len <= g->len - (to - g->to))
-            return;
-    }
-    fprintf(stderr, "(%s of %u bytes at STag %#x TO %#llx)\n", write ? "Write" : "Read", len, stag,
-            (unsigned long long)to);
-    die(write ? "an RDMA Write outside every segment offered for one"
-              : "an RDMA Read outside every segment offered for one");
-}
-
-static void grant(bool write, const struct uiw_rpcrdma_segment *sg)
-{
-    grants[ngrants++] = (struct grant){write, sg->handle, sg->length, sg->offset};
+    rpcpeer_grants_check(&grants, "fuzz-rpcrdma_server", write, stag, to, len);
 }
 
 static void up(void)
@@ -163,7 +131,7 @@ static void up(void)
         die("the server takes no connection");
     }
     peer.on_access = on_access;
-    ngrants = 0;
+    grants.n = 0;
     rpcpeer_region(&peer, RD_STAG, rd_mem, REGION, false, true)->to = BASE_TO;
     rpcpeer_region(&peer, WR_STAG, wr_mem, REGION, true, false)->to = BASE_TO;
     connected = true;
@@ -208,28 +176,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     uint64_t t0 = now_ns();
     struct uiw_rpcrdma_hdr h;
-    uint32_t nsegs = 0;
-    bool chunks = uiw_rpcrdma_decode(data, size, &h, &in_space) >= 0 &&
-                  (h.proc == UIW_RDMA_MSG || h.proc == UIW_RDMA_NOMSG);
-    if (chunks) {
-        nsegs = h.u.chunks.nreads + (h.u.chunks.has_reply ? h.u.chunks.reply.nsegs : 0);
-        for (uint32_t i = 0; i < h.u.chunks.nwrites; i++)
-            nsegs += h.u.chunks.writes[i].nsegs;
-    }
-    if (connected && ngrants + nsegs > MAX_GRANTS) { /* a new connection, with none */
-        rpcpeer_close(&peer, true);
+    bool decoded = uiw_rpcrdma_decode(data, size, &h, &in_space) >= 0;
+    if (connected && decoded && grants.n + rpcpeer_grants_in(&h) > RPCPEER_MAX_GRANTS) {
+        rpcpeer_close(&peer, true); /* a new connection, with none */
         connected = false;
     }
     up();
-    if (chunks) {
-        for (uint32_t i = 0; i < h.u.chunks.nreads; i++)
-            grant(false, &h.u.chunks.reads[i].target);
-        for (uint32_t i = 0; i < h.u.chunks.nwrites; i++)
-            for (uint32_t j = 0; j < h.u.chunks.writes[i].nsegs; j++)
-                grant(true, &h.u.chunks.writes[i].segs[j]);
-        for (uint32_t j = 0; h.u.chunks.has_reply && j < h.u.chunks.reply.nsegs; j++)
-            grant(true, &h.u.chunks.reply.segs[j]);
-    }
+    if (decoded)
+        rpcpeer_grants_add(&grants, &h);
     int r = rpcpeer_send(&peer, data, (uint32_t)size);
     if (r == 0)
         r = sentinel();

@@ -2,6 +2,7 @@
 #include "rpcpeer.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
@@ -399,4 +400,73 @@ void rpcpeer_serve_sink(SVCXPRT *x, u_int max)
         sum += (uint8_t)a.b.val[i];
     svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&sum);
     svc_freeargs(x, (xdrproc_t)xdr_sink_arg, (char *)&a);
+}
+
+void rpcpeer_serve_test(struct svc_req *rq, SVCXPRT *x, u_int max)
+{
+    switch (rq->rq_proc) {
+    case 0:
+        svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_void, NULL);
+        return;
+    case 1:
+        rpcpeer_serve_gen(x, max);
+        return;
+    case 2:
+        rpcpeer_serve_sink(x, max);
+        return;
+    default:
+        svcerr_noproc(x);
+    }
+}
+
+uint32_t rpcpeer_grants_in(const struct uiw_rpcrdma_hdr *h)
+{
+    if (h->proc != UIW_RDMA_MSG && h->proc != UIW_RDMA_NOMSG)
+        return 0;
+    const struct uiw_rpcrdma_chunks *c = &h->u.chunks;
+    uint32_t n = c->nreads + (c->has_reply ? c->reply.nsegs : 0);
+    for (uint32_t i = 0; i < c->nwrites; i++)
+        n += c->writes[i].nsegs;
+    return n;
+}
+
+static void grant(struct rpcpeer_grants *g, bool write, const struct uiw_rpcrdma_segment *s)
+{
+    g->g[g->n++] = (struct rpcpeer_grant){write, s->handle, s->length, s->offset};
+}
+
+bool rpcpeer_grants_add(struct rpcpeer_grants *g, const struct uiw_rpcrdma_hdr *h)
+{
+    uint32_t n = rpcpeer_grants_in(h);
+    if (n > RPCPEER_MAX_GRANTS - g->n)
+        return false;
+    if (n == 0)
+        return true;
+    const struct uiw_rpcrdma_chunks *c = &h->u.chunks;
+    for (uint32_t i = 0; i < c->nreads; i++)
+        grant(g, false, &c->reads[i].target);
+    for (uint32_t i = 0; i < c->nwrites; i++)
+        for (uint32_t j = 0; j < c->writes[i].nsegs; j++)
+            grant(g, true, &c->writes[i].segs[j]);
+    for (uint32_t j = 0; c->has_reply && j < c->reply.nsegs; j++)
+        grant(g, true, &c->reply.segs[j]);
+    return true;
+}
+
+void rpcpeer_grants_check(const struct rpcpeer_grants *g, const char *who, bool write,
+                          uint32_t stag, uint64_t to, uint32_t len)
+{
+    if (len == 0)
+        return;
+    for (unsigned i = 0; i < g->n; i++) {
+        const struct rpcpeer_grant *s = &g->g[i];
+        if (s->write == write && s->stag == stag && to >= s->to && to - s->to <= s->len &&
+            len <= s->len - (to - s->to))
+            return;
+    }
+    fprintf(stderr,
+            "%s: an RDMA %s of %u bytes at STag %#x TO %#llx, outside every segment "
+            "offered for one\n",
+            who, write ? "Write" : "Read", len, stag, (unsigned long long)to);
+    abort();
 }

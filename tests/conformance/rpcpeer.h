@@ -106,5 +106,28 @@ bool_t rpcpeer_xdr_blob(XDR *x, struct rpcpeer_blob *b);
  * opaque<> of n bytes, byte i = i + 1; SINK, opaque<max> -> u_int, the sum of its bytes. */
 void rpcpeer_serve_gen(SVCXPRT *x, u_int max);
 void rpcpeer_serve_sink(SVCXPRT *x, u_int max);
+/* A program of procedures 0 NULL, 1 GEN and 2 SINK (bounded by max); others PROC_UNAVAIL. */
+void rpcpeer_serve_test(struct svc_req *rq, SVCXPRT *x, u_int max);
+
+/* The segments a peer's messages offered the stack: what the stack may RDMA Read (a Read
+ * chunk's) and RDMA Write (a Write or Reply chunk's). */
+#define RPCPEER_MAX_GRANTS 512
+struct rpcpeer_grants {
+    unsigned n;
+    struct rpcpeer_grant {
+        bool write;
+        uint32_t stag, len;
+        uint64_t to;
+    } g[RPCPEER_MAX_GRANTS];
+};
+/* The segments of h's chunks (an RDMA_MSG's or RDMA_NOMSG's; other messages have none). */
+uint32_t rpcpeer_grants_in(const struct uiw_rpcrdma_hdr *h);
+/* Record them; false (nothing recorded) when they do not fit. */
+bool rpcpeer_grants_add(struct rpcpeer_grants *g, const struct uiw_rpcrdma_hdr *h);
+/* An access of the stack (as rpcpeer.on_access reports it): aborts, naming `who`, unless
+ * it lies inside a segment recorded for it. A zero-length one places nothing (the MPA
+ * initiator's RTR is a zero-length RDMA Write, RFC 6581): always allowed. */
+void rpcpeer_grants_check(const struct rpcpeer_grants *g, const char *who, bool write,
+                          uint32_t stag, uint64_t to, uint32_t len);
 
 #endif
