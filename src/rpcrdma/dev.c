@@ -415,10 +415,11 @@ static bool listed(struct uiw__rr_dev *d, const void *c)
     return p != NULL;
 }
 
-static void lead(struct uiw__rr_dev *d, uint64_t deadline)
+/* Returns whether the first look found work (it came while nobody polled). */
+static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
 {
     if (poll_all(d) > 0)
-        return;
+        return true;
     uint64_t now = uiw__rr_now_ns();
     if (d->spin_us > 0) {
         /* spin_us of idle polling: a spin window in which the RNIC did work (a peer's RDMA
@@ -434,7 +435,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
             struct uiw__rr_conn *c = d->last_active;
             int k = c ? poll_conn(c) : 0;
             if (k > 0 || poll_all(d) > 0)
-                return;
+                return false;
             now = uiw__rr_now_ns();
             if (now < until)
                 continue;
@@ -456,7 +457,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         }
     }
     if (poll_all(d) > 0)
-        return;
+        return false;
     int ms = SLICE_MS;
     now = uiw__rr_now_ns();
     if (deadline) {
@@ -466,7 +467,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     }
     /* a connection that joined the list since the arming above is armed first */
     if (atomic_exchange(&d->joined, false))
-        return;
+        return false;
     void *ctx = NULL;
     /* after the passes above: a call they left waiting for room is counted by now */
     UIW__RR_COUNT(d->n_sleeps, 1);
@@ -493,6 +494,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     } else if (r == 0 && ctx) {
         d->unlisted_until = uiw__rr_now_ns() + (uint64_t)SLICE_MS * 1000000u;
     }
+    return false;
 }
 
 static _Thread_local bool leading;
@@ -504,9 +506,10 @@ static void lead_round(struct uiw__rr_dev *d, uint64_t deadline)
     d->leader = true;
     pthread_mutex_unlock(&d->mu);
     leading = true;
-    lead(d, deadline);
+    bool backlog = lead(d, deadline);
     leading = false;
     pthread_mutex_lock(&d->mu);
+    d->backlog = backlog;
     d->leader = false;
     d->round++;
     pthread_cond_broadcast(&d->cv);
@@ -613,6 +616,13 @@ static void leave_to_run(struct uiw__rr_dev *d)
     d->handed = false;
     if (d->leader)
         return;
+    if (d->backlog && d->wsleep) {
+        /* calls came while nobody polled (the last round found them at its first look):
+         * more will while this worker runs these, so a sleeping one leads meanwhile */
+        d->vacated = 0;
+        pthread_cond_signal(&d->wcv);
+        return;
+    }
     d->vacated = uiw__rr_now_ns();
     wake_worker(d);
 }

@@ -419,8 +419,11 @@ struct uiw__rr_dev {
     uint64_t vacated;
     unsigned wsleep; /* workers asleep on wcv */
     bool watched;
-    bool handed; /* a thread that is not a worker led since a worker last left to run
-                  * calls: calls waiting may have no worker to run them */
+    /* handed: a thread that is not a worker led since a worker last left to run calls
+     * (calls waiting may have no worker to run them); backlog: the last round found work
+     * at its first look (it came while nobody polled) */
+    bool handed;
+    bool backlog;
     _Atomic bool lead_asleep;
     /* A connection's CQ is armed when its receives are posted, and again by the leader
      * once it is on the list; an event of one not on the list is not looked at (it may be
