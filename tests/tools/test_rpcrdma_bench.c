@@ -170,12 +170,45 @@ TEST(rpcrdma_bench_v1_capture_tshark)
     it_rmtree(dir);
 }
 
+/* --client-threads: synchronous calls from several threads on one CLIENT, over both
+ * transports, and their rate compared (a round trip means nothing with several callers);
+ * not together with --inflight. */
+TEST(rpcrdma_bench_client_threads)
+{
+    struct tool_run r;
+    tool_run(BENCH,
+             (const char *[]){"rpcrdma-bench", "--loopback", "--compare-tcp", "--json", "-t",
+                              "null", "-D", "0.2", "-r", "1", "--client-threads", "3", NULL},
+             "", 0, 120, &r);
+    CHECK_EQ(r.status, 0);
+    const char *h = "{\"test\":\"null\",\"size\":0,\"transport\":\"rdma-v2\",\"inflight\":1,";
+    CHECK_EQ(field(r.out, h, "client_threads"), 3);
+    CHECK(field(r.out, h, "calls_per_sec") > 0);
+    h = "{\"test\":\"null\",\"size\":0,\"transport\":\"tcp\",\"inflight\":1,";
+    CHECK_EQ(field(r.out, h, "client_threads"), 3);
+    CHECK(field(r.out, h, "calls_per_sec") > 0);
+    h = "{\"test\":\"null\",\"size\":0,\"ratio\":\"rate\",\"inflight\":1,\"vs\":\"tcp\",";
+    CHECK(field(r.out, h, "value") > 0);
+    CHECK_EQ(field(r.out, h, "client_threads"), 3);
+    tool_run_free(&r);
+    tool_run(BENCH,
+             (const char *[]){"rpcrdma-bench", "--loopback", "--inflight", "2", "--client-threads",
+                              "2", NULL},
+             "", 0, 30, &r);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+}
+
 TEST(rpcrdma_bench_usage)
 {
     static const char *const bad[][4] = {
-        {"-t", "nope", NULL}, {"--vers", "3", NULL},
-        {"-s", "0", NULL},    {"--loopback", "127.0.0.1", NULL},
-        {"-D", "-1", NULL},   {"--threads", "0", NULL},
+        {"-t", "nope", NULL},
+        {"--vers", "3", NULL},
+        {"-s", "0", NULL},
+        {"--loopback", "127.0.0.1", NULL},
+        {"-D", "-1", NULL},
+        {"--threads", "0", NULL},
+        {"--client-threads", "0", NULL},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct tool_run r;

@@ -48,6 +48,9 @@ static const char usage[] =
     "  -D, --duration S    seconds per measurement (default 2)\n"
     "  -r, --repeat N      measurements of each kind, medians printed (default 5)\n"
     "      --inflight N    RPC-over-RDMA calls in flight (default 1: synchronous calls)\n"
+    "      --client-threads N  synchronous calls from N threads sharing each CLIENT, over\n"
+    "                      RPC-over-RDMA and libtirpc TCP (default 1; not with\n"
+    "                      --inflight; raw TCP stays one stream)\n"
     "      --vers 1|2      RPC-over-RDMA version (default 2)\n"
     "      --spin US       busy-poll this long before sleeping, client and --loopback's\n"
     "                      server (default: the library's, 50; 0: never spin)\n"
@@ -71,8 +74,9 @@ static const char *const test_name[] = {"null", "read", "write"};
 
 struct opts {
     unsigned port, vers, inflight, repeat;
-    unsigned threads; /* the server's uiw_rpc_svc_attr.nthreads */
-    int spin_us;      /* uiw_rpc_xprt_attr.spin_us: 0 the library's default, -1 never */
+    unsigned client_threads; /* threads making synchronous calls on one CLIENT */
+    unsigned threads;        /* the server's uiw_rpc_svc_attr.nthreads */
+    int spin_us;             /* uiw_rpc_xprt_attr.spin_us: 0 the library's default, -1 never */
     double secs;
     uint32_t size;
     enum test test;
@@ -110,10 +114,14 @@ static double median(double *v, size_t n)
 static double *lat;
 static size_t nlat;
 
+static pthread_mutex_t lat_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void lat_add(double us)
 {
+    pthread_mutex_lock(&lat_mu);
     if (nlat < MAXLAT)
         lat[nlat++] = us;
+    pthread_mutex_unlock(&lat_mu);
 }
 
 static void lat_fill(struct fig *f)
@@ -395,25 +403,72 @@ static enum clnt_stat call_sync(CLIENT *c, bool rdma, const struct opts *o, char
     return RPC_FAILED;
 }
 
-/* Synchronous calls for secs on c. */
-static int run_sync(CLIENT *c, bool rdma, const struct opts *o, struct fig *f)
+/* One thread's synchronous calls until `end`. */
+struct sync_run {
+    CLIENT *c;
+    bool rdma, failed;
+    const struct opts *o;
+    char *buf;
+    double end;
+    uint64_t done;
+};
+
+static void *sync_calls(void *arg)
 {
-    char *buf = databuf;
-    nlat = 0;
-    uint64_t done = 0;
-    double t0 = now_s(), end = t0 + o->secs, t = t0;
-    while (t < end) {
+    struct sync_run *a = arg;
+    for (double t = now_s(); t < a->end;) {
         double c0 = now_s();
-        enum clnt_stat st = call_sync(c, rdma, o, buf);
+        enum clnt_stat st = call_sync(a->c, a->rdma, a->o, a->buf);
         t = now_s();
         if (st != RPC_SUCCESS) {
-            fprintf(stderr, "rpcrdma-bench: %s call failed: %s\n", rdma ? "RDMA" : "TCP",
+            fprintf(stderr, "rpcrdma-bench: %s call failed: %s\n", a->rdma ? "RDMA" : "TCP",
                     clnt_sperrno(st));
-            return -1;
+            a->failed = true;
+            break;
         }
         lat_add((t - c0) * 1e6);
-        done++;
+        a->done++;
     }
+    return NULL;
+}
+
+/* Synchronous calls for secs on c, from client_threads threads (this one among them), each
+ * with its own buffer. */
+static int run_sync(CLIENT *c, bool rdma, const struct opts *o, struct fig *f)
+{
+    unsigned n = o->client_threads;
+    struct sync_run *a = calloc(n, sizeof(*a));
+    pthread_t *th = calloc(n, sizeof(*th));
+    if (!a || !th) {
+        free(a);
+        free(th);
+        return -1;
+    }
+    nlat = 0;
+    double t0 = now_s();
+    unsigned started = 1;
+    for (unsigned i = 0; i < n; i++)
+        a[i] = (struct sync_run){.c = c,
+                                 .rdma = rdma,
+                                 .o = o,
+                                 .end = t0 + o->secs,
+                                 .buf = (char *)databuf + (size_t)i * o->size};
+    for (; started < n; started++)
+        if (pthread_create(&th[started], NULL, sync_calls, &a[started]) != 0)
+            break;
+    sync_calls(&a[0]);
+    uint64_t done = a[0].done;
+    bool failed = a[0].failed || started < n;
+    for (unsigned i = 1; i < started; i++) {
+        pthread_join(th[i], NULL);
+        done += a[i].done;
+        failed = failed || a[i].failed;
+    }
+    double t = now_s();
+    free(a);
+    free(th);
+    if (failed)
+        return -1;
     f->cps = (double)done / (t - t0);
     f->gbs = o->test == T_NULL ? 0 : f->cps * o->size / 1e9;
     lat_fill(f);
@@ -510,20 +565,21 @@ static void print_fig(const struct opts *o, int tr, const struct fig *f, unsigne
 {
     if (o->json) {
         printf("{\"test\":\"%s\",\"size\":%u,\"transport\":\"%s\",\"inflight\":%u,"
-               "\"calls_per_sec\":%.1f,\"gbytes_per_sec\":%.4f,\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-               test_name[o->test], o->test == T_NULL ? 0 : o->size, tname(o, tr), inflight, f->cps,
-               f->gbs, f->p50, f->p99);
+               "\"client_threads\":%u,\"calls_per_sec\":%.1f,\"gbytes_per_sec\":%.4f,"
+               "\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
+               test_name[o->test], o->test == T_NULL ? 0 : o->size, tname(o, tr), inflight,
+               tr == 2 ? 1 : o->client_threads, f->cps, f->gbs, f->p50, f->p99);
     } else {
-        printf("%-5s %8u %-8s inflight %-4u %12.1f calls/s %9.4f GB/s  p50 %9.1f us  p99 %9.1f "
-               "us\n",
-               test_name[o->test], o->test == T_NULL ? 0 : o->size, tname(o, tr), inflight, f->cps,
-               f->gbs, f->p50, f->p99);
+        printf("%-5s %8u %-8s inflight %-4u threads %-3u %12.1f calls/s %9.4f GB/s  p50 %9.1f us "
+               " p99 %9.1f us\n",
+               test_name[o->test], o->test == T_NULL ? 0 : o->size, tname(o, tr), inflight,
+               tr == 2 ? 1 : o->client_threads, f->cps, f->gbs, f->p50, f->p99);
     }
 }
 
 static int client(const struct opts *o, unsigned rport, unsigned tport, unsigned rawport)
 {
-    size_t bufsz = (size_t)o->size * (o->inflight > 1 ? o->inflight : 1);
+    size_t bufsz = (size_t)o->size * (o->inflight > 1 ? o->inflight : o->client_threads);
     databuf = malloc(bufsz ? bufsz : 1);
     lat = malloc(MAXLAT * sizeof(*lat));
     if (!databuf || !lat)
@@ -578,8 +634,9 @@ static int client(const struct opts *o, unsigned rport, unsigned tport, unsigned
         }
         /* NULL: the round trip (p50) against TCP's; otherwise calls per second */
         if (tc)
-            ratio_tcp[r] =
-                o->test == T_NULL && o->inflight <= 1 ? f[0].p50 / f[1].p50 : f[0].cps / f[1].cps;
+            ratio_tcp[r] = o->test == T_NULL && o->inflight <= 1 && o->client_threads <= 1
+                               ? f[0].p50 / f[1].p50
+                               : f[0].cps / f[1].cps;
         if (raw)
             ratio_raw[r] = f[0].gbs / f[2].gbs;
     }
@@ -593,15 +650,18 @@ static int client(const struct opts *o, unsigned rport, unsigned tport, unsigned
         }
         if (tc) {
             double rt = median(ratio_tcp, reps);
-            const char *what = o->test == T_NULL && o->inflight <= 1 ? "round_trip" : "rate";
+            const char *what = o->test == T_NULL && o->inflight <= 1 && o->client_threads <= 1
+                                   ? "round_trip"
+                                   : "rate";
             if (o->json)
                 printf("{\"test\":\"%s\",\"size\":%u,\"ratio\":\"%s\",\"inflight\":%u,"
-                       "\"vs\":\"tcp\",\"value\":%.3f}\n",
-                       test_name[o->test], o->test == T_NULL ? 0 : o->size, what, o->inflight, rt);
+                       "\"vs\":\"tcp\",\"value\":%.3f,\"client_threads\":%u}\n",
+                       test_name[o->test], o->test == T_NULL ? 0 : o->size, what, o->inflight, rt,
+                       o->client_threads);
             else
                 printf("ratio %s: %s with %u in flight / libtirpc TCP (synchronous) = %.3f "
-                       "(median of %u)\n",
-                       what, tname(o, 0), o->inflight, rt, reps);
+                       "(median of %u; calls from %u threads)\n",
+                       what, tname(o, 0), o->inflight, rt, reps, o->client_threads);
         }
         if (raw) {
             double rr = median(ratio_raw, reps);
@@ -669,7 +729,18 @@ static bool size_arg(const char *s, uint32_t *out)
 
 int main(int argc, char **argv)
 {
-    enum { O_INFLIGHT = 256, O_VERS, O_TCP, O_LOOP, O_JSON, O_VERSION, O_SPIN, O_STATS, O_THREADS };
+    enum {
+        O_INFLIGHT = 256,
+        O_VERS,
+        O_TCP,
+        O_LOOP,
+        O_JSON,
+        O_VERSION,
+        O_SPIN,
+        O_STATS,
+        O_THREADS,
+        O_CTHREADS
+    };
     static const struct option lo[] = {
         {"port", required_argument, NULL, 'p'},
         {"test", required_argument, NULL, 't'},
@@ -684,6 +755,7 @@ int main(int argc, char **argv)
         {"stats", no_argument, NULL, O_STATS},
         {"spin", required_argument, NULL, O_SPIN},
         {"threads", required_argument, NULL, O_THREADS},
+        {"client-threads", required_argument, NULL, O_CTHREADS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -693,6 +765,7 @@ int main(int argc, char **argv)
                      .inflight = 1,
                      .repeat = 5,
                      .threads = 2,
+                     .client_threads = 1,
                      .secs = 2,
                      .size = 1u << 20,
                      .test = T_NULL};
@@ -758,6 +831,11 @@ int main(int argc, char **argv)
                 goto bad;
             o.threads = (unsigned)v;
             break;
+        case O_CTHREADS:
+            if (!number(optarg, 1, 256, &v))
+                goto bad;
+            o.client_threads = (unsigned)v;
+            break;
         case O_LOOP:
             o.loopback = true;
             break;
@@ -779,7 +857,9 @@ int main(int argc, char **argv)
     }
     if (argc - optind > 1 || (o.loopback && argc - optind == 1))
         goto bad;
-    if ((size_t)o.size * o.inflight > (1ull << 31))
+    if ((o.inflight > 1 && o.client_threads > 1) ||
+        (size_t)o.size * (o.inflight > o.client_threads ? o.inflight : o.client_threads) >
+            (1ull << 31))
         goto bad;
     signal(SIGPIPE, SIG_IGN);
     if (!o.loopback && argc - optind == 0) {
