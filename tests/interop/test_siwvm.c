@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +132,24 @@ static void capture_stop(struct capture *c)
     CHECK(strstr(s, "packets captured") != NULL);
     CHECK(strstr(s, "\n0 packets dropped by kernel") != NULL);
     free(s);
+}
+
+/* After a failure: let tcpdump write out what it has yet to read (until the file stops
+ * growing, at most 5 s), stop it and say where the capture is; the test's folder is kept
+ * (a failed test does not remove it), so the bytes can be looked at. Without the wait,
+ * the exit's SIGTERM cut the capture short of the failing connection. */
+static void capture_keep(struct capture *c)
+{
+    off_t last = -1;
+    for (int i = 0; i < 50; i++) {
+        usleep(100000);
+        struct stat st;
+        if (stat(c->path, &st) != 0 || st.st_size == last)
+            break;
+        last = st.st_size;
+    }
+    it_kill(c->pid);
+    fprintf(stderr, "capture kept: %s\n", c->path);
 }
 
 /* tshark -T fields over the capture (exit status checked). Not it_tshark_fields: that one
@@ -564,8 +583,10 @@ static void iwping_to_rping_server(const char *siwopts, int crc, int p2p, const 
                  it_iwping(), hport, size, count, crc ? "--crc" : "", p2p ? "--p2p" : "");
         int rc = it_run(cmd, 1, 200, &out);
         snprintf(marker, sizeof(marker), "SERVER-DONE-%d", conns++);
-        if (rc != 0)
+        if (rc != 0) {
             fprintf(stderr, "---- iwping client, size %d (status %d):\n%s\n", size, rc, out);
+            capture_keep(&cap);
+        }
         retries += it_count(out, "before the MPA Reply");
         pings2 += it_count(out, "ping data: rdma-ping-2: ");
         free(out);
