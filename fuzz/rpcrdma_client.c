@@ -58,8 +58,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define REPLY_MAX 16384u
 #define SINK_LEN  16384u
 
-enum { P_NULL = 0, P_GEN = 1, P_SINK = 2 };
-
 static void die(const char *what)
 {
     fprintf(stderr, "fuzz-rpcrdma_client: %s\n", what);
@@ -219,23 +217,23 @@ static int start(unsigned kind, struct call *k, struct rpcpeer_blob *res, u_int 
     *res = (struct rpcpeer_blob){GEN_LEN, result};
     switch (kind) {
     case 0:
-        return uiw_rpc_call_async(clnt, P_NULL, (xdrproc_t)rpcpeer_xdr_void, NULL,
+        return uiw_rpc_call_async(clnt, RPCPEER_NULL, (xdrproc_t)rpcpeer_xdr_void, NULL,
                                   (xdrproc_t)rpcpeer_xdr_void, NULL, tmo, NULL, call_done, k);
     case 1:
         *n = GEN_LEN;
         o.nresult_bufs = 1;
         o.result_bufs[0] = (struct uiw_rpc_ddp_buf){result, GEN_LEN};
-        return uiw_rpc_call_async(clnt, P_GEN, (xdrproc_t)xdr_u_int, n, (xdrproc_t)xdr_result, res,
-                                  tmo, &o, call_done, k);
+        return uiw_rpc_call_async(clnt, RPCPEER_GEN, (xdrproc_t)xdr_u_int, n, (xdrproc_t)xdr_result,
+                                  res, tmo, &o, call_done, k);
     case 2:
         *n = GEN_LEN;
         o.reply_max = REPLY_MAX;
         *res = (struct rpcpeer_blob){sizeof(big_result), big_result};
-        return uiw_rpc_call_async(clnt, P_GEN, (xdrproc_t)xdr_u_int, n, (xdrproc_t)xdr_big_result,
-                                  res, tmo, &o, call_done, k);
+        return uiw_rpc_call_async(clnt, RPCPEER_GEN, (xdrproc_t)xdr_u_int, n,
+                                  (xdrproc_t)xdr_big_result, res, tmo, &o, call_done, k);
     default:
         *arg = (struct rpcpeer_blob){SINK_LEN, sink_arg};
-        return uiw_rpc_call_async(clnt, P_SINK, (xdrproc_t)rpcpeer_xdr_blob, arg,
+        return uiw_rpc_call_async(clnt, RPCPEER_SINK, (xdrproc_t)rpcpeer_xdr_blob, arg,
                                   (xdrproc_t)xdr_u_int, n, tmo, NULL, call_done, k);
     }
 }

@@ -45,8 +45,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define BASE_TO  0x10000u
 #define SENTINEL 0xf0000000u
 
-enum { P_NULL = 0, P_GEN = 1, P_SINK = 2 };
-
 static void die(const char *what)
 {
     fprintf(stderr, "fuzz-rpcrdma_server: %s\n", what);
@@ -103,7 +101,7 @@ static void setup(void)
     for (uint32_t i = 0; i < REGION; i++)
         rd_mem[i] = (uint8_t)(i * 7);
     /* a NULL call at the readable region's start, for an RDMA_NOMSG's Position-Zero chunk */
-    rpcpeer_rpc_call(rd_mem, 0x300, PROG, 1, P_NULL, NULL, 0);
+    rpcpeer_rpc_call(rd_mem, 0x300, PROG, 1, RPCPEER_NULL, NULL, 0);
     uiw_rpcrdma_space_init(&space, &space_store);
     uiw_rpcrdma_space_init(&in_space, (struct uiw_rpcrdma_space_default *)in_store);
     trace = getenv("UIW_FUZZ_TRACE") != NULL;
@@ -143,7 +141,7 @@ static int sentinel(void)
 {
     uint32_t xid = SENTINEL | ++sentinels;
     struct uiw_rpcrdma_hdr h = {.xid = xid, .vers = 1, .credit = 1, .proc = UIW_RDMA_MSG};
-    if (rpcpeer_send_call(&peer, &h, 0, PROG, P_NULL, NULL, 0) != 0)
+    if (rpcpeer_send_call(&peer, &h, 0, PROG, RPCPEER_NULL, NULL, 0) != 0)
         return 0;
     for (;;) {
         uint32_t len = 0;

@@ -405,13 +405,13 @@ void rpcpeer_serve_sink(SVCXPRT *x, u_int max)
 void rpcpeer_serve_test(struct svc_req *rq, SVCXPRT *x, u_int max)
 {
     switch (rq->rq_proc) {
-    case 0:
+    case RPCPEER_NULL:
         svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_void, NULL);
         return;
-    case 1:
+    case RPCPEER_GEN:
         rpcpeer_serve_gen(x, max);
         return;
-    case 2:
+    case RPCPEER_SINK:
         rpcpeer_serve_sink(x, max);
         return;
     default:

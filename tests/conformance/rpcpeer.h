@@ -106,7 +106,8 @@ bool_t rpcpeer_xdr_blob(XDR *x, struct rpcpeer_blob *b);
  * opaque<> of n bytes, byte i = i + 1; SINK, opaque<max> -> u_int, the sum of its bytes. */
 void rpcpeer_serve_gen(SVCXPRT *x, u_int max);
 void rpcpeer_serve_sink(SVCXPRT *x, u_int max);
-/* A program of procedures 0 NULL, 1 GEN and 2 SINK (bounded by max); others PROC_UNAVAIL. */
+/* A program of procedures NULL, GEN and SINK (bounded by max); others PROC_UNAVAIL. */
+enum rpcpeer_test_proc { RPCPEER_NULL = 0, RPCPEER_GEN = 1, RPCPEER_SINK = 2 };
 void rpcpeer_serve_test(struct svc_req *rq, SVCXPRT *x, u_int max);
 
 /* The segments a peer's messages offered the stack: what the stack may RDMA Read (a Read
