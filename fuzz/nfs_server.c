@@ -386,13 +386,27 @@ static void setup(void)
 static xdrproc_t nfs_res(uint32_t proc)
 {
     static const xdrproc_t t[] = {
-        (xdrproc_t)xdr_void,       (xdrproc_t)xdr_GETATTR3res, (xdrproc_t)xdr_SETATTR3res,
-        (xdrproc_t)xdr_LOOKUP3res, (xdrproc_t)xdr_ACCESS3res,  (xdrproc_t)xdr_READLINK3res,
-        (xdrproc_t)xdr_READ3res,   (xdrproc_t)xdr_WRITE3res,   (xdrproc_t)xdr_CREATE3res,
-        (xdrproc_t)xdr_MKDIR3res,  (xdrproc_t)xdr_SYMLINK3res, (xdrproc_t)xdr_MKNOD3res,
-        (xdrproc_t)xdr_REMOVE3res, (xdrproc_t)xdr_RMDIR3res,   (xdrproc_t)xdr_RENAME3res,
-        (xdrproc_t)xdr_LINK3res,   (xdrproc_t)xdr_READDIR3res, (xdrproc_t)xdr_READDIRPLUS3res,
-        (xdrproc_t)xdr_FSSTAT3res, (xdrproc_t)xdr_FSINFO3res,  (xdrproc_t)xdr_PATHCONF3res,
+        (xdrproc_t)xdr_void,
+        (xdrproc_t)xdr_GETATTR3res,
+        (xdrproc_t)xdr_SETATTR3res,
+        (xdrproc_t)xdr_LOOKUP3res,
+        (xdrproc_t)xdr_ACCESS3res,
+        (xdrproc_t)xdr_READLINK3res,
+        (xdrproc_t)xdr_READ3res,
+        (xdrproc_t)xdr_WRITE3res,
+        (xdrproc_t)xdr_CREATE3res,
+        (xdrproc_t)xdr_MKDIR3res,
+        (xdrproc_t)xdr_SYMLINK3res,
+        (xdrproc_t)xdr_MKNOD3res,
+        (xdrproc_t)xdr_REMOVE3res,
+        (xdrproc_t)xdr_RMDIR3res,
+        (xdrproc_t)xdr_RENAME3res,
+        (xdrproc_t)xdr_LINK3res,
+        (xdrproc_t)uiw__xdr_READDIR3res,
+        (xdrproc_t)uiw__xdr_READDIRPLUS3res,
+        (xdrproc_t)xdr_FSSTAT3res,
+        (xdrproc_t)xdr_FSINFO3res,
+        (xdrproc_t)xdr_PATHCONF3res,
         (xdrproc_t)xdr_COMMIT3res,
     };
     return proc < sizeof(t) / sizeof(t[0]) ? t[proc] : NULL;
@@ -401,8 +415,8 @@ static xdrproc_t nfs_res(uint32_t proc)
 static xdrproc_t mount_res(uint32_t proc)
 {
     static const xdrproc_t t[] = {
-        (xdrproc_t)xdr_void, (xdrproc_t)xdr_mountres3, (xdrproc_t)xdr_mountlist,
-        (xdrproc_t)xdr_void, (xdrproc_t)xdr_void,      (xdrproc_t)xdr_mntexports,
+        (xdrproc_t)xdr_void, (xdrproc_t)xdr_mountres3, (xdrproc_t)uiw__xdr_mountlist,
+        (xdrproc_t)xdr_void, (xdrproc_t)xdr_void,      (xdrproc_t)uiw__xdr_mntexports,
     };
     return proc < sizeof(t) / sizeof(t[0]) ? t[proc] : NULL;
 }

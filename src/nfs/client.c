@@ -518,8 +518,8 @@ static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
     mntexports ex = NULL;
     size_t best = 0;
     const char *path = c->url.path;
-    if (clnt_call(m, MOUNTPROC3_EXPORT, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_mntexports),
-                  (caddr_t)&ex, tv) == RPC_SUCCESS) {
+    if (clnt_call(m, MOUNTPROC3_EXPORT, UIW__XDRPROC(xdr_void), NULL,
+                  UIW__XDRPROC(uiw__xdr_mntexports), (caddr_t)&ex, tv) == RPC_SUCCESS) {
         for (exportnode *e = ex; e; e = e->ex_next) {
             size_t n = strlen(e->ex_dir);
             while (n > 1 && e->ex_dir[n - 1] == '/')
@@ -530,7 +530,7 @@ static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
                 snprintf(c->export_path, sizeof(c->export_path), "%.*s", (int)n, e->ex_dir);
             }
         }
-        xdr_free(UIW__XDRPROC(xdr_mntexports), (caddr_t)&ex);
+        xdr_free(UIW__XDRPROC(uiw__xdr_mntexports), (caddr_t)&ex);
     }
     if (!best) {
         /* No EXPORT list (or no match in it): mount the path's directory as given. */
@@ -1042,12 +1042,13 @@ int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
     for (;;) {
         READDIRPLUS3res r;
         memset(&r, 0, sizeof(r));
-        int rc = CALL(c, NFSPROC3_READDIRPLUS, xdr_READDIRPLUS3args, &a, xdr_READDIRPLUS3res, &r);
+        int rc =
+            CALL(c, NFSPROC3_READDIRPLUS, xdr_READDIRPLUS3args, &a, uiw__xdr_READDIRPLUS3res, &r);
         if (rc != 0)
             return rc;
         if (r.status != NFS3_OK) {
             rc = -(int)r.status;
-            xdr_free(UIW__XDRPROC(xdr_READDIRPLUS3res), (caddr_t)&r);
+            xdr_free(UIW__XDRPROC(uiw__xdr_READDIRPLUS3res), (caddr_t)&r);
             return rc;
         }
         READDIRPLUS3resok *ok = &r.READDIRPLUS3res_u.resok;
@@ -1066,7 +1067,7 @@ int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
         }
         memcpy(a.cookieverf, ok->cookieverf, sizeof(a.cookieverf));
         int eof = ok->reply.eof;
-        xdr_free(UIW__XDRPROC(xdr_READDIRPLUS3res), (caddr_t)&r);
+        xdr_free(UIW__XDRPROC(uiw__xdr_READDIRPLUS3res), (caddr_t)&r);
         if (rc != 0)
             return rc;
         if (eof)

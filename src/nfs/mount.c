@@ -216,7 +216,7 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
         }
         mountlist list = (b && n) ? b : NULL;
         if (b)
-            svc_sendreply(xprt, UIW__XDRPROC(xdr_mountlist), (caddr_t)&list);
+            svc_sendreply(xprt, UIW__XDRPROC(uiw__xdr_mountlist), (caddr_t)&list);
         else
             svcerr_systemerr(xprt);
         pthread_mutex_unlock(&s->lock);
@@ -235,7 +235,7 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
             e[i].ex_next = i + 1 < s->nexports ? &e[i + 1] : NULL;
         }
         mntexports list = s->nexports ? e : NULL;
-        svc_sendreply(xprt, UIW__XDRPROC(xdr_mntexports), (caddr_t)&list);
+        svc_sendreply(xprt, UIW__XDRPROC(uiw__xdr_mntexports), (caddr_t)&list);
         free(e);
         return;
     }

@@ -853,7 +853,7 @@ static int verf_ok(const cookieverf3 got, const cookieverf3 mine, cookie3 cookie
 struct plus_ent {
     entryplus3 e;
     char fh[UIW__NFS_FH_LEN];
-    char name[NAME_MAX + 1];
+    char name[]; /* as long as the entry's name */
 };
 
 /* XDR sizes used against the client's limits. */
@@ -872,6 +872,13 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
     *first = NULL;
     *eof = 0;
     dattr->attributes_follow = 0;
+    /* The client's sizes, clamped to the server's own limit (as knfsd clamps them to its
+     * payload size): the reply is built in memory and sent whole. */
+    uint32_t max = uiw__nfsd_max_io(c->s);
+    if (maxcount > max)
+        maxcount = max;
+    if (dircount > maxcount)
+        dircount = maxcount;
     *status = resolve_dir(c, h, &dfd, &ex);
     if (*status != NFS3_OK)
         return;
@@ -906,7 +913,6 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
     /* Reply overhead: status, dir attributes, verifier, list end, eof. */
     uint32_t used = 4 + POSTOP_XDR + 8 + 4 + 4, dirused = 0;
     size_t n = 0;
-    size_t esz = plus ? sizeof(struct plus_ent) : sizeof(entry3) + NAME_MAX + 1;
     void *prev = NULL;
     for (;;) {
         errno = 0;
@@ -925,7 +931,7 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
                 *status = NFS3ERR_TOOSMALL;
             break;
         }
-        char *mem = arena_alloc(c, esz);
+        char *mem = arena_alloc(c, (plus ? sizeof(struct plus_ent) : sizeof(entry3)) + nl + 1);
         if (!mem) {
             *status = NFS3ERR_SERVERFAULT;
             break;
@@ -1120,8 +1126,8 @@ static const struct {
     P("RMDIR", xdr_RMDIR3args, xdr_RMDIR3res, p_rmdir),
     P("RENAME", xdr_RENAME3args, xdr_RENAME3res, p_rename),
     P("LINK", xdr_LINK3args, xdr_LINK3res, p_link),
-    P("READDIR", xdr_READDIR3args, xdr_READDIR3res, p_readdir),
-    P("READDIRPLUS", xdr_READDIRPLUS3args, xdr_READDIRPLUS3res, p_readdirplus),
+    P("READDIR", xdr_READDIR3args, uiw__xdr_READDIR3res, p_readdir),
+    P("READDIRPLUS", xdr_READDIRPLUS3args, uiw__xdr_READDIRPLUS3res, p_readdirplus),
     P("FSSTAT", xdr_FSSTAT3args, xdr_FSSTAT3res, p_fsstat),
     P("FSINFO", xdr_FSINFO3args, xdr_FSINFO3res, p_fsinfo),
     P("PATHCONF", xdr_PATHCONF3args, xdr_PATHCONF3res, p_pathconf),

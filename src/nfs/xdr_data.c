@@ -1,5 +1,7 @@
 /*
- * The READ and WRITE payloads without a copy of ours.
+ * Hand-written XDR routines: the READ and WRITE payloads without a copy of ours, and the
+ * linked lists of RFC 1813 (directory entries, the mount list, the export list) without
+ * recursion.
  *
  * WRITE3args: the payload stays where the transport received it when the XDR stream can
  * hand out a pointer into its buffer (XDR_INLINE: the whole call in one buffer, or a
@@ -8,6 +10,7 @@
  * an XDR error: GARBAGE_ARGS. In XDR_FREE the payload is left alone (never ours).
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "nfs/server.h"
@@ -121,4 +124,119 @@ bool_t uiw__xdr_READ3res_into(XDR *x, struct uiw__nfs_read_into *r)
     ok->data.data_val = r->buf;
     ok->data.data_len = len;
     return xdr_opaque(x, r->buf, len);
+}
+
+/* ---- linked lists ----
+ * rpcgen codes `T *next` as xdr_pointer() calling the element's routine again: one stack
+ * frame per element, so a long list (a peer's reply, or a reply of ours to a peer's large
+ * count) overflows the stack. These code the same bytes (a TRUE before every element, a
+ * FALSE after the last) in a loop; `fields` codes an element's own fields, the link at
+ * `next_off` is theirs. Decoding allocates each element as rpcgen's routines do, and
+ * XDR_FREE frees them all. */
+typedef bool_t (*fields_fn)(XDR *, void *);
+
+static bool_t xdr_list(XDR *x, void **head, size_t size, size_t next_off, fields_fn fields)
+{
+    void **link = head;
+    if (x->x_op == XDR_FREE) {
+        void *e = *head;
+        while (e) {
+            void *next = *(void **)((char *)e + next_off);
+            fields(x, e);
+            mem_free(e, size);
+            e = next;
+        }
+        *head = NULL;
+        return TRUE;
+    }
+    for (;;) {
+        bool_t more = x->x_op == XDR_ENCODE ? *link != NULL : FALSE;
+        if (!xdr_bool(x, &more))
+            return FALSE;
+        if (!more) {
+            if (x->x_op == XDR_DECODE)
+                *link = NULL;
+            return TRUE;
+        }
+        if (x->x_op == XDR_DECODE) {
+            *link = mem_alloc(size);
+            if (!*link)
+                return FALSE;
+            memset(*link, 0, size);
+        }
+        if (!fields(x, *link))
+            return FALSE;
+        link = (void **)((char *)*link + next_off);
+    }
+}
+
+static bool_t entry3_fields(XDR *x, void *p)
+{
+    entry3 *e = p;
+    return xdr_fileid3(x, &e->fileid) && xdr_filename3(x, &e->name) && xdr_cookie3(x, &e->cookie);
+}
+
+static bool_t entryplus3_fields(XDR *x, void *p)
+{
+    entryplus3 *e = p;
+    return xdr_fileid3(x, &e->fileid) && xdr_filename3(x, &e->name) && xdr_cookie3(x, &e->cookie) &&
+           xdr_post_op_attr(x, &e->name_attributes) && xdr_post_op_fh3(x, &e->name_handle);
+}
+
+static bool_t mountbody_fields(XDR *x, void *p)
+{
+    struct mountbody *m = p;
+    return xdr_mntname(x, &m->ml_hostname) && xdr_dirpath(x, &m->ml_directory);
+}
+
+static bool_t groupnode_fields(XDR *x, void *p)
+{
+    struct groupnode *g = p;
+    return xdr_mntname(x, &g->gr_name);
+}
+
+static bool_t exportnode_fields(XDR *x, void *p)
+{
+    struct exportnode *e = p;
+    return xdr_dirpath(x, &e->ex_dir) &&
+           xdr_list(x, (void **)&e->ex_groups, sizeof(struct groupnode),
+                    offsetof(struct groupnode, gr_next), groupnode_fields);
+}
+
+bool_t uiw__xdr_READDIR3res(XDR *x, READDIR3res *r)
+{
+    if (!xdr_nfsstat3(x, &r->status))
+        return FALSE;
+    if (r->status != NFS3_OK)
+        return xdr_post_op_attr(x, &r->READDIR3res_u.resfail.dir_attributes);
+    READDIR3resok *ok = &r->READDIR3res_u.resok;
+    return xdr_post_op_attr(x, &ok->dir_attributes) && xdr_cookieverf3(x, ok->cookieverf) &&
+           xdr_list(x, (void **)&ok->reply.entries, sizeof(entry3), offsetof(entry3, nextentry),
+                    entry3_fields) &&
+           xdr_bool(x, &ok->reply.eof);
+}
+
+bool_t uiw__xdr_READDIRPLUS3res(XDR *x, READDIRPLUS3res *r)
+{
+    if (!xdr_nfsstat3(x, &r->status))
+        return FALSE;
+    if (r->status != NFS3_OK)
+        return xdr_post_op_attr(x, &r->READDIRPLUS3res_u.resfail.dir_attributes);
+    READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
+    return xdr_post_op_attr(x, &ok->dir_attributes) && xdr_cookieverf3(x, ok->cookieverf) &&
+           xdr_list(x, (void **)&ok->reply.entries, sizeof(entryplus3),
+                    offsetof(entryplus3, nextentry), entryplus3_fields) &&
+           xdr_bool(x, &ok->reply.eof);
+}
+
+bool_t uiw__xdr_mountlist(XDR *x, mountlist *l)
+{
+    return xdr_list(x, (void **)l, sizeof(struct mountbody), offsetof(struct mountbody, ml_next),
+                    mountbody_fields);
+}
+
+bool_t uiw__xdr_mntexports(XDR *x, mntexports *l)
+{
+    return xdr_list(x, (void **)l, sizeof(struct exportnode), offsetof(struct exportnode, ex_next),
+                    exportnode_fields);
 }

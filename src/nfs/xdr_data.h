@@ -1,4 +1,5 @@
-/* READ and WRITE payloads: XDR routines that place them without a copy of their own. */
+/* Hand-written XDR routines: READ and WRITE payloads placed without a copy of their own,
+ * and RFC 1813's linked lists coded without recursion. */
 #ifndef UIW_NFS_XDR_DATA_H
 #define UIW_NFS_XDR_DATA_H
 
@@ -6,6 +7,7 @@
 
 #include <rpc/rpc.h>
 
+#include "mount3.h"
 #include "nfs3.h"
 
 /* An XDR routine as libtirpc's xdrproc_t (through a plain function pointer type, which
@@ -37,5 +39,13 @@ struct uiw__nfs_read_into {
     u_int cap;
 };
 bool_t uiw__xdr_READ3res_into(XDR *x, struct uiw__nfs_read_into *r);
+
+/* The results whose lists rpcgen codes recursively (READDIR, READDIRPLUS; MOUNT's DUMP
+ * and EXPORT), coded in a loop instead: the same bytes, any length, in every direction
+ * (encode, decode, free). */
+bool_t uiw__xdr_READDIR3res(XDR *x, READDIR3res *r);
+bool_t uiw__xdr_READDIRPLUS3res(XDR *x, READDIRPLUS3res *r);
+bool_t uiw__xdr_mountlist(XDR *x, mountlist *l);
+bool_t uiw__xdr_mntexports(XDR *x, mntexports *l);
 
 #endif

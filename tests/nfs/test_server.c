@@ -549,7 +549,7 @@ TEST(readdir_cookies)
         READDIR3res r;
         memset(&r, 0, sizeof(r));
         CHECK_EQ(uiw__nfs_call(c, NFSPROC3_READDIR, UIW__XDRPROC(xdr_READDIR3args), &a,
-                               UIW__XDRPROC(xdr_READDIR3res), &r),
+                               UIW__XDRPROC(uiw__xdr_READDIR3res), &r),
                  0);
         CHECK_EQ(r.status, NFS3_OK);
         calls++;
@@ -566,7 +566,7 @@ TEST(readdir_cookies)
         memcpy(a.cookieverf, r.READDIR3res_u.resok.cookieverf, sizeof(verf));
         memcpy(verf, r.READDIR3res_u.resok.cookieverf, sizeof(verf));
         int eof = r.READDIR3res_u.resok.reply.eof;
-        xdr_free(UIW__XDRPROC(xdr_READDIR3res), (caddr_t)&r);
+        xdr_free(UIW__XDRPROC(uiw__xdr_READDIR3res), (caddr_t)&r);
         if (eof)
             break;
     }
@@ -579,14 +579,14 @@ TEST(readdir_cookies)
     a.cookieverf[0] ^= 1;
     memset(&r, 0, sizeof(r));
     CHECK_EQ(uiw__nfs_call(c, NFSPROC3_READDIR, UIW__XDRPROC(xdr_READDIR3args), &a,
-                           UIW__XDRPROC(xdr_READDIR3res), &r),
+                           UIW__XDRPROC(uiw__xdr_READDIR3res), &r),
              0);
     CHECK_EQ(r.status, NFS3ERR_BAD_COOKIE);
     a.cookie = 0;
     a.count = 60;
     memset(&r, 0, sizeof(r));
     CHECK_EQ(uiw__nfs_call(c, NFSPROC3_READDIR, UIW__XDRPROC(xdr_READDIR3args), &a,
-                           UIW__XDRPROC(xdr_READDIR3res), &r),
+                           UIW__XDRPROC(uiw__xdr_READDIR3res), &r),
              0);
     CHECK_EQ(r.status, NFS3ERR_TOOSMALL);
     /* READDIRPLUS through the client: attributes and handles for all. */
@@ -655,12 +655,12 @@ static unsigned dump(CLIENT *m, const char *host, const char *dir)
     mountlist l = NULL;
     struct timeval tv = {10, 0};
     CHECK_EQ(clnt_call(m, MOUNTPROC3_DUMP, UIW__XDRPROC(xdr_void), NULL,
-                       UIW__XDRPROC(xdr_mountlist), (caddr_t)&l, tv),
+                       UIW__XDRPROC(uiw__xdr_mountlist), (caddr_t)&l, tv),
              RPC_SUCCESS);
     unsigned n = 0, match = 0;
     for (mountbody *b = l; b; b = b->ml_next, n++)
         match += dir && strcmp(b->ml_hostname, host) == 0 && strcmp(b->ml_directory, dir) == 0;
-    xdr_free(UIW__XDRPROC(xdr_mountlist), (caddr_t)&l);
+    xdr_free(UIW__XDRPROC(uiw__xdr_mountlist), (caddr_t)&l);
     return dir ? match : n;
 }
 
@@ -723,11 +723,11 @@ TEST(mount_procedures)
 
     mntexports ex = NULL;
     CHECK_EQ(clnt_call(m, MOUNTPROC3_EXPORT, UIW__XDRPROC(xdr_void), NULL,
-                       UIW__XDRPROC(xdr_mntexports), (caddr_t)&ex, tv),
+                       UIW__XDRPROC(uiw__xdr_mntexports), (caddr_t)&ex, tv),
              RPC_SUCCESS);
     CHECK(ex != NULL && ex->ex_next == NULL);
     CHECK_STR(ex->ex_dir, v.dir);
-    xdr_free(UIW__XDRPROC(xdr_mntexports), (caddr_t)&ex);
+    xdr_free(UIW__XDRPROC(uiw__xdr_mntexports), (caddr_t)&ex);
 
     char sub[600], file[600], none[600], dots[600];
     snprintf(sub, sizeof(sub), "%s/sub", v.dir);
