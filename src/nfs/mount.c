@@ -2,7 +2,9 @@
  * MOUNT version 3 (RFC 1813, Appendix I): MNT gives the root handle of an export, asked
  * for by its absolute path as with knfsd (or of a directory below it, walked one
  * component at a time, no symbolic link or `..` followed); UMNT, UMNTALL and DUMP keep
- * the list of who mounted what; EXPORT lists the exports (open to every host).
+ * the list of who mounted what (at most UIW__NFS_MAX_MOUNTS entries: the oldest goes
+ * first, so that clients from many addresses cannot grow it without end); EXPORT lists
+ * the exports (open to every host).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -132,6 +134,16 @@ static void add_mount(struct uiw__nfsd *s, const char *host, const char *dir)
         } else {
             m->next = s->mounts;
             s->mounts = m;
+            if (++s->nmounts > UIW__NFS_MAX_MOUNTS) {
+                struct uiw__nfs_mountent **pp = &s->mounts;
+                while ((*pp)->next)
+                    pp = &(*pp)->next;
+                free((*pp)->host);
+                free((*pp)->dir);
+                free(*pp);
+                *pp = NULL;
+                s->nmounts--;
+            }
         }
     }
     pthread_mutex_unlock(&s->lock);
@@ -149,6 +161,7 @@ static void del_mounts(struct uiw__nfsd *s, const char *host, const char *dir)
             free(m->host);
             free(m->dir);
             free(m);
+            s->nmounts--;
         } else {
             pp = &m->next;
         }

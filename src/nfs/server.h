@@ -102,6 +102,9 @@ struct uiw__nfs_mountent {
     struct uiw__nfs_mountent *next;
 };
 
+/* The mount list's length at most (MOUNT DUMP). */
+#define UIW__NFS_MAX_MOUNTS 4096
+
 struct uiw__nfs_listener;
 
 struct uiw__nfsd {
@@ -113,6 +116,7 @@ struct uiw__nfsd {
     char writeverf[NFS3_WRITEVERFSIZE];
     pthread_mutex_t lock; /* mount list */
     struct uiw__nfs_mountent *mounts;
+    unsigned nmounts;
     struct uiw__nfs_listener *tcp, *mount;
     struct uiw__nfs_rdma *rdma;
     int ports[3];

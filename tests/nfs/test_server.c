@@ -760,3 +760,39 @@ TEST(mount_procedures)
     clnt_destroy(m);
     srv_stop(&v);
 }
+
+/* MNT from more addresses than the mount list keeps: it holds the newest
+ * UIW__NFS_MAX_MOUNTS, the oldest gone first, and DUMP lists them all. */
+TEST(mount_list_bounded)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)v.mount)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const unsigned n = UIW__NFS_MAX_MOUNTS + 4;
+    for (unsigned i = 0; i < n; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(fd >= 0);
+        struct sockaddr_in from = {.sin_family = AF_INET};
+        from.sin_addr.s_addr = htonl(0x7f010000u + ((i / 250) << 8) + (i % 250) + 1);
+        CHECK_EQ(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+        CHECK_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        CLIENT *m = clnttcp_create(&sa, MOUNT_PROGRAM, MOUNT_V3, &fd, 0, 0);
+        CHECK(m != NULL);
+        CHECK_EQ(mnt(m, v.dir, NULL), MNT3_OK);
+        clnt_destroy(m);
+        close(fd);
+    }
+    int sock = RPC_ANYSOCK;
+    CLIENT *m = clnttcp_create(&sa, MOUNT_PROGRAM, MOUNT_V3, &sock, 0, 0);
+    CHECK(m != NULL);
+    CHECK_EQ(dump(m, NULL, NULL), UIW__NFS_MAX_MOUNTS);
+    CHECK_EQ(dump(m, "127.1.0.1", v.dir), 0);
+    CHECK_EQ(dump(m, "127.1.0.4", v.dir), 0);
+    CHECK_EQ(dump(m, "127.1.0.5", v.dir), 1);
+    char last[32];
+    snprintf(last, sizeof(last), "127.1.%u.%u", (n - 1) / 250, (n - 1) % 250 + 1);
+    CHECK_EQ(dump(m, last, v.dir), 1);
+    clnt_destroy(m);
+    srv_stop(&v);
+}
