@@ -20,6 +20,7 @@ void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
     c->uid = s->opts.anon_uid;
     c->gid = s->opts.anon_gid;
     c->ngids = 0;
+    c->anonymous = rq->rq_cred.oa_flavor == AUTH_NONE;
     if (rq->rq_cred.oa_flavor == AUTH_SYS && rq->rq_clntcred) {
         const struct authunix_parms *p = (const struct authunix_parms *)rq->rq_clntcred;
         c->uid = p->aup_uid;

@@ -17,6 +17,13 @@
  * tag), a file removed is STALE, and a handle of a file outside the export (forged, or
  * the file moved out) is STALE too: the search never leaves the export and never follows
  * a symbolic link.
+ *
+ * The search costs the server's time on behalf of whoever sends a handle, and a forged
+ * handle is free to make: it is never run for an AUTH_NONE caller (STALE at once), runs
+ * one at a time, and spends at most SEARCH_REFILL_MS of a second on average (a budget
+ * of up to SEARCH_BURST_MS, refilled at that rate, from which each search's own time is
+ * taken). A handle that would need a search while one runs or the budget is spent gets
+ * NFS3ERR_JUKEBOX: the client tries again later, and a real handle is found then.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,15 +31,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nfs/server.h"
 
-#define FH_MAGIC   0x75
-#define FH_VERSION 1
-#define NBUCKETS   (1u << 16)
-#define MAX_DEPTH  256
-#define SEARCH_MAX 1000000u
+#define FH_MAGIC         0x75
+#define FH_VERSION       1
+#define NBUCKETS         (1u << 16)
+#define MAX_DEPTH        256
+#define SEARCH_MAX       1000000u
+#define SEARCH_REFILL_MS 100 /* of every second, on average */
+#define SEARCH_BURST_MS  1000
 
 struct rec {
     struct rec *next;                /* hash chain */
@@ -52,6 +62,10 @@ struct uiw__nfs_fhcache {
     struct rec all; /* sentinel of every record */
     unsigned nopen, max_open;
     unsigned nrecs, max_recs;
+    /* the search's budget (fh.c's header); under `lock` */
+    int searching;
+    int64_t budget_ns, refilled_ns;
+    struct uiw__nfs_fh_counts counts;
 };
 
 struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open, unsigned max_recs)
@@ -67,6 +81,7 @@ struct uiw__nfs_fhcache *uiw__nfs_fhcache_create(unsigned max_open, unsigned max
     pthread_mutex_init(&c->lock, NULL);
     c->lru.lru_next = c->lru.lru_prev = &c->lru;
     c->all.all_next = c->all.all_prev = &c->all;
+    c->budget_ns = SEARCH_BURST_MS * 1000000ll;
     c->max_open = max_open ? max_open : 4096;
     c->max_recs = max_recs ? max_recs : UIW__NFS_MAX_HANDLES;
     if (c->max_open > c->max_recs)
@@ -80,6 +95,13 @@ unsigned uiw__nfs_fhcache_count(struct uiw__nfs_fhcache *c)
     unsigned n = c->nrecs;
     pthread_mutex_unlock(&c->lock);
     return n;
+}
+
+void uiw__nfs_fhcache_counts(struct uiw__nfs_fhcache *c, struct uiw__nfs_fh_counts *n)
+{
+    pthread_mutex_lock(&c->lock);
+    *n = c->counts;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void uiw__nfs_fhcache_destroy(struct uiw__nfs_fhcache *c)
@@ -469,8 +491,57 @@ static int search_dir(struct search *q, int dirfd, uint64_t ddev, uint64_t dino,
     return found;
 }
 
-nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const nfs_fh3 *h, int *fdp,
-                             struct uiw__nfs_export **exp)
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* The search for a handle no record leads to, within its budget: NFS3_OK with *fd the
+ * file or -1 (not found), NFS3ERR_STALE for an AUTH_NONE caller, NFS3ERR_JUKEBOX when
+ * another search runs or the budget is spent. */
+static nfsstat3 search_in_budget(struct uiw__nfsd *s, const struct uiw__nfs_cred *who,
+                                 struct uiw__nfs_export *ex, const struct uiw__nfsd_fh *fh, int *fd)
+{
+    struct uiw__nfs_fhcache *c = s->fhcache;
+    *fd = -1;
+    if (who->anonymous) {
+        pthread_mutex_lock(&c->lock);
+        c->counts.search_refused++;
+        pthread_mutex_unlock(&c->lock);
+        return NFS3ERR_STALE;
+    }
+    int64_t t0 = now_ns();
+    pthread_mutex_lock(&c->lock);
+    c->budget_ns += (t0 - c->refilled_ns) / (1000 / SEARCH_REFILL_MS);
+    if (c->budget_ns > SEARCH_BURST_MS * 1000000ll)
+        c->budget_ns = SEARCH_BURST_MS * 1000000ll;
+    c->refilled_ns = t0;
+    if (c->searching || c->budget_ns <= 0) {
+        c->counts.search_deferred++;
+        pthread_mutex_unlock(&c->lock);
+        uiw__nfsd_refused(s, UIW__NFSD_REFUSED_SEARCH,
+                          "a handle's search deferred (NFS3ERR_JUKEBOX): another search runs "
+                          "or its budget (%d ms a second) is spent",
+                          SEARCH_REFILL_MS);
+        return NFS3ERR_JUKEBOX;
+    }
+    c->searching = 1;
+    c->counts.searches++;
+    pthread_mutex_unlock(&c->lock);
+    struct search q = {s, ex, fh->dev, fh->ino, fh->tag, 0};
+    *fd = search_dir(&q, ex->rootfd, (uint64_t)ex->dev, (uint64_t)ex->ino, 0);
+    int64_t spent = now_ns() - t0;
+    pthread_mutex_lock(&c->lock);
+    c->searching = 0;
+    c->budget_ns -= spent;
+    pthread_mutex_unlock(&c->lock);
+    return NFS3_OK;
+}
+
+nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
+                             int *fdp, struct uiw__nfs_export **exp)
 {
     struct uiw__nfsd_fh fh;
     if (decode(h, &fh) != 0)
@@ -521,8 +592,9 @@ nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const nfs_fh3 *h, int *fdp,
     }
     fd = reopen(s, ex, fh.dev, fh.ino, fh.tag, 0);
     if (fd < 0) {
-        struct search q = {s, ex, fh.dev, fh.ino, fh.tag, 0};
-        fd = search_dir(&q, ex->rootfd, (uint64_t)ex->dev, (uint64_t)ex->ino, 0);
+        nfsstat3 st = search_in_budget(s, who, ex, &fh, &fd);
+        if (st != NFS3_OK)
+            return st;
     }
     if (fd < 0)
         return NFS3ERR_STALE;
@@ -530,8 +602,8 @@ nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const nfs_fh3 *h, int *fdp,
     return NFS3_OK;
 }
 
-nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const nfs_fh3 *h, struct stat *st,
-                          struct uiw__nfs_export **exp)
+nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
+                          struct stat *st, struct uiw__nfs_export **exp)
 {
     struct uiw__nfsd_fh fh;
     if (decode(h, &fh) != 0)
@@ -565,7 +637,7 @@ nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const nfs_fh3 *h, struct stat *st
     }
     pthread_mutex_unlock(&c->lock);
     int fd;
-    nfsstat3 rc = uiw__nfs_fh_resolve(s, h, &fd, exp);
+    nfsstat3 rc = uiw__nfs_fh_resolve(s, who, h, &fd, exp);
     if (rc != NFS3_OK)
         return rc;
     rc = fstat(fd, st) == 0 ? NFS3_OK : uiw__nfsd_errno(errno);

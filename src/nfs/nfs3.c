@@ -127,7 +127,7 @@ static int is_dir(int fd)
 
 static nfsstat3 resolve_dir(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex)
 {
-    nfsstat3 st = uiw__nfs_fh_resolve(c->s, h, fd, ex);
+    nfsstat3 st = uiw__nfs_fh_resolve(c->s, &c->cred, h, fd, ex);
     if (st != NFS3_OK)
         return st;
     if (!is_dir(*fd)) {
@@ -223,7 +223,7 @@ static nfsstat3 apply_sattr(int fd, const sattr3 *a)
 static nfsstat3 resolve_attr(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex,
                              post_op_attr *attr)
 {
-    nfsstat3 st = uiw__nfs_fh_resolve(c->s, h, fd, ex);
+    nfsstat3 st = uiw__nfs_fh_resolve(c->s, &c->cred, h, fd, ex);
     if (st == NFS3_OK)
         uiw__nfsd_postop(*fd, *ex, attr);
     else
@@ -244,7 +244,7 @@ static void p_getattr(struct call *c, GETATTR3args *a, GETATTR3res *r)
 {
     struct stat st;
     struct uiw__nfs_export *ex;
-    r->status = uiw__nfs_fh_stat(c->s, &a->object, &st, &ex);
+    r->status = uiw__nfs_fh_stat(c->s, &c->cred, &a->object, &st, &ex);
     if (r->status == NFS3_OK)
         uiw__nfsd_fattr(&st, ex, &r->GETATTR3res_u.resok.obj_attributes);
 }
@@ -254,7 +254,7 @@ static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
     int fd;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->SETATTR3res_u.resok.obj_wcc;
-    r->status = uiw__nfs_fh_resolve(c->s, &a->object, &fd, &ex);
+    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->object, &fd, &ex);
     if (r->status != NFS3_OK)
         return;
     uiw__nfsd_preop(fd, &w->before);
@@ -375,7 +375,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
 {
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
-    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
     if (r->status != NFS3_OK) {
         r->READ3res_u.resfail.file_attributes.attributes_follow = 0;
         return;
@@ -430,7 +430,7 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->WRITE3res_u.resok.file_wcc;
-    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
     if (r->status != NFS3_OK) {
         memset(w, 0, sizeof(*w));
         return;
@@ -792,7 +792,7 @@ static void p_link(struct call *c, LINK3args *a, LINK3res *r)
     wcc_data *w = &r->LINK3res_u.resok.linkdir_wcc;
     memset(w, 0, sizeof(*w));
     r->LINK3res_u.resok.file_attributes.attributes_follow = 0;
-    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
     if (r->status != NFS3_OK)
         return;
     r->status = resolve_dir(c, &a->link.dir, &dfd, &dex);
@@ -1074,7 +1074,7 @@ static void p_commit(struct call *c, COMMIT3args *a, COMMIT3res *r)
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->COMMIT3res_u.resok.file_wcc;
-    r->status = uiw__nfs_fh_resolve(c->s, &a->file, &fd, &ex);
+    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
     if (r->status != NFS3_OK) {
         memset(w, 0, sizeof(*w));
         return;

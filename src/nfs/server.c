@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -56,6 +58,7 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
         memcpy(s->writeverf, &v, sizeof(v));
     }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->refusals.lock, NULL);
     s->ports[0] = s->ports[1] = s->ports[2] = -1;
     return s;
 }
@@ -184,5 +187,32 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
         free(m);
     }
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->refusals.lock);
     free(s);
+}
+
+void uiw__nfsd_refused(struct uiw__nfsd *s, enum uiw__nfsd_refusal kind, const char *fmt, ...)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    pthread_mutex_lock(&s->refusals.lock);
+    if (s->refusals.last_ns[kind] && now - s->refusals.last_ns[kind] < 1000000000ll) {
+        s->refusals.left_out[kind]++;
+        pthread_mutex_unlock(&s->refusals.lock);
+        return;
+    }
+    unsigned long left = s->refusals.left_out[kind];
+    s->refusals.left_out[kind] = 0;
+    s->refusals.last_ns[kind] = now;
+    pthread_mutex_unlock(&s->refusals.lock);
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (left)
+        fprintf(stderr, "uiw-nfsd: %s (and %lu more like it)\n", line, left);
+    else
+        fprintf(stderr, "uiw-nfsd: %s\n", line);
 }

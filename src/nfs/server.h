@@ -55,16 +55,27 @@ uint64_t uiw__nfs_fh_tag(int fd);
 
 void uiw__nfs_fh_encode(const struct uiw__nfsd_fh *fh, nfs_fh3 *out, char buf[UIW__NFS_FH_LEN]);
 
+/* What the handle records have cost: searches run, deferred (budget spent or another
+ * running), refused (AUTH_NONE callers). */
+struct uiw__nfs_fh_counts {
+    uint64_t searches, search_deferred, search_refused;
+};
+void uiw__nfs_fhcache_counts(struct uiw__nfs_fhcache *c, struct uiw__nfs_fh_counts *n);
+
+struct uiw__nfs_cred;
+
 /* Resolve a handle to a new O_PATH descriptor of the file it names (the caller closes
- * it) and the export it lies in. NFS3_OK, NFS3ERR_BADHANDLE (not one of ours),
- * NFS3ERR_STALE (the file is gone, or is not under the export any more). */
-nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const nfs_fh3 *h, int *fd,
-                             struct uiw__nfs_export **ex);
+ * it) and the export it lies in, on behalf of `who`. NFS3_OK, NFS3ERR_BADHANDLE (not one
+ * of ours), NFS3ERR_STALE (the file is gone, or is not under the export any more; also
+ * a handle no record leads to, for an AUTH_NONE caller), NFS3ERR_JUKEBOX (such a handle
+ * while the search's budget is spent: fh.c). */
+nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
+                             int *fd, struct uiw__nfs_export **ex);
 
 /* The attributes of the file a handle names, as uiw__nfs_fh_resolve would find it, with
  * no descriptor of the caller's (GETATTR's path: one fstat for a recently used file). */
-nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const nfs_fh3 *h, struct stat *st,
-                          struct uiw__nfs_export **ex);
+nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
+                          struct stat *st, struct uiw__nfs_export **ex);
 
 /* Record that `fd` (O_PATH, the caller keeps it) is `name` in the directory `dirfd` of
  * export `ex`, and build its handle into out/buf. Returns 0 or -errno. */
@@ -83,6 +94,7 @@ struct uiw__nfs_cred {
     uint32_t uid, gid;
     uint32_t ngids;
     uint32_t gids[16];
+    int anonymous; /* AUTH_NONE */
 };
 
 /* The caller's identity of this request (AUTH_SYS, AUTH_NONE), squashed as configured. */
@@ -95,6 +107,16 @@ int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c
 void uiw__nfs_cred_leave(const struct uiw__nfsd *s);
 
 /* ---- the server ---- */
+
+/* Refusals, each logged on stderr whatever the verbosity, at most one line a second of
+ * each kind (the next line counts those left out meanwhile). */
+enum uiw__nfsd_refusal {
+    UIW__NFSD_REFUSED_SEARCH,
+    UIW__NFSD_REFUSED_CONN,
+    UIW__NFSD_REFUSED_RECORD,
+    UIW__NFSD_REFUSED_TIMEOUT,
+    UIW__NFSD_REFUSED_KINDS
+};
 
 struct uiw__nfs_mountent {
     char *host;
@@ -117,11 +139,20 @@ struct uiw__nfsd {
     pthread_mutex_t lock; /* mount list */
     struct uiw__nfs_mountent *mounts;
     unsigned nmounts;
+    struct {
+        pthread_mutex_t lock;
+        int64_t last_ns[UIW__NFSD_REFUSED_KINDS];
+        unsigned long left_out[UIW__NFSD_REFUSED_KINDS];
+    } refusals;
     struct uiw__nfs_listener *tcp, *mount;
     struct uiw__nfs_rdma *rdma;
     int ports[3];
     int started;
 };
+
+/* Log a refusal of that kind. */
+void uiw__nfsd_refused(struct uiw__nfsd *s, enum uiw__nfsd_refusal kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Errno to NFS status (RFC 1813's list; anything else is NFS3ERR_IO). */
 nfsstat3 uiw__nfsd_errno(int err);

@@ -197,6 +197,24 @@ TEST(rpc_errors)
     srv_stop(&v);
 }
 
+/* The NFS status of an accepted reply: the first word of the results, right after the
+ * header. */
+static uint32_t nfs_status(const char *r, size_t n)
+{
+    XDR x;
+    xdrmem_create(&x, (char *)r, (u_int)n, XDR_DECODE);
+    struct rpc_msg h;
+    memset(&h, 0, sizeof(h));
+    h.acpted_rply.ar_results.proc = UIW__XDRPROC(xdr_void);
+    CHECK(xdr_replymsg(&x, &h));
+    u_int pos = xdr_getpos(&x);
+    xdr_destroy(&x);
+    uint32_t st;
+    CHECK(pos + 4 <= n);
+    memcpy(&st, r + pos, 4);
+    return ntohl(st);
+}
+
 /* Handles that do not decode: NFS3ERR_BADHANDLE in the NFS reply, on every procedure
  * that takes one. */
 TEST(badhandle_every_proc)
@@ -221,20 +239,9 @@ TEST(badhandle_every_proc)
         if (m.acpted_rply.ar_stat != SUCCESS)
             uiw_test_fail(__FILE__, __LINE__, "proc %u: accept_stat %d", proc,
                           (int)m.acpted_rply.ar_stat);
-        /* The status is the first word of the results, right after the header. */
-        XDR x;
-        xdrmem_create(&x, r, (u_int)n, XDR_DECODE);
-        struct rpc_msg h;
-        memset(&h, 0, sizeof(h));
-        h.acpted_rply.ar_results.proc = UIW__XDRPROC(xdr_void);
-        CHECK(xdr_replymsg(&x, &h));
-        u_int pos = xdr_getpos(&x);
-        xdr_destroy(&x);
-        uint32_t st;
-        CHECK(pos + 4 <= n);
-        memcpy(&st, r + pos, 4);
-        if (ntohl(st) != NFS3ERR_BADHANDLE)
-            uiw_test_fail(__FILE__, __LINE__, "proc %u: status %u", proc, ntohl(st));
+        uint32_t st = nfs_status(r, n);
+        if (st != NFS3ERR_BADHANDLE)
+            uiw_test_fail(__FILE__, __LINE__, "proc %u: status %u", proc, st);
         free(r);
     }
     close(fd);
@@ -634,4 +641,100 @@ TEST(xdr_lists_without_recursion)
     xdr_destroy(&x);
     xdr_free(UIW__XDRPROC(uiw__xdr_READDIR3res), (caddr_t)&d);
     free(w);
+}
+
+/* GETATTR of handle h (len bytes) as `flavor`: the NFS status. */
+static uint32_t getattr_raw(int fd, uint32_t xid, int flavor, const char *h, uint32_t len)
+{
+    uint32_t args[1 + NFS3_FHSIZE / 4];
+    args[0] = htonl(len);
+    memcpy(args + 1, h, len);
+    size_t n;
+    char *r = call_raw(fd, xid, 100003, 3, NFSPROC3_GETATTR, flavor, args, 4 + len, &n);
+    struct rpc_msg m;
+    decode_reply(r, n, xid, &m, NULL, NULL);
+    CHECK_EQ(m.rm_reply.rp_stat, MSG_ACCEPTED);
+    CHECK_EQ(m.acpted_rply.ar_stat, SUCCESS);
+    uint32_t st = nfs_status(r, n);
+    free(r);
+    return st;
+}
+
+/* Forged handles (the export's id and device, random inode numbers and tags) make the
+ * server search its export for a file no record leads to: never for an AUTH_NONE caller
+ * (NFS3ERR_STALE at once), and for others within the search's budget, past which they
+ * get NFS3ERR_JUKEBOX. A real handle whose record was dropped is still found once the
+ * budget allows. */
+TEST(forged_handles_searched_within_budget)
+{
+    struct srv v;
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.rdma_port = -1;
+    o.max_handles = 16;
+    srv_start(&v, &o);
+    /* 60,000 entries in 60 directories: each search looks at all of them */
+    char name[64];
+    for (unsigned d = 0; d < 60; d++) {
+        snprintf(name, sizeof(name), "d%02u", d);
+        CHECK_EQ(mkdir(path_in(&v, name), 0755), 0);
+        int dfd = open(path_in(&v, name), O_RDONLY | O_DIRECTORY);
+        CHECK(dfd >= 0);
+        for (unsigned i = 0; i < 1000; i++) {
+            snprintf(name, sizeof(name), "f%04u", i);
+            CHECK_EQ(mknodat(dfd, name, S_IFREG | 0644, 0), 0);
+        }
+        close(dfd);
+    }
+    put_file(&v, "real", "abc", 3);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh real;
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "real", &real, NULL), 0);
+    /* push its record out: more lookups than the records kept */
+    for (unsigned d = 0; d < 40; d++) {
+        struct uiw__nfs_fh t;
+        snprintf(name, sizeof(name), "d%02u", d);
+        CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), name, &t, NULL), 0);
+    }
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    CHECK_EQ(root->len, UIW__NFS_FH_LEN);
+    int fd = tcp_to(v.tcp);
+    char forged[UIW__NFS_FH_LEN];
+    unsigned jukebox = 0;
+    for (uint32_t i = 0; i < 400; i++) {
+        memcpy(forged, root->data, sizeof(forged));
+        uint64_t ino = 0x5a5a000000000000ull + i, tag = 0x1234567890abcdefull * (i + 1);
+        for (int b = 0; b < 8; b++) {
+            forged[16 + b] = (char)(ino >> (56 - 8 * b));
+            forged[24 + b] = (char)(tag >> (56 - 8 * b));
+        }
+        uint32_t st =
+            getattr_raw(fd, 9000 + i, i < 200 ? AUTH_NONE : AUTH_SYS, forged, sizeof(forged));
+        if (i < 200)
+            CHECK_EQ(st, NFS3ERR_STALE);
+        else if (st == NFS3ERR_JUKEBOX)
+            jukebox++;
+        else
+            CHECK_EQ(st, NFS3ERR_STALE);
+    }
+    struct uiw__nfs_fh_counts n;
+    uiw__nfs_fhcache_counts(v.s->fhcache, &n);
+    CHECK_EQ(n.search_refused, 200);
+    CHECK_EQ(n.searches + n.search_deferred, 200);
+    CHECK_EQ(n.search_deferred, jukebox);
+    if (jukebox == 0 || n.searches >= 150)
+        uiw_test_fail(__FILE__, __LINE__, "%llu searches, %u deferred",
+                      (unsigned long long)n.searches, jukebox);
+    /* the real handle: found by a search once the budget allows (JUKEBOX meanwhile) */
+    uint32_t st = NFS3ERR_JUKEBOX;
+    for (int i = 0; i < 300 && st == NFS3ERR_JUKEBOX; i++) {
+        st = getattr_raw(fd, 20000 + (uint32_t)i, AUTH_SYS, real.data, real.len);
+        if (st == NFS3ERR_JUKEBOX)
+            usleep(50000);
+    }
+    CHECK_EQ(st, NFS3_OK);
+    close(fd);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
 }
