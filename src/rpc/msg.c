@@ -2,6 +2,7 @@
  * ONC RPC message headers (RFC 5531 section 9): calls and replies, AUTH_NONE and AUTH_SYS
  * (section 8 and appendix A), and the mapping of reply states to libtirpc's clnt_stat.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 
@@ -236,4 +237,81 @@ uint64_t uiw__rpc_deadline(struct timeval tv)
     if (tv.tv_sec < 0)
         return 0;
     return uiw__rr_now_ns() + (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+}
+
+void uiw__rpc_msg_accepted(struct rpc_msg *m, enum accept_stat st, uint32_t lo, uint32_t hi)
+{
+    memset(m, 0, sizeof(*m));
+    m->rm_direction = REPLY;
+    m->rm_reply.rp_stat = MSG_ACCEPTED;
+    m->acpted_rply.ar_verf = _null_auth;
+    m->acpted_rply.ar_stat = st;
+    m->acpted_rply.ar_vers.low = lo;
+    m->acpted_rply.ar_vers.high = hi;
+}
+
+void uiw__rpc_msg_denied(struct rpc_msg *m, enum reject_stat st, enum auth_stat why)
+{
+    memset(m, 0, sizeof(*m));
+    m->rm_direction = REPLY;
+    m->rm_reply.rp_stat = MSG_DENIED;
+    m->rjcted_rply.rj_stat = st;
+    if (st == RPC_MISMATCH) {
+        m->rjcted_rply.rj_vers.low = UIW__RPC_VERS;
+        m->rjcted_rply.rj_vers.high = UIW__RPC_VERS;
+    } else {
+        m->rjcted_rply.rj_why = why;
+    }
+}
+
+void uiw__rpc_svcxprt_init(SVCXPRT *x, const struct xp_ops *ops, const struct xp_ops2 *ops2,
+                           void *p1, const char *netid, struct sockaddr_storage *raddr,
+                           const struct sockaddr_storage *peer)
+{
+    memset(x, 0, sizeof(*x));
+    x->xp_fd = -1;
+    x->xp_ops = (struct xp_ops *)(uintptr_t)ops;
+    x->xp_ops2 = (struct xp_ops2 *)(uintptr_t)ops2;
+    x->xp_p1 = p1;
+    x->xp_verf = _null_auth;
+    x->xp_netid = (char *)(uintptr_t)netid;
+    *raddr = *peer;
+    size_t alen = peer->ss_family == AF_INET6  ? sizeof(struct sockaddr_in6)
+                  : peer->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                               : 0;
+    memcpy(&x->xp_raddr, raddr, alen < sizeof(x->xp_raddr) ? alen : sizeof(x->xp_raddr));
+    x->xp_addrlen = (int)alen;
+    x->xp_rtaddr.buf = raddr;
+    x->xp_rtaddr.len = (unsigned)alen;
+    x->xp_rtaddr.maxlen = sizeof(*raddr);
+    if (peer->ss_family == AF_INET6)
+        x->xp_port = ntohs(((const struct sockaddr_in6 *)peer)->sin6_port);
+    else if (peer->ss_family == AF_INET)
+        x->xp_port = ntohs(((const struct sockaddr_in *)peer)->sin_port);
+}
+
+bool_t uiw__rpc_xp_recv_none(SVCXPRT *x, struct rpc_msg *m)
+{
+    (void)x;
+    (void)m;
+    return FALSE;
+}
+
+enum xprt_stat uiw__rpc_xp_stat_idle(SVCXPRT *x)
+{
+    (void)x;
+    return XPRT_IDLE;
+}
+
+void uiw__rpc_xp_destroy_none(SVCXPRT *x)
+{
+    (void)x;
+}
+
+bool_t uiw__rpc_xp_control_none(SVCXPRT *x, const u_int rq, void *in)
+{
+    (void)x;
+    (void)rq;
+    (void)in;
+    return FALSE;
 }

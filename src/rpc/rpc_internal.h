@@ -17,6 +17,7 @@
 
 #include <uiw/rpc.h>
 
+#include "rpc/msg.h"
 #include "rpcrdma/xprt.h"
 
 /* ---------------------------------------------------------------- XDR streams */
@@ -66,8 +67,6 @@ extern _Thread_local struct uiw__rr_call *uiw__xs_freeing;
 
 /* ---------------------------------------------------------------- RPC headers */
 
-#define UIW__RPC_VERS 2u
-
 /* Encode a call header (xid, CALL, 2, prog, vers, proc, then auth's credential and
  * verifier through AUTH_MARSHALL). */
 bool uiw__rpc_enc_call(XDR *xdrs, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
@@ -81,27 +80,6 @@ struct uiw__rpc_rhdr {
 };
 /* Decode a reply header: RPC_SUCCESS (results follow) or the failure in *err. */
 enum clnt_stat uiw__rpc_dec_reply(XDR *xdrs, struct uiw__rpc_rhdr *h, struct rpc_err *err);
-
-/* A decoded call header. */
-struct uiw__rpc_chdr {
-    uint32_t xid, rpcvers, prog, vers, proc;
-    struct opaque_auth cred, verf;
-    uint8_t cred_body[MAX_AUTH_BYTES], verf_body[MAX_AUTH_BYTES];
-};
-/* 0, or -EPROTO (not a call / too short). */
-int uiw__rpc_dec_call(XDR *xdrs, struct uiw__rpc_chdr *h);
-
-/* AUTH_SYS credential body -> parms (machine name and gids in the given storage).
- * 0 or -EPROTO. */
-struct uiw__authsys {
-    struct authunix_parms p;
-    char name[MAX_MACHINE_NAME + 1];
-    gid_t gids[NGRPS];
-};
-int uiw__rpc_authsys(const struct opaque_auth *cred, struct uiw__authsys *out);
-
-/* Encode a reply from libtirpc's struct rpc_msg (as svc_sendreply builds it) with xid. */
-bool uiw__rpc_enc_reply(XDR *xdrs, uint32_t xid, const struct rpc_msg *msg);
 
 /* ---------------------------------------------------------------- requester */
 
