@@ -1,13 +1,15 @@
 /* libFuzzer target: the NFSv3 and MOUNT server (src/nfs) as uiw-nfsd serves them over
- * TCP: libtirpc's stream transport (svc_fd_create) on one end of a socket pair; each
- * input is one call, written into the other end as a record (an ONC RPC call header this
- * target builds, then the input's argument bytes), and served by what serves each TCP
- * connection (uiw__nfs_tcp_serve: received, authenticated, dispatched).
+ * TCP: each input is one call, built as a record (an ONC RPC call header this target
+ * builds, then the input's argument bytes), passed through the record-marking receiver
+ * a connection reads with (rm.c; in pieces and fragments the input chooses), and run by
+ * what runs each TCP call (uiw__nfs_call_run: decoded, authenticated, dispatched); its
+ * reply record is checked.
  *
  * Input: byte 0 chooses the program (bit 0: MOUNT, else NFS) and, in bits 1-3, the version
  * (0 to 4: 3, the one served; 5: 2; 6: 4) or a program nobody serves (7), byte 1 the procedure
  * (modulo the program's count; 250 and up: taken as is, beyond the table), byte 2 the
- * credentials (AUTH_NONE; AUTH_SYS as uid 1000, as root, as nobody), the rest are the
+ * credentials (AUTH_NONE; AUTH_SYS as uid 1000, as root, as nobody) and, in bits 2-7, how
+ * the record is cut (fragments and reads), the rest are the
  * arguments' XDR. The export holds a file, a directory with a file, and symbolic links
  * that point out of it; beside it lies a directory the server must never touch. Where a
  * 32-byte handle can stand (after its XDR length, 32), the bytes 'U' 'F' 'H' k name one:
@@ -17,8 +19,11 @@
  * there. A string (after its XDR length) that begins with 'U' 'E' 'X' 'P' begins with the
  * export's path instead (what MOUNT is asked for: "UEXP/d", "UEXP/../out").
  *
- * Oracles: no crash, leak or over-read (ASan, LSan, UBSan); exactly one reply to every
- * call, with the call's XID, accepted, and that decodes whole as the procedure's results
+ * Oracles: no crash, leak or over-read (ASan, LSan, UBSan), no pooled buffer kept after
+ * a call; the receiver hands out
+ * exactly the record, whatever the cuts; exactly one reply to every call, one record
+ * whose mark gives its length, with the call's XID, accepted, and that decodes whole as
+ * the procedure's results
  * (GARBAGE_ARGS for arguments that do not decode; PROC_UNAVAIL only beyond the table;
  * PROG_MISMATCH naming version 3 alone for another version; PROG_UNAVAIL for a program
  * nobody serves);
@@ -28,15 +33,15 @@
  * (random, and looked for without coverage feedback, so that inputs cannot learn them and
  * write them into the export themselves).
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -65,99 +70,9 @@ static void die(const char *what)
     abort();
 }
 
-/* ------------------------------------------------------------------ the reply reader */
-
-/* The client's end, read by a thread of its own (a reply may be larger than the socket
- * holds while the server writes it). */
-static struct {
-    int fd;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    uint8_t *buf;
-    size_t len, cap;
-} rd = {.fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-
-static void *reader(void *arg)
-{
-    (void)arg;
-    static uint8_t tmp[65536];
-    for (;;) {
-        ssize_t n = read(rd.fd, tmp, sizeof(tmp));
-        if (n <= 0)
-            return NULL;
-        pthread_mutex_lock(&rd.mu);
-        if (rd.len + (size_t)n > rd.cap) {
-            size_t cap = rd.cap ? rd.cap : 65536;
-            while (cap < rd.len + (size_t)n)
-                cap *= 2;
-            rd.buf = realloc(rd.buf, cap);
-            if (!rd.buf)
-                die("out of memory");
-            rd.cap = cap;
-        }
-        memcpy(rd.buf + rd.len, tmp, (size_t)n);
-        rd.len += (size_t)n;
-        pthread_cond_broadcast(&rd.cv);
-        pthread_mutex_unlock(&rd.mu);
-    }
-}
-
 static uint32_t be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* The bytes of the first whole record in rd.buf (fragments joined) into *out, and how
- * many bytes of rd.buf it spans; 0 while it is incomplete. rd.mu held. */
-static size_t record_take(uint8_t **out, size_t *olen)
-{
-    size_t at = 0, total = 0;
-    for (;;) {
-        if (rd.len - at < 4)
-            return 0;
-        uint32_t h = be32(rd.buf + at);
-        size_t fl = h & 0x7fffffffu;
-        if (rd.len - at - 4 < fl)
-            return 0;
-        at += 4 + fl;
-        total += fl;
-        if (h & 0x80000000u)
-            break;
-    }
-    uint8_t *r = malloc(total ? total : 1);
-    if (!r)
-        die("out of memory");
-    size_t o = 0;
-    for (size_t p = 0; p < at;) {
-        uint32_t h = be32(rd.buf + p);
-        size_t fl = h & 0x7fffffffu;
-        memcpy(r + o, rd.buf + p + 4, fl);
-        o += fl;
-        p += 4 + fl;
-    }
-    *out = r;
-    *olen = total;
-    return at;
-}
-
-/* Wait (10 s at most) for the reply to the call just dispatched. */
-static uint8_t *reply_wait(size_t *len)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
-    uint8_t *r = NULL;
-    pthread_mutex_lock(&rd.mu);
-    size_t used;
-    while ((used = record_take(&r, len)) == 0)
-        if (pthread_cond_timedwait(&rd.cv, &rd.mu, &until) != 0)
-            die("no reply to a call");
-    memmove(rd.buf, rd.buf + used, rd.len - used);
-    rd.len -= used;
-    if (rd.len)
-        die("more than one reply to a call");
-    pthread_mutex_unlock(&rd.mu);
-    return r;
 }
 
 /* ---------------------------------------------------------------- the export and beside */
@@ -167,8 +82,7 @@ static char secret[33];     /* the content of the file beside the export */
 static char secret_nm[33];  /* and its name */
 static char secret_rel[40]; /* "out/" and the name: its path under top */
 static struct uiw__nfsd *srv;
-static SVCXPRT *xprt;
-static int cli_fd;
+static struct uiw__nfs_pool *pool;
 static char fh[NFH][UIW__NFS_FH_LEN];
 static unsigned calls;
 static char exp_path[96];      /* the export's path */
@@ -339,8 +253,6 @@ static int trace; /* UIW_FUZZ_TRACE set: each call's procedure and status on std
 static void setup(void)
 {
     trace = getenv("UIW_FUZZ_TRACE") != NULL;
-    /* the reply of a peer that is gone must not end the process (as uiw-nfsd does) */
-    signal(SIGPIPE, SIG_IGN);
     uint8_t rnd[32];
     must(getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd), "getrandom");
     for (int i = 0; i < 16; i++) {
@@ -369,15 +281,8 @@ static void setup(void)
     path(p, sizeof(p), "exp");
     must(uiw__nfsd_add_export(srv, p) == 0, "add_export");
     snprintf(exp_path, sizeof(exp_path), "%s", srv->exports[0].path);
-    int sv[2];
-    must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
-    xprt = svc_fd_create(sv[0], 0, 0);
-    must(xprt != NULL, "svc_fd_create");
-    cli_fd = sv[1];
-    rd.fd = sv[1];
-    pthread_t th;
-    must(pthread_create(&th, NULL, reader, NULL) == 0, "pthread_create");
-    pthread_detach(th);
+    pool = uiw__nfs_pool_create(o.max_io + 8192, 4);
+    must(pool != NULL, "pool");
     tree_reset();
 }
 
@@ -613,6 +518,70 @@ static size_t with_export_path(uint8_t *out, size_t cap, const uint8_t *in, size
     return o;
 }
 
+/* The call record rec (n bytes, one fragment) through a record-marking receiver, cut as
+ * `how` says: into up to four fragments and reads of 1 to 64 bytes or whole. 1 with the
+ * record it handed out, 0 if it handed out none. */
+static int receive(const uint8_t *rec, size_t n, unsigned how, struct uiw__nfs_rec *out)
+{
+    static uint8_t stream[MAX_IN + 2048 + 16];
+    size_t body = n - 4, nfrag = 1 + (how & 3), sl = 0;
+    for (size_t f = 0, at = 4; f < nfrag; f++) {
+        size_t fl = f + 1 == nfrag ? n - at : body / nfrag;
+        uint32_t mark = (uint32_t)fl | (f + 1 == nfrag ? 0x80000000u : 0);
+        stream[sl++] = (uint8_t)(mark >> 24);
+        stream[sl++] = (uint8_t)(mark >> 16);
+        stream[sl++] = (uint8_t)(mark >> 8);
+        stream[sl++] = (uint8_t)mark;
+        memcpy(stream + sl, rec + at, fl);
+        sl += fl;
+        at += fl;
+    }
+    size_t piece = (how >> 2) & 15 ? ((how >> 2) & 15) * 4 + 1 : sizeof(stream);
+    struct uiw__nfs_rm r;
+    uiw__nfs_rm_init(&r, pool, srv->opts.max_io + 8192);
+    int taken = 0;
+    for (size_t o = 0; o < sl;) {
+        struct iovec iov;
+        if (uiw__nfs_rm_want(&r, &iov) != 0)
+            die("the receiver wants no bytes");
+        size_t k = sl - o < iov.iov_len ? sl - o : iov.iov_len;
+        if (k > piece)
+            k = piece;
+        memcpy(iov.iov_base, stream + o, k);
+        o += k;
+        if (uiw__nfs_rm_got(&r, k) != 0)
+            die("the receiver refused a record within its limit");
+        struct uiw__nfs_rec x;
+        while (uiw__nfs_rm_take(&r, &x)) {
+            if (taken++)
+                die("the receiver handed out two records");
+            *out = x;
+        }
+    }
+    if (uiw__nfs_rm_partial(&r))
+        die("the receiver waits for more after the whole record");
+    uiw__nfs_rm_fini(&r);
+    return taken;
+}
+
+/* The reply's record in one buffer, its mark checked and taken off. */
+static uint8_t *flatten(const struct uiw__nfs_reply *r, size_t *len)
+{
+    uint8_t *b = malloc(r->len ? r->len : 1);
+    if (!b)
+        die("out of memory");
+    size_t o = 0;
+    for (int i = 0; i < r->niov; i++) {
+        memcpy(b + o, r->iov[i].iov_base, r->iov[i].iov_len);
+        o += r->iov[i].iov_len;
+    }
+    if (o != r->len || o < 4 || be32(b) != (0x80000000u | (uint32_t)(o - 4)))
+        die("a reply record whose mark is not its length");
+    memmove(b, b + 4, o - 4);
+    *len = o - 4;
+    return b;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t args[MAX_IN + 1024], rec[MAX_IN + 2048];
@@ -635,16 +604,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(args + i, fh[args[i + 3] % NFH], UIW__NFS_FH_LEN);
     uint32_t xid = ++calls;
     size_t n = build_call(rec, sizeof(rec), xid, prog, vers, proc, cred, args, alen);
-    for (size_t o = 0; o < n;) {
-        ssize_t k = write(cli_fd, rec + o, n - o);
-        if (k <= 0)
-            die("writing the call");
-        o += (size_t)k;
-    }
-    if (!uiw__nfs_tcp_serve(srv, xprt))
-        die("the server did not take a call");
+    struct uiw__nfs_rec got;
+    if (!receive(rec, n, data[2] >> 2, &got))
+        die("the receiver did not hand out the call's record");
+    if (got.len != n - 4 || memcmp(got.buf->data + got.off, rec + 4, got.len) != 0)
+        die("the receiver handed out another record than the call's");
+    struct uiw__nfs_peer peer;
+    memset(&peer, 0, sizeof(peer));
+    struct sockaddr_in *sin = (struct sockaddr_in *)&peer.addr;
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(700);
+    sin->sin_addr.s_addr = htonl(0x7f000001u);
+    peer.len = sizeof(*sin);
+    struct uiw__nfs_reply reply;
+    /* as the TCP service: a large buffer taken first for a call that will want one */
+    struct uiw__nfs_buf *large = uiw__nfs_call_large(srv, got.buf->data + got.off, got.len)
+                                     ? uiw__nfs_pool_large(pool)
+                                     : NULL;
+    if (!uiw__nfs_call_run(srv, pool, &peer, got.buf->data + got.off, got.len, large, &reply))
+        die("a call got no reply");
+    uiw__nfs_pool_put(pool, got.buf);
     size_t rlen = 0;
-    uint8_t *rep = reply_wait(&rlen);
+    uint8_t *rep = flatten(&reply, &rlen);
+    uiw__nfs_reply_free(pool, &reply);
+    if (uiw__nfs_pool_large_taken(pool) != 0)
+        die("a call kept a large buffer");
     check_reply(rep, rlen, xid, prog, vers, proc);
     free(rep);
     struct snap now;

@@ -4,7 +4,9 @@
  *
  *   uiw-nfsd [-a ADDR] [-p RDMA_PORT] [--tcp-port PORT] [--mount-port PORT] [--vers1-only]
  *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES]
- *            [--rdma-threads N] [--max-handles N] [--stats] [-v]
+ *            [--rdma-threads N] [--max-handles N] [--tcp-threads N]
+ *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
+ *            [--stats] [-v]
  *            EXPORT_DIR...
  *
  * Once listening it prints one line on standard output,
@@ -40,6 +42,16 @@ static const char usage[] =
     "      --rdma-threads N  threads serving RPC-over-RDMA calls (default 4)\n"
     "      --max-handles N   file handle records kept (default 262144; older ones are\n"
     "                        found again by a search of the export)\n"
+    "      --tcp-threads N   threads running NFS and MOUNT calls over TCP (default 8)\n"
+    "      --max-connections N\n"
+    "                        TCP connections open at once (default 1024); more are\n"
+    "                        closed at once, with a line in the log\n"
+    "      --idle-timeout S  close a TCP connection without a call for S seconds\n"
+    "                        (default 360)\n"
+    "      --io-timeout S    close a TCP connection whose call record or reply makes no\n"
+    "                        progress for S seconds (default 60; also TCP_USER_TIMEOUT)\n"
+    "      --io-buffers N    buffers of max-io bytes for WRITE records and READ payloads\n"
+    "                        over TCP (default 64): the memory they take at most\n"
     "      --stats           print the RPC-over-RDMA counters (calls, replies, DRC hits,\n"
     "                        credits, chunks, bytes by RDMA and inline, errors) and the\n"
     "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
@@ -85,6 +97,11 @@ int main(int argc, char **argv)
         O_MAXIO,
         O_THREADS,
         O_HANDLES,
+        O_TCP_THREADS,
+        O_MAXCONN,
+        O_IDLE,
+        O_IOTMO,
+        O_IOBUFS,
         O_VERSION,
         O_STATS
     };
@@ -102,6 +119,11 @@ int main(int argc, char **argv)
         {"max-io", required_argument, NULL, O_MAXIO},
         {"rdma-threads", required_argument, NULL, O_THREADS},
         {"max-handles", required_argument, NULL, O_HANDLES},
+        {"tcp-threads", required_argument, NULL, O_TCP_THREADS},
+        {"max-connections", required_argument, NULL, O_MAXCONN},
+        {"idle-timeout", required_argument, NULL, O_IDLE},
+        {"io-timeout", required_argument, NULL, O_IOTMO},
+        {"io-buffers", required_argument, NULL, O_IOBUFS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -152,6 +174,26 @@ int main(int argc, char **argv)
         case O_HANDLES:
             bad = parse_num(optarg, 16, 1L << 26, &v);
             o.max_handles = (unsigned)v;
+            break;
+        case O_TCP_THREADS:
+            bad = parse_num(optarg, 1, 1024, &v);
+            o.tcp_threads = (unsigned)v;
+            break;
+        case O_MAXCONN:
+            bad = parse_num(optarg, 1, 1L << 20, &v);
+            o.max_conns = (unsigned)v;
+            break;
+        case O_IDLE:
+            bad = parse_num(optarg, 1, 1L << 24, &v);
+            o.idle_timeout = (unsigned)v;
+            break;
+        case O_IOTMO:
+            bad = parse_num(optarg, 1, 1L << 20, &v);
+            o.io_timeout = (unsigned)v;
+            break;
+        case O_IOBUFS:
+            bad = parse_num(optarg, 1, 65536, &v);
+            o.io_buffers = (unsigned)v;
             break;
         case O_STATS:
             stats = true;

@@ -384,8 +384,9 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
     uint32_t count = a->count;
     if (count > uiw__nfsd_max_io(c->s))
         count = uiw__nfsd_max_io(c->s);
-    /* Over RDMA: registered memory, from which the reply's RDMA Write goes out. */
-    char *buf = uiw__nfs_xprt_getbuf(c->xprt, count ? count : 1, uiw__nfsd_max_io(c->s));
+    /* Over RDMA: registered memory, from which the reply's RDMA Write goes out; over TCP
+     * a pooled buffer the reply is sent from. */
+    char *buf = uiw__nfs_xprt_getbuf(c->xprt, count ? count : 1);
     if (!buf) {
         r->status = NFS3ERR_SERVERFAULT;
         goto out;
@@ -1194,27 +1195,23 @@ void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
         svcerr_weakauth(xprt);
         return;
     }
-    /* The WRITE payload's bound: the server's wtmax (the I/O buffer's size). */
+    /* The WRITE payload's bound: the server's wtmax. */
     int rdma = uiw__nfs_xprt_is_rdma(xprt);
-    if (!rdma && !uiw__nfs_iobuf(uiw__nfsd_max_io(s))) {
-        svcerr_systemerr(xprt);
-        return;
-    }
     union args3 args;
     union res3 res;
     memset(&args, 0, sizeof(args));
     memset(&res, 0, sizeof(res));
-    uiw__nfs_ddp_args(rdma ? uiw__nfsd_max_io(s) : 0);
+    uiw__nfs_args_limits(uiw__nfsd_max_io(s), rdma);
     if (!svc_getargs(xprt, procs[proc].args, (caddr_t)&args)) {
         svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
-        uiw__nfs_ddp_args(0);
+        uiw__nfs_args_limits(0, 0);
         svcerr_decode(xprt);
         return;
     }
     struct call *c = malloc(sizeof(*c));
     if (!c) {
         svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
-        uiw__nfs_ddp_args(0);
+        uiw__nfs_args_limits(0, 0);
         svcerr_systemerr(xprt);
         return;
     }
@@ -1234,5 +1231,5 @@ void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     arena_free(c);
     free(c);
     svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
-    uiw__nfs_ddp_args(0);
+    uiw__nfs_args_limits(0, 0);
 }

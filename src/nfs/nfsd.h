@@ -1,7 +1,7 @@
 /*
  * uiw-nfsd's server: NFS version 3 and MOUNT version 3 (RFC 1813) over exported
- * directories, served over TCP (libtirpc's transport) and, through the project's RPC
- * layer, over RPC-over-RDMA.
+ * directories, served over TCP (src/nfs/tcp.c) and, through the project's RPC layer,
+ * over RPC-over-RDMA.
  *
  * A server is configured, given its exports, started (it binds its ports and runs its own
  * threads), and stopped. Every procedure runs through *at() system calls on descriptors
@@ -28,6 +28,12 @@ struct uiw__nfsd_opts {
     unsigned max_handles;  /* files whose handle records are kept; 0: 262144 */
     unsigned rdma_threads; /* threads serving RPC-over-RDMA calls; 0: 4 */
     int verbose;           /* one line per call on stderr when > 1 */
+    /* TCP (NFS and MOUNT): limits and timeouts (0: the default) */
+    unsigned tcp_threads;  /* threads running calls; 0: 8 */
+    unsigned max_conns;    /* connections open at once; 0: 1024 (more are refused) */
+    unsigned idle_timeout; /* seconds without a call before a connection closes; 0: 360 */
+    unsigned io_timeout;   /* seconds a record or a reply may stall; 0: 60 */
+    unsigned io_buffers;   /* buffers of max_io for WRITE and READ payloads; 0: 64 */
 };
 
 /* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */

@@ -99,11 +99,11 @@ int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)
     return uiw_svc_is_rdma(xprt);
 }
 
-void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len, size_t max)
+void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len)
 {
     if (uiw_svc_is_rdma(xprt))
         return uiw_svc_getbuf(xprt, len);
-    return uiw__nfs_iobuf(max);
+    return uiw__nfs_xprt_is_tcp(xprt) ? uiw__nfs_tcp_getbuf(xprt, len) : NULL;
 }
 
 bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max)
@@ -141,11 +141,9 @@ int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)
     return 0;
 }
 
-void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len, size_t max)
+void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len)
 {
-    (void)xprt;
-    (void)len;
-    return uiw__nfs_iobuf(max);
+    return uiw__nfs_xprt_is_tcp(xprt) ? uiw__nfs_tcp_getbuf(xprt, len) : NULL;
 }
 
 bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max)

@@ -124,19 +124,23 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    if (s->opts.tcp_port >= 0) {
-        s->tcp = uiw__nfs_tcp_listen(s, s->opts.addr, s->opts.tcp_port, &s->ports[UIW__NFSD_TCP]);
+    if (s->opts.tcp_port >= 0 || s->opts.mount_port >= 0) {
+        s->tcp = uiw__nfs_tcp_create(s);
         if (!s->tcp)
             return -errno;
-    }
-    if (s->opts.mount_port >= 0) {
-        s->mount =
-            uiw__nfs_tcp_listen(s, s->opts.addr, s->opts.mount_port, &s->ports[UIW__NFSD_MOUNT]);
-        if (!s->mount) {
-            int err = errno;
-            uiw__nfs_tcp_close(s->tcp);
+        int rc = 0;
+        if (s->opts.tcp_port >= 0)
+            rc = uiw__nfs_tcp_listen(s->tcp, s->opts.addr, s->opts.tcp_port,
+                                     &s->ports[UIW__NFSD_TCP]);
+        if (rc == 0 && s->opts.mount_port >= 0)
+            rc = uiw__nfs_tcp_listen(s->tcp, s->opts.addr, s->opts.mount_port,
+                                     &s->ports[UIW__NFSD_MOUNT]);
+        if (rc == 0)
+            rc = uiw__nfs_tcp_start(s->tcp);
+        if (rc != 0) {
+            uiw__nfs_tcp_destroy(s->tcp);
             s->tcp = NULL;
-            return -err;
+            return rc;
         }
     }
     if (s->opts.rdma_port >= 0) {
@@ -144,9 +148,8 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
             uiw__nfs_rdma_listen(s, s->opts.addr, s->opts.rdma_port, &s->ports[UIW__NFSD_RDMA]);
         if (!s->rdma && errno != EPROTONOSUPPORT) {
             int err = errno;
-            uiw__nfs_tcp_close(s->tcp);
-            uiw__nfs_tcp_close(s->mount);
-            s->tcp = s->mount = NULL;
+            uiw__nfs_tcp_destroy(s->tcp);
+            s->tcp = NULL;
             return -err;
         }
     }
@@ -171,8 +174,7 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
     if (!s)
         return;
     uiw__nfs_rdma_close(s->rdma);
-    uiw__nfs_tcp_close(s->tcp);
-    uiw__nfs_tcp_close(s->mount);
+    uiw__nfs_tcp_destroy(s->tcp);
     uiw__nfs_fhcache_destroy(s->fhcache);
     for (unsigned i = 0; i < s->nexports; i++) {
         close(s->exports[i].rootfd);

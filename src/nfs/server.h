@@ -4,7 +4,9 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 
 #include <rpc/rpc.h>
@@ -127,7 +129,7 @@ struct uiw__nfs_mountent {
 /* The mount list's length at most (MOUNT DUMP). */
 #define UIW__NFS_MAX_MOUNTS 4096
 
-struct uiw__nfs_listener;
+struct uiw__nfs_tcp;
 
 struct uiw__nfsd {
     struct uiw__nfsd_opts opts;
@@ -144,7 +146,7 @@ struct uiw__nfsd {
         int64_t last_ns[UIW__NFSD_REFUSED_KINDS];
         unsigned long left_out[UIW__NFSD_REFUSED_KINDS];
     } refusals;
-    struct uiw__nfs_listener *tcp, *mount;
+    struct uiw__nfs_tcp *tcp; /* NFS and MOUNT over TCP */
     struct uiw__nfs_rdma *rdma;
     int ports[3];
     int started;
@@ -185,23 +187,158 @@ void uiw__nfs_rdma_close(struct uiw__nfs_rdma *r);
 int uiw__nfs_rdma_stats(struct uiw__nfs_rdma *r, struct uiw_rpc_xprt_stats *st);
 int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt);
 /* Memory for a READ's payload of len bytes: on RDMA registered memory the reply's RDMA
- * Write goes from; elsewhere the thread's I/O buffer (max bytes). NULL when short. */
-void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len, size_t max);
+ * Write goes from; on TCP a pooled buffer the reply is sent from (call.c). NULL when
+ * short. */
+void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len);
 /* The RPC layer's uiw_xdr_bytes: a payload that came in a Read chunk is left where the
  * RDMA Read placed it. */
 bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max);
 
-/* ---- TCP (tcp.c) ---- */
+/* ---- buffers (buf.c) ----
+ * Pooled buffers for records, replies and payloads: small ones (UIW__NFS_SMALL bytes)
+ * for most calls and replies, and at most `large_max` large ones (max_io plus room for
+ * headers) for WRITE records and READ payloads. Idle buffers beyond what was used
+ * lately are given back (uiw__nfs_pool_trim). */
 
-struct uiw__nfs_listener *uiw__nfs_tcp_listen(struct uiw__nfsd *s, const char *addr, int port,
-                                              int *bound);
-void uiw__nfs_tcp_close(struct uiw__nfs_listener *l);
-/* The connections being served now. */
-unsigned uiw__nfs_tcp_conns(struct uiw__nfs_listener *l);
-/* Receive one call on xprt (libtirpc's stream transport), authenticate it and run its
- * program's dispatcher (NFS, MOUNT, or the ONC RPC error for another program or
- * version), as each connection's thread does. 1 if a call was taken, 0 if none was
- * (SVC_STAT then says whether the connection is gone). */
-int uiw__nfs_tcp_serve(struct uiw__nfsd *s, SVCXPRT *xprt);
+#define UIW__NFS_SMALL 8192u
+
+struct uiw__nfs_buf {
+    struct uiw__nfs_buf *next;
+    size_t cap;
+    int large;
+    char data[];
+};
+
+struct uiw__nfs_pool;
+struct uiw__nfs_pool *uiw__nfs_pool_create(size_t large_cap, unsigned large_max);
+void uiw__nfs_pool_destroy(struct uiw__nfs_pool *p);
+/* A small buffer (NULL when out of memory). */
+struct uiw__nfs_buf *uiw__nfs_pool_small(struct uiw__nfs_pool *p);
+/* A large buffer now, or NULL when all large_max are taken (or out of memory). */
+struct uiw__nfs_buf *uiw__nfs_pool_large(struct uiw__nfs_pool *p);
+/* A large buffer, waiting at most timeout_ms for one to come back. */
+struct uiw__nfs_buf *uiw__nfs_pool_large_wait(struct uiw__nfs_pool *p, int timeout_ms);
+void uiw__nfs_pool_put(struct uiw__nfs_pool *p, struct uiw__nfs_buf *b);
+/* Called when a large buffer comes back after uiw__nfs_pool_large returned NULL (once
+ * per such failure, from the thread that puts it back). */
+void uiw__nfs_pool_on_large(struct uiw__nfs_pool *p, void (*cb)(void *), void *arg);
+/* Give back idle buffers: those not needed by the most taken at once since the last
+ * trim. */
+void uiw__nfs_pool_trim(struct uiw__nfs_pool *p);
+/* Large buffers taken now; bytes held by the pool (taken and idle). */
+unsigned uiw__nfs_pool_large_taken(struct uiw__nfs_pool *p);
+size_t uiw__nfs_pool_bytes(struct uiw__nfs_pool *p);
+
+/* ---- ONC RPC record marking (rm.c, RFC 5531 section 11) ----
+ * A receiver of a byte stream in nghttp2's manner: it says where the next bytes go
+ * (uiw__nfs_rm_want), is told how many came (uiw__nfs_rm_got), and hands out the complete
+ * records (uiw__nfs_rm_take). Between records it reads as much as comes into a small
+ * staging buffer, so that small calls cost one read for many; the rest of a record larger
+ * than that is read straight into its own buffer, fragment by fragment. */
+
+struct uiw__nfs_rec {
+    struct uiw__nfs_buf *buf; /* owned by whoever took it */
+    size_t off, len;          /* the record is buf->data[off, off + len) */
+};
+
+#define UIW__NFS_RM_READY 8
+
+struct uiw__nfs_rm {
+    struct uiw__nfs_pool *pool;
+    size_t max;      /* the longest record */
+    int state;       /* rm.c's RM_* */
+    uint8_t mark[4]; /* a fragment header read on its own */
+    unsigned markgot;
+    uint32_t frag_left;      /* bytes of the current fragment still to come */
+    int last;                /* the current fragment ends its record */
+    struct uiw__nfs_rec rec; /* the record being assembled (rec.buf NULL: none) */
+    struct uiw__nfs_buf *stage;
+    size_t st_off, st_len; /* unparsed bytes in the stage */
+    struct uiw__nfs_rec ready[UIW__NFS_RM_READY];
+    unsigned nready;
+};
+
+void uiw__nfs_rm_init(struct uiw__nfs_rm *r, struct uiw__nfs_pool *pool, size_t max);
+/* Free what it holds. */
+void uiw__nfs_rm_fini(struct uiw__nfs_rm *r);
+/* Where the next bytes go (one iovec), or -ENOBUFS (no buffer now: try again when the
+ * pool gives one back), -EAGAIN (records wait to be taken: take them first). */
+int uiw__nfs_rm_want(struct uiw__nfs_rm *r, struct iovec *iov);
+/* n bytes came into the last place wanted. 0, or -EMSGSIZE (a record longer than max:
+ * the stream cannot go on), -ENOBUFS (no buffer to move a record into). */
+int uiw__nfs_rm_got(struct uiw__nfs_rm *r, size_t n);
+/* A complete record (1), or none (0). */
+int uiw__nfs_rm_take(struct uiw__nfs_rm *r, struct uiw__nfs_rec *out);
+/* Part of a record has come (the peer owes the rest). */
+int uiw__nfs_rm_partial(const struct uiw__nfs_rm *r);
+
+/* ---- one call (call.c) ----
+ * A call record in, its reply record out: the ONC RPC header decoded (RPC_MISMATCH,
+ * AUTH_ERROR for what is not AUTH_NONE or AUTH_SYS), the program's dispatcher run on an
+ * SVCXPRT of the call's own (libtirpc's svc_getargs, svc_sendreply and svcerr_* work on
+ * it), and the reply encoded into pooled buffers, a READ's payload referenced where it
+ * was read (no copy). Calls are independent: any number run at once. */
+
+#define UIW__NFS_REPLY_IOV 8
+
+struct uiw__nfs_reply {
+    struct uiw__nfs_reply *next;
+    struct iovec iov[UIW__NFS_REPLY_IOV];
+    int niov;
+    size_t len;  /* of the whole record, its mark included */
+    size_t sent; /* bytes of it written */
+    struct uiw__nfs_buf *own[UIW__NFS_REPLY_IOV];
+    int nown;
+    int large; /* large buffers it holds */
+};
+
+struct uiw__nfs_peer {
+    struct sockaddr_storage addr;
+    socklen_t len;
+};
+
+/* Is xprt a call's of this TCP service, and its memory for a READ's payload. */
+int uiw__nfs_xprt_is_tcp(SVCXPRT *xprt);
+void *uiw__nfs_tcp_getbuf(SVCXPRT *xprt, size_t len);
+
+/* Run one call; 1 with the reply in *out (its buffers the caller's, freed by
+ * uiw__nfs_reply_free), 0 when the call gets no reply (its header did not decode).
+ * `reserved` (or NULL) is a large buffer taken for the call (uiw__nfs_call_large): a
+ * READ's payload or a long reply goes there; the call gives it back if unused. */
+int uiw__nfs_call_run(struct uiw__nfsd *s, struct uiw__nfs_pool *pool,
+                      const struct uiw__nfs_peer *peer, char *rec, size_t len,
+                      struct uiw__nfs_buf *reserved, struct uiw__nfs_reply *out);
+/* Whether the call in rec will want a large buffer (a READ, READDIR or READDIRPLUS of
+ * more than a small buffer holds), from its header and first arguments alone. */
+int uiw__nfs_call_large(const struct uiw__nfsd *s, const char *rec, size_t len);
+void uiw__nfs_reply_free(struct uiw__nfs_pool *pool, struct uiw__nfs_reply *r);
+
+/* ---- TCP (tcp.c) ----
+ * One event thread per server accepts, reads records and writes what replies could not
+ * write at once; a pool of threads runs the calls (several of one connection at once).
+ * Limits and timeouts: uiw__nfsd_opts. */
+
+struct uiw__nfs_tcp;
+struct uiw__nfs_tcp *uiw__nfs_tcp_create(struct uiw__nfsd *s);
+/* Listen on addr:port (NFS and MOUNT are served on every listener). 0 or -errno. */
+int uiw__nfs_tcp_listen(struct uiw__nfs_tcp *t, const char *addr, int port, int *bound);
+int uiw__nfs_tcp_start(struct uiw__nfs_tcp *t);
+/* Stop: close every connection and listener, join every thread, free everything. */
+void uiw__nfs_tcp_destroy(struct uiw__nfs_tcp *t);
+
+struct uiw__nfs_tcp_counts {
+    unsigned conns;    /* open now */
+    uint64_t accepted; /* ever */
+    uint64_t refused;  /* over the connection limit */
+    uint64_t too_long; /* closed for a record longer than the limit */
+    uint64_t idle;     /* closed after idle_timeout */
+    uint64_t stalled;  /* closed after io_timeout */
+    uint64_t calls;    /* run */
+    unsigned large_taken;
+    size_t pool_bytes;
+};
+void uiw__nfs_tcp_counts(struct uiw__nfs_tcp *t, struct uiw__nfs_tcp_counts *c);
+/* Connections open now. */
+unsigned uiw__nfs_tcp_conns(struct uiw__nfs_tcp *t);
 
 #endif

@@ -14,21 +14,14 @@
  * the compilers accept as a cast between function types). */
 #define UIW__XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
 
-/* The calling thread's I/O buffer, at least len bytes (page aligned); NULL when out of
- * memory. It holds a READ's payload between pread and the reply, and a WRITE's when the
- * transport cannot lend its own buffer. */
-void *uiw__nfs_iobuf(size_t len);
-size_t uiw__nfs_iobuf_len(void);
-void uiw__nfs_iobuf_free(void);
-
-/* On this thread, decode WRITE payloads of at most max bytes with the RPC-over-RDMA
- * layer (uiw_xdr_bytes) until turned off (0): the dispatcher sets it for calls that came
- * over RDMA. */
-void uiw__nfs_ddp_args(u_int max);
+/* On this thread, decode WRITE payloads of at most max bytes (0: none), with the
+ * RPC-over-RDMA layer (uiw_xdr_bytes) when ddp, until set again: the dispatcher sets it
+ * for each call. */
+void uiw__nfs_args_limits(u_int max, int ddp);
 
 /* WRITE3args (server: decode; client: encode). Decoding refuses a payload longer than
- * the thread's I/O buffer; the payload points into the transport's buffer or into the
- * I/O buffer, and XDR_FREE leaves it alone. */
+ * the limit set; the payload points into the transport's buffer, and XDR_FREE leaves it
+ * alone. */
 bool_t uiw__xdr_WRITE3args(XDR *x, WRITE3args *a);
 
 /* READ3res decoded with its payload straight into a caller's buffer of cap bytes (a

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rpc/rpc.h>
@@ -163,8 +164,9 @@ TEST(rpc_errors)
     uint32_t cut[] = {htonl(32), 0};
     expect_accept(fd, 100003, 3, 1, cut, sizeof(cut), GARBAGE_ARGS);
     expect_accept(fd, 100003, 3, 3, cut, 0, GARBAGE_ARGS);
-    /* A WRITE payload longer than wtmax (the bytes are there). */
-    size_t wl = 4 + 32 + 8 + 4 + 4 + 4 + (2u << 20);
+    /* A WRITE payload that claims more than wtmax (in a record of the largest size a
+     * call may have). */
+    size_t wl = 4 + 32 + 8 + 4 + 4 + 4 + (1u << 20);
     uint32_t *w = calloc(1, wl);
     CHECK(w != NULL);
     w[0] = htonl(32);
@@ -262,10 +264,12 @@ static long vm_size_kb(void)
     return kb;
 }
 
-/* A name (LOOKUP), and a symbolic link's path (SYMLINK), whose length claims 2 GiB in a
- * record that claims as much. Unbounded, libtirpc's xdr_string allocates the claimed
- * length and waits for the bytes; bounded at decode (filename3, nfspath3), the server
- * answers GARBAGE_ARGS at once, with no such allocation, and serves the others. */
+/* A name (LOOKUP), and a symbolic link's path (SYMLINK), whose length claims 2 GiB:
+ * bounded at decode (filename3, nfspath3), the server answers GARBAGE_ARGS at once, with
+ * no such allocation (libtirpc's xdr_string allocates the claimed length before reading
+ * it). A record that claims 2 GiB closes its connection at once, as knfsd closes one
+ * whose record exceeds its largest message: nothing is allocated for it, nothing waits
+ * for its bytes. Others are served meanwhile and afterwards. */
 TEST(huge_name_claim)
 {
     struct srv v;
@@ -283,25 +287,39 @@ TEST(huge_name_claim)
     } calls[] = {{NFSPROC3_LOOKUP, lookup, sizeof(lookup)},
                  {NFSPROC3_SYMLINK, symlink, sizeof(symlink)}};
     for (unsigned i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
-        int fd = tcp_to(v.tcp);
-        char rec[4 + 512 + 128];
-        size_t hl = call_header(rec + 4, 50 + i, 100003, 3, calls[i].proc, AUTH_SYS);
-        memcpy(rec + 4 + hl, calls[i].args, calls[i].len);
-        uint32_t mark = htonl(0xffffffffu); /* the last fragment, 2 GiB long */
-        memcpy(rec, &mark, 4);
-        send_all(fd, rec, 4 + hl + calls[i].len);
-        size_t n;
-        char *r = recv_record(fd, &n); /* fails after 20 s without an answer */
-        struct rpc_msg m;
-        decode_reply(r, n, 50 + i, &m, NULL, NULL);
-        CHECK_EQ(m.rm_reply.rp_stat, MSG_ACCEPTED);
-        CHECK_EQ(m.acpted_rply.ar_stat, GARBAGE_ARGS);
-        free(r);
-        close(fd);
+        for (int whole = 0; whole < 2; whole++) {
+            int fd = tcp_to(v.tcp);
+            char rec[4 + 512 + 128];
+            size_t hl = call_header(rec + 4, 50 + i, 100003, 3, calls[i].proc, AUTH_SYS);
+            memcpy(rec + 4 + hl, calls[i].args, calls[i].len);
+            /* the last fragment: as long as what is sent, or 2 GiB */
+            uint32_t mark =
+                htonl(whole ? 0xffffffffu : 0x80000000u | (uint32_t)(hl + calls[i].len));
+            memcpy(rec, &mark, 4);
+            send_all(fd, rec, 4 + hl + calls[i].len);
+            if (whole) {
+                struct pollfd pf = {fd, POLLIN, 0};
+                CHECK_EQ(poll(&pf, 1, 20000), 1);
+                char b;
+                CHECK(recv(fd, &b, 1, 0) <= 0); /* closed, no reply */
+            } else {
+                size_t n;
+                char *r = recv_record(fd, &n); /* fails after 20 s without an answer */
+                struct rpc_msg m;
+                decode_reply(r, n, 50 + i, &m, NULL, NULL);
+                CHECK_EQ(m.rm_reply.rp_stat, MSG_ACCEPTED);
+                CHECK_EQ(m.acpted_rply.ar_stat, GARBAGE_ARGS);
+                free(r);
+            }
+            close(fd);
+        }
     }
     long after = vm_size_kb();
     if (after - before > 512 * 1024)
         uiw_test_fail(__FILE__, __LINE__, "address space grew by %ld MiB", (after - before) >> 10);
+    struct uiw__nfs_tcp_counts tc;
+    uiw__nfs_tcp_counts(v.s->tcp, &tc);
+    CHECK_EQ(tc.too_long, 2);
     /* Served meanwhile and afterwards. */
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
     fattr3 a;
@@ -735,6 +753,305 @@ TEST(forged_handles_searched_within_budget)
     }
     CHECK_EQ(st, NFS3_OK);
     close(fd);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* A server whose TCP limits are the test's, RDMA off. */
+static void srv_limits(struct srv *v, unsigned max_conns, unsigned idle, unsigned io, unsigned bufs)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.rdma_port = -1;
+    o.max_conns = max_conns;
+    o.idle_timeout = idle;
+    o.io_timeout = io;
+    o.io_buffers = bufs;
+    srv_start(v, &o);
+}
+
+/* Whether the server closed fd within ms (end of stream or reset). */
+static int closed_within(int fd, int ms)
+{
+    struct pollfd pf = {fd, POLLIN, 0};
+    if (poll(&pf, 1, ms) != 1)
+        return 0;
+    char b[256];
+    ssize_t n;
+    while ((n = recv(fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
+        ;
+    return n == 0 || (n < 0 && errno != EAGAIN);
+}
+
+static struct uiw__nfs_tcp_counts tcp_counts(struct srv *v)
+{
+    struct uiw__nfs_tcp_counts c;
+    uiw__nfs_tcp_counts(v->s->tcp, &c);
+    return c;
+}
+
+/* Connections up to the limit are served; one more is closed at once (and counted), and
+ * room made by a client that leaves is taken by the next. */
+TEST(tcp_connection_limit)
+{
+    struct srv v;
+    srv_limits(&v, 40, 0, 0, 0);
+    int fd[40];
+    for (int i = 0; i < 40; i++) {
+        fd[i] = tcp_to(v.tcp);
+        expect_accept(fd[i], 100003, 3, 0, NULL, 0, SUCCESS);
+    }
+    CHECK_EQ(tcp_counts(&v).conns, 40);
+    int over = tcp_to(v.tcp);
+    CHECK(closed_within(over, 10000));
+    close(over);
+    CHECK_EQ(tcp_counts(&v).refused, 1);
+    for (int i = 0; i < 40; i++) /* all still served */
+        expect_accept(fd[i], 100003, 3, 0, NULL, 0, SUCCESS);
+    close(fd[0]);
+    for (int i = 0; i < 10000 && tcp_counts(&v).conns != 39; i++)
+        usleep(1000);
+    int again = tcp_to(v.tcp);
+    expect_accept(again, 100003, 3, 0, NULL, 0, SUCCESS);
+    CHECK_EQ(tcp_counts(&v).refused, 1);
+    close(again);
+    for (int i = 1; i < 40; i++)
+        close(fd[i]);
+    srv_stop(&v);
+}
+
+/* A connection without a call for idle_timeout is closed; one that calls is not. */
+TEST(tcp_idle_closed)
+{
+    struct srv v;
+    srv_limits(&v, 0, 2, 0, 0);
+    int idle = tcp_to(v.tcp), busy = tcp_to(v.tcp);
+    expect_accept(idle, 100003, 3, 0, NULL, 0, SUCCESS);
+    for (int i = 0; i < 12; i++) {
+        expect_accept(busy, 100003, 3, 0, NULL, 0, SUCCESS);
+        usleep(250000);
+    }
+    CHECK(closed_within(idle, 3000));
+    expect_accept(busy, 100003, 3, 0, NULL, 0, SUCCESS);
+    CHECK_EQ(tcp_counts(&v).idle, 1);
+    close(idle);
+    close(busy);
+    srv_stop(&v);
+}
+
+/* A record whose bytes stop coming holds its buffer for io_timeout at most: the
+ * connection is closed, the buffer comes back, others are served meanwhile. */
+TEST(tcp_stalled_record_closed)
+{
+    struct srv v;
+    srv_limits(&v, 0, 0, 2, 0);
+    int fd = tcp_to(v.tcp), other = tcp_to(v.tcp);
+    /* the mark and header of a 1 MiB WRITE, then half its bytes */
+    char *rec = calloc(1, 600 * 1024);
+    CHECK(rec != NULL);
+    size_t hl = call_header(rec + 4, 1, 100003, 3, NFSPROC3_WRITE, AUTH_NONE);
+    uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + (1u << 20)));
+    memcpy(rec, &mark, 4);
+    send_all(fd, rec, 4 + hl + 512 * 1024);
+    free(rec);
+    for (int i = 0; i < 10000 && tcp_counts(&v).large_taken != 1; i++)
+        usleep(1000);
+    CHECK_EQ(tcp_counts(&v).large_taken, 1);
+    expect_accept(other, 100003, 3, 0, NULL, 0, SUCCESS);
+    CHECK(closed_within(fd, 6000));
+    CHECK_EQ(tcp_counts(&v).stalled, 1);
+    for (int i = 0; i < 5000 && tcp_counts(&v).large_taken; i++)
+        usleep(1000);
+    CHECK_EQ(tcp_counts(&v).large_taken, 0);
+    expect_accept(other, 100003, 3, 0, NULL, 0, SUCCESS);
+    close(fd);
+    close(other);
+    srv_stop(&v);
+}
+
+/* A client that sends 1 MiB READs and never reads the replies: the replies wait in its
+ * connection's queue (holding at most the connection's share of the large buffers), it
+ * is closed after io_timeout, and another client's calls are answered meanwhile as
+ * quickly as without it. */
+TEST(tcp_slow_reader_closed_others_served)
+{
+    struct srv v;
+    srv_limits(&v, 0, 0, 3, 16);
+    char *data = malloc(1u << 20);
+    CHECK(data != NULL);
+    memset(data, 'r', 1u << 20);
+    put_file(&v, "big", data, 1u << 20);
+    free(data);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "big", &f, NULL), 0);
+    int slow = tcp_to(v.tcp);
+    int small = 4096;
+    CHECK_EQ(setsockopt(slow, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+    /* 64 READs of 1 MiB, pipelined, never read */
+    char args[128];
+    XDR x;
+    xdrmem_create(&x, args, sizeof(args), XDR_ENCODE);
+    READ3args ra = {{{f.len, f.data}}, 0, 1u << 20};
+    CHECK(xdr_READ3args(&x, &ra));
+    size_t alen = xdr_getpos(&x);
+    xdr_destroy(&x);
+    for (uint32_t i = 0; i < 64; i++) {
+        char rec[4 + 512 + 128];
+        size_t hl = call_header(rec + 4, 7000 + i, 100003, 3, NFSPROC3_READ, AUTH_SYS);
+        memcpy(rec + 4 + hl, args, alen);
+        uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + alen));
+        memcpy(rec, &mark, 4);
+        send_all(slow, rec, 4 + hl + alen);
+    }
+    /* the others: GETATTR round trips while the slow reader is there */
+    int64_t worst = 0;
+    int closed = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 100000 && !closed; i++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        fattr3 at;
+        CHECK_EQ(uiw__nfs_getattr(c, &f, &at), 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t ns = (b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec);
+        if (ns > worst)
+            worst = ns;
+        CHECK(tcp_counts(&v).large_taken <= 4);
+        closed = tcp_counts(&v).conns == 1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        CHECK(t1.tv_sec - t0.tv_sec < 20);
+        usleep(2000);
+    }
+    CHECK(closed);
+    CHECK_EQ(tcp_counts(&v).stalled, 1); /* by the server's timer or the kernel's */
+    /* a GETATTR never waited for the slow reader (generous: sanitizer builds) */
+    if (worst > 500000000ll)
+        uiw_test_fail(__FILE__, __LINE__, "a GETATTR took %lld ms", (long long)(worst / 1000000));
+    for (int i = 0; i < 10000 && tcp_counts(&v).large_taken; i++)
+        usleep(1000);
+    CHECK_EQ(tcp_counts(&v).large_taken, 0);
+    close(slow);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* 100 GETATTRs and NULLs sent back to back in one write: each answered once, with its
+ * XID, on the one connection (several at once: in whatever order they finish). */
+TEST(tcp_pipelined_calls)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    int fd = tcp_to(v.tcp);
+    static char buf[100 * 700];
+    size_t len = 0;
+    for (uint32_t i = 0; i < 100; i++) {
+        uint32_t args[1 + NFS3_FHSIZE / 4];
+        args[0] = htonl(root->len);
+        memcpy(args + 1, root->data, root->len);
+        size_t hl =
+            call_header(buf + len + 4, 3000 + i, 100003, 3, i % 2 ? NFSPROC3_GETATTR : 0, AUTH_SYS);
+        size_t al = i % 2 ? 4 + root->len : 0;
+        memcpy(buf + len + 4 + hl, args, al);
+        uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + al));
+        memcpy(buf + len, &mark, 4);
+        len += 4 + hl + al;
+    }
+    send_all(fd, buf, len);
+    char seen[100] = {0};
+    for (int i = 0; i < 100; i++) {
+        size_t n;
+        char *r = recv_record(fd, &n);
+        CHECK(n >= 4);
+        uint32_t xid;
+        memcpy(&xid, r, 4);
+        xid = ntohl(xid);
+        CHECK(xid >= 3000 && xid < 3100);
+        CHECK(!seen[xid - 3000]);
+        seen[xid - 3000] = 1;
+        struct rpc_msg m;
+        decode_reply(r, n, xid, &m, NULL, NULL);
+        CHECK_EQ(m.acpted_rply.ar_stat, SUCCESS);
+        if (xid % 2)
+            CHECK_EQ(nfs_status(r, n), NFS3_OK);
+        free(r);
+    }
+    close(fd);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* 200 connections each send one 1 MiB WRITE at once: the large buffers in use never pass
+ * the pool's bound, every WRITE is done, and the pool gives its memory back once idle. */
+TEST(tcp_writes_share_bounded_buffers)
+{
+    struct srv v;
+    srv_limits(&v, 0, 0, 0, 8);
+    put_file(&v, "w", "", 0);
+    CHECK_EQ(chmod(path_in(&v, "w"), 0666), 0);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "w", &f, NULL), 0);
+    enum { N = 200 };
+    static int fd[N];
+    char *rec = malloc(4 + 512 + 128 + (1u << 20));
+    CHECK(rec != NULL);
+    size_t size_max = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        fd[i] = tcp_to(v.tcp);
+        size_t hl = call_header(rec + 4, 100 + i, 100003, 3, NFSPROC3_WRITE, AUTH_SYS);
+        XDR x;
+        xdrmem_create(&x, rec + 4 + hl, 128, XDR_ENCODE);
+        WRITE3args wa;
+        memset(&wa, 0, sizeof(wa));
+        wa.file.data.data_len = f.len;
+        wa.file.data.data_val = f.data;
+        wa.offset = (uint64_t)(i % 4) << 20;
+        wa.count = 1u << 20;
+        wa.stable = UNSTABLE;
+        u_int dl = 1u << 20;
+        CHECK(xdr_nfs_fh3(&x, &wa.file) && xdr_offset3(&x, &wa.offset) &&
+              xdr_count3(&x, &wa.count) && xdr_stable_how(&x, &wa.stable) && xdr_u_int(&x, &dl));
+        size_t al = xdr_getpos(&x);
+        xdr_destroy(&x);
+        memset(rec + 4 + hl + al, (int)('a' + i % 4), 1u << 20);
+        uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + al + (1u << 20)));
+        memcpy(rec, &mark, 4);
+        send_all(fd[i], rec, 4 + hl + al + (1u << 20));
+        struct uiw__nfs_tcp_counts tc = tcp_counts(&v);
+        CHECK(tc.large_taken <= 8);
+        if (tc.pool_bytes > size_max)
+            size_max = tc.pool_bytes;
+    }
+    free(rec);
+    for (uint32_t i = 0; i < N; i++) {
+        size_t n;
+        char *r = recv_record(fd[i], &n);
+        struct rpc_msg m;
+        decode_reply(r, n, 100 + i, &m, NULL, NULL);
+        CHECK_EQ(m.acpted_rply.ar_stat, SUCCESS);
+        CHECK_EQ(nfs_status(r, n), NFS3_OK);
+        free(r);
+        close(fd[i]);
+    }
+    /* the bound: 8 large buffers, and small ones for the rest */
+    if (size_max > 8 * ((1u << 20) + 8192 + 64) + N * 2 * (8192 + 64))
+        uiw_test_fail(__FILE__, __LINE__, "the pool held %zu bytes", size_max);
+    struct stat st;
+    CHECK_EQ(stat(path_in(&v, "w"), &st), 0);
+    CHECK_EQ(st.st_size, 4 << 20);
+    /* idle: the buffers go back (the pool is trimmed every 5 s) */
+    size_t now = tcp_counts(&v).pool_bytes;
+    for (int i = 0; i < 150 && now > 64 * 1024; i++) {
+        usleep(100000);
+        now = tcp_counts(&v).pool_bytes;
+    }
+    if (now > 64 * 1024)
+        uiw_test_fail(__FILE__, __LINE__, "the idle pool holds %zu bytes", now);
     uiw__nfs_client_close(c);
     srv_stop(&v);
 }
