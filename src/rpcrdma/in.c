@@ -71,8 +71,7 @@ void uiw__rr_call_finish(struct uiw__rr_call *k)
     struct uiw__rr_conn *c = k->conn;
     uiw__lock_take(&c->lock);
     k->finished = true;
-    if (!k->sent && c->active)
-        c->active--; /* never replied to (the upper layer dropped it) */
+    uiw__rr_call_count_off(c, k); /* never answered (the upper layer dropped it) */
     bool go = call_claim_locked(k);
     uiw__lock_give(&c->lock);
     if (go)
@@ -201,8 +200,7 @@ static int build_pieces(struct uiw__rr_call *k, const uint8_t *src, uint32_t src
 static void call_abort(struct uiw__rr_conn *c, struct uiw__rr_call *k)
 {
     uiw__lock_take(&c->lock);
-    if (c->active)
-        c->active--;
+    uiw__rr_call_count_off(c, k);
     k->finished = true;
     bool go = call_claim_locked(k);
     uiw__lock_give(&c->lock);
@@ -405,6 +403,7 @@ static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct
     }
     c->call_free = k->next;
     c->active++;
+    k->outstanding = true;
     uiw__lock_give(&c->lock);
     UIW__RR_COUNT(c->n_calls_rx, 1);
     uiw__rr_conn_get(c);

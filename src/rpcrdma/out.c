@@ -1128,8 +1128,7 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
         return -ENOTCONN;
     k->sq_res += n; /* beside the RDMA Reads' entries (pull), released together */
     uiw__lock_take(&c->lock);
-    if (c->active)
-        c->active--;
+    uiw__rr_call_count_off(c, k);
     k->sent = true;
     uiw__lock_give(&c->lock);
     atomic_fetch_add_explicit(&c->n_wchunks, k->npush, memory_order_relaxed);
@@ -1158,8 +1157,7 @@ int uiw__rr_call_error(struct uiw__rr_call *k, uint32_t errcode)
     struct uiw_rpcrdma_error e = {
         .errcode = errcode, .segment_index = k->short_index, .length_needed = k->short_needed};
     uiw__lock_take(&c->lock);
-    if (c->active)
-        c->active--;
+    uiw__rr_call_count_off(c, k);
     uiw__lock_give(&c->lock);
     return uiw__rr_send_error(c, k->xid, k->vers, errcode, &e);
 }

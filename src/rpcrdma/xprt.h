@@ -189,6 +189,7 @@ struct uiw__rr_call {
     uint32_t xid, vers, proc, credit;
     bool backward;
     bool in_use;
+    bool outstanding;       /* counted in conn->active (see uiw__rr_call_count_off) */
     bool finished;          /* the upper layer is done with it */
     bool sent;              /* a reply Send was posted ... */
     _Atomic bool send_done; /* ... and completed */
@@ -324,7 +325,7 @@ struct uiw__rr_conn {
     uint32_t xtab_mask;
     /* responder */
     uint32_t grant;  /* credits we grant */
-    uint32_t active; /* calls received and not yet replied to */
+    uint32_t active; /* calls received and not yet answered (reply or RDMA_ERROR) */
     uint32_t ncalls;
     uint8_t *calls; /* ncalls structs of up->call_size */
     struct uiw__rr_call *call_free;
@@ -664,6 +665,16 @@ void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct uiw__nic_wc *wc)
 /* Retry the calls waiting for send queue room to pull their Read chunks (c->read_wait);
  * on a dead connection they end. Leader only. */
 void uiw__rr_pull_waiting(struct uiw__rr_conn *c);
+/* k no longer counts among the calls the peer has outstanding (c->lock held): once, when
+ * its reply or its RDMA_ERROR goes, or when it ends without either, whichever comes
+ * first. A call counted off twice would let the peer run over its credits unseen. */
+static inline void uiw__rr_call_count_off(struct uiw__rr_conn *c, struct uiw__rr_call *k)
+{
+    if (k->outstanding) {
+        k->outstanding = false;
+        c->active--;
+    }
+}
 /* out.c */
 int uiw__rr_post(struct uiw__rr_conn *c, struct uiw__nic_send *wr);
 int uiw__rr_send_ctrl(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,12 +17,26 @@
 
 #include "common/byteorder.h"
 #include "rpcpeer.h"
+#include "rpcrdma/xprt.h"
 #include "test.h"
 
 #define PROG 0x20000aa0u
 #define WAIT 5000
 
-enum { P_NULL = 0, P_GEN = 1, P_SINK = 2, P_SLEEP = 3, P_SYSERR = 4, P_WHO = 5, P_REPLY_SLEEP = 6 };
+enum {
+    P_NULL = 0,
+    P_GEN = 1,
+    P_SINK = 2,
+    P_SLEEP = 3,
+    P_SYSERR = 4,
+    P_WHO = 5,
+    P_REPLY_SLEEP = 6,
+    P_HOLD = 7
+};
+
+/* P_HOLD calls running, and whether they may reply (at most 20 s: a failed test ends). */
+static atomic_uint holding;
+static atomic_bool hold_released;
 
 static const struct timeval TMO = {10, 0};
 
@@ -59,6 +74,15 @@ static void dispatch(struct svc_req *rq, SVCXPRT *x)
         svc_sendreply(x, (xdrproc_t)xnone, NULL);
         struct timespec ts = {2, 0};
         nanosleep(&ts, NULL);
+        return;
+    }
+    case P_HOLD: { /* replies once the test lets it */
+        atomic_fetch_add(&holding, 1);
+        for (int i = 0; i < 20000 && !atomic_load(&hold_released); i++) {
+            struct timespec ts = {0, 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        svc_sendreply(x, (xdrproc_t)xnone, NULL);
         return;
     }
     default:
@@ -721,6 +745,64 @@ TEST(rpcrdma_credit_violation)
     for (int i = 0; i < 20 && !eof; i++)
         rpcpeer_pump(&f->p, 500, &eof);
     CHECK(eof);
+    rpcpeer_close(&f->p, true);
+    still_serves(&f->s);
+    fx_down(f, true);
+}
+
+/* Wait up to WAIT ms for n P_HOLD calls to be running. */
+static void held_within(unsigned n)
+{
+    for (int i = 0; i < WAIT && atomic_load(&holding) < n; i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    CHECK_EQ(atomic_load(&holding), n);
+}
+
+/* A reply that became an RDMA_ERROR (REPLY_RESOURCE) counts its call off once: the credit
+ * limit holds after such replies as before. With two credits, the server takes as many
+ * calls at once as its grant and the receives it keeps for property messages allow
+ * (UIW__RR_EXTRA_RECVS / 2 more); three calls held running, three answered REPLY_RESOURCE
+ * meanwhile, then calls up to the limit are taken and the one beyond it is a credit
+ * violation, which ends the connection. (Each such call was once counted off twice, and
+ * seven calls on two credits all ran.) */
+TEST(rpcrdma_credits_after_error_replies)
+{
+    enum { GRANT = 2, LIMIT = GRANT + UIW__RR_EXTRA_RECVS / 2, HELD = 3 };
+    atomic_store(&holding, 0);
+    atomic_store(&hold_released, false);
+    struct fx *f = fx_up_n(2, GRANT, 0, LIMIT + 2);
+    struct uiw_rpcrdma_hdr h;
+    for (uint32_t i = 0; i < HELD; i++) {
+        h = call_hdr(0x1100 + i, 2, UIW_RDMA_MSG, NULL, 0);
+        CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_HOLD, NULL, 0), 0);
+    }
+    held_within(HELD);
+    for (uint32_t i = 0; i < 3; i++) {
+        gen_call(&f->p, 0x1200 + i, 7000, NULL, 0, NULL); /* no Reply chunk for 7000 bytes */
+        got_error(&f->p, f->x, 0x1200 + i, 2, UIW_RDMA2_ERR_REPLY_RESOURCE);
+    }
+    /* up to the limit: taken */
+    for (uint32_t i = HELD; i < LIMIT; i++) {
+        h = call_hdr(0x1100 + i, 2, UIW_RDMA_MSG, NULL, 0);
+        CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_HOLD, NULL, 0), 0);
+    }
+    held_within(LIMIT);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
+    CHECK_EQ(st.credit_violations, 0);
+    /* one beyond it */
+    h = call_hdr(0x1100 + LIMIT, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_HOLD, NULL, 0), 0);
+    bool eof = false;
+    for (int i = 0; i < 10 && !eof; i++)
+        rpcpeer_pump(&f->p, 500, &eof);
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
+    CHECK_EQ(st.credit_violations, 1);
+    CHECK(eof);
+    CHECK_EQ(atomic_load(&holding), LIMIT); /* the call beyond never ran */
+    atomic_store(&hold_released, true);
     rpcpeer_close(&f->p, true);
     still_serves(&f->s);
     fx_down(f, true);
