@@ -146,26 +146,59 @@ static void *props_server(void *arg)
     return NULL;
 }
 
-static CLIENT *client_to(struct script *sc, uint16_t port, void *(*fn)(void *), pthread_t *th,
-                         bool no_reconnect)
+/* A raw server's state of `size` bytes (a struct script first) with a listener of its
+ * own on loopback, whose port goes to *port. */
+static void *script_new(size_t size, uint16_t *port)
 {
-    CHECK_EQ(pthread_create(th, NULL, fn, sc), 0);
-    struct uiw_rpc_clnt_attr a = {0};
-    a.no_vers_memory = true;
-    a.no_reconnect = no_reconnect;
-    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
+    struct script *sc = calloc(1, size);
+    CHECK(sc != NULL);
+    sc->lfd = rawpeer_tcp_listen(AF_INET, port);
+    CHECK(sc->lfd >= 0);
+    return sc;
+}
+
+/* The raw server's thread ended having met every expectation, at `step`. */
+static void script_join(struct script *sc, pthread_t th, int step)
+{
+    pthread_join(th, NULL);
+    CHECK_EQ(sc->fail, 0);
+    CHECK_EQ(sc->step, step);
+}
+
+static void script_free(struct script *sc)
+{
+    rpcpeer_close(&sc->p, false);
+    close(sc->lfd);
+    free(sc);
+}
+
+/* The project's client of the raw server on port, with attributes a (NULL: defaults),
+ * remembering no server's version and never reconnecting. */
+static CLIENT *client_of(uint16_t port, const struct uiw_rpc_clnt_attr *a)
+{
+    struct uiw_rpc_clnt_attr x = {0};
+    if (a)
+        x = *a;
+    x.no_vers_memory = true;
+    x.no_reconnect = true;
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &x);
     CHECK(c != NULL);
     return c;
 }
 
+/* Start the script fn of sc's raw server, and connect a client to it. */
+static CLIENT *client_to(struct script *sc, uint16_t port, void *(*fn)(void *), pthread_t *th)
+{
+    CHECK_EQ(pthread_create(th, NULL, fn, sc), 0);
+    return client_of(port, NULL);
+}
+
 TEST(rpcrdma_client_resprop_rules)
 {
-    struct script *sc = calloc(1, sizeof(*sc));
     uint16_t port;
-    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
-    CHECK(sc->lfd >= 0);
+    struct script *sc = script_new(sizeof(*sc), &port);
     pthread_t th;
-    CLIENT *c = client_to(sc, port, props_server, &th, true);
+    CLIENT *c = client_to(sc, port, props_server, &th);
     struct uiw_rpc_conn_info ci;
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.vers, 2);
@@ -201,12 +234,8 @@ TEST(rpcrdma_client_resprop_rules)
     CHECK_EQ(ci.peer_rbsiz, 1024);
     CHECK_EQ(ci.peer_brs, UIW_RDMA2_BKREQSUP_INLINE);
     clnt_destroy(c);
-    pthread_join(th, NULL);
-    CHECK_EQ(sc->fail, 0);
-    CHECK_EQ(sc->step, 5);
-    rpcpeer_close(&sc->p, false);
-    close(sc->lfd);
-    free(sc);
+    script_join(sc, th, 5);
+    script_free(sc);
 }
 
 static void *bad_reply_server(void *arg)
@@ -258,12 +287,10 @@ static void *bad_reply_server(void *arg)
 
 TEST(rpcrdma_client_bad_replies)
 {
-    struct script *sc = calloc(1, sizeof(*sc));
     uint16_t port;
-    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
-    CHECK(sc->lfd >= 0);
+    struct script *sc = script_new(sizeof(*sc), &port);
     pthread_t th;
-    CLIENT *c = client_to(sc, port, bad_reply_server, &th, true);
+    CLIENT *c = client_to(sc, port, bad_reply_server, &th);
     CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
     struct uiw_rpc_conn_info ci;
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
@@ -285,14 +312,10 @@ TEST(rpcrdma_client_bad_replies)
     CHECK(b.val == buf);
     CHECK_EQ(b.len, 5000);
     CHECK_EQ((uint8_t)buf[4999], (uint8_t)(4999 * 3));
-    pthread_join(th, NULL);
-    CHECK_EQ(sc->fail, 0);
+    script_join(sc, th, 4);
     CHECK(sc->term_seen);
-    CHECK_EQ(sc->step, 4);
     clnt_destroy(c);
-    rpcpeer_close(&sc->p, false);
-    close(sc->lfd);
-    free(sc);
+    script_free(sc);
 }
 
 /* A raw server that answers the client's first call with RDMA2_ERROR / SYSTEM, its
@@ -331,12 +354,10 @@ static double now_s(void)
  * no longer than its timeout. */
 TEST(rpcrdma_client_system_error_and_silence)
 {
-    struct script *sc = calloc(1, sizeof(*sc));
     uint16_t port;
-    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
-    CHECK(sc->lfd >= 0);
+    struct script *sc = script_new(sizeof(*sc), &port);
     pthread_t th;
-    CLIENT *c = client_to(sc, port, system_server, &th, true);
+    CLIENT *c = client_to(sc, port, system_server, &th);
     CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SYSTEMERROR);
     struct rpc_err e;
     clnt_geterr(c, &e);
@@ -355,12 +376,8 @@ TEST(rpcrdma_client_system_error_and_silence)
     if (dt < 0.45 || dt > 3.0)
         uiw_test_fail(__FILE__, __LINE__, "a 0.5 s call ended after %.2f s", dt);
     clnt_destroy(c);
-    pthread_join(th, NULL);
-    CHECK_EQ(sc->fail, 0);
-    CHECK_EQ(sc->step, 3);
-    rpcpeer_close(&sc->p, false);
-    close(sc->lfd);
-    free(sc);
+    script_join(sc, th, 3);
+    script_free(sc);
 }
 
 /* A server slower than the client's wait for the answer to its first message: the client
@@ -406,18 +423,12 @@ static void *late_vers_server(void *arg)
     return NULL;
 }
 
-static CLIENT *late_client(struct late *lt, pthread_t *th)
+static CLIENT *late_client(struct late *lt, uint16_t port, pthread_t *th)
 {
-    uint16_t port;
-    lt->sc.lfd = rawpeer_tcp_listen(AF_INET, &port);
-    CHECK(lt->sc.lfd >= 0);
     CHECK_EQ(pthread_create(th, NULL, late_vers_server, lt), 0);
     struct uiw_rpc_clnt_attr a = {0};
-    a.no_vers_memory = true;
-    a.no_reconnect = true;
     a.xprt.connect_timeout_ms = 300; /* also the wait for the answer to the first message */
-    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
-    CHECK(c != NULL);
+    CLIENT *c = client_of(port, &a);
     struct uiw_rpc_conn_info ci;
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.vers, 1);
@@ -430,10 +441,11 @@ static CLIENT *late_client(struct late *lt, pthread_t *th)
 
 TEST(rpcrdma_client_late_err_vers)
 {
-    struct late *lt = calloc(1, sizeof(*lt));
+    uint16_t port;
+    struct late *lt = script_new(sizeof(*lt), &port);
     lt->high = 1;
     pthread_t th;
-    CLIENT *c = late_client(lt, &th);
+    CLIENT *c = late_client(lt, port, &th);
     CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
     /* the ERR_VERS came before the reply: its range is known */
     struct uiw_rpc_conn_info ci;
@@ -443,32 +455,25 @@ TEST(rpcrdma_client_late_err_vers)
     CHECK_EQ(ci.errvers_low, 1);
     CHECK_EQ(ci.errvers_high, 1);
     clnt_destroy(c);
-    pthread_join(th, NULL);
-    CHECK_EQ(lt->sc.fail, 0);
-    CHECK_EQ(lt->sc.step, 3);
-    rpcpeer_close(&lt->sc.p, false);
-    close(lt->sc.lfd);
-    free(lt);
+    script_join(&lt->sc, th, 3);
+    script_free(&lt->sc);
 }
 
 /* The late ERR_VERS states a range without Version One: the connection ends and the call
  * fails at once instead of waiting out its timeout. */
 TEST(rpcrdma_client_late_err_vers_other_range)
 {
-    struct late *lt = calloc(1, sizeof(*lt));
+    uint16_t port;
+    struct late *lt = script_new(sizeof(*lt), &port);
     lt->high = 0; /* 1..0: an empty range */
     pthread_t th;
-    CLIENT *c = late_client(lt, &th);
+    CLIENT *c = late_client(lt, port, &th);
     struct timeval tmo = {30, 0};
     enum clnt_stat st = clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, tmo);
     CHECK(st != RPC_SUCCESS && st != RPC_TIMEDOUT);
-    pthread_join(th, NULL);
-    CHECK_EQ(lt->sc.fail, 0);
-    CHECK_EQ(lt->sc.step, 3);
+    script_join(&lt->sc, th, 3);
     clnt_destroy(c);
-    rpcpeer_close(&lt->sc.p, false);
-    close(lt->sc.lfd);
-    free(lt);
+    script_free(&lt->sc);
 }
 
 /* RFC 8166 section 3.3.3 / draft 4.2.1: until the responder's first valid non-error
@@ -516,18 +521,13 @@ static void first_credit_done(CLIENT *clnt, void *arg, enum clnt_stat stat,
 
 TEST(rpcrdma_client_one_call_until_first_reply)
 {
-    struct script *sc = calloc(1, sizeof(*sc));
     uint16_t port;
-    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
-    CHECK(sc->lfd >= 0);
+    struct script *sc = script_new(sizeof(*sc), &port);
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, first_credit_server, sc), 0);
     struct uiw_rpc_clnt_attr a = {0};
-    a.no_vers_memory = true;
-    a.no_reconnect = true;
     a.xprt.vers_max = 1;
-    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
-    CHECK(c != NULL);
+    CLIENT *c = client_of(port, &a);
     struct uiw_rpc_conn_info ci;
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.vers, 1);
@@ -543,12 +543,8 @@ TEST(rpcrdma_client_one_call_until_first_reply)
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.credits, 8);
     clnt_destroy(c);
-    pthread_join(th, NULL);
-    CHECK_EQ(sc->fail, 0);
-    CHECK_EQ(sc->step, 3);
-    rpcpeer_close(&sc->p, false);
-    close(sc->lfd);
-    free(sc);
+    script_join(sc, th, 3);
+    script_free(sc);
 }
 
 /* Draft section 7: the client's first message is Version Two and at most 1024 bytes, even
@@ -590,15 +586,11 @@ static void *first_msg_server(void *arg)
 
 TEST(rpcrdma_client_first_message_small)
 {
-    struct script *sc = calloc(1, sizeof(*sc));
     uint16_t port;
-    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
-    CHECK(sc->lfd >= 0);
+    struct script *sc = script_new(sizeof(*sc), &port);
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, first_msg_server, sc), 0);
     struct uiw_rpc_clnt_attr a = {0};
-    a.no_vers_memory = true;
-    a.no_reconnect = true;
     a.xprt.ddp_threshold = 1u << 30;
     a.xprt.nxprops = UIW_RPC_XPROP_MAX;
     for (unsigned i = 0; i < UIW_RPC_XPROP_MAX; i++) {
@@ -606,8 +598,7 @@ TEST(rpcrdma_client_first_message_small)
         a.xprt.xprops[i].len = UIW_RPC_XPROP_DATA;
         memset(a.xprt.xprops[i].data, 'x', UIW_RPC_XPROP_DATA);
     }
-    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
-    CHECK(c != NULL);
+    CLIENT *c = client_of(port, &a);
     struct uiw_rpc_conn_info ci;
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.vers, 1);
@@ -620,15 +611,11 @@ TEST(rpcrdma_client_first_message_small)
     CHECK_EQ(clnt_call(c, 1, (xdrproc_t)xblob, (char *)&b, (xdrproc_t)xnone, NULL, TMO),
              RPC_SUCCESS);
     clnt_destroy(c);
-    pthread_join(th, NULL);
-    CHECK_EQ(sc->fail, 0);
-    CHECK_EQ(sc->step, 2);
+    script_join(sc, th, 2);
     CHECK(first_len > 600); /* the eight properties were in it */
     CHECK(first_len <= 1024);
     CHECK(call_len <= 1024);
-    rpcpeer_close(&sc->p, false);
-    close(sc->lfd);
-    free(sc);
+    script_free(sc);
 }
 
 /* A raw server that pulls the client's Read chunk slowly: one 4 KiB RDMA Read every
@@ -680,18 +667,13 @@ static void *slow_pull_server(void *arg)
  * (serving the Reads was the RNIC's work in its thread, not waiting), so it never sleeps. */
 TEST(rpcrdma_client_spin_outlasts_a_slow_pull)
 {
-    struct script *sc = calloc(1, sizeof(*sc));
     uint16_t port;
-    sc->lfd = rawpeer_tcp_listen(AF_INET, &port);
-    CHECK(sc->lfd >= 0);
+    struct script *sc = script_new(sizeof(*sc), &port);
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, slow_pull_server, sc), 0);
     struct uiw_rpc_clnt_attr a = {0};
-    a.no_vers_memory = true;
-    a.no_reconnect = true;
     a.xprt.spin_us = 50000; /* 50 ms: the pull takes 120 ms, a piece 4 */
-    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", port, PROG, 1, &a);
-    CHECK(c != NULL);
+    CLIENT *c = client_of(port, &a);
     static char buf[SLOW_READS * SLOW_PIECE];
     struct blob b = {sizeof(buf), buf};
     u_int res = 0;
@@ -703,10 +685,6 @@ TEST(rpcrdma_client_spin_outlasts_a_slow_pull)
     CHECK_EQ(res, sizeof(buf));
     CHECK_EQ(s1.sleeps - s0.sleeps, 0);
     clnt_destroy(c);
-    pthread_join(th, NULL);
-    CHECK_EQ(sc->fail, 0);
-    CHECK_EQ(sc->step, 2);
-    rpcpeer_close(&sc->p, false);
-    close(sc->lfd);
-    free(sc);
+    script_join(sc, th, 2);
+    script_free(sc);
 }
