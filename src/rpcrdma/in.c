@@ -462,12 +462,14 @@ static bool region_is(const struct uiw__rr_region *r, const struct uiw_rpcrdma_s
            s->length <= r->len;
 }
 
+/* The credits of a responder's message (c->lock held). */
 static void grant(struct uiw__rr_conn *c, uint32_t credit)
 {
     uint32_t g = credit ? credit : 1;
     if (g > c->req_max)
         g = c->req_max;
     c->credits = g;
+    c->credits_known = true;
     atomic_store_explicit(&c->credits_seen, g, memory_order_relaxed);
 }
 
@@ -586,7 +588,10 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
         uiw__rr_ibuf_put(c->dev, ib);
         return;
     }
-    grant(c, h->credit);
+    /* an error does not set the credit limit before a valid message did (draft section
+     * 7): until then the requester has one credit */
+    if (c->credits_known)
+        grant(c, h->credit);
     if (c->inflight)
         c->inflight--;
     q->rdma_err = e->errcode;
@@ -601,6 +606,7 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
             c->vers_fallback = true;
             uiw__rr_vers_settled(c, v);
             c->credits = 1;
+            c->credits_known = false;
             atomic_store_explicit(&c->credits_seen, 1, memory_order_relaxed);
             q->retried = true;
             q->requeue = true;
@@ -696,10 +702,14 @@ UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *i
             uiw__rr_dev_kick(c->dev);
             return;
         }
-        if (h.proc == UIW_RDMA2_CONNPROP && h.vers == 2)
+        /* the server's credit limit comes with its first valid message that is not an
+         * error (draft section 7): a CONNPROP here, else its first reply */
+        if (h.proc == UIW_RDMA2_CONNPROP && h.vers == 2) {
             uiw__rr_props_rx(c, &h);
-        if (h.vers == 2 && (h.proc == UIW_RDMA2_CONNPROP || h.proc == UIW_RDMA_ERROR))
+            uiw__lock_take(&c->lock);
             grant(c, h.credit);
+            uiw__lock_give(&c->lock);
+        }
         negotiated(c, h.vers);
         uiw__rr_dev_kick(c->dev);
         uiw__rr_kick_queue(c);

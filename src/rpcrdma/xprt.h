@@ -317,9 +317,10 @@ struct uiw__rr_conn {
     uint32_t nrecv;           /* receives kept posted */
     _Atomic uint32_t rposted; /* receives outstanding on the QP */
     /* requester */
-    uint32_t credits;  /* granted by the peer (>= 1) */
-    uint32_t req_max;  /* requested */
-    uint32_t inflight; /* requests holding a credit */
+    uint32_t credits;   /* granted by the peer (>= 1) */
+    bool credits_known; /* a valid message that is not an RDMA_ERROR set them (draft 7) */
+    uint32_t req_max;   /* requested */
+    uint32_t inflight;  /* requests holding a credit */
     struct uiw__rr_req *qhead, *qtail;
     struct uiw__rr_req **xtab;
     uint32_t xtab_mask;

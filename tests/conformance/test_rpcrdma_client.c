@@ -509,14 +509,24 @@ static void *first_credit_server(void *arg)
     return NULL;
 }
 
-static void first_credit_done(CLIENT *clnt, void *arg, enum clnt_stat stat,
-                              const struct rpc_err *err)
+static void count_done(CLIENT *clnt, void *arg, enum clnt_stat stat, const struct rpc_err *err)
 {
     (void)clnt;
     (void)err;
-    int *ok = arg;
-    if (stat == RPC_SUCCESS)
-        (*ok)++;
+    int *n = arg;
+    n[stat == RPC_SUCCESS ? 0 : stat == RPC_SYSTEMERROR ? 1 : 2]++;
+}
+
+/* n NULL calls made at once (asynchronous), and waited for: their outcomes are added to
+ * out[0] (RPC_SUCCESS), out[1] (RPC_SYSTEMERROR) and out[2] (any other). */
+static void null_calls(CLIENT *c, int n, int out[3])
+{
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(uiw_rpc_call_async(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO, NULL,
+                                    count_done, out),
+                 0);
+    while (uiw_rpc_clnt_pending(c) > 0)
+        CHECK(uiw_rpc_clnt_poll(c, WAIT) >= 0);
 }
 
 TEST(rpcrdma_client_one_call_until_first_reply)
@@ -532,18 +542,78 @@ TEST(rpcrdma_client_one_call_until_first_reply)
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.vers, 1);
     CHECK_EQ(ci.credits, 1);
-    int ok = 0;
-    for (int i = 0; i < 4; i++)
-        CHECK_EQ(uiw_rpc_call_async(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO, NULL,
-                                    first_credit_done, &ok),
-                 0);
-    while (uiw_rpc_clnt_pending(c) > 0)
-        CHECK(uiw_rpc_clnt_poll(c, WAIT) >= 0);
-    CHECK_EQ(ok, 4);
+    int n[3] = {0, 0, 0};
+    null_calls(c, 4, n);
+    CHECK_EQ(n[0], 4);
     CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
     CHECK_EQ(ci.credits, 8);
     clnt_destroy(c);
     script_join(sc, th, 3);
+    script_free(sc);
+}
+
+/* Draft section 7: the credit limit comes with the server's first valid message that is
+ * not an RDMA_ERROR. A server answers the client's CONNPROP with RDMA2_ERROR (it takes no
+ * property messages: INVAL_OPTION) and the first call with RDMA2_ERR_SYSTEM, both granting
+ * 8: the client goes on in Version Two with one call at a time until the reply to its
+ * second call grants 8; the other two then follow at once. */
+static void *error_credit_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.vers == 2 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    struct uiw_rpcrdma_hdr e = {.xid = sc->h.xid, .vers = 2, .credit = 8, .proc = UIW_RDMA_ERROR};
+    e.u.error.errcode = UIW_RDMA2_ERR_INVAL_OPTION;
+    EXPECT(rpcpeer_send_hdr(&sc->p, &e, NULL, 0) == 0);
+    sc->step = 1;
+    for (int k = 0; k < 2; k++) {
+        EXPECT(next(sc) == 1 && sc->h.vers == 2 && sc->h.proc == UIW_RDMA_MSG);
+        struct uiw_rpcrdma_hdr call = sc->h;
+        /* nothing more may come while this call is unanswered */
+        EXPECT(rpcpeer_recv_hdr(&sc->p, sc->msg, sizeof(sc->msg), &sc->len, &sc->h, &sc->sp, 300) ==
+               -ETIMEDOUT);
+        sc->h = call;
+        if (k == 0) {
+            e.xid = call.xid;
+            e.u.error.errcode = UIW_RDMA2_ERR_SYSTEM;
+            EXPECT(rpcpeer_send_hdr(&sc->p, &e, NULL, 0) == 0);
+        } else {
+            EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+        }
+        sc->step = 2 + k;
+    }
+    struct uiw_rpcrdma_hdr calls[2];
+    for (int k = 0; k < 2; k++) {
+        EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+        calls[k] = sc->h;
+    }
+    for (int k = 0; k < 2; k++) {
+        sc->h = calls[k];
+        EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+    }
+    sc->step = 4;
+    return NULL;
+}
+
+TEST(rpcrdma_client_no_credits_from_errors)
+{
+    uint16_t port;
+    struct script *sc = script_new(sizeof(*sc), &port);
+    pthread_t th;
+    CLIENT *c = client_to(sc, port, error_credit_server, &th);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.vers, 2);
+    CHECK_EQ(ci.credits, 1);
+    int n[3] = {0, 0, 0};
+    null_calls(c, 4, n);
+    script_join(sc, th, 4); /* it ends with its last reply */
+    CHECK_EQ(n[0], 3);
+    CHECK_EQ(n[1], 1);
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.credits, 8);
+    clnt_destroy(c);
     script_free(sc);
 }
 
