@@ -671,14 +671,22 @@ static void error_seen(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h)
                  uiw__rr_err_name(h->vers, code), h->xid, h->vers);
 }
 
+/* Whether this side speaks version v. */
+static bool vers_spoken(const struct uiw__rr_conn *c, uint32_t v)
+{
+    return v >= c->vmin && v <= c->vmax;
+}
+
 UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib)
 {
     struct uiw_rpcrdma_hdr h;
     int r = uiw_rpcrdma_decode(ib->data, ib->len, &h, &c->sp);
     if (r < 0) {
-        /* a header we cannot take: the error of the spec, with xid and vers copied */
+        /* a header we cannot take: the error of the spec, with xid and vers copied; the
+         * version comes first (RFC 8166 section 4.5, draft 7.2), so one we do not speak
+         * gets ERR_VERS whatever else its header holds */
         uint32_t code = uiw_rpcrdma_wire_error(r, h.vers);
-        if (r == UIW_E_RPCRDMA_VERS)
+        if (r == UIW_E_RPCRDMA_VERS || (h.nfixed >= 2 && !vers_spoken(c, h.vers)))
             code = UIW_RDMA_ERR_VERS;
         if (h.nfixed >= 2 && code)
             uiw__rr_send_error(c, h.xid, h.vers, code, NULL);
@@ -719,7 +727,7 @@ UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *i
         }
     }
     /* a version outside our range (a Version One only side receiving Version Two) */
-    if (h.vers < c->vmin || h.vers > c->vmax) {
+    if (!vers_spoken(c, h.vers)) {
         if (h.proc != UIW_RDMA_ERROR)
             uiw__rr_send_error(c, h.xid, h.vers, UIW_RDMA_ERR_VERS, NULL);
         uiw__rr_ibuf_put(c->dev, ib);

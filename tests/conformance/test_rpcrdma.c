@@ -220,6 +220,22 @@ static uint32_t words(uint8_t *b, const uint32_t *w, unsigned n)
     return 4 * n;
 }
 
+/* A NULL call of `vers` is answered by the reply that matches it. */
+static void null_served(struct fx *f, uint32_t xid, uint32_t vers)
+{
+    struct uiw_rpcrdma_hdr h = call_hdr(xid, vers, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_NULL, NULL, 0), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h, &f->x->sp,
+                              WAIT),
+             1);
+    CHECK_EQ(f->x->h.proc, UIW_RDMA_MSG);
+    CHECK_EQ(f->x->h.xid, xid);
+    CHECK_EQ(f->x->h.vers, vers);
+    if (vers == 2)
+        CHECK_EQ(f->x->h.u.chunks.direction, UIW_RPCRDMA_REPLY);
+    CHECK(f->x->h.credit >= 1);
+}
+
 /* ---------------------------------------------------------------- malformed headers */
 
 TEST(rpcrdma_malformed_headers_v2)
@@ -252,16 +268,7 @@ TEST(rpcrdma_malformed_headers_v2)
     /* a known property with an invalid value -> BAD_XDR (RBSIZ below 1024) */
     n = words(b, (uint32_t[]){0x5557, 2, 8, 6, 1, 1, 4, 512, 0}, 9);
     expect_error(&f->p, f->x, b, n, 0x5557, 2, UIW_RDMA2_ERR_BAD_XDR);
-    /* the connection survives all of it */
-    struct uiw_rpcrdma_hdr h = call_hdr(0x77, 2, UIW_RDMA_MSG, NULL, 0);
-    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_NULL, NULL, 0), 0);
-    CHECK_EQ(rpcpeer_recv_hdr(&f->p, f->x->msg, sizeof(f->x->msg), &f->x->len, &f->x->h, &f->x->sp,
-                              WAIT),
-             1);
-    CHECK_EQ(f->x->h.proc, UIW_RDMA_MSG);
-    CHECK_EQ(f->x->h.xid, 0x77);
-    CHECK_EQ(f->x->h.u.chunks.direction, UIW_RPCRDMA_REPLY);
-    CHECK(f->x->h.credit >= 1);
+    null_served(f, 0x77, 2); /* the connection survives all of it */
     struct uiw_rpc_xprt_stats st;
     CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
     CHECK_EQ(st.errors_sent[UIW_RDMA2_ERR_BAD_XDR], 4);
@@ -298,6 +305,31 @@ TEST(rpcrdma_vers1_only_server)
     expect_error(&f->p, f->x, b, n, 0xabc, 2, UIW_RDMA_ERR_VERS);
     CHECK_EQ(f->x->h.u.error.vers_low, 1);
     CHECK_EQ(f->x->h.u.error.vers_high, 1);
+    fx_down(f, false);
+}
+
+/* A Version One only server answers ERR_VERS to a Version Two header before reading the
+ * rest of it (RFC 8166 section 4.5, draft 7.2): an unknown procedure, a header cut short
+ * and a bad read list get ERR_VERS 1..1, not INVAL_PROC or BAD_XDR. */
+TEST(rpcrdma_vers1_only_server_checks_version_first)
+{
+    struct fx *f = fx_up(1, 0, 0);
+    uint8_t b[64];
+    uint32_t n = words(b, (uint32_t[]){0xabd, 2, 8, 10}, 4); /* procedure 10 */
+    expect_error(&f->p, f->x, b, n, 0xabd, 2, UIW_RDMA_ERR_VERS);
+    CHECK_EQ(f->x->h.u.error.vers_low, 1);
+    CHECK_EQ(f->x->h.u.error.vers_high, 1);
+    n = words(b, (uint32_t[]){0xabe, 2, 8}, 3); /* no procedure */
+    expect_error(&f->p, f->x, b, n, 0xabe, 2, UIW_RDMA_ERR_VERS);
+    n = words(b, (uint32_t[]){0xabf, 2, 8, 0, 0, 0, 7}, 7); /* read list discriminator 7 */
+    expect_error(&f->p, f->x, b, n, 0xabf, 2, UIW_RDMA_ERR_VERS);
+    CHECK_EQ(f->x->h.u.error.vers_high, 1);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
+    CHECK_EQ(st.errors_sent[UIW_RDMA_ERR_VERS], 3);
+    CHECK_EQ(st.errors_sent[UIW_RDMA2_ERR_BAD_XDR], 0);
+    CHECK_EQ(st.errors_sent[UIW_RDMA2_ERR_INVAL_PROC], 0);
+    null_served(f, 0xac0, 1); /* and a Version One call is served */
     fx_down(f, false);
 }
 
