@@ -347,13 +347,16 @@ struct uiw_rpc_prop_req {
     enum uiw_rpc_prop_result result;
 };
 
-/* Ask the peer to change its properties (REQPROP) and wait up to timeout_ms for its
- * RESPROP; each entry's result is filled in (draft 5.3.3: a property in none of, or in
- * more than one of, done/rejected/other counts as rejected; rdma_other entries for
- * properties not asked for are ignored). The peer's property values seen through
- * uiw_rpc_*_info change accordingly. Returns 0, -EPERM (a property the peer's CONNPROP
- * left out, or declared unchangeable in rdma_nochg: draft 5.3.1), -EPROTONOSUPPORT (not
- * Version Two), -ETIMEDOUT, -ENOTCONN, -EINVAL. */
+/* Ask the peer to change its properties (REQPROP) and wait up to timeout_ms (negative:
+ * without limit) for its RESPROP; each entry's result is filled in (draft 5.3.3: a
+ * property in none of, or in more than one of, done/rejected/other counts as rejected;
+ * rdma_other entries for properties not asked for are ignored). The peer's property
+ * values seen through uiw_rpc_*_info change accordingly. A peer that answers with
+ * RDMA2_ERROR ends the request at once, the entries untouched. Returns 0, -EOPNOTSUPP (the
+ * peer takes no property requests: RDMA2_ERR_INVAL_OPTION or RDMA2_ERR_INVAL_PROC, draft
+ * 5.3), -EPROTO (another RDMA2_ERROR), -EPERM (a property the peer's CONNPROP left out,
+ * or declared unchangeable in rdma_nochg: draft 5.3.1), -EPROTONOSUPPORT (not Version
+ * Two), -ETIMEDOUT, -ENOTCONN, -EINVAL. */
 UIW_EXTERN int uiw_rpc_clnt_request_props(CLIENT *clnt, struct uiw_rpc_prop_req *req, unsigned n,
                                           int timeout_ms);
 

@@ -583,7 +583,15 @@ static void error_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
         return;
     }
     struct uiw__rr_req *q = uiw__rr_xtab_get(c, h->xid);
-    if (!q || atomic_load(&q->state) != UIW__RR_REQ_SENT) {
+    bool call = q && atomic_load(&q->state) == UIW__RR_REQ_SENT;
+    if (uiw__rr_props_error(c, h, call)) {
+        /* the answer to our REQPROP: its caller wakes to the error */
+        uiw__lock_give(&c->lock);
+        uiw__rr_ibuf_put(c->dev, ib);
+        uiw__rr_dev_kick(c->dev);
+        return;
+    }
+    if (!call) {
         uiw__lock_give(&c->lock);
         uiw__rr_ibuf_put(c->dev, ib);
         return;

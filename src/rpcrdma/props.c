@@ -254,6 +254,22 @@ static void resprop_in(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h)
     uiw__rr_dev_kick(c->dev);
 }
 
+bool uiw__rr_props_error(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h, bool call_too)
+{
+    struct uiw__rr_props *p = &c->props;
+    uint32_t code = h->u.error.errcode;
+    if (h->vers != 2 || !p->req_pending || atomic_load(&p->req_answered) || h->xid != p->req_xid)
+        return false;
+    /* the xid of a REQPROP may be a call's too (draft 5.3.2): the call takes the errors a
+     * call can get, the REQPROP those only a property message can (INVAL_OPTION: the peer
+     * supports no such operation, draft 5.3; INVAL_PROC: it knows no such procedure) */
+    if (call_too && code != UIW_RDMA2_ERR_INVAL_OPTION && code != UIW_RDMA2_ERR_INVAL_PROC)
+        return false;
+    p->req_err = code;
+    atomic_store(&p->req_answered, true);
+    return true;
+}
+
 void uiw__rr_props_rx(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h)
 {
     uiw__lock_take(&c->lock);
@@ -313,6 +329,7 @@ int uiw__rr_request_props(struct uiw__rr_conn *c, struct uiw_rpc_prop_req *req, 
     }
     c->props.req_pending = true;
     atomic_store(&c->props.req_answered, false);
+    c->props.req_err = 0;
     c->props.req_xid = new_xid();
     c->props.req_n = n;
     memcpy(c->props.req, req, n * sizeof(*req));
@@ -329,6 +346,10 @@ int uiw__rr_request_props(struct uiw__rr_conn *c, struct uiw_rpc_prop_req *req, 
     uiw__lock_take(&c->lock);
     if (r == 0 && !atomic_load(&c->props.req_answered))
         r = -ENOTCONN;
+    uint32_t e = c->props.req_err;
+    if (r == 0 && e)
+        r = e == UIW_RDMA2_ERR_INVAL_OPTION || e == UIW_RDMA2_ERR_INVAL_PROC ? -EOPNOTSUPP
+                                                                             : -EPROTO;
     if (r == 0)
         memcpy(req, c->props.req, n * sizeof(*req));
     c->props.req_pending = false;

@@ -255,7 +255,8 @@ struct uiw__rr_props {
     bool peer_x_nochg[UIW_RPC_XPROP_MAX];
     /* our pending REQPROP (one at a time) */
     bool req_pending;
-    _Atomic bool req_answered;
+    _Atomic bool req_answered; /* by a RESPROP, or by an RDMA2_ERROR (req_err) */
+    uint32_t req_err;          /* the errcode of an RDMA2_ERROR that answered it, else 0 */
     uint32_t req_xid;
     unsigned req_n;
     struct uiw_rpc_prop_req req[UIW_RPCRDMA_MAX_PROPS];
@@ -704,6 +705,9 @@ uint32_t uiw__rr_credit_out(const struct uiw__rr_conn *c, bool reply_dir);
 void uiw__rr_props_init(struct uiw__rr_conn *c);
 int uiw__rr_send_connprop(struct uiw__rr_conn *c);
 void uiw__rr_props_rx(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h);
+/* An RDMA2_ERROR h (c->lock held): true when it answers our pending REQPROP, which then
+ * ends with it; call_too says a call in flight has its xid as well. */
+bool uiw__rr_props_error(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h, bool call_too);
 void uiw__rr_props_sizes(struct uiw__rr_conn *c);
 /* the per-server memory of Version One answers */
 bool uiw__rr_vmem_v1(const struct sockaddr *sa);

@@ -238,6 +238,96 @@ TEST(rpcrdma_client_resprop_rules)
     script_free(sc);
 }
 
+/* A raw server that answers three REQPROPs with RDMA2_ERROR (INVAL_OPTION, INVAL_PROC,
+ * BAD_XDR) and then a call with its reply. */
+static void *reqprop_error_server(void *arg)
+{
+    static const uint32_t codes[3] = {UIW_RDMA2_ERR_INVAL_OPTION, UIW_RDMA2_ERR_INVAL_PROC,
+                                      UIW_RDMA2_ERR_BAD_XDR};
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    EXPECT(connprop(sc, 8) == 0);
+    for (int i = 0; i < 3; i++) {
+        EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_REQPROP);
+        struct uiw_rpcrdma_hdr e = {
+            .xid = sc->h.xid, .vers = 2, .credit = 8, .proc = UIW_RDMA_ERROR};
+        e.u.error.errcode = codes[i];
+        EXPECT(rpcpeer_send_hdr(&sc->p, &e, NULL, 0) == 0);
+        sc->step = 1 + i;
+    }
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+    sc->step = 4;
+    return NULL;
+}
+
+struct unbounded {
+    CLIENT *c;
+    struct uiw_rpc_prop_req *r;
+    int ret;
+    atomic_bool done;
+};
+
+static void *unbounded_thread(void *arg)
+{
+    struct unbounded *u = arg;
+    u->ret = uiw_rpc_clnt_request_props(u->c, u->r, 1, -1);
+    atomic_store(&u->done, true);
+    return NULL;
+}
+
+/* uiw_rpc_clnt_request_props of r without a time limit: what it returned, or a failed test
+ * if it has not returned within WAIT ms. */
+static int request_unbounded(CLIENT *c, struct uiw_rpc_prop_req *r)
+{
+    struct unbounded u = {c, r, 0, false};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, unbounded_thread, &u), 0);
+    for (int i = 0; i < WAIT && !atomic_load(&u.done); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (!atomic_load(&u.done))
+        uiw_test_fail(__FILE__, __LINE__,
+                      "a property request answered with RDMA2_ERROR still "
+                      "waits after %d ms",
+                      WAIT);
+    pthread_join(th, NULL);
+    return u.ret;
+}
+
+/* Draft 5.3: a REQPROP answered with RDMA2_ERROR ends at once, even without a time
+ * limit: -EOPNOTSUPP when the peer takes no property requests (INVAL_OPTION, or
+ * INVAL_PROC), -EPROTO for another error; nothing of the request is applied, and the
+ * connection goes on. */
+TEST(rpcrdma_client_reqprop_answered_with_error)
+{
+    uint16_t port;
+    struct script *sc = script_new(sizeof(*sc), &port);
+    pthread_t th;
+    CLIENT *c = client_to(sc, port, reqprop_error_server, &th);
+    static const int want[3] = {-EOPNOTSUPP, -EOPNOTSUPP, -EPROTO};
+    for (int i = 0; i < 3; i++) {
+        struct uiw_rpc_prop_req r = {UIW_RPCRDMA_PROP_RBSIZ, 2048, UIW_RPC_PROP_OTHER};
+        CHECK_EQ(request_unbounded(c, &r), want[i]);
+        CHECK_EQ(r.result, UIW_RPC_PROP_OTHER); /* untouched */
+    }
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.peer_rbsiz, 4096);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
+    CHECK_EQ(st.errors_received[UIW_RDMA2_ERR_INVAL_OPTION], 1);
+    CHECK_EQ(st.errors_received[UIW_RDMA2_ERR_INVAL_PROC], 1);
+    CHECK_EQ(st.errors_received[UIW_RDMA2_ERR_BAD_XDR], 1);
+    script_join(sc, th, 4);
+    clnt_destroy(c);
+    script_free(sc);
+}
+
 static void *bad_reply_server(void *arg)
 {
     struct script *sc = arg;
