@@ -185,7 +185,19 @@ static void reqprop_in(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h)
     uint32_t nd = 0, nr = 0, no = 0;
     for (uint32_t i = 0; i < w->n; i++) {
         const struct uiw_rpcrdma_prop *q = &w->props[i];
-        if (q->which == UIW_RPCRDMA_PROP_RBSIZ) {
+        /* a property asked for more than once gets one answer, rejected, and keeps its
+         * value: done, rejected and other must not overlap (5.3.3) */
+        bool first = true, again = false;
+        for (uint32_t j = 0; j < w->n; j++) {
+            if (j != i && w->props[j].which == q->which) {
+                again = true;
+                first = first && j > i;
+            }
+        }
+        if (again) {
+            if (first)
+                rej[nr++] = q->which;
+        } else if (q->which == UIW_RPCRDMA_PROP_RBSIZ) {
             /* our receive buffers bound what the peer may send */
             uint32_t v = q->value;
             if (v >= UIW_RPCRDMA_RBSIZ_MIN && v <= c->inline_recv) {

@@ -333,6 +333,33 @@ TEST(rpcrdma_vers1_only_server_checks_version_first)
     fx_down(f, false);
 }
 
+/* Draft 5.3.3: rdma_done, rdma_rejected and rdma_other never overlap. A REQPROP naming
+ * RBSIZ twice (2048, which the server could take, then 8192, beyond its buffers) gets one
+ * answer for it, rejected, and none in done or other; BRS, named once, is done. */
+TEST(rpcrdma_reqprop_property_twice)
+{
+    struct fx *f = fx_up(2, 0, 0);
+    struct uiw_rpcrdma_prop want[3] = {{UIW_RPCRDMA_PROP_RBSIZ, 4, NULL, 2048},
+                                       {UIW_RPCRDMA_PROP_BRS, 4, NULL, UIW_RDMA2_BKREQSUP_INLINE},
+                                       {UIW_RPCRDMA_PROP_RBSIZ, 4, NULL, 8192}};
+    struct uiw_rpcrdma_hdr h = {.xid = 0x6600, .vers = 2, .credit = 4, .proc = UIW_RDMA2_REQPROP};
+    h.u.reqprop.want.n = 3;
+    h.u.reqprop.want.props = want;
+    CHECK_EQ(rpcpeer_send_hdr(&f->p, &h, NULL, 0), 0);
+    struct rx *x = f->x;
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->h.proc, UIW_RDMA2_RESPROP);
+    CHECK_EQ(x->h.xid, 0x6600);
+    CHECK(!uiw_rpcrdma_subset_has(&x->h.u.resprop.done, UIW_RPCRDMA_PROP_RBSIZ));
+    CHECK(uiw_rpcrdma_subset_has(&x->h.u.resprop.rejected, UIW_RPCRDMA_PROP_RBSIZ));
+    CHECK(uiw_rpcrdma_propset_find(&x->h.u.resprop.other, UIW_RPCRDMA_PROP_RBSIZ) == NULL);
+    CHECK(uiw_rpcrdma_subset_has(&x->h.u.resprop.done, UIW_RPCRDMA_PROP_BRS));
+    CHECK(!uiw_rpcrdma_subset_has(&x->h.u.resprop.rejected, UIW_RPCRDMA_PROP_BRS));
+    CHECK_EQ(x->h.u.resprop.other.n, 0);
+    null_served(f, 0x6601, 2);
+    fx_down(f, false);
+}
+
 /* ---------------------------------------------------------------- ONC RPC replies */
 
 /* Send an ONC RPC message given as words under an RDMA_MSG header of xid, and return the
