@@ -690,6 +690,17 @@ UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *i
     struct uiw_rpcrdma_hdr h;
     int r = uiw_rpcrdma_decode(ib->data, ib->len, &h, &c->sp);
     if (r < 0) {
+        if (h.nfixed >= 4 && h.proc == UIW_RDMA_ERROR) {
+            /* an error we cannot read (an unknown code, cut short): errors come from
+             * responders only (draft 6.2.2), and two peers answering each other's errors
+             * would go on for ever */
+            UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
+                     "RPC-over-RDMA error that does not decode (xid 0x%08x, version %u, code "
+                     "%u) dropped",
+                     h.xid, h.vers, h.u.error.errcode);
+            uiw__rr_ibuf_put(c->dev, ib);
+            return;
+        }
         /* a header we cannot take: the error of the spec, with xid and vers copied; the
          * version comes first (RFC 8166 section 4.5, draft 7.2), so one we do not speak
          * gets ERR_VERS whatever else its header holds */
@@ -778,12 +789,13 @@ UIW__DATAPATH static void on_recv(struct uiw__rr_conn *c, struct uiw__rr_ibuf *i
         if (dir == UIW_RPCRDMA_CALL) {
             intake(c, ib, &h);
         } else {
-            if (h.u.chunks.nreads) {
-                /* Read chunks appear only in calls: not a valid reply */
-                reply_error(c, &h, h.vers == 2 ? UIW_RDMA2_ERR_BAD_XDR : UIW_RDMA_ERR_CHUNK);
-                uiw__rr_ibuf_put(c->dev, ib);
-                return;
-            }
+            /* Read chunks appear only in calls: not a valid reply, which fails the call
+             * it answers (reply_in); a requester sends no error (draft 6.2.2) */
+            if (h.u.chunks.nreads)
+                UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
+                         "RPC-over-RDMA reply with a Read chunk (xid 0x%08x, version %u) "
+                         "refused",
+                         h.xid, h.vers);
             reply_in(c, ib, &h);
         }
         return;

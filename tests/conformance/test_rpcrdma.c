@@ -1023,6 +1023,35 @@ TEST(rpcrdma_unsolicited_replies)
     fx_down(f, false);
 }
 
+/* Draft 6.2.2: errors are sent by responders only. A Version Two REPLY carrying a Read
+ * chunk, an RDMA2_ERROR of an unknown code, one cut short and a Version One RDMA_ERROR of
+ * a code Version One does not have are dropped without an answer (an error for an error
+ * could go back and forth for ever); the next call is answered. */
+TEST(rpcrdma_no_error_for_a_reply_or_an_error)
+{
+    struct fx *f = fx_up(2, 0, 0);
+    static uint8_t mem[64];
+    struct uiw_rpcrdma_read_segment rs = {0, {0x500, 64, (uint64_t)(uintptr_t)mem}};
+    struct uiw_rpcrdma_hdr h = call_hdr(0x7700, 2, UIW_RDMA_MSG, &rs, 1);
+    h.u.chunks.direction = UIW_RPCRDMA_REPLY;
+    uint8_t b[64];
+    uint32_t n = words(b, (uint32_t[]){0x7700, 1, 0, 0, 0, 0}, 6); /* an RPC reply */
+    CHECK_EQ(rpcpeer_send_hdr(&f->p, &h, b, n), 0);
+    n = words(b, (uint32_t[]){0x7701, 2, 1, 4, 77}, 5);
+    CHECK_EQ(rpcpeer_send(&f->p, b, n), 0);
+    n = words(b, (uint32_t[]){0x7702, 2, 1, 4, UIW_RDMA2_ERR_REPLY_RESOURCE}, 5);
+    CHECK_EQ(rpcpeer_send(&f->p, b, n), 0);
+    n = words(b, (uint32_t[]){0x7703, 1, 1, 4, 3}, 5);
+    CHECK_EQ(rpcpeer_send(&f->p, b, n), 0);
+    null_served(f, 0x7704, 2); /* the first answer is this call's */
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(f->s.svc, &st), 0);
+    for (int i = 0; i < UIW_RPC_NERR; i++)
+        CHECK_EQ(st.errors_sent[i], 0);
+    CHECK_EQ(f->p.reads_served, 0);
+    fx_down(f, false);
+}
+
 /* ---------------------------------------------------------------- RFC 8797 defaults */
 
 /* A Version One client that sends no connection private data gets RFC 8797's defaults:

@@ -87,9 +87,11 @@ static int resprop(struct script *sc, uint32_t xid, const uint32_t *done, size_t
     return rpcpeer_send_hdr(&sc->p, &h, NULL, 0);
 }
 
-/* An RPC reply (accepted, SUCCESS) with `res` after it, for the call in sc->h. */
-static int reply(struct script *sc, uint32_t credit, const void *res, uint32_t rlen,
-                 const struct uiw_rpcrdma_write_chunk *wl, uint32_t nw)
+/* An RPC reply (accepted, SUCCESS) with `res` after it, for the call in sc->h, under the
+ * transport header h (reply: a Version Two RDMA_MSG granting credit, with the write list
+ * wl[0..nw)). */
+static int reply_hdr(struct script *sc, const struct uiw_rpcrdma_hdr *h, const void *res,
+                     uint32_t rlen)
 {
     uint8_t body[128];
     uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
@@ -97,12 +99,18 @@ static int reply(struct script *sc, uint32_t credit, const void *res, uint32_t r
         uiw__put_be32(body + 4 * i, w[i]);
     if (rlen)
         memcpy(body + 24, res, rlen);
+    return rpcpeer_send_hdr(&sc->p, h, body, 24 + rlen);
+}
+
+static int reply(struct script *sc, uint32_t credit, const void *res, uint32_t rlen,
+                 const struct uiw_rpcrdma_write_chunk *wl, uint32_t nw)
+{
     struct uiw_rpcrdma_hdr h = {
         .xid = sc->h.xid, .vers = 2, .credit = credit, .proc = UIW_RDMA_MSG};
     h.u.chunks.direction = UIW_RPCRDMA_REPLY;
     h.u.chunks.nwrites = nw;
     h.u.chunks.writes = (struct uiw_rpcrdma_write_chunk *)(uintptr_t)wl;
-    return rpcpeer_send_hdr(&sc->p, &h, body, 24 + rlen);
+    return reply_hdr(sc, &h, res, rlen);
 }
 
 static void *props_server(void *arg)
@@ -408,6 +416,59 @@ TEST(rpcrdma_client_bad_replies)
     script_free(sc);
 }
 
+/* A raw server that sends an RDMA2_ERROR of an unknown code, then answers the client's
+ * first call with a REPLY carrying a Read chunk, and its second with a good reply: what
+ * comes after each must be the client's next call, never an error. */
+static void *reply_with_read_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    EXPECT(connprop(sc, 8) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    /* an RDMA2_ERROR of code 77 (the codec encodes none: by hand), for no call */
+    uint8_t w[20];
+    uint32_t ew[5] = {sc->h.xid + 1000, 2, 8, UIW_RDMA_ERROR, 77};
+    for (int i = 0; i < 5; i++)
+        uiw__put_be32(w + 4 * i, ew[i]);
+    EXPECT(rpcpeer_send(&sc->p, w, sizeof(w)) == 0);
+    static uint8_t mem[64];
+    struct uiw_rpcrdma_read_segment rs = {0, {0x5200, 64, (uint64_t)(uintptr_t)mem}};
+    struct uiw_rpcrdma_hdr r = {.xid = sc->h.xid, .vers = 2, .credit = 8, .proc = UIW_RDMA_MSG};
+    r.u.chunks.direction = UIW_RPCRDMA_REPLY;
+    r.u.chunks.nreads = 1;
+    r.u.chunks.reads = &rs;
+    EXPECT(reply_hdr(sc, &r, NULL, 0) == 0);
+    sc->step = 1;
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+    sc->step = 2;
+    return NULL;
+}
+
+/* Draft 6.2.2: a requester sends no error. A reply carrying a Read chunk fails its call
+ * (RPC_CANTDECODERES) and an error of an unknown code is dropped, neither answered; the
+ * connection goes on. */
+TEST(rpcrdma_client_answers_no_reply_or_error)
+{
+    uint16_t port;
+    struct script *sc = script_new(sizeof(*sc), &port);
+    pthread_t th;
+    CLIENT *c = client_to(sc, port, reply_with_read_server, &th);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO),
+             RPC_CANTDECODERES);
+    CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    script_join(sc, th, 2);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
+    for (int i = 0; i < UIW_RPC_NERR; i++)
+        CHECK_EQ(st.errors_sent[i], 0);
+    CHECK_EQ(st.connections, 1);
+    clnt_destroy(c);
+    script_free(sc);
+}
+
 /* A raw server that answers the client's first call with RDMA2_ERROR / SYSTEM, its
  * second with a reply, and its third never. */
 static void *system_server(void *arg)
@@ -501,12 +562,8 @@ static void *late_vers_server(void *arg)
         sc->step = 3;
         return NULL;
     }
-    uint8_t body[24];
-    uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
-    for (int i = 0; i < 6; i++)
-        uiw__put_be32(body + 4 * i, w[i]);
     struct uiw_rpcrdma_hdr r = {.xid = sc->h.xid, .vers = 1, .credit = 8, .proc = UIW_RDMA_MSG};
-    EXPECT(rpcpeer_send_hdr(&sc->p, &r, body, sizeof(body)) == 0);
+    EXPECT(reply_hdr(sc, &r, NULL, 0) == 0);
     sc->step = 3;
     bool eof = false;
     rpcpeer_pump(&sc->p, WAIT, &eof);
@@ -582,14 +639,9 @@ static void *first_credit_server(void *arg)
            -ETIMEDOUT);
     sc->step = 2;
     sc->h = first;
-    uint8_t body[24];
     for (int k = 0; k < 4; k++) {
-        uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
-        for (int i = 0; i < 6; i++)
-            uiw__put_be32(body + 4 * i, w[i]);
         struct uiw_rpcrdma_hdr r = {.xid = sc->h.xid, .vers = 1, .credit = 8, .proc = UIW_RDMA_MSG};
-        r.u.chunks.direction = UIW_RPCRDMA_REPLY;
-        EXPECT(rpcpeer_send_hdr(&sc->p, &r, body, sizeof(body)) == 0);
+        EXPECT(reply_hdr(sc, &r, NULL, 0) == 0);
         if (k < 3)
             EXPECT(next(sc) == 1 && sc->h.vers == 1 && sc->h.proc == UIW_RDMA_MSG);
     }
@@ -732,12 +784,8 @@ static void *first_msg_server(void *arg)
     EXPECT(sc->h.u.chunks.nreads == 1 && sc->h.u.chunks.reads[0].position == 0);
     EXPECT(sc->h.u.chunks.reads[0].target.length > 3000);
     call_len = sc->len;
-    uint8_t body[24];
-    uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0};
-    for (int i = 0; i < 6; i++)
-        uiw__put_be32(body + 4 * i, w[i]);
     struct uiw_rpcrdma_hdr r = {.xid = sc->h.xid, .vers = 1, .credit = 8, .proc = UIW_RDMA_MSG};
-    EXPECT(rpcpeer_send_hdr(&sc->p, &r, body, sizeof(body)) == 0);
+    EXPECT(reply_hdr(sc, &r, NULL, 0) == 0);
     sc->step = 2;
     bool eof = false;
     rpcpeer_pump(&sc->p, WAIT, &eof);
