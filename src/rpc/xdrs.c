@@ -482,6 +482,10 @@ bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize)
         *cpp = (char *)(uintptr_t)p;
         return TRUE;
     }
+    /* the length is the peer's word (up to 4 GiB for opaque<>): the stream must hold the
+     * bytes and their pad before anything is allocated for them */
+    if ((uint64_t)size + pad_of(size) > (uint64_t)(s->k->body_len - s->xpos))
+        return FALSE;
     char *buf = calloc(1, size);
     if (!buf)
         return FALSE;

@@ -91,6 +91,23 @@ int uiw_test_set_lo(int up)
     return r;
 }
 
+long uiw_test_vm_kib(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        uiw_test_fail(__FILE__, __LINE__, "/proc/self/status: %s", strerror(errno));
+    char line[256];
+    size_t n = strlen(field);
+    long kib = -1;
+    while (kib < 0 && fgets(line, sizeof(line), f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            kib = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    if (kib < 0)
+        uiw_test_fail(__FILE__, __LINE__, "no %s in /proc/self/status", field);
+    return kib;
+}
+
 int uiw_test_private_net(void)
 {
     if (unshare(CLONE_NEWNET) < 0)

@@ -30,6 +30,9 @@ int uiw_test_set_lo(int up);
  * fixed ports (e.g. a protocol's default) collide with nothing: 0 or -errno (EPERM
  * without CAP_SYS_ADMIN). */
 int uiw_test_private_net(void);
+/* A size of this process from /proc/self/status, in KiB: field "VmSize" (its address
+ * space now), "VmPeak" (the most it ever had), ... The test fails if there is none. */
+long uiw_test_vm_kib(const char *field);
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \

@@ -250,20 +250,6 @@ TEST(badhandle_every_proc)
     srv_stop(&v);
 }
 
-/* The process's address space in KiB (VmSize). */
-static long vm_size_kb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    CHECK(f != NULL);
-    char line[256];
-    long kb = -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb;
-}
-
 /* A name (LOOKUP), and a symbolic link's path (SYMLINK), whose length claims 2 GiB:
  * bounded at decode (filename3, nfspath3), the server answers GARBAGE_ARGS at once, with
  * no such allocation (libtirpc's xdr_string allocates the claimed length before reading
@@ -274,7 +260,7 @@ TEST(huge_name_claim)
 {
     struct srv v;
     srv_start(&v, NULL);
-    long before = vm_size_kb();
+    long before = uiw_test_vm_kib("VmSize");
     uint32_t lookup[] = {htonl(32), 0, 0, 0, 0, 0, 0, 0, 0, htonl(0x7ffffff0u)};
     /* SYMLINK: directory handle, name "a", sattr3 with nothing set, then the path. */
     uint32_t symlink[] = {
@@ -314,7 +300,7 @@ TEST(huge_name_claim)
             close(fd);
         }
     }
-    long after = vm_size_kb();
+    long after = uiw_test_vm_kib("VmSize");
     if (after - before > 512 * 1024)
         uiw_test_fail(__FILE__, __LINE__, "address space grew by %ld MiB", (after - before) >> 10);
     struct uiw__nfs_tcp_counts tc;

@@ -21,6 +21,41 @@ static CLIENT *client(uint16_t port, uint32_t vers, uint32_t threshold)
     return tclnt(port, &ca);
 }
 
+/* An opaque<> whose length word is *len, followed by 8 bytes only. */
+static bool_t xdr_short_opaque(XDR *x, u_int *len)
+{
+    u_int zero = 0;
+    return xdr_u_int(x, len) && xdr_u_int(x, &zero) && xdr_u_int(x, &zero);
+}
+
+/* An opaque<> argument whose length says more than the call holds is refused
+ * (GARBAGE_ARGS) before anything is allocated for it (uiw_xdr_bytes): a length of almost
+ * 4 GiB costs the server no memory, where it once allocated all of it first. */
+TEST(rpc_opaque_longer_than_the_call)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = client(t.port, 2, 0);
+    long before = uiw_test_vm_kib("VmPeak");
+    u_int crc = 0;
+    u_int lens[2] = {0xFFFFFFF0u, 12}; /* each 8 bytes follow */
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(clnt_call(c, TP_SINK, (xdrproc_t)xdr_short_opaque, (char *)&lens[i],
+                           (xdrproc_t)xdr_u_int, (char *)&crc, TMO),
+                 RPC_CANTDECODEARGS);
+    long grown = uiw_test_vm_kib("VmPeak") - before;
+    if (grown > 256 * 1024)
+        uiw_test_fail(__FILE__, __LINE__, "the peak of virtual memory grew by %ld KiB", grown);
+    u_int eight = 8; /* a length the call holds */
+    CHECK_EQ(clnt_call(c, TP_SINK, (xdrproc_t)xdr_short_opaque, (char *)&eight,
+                       (xdrproc_t)xdr_u_int, (char *)&crc, TMO),
+             RPC_SUCCESS);
+    const uint8_t zeros[8] = {0};
+    CHECK_EQ(crc, uiw_crc32c(0, zeros, 8));
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
 /* A 1 MiB argument goes as a Read chunk; the server borrows it (uiw_xdr_bytes). */
 static void read_chunk(uint32_t vers)
 {
