@@ -92,7 +92,10 @@ struct uiw_rpc_xprt_attr {
      * server, as `--vers1-only`). */
     uint32_t vers_min, vers_max;
     /* Size of each receive buffer: the largest message accepted inline, advertised in
-     * RFC 8797 private data and as RBSIZ (0 -> 4096; 1024..262144, multiple of 1024). */
+     * RFC 8797 private data and as RBSIZ (0 -> 4096; 1024..262144, multiple of 1024).
+     * Where Version Two may be spoken (vers_max 2) it is at least 4096, the size every
+     * Version Two receiver takes (a peer may send that much before, or without, reading
+     * our RBSIZ): a smaller value is raised to it. */
     uint32_t inline_recv;
     /* Largest message sent inline (0 -> 4096), lowered to the peer's receive size. */
     uint32_t inline_send;

@@ -30,6 +30,11 @@ int uiw__rr_xprt_defaults(struct uiw_rpc_xprt_attr *a)
     if (a->inline_recv < 1024 || a->inline_recv > 262144 || a->inline_recv % 1024 ||
         a->inline_send < 1024 || a->inline_send > 262144)
         return -EINVAL;
+    /* a Version Two peer sends up to the default RBSIZ until it has read our CONNPROP, or
+     * if it ignores it (receivers must take 4096-byte messages): where Version Two may be
+     * spoken, that is the least we receive, and offer */
+    if (a->vers_max >= 2 && a->inline_recv < UIW_RPCRDMA_RBSIZ_DEFAULT)
+        a->inline_recv = UIW_RPCRDMA_RBSIZ_DEFAULT;
     if (!a->credits)
         a->credits = 128;
     if (a->credits > 1024)

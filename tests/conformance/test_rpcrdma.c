@@ -95,6 +95,15 @@ struct server {
     uint16_t port;
 };
 
+static void server_up_attr(struct server *s, const struct uiw_rpc_svc_attr *a)
+{
+    s->svc = uiw_rpc_svc_create(a);
+    CHECK(s->svc != NULL);
+    CHECK_EQ(uiw_rpc_svc_register(s->svc, PROG, 1, dispatch), 0);
+    CHECK_EQ(uiw_rpc_svc_start(s->svc), 0);
+    s->port = uiw_rpc_svc_port(s->svc);
+}
+
 static void server_up(struct server *s, uint32_t vers_max, uint32_t credits, uint32_t read_ms,
                       unsigned nthreads)
 {
@@ -103,11 +112,7 @@ static void server_up(struct server *s, uint32_t vers_max, uint32_t credits, uin
     a.xprt.credits = credits;
     a.read_timeout_ms = read_ms;
     a.nthreads = nthreads;
-    s->svc = uiw_rpc_svc_create(&a);
-    CHECK(s->svc != NULL);
-    CHECK_EQ(uiw_rpc_svc_register(s->svc, PROG, 1, dispatch), 0);
-    CHECK_EQ(uiw_rpc_svc_start(s->svc), 0);
-    s->port = uiw_rpc_svc_port(s->svc);
+    server_up_attr(s, &a);
 }
 
 static void server_down(struct server *s)
@@ -1049,6 +1054,56 @@ TEST(rpcrdma_no_error_for_a_reply_or_an_error)
     for (int i = 0; i < UIW_RPC_NERR; i++)
         CHECK_EQ(st.errors_sent[i], 0);
     CHECK_EQ(f->p.reads_served, 0);
+    fx_down(f, false);
+}
+
+/* A server set to receive 1024 bytes inline still receives, and offers, 4096 where it
+ * speaks Version Two: a Version Two peer may send that much without reading its CONNPROP
+ * (or RFC 8797 private data). Such a peer's call of 3 KiB inline, after the server's
+ * CONNPROP, is answered (it once met a 1024-byte receive and the connection's end). */
+TEST(rpcrdma_v2_receives_the_default_size)
+{
+    struct uiw_rpc_svc_attr a = {0};
+    a.xprt.inline_recv = 1024;
+    struct fx *f = calloc(1, sizeof(*f));
+    server_up_attr(&f->s, &a);
+    connect_peer(&f->p, &f->s);
+    f->x = rx_new();
+    struct uiw_rpcrdma_cm_private pd;
+    CHECK_EQ(uiw_rpcrdma_cm_private_decode(f->p.peer_pd, f->p.peer_pd_len, &pd), 0);
+    CHECK_EQ(pd.recv_size, 4096);
+    f->p.keep_connprop = true;
+    struct uiw_rpcrdma_hdr h = call_hdr(0x7800, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&f->p, &h, 0, PROG, P_NULL, NULL, 0), 0);
+    struct rx *x = f->x;
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->h.proc, UIW_RDMA2_CONNPROP);
+    const struct uiw_rpcrdma_prop *rb =
+        uiw_rpcrdma_propset_find(&x->h.u.connprop.start, UIW_RPCRDMA_PROP_RBSIZ);
+    CHECK(rb != NULL);
+    CHECK_EQ(rb->value, 4096);
+    f->p.keep_connprop = false;
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->h.xid, 0x7800);
+    /* opaque<> of 3000 bytes inline: length word, bytes, pad */
+    static uint8_t args[4 + 3000];
+    uiw__put_be32(args, 3000);
+    u_int sum = 0;
+    for (int i = 0; i < 3000; i++) {
+        args[4 + i] = (uint8_t)(i * 5);
+        sum += args[4 + i];
+    }
+    static uint8_t call[40 + sizeof(args)];
+    uint32_t cl = rpcpeer_rpc_call(call, 0x7801, PROG, 1, P_SINK, args, sizeof(args));
+    h = call_hdr(0x7801, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_hdr(&f->p, &h, call, cl), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&f->p, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->h.proc, UIW_RDMA_MSG);
+    CHECK_EQ(x->h.xid, 0x7801);
+    const uint8_t *rp = x->msg + x->h.hdr_len;
+    CHECK_EQ(x->len - x->h.hdr_len, 28);
+    CHECK_EQ(uiw__get_be32(rp + 20), 0);
+    CHECK_EQ(uiw__get_be32(rp + 24), sum);
     fx_down(f, false);
 }
 
