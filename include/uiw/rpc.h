@@ -107,7 +107,8 @@ struct uiw_rpc_xprt_attr {
      * server; 0 -> 8, at most 64). Server: backward calls it asks for (0 -> 8). */
     uint32_t bc_credits;
     /* Client: Backward Request Support advertised (Version Two). With NONE, a backward
-     * call a server sends anyway is refused with RDMA2_ERR_SYSTEM and never runs. */
+     * call a server sends anyway is refused with RDMA2_ERR_SYSTEM and never runs. A
+     * peer's property request (REQPROP) may lower it, never raise it. */
     enum uiw_rpc_brs brs;
     /* An opaque or string of at least this many bytes moves by RDMA (a chunk) instead of
      * inline (0 -> 1024; at least 64). */

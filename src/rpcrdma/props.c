@@ -211,8 +211,14 @@ static void reqprop_in(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h)
                 rej[nr++] = q->which;
             }
         } else if (q->which == UIW_RPCRDMA_PROP_BRS) {
-            c->props.brs = q->value;
-            done[nd++] = q->which;
+            /* fewer backward calls than this side takes, not more: a side that said NONE
+             * (or INLINE) serves none (or none with chunks), whoever asks */
+            if (q->value <= c->props.brs) {
+                c->props.brs = q->value;
+                done[nd++] = q->which;
+            } else {
+                rej[nr++] = q->which;
+            }
         } else {
             rej[nr++] = q->which; /* unknown, or experimental: not changed on request */
         }

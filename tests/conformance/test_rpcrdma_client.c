@@ -469,6 +469,79 @@ TEST(rpcrdma_client_answers_no_reply_or_error)
     script_free(sc);
 }
 
+#define CBPROG 0x20000aa2u
+
+static atomic_int bc_runs;
+
+static void bc_dispatch(struct svc_req *rq, SVCXPRT *x)
+{
+    (void)rq;
+    atomic_fetch_add(&bc_runs, 1);
+    svc_sendreply(x, (xdrproc_t)xnone, NULL);
+}
+
+/* A raw server that, while the client waits for its call's reply, asks it (REQPROP) to
+ * take backward calls with chunks (BRS GENL), then sends it a backward call. */
+static void *brs_request_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    const struct uiw_rpcrdma_prop *brs =
+        uiw_rpcrdma_propset_find(&sc->h.u.connprop.start, UIW_RPCRDMA_PROP_BRS);
+    EXPECT(brs && brs->value == UIW_RDMA2_BKREQSUP_NONE);
+    EXPECT(connprop(sc, 8) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+    struct uiw_rpcrdma_hdr call = sc->h;
+    struct uiw_rpcrdma_prop genl = {UIW_RPCRDMA_PROP_BRS, 4, NULL, UIW_RDMA2_BKREQSUP_GENL};
+    struct uiw_rpcrdma_hdr q = {.xid = 0x4400, .vers = 2, .credit = 8, .proc = UIW_RDMA2_REQPROP};
+    q.u.reqprop.want.n = 1;
+    q.u.reqprop.want.props = &genl;
+    EXPECT(rpcpeer_send_hdr(&sc->p, &q, NULL, 0) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_RESPROP && sc->h.xid == 0x4400);
+    EXPECT(uiw_rpcrdma_subset_has(&sc->h.u.resprop.rejected, UIW_RPCRDMA_PROP_BRS));
+    EXPECT(!uiw_rpcrdma_subset_has(&sc->h.u.resprop.done, UIW_RPCRDMA_PROP_BRS));
+    sc->step = 1;
+    struct uiw_rpcrdma_hdr bc = {.xid = 0x4401, .vers = 2, .credit = 8, .proc = UIW_RDMA_MSG};
+    bc.u.chunks.direction = UIW_RPCRDMA_CALL;
+    uint8_t b[64];
+    uint32_t bl = rpcpeer_rpc_call(b, bc.xid, CBPROG, 1, 0, NULL, 0);
+    EXPECT(rpcpeer_send_hdr(&sc->p, &bc, b, bl) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_ERROR && sc->h.xid == 0x4401);
+    EXPECT(sc->h.vers == 2 && sc->h.u.error.errcode == UIW_RDMA2_ERR_SYSTEM);
+    sc->step = 2;
+    sc->h = call;
+    EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+    sc->step = 3;
+    return NULL;
+}
+
+/* BRS NONE holds whoever asks: a client that said it takes no backward calls rejects a
+ * REQPROP for BRS GENL (it would have taken it, then run the server's backward calls),
+ * and refuses the backward call that follows with RDMA2_ERR_SYSTEM, never running it. */
+TEST(rpcrdma_client_brs_none_not_raised_on_request)
+{
+    uint16_t port;
+    struct script *sc = script_new(sizeof(*sc), &port);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, brs_request_server, sc), 0);
+    struct uiw_rpc_clnt_attr a = {0};
+    a.xprt.brs = UIW_RPC_BRS_NONE;
+    CLIENT *c = client_of(port, &a);
+    CHECK_EQ(uiw_rpc_clnt_bc_register(c, CBPROG, 1, bc_dispatch), 0);
+    atomic_store(&bc_runs, 0);
+    enum clnt_stat st = clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO);
+    script_join(sc, th, 3);
+    CHECK_EQ(st, RPC_SUCCESS);
+    CHECK_EQ(atomic_load(&bc_runs), 0);
+    struct uiw_rpc_conn_info ci;
+    CHECK_EQ(uiw_rpc_clnt_info(c, &ci), 0);
+    CHECK_EQ(ci.local_brs, UIW_RDMA2_BKREQSUP_NONE);
+    clnt_destroy(c);
+    script_free(sc);
+}
+
 /* A raw server that answers the client's first call with RDMA2_ERROR / SYSTEM, its
  * second with a reply, and its third never. */
 static void *system_server(void *arg)
