@@ -12,6 +12,12 @@
  * reply is encoded into pooled buffers after a four-byte record mark; bytes the
  * procedure read into memory lent by this call (uiw__nfs_xprt_getbuf: a READ's payload)
  * are referenced where they lie instead of copied.
+ *
+ * NFS procedures that change something (the ones knfsd keeps replies of: SETATTR, WRITE,
+ * CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) go through the server's
+ * duplicate-reply cache (rpc/drc.h, shared with RPC-over-RDMA): a call sent again after
+ * a lost connection gets the first one's reply instead of running twice, and one that
+ * comes while the first still runs gets none (the first one's reply answers it).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,6 +25,7 @@
 
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
+#include "rpc/drc.h"
 #include "rpc/msg.h"
 
 #define NFS_PROGRAM_NUM   100003
@@ -319,6 +326,71 @@ void *uiw__nfs_tcp_getbuf(SVCXPRT *xprt, size_t len)
 
 /* ---------------------------------------------------------------- running it */
 
+/* The NFS version 3 procedures whose replies are kept: those that change something. */
+static int nfs3_changes(uint32_t proc)
+{
+    switch (proc) {
+    case 2:  /* SETATTR */
+    case 7:  /* WRITE */
+    case 8:  /* CREATE */
+    case 9:  /* MKDIR */
+    case 10: /* SYMLINK */
+    case 11: /* MKNOD */
+    case 12: /* REMOVE */
+    case 13: /* RMDIR */
+    case 14: /* RENAME */
+    case 15: /* LINK */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The reply of the call's first run, from the cache, as the reply record (1); or none, the
+ * first run going on (1); or 0: run it, with *slot the cache's entry for its reply. */
+static int replay(struct tcall *c, struct uiw__drc *d, const struct uiw__drc_key *k, int *slot)
+{
+    struct uiw__nfs_buf *b = uiw__nfs_pool_small(c->pool);
+    if (!b)
+        return 0; /* run it, uncached */
+    uint32_t len = 0;
+    switch (uiw__drc_begin(d, k, c, slot, b->data + 4, (uint32_t)b->cap - 4, &len)) {
+    case UIW__DRC_HIT: {
+        struct uiw__nfs_reply *r = c->out;
+        uint32_t mark = htonl(0x80000000u | len);
+        memcpy(b->data, &mark, 4);
+        r->own[r->nown++] = b;
+        r->iov[r->niov++] = (struct iovec){b->data, 4 + (size_t)len};
+        r->len = 4 + (size_t)len;
+        c->replied = 1;
+        atomic_fetch_add_explicit(&c->s->drc_hits, 1, memory_order_relaxed);
+        return 1;
+    }
+    case UIW__DRC_WAIT:
+        uiw__nfs_pool_put(c->pool, b);
+        atomic_fetch_add_explicit(&c->s->drc_drops, 1, memory_order_relaxed);
+        return 1;
+    default:
+        uiw__nfs_pool_put(c->pool, b);
+        return 0;
+    }
+}
+
+/* The call's reply goes into the cache (its bytes after the record mark). */
+static void keep(struct tcall *c, struct uiw__drc *d, int slot)
+{
+    struct uiw__nfs_reply *r = c->out;
+    struct iovec iov[UIW__NFS_REPLY_IOV];
+    int n = 0;
+    for (int i = 0; i < r->niov; i++)
+        iov[n++] = r->iov[i];
+    if (c->replied && n && iov[0].iov_len >= 4) {
+        iov[0].iov_base = (char *)iov[0].iov_base + 4;
+        iov[0].iov_len -= 4;
+    }
+    uiw__drc_end(d, slot, c, iov, n, c->replied);
+}
+
 int uiw__nfs_call_run(struct uiw__nfsd *s, struct uiw__nfs_pool *pool,
                       const struct uiw__nfs_peer *peer, char *rec, size_t len,
                       struct uiw__nfs_buf *reserved, struct uiw__nfs_reply *out)
@@ -370,7 +442,18 @@ int uiw__nfs_call_run(struct uiw__nfsd *s, struct uiw__nfs_pool *pool,
         goto done;
     }
     if (rq.rq_prog == NFS_PROGRAM_NUM) {
-        if (rq.rq_vers == 3)
+        if (rq.rq_vers == 3 && s->drc && nfs3_changes(rq.rq_proc) && len > 4) {
+            struct uiw__drc_key k;
+            uiw__drc_key(&k, UIW__DRC_TCP, c.hdr.xid, c.hdr.prog, c.hdr.vers, c.hdr.proc, &c.raddr,
+                         rec + 4, len - 4);
+            int slot = -1;
+            if (replay(&c, s->drc, &k, &slot) != 0)
+                goto done;
+            uiw__nfs3_dispatch(s, &rq, &c.xprt);
+            if (!c.replied)
+                reject(&c, SYSTEM_ERR, 0, 0);
+            keep(&c, s->drc, slot);
+        } else if (rq.rq_vers == 3)
             uiw__nfs3_dispatch(s, &rq, &c.xprt);
         else
             reject(&c, PROG_MISMATCH, 3, 3);

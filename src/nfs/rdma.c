@@ -13,6 +13,7 @@
 
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
+#include "rpc/drc.h"
 
 #if UIW_NFS_HAVE_RDMA
 #include <uiw/rpc.h>
@@ -94,6 +95,11 @@ int uiw__nfs_rdma_stats(struct uiw__nfs_rdma *r, struct uiw_rpc_xprt_stats *st)
     return r ? uiw_rpc_svc_xprt_stats(r->svc, st) : -ENOTCONN;
 }
 
+struct uiw__drc *uiw__nfs_rdma_drc(struct uiw__nfs_rdma *r)
+{
+    return r ? uiw__rpc_svc_drc(r->svc) : NULL;
+}
+
 int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)
 {
     return uiw_svc_is_rdma(xprt);
@@ -133,6 +139,12 @@ int uiw__nfs_rdma_stats(struct uiw__nfs_rdma *r, struct uiw_rpc_xprt_stats *st)
 {
     (void)st;
     return r ? -EPROTONOSUPPORT : -ENOTCONN;
+}
+
+struct uiw__drc *uiw__nfs_rdma_drc(struct uiw__nfs_rdma *r)
+{
+    (void)r;
+    return NULL;
 }
 
 int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "nfs/server.h"
+#include "rpc/drc.h"
 
 void uiw__nfsd_opts_default(struct uiw__nfsd_opts *o)
 {
@@ -124,12 +125,27 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+    /* RDMA first: its duplicate-reply cache is TCP's too */
+    if (s->opts.rdma_port >= 0) {
+        s->rdma =
+            uiw__nfs_rdma_listen(s, s->opts.addr, s->opts.rdma_port, &s->ports[UIW__NFSD_RDMA]);
+        if (!s->rdma && errno != EPROTONOSUPPORT)
+            return -errno;
+    }
+    s->drc = uiw__nfs_rdma_drc(s->rdma);
+    if (!s->drc) {
+        s->drc = uiw__drc_create(1024, 4096);
+        s->drc_own = 1;
+        if (!s->drc) {
+            uiw__nfs_rdma_close(s->rdma);
+            s->rdma = NULL;
+            return -ENOMEM;
+        }
+    }
     if (s->opts.tcp_port >= 0 || s->opts.mount_port >= 0) {
         s->tcp = uiw__nfs_tcp_create(s);
-        if (!s->tcp)
-            return -errno;
-        int rc = 0;
-        if (s->opts.tcp_port >= 0)
+        int rc = s->tcp ? 0 : -errno;
+        if (rc == 0 && s->opts.tcp_port >= 0)
             rc = uiw__nfs_tcp_listen(s->tcp, s->opts.addr, s->opts.tcp_port,
                                      &s->ports[UIW__NFSD_TCP]);
         if (rc == 0 && s->opts.mount_port >= 0)
@@ -140,17 +156,9 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
         if (rc != 0) {
             uiw__nfs_tcp_destroy(s->tcp);
             s->tcp = NULL;
+            uiw__nfs_rdma_close(s->rdma);
+            s->rdma = NULL;
             return rc;
-        }
-    }
-    if (s->opts.rdma_port >= 0) {
-        s->rdma =
-            uiw__nfs_rdma_listen(s, s->opts.addr, s->opts.rdma_port, &s->ports[UIW__NFSD_RDMA]);
-        if (!s->rdma && errno != EPROTONOSUPPORT) {
-            int err = errno;
-            uiw__nfs_tcp_destroy(s->tcp);
-            s->tcp = NULL;
-            return -err;
         }
     }
     s->started = 1;
@@ -173,8 +181,11 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
 {
     if (!s)
         return;
-    uiw__nfs_rdma_close(s->rdma);
+    /* TCP first: its calls use the RDMA server's duplicate-reply cache */
     uiw__nfs_tcp_destroy(s->tcp);
+    uiw__nfs_rdma_close(s->rdma);
+    if (s->drc_own)
+        uiw__drc_free(s->drc);
     uiw__nfs_fhcache_destroy(s->fhcache);
     for (unsigned i = 0; i < s->nexports; i++) {
         close(s->exports[i].rootfd);

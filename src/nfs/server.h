@@ -3,6 +3,7 @@
 #define UIW_NFS_SERVER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -147,6 +148,11 @@ struct uiw__nfsd {
         unsigned long left_out[UIW__NFSD_REFUSED_KINDS];
     } refusals;
     struct uiw__nfs_tcp *tcp; /* NFS and MOUNT over TCP */
+    /* the duplicate-reply cache of both transports: the RPC-over-RDMA server's, or one of
+     * TCP's own without it (drc_own) */
+    struct uiw__drc *drc;
+    int drc_own;
+    _Atomic unsigned long drc_hits, drc_drops; /* TCP's: replayed, dropped while running */
     struct uiw__nfs_rdma *rdma;
     int ports[3];
     int started;
@@ -177,6 +183,9 @@ static inline uint32_t uiw__nfsd_max_io(const struct uiw__nfsd *s)
 }
 
 /* ---- RPC-over-RDMA (rdma.c) ---- */
+
+/* The RPC-over-RDMA server's duplicate-reply cache (NULL without one). */
+struct uiw__drc *uiw__nfs_rdma_drc(struct uiw__nfs_rdma *r);
 
 struct uiw__nfs_rdma;
 /* NULL + errno (EPROTONOSUPPORT: built without the RPC layer; EBUSY: another server of

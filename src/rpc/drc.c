@@ -1,10 +1,12 @@
 /*
  * The duplicate-reply cache: a call sent again (after a lost connection, or after
  * REPLY_RESOURCE) is answered with the reply of its first execution instead of running
- * twice. Entries are keyed by XID, program, version, procedure, the requester's address
- * (without the port: a reconnecting client comes from another one) and a checksum of the
- * call's first bytes; a fixed table with room for one reply each, reused in clock order.
- * A server's forward calls and a client's backward calls each have one.
+ * twice. Entries are keyed by XID, program, version, procedure, the transport, the requester's
+ * address (without the port: a reconnecting client comes from another one) and a
+ * checksum of the call's first bytes, as knfsd keys them; a fixed table with room for
+ * one reply each, reused in clock order. A server's forward calls and a client's
+ * backward calls each have one; another transport's server (uiw-nfsd's TCP) keeps its
+ * calls' replies in it too, as bytes (drc.h): one bound on the memory of both.
  *
  * A reply answered with RDMA2_ERR_REPLY_RESOURCE is sent again, with a larger Reply chunk,
  * whatever its size: one larger than an entry's room is kept in its own buffer (taken
@@ -17,22 +19,21 @@
 
 #include <uiw/wire.h>
 
+#include "rpc/drc.h"
 #include "rpc/rpc_internal.h"
 
 enum { E_FREE = 0, E_BUSY, E_DONE };
 
 struct drc_ent {
     int state;
-    uint32_t xid, prog, vers, proc, csum;
-    uint8_t family;
-    uint8_t addr[16];
+    struct uiw__drc_key key;
     uint32_t hnext; /* index + 1 of the next entry of the bucket, 0: none */
     uint32_t bucket;
     /* a reply kept in its own buffer (one of them), and its place in `kept` (+ 1) */
     struct uiw__rr_ibuf *kib;
     struct uiw__rr_bulk *kbulk;
     uint32_t kslot;
-    struct uiw__rpc_scall *owner;
+    void *owner; /* an RDMA call, or another transport's token */
     struct uiw__rpc_scall *waiter;
     uint32_t len;
 };
@@ -104,40 +105,41 @@ void uiw__drc_free(struct uiw__drc *d)
     free(d);
 }
 
-struct key {
-    uint32_t xid, prog, vers, proc, csum;
-    uint8_t family;
-    uint8_t addr[16];
-};
-
-static void key_of(const struct uiw__rpc_scall *s, struct key *k)
+void uiw__drc_key(struct uiw__drc_key *k, uint8_t xprt, uint32_t xid, uint32_t prog, uint32_t vers,
+                  uint32_t proc, const struct sockaddr_storage *peer, const void *start, size_t n)
 {
     memset(k, 0, sizeof(*k));
-    k->xid = s->hdr.xid;
-    k->prog = s->hdr.prog;
-    k->vers = s->hdr.vers;
-    k->proc = s->hdr.proc;
-    const struct sockaddr_storage *a = &s->k.conn->peer;
-    k->family = (uint8_t)a->ss_family;
-    if (a->ss_family == AF_INET6)
-        memcpy(k->addr, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
-    else
-        memcpy(k->addr, &((const struct sockaddr_in *)a)->sin_addr, 4);
+    k->xid = xid;
+    k->prog = prog;
+    k->vers = vers;
+    k->proc = proc;
+    k->xprt = xprt;
+    k->family = (uint8_t)peer->ss_family;
+    if (peer->ss_family == AF_INET6)
+        memcpy(k->addr, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+    else if (peer->ss_family == AF_INET)
+        memcpy(k->addr, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+    k->csum = uiw_crc32c(0, start, n > 256 ? 256 : n);
+}
+
+static void key_of(const struct uiw__rpc_scall *s, struct uiw__drc_key *k)
+{
     /* the call's first bytes after its xid (those of the first piece) */
     const struct uiw__rr_piece *p = &s->k.pieces[0];
     uint32_t n = p->len > 4 ? p->len - 4 : 0;
-    if (n > 256)
-        n = 256;
-    k->csum = uiw_crc32c(0, p->p + 4, n);
+    uiw__drc_key(k, UIW__DRC_RDMA, s->hdr.xid, s->hdr.prog, s->hdr.vers, s->hdr.proc,
+                 &s->k.conn->peer, n ? p->p + 4 : p->p, n);
 }
 
-static bool key_eq(const struct drc_ent *e, const struct key *k)
+static bool key_eq(const struct drc_ent *e, const struct uiw__drc_key *k)
 {
-    return e->xid == k->xid && e->prog == k->prog && e->vers == k->vers && e->proc == k->proc &&
-           e->csum == k->csum && e->family == k->family && memcmp(e->addr, k->addr, 16) == 0;
+    const struct uiw__drc_key *a = &e->key;
+    return a->xid == k->xid && a->prog == k->prog && a->vers == k->vers && a->proc == k->proc &&
+           a->csum == k->csum && a->xprt == k->xprt && a->family == k->family &&
+           memcmp(a->addr, k->addr, 16) == 0;
 }
 
-static uint32_t bucket_of(const struct uiw__drc *d, const struct key *k)
+static uint32_t bucket_of(const struct uiw__drc *d, const struct uiw__drc_key *k)
 {
     uint32_t h = k->xid * 2654435761u ^ uiw_crc32c(0, k->addr, 16);
     return h & d->hmask;
@@ -156,16 +158,10 @@ static void unlink_ent(struct uiw__drc *d, uint32_t idx)
     unkeep(d, e);
 }
 
-static void link_ent(struct uiw__drc *d, uint32_t idx, const struct key *k)
+static void link_ent(struct uiw__drc *d, uint32_t idx, const struct uiw__drc_key *k)
 {
     struct drc_ent *e = &d->e[idx];
-    e->xid = k->xid;
-    e->prog = k->prog;
-    e->vers = k->vers;
-    e->proc = k->proc;
-    e->csum = k->csum;
-    e->family = k->family;
-    memcpy(e->addr, k->addr, 16);
+    e->key = *k;
     e->bucket = bucket_of(d, k);
     e->hnext = d->heads[e->bucket];
     d->heads[e->bucket] = idx + 1;
@@ -193,9 +189,30 @@ static bool fill(struct uiw__drc *d, struct drc_ent *e, struct uiw__rpc_scall *s
     return true;
 }
 
+/* A new entry for k, owned by owner, in clock order, never one whose call still runs: its
+ * index, or -1 when every entry's call runs. d->lock held. */
+static int claim(struct uiw__drc *d, const struct uiw__drc_key *k, void *owner)
+{
+    for (uint32_t tries = 0; tries < d->n; tries++) {
+        uint32_t idx = d->clock++ % d->n;
+        struct drc_ent *e = &d->e[idx];
+        if (e->state == E_BUSY)
+            continue;
+        if (e->state != E_FREE)
+            unlink_ent(d, idx);
+        link_ent(d, idx, k);
+        e->state = E_BUSY;
+        e->owner = owner;
+        e->waiter = NULL;
+        e->len = 0;
+        return (int)idx;
+    }
+    return -1;
+}
+
 enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s)
 {
-    struct key k;
+    struct uiw__drc_key k;
     key_of(s, &k);
     s->drc_slot = -1;
     pthread_mutex_lock(&d->lock);
@@ -217,22 +234,7 @@ enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall 
         }
         break;
     }
-    /* a new entry, in clock order, never one whose call still runs */
-    for (uint32_t tries = 0; tries < d->n; tries++) {
-        uint32_t idx = d->clock++ % d->n;
-        struct drc_ent *e = &d->e[idx];
-        if (e->state == E_BUSY)
-            continue;
-        if (e->state != E_FREE)
-            unlink_ent(d, idx);
-        link_ent(d, idx, &k);
-        e->state = E_BUSY;
-        e->owner = s;
-        e->waiter = NULL;
-        e->len = 0;
-        s->drc_slot = (int)idx;
-        break;
-    }
+    s->drc_slot = claim(d, &k, s);
     pthread_mutex_unlock(&d->lock);
     return UIW__DRC_MISS;
 }
@@ -291,4 +293,72 @@ struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *
     }
     pthread_mutex_unlock(&d->lock);
     return w;
+}
+
+/* ---------------------------------------------------------------- as bytes (drc.h) */
+
+struct uiw__drc *uiw__drc_create(uint32_t entries, uint32_t max_reply)
+{
+    return uiw__drc_new(entries, max_reply, 0, NULL);
+}
+
+uint32_t uiw__drc_max_reply(const struct uiw__drc *d)
+{
+    return d->max_reply;
+}
+
+enum uiw__drc_verdict uiw__drc_begin(struct uiw__drc *d, const struct uiw__drc_key *k, void *owner,
+                                     int *slot, void *out, uint32_t cap, uint32_t *len)
+{
+    *slot = -1;
+    pthread_mutex_lock(&d->lock);
+    for (uint32_t i = d->heads[bucket_of(d, k)]; i; i = d->e[i - 1].hnext) {
+        struct drc_ent *e = &d->e[i - 1];
+        if (!key_eq(e, k))
+            continue;
+        if (e->state == E_DONE && !e->kib && !e->kbulk && e->len <= cap) {
+            memcpy(out, d->data + (size_t)(i - 1) * d->max_reply, e->len);
+            *len = e->len;
+            pthread_mutex_unlock(&d->lock);
+            return UIW__DRC_HIT;
+        }
+        if (e->state == E_BUSY) {
+            pthread_mutex_unlock(&d->lock);
+            return UIW__DRC_WAIT;
+        }
+        break;
+    }
+    *slot = claim(d, k, owner);
+    pthread_mutex_unlock(&d->lock);
+    return UIW__DRC_MISS;
+}
+
+void uiw__drc_end(struct uiw__drc *d, int slot, void *owner, const struct iovec *iov, int niov,
+                  bool cacheable)
+{
+    if (slot < 0)
+        return;
+    uint32_t idx = (uint32_t)slot;
+    pthread_mutex_lock(&d->lock);
+    struct drc_ent *e = &d->e[idx];
+    if (e->state != E_BUSY || e->owner != owner) {
+        pthread_mutex_unlock(&d->lock);
+        return;
+    }
+    e->owner = NULL;
+    size_t len = 0;
+    for (int i = 0; i < niov; i++)
+        len += iov[i].iov_len;
+    if (cacheable && len <= d->max_reply) {
+        uint8_t *p = d->data + (size_t)idx * d->max_reply;
+        for (int i = 0; i < niov; i++) {
+            memcpy(p, iov[i].iov_base, iov[i].iov_len);
+            p += iov[i].iov_len;
+        }
+        e->len = (uint32_t)len;
+        e->state = E_DONE;
+    } else {
+        unlink_ent(d, idx);
+    }
+    pthread_mutex_unlock(&d->lock);
 }

@@ -17,6 +17,7 @@
 
 #include <uiw/rpc.h>
 
+#include "rpc/drc.h"
 #include "rpc/msg.h"
 #include "rpcrdma/xprt.h"
 
@@ -212,8 +213,6 @@ bool uiw__rpc_resp_run_one(struct uiw__rpc_resp *r);
  * room. */
 struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply, uint32_t max_kept,
                               struct uiw__rr_dev *dev);
-void uiw__drc_free(struct uiw__drc *d);
-enum uiw__drc_verdict { UIW__DRC_MISS = 0, UIW__DRC_HIT, UIW__DRC_WAIT };
 /* Look the call up: MISS (the call now owns an in-progress entry; run it), HIT (its
  * cached reply was copied into the call's reply buffer: send it), WAIT (the original
  * is still running: it will serve this one). */

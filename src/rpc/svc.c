@@ -295,3 +295,8 @@ CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
     }
     return uiw__rpc_bc_create(c, prog, vers, s->resp->threshold);
 }
+
+struct uiw__drc *uiw__rpc_svc_drc(struct uiw_rpc_svc *svc)
+{
+    return svc ? svc->resp.drc : NULL;
+}

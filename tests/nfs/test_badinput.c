@@ -1041,3 +1041,52 @@ TEST(tcp_writes_share_bounded_buffers)
     uiw__nfs_client_close(c);
     srv_stop(&v);
 }
+
+/* A REMOVE sent again with its XID on a new connection (a client that lost its connection
+ * before the reply) gets the first one's reply, byte for byte, instead of running twice
+ * (NFS3ERR_NOENT); another XID runs; a GETATTR sent again runs again (not kept). */
+TEST(tcp_retransmission_answered_from_cache)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    CHECK_EQ(chmod(v.dir, 0777), 0);
+    put_file(&v, "victim", "x", 1);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    char args[128];
+    XDR x;
+    xdrmem_create(&x, args, sizeof(args), XDR_ENCODE);
+    REMOVE3args ra = {{{{root->len, (char *)root->data}}, "victim"}};
+    CHECK(xdr_REMOVE3args(&x, &ra));
+    size_t alen = xdr_getpos(&x);
+    xdr_destroy(&x);
+    unsigned long hits = v.s->drc_hits;
+    size_t n1, n2, n3;
+    int fd = tcp_to(v.tcp);
+    char *r1 = call_raw(fd, 77, 100003, 3, NFSPROC3_REMOVE, AUTH_SYS, args, alen, &n1);
+    close(fd);
+    CHECK_EQ(nfs_status(r1, n1), NFS3_OK);
+    struct stat st;
+    CHECK(stat(path_in(&v, "victim"), &st) != 0);
+    fd = tcp_to(v.tcp);
+    char *r2 = call_raw(fd, 77, 100003, 3, NFSPROC3_REMOVE, AUTH_SYS, args, alen, &n2);
+    CHECK_EQ(n2, n1);
+    CHECK_MEM(r2, r1, n1);
+    CHECK_EQ(v.s->drc_hits, hits + 1);
+    char *r3 = call_raw(fd, 78, 100003, 3, NFSPROC3_REMOVE, AUTH_SYS, args, alen, &n3);
+    CHECK_EQ(nfs_status(r3, n3), NFS3ERR_NOENT);
+    uint32_t ga[1 + NFS3_FHSIZE / 4];
+    ga[0] = htonl(root->len);
+    memcpy(ga + 1, root->data, root->len);
+    for (int i = 0; i < 2; i++) {
+        size_t n;
+        free(call_raw(fd, 79, 100003, 3, NFSPROC3_GETATTR, AUTH_SYS, ga, 4 + root->len, &n));
+    }
+    CHECK_EQ(v.s->drc_hits, hits + 1);
+    free(r1);
+    free(r2);
+    free(r3);
+    close(fd);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
