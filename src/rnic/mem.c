@@ -171,6 +171,8 @@ struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length)
     return mr_new(pd, NULL, max_length, 0, true);
 }
 
+void (*uiw__dereg_wait_hook)(struct uiw_context *ctx, enum uiw__dereg_wait what);
+
 int uiw_dereg_mr(struct uiw_mr *mr)
 {
     if (!mr)
@@ -201,8 +203,12 @@ int uiw_dereg_mr(struct uiw_mr *mr)
          * are dropped (its stream ends), the others are sent from a copy (a peer that
          * stopped reading cannot hold us); the index is reused once they are out */
         uiw__ctx_stag_gone(ctx, mr->handle);
+        bool waited = false;
         while (!uiw__ctx_stag_unpin(ctx, mr->handle) ||
                atomic_load_explicit(&s->pins, memory_order_acquire) != 0) {
+            if (!waited && uiw__dereg_wait_hook)
+                uiw__dereg_wait_hook(ctx, UIW__DEREG_WAIT_SEND);
+            waited = true;
             if (ctx->ops.progress)
                 ctx->ops.progress(ctx, ctx->io);
             struct timespec ts = {0, 50000};

@@ -511,10 +511,12 @@ void uiw__ctx_rx_quiesce(struct uiw_context *ctx, uint32_t g)
         uiw__lock_take(&qp->lock);
         uiw__qp_unlock(qp);
         /* a read of io's into iovecs checked before: it ends in a system call's time */
-        for (;;) {
+        for (bool waited = false;; waited = true) {
             uint32_t p = atomic_load_explicit(&qp->rx_placing, memory_order_seq_cst);
             if (p == 0 || (int32_t)(p - g) >= 0)
                 break;
+            if (!waited && uiw__dereg_wait_hook)
+                uiw__dereg_wait_hook(ctx, UIW__DEREG_WAIT_READ);
             sched_yield();
         }
     }

@@ -186,6 +186,16 @@ int uiw__qp_rx_next(struct uiw_qp *qp, struct iovec *iov, int max);
  * the peer's Terminate arrived, the QP is in ERROR and wants the socket closed. */
 int uiw__qp_rx_advance(struct uiw_qp *qp, size_t n);
 
+/* What uiw_dereg_mr waits for before it returns: a read of io's into the region, into
+ * iovecs checked before (between rx_next and rx_advance), or segments built from the
+ * region that io holds (between tx_next and tx_advance). */
+enum uiw__dereg_wait { UIW__DEREG_WAIT_READ, UIW__DEREG_WAIT_SEND };
+/* Called, when not NULL, in uiw_dereg_mr's thread as it starts such a wait (once per QP
+ * it waits for), with the context's QP list locked: it may only take note. For tests,
+ * which set it before starting the threads that deregister; NULL otherwise, and looked at
+ * only when uiw_dereg_mr has to wait. */
+extern void (*uiw__dereg_wait_hook)(struct uiw_context *ctx, enum uiw__dereg_wait what);
+
 /* How io should read the next bytes (uiw__qp_rx_stage's advice). */
 enum uiw__rx_advice {
     /* direct reads: a large payload is next, or large segments are flowing: use

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test.h"
 
@@ -412,4 +413,97 @@ int pair_post(struct pair *p, int d, uint64_t id, enum uiw_wr_opcode op, unsigne
     wr.invalidate_rkey = rkey;
     struct uiw_send_wr *bad = NULL;
     return uiw_post_send(p->s[d].qp, &wr, &bad);
+}
+
+static struct pair_dereg *watched;
+
+static void dereg_waits(struct uiw_context *ctx, enum uiw__dereg_wait what)
+{
+    (void)ctx;
+    struct pair_dereg *d = watched;
+    int none = -1;
+    if (atomic_compare_exchange_strong(&d->what, &none, (int)what)) {
+        atomic_store(&d->waited_at, atomic_fetch_add(&d->seq, 1));
+        sem_post(&d->waits);
+    }
+}
+
+static void *dereg_run(void *arg)
+{
+    struct pair_dereg *d = arg;
+    CHECK_EQ(uiw_dereg_mr(d->mr), 0);
+    atomic_store(&d->returned_at, atomic_fetch_add(&d->seq, 1));
+    if (d->after)
+        d->after(d->arg);
+    sem_post(&d->returned);
+    return NULL;
+}
+
+void pair_dereg_start(struct pair_dereg *d, struct uiw_mr *mr, void (*after)(void *), void *arg)
+{
+    memset(d, 0, sizeof(*d));
+    d->mr = mr;
+    d->after = after;
+    d->arg = arg;
+    CHECK_EQ(sem_init(&d->waits, 0, 0), 0);
+    CHECK_EQ(sem_init(&d->returned, 0, 0), 0);
+    atomic_init(&d->seq, 1);
+    atomic_init(&d->what, -1);
+    atomic_init(&d->waited_at, 0);
+    atomic_init(&d->returned_at, 0);
+    watched = d;
+    uiw__dereg_wait_hook = dereg_waits;
+    CHECK_EQ(pthread_create(&d->th, NULL, dereg_run, d), 0);
+}
+
+/* sem_timedwait for ms milliseconds: 0, or -ETIMEDOUT. */
+static int sem_wait_ms(sem_t *s, long ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    while (sem_timedwait(s, &t) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return 0;
+}
+
+void pair_dereg_held(struct pair_dereg *d, enum uiw__dereg_wait what)
+{
+    CHECK_EQ(sem_wait_ms(&d->waits, 30000), 0); /* the call waits */
+    CHECK_EQ(atomic_load(&d->what), what);
+    /* what it waits for is held: it does not return */
+    int r = sem_wait_ms(&d->returned, PAIR_HOLD_MS);
+    if (r == 0)
+        uiw_test_fail(__FILE__, __LINE__,
+                      "uiw_dereg_mr returned while what it waits for was held (wait %u, "
+                      "return %u)",
+                      atomic_load(&d->waited_at), atomic_load(&d->returned_at));
+    CHECK_EQ(r, -ETIMEDOUT);
+}
+
+unsigned pair_dereg_mark(struct pair_dereg *d)
+{
+    return atomic_fetch_add(&d->seq, 1);
+}
+
+void pair_dereg_join(struct pair_dereg *d, unsigned end)
+{
+    CHECK_EQ(sem_wait_ms(&d->returned, 30000), 0);
+    CHECK_EQ(pthread_join(d->th, NULL), 0);
+    uiw__dereg_wait_hook = NULL;
+    watched = NULL;
+    unsigned w = atomic_load(&d->waited_at), ret = atomic_load(&d->returned_at);
+    if (!(w != 0 && w < end && end < ret))
+        uiw_test_fail(__FILE__, __LINE__,
+                      "out of order: the wait started at %u, what it waited for ended at %u, "
+                      "uiw_dereg_mr returned at %u",
+                      w, end, ret);
+    sem_destroy(&d->waits);
+    sem_destroy(&d->returned);
 }

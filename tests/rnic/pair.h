@@ -2,6 +2,9 @@
 #ifndef UIW_TESTS_RNIC_PAIR_H
 #define UIW_TESTS_RNIC_PAIR_H
 
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,5 +108,30 @@ void pair_post_recv(struct pair *p, int d, uint64_t id, struct uiw_mr *mr, size_
                     uint32_t len);
 int pair_post(struct pair *p, int d, uint64_t id, enum uiw_wr_opcode op, unsigned flags,
               struct uiw_mr *mr, size_t off, uint32_t len, uint64_t raddr, uint32_t rkey);
+
+/* uiw_dereg_mr(mr), then after(arg), in a thread of its own, watched through
+ * uiw__dereg_wait_hook (one at a time): the order of the call's wait, of the end of what
+ * it waits for (held by the test, marked by pair_dereg_mark) and of its return. */
+struct pair_dereg {
+    struct uiw_mr *mr;
+    void (*after)(void *arg);
+    void *arg;
+    pthread_t th;
+    sem_t waits, returned;
+    atomic_uint seq;                    /* the next mark */
+    _Atomic int what;                   /* what the call waits for, -1 before it waits */
+    atomic_uint waited_at, returned_at; /* the marks of the wait starting and the return */
+};
+/* How long a wait is held before what it waits for ends: longer than any time-out a
+ * broken wait could give up after. */
+enum { PAIR_HOLD_MS = 1000 };
+void pair_dereg_start(struct pair_dereg *d, struct uiw_mr *mr, void (*after)(void *), void *arg);
+/* The call waits for what (the test holds it), and does not return for PAIR_HOLD_MS
+ * while it is held; fails the test otherwise. */
+void pair_dereg_held(struct pair_dereg *d, enum uiw__dereg_wait what);
+/* The test is about to end what the call waits for: the mark of that. */
+unsigned pair_dereg_mark(struct pair_dereg *d);
+/* The call returns: after the wait started, and after the mark end. */
+void pair_dereg_join(struct pair_dereg *d, unsigned end);
 
 #endif

@@ -1,11 +1,8 @@
 /* Protection violations and stream errors: the exact Terminate on the wire, the QP
  * states, the async events and the completion statuses on both sides. */
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/byteorder.h"
 #include "pair.h"
@@ -722,21 +719,9 @@ TEST(send_buffer_deregistered_midway)
 }
 
 /* uiw_dereg_mr while io's read into a region is under way (iovecs of rx_next handed out,
- * their read not yet reported by rx_advance): the call returns only after the read, and
- * nothing of the segment is placed there after it. */
-struct dereger {
-    struct uiw_mr *mr;
-    atomic_int done;
-};
-
-static void *dereg_thread(void *arg)
-{
-    struct dereger *d = arg;
-    CHECK_EQ(uiw_dereg_mr(d->mr), 0);
-    atomic_store(&d->done, 1);
-    return NULL;
-}
-
+ * their read not yet reported by rx_advance): the call waits for the read, returns only
+ * after it, however long it is held, and nothing of the segment is placed there after
+ * it. */
 TEST(dereg_waits_for_a_read_under_way)
 {
     struct pair p;
@@ -751,17 +736,13 @@ TEST(dereg_waits_for_a_read_under_way)
     int n = uiw__qp_rx_next(p.s[1].qp, iov, 8);
     CHECK(n >= 1);
     CHECK(iov[0].iov_base == (void *)buf);
-    struct dereger d = {.mr = dst};
-    atomic_init(&d.done, 0);
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, dereg_thread, &d), 0);
-    struct timespec ms50 = {0, 50000000L};
-    nanosleep(&ms50, NULL);
-    CHECK_EQ(atomic_load(&d.done), 0); /* the read is still under way */
-    memset(buf, 7, MID_FIRST);         /* what it brings */
+    struct pair_dereg d;
+    pair_dereg_start(&d, dst, NULL, NULL);
+    pair_dereg_held(&d, UIW__DEREG_WAIT_READ); /* the read is still under way */
+    memset(buf, 7, MID_FIRST);                 /* what it brings */
+    unsigned end = pair_dereg_mark(&d);
     CHECK_EQ(uiw__qp_rx_advance(p.s[1].qp, MID_FIRST), 0);
-    CHECK_EQ(pthread_join(th, NULL), 0);
-    CHECK_EQ(atomic_load(&d.done), 1);
+    pair_dereg_join(&d, end);
     memset(buf, 0xEE, MID_LEN);
     pair_pump(&p); /* the rest of the segment: not placed, the stream ends */
     CHECK_EQ(mid_placed(buf, 0xEE), MID_LEN);

@@ -176,6 +176,11 @@ static void *dereg_thread(void *arg)
     return NULL;
 }
 
+static void poison_free_arg(void *r)
+{
+    poison_free(r);
+}
+
 /* TCP took the first segment's header and part of its payload, then the peer stopped
  * reading: uiw_dereg_mr returns all the same (bounded here: it hung before), and the rest
  * of the segment goes out from a copy, never from the freed region, the Terminate after
@@ -217,23 +222,20 @@ TEST(read_source_deregistered_while_peer_stops_reading)
 }
 
 /* Segments handed to io (in a send() right now, as far as the engine knows) are waited
- * for: uiw_dereg_mr returns once io gave them back; nothing after them is built. */
+ * for: uiw_dereg_mr returns once io gave them back, however long io holds them; nothing
+ * after them is built. */
 TEST(read_source_deregistered_while_segments_are_sent)
 {
     struct rsrc r;
     rsrc_open(&r);
     size_t handed = pair_tx_pending(&r.p, 1);
     CHECK(handed > 0);
-    struct dereg_arg d = {.r = &r};
-    atomic_init(&d.done, false);
-    pthread_t t;
-    CHECK_EQ(pthread_create(&t, NULL, dereg_thread, &d), 0);
-    struct timespec ts = {0, 100 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    CHECK(!atomic_load(&d.done)); /* it waits for what io holds */
+    struct pair_dereg d;
+    pair_dereg_start(&d, r.src, poison_free_arg, &r);
+    pair_dereg_held(&d, UIW__DEREG_WAIT_SEND); /* it waits for what io holds */
+    unsigned end = pair_dereg_mark(&d);
     pair_pump(&r.p);
-    CHECK_EQ(pthread_join(t, NULL), 0);
-    CHECK(atomic_load(&d.done));
+    pair_dereg_join(&d, end);
     pair_pump(&r.p);
     size_t got = rsrc_check(&r);
     CHECK(got > 0);
