@@ -114,3 +114,14 @@ int uiw_test_private_net(void)
         return -errno;
     return uiw_test_set_lo(1);
 }
+
+void uiw_test_require_root(void)
+{
+    if (geteuid() == 0)
+        return;
+    const char *req = getenv("UIW_ROOT_REQUIRED");
+    if (req && strcmp(req, "1") == 0)
+        uiw_test_fail(__FILE__, __LINE__,
+                      "needs root, and root is required here (UIW_ROOT_REQUIRED=1)");
+    SKIP("needs root: run as root (sudo scripts/test.sh), as CI does");
+}

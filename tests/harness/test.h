@@ -7,7 +7,8 @@
  * in-process (handy under a debugger); `test-<layer> --list` prints the names.
  * A failed check prints file:line and the values, then exits with status 1.
  * A test may call SKIP("why") only where the environment cannot host it (the test
- * then exits 77, which ctest reports as a failure unless the test sets SKIP_RETURN_CODE).
+ * then exits 77, which ctest reports as a failure unless the test sets SKIP_RETURN_CODE:
+ * tests/CMakeLists.txt sets it for the tests named siwvm_* and root_*).
  */
 #ifndef UIW_TEST_H
 #define UIW_TEST_H
@@ -33,6 +34,10 @@ int uiw_test_private_net(void);
 /* A size of this process from /proc/self/status, in KiB: field "VmSize" (its address
  * space now), "VmPeak" (the most it ever had), ... The test fails if there is none. */
 long uiw_test_vm_kib(const char *field);
+/* The checks of a test named root_* that only root can make: not root, the test skips
+ * (77), saying how to run it, or fails where root is required (UIW_ROOT_REQUIRED=1, as CI
+ * sets). */
+void uiw_test_require_root(void);
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \

@@ -2,11 +2,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -598,47 +600,80 @@ TEST(readdir_cookies)
     srv_stop(&v);
 }
 
-/* A root-run server acts as each caller: root squashed to nobody by default, other uids
- * as themselves; permissions are the kernel's for that user. A server run by anyone else
- * serves files as itself. */
-TEST(credentials)
+/* A server with the default options (root squashed) on a directory anyone may write,
+ * holding "rootfile" (0600, "secret"), and its clients as root (r) and as uid 1234 (u),
+ * which created "by-root" and "by-user". */
+static void creds_start(struct srv *v, struct uiw__nfs_client **r, struct uiw__nfs_client **u)
 {
-    struct srv v;
     struct uiw__nfsd_opts o;
     uiw__nfsd_opts_default(&o);
-    srv_start(&v, &o);
-    CHECK_EQ(chmod(v.dir, 0777), 0);
-    put_file(&v, "rootfile", "secret", 6);
-    CHECK_EQ(chmod(path_in(&v, "rootfile"), 0600), 0);
-    struct uiw__nfs_client *r = srv_client(&v, 0, 0), *u = srv_client(&v, 1234, 1234);
+    srv_start(v, &o);
+    CHECK_EQ(chmod(v->dir, 0777), 0);
+    put_file(v, "rootfile", "secret", 6);
+    CHECK_EQ(chmod(path_in(v, "rootfile"), 0600), 0);
+    *r = srv_client(v, 0, 0);
+    *u = srv_client(v, 1234, 1234);
     struct uiw__nfs_fh f;
-    struct stat st;
-    CHECK_EQ(uiw__nfs_create(r, root(r), "by-root", 0644, 0, &f), 0);
-    CHECK_EQ(uiw__nfs_create(u, root(u), "by-user", 0644, 0, &f), 0);
-    CHECK_EQ(stat(path_in(&v, "by-user"), &st), 0);
+    CHECK_EQ(uiw__nfs_create(*r, root(*r), "by-root", 0644, 0, &f), 0);
+    CHECK_EQ(uiw__nfs_create(*u, root(*u), "by-user", 0644, 0, &f), 0);
+}
+
+/* A server run by anyone but root serves files as itself, whoever the caller says it is
+ * (run as root, the test is nobody first). */
+TEST(credentials_unprivileged)
+{
     if (geteuid() == 0) {
-        CHECK_EQ(st.st_uid, 1234);
-        CHECK_EQ(st.st_gid, 1234);
-        CHECK_EQ(stat(path_in(&v, "by-root"), &st), 0);
-        CHECK_EQ(st.st_uid, 65534);
-        CHECK_EQ(st.st_gid, 65534);
-        /* The kernel's checks as uid 1234 (and as squashed root). */
-        CHECK_EQ(uiw__nfs_lookup(u, root(u), "rootfile", &f, NULL), 0);
-        char buf[8];
-        int eof;
-        CHECK_EQ(uiw__nfs_read(u, &f, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
-        CHECK_EQ(uiw__nfs_read(r, &f, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
-        CHECK_EQ(uiw__nfs_write(u, &f, 0, 3, "bad", FILE_SYNC, NULL), -NFS3ERR_ACCES);
-        CHECK_EQ(uiw__nfs_chmod(u, &f, 0666), -NFS3ERR_PERM);
-    } else {
-        CHECK_EQ(st.st_uid, geteuid());
+        CHECK_EQ(setgroups(0, NULL), 0);
+        CHECK_EQ(setgid(65534), 0);
+        CHECK_EQ(setuid(65534), 0);
+        CHECK_EQ(prctl(PR_SET_DUMPABLE, 1), 0); /* LeakSanitizer attaches to its threads */
     }
+    CHECK(geteuid() != 0);
+    struct srv v;
+    struct uiw__nfs_client *r, *u;
+    struct stat st;
+    creds_start(&v, &r, &u);
+    CHECK_EQ(stat(path_in(&v, "by-user"), &st), 0);
+    CHECK_EQ(st.st_uid, geteuid());
+    CHECK_EQ(st.st_gid, getegid());
+    CHECK_EQ(stat(path_in(&v, "by-root"), &st), 0);
+    CHECK_EQ(st.st_uid, geteuid());
     uiw__nfs_client_close(r);
     uiw__nfs_client_close(u);
     srv_stop(&v);
-    if (geteuid() != 0)
-        return;
+}
+
+/* A root-run server acts as each caller: root squashed to nobody by default, other uids
+ * as themselves; permissions are the kernel's for that user; --no-root-squash keeps root
+ * root. */
+TEST(root_credentials)
+{
+    uiw_test_require_root();
+    struct srv v;
+    struct uiw__nfs_client *r, *u;
+    struct uiw__nfs_fh f;
+    struct stat st;
+    creds_start(&v, &r, &u);
+    CHECK_EQ(stat(path_in(&v, "by-user"), &st), 0);
+    CHECK_EQ(st.st_uid, 1234);
+    CHECK_EQ(st.st_gid, 1234);
+    CHECK_EQ(stat(path_in(&v, "by-root"), &st), 0);
+    CHECK_EQ(st.st_uid, 65534);
+    CHECK_EQ(st.st_gid, 65534);
+    /* The kernel's checks as uid 1234 (and as squashed root). */
+    CHECK_EQ(uiw__nfs_lookup(u, root(u), "rootfile", &f, NULL), 0);
+    char buf[8];
+    int eof;
+    CHECK_EQ(uiw__nfs_read(u, &f, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
+    CHECK_EQ(uiw__nfs_read(r, &f, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
+    CHECK_EQ(uiw__nfs_write(u, &f, 0, 3, "bad", FILE_SYNC, NULL), -NFS3ERR_ACCES);
+    CHECK_EQ(uiw__nfs_chmod(u, &f, 0666), -NFS3ERR_PERM);
+    uiw__nfs_client_close(r);
+    uiw__nfs_client_close(u);
+    srv_stop(&v);
     /* --no-root-squash: root stays root. */
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
     o.no_root_squash = 1;
     srv_start(&v, &o);
     r = srv_client(&v, 0, 0);
