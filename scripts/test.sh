@@ -10,12 +10,16 @@
 #      VM tests, lint, and each fuzz target for UIW_FUZZ_SECONDS (default 20) seconds.
 # Extra arguments go to every ctest run (e.g. -L wire, -R crc); a run they leave empty is
 # skipped, but the last one must find tests. Every run happens; the status is a failure if
-# any failed.
+# any failed. The tests that skipped (the siw VM tests without the rig, the root_* tests
+# when not run as root) are counted and listed at the end, with the command that runs them.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 scripts/deps.sh || exit 1
 jobs=$(nproc)
 failed=()
+skipped=() # "phase: test" for every test a run skipped
+log=$(mktemp "${TMPDIR:-/tmp}/uiw-test.XXXXXX")
+trap 'rm -f "$log"' EXIT
 
 build() { # dir cmake-options... ; builds all targets, or those in $targets
   local dir=$1
@@ -28,7 +32,32 @@ phase() { # name dir ctest-options...
   local name=$1 dir=$2
   shift 2
   echo "== $name"
-  (cd "$dir" && ctest -j"$jobs" --output-on-failure "$@") || failed+=("$name")
+  (cd "$dir" && ctest -j"$jobs" --output-on-failure "$@") | tee "$log"
+  [ "${PIPESTATUS[0]}" = 0 ] || failed+=("$name")
+  # ctest's closing list: "<tab> 12 - interop.siwvm_rig (Skipped)"
+  local t
+  while read -r t; do
+    skipped+=("$name: $t")
+  done < <(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' "$log")
+}
+
+# What the skipped tests need, and the one command that runs them.
+report_skips() {
+  [ ${#skipped[@]} -gt 0 ] || return 0
+  echo "test.sh: SKIPPED, so proving nothing here: ${#skipped[@]} (phase: test)"
+  printf '  %s\n' "${skipped[@]}"
+  local s rig=0 root=0 other=0
+  for s in "${skipped[@]}"; do
+    case "${s#*: }" in
+      *.siwvm_*) rig=$((rig + 1)) ;;
+      *.root_*) root=$((root + 1)) ;;
+      *) other=$((other + 1)) ;;
+    esac
+  done
+  [ "$rig" = 0 ] ||
+    echo "  $rig need the Linux siw VM rig; to run them: sudo scripts/siwvm.sh ensure (then scripts/test.sh again)"
+  [ "$root" = 0 ] || echo "  $root need root; to run them: sudo scripts/test.sh"
+  [ "$other" = 0 ] || echo "  $other skipped for the reason each printed above"
 }
 
 # 2. gcc, optimised
@@ -57,8 +86,13 @@ else
   failed+=("ASan + UBSan build")
 fi
 
+report_skips
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'test.sh: FAILED: %s\n' "${failed[@]}" >&2
   exit 1
 fi
-echo "test.sh: every build and test run passed"
+if [ ${#skipped[@]} -gt 0 ]; then
+  echo "test.sh: every build and test run passed, but ${#skipped[@]} skipped (listed above)"
+else
+  echo "test.sh: every build and test run passed, none skipped"
+fi
