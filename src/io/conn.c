@@ -513,12 +513,14 @@ UIW__DATAPATH bool uiw__conn_send_locked(struct uiw__conn *c)
     if (!uiw__lock_try(&l->lock))
         return false;
     bool done = false;
-    /* anything but a plain send (a capture, a blocked or closing socket) takes the
-     * doorbell's path */
-    if (c->h.fn && c->open && !c->closing && !c->out_blocked && !c->pcap) {
+    /* anything but a plain send (a blocked or closing socket) takes the doorbell's path;
+     * a capture records what the send took, in the order the loop lock gives the sends */
+    if (c->h.fn && c->open && !c->closing && !c->out_blocked) {
         int cnt = uiw__qp_tx_next_locked(c->qp, c->iov, CONN_IOV);
         if (cnt > 0) {
             ssize_t w = conn_write(c->h.fd, c->iov, cnt);
+            if (c->pcap && w > 0)
+                uiw__pcap_data(c->pcap, 1, c->iov, cnt, (size_t)w);
             uiw__qp_tx_advance_locked(c->qp, w > 0 ? (size_t)w : 0);
             if (c->wake_state == UIW__WAKE_IDLE && w > 0)
                 conn_wake_arm(c);
