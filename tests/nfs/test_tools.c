@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,27 +21,44 @@ struct daemon {
     char dir[256];
 };
 
+/* uiw-nfsd on 127.0.0.1 (ports 0) exporting dir, RDMA on port rdma ("-1": none), with
+ * --stats or not; its standard output is *out, read up to and including the ready line
+ * (into line[0..cap)). It dies with the test: a failed check (exit 1), a crash or ctest's
+ * kill leaves no server holding ctest's output pipe. */
+static pid_t nfsd_spawn(const char *dir, const char *rdma, bool stats, FILE **out, char *line,
+                        size_t cap)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    pid_t parent = getpid(), pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
+        dup2(p[1], STDOUT_FILENO);
+        close(p[0]);
+        close(p[1]);
+        execl(UIW_NFSD, "uiw-nfsd", "-a", "127.0.0.1", "-p", rdma, "--tcp-port", "0",
+              "--mount-port", "0", "--no-root-squash", stats ? "--stats" : dir,
+              stats ? dir : (char *)NULL, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    *out = fdopen(p[0], "r");
+    CHECK(*out != NULL);
+    line[0] = 0;
+    CHECK(fgets(line, (int)cap, *out) != NULL);
+    return pid;
+}
+
 /* Start uiw-nfsd on a new temporary export; wait for its ready line. */
 static void daemon_start(struct daemon *d)
 {
     snprintf(d->dir, sizeof(d->dir), "/tmp/uiw-nfsd-test.XXXXXX");
     CHECK(mkdtemp(d->dir) != NULL);
-    int p[2];
-    CHECK_EQ(pipe(p), 0);
-    d->pid = fork();
-    CHECK(d->pid >= 0);
-    if (d->pid == 0) {
-        dup2(p[1], STDOUT_FILENO);
-        close(p[0]);
-        close(p[1]);
-        execl(UIW_NFSD, "uiw-nfsd", "-a", "127.0.0.1", "-p", "-1", "--tcp-port", "0",
-              "--mount-port", "0", "--no-root-squash", d->dir, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
-    char line[256] = "";
-    CHECK(fgets(line, sizeof(line), f) != NULL);
+    FILE *f;
+    char line[256];
+    d->pid = nfsd_spawn(d->dir, "-1", false, &f, line, sizeof(line));
     fclose(f);
     int rdma;
     CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &d->tcp, &d->mount, &rdma), 3);
@@ -454,22 +472,9 @@ TEST(tools_stats_rdma)
     snprintf(file, sizeof(file), "%s/f", dir);
     snprintf(back, sizeof(back), "%s.back", dir);
     write_local(file, 1048576, 9);
-    int p[2];
-    CHECK_EQ(pipe(p), 0);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(p[1], STDOUT_FILENO);
-        close(p[0]);
-        close(p[1]);
-        execl(UIW_NFSD, "uiw-nfsd", "-a", "127.0.0.1", "-p", "0", "--tcp-port", "0", "--mount-port",
-              "0", "--no-root-squash", "--stats", dir, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
-    char out[8192] = "";
-    CHECK(fgets(out, sizeof(out), f) != NULL);
+    FILE *f;
+    char out[8192];
+    pid_t pid = nfsd_spawn(dir, "0", true, &f, out, sizeof(out));
     int tcp, mount, rdma;
     CHECK_EQ(sscanf(out, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
     CHECK(rdma > 0);
@@ -478,8 +483,6 @@ TEST(tools_stats_rdma)
     const char *get[] = {"uiw-nfs", "--stats", "--json", "-b", "1M", "get", u, back, NULL};
     struct tool_run r;
     tool_run(UIW_NFS, get, NULL, 0, 60, &r);
-    if (r.status != 0)
-        kill(pid, SIGKILL); /* the failure below must not leave the server running */
     CHECK_EQ(r.status, 0);
     CHECK(same_file(file, back));
     const char *st = strstr(r.out, "{\"stats\":{\"connections\":1,");
