@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -323,23 +324,32 @@ static unsigned local_port(int fd)
     return ntohs(a.sin_port);
 }
 
-/* The bytes the server has not read yet on its end of our connection from port `ours` to
- * its port: its socket in /proc/net/tcp; -1 when there is none. */
-static long server_unread(int port, unsigned ours)
+/* The send and receive queues (bytes) of the socket from local port lport to remote port
+ * rport, from /proc/net/tcp: false when there is no such socket. */
+static bool tcp_queues(unsigned lport, unsigned rport, unsigned long *tx, unsigned long *rx)
 {
     FILE *f = fopen("/proc/net/tcp", "r");
     CHECK(f != NULL);
     char line[512];
-    long unread = -1;
-    while (unread < 0 && fgets(line, sizeof(line), f)) {
-        unsigned lport, rport;
-        unsigned long rx;
-        if (sscanf(line, " %*u: %*x:%x %*x:%x %*x %*x:%lx", &lport, &rport, &rx) == 3 &&
-            lport == (unsigned)port && rport == ours)
-            unread = (long)rx;
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        unsigned l, r;
+        if (sscanf(line, " %*u: %*x:%x %*x:%x %*x %lx:%lx", &l, &r, tx, rx) == 4 && l == lport &&
+            r == rport)
+            found = true;
     }
     fclose(f);
-    return unread;
+    return found;
+}
+
+/* The server has read every byte we sent on our connection from port `ours` to its port:
+ * both sockets are there, ours has nothing unsent or unacknowledged, its has nothing
+ * unread. */
+static bool server_read_all(int port, unsigned ours)
+{
+    unsigned long ctx, crx, stx, srx;
+    return tcp_queues(ours, (unsigned)port, &ctx, &crx) && ctx == 0 &&
+           tcp_queues((unsigned)port, ours, &stx, &srx) && srx == 0;
 }
 
 /* Wait until the server's NFS listener serves n connections. */
@@ -391,9 +401,9 @@ TEST(client_vanishes_mid_write)
     free(half);
     /* The server has read it all: it is inside the WRITE, waiting for the rest. */
     unsigned ours = local_port(fd);
-    for (int i = 0; i < 30000 && server_unread(v.tcp, ours) != 0; i++)
+    for (int i = 0; i < 30000 && !server_read_all(v.tcp, ours); i++)
         usleep(1000);
-    CHECK_EQ(server_unread(v.tcp, ours), 0);
+    CHECK(server_read_all(v.tcp, ours));
     /* Meanwhile another client is served. */
     char buf[8];
     int eof;
