@@ -220,10 +220,14 @@ static void check_capture(const char *pcap, int want_replies, int want_rev, int 
 #define SIW_CRC_OPTS "mpa_crc_required=1,zcopy_tx=0"
 
 /* The kernel's rping client against an iwping server on this host, every size, on the
- * production send path (no --pcap); the capture is tcpdump's. The guest tries a size again
- * only after a failure, at most twice; each retry is counted and reported, and the capture
- * proves it was a connection reset before the MPA Reply (exactly one Reply per size:
- * a failure after the Reply is never retried away). */
+ * production send path (no --pcap); the capture is tcpdump's. rping -V compares the data
+ * of every ping and exits non-zero on a mismatch; it also exits 0 when the connection
+ * went down early, so the guest wants its last ping printed in rping's own output too
+ * (-v), and the guest's exit status is the verdict (the console may lose or garble a
+ * line among the kernel's). The guest tries a size again only after a failure, at most
+ * twice; each retry is reported, and the capture proves it was a connection reset before
+ * the MPA Reply (exactly one Reply per size: a failure after the Reply is never retried
+ * away). */
 static void rping_client_to_iwping(const char *siwopts, int rev, int crc, int p2p, const int *sizes,
                                    int nsizes)
 {
@@ -243,11 +247,10 @@ static void rping_client_to_iwping(const char *siwopts, int rev, int crc, int p2
         o += (size_t)snprintf(
             script + o, sizeof(script) - o,
             "ok=0; for t in 1 2 3; do "
-            "if rping -c -a 10.0.2.2 -p %d -S %d -C 3 -V -v >/tmp/rp 2>&1; "
-            "then ok=1; fi; cat /tmp/rp; [ $ok = 1 ] && break; "
-            "echo RPING-RETRY-%d; sleep 1; done\n"
-            "[ $ok = 1 ] || exit 1\n"
-            "echo RPING-OK-%d-PINGS-$(grep -c 'ping data: rdma-ping-2: ' /tmp/rp)\n",
+            "if rping -c -a 10.0.2.2 -p %d -S %d -C 3 -V -v >/tmp/rp 2>&1 && "
+            "grep -q 'ping data: rdma-ping-2: ' /tmp/rp; then ok=1; fi; "
+            "cat /tmp/rp; [ $ok = 1 ] && break; echo RPING-RETRY-%d; sleep 1; done\n"
+            "[ $ok = 1 ] || { echo RPING-FAILED-%d; exit 1; }\n",
             port, sizes[i], sizes[i], sizes[i]);
     CHECK(o < sizeof(script));
     struct vm v;
@@ -262,16 +265,7 @@ static void rping_client_to_iwping(const char *siwopts, int rev, int crc, int p2
             retries);
     if (rc != 0 || retries)
         fprintf(stderr, "---- iwping server:\n%s\n", s);
-    CHECK_EQ(rc, 0);
-    for (int i = 0; i < nsizes; i++) {
-        char want[64];
-        /* rping -v printed its last ping once (counted in the guest, from rping's own
-         * output: the console may interleave kernel lines); -V compared the data */
-        snprintf(want, sizeof(want), "RPING-OK-%d-PINGS-", sizes[i]);
-        const char *m = strstr(out, want);
-        CHECK(m != NULL);
-        CHECK_EQ(atoi(m + strlen(want)), 1);
-    }
+    CHECK_EQ(rc, 0); /* every size: rping -V content, its last ping done */
     /* our server failed no connection */
     CHECK(it_count(s, "server ping data: rdma-ping-") >= 3 * nsizes);
     CHECK(strstr(s, "mismatch") == NULL);
