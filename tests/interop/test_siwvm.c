@@ -124,30 +124,37 @@ static void capture_start(struct capture *c, const char *dir, const char *filter
     CHECK(it_wait_for(c->log, "listening on lo", c->pid, 30));
 }
 
+/* Let tcpdump write out what it has yet to read: until the file has not grown for three
+ * looks 100 ms apart (at most 5 s). */
+static void capture_settle(const struct capture *c)
+{
+    off_t last = -1;
+    for (int i = 0, same = 0; i < 50 && same < 3; i++) {
+        usleep(100000);
+        struct stat st;
+        off_t now = stat(c->path, &st) == 0 ? st.st_size : -1;
+        same = now == last ? same + 1 : 0;
+        last = now;
+    }
+}
+
 static void capture_stop(struct capture *c)
 {
-    usleep(500000);  /* the last segments (FINs) reach the capture */
-    it_kill(c->pid); /* SIGTERM: tcpdump closes the file */
+    capture_settle(c); /* the last segments (FINs) reach the file */
+    it_kill(c->pid);   /* SIGTERM: tcpdump closes the file */
     char *s = it_slurp(c->log);
     CHECK(strstr(s, "packets captured") != NULL);
     CHECK(strstr(s, "\n0 packets dropped by kernel") != NULL);
     free(s);
 }
 
-/* After a failure: let tcpdump write out what it has yet to read (until the file stops
- * growing, at most 5 s), stop it and say where the capture is; the test's folder is kept
- * (a failed test does not remove it), so the bytes can be looked at. Without the wait,
- * the exit's SIGTERM cut the capture short of the failing connection. */
+/* After a failure: let tcpdump write out what it has, stop it and say where the capture
+ * is; the test's folder is kept (a failed test does not remove it), so the bytes can be
+ * looked at. Without the wait, the exit's SIGTERM cut the capture short of the failing
+ * connection. */
 static void capture_keep(struct capture *c)
 {
-    off_t last = -1;
-    for (int i = 0; i < 50; i++) {
-        usleep(100000);
-        struct stat st;
-        if (stat(c->path, &st) != 0 || st.st_size == last)
-            break;
-        last = st.st_size;
-    }
+    capture_settle(c);
     it_kill(c->pid);
     fprintf(stderr, "capture kept: %s\n", c->path);
 }
