@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,9 +545,51 @@ void it_touch(const char *dir, const char *name)
     fclose(f);
 }
 
+/* The ctest run this test is part of, as "<ctest's pid>-<its start time>" (its start time
+ * in clock ticks since boot, /proc/PID/stat field 22: a pid used again is another run):
+ * false when the test's parent is not ctest (run by hand: nothing is remembered). */
+static bool ctest_run_key(char *key, size_t cap)
+{
+    char path[64], buf[1024] = "";
+    int pp = (int)getppid();
+    snprintf(path, sizeof(path), "/proc/%d/comm", pp);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool is_ctest = fgets(buf, sizeof(buf), f) && strcmp(buf, "ctest\n") == 0;
+    fclose(f);
+    snprintf(path, sizeof(path), "/proc/%d/stat", pp);
+    f = is_ctest ? fopen(path, "r") : NULL;
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the fields after the command's name */
+    unsigned long long start = 0;
+    if (!p || sscanf(p + 1,
+                     " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                     "%*d %*d %llu",
+                     &start) != 1)
+        return false;
+    snprintf(key, cap, "%d-%llu", pp, start);
+    return true;
+}
+
 void it_siwvm_ensure(void)
 {
-    char cmd[1024], *out = NULL;
+    /* A rig that could not be made is not tried again in the same ctest run (a build takes
+     * minutes to fail): the failure and its log are remembered in the build tree. */
+    char key[64], marker[1024], cmd[1024], *out = NULL;
+    bool keyed = ctest_run_key(key, sizeof(key));
+    if (keyed) {
+        snprintf(marker, sizeof(marker), "%s/siwvm-rig-failed.%s", UIW_BINARY_DIR, key);
+        if (access(marker, F_OK) == 0)
+            uiw_test_fail(__FILE__, __LINE__,
+                          "siw VM rig not usable, found so earlier in this test run (%s); not "
+                          "tried again:\n%s",
+                          marker, it_slurp(marker));
+    }
     snprintf(cmd, sizeof(cmd), "'%s/scripts/siwvm.sh' ensure", UIW_SOURCE_DIR);
     int rc = it_run(cmd, 1, 540, &out);
     if (rc == 77) {
@@ -554,8 +597,14 @@ void it_siwvm_ensure(void)
         free(out);
         SKIP("the siw VM rig cannot run on this machine (scripts/siwvm/README.md)");
     }
-    if (rc != 0)
+    if (rc != 0) {
+        FILE *f = keyed ? fopen(marker, "w") : NULL;
+        if (f) {
+            fprintf(f, "scripts/siwvm.sh ensure: status %d\n%s", rc, out);
+            fclose(f);
+        }
         uiw_test_fail(__FILE__, __LINE__, "siw VM rig not usable (status %d):\n%s", rc, out);
+    }
     free(out);
 }
 

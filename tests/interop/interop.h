@@ -111,7 +111,9 @@ void it_touch(const char *dir, const char *name);
 
 /* The siw VM rig is usable (scripts/siwvm.sh ensure, which builds it if it may): skips
  * the test (77) where this machine cannot run the VM, fails it where the rig is broken or
- * required but not available (UIW_SIWVM_REQUIRED=1). */
+ * required but not available (UIW_SIWVM_REQUIRED=1). A failure is remembered for the rest
+ * of the ctest run (a file in the build tree named after ctest's pid and start time):
+ * the later rig tests of the run fail at once with its log instead of building again. */
 void it_siwvm_ensure(void);
 
 /* Path of the iwping binary of this build. */
