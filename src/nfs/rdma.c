@@ -14,6 +14,7 @@
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
 #include "rpc/drc.h"
+#include "rpc/xdr_pad.h"
 
 #if UIW_NFS_HAVE_RDMA
 #include <uiw/rpc.h>
@@ -160,6 +161,6 @@ void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len)
 
 bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max)
 {
-    return xdr_bytes(x, cpp, len, max);
+    return uiw__xdr_bytes(x, cpp, len, max);
 }
 #endif

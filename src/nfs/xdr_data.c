@@ -14,6 +14,7 @@
 
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
+#include "rpc/xdr_pad.h"
 
 static __thread u_int write_max; /* nonzero: decoding a call's WRITE payload */
 static __thread int write_ddp;   /* ... with the RDMA layer */
@@ -42,7 +43,7 @@ bool_t uiw__xdr_WRITE3args(XDR *x, WRITE3args *a)
         a->data.data_len = 0;
         return TRUE;
     case XDR_ENCODE:
-        return xdr_bytes(x, &a->data.data_val, &a->data.data_len, ~0u);
+        return uiw__xdr_bytes(x, &a->data.data_val, &a->data.data_len, ~0u);
     case XDR_DECODE:
         break;
     }
@@ -75,7 +76,7 @@ bool_t uiw__xdr_READ3res_into(XDR *x, struct uiw__nfs_read_into *r)
         return FALSE;
     ok->data.data_val = r->buf;
     ok->data.data_len = len;
-    return xdr_opaque(x, r->buf, len);
+    return uiw__xdr_opaque(x, r->buf, len);
 }
 
 /* ---- linked lists ----

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rpc/rpc_internal.h"
+#include "rpc/xdr_pad.h"
 
 enum { MSG_CALL = 0, MSG_REPLY = 1 };
 
@@ -175,7 +176,7 @@ static bool put_auth(XDR *x, const struct opaque_auth *a)
         return false;
     if (a->oa_length == 0)
         return true;
-    return xdr_opaque(x, a->oa_base, a->oa_length) != 0;
+    return uiw__xdr_opaque(x, a->oa_base, a->oa_length) != 0;
 }
 
 bool uiw__rpc_enc_reply(XDR *xdrs, uint32_t xid, const struct rpc_msg *msg)

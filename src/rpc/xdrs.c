@@ -21,6 +21,7 @@
 #include "common/byteorder.h"
 #include "common/compiler.h"
 #include "rpc/rpc_internal.h"
+#include "rpc/xdr_pad.h"
 
 _Thread_local struct uiw__rr_call *uiw__xs_freeing;
 
@@ -466,11 +467,11 @@ bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize)
             *cpp = NULL; /* borrowed from the transport: not ours to free */
             return TRUE;
         }
-        return xdr_bytes(xdrs, cpp, sizep, maxsize);
+        return uiw__xdr_bytes(xdrs, cpp, sizep, maxsize);
     }
     struct uiw__xs *s = uiw__xs_of(xdrs);
     if (!s || xdrs->x_op != XDR_DECODE || s->mode != UIW__XS_CALL_DEC || *cpp)
-        return xdr_bytes(xdrs, cpp, sizep, maxsize);
+        return uiw__xdr_bytes(xdrs, cpp, sizep, maxsize);
     u_int size;
     if (!xdr_u_int(xdrs, &size) || size > maxsize)
         return FALSE;
@@ -489,7 +490,7 @@ bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize)
     char *buf = calloc(1, size);
     if (!buf)
         return FALSE;
-    if (!xdr_opaque(xdrs, buf, size)) {
+    if (!uiw__xdr_opaque(xdrs, buf, size)) {
         free(buf);
         return FALSE;
     }
