@@ -40,6 +40,8 @@ struct uiw__nfs_client {
     char transport[16];
     char err[512];
     struct timeval timeout;
+    int nfs_port;        /* over TCP */
+    unsigned reconnects; /* TCP connections made again after one was lost */
 };
 
 static void say(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -403,10 +405,45 @@ static void rpc_failed(struct uiw__nfs_client *c, const char *what)
         *nl = 0;
 }
 
+/* Over TCP, a call whose connection was lost (or that got no reply in time: the server
+ * may have dropped it while its first copy ran) goes again on a new connection with the
+ * same XID, as a kernel client does, so that the server's duplicate-reply cache answers
+ * a call that already ran. At most RECONNECTS times, waiting a little longer each time
+ * for the server (one that restarts takes a moment). 0, or -1 when no new connection
+ * could be made. */
+#define RECONNECTS 8
+static int reconnect(struct uiw__nfs_client *c, int attempt)
+{
+    uint32_t xid = 0;
+    clnt_control(c->nfs, CLGET_XID, (char *)&xid);
+    char e[512];
+    for (int i = 0; i < 50; i++) {
+        CLIENT *n = rpc_tcp(c, c->nfs_port, NFS_PROG, 3, e, sizeof(e));
+        if (n) {
+            rpc_close(c->nfs);
+            c->nfs = n;
+            /* the lost call's XID, once more. libtirpc's clnt_vc takes the next call's XID
+             * by decrementing its stored word as it lies in memory, in network byte
+             * order, and CLSET_XID stores (value + 1) in network order: so the value
+             * that makes the next call carry xid is the one below. */
+            uint32_t next = ntohl(htonl(xid) + 1) - 1;
+            clnt_control(c->nfs, CLSET_XID, (char *)&next);
+            c->reconnects++;
+            if (c->verbose)
+                fprintf(stderr, "uiw-nfs: NFS connection to %s:%d lost: connected again (%d)\n",
+                        c->url.host, c->nfs_port, attempt + 1);
+            return 0;
+        }
+        usleep((useconds_t)(20000 * (attempt + 1)));
+    }
+    snprintf(c->err, sizeof(c->err), "%s", e);
+    return -1;
+}
+
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                   xdrproc_t xres, void *res)
 {
-    enum clnt_stat st;
+    enum clnt_stat st = RPC_SUCCESS;
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma &&
         (proc == NFSPROC3_READDIR || proc == NFSPROC3_READDIRPLUS || proc == NFSPROC3_READLINK)) {
@@ -416,7 +453,15 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
         st = uiw_rpc_call(c->nfs, proc, xargs, args, xres, res, c->timeout, &o);
     } else
 #endif
-        st = clnt_call(c->nfs, proc, xargs, args, xres, res, c->timeout);
+        for (int attempt = 0;; attempt++) {
+            st = clnt_call(c->nfs, proc, xargs, args, xres, res, c->timeout);
+            if (c->rdma || attempt == RECONNECTS ||
+                (st != RPC_CANTSEND && st != RPC_CANTRECV && st != RPC_TIMEDOUT))
+                break;
+            xdr_free(xres, res);
+            if (reconnect(c, attempt) != 0)
+                return UIW__NFS_ERPC;
+        }
     if (st != RPC_SUCCESS) {
         rpc_failed(c, "NFS call");
         return UIW__NFS_ERPC;
@@ -601,6 +646,7 @@ struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int v
         }
     } else {
         int port = u->port ? u->port : 2049;
+        c->nfs_port = port;
         c->nfs = rpc_tcp(c, port, NFS_PROG, 3, err, errlen);
         if (!c->nfs) {
             free(c);

@@ -1,0 +1,268 @@
+#include "relay.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "test.h"
+
+struct relay {
+    int lfd, target, port;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    uint64_t s2c, c2s, cut_at;
+    int armed, dir, mid_record, stop;
+    unsigned cuts, live;
+};
+
+struct pipe_pair {
+    struct relay *r;
+    int c, s; /* client side, server side */
+};
+
+static void reset(int fd)
+{
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(fd);
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k <= 0) {
+            if (k < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void *pump(void *arg)
+{
+    struct pipe_pair *pp = arg;
+    struct relay *r = pp->r;
+    static _Thread_local char buf[1 << 16];
+    uint64_t rec_left = 0; /* server-to-client: bytes of the current fragment still to come */
+    unsigned mark_got = 0;
+    uint8_t mark[4];
+    int cut = 0;
+    for (;;) {
+        pthread_mutex_lock(&r->lock);
+        int stop = r->stop;
+        pthread_mutex_unlock(&r->lock);
+        if (stop)
+            break;
+        struct pollfd pf[2] = {{pp->c, POLLIN, 0}, {pp->s, POLLIN, 0}};
+        if (poll(pf, 2, 100) <= 0)
+            continue;
+        if (pf[0].revents) {
+            ssize_t n = recv(pp->c, buf, sizeof(buf), 0);
+            if (n <= 0)
+                break;
+            size_t fwd = (size_t)n;
+            pthread_mutex_lock(&r->lock);
+            if (r->armed && r->dir == RELAY_C2S && r->c2s + (uint64_t)n >= r->cut_at) {
+                fwd = (size_t)(r->cut_at - r->c2s);
+                cut = 1;
+                r->armed = 0;
+            }
+            r->c2s += fwd;
+            pthread_mutex_unlock(&r->lock);
+            if (fwd && send_all(pp->s, buf, fwd) != 0)
+                break;
+            if (cut)
+                break;
+        }
+        if (pf[1].revents) {
+            ssize_t n = recv(pp->s, buf, sizeof(buf), 0);
+            if (n <= 0)
+                break;
+            size_t fwd = (size_t)n;
+            pthread_mutex_lock(&r->lock);
+            if (r->armed && r->dir == RELAY_S2C && r->s2c + (uint64_t)n >= r->cut_at) {
+                if (!r->mid_record) {
+                    fwd = (size_t)(r->cut_at - r->s2c);
+                    cut = 1;
+                } else {
+                    /* the first record that starts at or after cut_at: its mark and 8
+                     * bytes, then the cut */
+                    for (size_t i = 0; i < (size_t)n; i++) {
+                        int starts = rec_left == 0 && mark_got == 0;
+                        if (starts && r->s2c + i >= r->cut_at) {
+                            fwd = i + 12 < (size_t)n ? i + 12 : (size_t)n;
+                            cut = 1;
+                            break;
+                        }
+                        if (rec_left) {
+                            rec_left--;
+                        } else {
+                            mark[mark_got++] = (uint8_t)buf[i];
+                            if (mark_got == 4) {
+                                rec_left = ((uint32_t)mark[0] << 24 | (uint32_t)mark[1] << 16 |
+                                            (uint32_t)mark[2] << 8 | mark[3]) &
+                                           0x7fffffffu;
+                                mark_got = 0;
+                            }
+                        }
+                    }
+                }
+                if (cut)
+                    r->armed = 0;
+            } else {
+                /* follow the records (in case a cut in the middle of one is asked for) */
+                for (size_t i = 0; i < (size_t)n; i++) {
+                    if (rec_left) {
+                        size_t k = (size_t)n - i < rec_left ? (size_t)n - i : (size_t)rec_left;
+                        rec_left -= k;
+                        i += k - 1;
+                        continue;
+                    }
+                    mark[mark_got++] = (uint8_t)buf[i];
+                    if (mark_got == 4) {
+                        rec_left = ((uint32_t)mark[0] << 24 | (uint32_t)mark[1] << 16 |
+                                    (uint32_t)mark[2] << 8 | mark[3]) &
+                                   0x7fffffffu;
+                        mark_got = 0;
+                    }
+                }
+            }
+            r->s2c += fwd;
+            pthread_mutex_unlock(&r->lock);
+            if (fwd && send_all(pp->c, buf, fwd) != 0)
+                break;
+            if (cut)
+                break;
+        }
+    }
+    if (cut) {
+        reset(pp->c);
+        reset(pp->s);
+    } else {
+        close(pp->c);
+        close(pp->s);
+    }
+    pthread_mutex_lock(&r->lock);
+    r->cuts += (unsigned)cut;
+    r->live--;
+    pthread_mutex_unlock(&r->lock);
+    free(pp);
+    return NULL;
+}
+
+static void *accepter(void *arg)
+{
+    struct relay *r = arg;
+    for (;;) {
+        struct pollfd pf = {r->lfd, POLLIN, 0};
+        int n = poll(&pf, 1, 100);
+        pthread_mutex_lock(&r->lock);
+        int stop = r->stop;
+        pthread_mutex_unlock(&r->lock);
+        if (stop)
+            break;
+        if (n <= 0)
+            continue;
+        int c = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            continue;
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)r->target)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            if (s >= 0)
+                close(s);
+            close(c);
+            continue;
+        }
+        struct pipe_pair *pp = malloc(sizeof(*pp));
+        CHECK(pp != NULL);
+        *pp = (struct pipe_pair){r, c, s};
+        pthread_mutex_lock(&r->lock);
+        r->live++;
+        pthread_mutex_unlock(&r->lock);
+        pthread_t t;
+        CHECK_EQ(pthread_create(&t, NULL, pump, pp), 0);
+        pthread_detach(t);
+    }
+    return NULL;
+}
+
+struct relay *relay_start(int target_port)
+{
+    struct relay *r = calloc(1, sizeof(*r));
+    CHECK(r != NULL);
+    r->target = target_port;
+    pthread_mutex_init(&r->lock, NULL);
+    r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(r->lfd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    CHECK_EQ(listen(r->lfd, 64), 0);
+    socklen_t sl = sizeof(sa);
+    CHECK_EQ(getsockname(r->lfd, (struct sockaddr *)&sa, &sl), 0);
+    r->port = ntohs(sa.sin_port);
+    CHECK_EQ(pthread_create(&r->thread, NULL, accepter, r), 0);
+    return r;
+}
+
+int relay_port(const struct relay *r)
+{
+    return r->port;
+}
+
+void relay_cut_at(struct relay *r, int dir, uint64_t at, int mid_record)
+{
+    pthread_mutex_lock(&r->lock);
+    r->dir = dir;
+    r->cut_at = at;
+    r->mid_record = mid_record;
+    r->armed = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+unsigned relay_cuts(struct relay *r)
+{
+    pthread_mutex_lock(&r->lock);
+    unsigned n = r->cuts;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+uint64_t relay_bytes(struct relay *r, int dir)
+{
+    pthread_mutex_lock(&r->lock);
+    uint64_t n = dir == RELAY_S2C ? r->s2c : r->c2s;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+void relay_stop(struct relay *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->stop = 1;
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    close(r->lfd);
+    for (int i = 0; i < 500; i++) {
+        pthread_mutex_lock(&r->lock);
+        unsigned live = r->live;
+        pthread_mutex_unlock(&r->lock);
+        if (!live)
+            break;
+        usleep(10000);
+    }
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}

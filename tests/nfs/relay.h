@@ -1,0 +1,24 @@
+/* A fault-injecting TCP relay for the fault tests: it listens on a free loopback port and
+ * forwards every connection it accepts to a target port, byte for byte, until told to
+ * break one: reset it (both ends, abortively) after so many bytes from the server, or in
+ * the middle of the first ONC RPC record (TCP record marking) that starts after them. */
+#ifndef UIW_TESTS_NFS_RELAY_H
+#define UIW_TESTS_NFS_RELAY_H
+
+#include <stdint.h>
+
+struct relay;
+
+struct relay *relay_start(int target_port);
+int relay_port(const struct relay *r);
+enum { RELAY_S2C, RELAY_C2S };
+/* Reset the connection whose bytes in direction dir (counted over every connection of the
+ * relay) reach `at`; with mid_record (server to client only), not there but a few bytes
+ * into the record that starts next (a reply the client then never gets whole). Once. */
+void relay_cut_at(struct relay *r, int dir, uint64_t at, int mid_record);
+/* Connections reset so far; bytes forwarded in direction dir. */
+unsigned relay_cuts(struct relay *r);
+uint64_t relay_bytes(struct relay *r, int dir);
+void relay_stop(struct relay *r);
+
+#endif
