@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -106,4 +108,27 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 void rm_tree(const char *dir)
 {
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+pid_t nfsd_spawn_argv(const char *const *argv, FILE **out, char *line, size_t cap)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    pid_t parent = getpid(), pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
+        dup2(p[1], STDOUT_FILENO);
+        close(p[0]);
+        close(p[1]);
+        execv(UIW_NFSD, (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    close(p[1]);
+    *out = fdopen(p[0], "r");
+    CHECK(*out != NULL);
+    line[0] = 0;
+    CHECK(fgets(line, (int)cap, *out) != NULL);
+    return pid;
 }

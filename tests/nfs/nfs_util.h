@@ -2,6 +2,10 @@
 #ifndef UIW_TESTS_NFS_UTIL_H
 #define UIW_TESTS_NFS_UTIL_H
 
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
 #include "nfs/client.h"
 #include "nfs/nfsd.h"
 
@@ -29,6 +33,11 @@ char *path_in(const struct srv *v, const char *rel); /* static buffer */
 
 /* A connected TCP socket to 127.0.0.1:port. */
 int tcp_to(int port);
+
+/* uiw-nfsd run with argv (argv[0] included); its standard output is *out, read up to and
+ * including the ready line (into line[0..cap)). It dies with the test: a failed check
+ * (exit 1), a crash or ctest's kill leaves no server holding ctest's output pipe. */
+pid_t nfsd_spawn_argv(const char *const *argv, FILE **out, char *line, size_t cap);
 
 /* rm -rf */
 void rm_tree(const char *dir);

@@ -1,16 +1,20 @@
 /* Faults below the stack, with uiw-nfs as the client a user runs: a relay between it and
  * uiw-nfsd resets the connection in the middle of a WRITE or READ stream (over TCP and
- * over RPC-over-RDMA). Each file must arrive whole: the client connects again and sends
- * its calls again with their XIDs, and the duplicate-reply cache answers what already
- * ran.
+ * over RPC-over-RDMA), and the server is killed with SIGKILL and started again during a
+ * copy. Each file must arrive whole: the client connects again and sends its calls again
+ * with their XIDs, the duplicate-reply cache answers what already ran, and writes not yet
+ * committed when the server died are sent again (its write verifier changed).
  * UIW_FAULT_MB sets the file's size (default 256). */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nfs/server.h"
@@ -130,4 +134,110 @@ TEST(fault_reset_mid_transfer_tcp)
 TEST(fault_reset_mid_transfer_rdma)
 {
     reset_mid_transfer(1);
+}
+
+/* uiw-nfsd (the program) exporting dir on the given ports (0: free ones); the ports it
+ * took. */
+static pid_t nfsd_on(const char *dir, int ports[3])
+{
+    char t[16], m[16], r[16];
+    snprintf(t, sizeof(t), "%d", ports[0]);
+    snprintf(m, sizeof(m), "%d", ports[1]);
+    snprintf(r, sizeof(r), "%d", ports[2]);
+    const char *argv[] = {"uiw-nfsd",     "-a", "127.0.0.1",        "-p", r,   "--tcp-port", t,
+                          "--mount-port", m,    "--no-root-squash", dir,  NULL};
+    FILE *f;
+    char line[256];
+    pid_t pid = nfsd_spawn_argv(argv, &f, line, sizeof(line));
+    fclose(f);
+    CHECK_EQ(
+        sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &ports[0], &ports[1], &ports[2]),
+        3);
+    return pid;
+}
+
+/* uiw-nfs run in the background, its standard error into errpath. */
+static pid_t nfs_start(const char *const *argv, const char *errpath)
+{
+    pid_t parent = getpid(), pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            _exit(127);
+        dup2(fd, STDERR_FILENO);
+        execv(UIW_NFS, (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* uiw-nfsd killed (SIGKILL) a third of the way through a copy and started again on the
+ * same ports: the client connects again and goes on; the writes it had not committed are
+ * sent again (the write verifier changed, so its COMMIT says so); nothing is lost, and
+ * the handles it holds still name their files. */
+static void server_killed(int rdma)
+{
+    char dir[64], local[128], errs[128];
+    snprintf(dir, sizeof(dir), "/tmp/uiw-fault-kill.XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(local, sizeof(local), "%s.src", dir);
+    snprintf(errs, sizeof(errs), "%s.err", dir);
+    size_t n = fault_bytes();
+    make_file(local, n, 0xdeadull + (uint64_t)rdma);
+    int ports[3] = {0, 0, rdma ? 0 : -1};
+    pid_t srv = nfsd_on(dir, ports);
+    char url[512], remote[128];
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s/f?mountport=%d&transport=%s",
+             rdma ? ports[2] : ports[0], dir, ports[1], rdma ? "rdma" : "tcp");
+    snprintf(remote, sizeof(remote), "%s/f", dir);
+    const char *put[] = {"uiw-nfs", "-v", "put", local, url, NULL};
+    pid_t cl = nfs_start(put, errs);
+    /* a third written: kill it */
+    struct stat st;
+    for (int i = 0; i < 60000; i++) {
+        if (stat(remote, &st) == 0 && (size_t)st.st_size >= n / 3)
+            break;
+        usleep(1000);
+    }
+    CHECK(stat(remote, &st) == 0 && (size_t)st.st_size >= n / 3);
+    CHECK_EQ(kill(srv, SIGKILL), 0);
+    int ws;
+    CHECK_EQ(waitpid(srv, &ws, 0), srv);
+    usleep(200000);
+    int again[3] = {ports[0], ports[1], ports[2]};
+    srv = nfsd_on(dir, again);
+    CHECK_EQ(again[0], ports[0]);
+    CHECK_EQ(waitpid(cl, &ws, 0), cl);
+    FILE *ef = fopen(errs, "r");
+    CHECK(ef != NULL);
+    char log[8192];
+    size_t ln = fread(log, 1, sizeof(log) - 1, ef);
+    log[ln] = 0;
+    fclose(ef);
+    if (getenv("UIW_FAULT_TRACE"))
+        fprintf(stderr, "%s", log);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "uiw-nfs put: status %d: %s", ws, log);
+    /* the server's restart showed: a new verifier at COMMIT, the copy sent again */
+    if (!strstr(log, "verifier changed"))
+        uiw_test_fail(__FILE__, __LINE__, "no verifier change seen: %s", log);
+    same_file(local, remote);
+    CHECK_EQ(kill(srv, SIGTERM), 0);
+    CHECK_EQ(waitpid(srv, &ws, 0), srv);
+    unlink(local);
+    unlink(errs);
+    rm_tree(dir);
+}
+
+TEST(fault_server_killed_tcp)
+{
+    server_killed(0);
+}
+
+TEST(fault_server_killed_rdma)
+{
+    server_killed(1);
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,33 +21,24 @@ struct daemon {
 };
 
 /* uiw-nfsd on 127.0.0.1 (ports 0) exporting dir, RDMA on port rdma ("-1": none), with
- * --stats or not; its standard output is *out, read up to and including the ready line
- * (into line[0..cap)). It dies with the test: a failed check (exit 1), a crash or ctest's
- * kill leaves no server holding ctest's output pipe. */
+ * --stats or not (nfsd_spawn_argv). */
 static pid_t nfsd_spawn(const char *dir, const char *rdma, bool stats, FILE **out, char *line,
                         size_t cap)
 {
-    int p[2];
-    CHECK_EQ(pipe(p), 0);
-    pid_t parent = getpid(), pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-            _exit(127);
-        dup2(p[1], STDOUT_FILENO);
-        close(p[0]);
-        close(p[1]);
-        execl(UIW_NFSD, "uiw-nfsd", "-a", "127.0.0.1", "-p", rdma, "--tcp-port", "0",
-              "--mount-port", "0", "--no-root-squash", stats ? "--stats" : dir,
-              stats ? dir : (char *)NULL, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    *out = fdopen(p[0], "r");
-    CHECK(*out != NULL);
-    line[0] = 0;
-    CHECK(fgets(line, (int)cap, *out) != NULL);
-    return pid;
+    const char *argv[] = {"uiw-nfsd",
+                          "-a",
+                          "127.0.0.1",
+                          "-p",
+                          rdma,
+                          "--tcp-port",
+                          "0",
+                          "--mount-port",
+                          "0",
+                          "--no-root-squash",
+                          stats ? "--stats" : dir,
+                          stats ? dir : NULL,
+                          NULL};
+    return nfsd_spawn_argv(argv, out, line, cap);
 }
 
 /* Start uiw-nfsd on a new temporary export; wait for its ready line. */
