@@ -125,3 +125,32 @@ void uiw_test_require_root(void)
                       "needs root, and root is required here (UIW_ROOT_REQUIRED=1)");
     SKIP("needs root: run as root (sudo scripts/test.sh), as CI does");
 }
+
+long uiw_test_dropped(void)
+{
+    FILE *f = popen("iptables -L INPUT -v -x -n 2>/dev/null", "r");
+    if (!f)
+        uiw_test_fail(__FILE__, __LINE__, "iptables: %s", strerror(errno));
+    char line[512];
+    long n = -1;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, "statistic"))
+            n = atol(line);
+    pclose(f);
+    return n;
+}
+
+void uiw_test_lossy_loopback(double p)
+{
+    uiw_test_require_root();
+    int r = uiw_test_private_net();
+    if (r != 0)
+        uiw_test_fail(__FILE__, __LINE__, "a network namespace: %s", strerror(-r));
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd),
+             "iptables -A INPUT -m statistic --mode random --probability %.4f -j DROP", p);
+    if (system(cmd) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "iptables (scripts/deps.sh installs it) cannot drop");
+    if (uiw_test_dropped() != 0)
+        uiw_test_fail(__FILE__, __LINE__, "the drop rule is not there");
+}

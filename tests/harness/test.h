@@ -38,6 +38,12 @@ long uiw_test_vm_kib(const char *field);
  * (77), saying how to run it, or fails where root is required (UIW_ROOT_REQUIRED=1, as CI
  * sets). */
 void uiw_test_require_root(void);
+/* The fault tests' lossy network: root required (uiw_test_require_root), this process in a
+ * network namespace of its own (uiw_test_private_net), where iptables' statistic match
+ * drops that fraction of the packets loopback delivers, at random. */
+void uiw_test_lossy_loopback(double p);
+/* The packets that rule dropped so far. */
+long uiw_test_dropped(void);
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <uiw/rpc.h>
+
 #include "nfs/server.h"
 #include "nfs_util.h"
 #include "relay.h"
@@ -240,4 +242,47 @@ TEST(fault_server_killed_tcp)
 TEST(fault_server_killed_rdma)
 {
     server_killed(1);
+}
+
+/* 2 % of the packets dropped at random (uiw_test_lossy_loopback) under a copy of 1 GiB
+ * (four times UIW_FAULT_MB) put and got back, over TCP and over RPC-over-RDMA: both arrive
+ * whole, and the RDMA connection saw no Terminate. */
+TEST(fault_loss_nfs_copy)
+{
+    uiw_test_lossy_loopback(0.02);
+    struct srv v;
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    srv_start(&v, &o);
+    size_t n = 4 * fault_bytes();
+    char local[300], back[300];
+    snprintf(local, sizeof(local), "%s.src", v.dir);
+    snprintf(back, sizeof(back), "%s.back", v.dir);
+    make_file(local, n, 0x1055ull);
+    for (int rdma = 0; rdma < 2; rdma++) {
+        long before = uiw_test_dropped();
+        char url[512];
+        snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s/f%d?mountport=%d&transport=%s",
+                 rdma ? uiw__nfsd_port(v.s, UIW__NFSD_RDMA) : v.tcp, v.dir, rdma, v.mount,
+                 rdma ? "rdma" : "tcp");
+        const char *put[] = {"uiw-nfs", "--verify", "put", local, url, NULL};
+        nfs_tool(put, 600);
+        const char *get[] = {"uiw-nfs", "--verify", "get", url, back, NULL};
+        nfs_tool(get, 600);
+        char f[16];
+        snprintf(f, sizeof(f), "f%d", rdma);
+        same_file(local, path_in(&v, f));
+        same_file(local, back);
+        if (uiw_test_dropped() - before < 100)
+            uiw_test_fail(__FILE__, __LINE__, "only %ld packets dropped",
+                          uiw_test_dropped() - before);
+    }
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw__nfsd_xprt_stats(v.s, &st), 0);
+    CHECK_EQ(st.rnic.terminates_sent, 0);
+    CHECK_EQ(st.rnic.terminates_received, 0);
+    unlink(local);
+    unlink(back);
+    srv_stop(&v);
 }
