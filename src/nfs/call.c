@@ -442,10 +442,12 @@ int uiw__nfs_call_run(struct uiw__nfsd *s, struct uiw__nfs_pool *pool,
         goto done;
     }
     if (rq.rq_prog == NFS_PROGRAM_NUM) {
-        if (rq.rq_vers == 3 && s->drc && nfs3_changes(rq.rq_proc) && len > 4) {
+        if (rq.rq_vers == 3 && s->drc && nfs3_changes(rq.rq_proc)) {
+            /* the checksum of the arguments, as knfsd's: not of the credential, whose
+             * stamp a client may change when it connects again */
             struct uiw__drc_key k;
             uiw__drc_key(&k, UIW__DRC_TCP, c.hdr.xid, c.hdr.prog, c.hdr.vers, c.hdr.proc, &c.raddr,
-                         rec + 4, len - 4);
+                         rec + c.args_off, len - c.args_off);
             int slot = -1;
             if (replay(&c, s->drc, &k, &slot) != 0)
                 goto done;

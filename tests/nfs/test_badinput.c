@@ -48,6 +48,9 @@ static void recv_all(int fd, void *p, size_t n)
     }
 }
 
+/* The stamp of the AUTH_SYS credentials call_header writes. */
+static uint32_t sys_stamp = 1;
+
 /* An ONC RPC call header (flavor AUTH_NONE, AUTH_SYS or another) at buf, at most 512
  * bytes; returns its length. */
 static size_t call_header(char *buf, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc,
@@ -64,7 +67,8 @@ static size_t call_header(char *buf, uint32_t xid, uint32_t prog, uint32_t vers,
     m.rm_call.cb_vers = vers;
     m.rm_call.cb_proc = proc;
     char cred[64];
-    uint32_t sys[] = {htonl(1), htonl(4), htonl(0x74657374), htonl(1000), htonl(1000), htonl(0)};
+    uint32_t sys[] = {htonl(sys_stamp), htonl(4),    htonl(0x74657374),
+                      htonl(1000),      htonl(1000), htonl(0)};
     m.rm_call.cb_cred.oa_flavor = flavor;
     if (flavor == AUTH_SYS) {
         memcpy(cred, sys, sizeof(sys));
@@ -1053,8 +1057,9 @@ TEST(tcp_writes_share_bounded_buffers)
 }
 
 /* A REMOVE sent again with its XID on a new connection (a client that lost its connection
- * before the reply) gets the first one's reply, byte for byte, instead of running twice
- * (NFS3ERR_NOENT); another XID runs; a GETATTR sent again runs again (not kept). */
+ * before the reply, and made its credential again: another stamp) gets the first one's
+ * reply, byte for byte, instead of running twice (NFS3ERR_NOENT); another XID runs; a
+ * GETATTR sent again runs again (not kept). */
 TEST(tcp_retransmission_answered_from_cache)
 {
     struct srv v;
@@ -1079,7 +1084,9 @@ TEST(tcp_retransmission_answered_from_cache)
     struct stat st;
     CHECK(stat(path_in(&v, "victim"), &st) != 0);
     fd = tcp_to(v.tcp);
+    sys_stamp = 2; /* a client that made its credential again: a new stamp, the same call */
     char *r2 = call_raw(fd, 77, 100003, 3, NFSPROC3_REMOVE, AUTH_SYS, args, alen, &n2);
+    sys_stamp = 1;
     CHECK_EQ(n2, n1);
     CHECK_MEM(r2, r1, n1);
     CHECK_EQ(v.s->drc_hits, hits + 1);
