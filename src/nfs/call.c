@@ -16,8 +16,9 @@
  * NFS procedures that change something (the ones knfsd keeps replies of: SETATTR, WRITE,
  * CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) go through the server's
  * duplicate-reply cache (rpc/drc.h, shared with RPC-over-RDMA): a call sent again after
- * a lost connection gets the first one's reply instead of running twice, and one that
- * comes while the first still runs gets none (the first one's reply answers it).
+ * a lost connection gets the first one's reply instead of running twice; one that comes
+ * while the first still runs waits for it (one at a time, 5 s at most: the first one's
+ * reply went with its connection) and gets its reply, others get none.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -354,7 +355,7 @@ static int replay(struct tcall *c, struct uiw__drc *d, const struct uiw__drc_key
     if (!b)
         return 0; /* run it, uncached */
     uint32_t len = 0;
-    switch (uiw__drc_begin(d, k, c, slot, b->data + 4, (uint32_t)b->cap - 4, &len)) {
+    switch (uiw__drc_begin(d, k, c, slot, b->data + 4, (uint32_t)b->cap - 4, &len, 5000)) {
     case UIW__DRC_HIT: {
         struct uiw__nfs_reply *r = c->out;
         uint32_t mark = htonl(0x80000000u | len);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <uiw/wire.h>
 
@@ -33,13 +34,15 @@ struct drc_ent {
     struct uiw__rr_ibuf *kib;
     struct uiw__rr_bulk *kbulk;
     uint32_t kslot;
-    void *owner; /* an RDMA call, or another transport's token */
+    void *owner;  /* an RDMA call, or another transport's token */
+    bool awaited; /* a retransmission as bytes waits for this entry's end */
     struct uiw__rpc_scall *waiter;
     uint32_t len;
 };
 
 struct uiw__drc {
     pthread_mutex_t lock;
+    pthread_cond_t ended; /* an entry kept as bytes ended (uiw__drc_end) */
     uint32_t n, max_reply, hmask;
     struct drc_ent *e;
     uint32_t *heads;
@@ -74,6 +77,11 @@ struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply, uint32_t max
         return NULL;
     }
     pthread_mutex_init(&d->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->ended, &ca);
+    pthread_condattr_destroy(&ca);
     d->ready = true;
     return d;
 }
@@ -95,6 +103,7 @@ void uiw__drc_free(struct uiw__drc *d)
         return;
     if (d->ready) {
         pthread_mutex_destroy(&d->lock);
+        pthread_cond_destroy(&d->ended);
         for (uint32_t i = 0; i < d->n; i++)
             unkeep(d, &d->e[i]);
     }
@@ -204,6 +213,7 @@ static int claim(struct uiw__drc *d, const struct uiw__drc_key *k, void *owner)
         e->state = E_BUSY;
         e->owner = owner;
         e->waiter = NULL;
+        e->awaited = false;
         e->len = 0;
         return (int)idx;
     }
@@ -307,26 +317,54 @@ uint32_t uiw__drc_max_reply(const struct uiw__drc *d)
     return d->max_reply;
 }
 
+/* The entry of k, or NULL. d->lock held. */
+static struct drc_ent *find_ent(struct uiw__drc *d, const struct uiw__drc_key *k)
+{
+    for (uint32_t i = d->heads[bucket_of(d, k)]; i; i = d->e[i - 1].hnext)
+        if (key_eq(&d->e[i - 1], k))
+            return &d->e[i - 1];
+    return NULL;
+}
+
 enum uiw__drc_verdict uiw__drc_begin(struct uiw__drc *d, const struct uiw__drc_key *k, void *owner,
-                                     int *slot, void *out, uint32_t cap, uint32_t *len)
+                                     int *slot, void *out, uint32_t cap, uint32_t *len, int wait_ms)
 {
     *slot = -1;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
     pthread_mutex_lock(&d->lock);
-    for (uint32_t i = d->heads[bucket_of(d, k)]; i; i = d->e[i - 1].hnext) {
-        struct drc_ent *e = &d->e[i - 1];
-        if (!key_eq(e, k))
-            continue;
-        if (e->state == E_DONE && !e->kib && !e->kbulk && e->len <= cap) {
-            memcpy(out, d->data + (size_t)(i - 1) * d->max_reply, e->len);
+    bool waited = false;
+    for (;;) {
+        struct drc_ent *e = find_ent(d, k);
+        if (e && e->state == E_DONE && !e->kib && !e->kbulk && e->len <= cap) {
+            memcpy(out, d->data + (size_t)(e - d->e) * d->max_reply, e->len);
             *len = e->len;
             pthread_mutex_unlock(&d->lock);
             return UIW__DRC_HIT;
         }
-        if (e->state == E_BUSY) {
+        if (!e || e->state != E_BUSY)
+            break;
+        /* the same call runs now: one retransmission waits for its end, a while */
+        if ((e->awaited && !waited) || wait_ms <= 0) {
             pthread_mutex_unlock(&d->lock);
             return UIW__DRC_WAIT;
         }
-        break;
+        e->awaited = true;
+        waited = true;
+        if (pthread_cond_timedwait(&d->ended, &d->lock, &until) == ETIMEDOUT) {
+            e = find_ent(d, k);
+            if (e && e->state == E_BUSY) {
+                e->awaited = false;
+                pthread_mutex_unlock(&d->lock);
+                return UIW__DRC_WAIT;
+            }
+        }
     }
     *slot = claim(d, k, owner);
     pthread_mutex_unlock(&d->lock);
@@ -359,6 +397,10 @@ void uiw__drc_end(struct uiw__drc *d, int slot, void *owner, const struct iovec 
         e->state = E_DONE;
     } else {
         unlink_ent(d, idx);
+    }
+    if (e->awaited) {
+        e->awaited = false;
+        pthread_cond_broadcast(&d->ended);
     }
     pthread_mutex_unlock(&d->lock);
 }

@@ -40,9 +40,13 @@ uint32_t uiw__drc_max_reply(const struct uiw__drc *d);
 
 /* Look a call up: MISS (the caller now owns an entry for it, *slot: run the call, then
  * uiw__drc_end), HIT (its reply's bytes copied into out, at most cap, *len of them: send
- * them), WAIT (the same call runs now: answer nothing, the original's reply answers). */
+ * them), WAIT (the same call runs now: answer nothing). While the same call runs, one
+ * retransmission at a time waits up to wait_ms for it to end (a client that lost its
+ * connection sends again at once; its first copy's reply went with the connection), and
+ * gets its reply (HIT) or runs (MISS: it was not kept); others get WAIT at once. */
 enum uiw__drc_verdict uiw__drc_begin(struct uiw__drc *d, const struct uiw__drc_key *k, void *owner,
-                                     int *slot, void *out, uint32_t cap, uint32_t *len);
+                                     int *slot, void *out, uint32_t cap, uint32_t *len,
+                                     int wait_ms);
 /* The owner of a slot is done: keep its reply (the bytes of iov, when cacheable and
  * within max_reply) or drop the entry. */
 void uiw__drc_end(struct uiw__drc *d, int slot, void *owner, const struct iovec *iov, int niov,
