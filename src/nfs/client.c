@@ -420,6 +420,10 @@ static int reconnect(struct uiw__nfs_client *c, int attempt)
     for (int i = 0; i < 50; i++) {
         CLIENT *n = rpc_tcp(c, c->nfs_port, NFS_PROG, 3, e, sizeof(e));
         if (n) {
+            /* the same credential (its stamp too): the call goes again byte for byte */
+            auth_destroy(n->cl_auth);
+            n->cl_auth = c->nfs->cl_auth;
+            c->nfs->cl_auth = NULL;
             rpc_close(c->nfs);
             c->nfs = n;
             /* the lost call's XID, once more. libtirpc's clnt_vc takes the next call's XID
