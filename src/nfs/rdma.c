@@ -56,6 +56,12 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
     a.xprt.max_ddp = uiw__nfsd_max_io(s) + 65536;
     /* A slow call holds up only its own thread. */
     a.nthreads = s->opts.rdma_threads ? s->opts.rdma_threads : 4;
+    /* The duplicate-reply cache of both transports (TCP's calls too): room for the calls
+     * of many clients over the time they take to connect again and send again; the
+     * replies it keeps are small (those of calls that change something, and others
+     * without DDP data). */
+    a.drc_entries = UIW__NFSD_DRC_ENTRIES;
+    a.drc_max_reply = UIW__NFSD_DRC_REPLY;
     struct uiw__nfs_rdma *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;

@@ -134,7 +134,7 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
     }
     s->drc = uiw__nfs_rdma_drc(s->rdma);
     if (!s->drc) {
-        s->drc = uiw__drc_create(1024, 4096);
+        s->drc = uiw__drc_create(UIW__NFSD_DRC_ENTRIES, UIW__NFSD_DRC_REPLY);
         s->drc_own = 1;
         if (!s->drc) {
             uiw__nfs_rdma_close(s->rdma);

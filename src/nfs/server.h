@@ -182,6 +182,10 @@ static inline uint32_t uiw__nfsd_max_io(const struct uiw__nfsd *s)
     return s->opts.max_io ? s->opts.max_io : 1u << 20;
 }
 
+/* The duplicate-reply cache's entries, and the room each has for a reply. */
+#define UIW__NFSD_DRC_ENTRIES 8192
+#define UIW__NFSD_DRC_REPLY   1024
+
 /* ---- RPC-over-RDMA (rdma.c) ---- */
 
 /* The RPC-over-RDMA server's duplicate-reply cache (NULL without one). */
