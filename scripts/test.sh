@@ -62,7 +62,7 @@ report_skips() {
 
 # 2. gcc, optimised
 if build build/gcc -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DUIW_TESTS=ON; then
-  phase "gcc -O2 tests" build/gcc -LE '^(siwvm|fuzz|lint)$' --no-tests=ignore "$@"
+  phase "gcc -O2 tests" build/gcc -LE '^(siwvm|fuzz|lint|soak)$' --no-tests=ignore "$@"
 else
   failed+=("gcc build")
 fi
@@ -73,7 +73,7 @@ fi
 if build build/tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DUIW_TSAN=ON \
   -DUIW_BENCH=OFF; then
   phase "ThreadSanitizer" build/tsan -L '^(io|rnic|rpcrdma|rpc|nfs|conformance|tools|interop)$' \
-    -LE '^(siwvm|slow)$' --no-tests=ignore "$@"
+    -LE '^(siwvm|slow|fault|soak)$' --no-tests=ignore "$@"
 else
   failed+=("ThreadSanitizer build")
 fi
@@ -81,7 +81,7 @@ fi
 # 4. clang, ASan + UBSan, fuzzers: the whole suite
 if build build/test -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DUIW_SANITIZE=ON -DUIW_FUZZ=ON -DUIW_FUZZ_SECONDS="${UIW_FUZZ_SECONDS:-20}"; then
-  phase "ASan + UBSan, the whole suite" build/test --no-tests=error "$@"
+  phase "ASan + UBSan, the whole suite" build/test -LE '^soak$' --no-tests=error "$@"
 else
   failed+=("ASan + UBSan build")
 fi

@@ -18,12 +18,14 @@ struct relay {
     pthread_mutex_t lock;
     uint64_t s2c, c2s, cut_at;
     int armed, dir, mid_record, stop;
+    unsigned gen; /* raised by relay_cut_all */
     unsigned cuts, live;
 };
 
 struct pipe_pair {
     struct relay *r;
     int c, s; /* client side, server side */
+    unsigned gen;
 };
 
 static void reset(int fd)
@@ -60,8 +62,9 @@ static void *pump(void *arg)
     for (;;) {
         pthread_mutex_lock(&r->lock);
         int stop = r->stop;
+        cut = r->gen != pp->gen;
         pthread_mutex_unlock(&r->lock);
-        if (stop)
+        if (stop || cut)
             break;
         struct pollfd pf[2] = {{pp->c, POLLIN, 0}, {pp->s, POLLIN, 0}};
         if (poll(pf, 2, 100) <= 0)
@@ -187,8 +190,9 @@ static void *accepter(void *arg)
         }
         struct pipe_pair *pp = malloc(sizeof(*pp));
         CHECK(pp != NULL);
-        *pp = (struct pipe_pair){r, c, s};
+        *pp = (struct pipe_pair){r, c, s, 0};
         pthread_mutex_lock(&r->lock);
+        pp->gen = r->gen;
         r->live++;
         pthread_mutex_unlock(&r->lock);
         pthread_t t;
@@ -229,6 +233,13 @@ void relay_cut_at(struct relay *r, int dir, uint64_t at, int mid_record)
     r->cut_at = at;
     r->mid_record = mid_record;
     r->armed = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void relay_cut_all(struct relay *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->gen++;
     pthread_mutex_unlock(&r->lock);
 }
 

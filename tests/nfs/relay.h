@@ -16,6 +16,8 @@ enum { RELAY_S2C, RELAY_C2S };
  * relay) reach `at`; with mid_record (server to client only), not there but a few bytes
  * into the record that starts next (a reply the client then never gets whole). Once. */
 void relay_cut_at(struct relay *r, int dir, uint64_t at, int mid_record);
+/* Reset every connection open now (the next ones are relayed as before). */
+void relay_cut_all(struct relay *r);
 /* Connections reset so far; bytes forwarded in direction dir. */
 unsigned relay_cuts(struct relay *r);
 uint64_t relay_bytes(struct relay *r, int dir);
