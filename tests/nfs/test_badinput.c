@@ -98,8 +98,9 @@ static char *recv_record(int fd, size_t *rlen)
         rm = ntohl(rm);
         size_t n = rm & 0x7fffffffu;
         CHECK(*rlen + n <= (64u << 20));
-        r = realloc(r, *rlen + n + 1);
-        CHECK(r != NULL);
+        char *more = realloc(r, *rlen + n + 1);
+        CHECK(more != NULL);
+        r = more;
         recv_all(fd, r + *rlen, n);
         *rlen += n;
         if (rm & 0x80000000u)
@@ -493,8 +494,7 @@ static char *readdir_raw(int fd, uint32_t xid, uint32_t proc, const struct uiw__
     XDR x;
     xdrmem_create(&x, args, sizeof(args), XDR_ENCODE);
     nfs_fh3 h = {{dir->len, (char *)dir->data}};
-    cookieverf3 v;
-    memcpy(v, verf, sizeof(v));
+    char *v = (char *)(uintptr_t)verf; /* encoded, not changed */
     CHECK(xdr_nfs_fh3(&x, &h) && xdr_cookie3(&x, &cookie) && xdr_cookieverf3(&x, v) &&
           xdr_count3(&x, &count1));
     if (proc == NFSPROC3_READDIRPLUS)
