@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nfs/exports.h"
 #include "nfs/nfsd.h"
 #include "rpcstats.h"
 
@@ -56,6 +57,10 @@ static const char usage[] =
     "                        credits, chunks, bytes by RDMA and inline, errors) and the\n"
     "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
     "                        standard output on SIGUSR1 and when it ends\n"
+    "      --check-exports FILE\n"
+    "                        read an exports file (exports(5) syntax), print the exports\n"
+    "                        as the server takes them (every option spelled out) and exit\n"
+    "                        (1, with the line of the first error, if it has one)\n"
     "  -v, --verbose         log mounts; twice: every call\n"
     "  -h, --help            this text\n"
     "      --version         the version\n";
@@ -102,6 +107,7 @@ int main(int argc, char **argv)
         O_IDLE,
         O_IOTMO,
         O_IOBUFS,
+        O_CHECK,
         O_VERSION,
         O_STATS
     };
@@ -124,6 +130,7 @@ int main(int argc, char **argv)
         {"idle-timeout", required_argument, NULL, O_IDLE},
         {"io-timeout", required_argument, NULL, O_IOTMO},
         {"io-buffers", required_argument, NULL, O_IOBUFS},
+        {"check-exports", required_argument, NULL, O_CHECK},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -198,6 +205,17 @@ int main(int argc, char **argv)
         case O_STATS:
             stats = true;
             break;
+        case O_CHECK: {
+            struct uiw__nfs_xtable t;
+            char err[512];
+            if (uiw__nfs_exports_load(optarg, &t, err, sizeof(err)) != 0) {
+                fprintf(stderr, "uiw-nfsd: %s\n", err);
+                return 1;
+            }
+            uiw__nfs_exports_print(stdout, &t);
+            uiw__nfs_xtable_free(&t);
+            return 0;
+        }
         case 'v':
             o.verbose++;
             break;

@@ -528,3 +528,37 @@ TEST(tools_stats_rdma)
     rm_tree(dir);
 }
 #endif
+
+/* uiw-nfsd --check-exports: the exports as the server takes them, or the first error's
+ * line and exit status 1. */
+TEST(tools_check_exports)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/uiw-exports.XXXXXX");
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    const char *good = "# exports\n/srv/a 127.0.0.1(rw) *\n\"/srv/b c\" -async 10.0.0.0/8\n";
+    CHECK_EQ(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+    close(fd);
+    const char *argv[] = {"uiw-nfsd", "--check-exports", path, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFSD, argv, NULL, 0, 30, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "/srv/a 127.0.0.1(rw,root_squash,no_all_squash,anonuid=65534,"
+                        "anongid=65534,secure,sync,no_subtree_check,sec=sys:none) *(ro,") != NULL);
+    CHECK(strstr(r.out, "/srv/b\\040c 10.0.0.0/8(ro,") != NULL);
+    CHECK(strstr(r.out, ",async,") != NULL);
+    tool_run_free(&r);
+    const char *bad = "/srv/a *(rw)\n\n/srv/b *(rw,no_such_option)\n";
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    tool_run(UIW_NFSD, argv, NULL, 0, 30, &r);
+    CHECK_EQ(r.status, 1);
+    char want[128];
+    snprintf(want, sizeof(want), "%s:3: unknown option 'no_such_option'", path);
+    CHECK(strstr(r.err, want) != NULL);
+    tool_run_free(&r);
+    unlink(path);
+}
