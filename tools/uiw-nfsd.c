@@ -27,10 +27,17 @@
 #include "nfs/nfsd.h"
 #include "rpcstats.h"
 
+/* The exports file read when no export is named. */
+#define UIW_NFSD_EXPORTS "/etc/uiw/exports"
+
 static const char usage[] =
-    "usage: uiw-nfsd [options] EXPORT_DIR...\n"
+    "usage: uiw-nfsd [options] [EXPORT_DIR...]\n"
     "Serve the directories over NFS version 3 (TCP and RPC-over-RDMA), with MOUNT v3 over\n"
-    "TCP. Clients mount an export by its absolute path.\n"
+    "TCP. Clients mount an export by its absolute path. The exports come from -e FILE, and\n"
+    "from the directories given (open to every host, read-write); with neither, from\n"
+    "/etc/uiw/exports.\n"
+    "  -e, --exports FILE    export what FILE says, to whom it says (exports(5) syntax;\n"
+    "                        default /etc/uiw/exports when no EXPORT_DIR is given)\n"
     "  -a, --addr ADDR       listen address (default: all)\n"
     "  -p, --port PORT       RPC-over-RDMA port (default 20049; 0: any free; -1: off)\n"
     "      --tcp-port PORT   NFS over TCP (default 2049; 0: any free; -1: off)\n"
@@ -114,6 +121,7 @@ int main(int argc, char **argv)
     bool stats = false;
     static const struct option lo[] = {
         {"addr", required_argument, NULL, 'a'},
+        {"exports", required_argument, NULL, 'e'},
         {"stats", no_argument, NULL, O_STATS},
         {"port", required_argument, NULL, 'p'},
         {"tcp-port", required_argument, NULL, O_TCP},
@@ -138,11 +146,15 @@ int main(int argc, char **argv)
     };
     int ch;
     long v;
-    while ((ch = getopt_long(argc, argv, "a:p:vh", lo, NULL)) != -1) {
+    const char *exports = NULL;
+    while ((ch = getopt_long(argc, argv, "a:e:p:vh", lo, NULL)) != -1) {
         int bad = 0;
         switch (ch) {
         case 'a':
             o.addr = optarg;
+            break;
+        case 'e':
+            exports = optarg;
             break;
         case 'p':
             bad = parse_num(optarg, -1, 65535, &v);
@@ -234,9 +246,21 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind >= argc) {
-        fputs(usage, stderr);
-        return 2;
+    if (!exports && optind >= argc) {
+        if (access(UIW_NFSD_EXPORTS, F_OK) != 0) {
+            fprintf(stderr, "uiw-nfsd: nothing to export: no EXPORT_DIR, no -e FILE, and no %s\n%s",
+                    UIW_NFSD_EXPORTS, usage);
+            return 2;
+        }
+        exports = UIW_NFSD_EXPORTS;
+    }
+    struct uiw__nfs_xtable table = {0};
+    if (exports) {
+        char err[512];
+        if (uiw__nfs_exports_load(exports, &table, err, sizeof(err)) != 0) {
+            fprintf(stderr, "uiw-nfsd: %s\n", err);
+            return 1;
+        }
     }
     /* Signals go to sigwait below, never to the server's threads. */
     sigset_t sigs;
@@ -251,7 +275,17 @@ int main(int argc, char **argv)
     struct uiw__nfsd *s = uiw__nfsd_create(&o);
     if (!s) {
         fprintf(stderr, "uiw-nfsd: %s\n", strerror(errno));
+        uiw__nfs_xtable_free(&table);
         return 1;
+    }
+    if (exports) {
+        char err[512];
+        int rc = uiw__nfsd_add_exports(s, &table, err, sizeof(err));
+        if (rc != 0) {
+            fprintf(stderr, "uiw-nfsd: %s: %s\n", exports, err);
+            uiw__nfsd_destroy(s);
+            return 1;
+        }
     }
     for (int i = optind; i < argc; i++) {
         int rc = uiw__nfsd_add_export(s, argv[i]);

@@ -15,10 +15,14 @@
 #include "nfs/server.h"
 
 void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
-                            struct uiw__nfs_cred *c)
+                            const struct uiw__nfs_xopts *o, struct uiw__nfs_cred *c)
 {
-    c->uid = s->opts.anon_uid;
-    c->gid = s->opts.anon_gid;
+    uint32_t anon_uid = o ? o->anonuid : s->opts.anon_uid;
+    uint32_t anon_gid = o ? o->anongid : s->opts.anon_gid;
+    int squash_root = o ? (o->flags & UIW__X_ROOT_SQUASH) != 0 : !s->opts.no_root_squash;
+    int squash_all = o && (o->flags & UIW__X_ALL_SQUASH);
+    c->uid = anon_uid;
+    c->gid = anon_gid;
     c->ngids = 0;
     c->anonymous = rq->rq_cred.oa_flavor == AUTH_NONE;
     if (rq->rq_cred.oa_flavor == AUTH_SYS && rq->rq_clntcred) {
@@ -31,14 +35,18 @@ void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
         for (unsigned i = 0; i < n; i++)
             c->gids[c->ngids++] = p->aup_gids[i];
     }
-    if (!s->opts.no_root_squash) {
+    if (squash_all) {
+        c->uid = anon_uid;
+        c->gid = anon_gid;
+        c->ngids = 0;
+    } else if (squash_root) {
         if (c->uid == 0)
-            c->uid = s->opts.anon_uid;
+            c->uid = anon_uid;
         if (c->gid == 0)
-            c->gid = s->opts.anon_gid;
+            c->gid = anon_gid;
         for (unsigned i = 0; i < c->ngids; i++)
             if (c->gids[i] == 0)
-                c->gids[i] = s->opts.anon_gid;
+                c->gids[i] = anon_gid;
     }
 }
 

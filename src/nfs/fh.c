@@ -346,6 +346,15 @@ static struct uiw__nfs_export *export_by_id(struct uiw__nfsd *s, uint32_t id)
     return NULL;
 }
 
+nfsstat3 uiw__nfs_fh_export(struct uiw__nfsd *s, const nfs_fh3 *h, struct uiw__nfs_export **ex)
+{
+    struct uiw__nfsd_fh fh;
+    if (decode(h, &fh) != 0)
+        return NFS3ERR_BADHANDLE;
+    *ex = export_by_id(s, fh.export_id);
+    return *ex ? NFS3_OK : NFS3ERR_STALE;
+}
+
 /* Is the open file fd the one named (dev, ino, tag), and still linked? */
 static int same_file(int fd, uint64_t dev, uint64_t ino, uint64_t tag)
 {

@@ -48,23 +48,43 @@ static void normalize(const char *in, char *out, size_t n)
     out[o] = 0;
 }
 
-static mountstat3 mnt(struct uiw__nfsd *s, const char *path, fhandle3 *fh,
-                      char buf[UIW__NFS_FH_LEN])
+/* The export a path lies in: the longest whose path is a prefix of it, whatever their
+ * order (nested exports); *rest gets what is below it. */
+static struct uiw__nfs_export *export_of(struct uiw__nfsd *s, const char *norm, const char **rest)
+{
+    struct uiw__nfs_export *best = NULL;
+    size_t best_len = 0;
+    for (unsigned i = 0; i < s->nexports; i++) {
+        struct uiw__nfs_export *ex = &s->exports[i];
+        size_t el = strlen(ex->path);
+        const char *r;
+        if (strcmp(norm, ex->path) == 0)
+            r = "";
+        else if (strncmp(norm, ex->path, el) == 0 && (norm[el] == '/' || el == 1))
+            r = norm + el + (el == 1 ? 0 : 1);
+        else
+            continue;
+        if (!best || el > best_len) {
+            best = ex;
+            best_len = el;
+            *rest = r;
+        }
+    }
+    return best;
+}
+
+static mountstat3 mnt(struct uiw__nfsd *s, const struct svc_req *rq, const char *path, fhandle3 *fh,
+                      char buf[UIW__NFS_FH_LEN], const struct uiw__nfs_xopts **o)
 {
     char norm[MNTPATHLEN + 1];
     if (!path || path[0] != '/')
         return MNT3ERR_NOENT;
     normalize(path, norm, sizeof(norm));
-    for (unsigned i = 0; i < s->nexports; i++) {
-        struct uiw__nfs_export *ex = &s->exports[i];
-        size_t el = strlen(ex->path);
-        const char *rest;
-        if (strcmp(norm, ex->path) == 0)
-            rest = "";
-        else if (strncmp(norm, ex->path, el) == 0 && (norm[el] == '/' || el == 1))
-            rest = norm + el + (el == 1 ? 0 : 1);
-        else
-            continue;
+    const char *rest = NULL;
+    struct uiw__nfs_export *ex = export_of(s, norm, &rest);
+    if (ex) {
+        if (uiw__nfsd_access(s, ex, rq, 0, NULL, o) != NFS3_OK)
+            return MNT3ERR_ACCES;
         int fd = fcntl(ex->rootfd, F_DUPFD_CLOEXEC, 0), dirfd = -1;
         char comp[NAME_MAX + 1];
         const char *last = NULL;
@@ -193,14 +213,21 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
         } else {
             mountres3 res;
             char buf[UIW__NFS_FH_LEN];
-            int flavors[2] = {AUTH_SYS, AUTH_NONE};
+            int flavors[2];
+            u_int nfl = 0;
+            const struct uiw__nfs_xopts *o = NULL;
             memset(&res, 0, sizeof(res));
-            res.fhs_status = mnt(s, path, &res.mountres3_u.mountinfo.fhandle, buf);
+            res.fhs_status = mnt(s, rq, path, &res.mountres3_u.mountinfo.fhandle, buf, &o);
             if (res.fhs_status == MNT3_OK) {
                 char norm[MNTPATHLEN + 1];
                 normalize(path, norm, sizeof(norm));
                 add_mount(s, host, norm);
-                res.mountres3_u.mountinfo.auth_flavors.auth_flavors_len = 2;
+                /* the flavors the export takes from this client */
+                if (!o || (o->flags & UIW__X_SEC_SYS))
+                    flavors[nfl++] = AUTH_SYS;
+                if (!o || (o->flags & UIW__X_SEC_NONE))
+                    flavors[nfl++] = AUTH_NONE;
+                res.mountres3_u.mountinfo.auth_flavors.auth_flavors_len = nfl;
                 res.mountres3_u.mountinfo.auth_flavors.auth_flavors_val = flavors;
             }
             if (s->opts.verbose)
@@ -237,18 +264,35 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
         return;
     }
     case MOUNTPROC3_EXPORT: {
+        /* each export with its clients (none: every host), as showmount -e shows them */
+        unsigned ng = 0;
+        for (unsigned i = 0; i < s->nexports; i++)
+            if (s->exports[i].access)
+                ng += s->exports[i].access->nclients;
         exportnode *e = calloc(s->nexports ? s->nexports : 1, sizeof(*e));
-        if (!e) {
+        groupnode *g = calloc(ng ? ng : 1, sizeof(*g));
+        if (!e || !g) {
+            free(e);
+            free(g);
             svcerr_systemerr(xprt);
             return;
         }
+        unsigned gi = 0;
         for (unsigned i = 0; i < s->nexports; i++) {
+            const struct uiw__nfs_xentry *a = s->exports[i].access;
             e[i].ex_dir = s->exports[i].path;
             e[i].ex_groups = NULL;
+            for (unsigned k = 0; a && k < a->nclients; k++, gi++) {
+                g[gi].gr_name = a->clients[k].text;
+                g[gi].gr_next = k + 1 < a->nclients ? &g[gi + 1] : NULL;
+                if (k == 0)
+                    e[i].ex_groups = &g[gi];
+            }
             e[i].ex_next = i + 1 < s->nexports ? &e[i + 1] : NULL;
         }
         mntexports list = s->nexports ? e : NULL;
         svc_sendreply(xprt, UIW__XDRPROC(uiw__xdr_mntexports), (caddr_t)&list);
+        free(g);
         free(e);
         return;
     }

@@ -28,6 +28,8 @@ struct call {
     struct uiw__nfsd *s;
     struct svc_req *rq;
     SVCXPRT *xprt;
+    int write;                       /* the procedure changes something */
+    const struct uiw__nfs_xopts *xo; /* the caller's options on the export (NULL: none) */
     struct uiw__nfs_cred cred;
     int entered;
     char fh[UIW__NFS_FH_LEN];
@@ -125,9 +127,21 @@ static int is_dir(int fd)
     return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Resolve a handle for the caller: its export's access first (the caller's options and
+ * identity there: access.c), then the file. */
+static nfsstat3 resolve(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex)
+{
+    nfsstat3 st = uiw__nfs_fh_export(c->s, h, ex);
+    if (st == NFS3_OK)
+        st = uiw__nfsd_access(c->s, *ex, c->rq, c->write, &c->cred, &c->xo);
+    if (st == NFS3_OK)
+        st = uiw__nfs_fh_resolve(c->s, &c->cred, h, fd, ex);
+    return st;
+}
+
 static nfsstat3 resolve_dir(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex)
 {
-    nfsstat3 st = uiw__nfs_fh_resolve(c->s, &c->cred, h, fd, ex);
+    nfsstat3 st = resolve(c, h, fd, ex);
     if (st != NFS3_OK)
         return st;
     if (!is_dir(*fd)) {
@@ -223,7 +237,7 @@ static nfsstat3 apply_sattr(int fd, const sattr3 *a)
 static nfsstat3 resolve_attr(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex,
                              post_op_attr *attr)
 {
-    nfsstat3 st = uiw__nfs_fh_resolve(c->s, &c->cred, h, fd, ex);
+    nfsstat3 st = resolve(c, h, fd, ex);
     if (st == NFS3_OK)
         uiw__nfsd_postop(*fd, *ex, attr);
     else
@@ -244,7 +258,11 @@ static void p_getattr(struct call *c, GETATTR3args *a, GETATTR3res *r)
 {
     struct stat st;
     struct uiw__nfs_export *ex;
-    r->status = uiw__nfs_fh_stat(c->s, &c->cred, &a->object, &st, &ex);
+    r->status = uiw__nfs_fh_export(c->s, &a->object, &ex);
+    if (r->status == NFS3_OK)
+        r->status = uiw__nfsd_access(c->s, ex, c->rq, 0, &c->cred, &c->xo);
+    if (r->status == NFS3_OK)
+        r->status = uiw__nfs_fh_stat(c->s, &c->cred, &a->object, &st, &ex);
     if (r->status == NFS3_OK)
         uiw__nfsd_fattr(&st, ex, &r->GETATTR3res_u.resok.obj_attributes);
 }
@@ -254,7 +272,7 @@ static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
     int fd;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->SETATTR3res_u.resok.obj_wcc;
-    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->object, &fd, &ex);
+    r->status = resolve(c, &a->object, &fd, &ex);
     if (r->status != NFS3_OK)
         return;
     uiw__nfsd_preop(fd, &w->before);
@@ -349,6 +367,8 @@ static void p_access(struct call *c, ACCESS3args *a, ACCESS3res *r)
     if ((want & (ACCESS3_LOOKUP | ACCESS3_EXECUTE)) && faccessat(fd, "", X_OK, fl) == 0)
         got |= want & (dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE);
     leave(c);
+    if (c->xo && !(c->xo->flags & UIW__X_RW))
+        got &= ~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
     ok->access = got;
     close(fd);
 }
@@ -375,7 +395,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
 {
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
-    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
+    r->status = resolve(c, &a->file, &fd, &ex);
     if (r->status != NFS3_OK) {
         r->READ3res_u.resfail.file_attributes.attributes_follow = 0;
         return;
@@ -431,7 +451,7 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->WRITE3res_u.resok.file_wcc;
-    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
+    r->status = resolve(c, &a->file, &fd, &ex);
     if (r->status != NFS3_OK) {
         memset(w, 0, sizeof(*w));
         return;
@@ -793,7 +813,7 @@ static void p_link(struct call *c, LINK3args *a, LINK3res *r)
     wcc_data *w = &r->LINK3res_u.resok.linkdir_wcc;
     memset(w, 0, sizeof(*w));
     r->LINK3res_u.resok.file_attributes.attributes_follow = 0;
-    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
+    r->status = resolve(c, &a->file, &fd, &ex);
     if (r->status != NFS3_OK)
         return;
     r->status = resolve_dir(c, &a->link.dir, &dfd, &dex);
@@ -1075,7 +1095,7 @@ static void p_commit(struct call *c, COMMIT3args *a, COMMIT3res *r)
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->COMMIT3res_u.resok.file_wcc;
-    r->status = uiw__nfs_fh_resolve(c->s, &c->cred, &a->file, &fd, &ex);
+    r->status = resolve(c, &a->file, &fd, &ex);
     if (r->status != NFS3_OK) {
         memset(w, 0, sizeof(*w));
         return;
@@ -1106,33 +1126,34 @@ static const struct {
     const char *name;
     xdrproc_t args, res;
     procfn fn;
+    int write; /* changes something: refused on a read-only export (NFS3ERR_ROFS) */
 } procs[] = {
-#define P(n, a, r, f)                                                                              \
+#define P(n, a, r, f, w)                                                                           \
     {                                                                                              \
-        n, UIW__XDRPROC(a), UIW__XDRPROC(r), (procfn)(void (*)(void))(f)                           \
+        n, UIW__XDRPROC(a), UIW__XDRPROC(r), (procfn)(void (*)(void))(f), w                        \
     }
-    P("NULL", xdr_void, xdr_void, p_null),
-    P("GETATTR", xdr_GETATTR3args, xdr_GETATTR3res, p_getattr),
-    P("SETATTR", xdr_SETATTR3args, xdr_SETATTR3res, p_setattr),
-    P("LOOKUP", xdr_LOOKUP3args, xdr_LOOKUP3res, p_lookup),
-    P("ACCESS", xdr_ACCESS3args, xdr_ACCESS3res, p_access),
-    P("READLINK", xdr_READLINK3args, xdr_READLINK3res, p_readlink),
-    P("READ", xdr_READ3args, xdr_READ3res, p_read),
-    P("WRITE", uiw__xdr_WRITE3args, xdr_WRITE3res, p_write),
-    P("CREATE", xdr_CREATE3args, xdr_CREATE3res, p_create),
-    P("MKDIR", xdr_MKDIR3args, xdr_MKDIR3res, p_mkdir),
-    P("SYMLINK", xdr_SYMLINK3args, xdr_SYMLINK3res, p_symlink),
-    P("MKNOD", xdr_MKNOD3args, xdr_MKNOD3res, p_mknod),
-    P("REMOVE", xdr_REMOVE3args, xdr_REMOVE3res, p_remove),
-    P("RMDIR", xdr_RMDIR3args, xdr_RMDIR3res, p_rmdir),
-    P("RENAME", xdr_RENAME3args, xdr_RENAME3res, p_rename),
-    P("LINK", xdr_LINK3args, xdr_LINK3res, p_link),
-    P("READDIR", xdr_READDIR3args, uiw__xdr_READDIR3res, p_readdir),
-    P("READDIRPLUS", xdr_READDIRPLUS3args, uiw__xdr_READDIRPLUS3res, p_readdirplus),
-    P("FSSTAT", xdr_FSSTAT3args, xdr_FSSTAT3res, p_fsstat),
-    P("FSINFO", xdr_FSINFO3args, xdr_FSINFO3res, p_fsinfo),
-    P("PATHCONF", xdr_PATHCONF3args, xdr_PATHCONF3res, p_pathconf),
-    P("COMMIT", xdr_COMMIT3args, xdr_COMMIT3res, p_commit),
+    P("NULL", xdr_void, xdr_void, p_null, 0),
+    P("GETATTR", xdr_GETATTR3args, xdr_GETATTR3res, p_getattr, 0),
+    P("SETATTR", xdr_SETATTR3args, xdr_SETATTR3res, p_setattr, 1),
+    P("LOOKUP", xdr_LOOKUP3args, xdr_LOOKUP3res, p_lookup, 0),
+    P("ACCESS", xdr_ACCESS3args, xdr_ACCESS3res, p_access, 0),
+    P("READLINK", xdr_READLINK3args, xdr_READLINK3res, p_readlink, 0),
+    P("READ", xdr_READ3args, xdr_READ3res, p_read, 0),
+    P("WRITE", uiw__xdr_WRITE3args, xdr_WRITE3res, p_write, 1),
+    P("CREATE", xdr_CREATE3args, xdr_CREATE3res, p_create, 1),
+    P("MKDIR", xdr_MKDIR3args, xdr_MKDIR3res, p_mkdir, 1),
+    P("SYMLINK", xdr_SYMLINK3args, xdr_SYMLINK3res, p_symlink, 1),
+    P("MKNOD", xdr_MKNOD3args, xdr_MKNOD3res, p_mknod, 1),
+    P("REMOVE", xdr_REMOVE3args, xdr_REMOVE3res, p_remove, 1),
+    P("RMDIR", xdr_RMDIR3args, xdr_RMDIR3res, p_rmdir, 1),
+    P("RENAME", xdr_RENAME3args, xdr_RENAME3res, p_rename, 1),
+    P("LINK", xdr_LINK3args, xdr_LINK3res, p_link, 1),
+    P("READDIR", xdr_READDIR3args, uiw__xdr_READDIR3res, p_readdir, 0),
+    P("READDIRPLUS", xdr_READDIRPLUS3args, uiw__xdr_READDIRPLUS3res, p_readdirplus, 0),
+    P("FSSTAT", xdr_FSSTAT3args, xdr_FSSTAT3res, p_fsstat, 0),
+    P("FSINFO", xdr_FSINFO3args, xdr_FSINFO3res, p_fsinfo, 0),
+    P("PATHCONF", xdr_PATHCONF3args, xdr_PATHCONF3res, p_pathconf, 0),
+    P("COMMIT", xdr_COMMIT3args, xdr_COMMIT3res, p_commit, 1),
 #undef P
 };
 
@@ -1218,9 +1239,11 @@ void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     c->s = s;
     c->rq = rq;
     c->xprt = xprt;
+    c->write = procs[proc].write;
+    c->xo = NULL;
     c->entered = 0;
     c->arena = NULL;
-    uiw__nfs_cred_from_req(s, rq, &c->cred);
+    uiw__nfs_cred_from_req(s, rq, NULL, &c->cred);
     procs[proc].fn(c, &args, &res);
     leave(c);
     if (s->opts.verbose > 1)

@@ -11,6 +11,7 @@
 #ifndef UIW_NFS_NFSD_H
 #define UIW_NFS_NFSD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct uiw__nfsd;
@@ -45,6 +46,12 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o);
 /* Export a directory (made absolute and canonical; mounted by that path). 0 or -errno
  * (-ENOTDIR, -ENOENT, -EEXIST for the same directory twice). Before uiw__nfsd_start. */
 int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path);
+
+/* Export every line of an exports file's table (exports.h), taking it over: each path as
+ * with uiw__nfsd_add_export, open to the clients of its line only, with their options.
+ * 0, or -errno with the line and path in err. Before uiw__nfsd_start. */
+struct uiw__nfs_xtable;
+int uiw__nfsd_add_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *err, size_t errlen);
 
 /* Bind the listeners and start serving. 0 or -errno. */
 int uiw__nfsd_start(struct uiw__nfsd *s);

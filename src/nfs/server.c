@@ -64,7 +64,7 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
     return s;
 }
 
-int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path)
+static int add_export(struct uiw__nfsd *s, const char *path, const struct uiw__nfs_xentry *access)
 {
     if (s->started)
         return -EBUSY;
@@ -110,6 +110,32 @@ int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path)
     ex->dev = st.st_dev;
     ex->ino = st.st_ino;
     ex->tag = uiw__nfs_fh_tag(fd);
+    ex->access = access;
+    return 0;
+}
+
+int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path)
+{
+    return add_export(s, path, NULL);
+}
+
+int uiw__nfsd_add_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *err, size_t errlen)
+{
+    if (s->started || s->xtable.n) {
+        snprintf(err, errlen, "exports were read already");
+        return -EBUSY;
+    }
+    s->xtable = *t; /* ours now: the exports point into it */
+    memset(t, 0, sizeof(*t));
+    for (unsigned i = 0; i < s->xtable.n; i++) {
+        const struct uiw__nfs_xentry *e = &s->xtable.e[i];
+        int rc = add_export(s, e->path, e);
+        if (rc != 0) {
+            snprintf(err, errlen, "line %u: %s: %s", e->line, e->path,
+                     rc == -EEXIST ? "the same directory as another export" : strerror(-rc));
+            return rc;
+        }
+    }
     return 0;
 }
 
@@ -192,6 +218,7 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
         free(s->exports[i].path);
     }
     free(s->exports);
+    uiw__nfs_xtable_free(&s->xtable);
     while (s->mounts) {
         struct uiw__nfs_mountent *m = s->mounts;
         s->mounts = m->next;

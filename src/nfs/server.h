@@ -14,6 +14,7 @@
 
 #include "mount3.h"
 #include "nfs3.h"
+#include "nfs/exports.h"
 #include "nfs/nfsd.h"
 
 /* ---- exports ---- */
@@ -25,6 +26,9 @@ struct uiw__nfs_export {
     dev_t dev;   /* the root's device and inode */
     ino_t ino;
     uint64_t tag; /* the root's generation tag (fh.c) */
+    /* who may use it, and how (an exports file's line); NULL: an export of the command
+     * line, open to every host as the server's options say */
+    const struct uiw__nfs_xentry *access;
 };
 
 /* ---- file handles (fh.c) ---- */
@@ -57,6 +61,10 @@ void uiw__nfs_fhcache_destroy(struct uiw__nfs_fhcache *c);
 uint64_t uiw__nfs_fh_tag(int fd);
 
 void uiw__nfs_fh_encode(const struct uiw__nfsd_fh *fh, nfs_fh3 *out, char buf[UIW__NFS_FH_LEN]);
+
+/* The export a handle names (before the file is looked for): NFS3_OK, NFS3ERR_BADHANDLE,
+ * NFS3ERR_STALE (an export not served now). */
+nfsstat3 uiw__nfs_fh_export(struct uiw__nfsd *s, const nfs_fh3 *h, struct uiw__nfs_export **ex);
 
 /* What the handle records have cost: searches run, deferred (budget spent or another
  * running), refused (AUTH_NONE callers). */
@@ -100,9 +108,21 @@ struct uiw__nfs_cred {
     int anonymous; /* AUTH_NONE */
 };
 
-/* The caller's identity of this request (AUTH_SYS, AUTH_NONE), squashed as configured. */
+/* The caller's identity of this request (AUTH_SYS, AUTH_NONE), squashed as o says (NULL:
+ * as the server's options say, for exports of the command line). */
 void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
-                            struct uiw__nfs_cred *c);
+                            const struct uiw__nfs_xopts *o, struct uiw__nfs_cred *c);
+
+/* ---- access (access.c) ---- */
+
+/* May the caller of rq use ex, and write to it? NFS3_OK with *cred its identity there
+ * (squashed as the export's line says for it), NFS3ERR_ACCES (not a client of it; a
+ * source port of 1024 or above on a `secure` export; a flavor its `sec` leaves out),
+ * NFS3ERR_ROFS (a write to what it may only read). A refusal is logged. *o (when not
+ * NULL) gets the options, NULL for a command-line export. */
+nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
+                          const struct svc_req *rq, int write, struct uiw__nfs_cred *cred,
+                          const struct uiw__nfs_xopts **o);
 /* Act as `c` on this thread (file system identity and groups) when the server runs as
  * root; a no-op otherwise. 0 or -errno. */
 int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c);
@@ -118,6 +138,7 @@ enum uiw__nfsd_refusal {
     UIW__NFSD_REFUSED_CONN,
     UIW__NFSD_REFUSED_RECORD,
     UIW__NFSD_REFUSED_TIMEOUT,
+    UIW__NFSD_REFUSED_ACCESS,
     UIW__NFSD_REFUSED_KINDS
 };
 
@@ -136,6 +157,7 @@ struct uiw__nfsd {
     struct uiw__nfsd_opts opts;
     struct uiw__nfs_export *exports;
     unsigned nexports;
+    struct uiw__nfs_xtable xtable; /* the exports file's lines (exports[].access) */
     struct uiw__nfs_fhcache *fhcache;
     int privileged; /* running as root: act as each caller */
     char writeverf[NFS3_WRITEVERFSIZE];

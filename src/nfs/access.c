@@ -1,0 +1,71 @@
+/*
+ * Who may use an export, and how: the exports file's line of the export (exports.c),
+ * checked on every call over every transport (a client that got a handle elsewhere is
+ * checked against the export the handle names), and at MNT. An export of the command
+ * line is open to every host, read-write, squashed as the server's options say.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nfs/server.h"
+
+/* The caller's address as text, and its port. */
+static void caller(const struct svc_req *rq, char *buf, size_t n, unsigned *port)
+{
+    snprintf(buf, n, "unknown");
+    *port = 0;
+    const struct netbuf *nb = svc_getrpccaller(rq->rq_xprt);
+    if (!nb || !nb->buf || nb->len < sizeof(sa_family_t))
+        return;
+    const struct sockaddr *sa = nb->buf;
+    if (sa->sa_family == AF_INET && nb->len >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = nb->buf;
+        inet_ntop(AF_INET, &in->sin_addr, buf, (socklen_t)n);
+        *port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6 && nb->len >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *in6 = nb->buf;
+        inet_ntop(AF_INET6, &in6->sin6_addr, buf, (socklen_t)n);
+        *port = ntohs(in6->sin6_port);
+    }
+}
+
+nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
+                          const struct svc_req *rq, int write, struct uiw__nfs_cred *cred,
+                          const struct uiw__nfs_xopts **op)
+{
+    const struct uiw__nfs_xopts *o = NULL;
+    if (op)
+        *op = NULL;
+    if (ex->access) {
+        const struct netbuf *nb = svc_getrpccaller(rq->rq_xprt);
+        char who[INET6_ADDRSTRLEN + 8];
+        unsigned port;
+        caller(rq, who, sizeof(who), &port);
+        const char *why = NULL;
+        if (nb && nb->buf && nb->len >= sizeof(sa_family_t))
+            o = uiw__nfs_xentry_match(ex->access, nb->buf);
+        if (!o)
+            why = "not a client of it";
+        else if ((o->flags & UIW__X_SECURE) && port >= 1024)
+            why = "a source port of 1024 or above (the export is secure)";
+        else if (rq->rq_cred.oa_flavor == AUTH_SYS && !(o->flags & UIW__X_SEC_SYS))
+            why = "AUTH_SYS, which its sec= leaves out";
+        else if (rq->rq_cred.oa_flavor == AUTH_NONE && !(o->flags & UIW__X_SEC_NONE))
+            why = "AUTH_NONE, which its sec= leaves out";
+        if (why) {
+            uiw__nfsd_refused(s, UIW__NFSD_REFUSED_ACCESS,
+                              "refused %s access to %s from %s (port %u): %s",
+                              rq->rq_prog == 100005 ? "MOUNT" : "NFS", ex->path, who, port, why);
+            return NFS3ERR_ACCES;
+        }
+        if (write && !(o->flags & UIW__X_RW))
+            return NFS3ERR_ROFS;
+    }
+    if (op)
+        *op = o;
+    if (cred)
+        uiw__nfs_cred_from_req(s, rq, o, cred);
+    return NFS3_OK;
+}
