@@ -220,6 +220,10 @@ static int tcp_connect(const char *host, int port, struct sockaddr_storage *ss, 
             err = errno;
             continue;
         }
+        /* as root, a source port below 1024, as the kernel's client takes: what an export
+         * that is `secure` (the default of exports(5)) asks for */
+        if (geteuid() == 0)
+            (void)bindresvport_sa(fd, NULL);
         if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
             memcpy(ss, a->ai_addr, a->ai_addrlen);
             *sl = a->ai_addrlen;

@@ -562,3 +562,54 @@ TEST(tools_check_exports)
     tool_run_free(&r);
     unlink(path);
 }
+
+/* uiw-nfsd -e FILE whose export is secure (the default): uiw-nfs run as root connects
+ * from a port below 1024, as the kernel's client does, and is served; a file with an
+ * error does not start the server. */
+TEST(root_tools_exports_file_secure)
+{
+    uiw_test_require_root();
+    char dir[64], file[80];
+    snprintf(dir, sizeof(dir), "/tmp/uiw-nfsd-secure.XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(file, sizeof(file), "%s.exports", dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    fprintf(f, "%s 127.0.0.1(rw,no_root_squash)\n", dir);
+    fclose(f);
+    const char *argv[] = {"uiw-nfsd", "-e",         file, "-a",           "127.0.0.1", "-p",
+                          "-1",       "--tcp-port", "0",  "--mount-port", "0",         NULL};
+    FILE *out;
+    char line[256];
+    pid_t pid = nfsd_spawn_argv(argv, &out, line, sizeof(line));
+    fclose(out);
+    int tcp, mount, rdma;
+    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
+    char local[96], u[512];
+    snprintf(local, sizeof(local), "%s.src", dir);
+    f = fopen(local, "w");
+    CHECK(f != NULL);
+    fputs("secure\n", f);
+    fclose(f);
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/f?mountport=%d", tcp, dir, mount);
+    struct tool_run r = nfs("--verify", "put", local, u);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "put: %s", r.err);
+    tool_run_free(&r);
+    CHECK_EQ(kill(pid, SIGTERM), 0);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    /* an error in the file: no server, the line said */
+    f = fopen(file, "w");
+    CHECK(f != NULL);
+    fprintf(f, "%s 127.0.0.1(rw,bogus)\n", dir);
+    fclose(f);
+    struct tool_run e;
+    tool_run(UIW_NFSD, argv, NULL, 0, 30, &e);
+    CHECK_EQ(e.status, 1);
+    CHECK(strstr(e.err, ":1: unknown option 'bogus'") != NULL);
+    tool_run_free(&e);
+    unlink(local);
+    unlink(file);
+    rm_tree(dir);
+}
