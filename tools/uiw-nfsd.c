@@ -11,7 +11,8 @@
  *
  * Once listening it prints one line on standard output,
  *   uiw-nfsd: ready tcp=PORT mount=PORT rdma=PORT
- * (a port of 0 picks a free one; -1 means off), then serves until SIGINT or SIGTERM.
+ * (a port of 0 picks a free one; -1 means off), then serves until SIGINT or SIGTERM;
+ * SIGHUP reads the exports file again.
  * With --stats it prints the RPC-over-RDMA and RNIC counters on SIGUSR1 and as it ends.
  * Exit status 0 after a signal, 1 when it cannot start, 2 on a usage error.
  */
@@ -93,6 +94,28 @@ static void print_stats(struct uiw__nfsd *s)
     else
         printf("uiw-nfsd: no RPC-over-RDMA counters: %s\n", strerror(-r));
     fflush(stdout);
+}
+
+/* SIGHUP: the exports file read again and taken (as it was, if it has an error). */
+static void reload(struct uiw__nfsd *s, const char *exports)
+{
+    if (!exports) {
+        fprintf(stderr, "uiw-nfsd: SIGHUP: no exports file to read again (no -e)\n");
+        return;
+    }
+    struct uiw__nfs_xtable t;
+    char err[512];
+    if (uiw__nfs_exports_load(exports, &t, err, sizeof(err)) != 0) {
+        fprintf(stderr, "uiw-nfsd: SIGHUP: %s: the exports stay as they were\n", err);
+        return;
+    }
+    unsigned n = t.n;
+    if (uiw__nfsd_reload_exports(s, &t, err, sizeof(err)) != 0) {
+        fprintf(stderr, "uiw-nfsd: SIGHUP: %s: %s: the exports stay as they were\n", exports, err);
+        uiw__nfs_xtable_free(&t);
+        return;
+    }
+    fprintf(stderr, "uiw-nfsd: SIGHUP: %u exports read again from %s\n", n, exports);
 }
 
 int main(int argc, char **argv)
@@ -307,9 +330,13 @@ int main(int argc, char **argv)
            uiw__nfsd_port(s, UIW__NFSD_MOUNT), uiw__nfsd_port(s, UIW__NFSD_RDMA));
     fflush(stdout);
     int sig = 0;
-    while (sigwait(&sigs, &sig) != 0 || sig == SIGUSR1)
+    while (sigwait(&sigs, &sig) != 0 || sig == SIGUSR1 || sig == SIGHUP) {
         if (sig == SIGUSR1 && stats)
             print_stats(s);
+        if (sig == SIGHUP)
+            reload(s, exports);
+        sig = 0;
+    }
     if (stats)
         print_stats(s);
     if (o.verbose)

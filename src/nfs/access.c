@@ -46,7 +46,9 @@ nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
         const char *why = NULL;
         if (nb && nb->buf && nb->len >= sizeof(sa_family_t))
             o = uiw__nfs_xentry_match(ex->access, nb->buf);
-        if (!o)
+        if (ex->removed)
+            why = "no longer exported";
+        else if (!o)
             why = "not a client of it";
         else if ((o->flags & UIW__X_SECURE) && port >= 1024)
             why = "a source port of 1024 or above (the export is secure)";

@@ -56,6 +56,8 @@ static struct uiw__nfs_export *export_of(struct uiw__nfsd *s, const char *norm, 
     size_t best_len = 0;
     for (unsigned i = 0; i < s->nexports; i++) {
         struct uiw__nfs_export *ex = &s->exports[i];
+        if (ex->removed)
+            continue;
         size_t el = strlen(ex->path);
         const char *r;
         if (strcmp(norm, ex->path) == 0)
@@ -189,7 +191,16 @@ static void del_mounts(struct uiw__nfsd *s, const char *host, const char *dir)
     pthread_mutex_unlock(&s->lock);
 }
 
+static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
+
 void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
+{
+    pthread_rwlock_rdlock(&s->xlock);
+    dispatch(s, rq, xprt);
+    pthread_rwlock_unlock(&s->xlock);
+}
+
+static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
 {
     char host[INET6_ADDRSTRLEN + 1];
     caller(xprt, host, sizeof(host));
@@ -265,10 +276,12 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
     }
     case MOUNTPROC3_EXPORT: {
         /* each export with its clients (none: every host), as showmount -e shows them */
-        unsigned ng = 0;
-        for (unsigned i = 0; i < s->nexports; i++)
+        unsigned ng = 0, nx = 0;
+        for (unsigned i = 0; i < s->nexports; i++) {
+            nx += !s->exports[i].removed;
             if (s->exports[i].access)
                 ng += s->exports[i].access->nclients;
+        }
         exportnode *e = calloc(s->nexports ? s->nexports : 1, sizeof(*e));
         groupnode *g = calloc(ng ? ng : 1, sizeof(*g));
         if (!e || !g) {
@@ -277,20 +290,23 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
             svcerr_systemerr(xprt);
             return;
         }
-        unsigned gi = 0;
+        unsigned gi = 0, xi = 0;
         for (unsigned i = 0; i < s->nexports; i++) {
+            if (s->exports[i].removed)
+                continue;
             const struct uiw__nfs_xentry *a = s->exports[i].access;
-            e[i].ex_dir = s->exports[i].path;
-            e[i].ex_groups = NULL;
+            e[xi].ex_dir = s->exports[i].path;
+            e[xi].ex_groups = NULL;
             for (unsigned k = 0; a && k < a->nclients; k++, gi++) {
                 g[gi].gr_name = a->clients[k].text;
                 g[gi].gr_next = k + 1 < a->nclients ? &g[gi + 1] : NULL;
                 if (k == 0)
-                    e[i].ex_groups = &g[gi];
+                    e[xi].ex_groups = &g[gi];
             }
-            e[i].ex_next = i + 1 < s->nexports ? &e[i + 1] : NULL;
+            e[xi].ex_next = xi + 1 < nx ? &e[xi + 1] : NULL;
+            xi++;
         }
-        mntexports list = s->nexports ? e : NULL;
+        mntexports list = nx ? e : NULL;
         svc_sendreply(xprt, UIW__XDRPROC(uiw__xdr_mntexports), (caddr_t)&list);
         free(g);
         free(e);

@@ -1205,7 +1205,17 @@ union res3 {
     COMMIT3res commit;
 };
 
+static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
+
 void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
+{
+    /* the exports stay as they are while the call runs (a reload waits) */
+    pthread_rwlock_rdlock(&s->xlock);
+    dispatch(s, rq, xprt);
+    pthread_rwlock_unlock(&s->xlock);
+}
+
+static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
 {
     uint32_t proc = (uint32_t)rq->rq_proc;
     if (proc >= sizeof(procs) / sizeof(procs[0])) {

@@ -53,6 +53,14 @@ int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path);
 struct uiw__nfs_xtable;
 int uiw__nfsd_add_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *err, size_t errlen);
 
+/* Take a new exports file's table (reload: SIGHUP) while serving: exports added are
+ * served, those changed take their new clients and options, those gone are hidden and
+ * their handles refused (NFS3ERR_ACCES); exports of the command line stay as they are.
+ * New calls see the new table; calls running when it comes end first. 0, or -errno
+ * (with err) and the table as it was. */
+int uiw__nfsd_reload_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *err,
+                             size_t errlen);
+
 /* Bind the listeners and start serving. 0 or -errno. */
 int uiw__nfsd_start(struct uiw__nfsd *s);
 

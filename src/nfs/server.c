@@ -60,14 +60,18 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->refusals.lock, NULL);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* a reload gets in between calls, however many come */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&s->xlock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     s->ports[0] = s->ports[1] = s->ports[2] = -1;
     return s;
 }
 
 static int add_export(struct uiw__nfsd *s, const char *path, const struct uiw__nfs_xentry *access)
 {
-    if (s->started)
-        return -EBUSY;
     char *real = realpath(path, NULL);
     if (!real)
         return -errno;
@@ -111,12 +115,81 @@ static int add_export(struct uiw__nfsd *s, const char *path, const struct uiw__n
     ex->ino = st.st_ino;
     ex->tag = uiw__nfs_fh_tag(fd);
     ex->access = access;
+    ex->removed = 0;
     return 0;
 }
 
 int uiw__nfsd_add_export(struct uiw__nfsd *s, const char *path)
 {
+    if (s->started)
+        return -EBUSY;
     return add_export(s, path, NULL);
+}
+
+/* The line of an export no longer in the file: no client. */
+static const struct uiw__nfs_xentry no_clients;
+
+int uiw__nfsd_reload_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *err,
+                             size_t errlen)
+{
+    pthread_rwlock_wrlock(&s->xlock);
+    unsigned n0 = s->nexports;
+    const struct uiw__nfs_xentry **was = calloc(n0 ? n0 : 1, sizeof(*was));
+    int *gone = calloc(n0 ? n0 : 1, sizeof(*gone));
+    int rc = was && gone ? 0 : -ENOMEM;
+    if (rc)
+        snprintf(err, errlen, "out of memory");
+    for (unsigned i = 0; i < n0 && rc == 0; i++) {
+        was[i] = s->exports[i].access;
+        gone[i] = s->exports[i].removed;
+        if (was[i]) { /* the file's: gone unless the new one names it */
+            s->exports[i].access = &no_clients;
+            s->exports[i].removed = 1;
+        }
+    }
+    for (unsigned j = 0; j < t->n && rc == 0; j++) {
+        const struct uiw__nfs_xentry *e = &t->e[j];
+        char *real = realpath(e->path, NULL);
+        if (!real) {
+            rc = -errno;
+            snprintf(err, errlen, "line %u: %s: %s", e->line, e->path, strerror(-rc));
+            break;
+        }
+        unsigned i = 0;
+        while (i < s->nexports && strcmp(s->exports[i].path, real) != 0)
+            i++;
+        free(real);
+        if (i < n0 && !was[i]) {
+            rc = -EEXIST;
+            snprintf(err, errlen, "line %u: %s is exported on the command line", e->line, e->path);
+        } else if (i < s->nexports) {
+            s->exports[i].access = e;
+            s->exports[i].removed = 0;
+        } else if ((rc = add_export(s, e->path, e)) != 0) {
+            snprintf(err, errlen, "line %u: %s: %s", e->line, e->path,
+                     rc == -EEXIST ? "the same directory as another export" : strerror(-rc));
+        }
+    }
+    if (rc != 0) {
+        /* as it was */
+        for (unsigned i = 0; was && gone && i < n0; i++) {
+            s->exports[i].access = was[i];
+            s->exports[i].removed = gone[i];
+        }
+        for (unsigned i = n0; i < s->nexports; i++) {
+            close(s->exports[i].rootfd);
+            free(s->exports[i].path);
+        }
+        s->nexports = n0;
+    } else {
+        uiw__nfs_xtable_free(&s->xtable);
+        s->xtable = *t; /* the exports point into its lines */
+        memset(t, 0, sizeof(*t));
+    }
+    pthread_rwlock_unlock(&s->xlock);
+    free(was);
+    free(gone);
+    return rc;
 }
 
 int uiw__nfsd_add_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *err, size_t errlen)
@@ -228,6 +301,7 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
     }
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->refusals.lock);
+    pthread_rwlock_destroy(&s->xlock);
     free(s);
 }
 

@@ -29,6 +29,7 @@ struct uiw__nfs_export {
     /* who may use it, and how (an exports file's line); NULL: an export of the command
      * line, open to every host as the server's options say */
     const struct uiw__nfs_xentry *access;
+    int removed; /* no longer in the exports file: hidden, its handles refused */
 };
 
 /* ---- file handles (fh.c) ---- */
@@ -158,6 +159,8 @@ struct uiw__nfsd {
     struct uiw__nfs_export *exports;
     unsigned nexports;
     struct uiw__nfs_xtable xtable; /* the exports file's lines (exports[].access) */
+    /* held for reading by every call, for writing by a reload of the exports file */
+    pthread_rwlock_t xlock;
     struct uiw__nfs_fhcache *fhcache;
     int privileged; /* running as root: act as each caller */
     char writeverf[NFS3_WRITEVERFSIZE];

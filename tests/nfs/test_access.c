@@ -5,6 +5,7 @@
  * 127.0.0.1 to 127.0.0.5 (all of 127/8 is this host). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,4 +261,87 @@ TEST(access_from_exports_file_rdma)
         }
         srv_stop(&v);
     }
+}
+
+static void reload_text(struct srv *v, const char *text, int want)
+{
+    struct uiw__nfs_xtable t;
+    char err[512];
+    if (uiw__nfs_exports_parse(text, "exports", &t, err, sizeof(err)) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    int rc = uiw__nfsd_reload_exports(v->s, &t, err, sizeof(err));
+    if (rc != want)
+        uiw_test_fail(__FILE__, __LINE__, "reload: %d (%s), not %d", rc, err, want);
+    uiw__nfs_xtable_free(&t);
+}
+
+struct hammer {
+    int port, stop, calls, fails;
+    char h[NFS3_FHSIZE];
+    uint32_t hl;
+};
+
+static void *hammer_getattr(void *arg)
+{
+    struct hammer *hm = arg;
+    int fd = tcp_from(9, 0, hm->port);
+    for (uint32_t x = 1; !__atomic_load_n(&hm->stop, __ATOMIC_RELAXED); x++) {
+        uint32_t st = getattr_raw(fd, x, AUTH_SYS, hm->h, hm->hl);
+        hm->calls++;
+        hm->fails += st != NFS3_OK && st != NFS3ERR_ACCES;
+    }
+    close(fd);
+    return NULL;
+}
+
+/* SIGHUP's reload: a client's options change for its next call on the same connection,
+ * a client dropped gets NFS3ERR_ACCES, an export added is mounted, one removed is refused
+ * (and hidden from MNT), a table with an error changes nothing; and calls that run all
+ * through reloads are each answered as one table or the other says. */
+TEST(access_exports_reload)
+{
+    struct srv v;
+    srv_exports(&v, "127.0.0.1(rw,insecure) 127.0.0.9(ro,insecure)");
+    char other[300];
+    snprintf(other, sizeof(other), "%s.b", v.dir);
+    CHECK_EQ(mkdir(other, 0777), 0);
+    char h[NFS3_FHSIZE], hb[NFS3_FHSIZE];
+    uint32_t hl = 0, hbl = 0;
+    int m = tcp_from(1, 0, v.mount);
+    CHECK_EQ(mnt_raw(m, v.dir, h, &hl), MNT3_OK);
+    CHECK_EQ(mnt_raw(m, other, hb, &hbl), MNT3ERR_NOENT);
+    int fd = tcp_from(1, 0, v.tcp);
+    CHECK_EQ(create_raw(fd, h, hl, "a"), NFS3_OK);
+    struct hammer hm = {v.tcp, 0, 0, 0, {0}, hl};
+    memcpy(hm.h, h, hl);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, hammer_getattr, &hm), 0);
+    char text[1024];
+    /* read-only now, for the same connection */
+    snprintf(text, sizeof(text),
+             "%s 127.0.0.1(ro,insecure) 127.0.0.9(insecure)\n%s *(rw,insecure)\n", v.dir, other);
+    reload_text(&v, text, 0);
+    CHECK_EQ(create_raw(fd, h, hl, "b"), NFS3ERR_ROFS);
+    CHECK_EQ(mnt_raw(m, other, hb, &hbl), MNT3_OK); /* added */
+    /* an error: nothing changes */
+    snprintf(text, sizeof(text), "%s 127.0.0.1(rw,insecure)\n/no/such/dir *(rw)\n", v.dir);
+    reload_text(&v, text, -ENOENT);
+    CHECK_EQ(create_raw(fd, h, hl, "b"), NFS3ERR_ROFS);
+    /* 127.0.0.1 dropped, the second export removed */
+    for (int i = 0; i < 100; i++) {
+        snprintf(text, sizeof(text), "%s 127.0.0.%d(rw,insecure) 127.0.0.9(insecure)\n", v.dir,
+                 i % 2 ? 2 : 1);
+        reload_text(&v, text, 0);
+    }
+    CHECK_EQ(getattr_raw(fd, 99, AUTH_SYS, h, hl), NFS3ERR_ACCES);
+    CHECK_EQ(getattr_raw(fd, 98, AUTH_SYS, hb, hbl), NFS3ERR_ACCES);
+    CHECK_EQ(mnt_raw(m, other, hb, &hbl), MNT3ERR_NOENT);
+    __atomic_store_n(&hm.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(t, NULL);
+    CHECK(hm.calls > 0);
+    CHECK_EQ(hm.fails, 0);
+    close(fd);
+    close(m);
+    srv_stop(&v);
+    rmdir(other);
 }

@@ -564,8 +564,9 @@ TEST(tools_check_exports)
 }
 
 /* uiw-nfsd -e FILE whose export is secure (the default): uiw-nfs run as root connects
- * from a port below 1024, as the kernel's client does, and is served; a file with an
- * error does not start the server. */
+ * from a port below 1024, as the kernel's client does, and is served; SIGHUP with an error
+ * in the file leaves the server as it was (it used to end it); a file with an error does
+ * not start the server. */
 TEST(root_tools_exports_file_secure)
 {
     uiw_test_require_root();
@@ -596,9 +597,21 @@ TEST(root_tools_exports_file_secure)
     if (r.status != 0)
         uiw_test_fail(__FILE__, __LINE__, "put: %s", r.err);
     tool_run_free(&r);
+    /* SIGHUP reads the file again: with an error, the server goes on as it was */
+    f = fopen(file, "w");
+    CHECK(f != NULL);
+    fprintf(f, "%s 127.0.0.1(rw,bogus)\n", dir);
+    fclose(f);
+    CHECK_EQ(kill(pid, SIGHUP), 0);
+    usleep(300000);
+    r = nfs("--verify", "put", local, u);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "put after SIGHUP: %s", r.err);
+    tool_run_free(&r);
     CHECK_EQ(kill(pid, SIGTERM), 0);
     int st;
     CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     /* an error in the file: no server, the line said */
     f = fopen(file, "w");
     CHECK(f != NULL);
