@@ -12,8 +12,9 @@
  * calls of libtirpc's three functions calls of these. Everything else is as libtirpc
  * does it: the same stream calls in the same order (the bytes, then the pad in a second
  * call of its own: the RPC layer's streams rely on that), the same checks, memory
- * allocated with calloc and freed with free by XDR_FREE. Not inlined, as libtirpc's are not
- * (the compiler would otherwise weigh XDR_FREE's free against the caller's stack items).
+ * allocated with calloc and freed with free by XDR_FREE; and a decoded string holding a
+ * NUL byte is refused, where libtirpc would cut it short at the NUL. Not inlined, as libtirpc's are
+ * not (the compiler would otherwise weigh XDR_FREE's free against the caller's stack items).
  */
 #ifndef UIW_RPC_XDR_PAD_H
 #define UIW_RPC_XDR_PAD_H
@@ -108,7 +109,19 @@ static __attribute__((noinline, unused)) bool_t uiw__xdr_string(XDR *xdrs, char 
     }
     if (!xdr_u_int(xdrs, &size) || size > maxsize || size == ~0u)
         return FALSE;
-    return uiw__xdr_item(xdrs, cpp, size, 1);
+    char *was = *cpp;
+    if (!uiw__xdr_item(xdrs, cpp, size, 1))
+        return FALSE;
+    if (xdrs->x_op == XDR_DECODE && memchr(*cpp, 0, size)) {
+        /* a NUL inside: the C string would be another, shorter name (knfsd refuses these
+         * too) */
+        if (!was) {
+            free(*cpp);
+            *cpp = NULL;
+        }
+        return FALSE;
+    }
+    return TRUE;
 }
 
 #ifdef UIW__XDR_PAD_RENAME

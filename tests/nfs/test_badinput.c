@@ -86,8 +86,9 @@ TEST(badhandle_every_proc)
     a[0] = htonl(12);
     for (uint32_t proc = 1; proc <= 21; proc++) {
         size_t alen = sizeof(a);
-        if (proc == 11) /* MKNOD: a type whose arm is void */
-            a[5] = htonl(NF3REG);
+        /* MKNOD: a type whose arm is void (elsewhere that word is a name's length: a name
+         * of one NUL byte would not decode) */
+        a[5] = proc == 11 ? htonl(NF3REG) : 0;
         size_t n;
         char *r = call_raw(fd, 1000 + proc, 100003, 3, proc, AUTH_SYS, a, alen, &n);
         struct rpc_msg m;
@@ -935,6 +936,44 @@ TEST(tcp_retransmission_answered_from_cache)
     free(r1);
     free(r2);
     free(r3);
+    close(fd);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* A name or a link's path holding a NUL byte is refused (GARBAGE_ARGS, as knfsd answers),
+ * never cut short at the NUL: CREATE "a\0b" makes no "a", SYMLINK to "t\0u" no link. */
+TEST(names_with_nul_refused)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    int fd = tcp_to(v.tcp);
+    uint32_t a[64];
+    memset(a, 0, sizeof(a));
+    size_t w = 0;
+    a[w++] = htonl(root->len);
+    memcpy(&a[w], root->data, root->len);
+    w += root->len / 4;
+    a[w++] = htonl(3);
+    memcpy(&a[w++], "a\0b", 3); /* the name */
+    size_t cut = w;
+    a[w++] = htonl(UNCHECKED); /* createhow3: sattr3 with nothing set */
+    w += 6;
+    expect_accept(fd, 100003, 3, NFSPROC3_CREATE, a, w * 4, GARBAGE_ARGS);
+    /* SYMLINK "l" -> "t\0u" */
+    w = cut - 2;
+    a[w++] = htonl(1);
+    memcpy(&a[w++], "l\0\0\0", 4);
+    w += 6; /* sattr3: nothing set */
+    a[w++] = htonl(3);
+    memcpy(&a[w++], "t\0u", 3);
+    expect_accept(fd, 100003, 3, NFSPROC3_SYMLINK, a, w * 4, GARBAGE_ARGS);
+    struct stat st;
+    CHECK(lstat(path_in(&v, "a"), &st) != 0);
+    CHECK(lstat(path_in(&v, "l"), &st) != 0);
+    expect_accept(fd, 100003, 3, 0, NULL, 0, SUCCESS);
     close(fd);
     uiw__nfs_client_close(c);
     srv_stop(&v);
