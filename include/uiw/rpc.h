@@ -121,7 +121,14 @@ struct uiw_rpc_xprt_attr {
     bool crc;                     /* ask for MPA CRC32c */
     bool no_send_with_invalidate; /* do not offer (RFC 8797) or use remote invalidation */
     uint32_t connect_timeout_ms;  /* TCP + MPA handshake (0 -> 10000) */
-    const char *pcap_dir;         /* capture connections here (NULL: env UIW_PCAP_DIR) */
+    /* A connection that makes no progress for this long is closed (0 -> 60000 ms, the
+     * NFS server's TCP io timeout): it is the TCP_USER_TIMEOUT of its socket (data
+     * unacknowledged, or a peer whose receive window stays closed), and a server closes a
+     * connection on which a message it sent (a reply, an RDMA_ERROR) has not gone out in
+     * that time (a peer that stopped reading). Meanwhile that connection holds no thread:
+     * a reply waits on its connection, not in the procedure that sent it. */
+    uint32_t io_timeout_ms;
+    const char *pcap_dir; /* capture connections here (NULL: env UIW_PCAP_DIR) */
     /* Busy-poll the completion queue this long before sleeping (0 -> 50 us; negative:
      * never spin). Spinning trades CPU for latency. */
     int spin_us;
@@ -449,8 +456,9 @@ UIW_EXTERN bool uiw_svc_is_rdma(const SVCXPRT *xprt);
  * has been sent (svc_sendreply returned) or the dispatch routine returned. On another
  * transport, memory of the calling thread valid until its next call of this function.
  * NULL when len exceeds max_ddp or memory is short. Results whose bytes live elsewhere
- * are sent with no copy too, but svc_sendreply then returns only once they are on the
- * wire. */
+ * (the procedure's own memory) are copied into such a buffer when the reply is encoded:
+ * svc_sendreply never waits for the peer, and the procedure may reuse its memory as soon
+ * as it returns. */
 UIW_EXTERN void *uiw_svc_getbuf(SVCXPRT *xprt, size_t len);
 
 /* xdr_bytes() for DDP-eligible arguments: decoding a call on an RPC-over-RDMA transport,

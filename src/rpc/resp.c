@@ -90,6 +90,8 @@ static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
         return FALSE;
     }
     s->encoded = true;
+    /* never waits: a reply without send queue room yet waits on its connection, and
+     * results in the caller's memory were copied (uiw__rr_reply_ddp) */
     int r = uiw__rr_reply_send(k);
     if (r < 0) {
         s->lost = true;
@@ -100,13 +102,6 @@ static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
      * working after its reply does not hold it meanwhile) */
     if (!atomic_load(&s->resp->nready))
         uiw__rr_plug_flush();
-    if (r == 0 && k->wait_send) {
-        /* the results' bytes are the caller's: return once they are on the wire */
-        while (!atomic_load(&k->send_done))
-            if (uiw__rr_dev_wait(k->conn->dev, NULL, NULL, uiw__rr_now_ns() + 100000000u) &&
-                !uiw__rr_conn_usable(k->conn))
-                break;
-    }
     return TRUE;
 }
 

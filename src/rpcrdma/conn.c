@@ -57,6 +57,10 @@ int uiw__rr_xprt_defaults(struct uiw_rpc_xprt_attr *a)
         return -EINVAL;
     if (!a->connect_timeout_ms)
         a->connect_timeout_ms = 10000;
+    if (!a->io_timeout_ms)
+        a->io_timeout_ms = 60000;
+    if (a->io_timeout_ms > INT32_MAX)
+        return -EINVAL;
     if (!a->spin_us)
         a->spin_us = 50;
     if (a->nxprops > UIW_RPC_XPROP_MAX)
@@ -340,6 +344,7 @@ static void nic_attr(struct uiw__rr_conn *c, const struct uiw_rpc_xprt_attr *x,
     na->ord = 16;
     na->crc = x->crc;
     na->timeout_ms = x->connect_timeout_ms;
+    na->user_timeout_ms = x->io_timeout_ms;
     na->pcap_dir = x->pcap_dir;
     cm_private(c, pd);
     na->private_data = pd;
@@ -644,14 +649,37 @@ static void free_dead(struct uiw__rr_listener *l)
     }
 }
 
-/* Connections whose peer leaves one of our RDMA Reads unanswered too long are ended. */
+/* c sends nothing that goes out: messages of ours (replies, RDMA_ERRORs) wait to be
+ * posted or to complete, and none completed for lim ns (listener thread, l->lock held). */
+static bool io_stalled(struct uiw__rr_conn *c, uint64_t now, uint64_t lim)
+{
+    uint64_t done = atomic_load(&c->tx_done);
+    if (!atomic_load(&c->tx_pending) || done != c->io_watch_done || !c->io_watch_ns) {
+        c->io_watch_done = done;
+        c->io_watch_ns = now;
+        return false;
+    }
+    return now - c->io_watch_ns > lim;
+}
+
+/* Connections whose peer leaves one of our RDMA Reads unanswered too long, or takes none
+ * of what we send for the io timeout (it stopped reading), are ended. */
 static void read_timeouts(struct uiw__rr_listener *l)
 {
-    if (!l->ca.read_timeout_ms)
-        return;
     uint64_t now = uiw__rr_now_ns(), lim = (uint64_t)l->ca.read_timeout_ms * 1000000u;
+    uint64_t io_lim = (uint64_t)l->ca.xprt->io_timeout_ms * 1000000u;
     pthread_mutex_lock(&l->lock);
     for (struct uiw__rr_conn *c = l->live; c; c = c->lnext) {
+        int st = atomic_load(&c->state);
+        if (st != UIW__RR_C_DEAD && st != UIW__RR_C_DRAINED && io_stalled(c, now, io_lim)) {
+            UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
+                     "nothing we sent went out for %u ms: closing the connection",
+                     l->ca.xprt->io_timeout_ms);
+            uiw__rr_conn_died(c, -ETIMEDOUT);
+            continue;
+        }
+        if (!l->ca.read_timeout_ms)
+            continue;
         size_t csz = c->up && c->up->call_size ? c->up->call_size : sizeof(struct uiw__rr_call);
         for (uint32_t i = 0; i < c->ncalls; i++) {
             struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * csz);

@@ -312,6 +312,7 @@ static int poll_conn(struct uiw__rr_conn *c)
      * pass looks. */
     if (c->read_wait)
         uiw__rr_pull_waiting(c);
+    uiw__rr_replies_waiting(c);
     return total;
 }
 

@@ -31,16 +31,12 @@ static void call_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
         uiw__rr_bulk_put(d, k->bulk[i]);
     for (uint32_t i = 0; i < k->ngetbuf; i++)
         uiw__rr_bulk_put(d, k->getbuf[i]);
-    for (uint32_t i = 0; i < k->nlocal; i++) {
-        if (k->local[i]->valid)
-            uiw__nic_frmr_reset(d->nic, &k->local[i]->nmr);
-        k->local[i]->valid = false;
-        uiw__rr_mr_put(d, k->local[i]);
-    }
+    for (uint32_t i = 0; i < k->ncopy; i++)
+        uiw__rr_bulk_put(d, k->copy[i]);
     uiw__rr_sq_release(c, k->sq_res);
     k->ib = k->rib = NULL;
     k->rbulk = NULL;
-    k->nbulk = k->ngetbuf = k->nlocal = 0;
+    k->nbulk = k->ngetbuf = k->ncopy = 0;
     k->sq_res = 0;
     k->finished = k->sent = false;
     atomic_store(&k->send_done, false);
@@ -59,8 +55,8 @@ static void call_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
  * by intake by then. */
 static bool call_claim_locked(struct uiw__rr_call *k)
 {
-    bool go = k->in_use && k->finished && (!k->sent || atomic_load(&k->send_done)) &&
-              k->linv_left == 0 && k->reads_left == 0;
+    bool go =
+        k->in_use && k->finished && (!k->sent || atomic_load(&k->send_done)) && k->reads_left == 0;
     if (go)
         k->in_use = false; /* claimed: nobody else releases it */
     return go;
@@ -81,31 +77,8 @@ void uiw__rr_call_finish(struct uiw__rr_call *k)
 void uiw__rr_call_sent(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool ok)
 {
     k->send_status = ok ? 0 : -ENOTCONN;
-    /* local registrations of the caller's memory: invalidated before they are reused */
-    unsigned n = 0;
-    struct uiw__nic_send wr[UIW__RR_MAX_CHUNKS + 1];
-    if (ok) {
-        for (uint32_t i = 0; i < k->nlocal; i++) {
-            if (!k->local[i]->valid)
-                continue;
-            memset(&wr[n], 0, sizeof(wr[n]));
-            wr[n].wr_id = (uint64_t)(uintptr_t)&c->ignore;
-            wr[n].op = UIW__NIC_LOCAL_INV;
-            wr[n].inv_rkey = k->local[i]->nmr.rkey;
-            n++;
-        }
-    }
-    if (n) {
-        wr[n - 1].wr_id = (uint64_t)(uintptr_t)k;
-        wr[n - 1].signaled = true;
-        for (unsigned i = 0; i + 1 < n; i++)
-            wr[i].next = &wr[i + 1];
-        k->linv_left = 1;
-        k->sq_res += n;
-        atomic_fetch_add(&c->sq_used, n);
-        if (uiw__rr_post(c, wr) != 0)
-            k->linv_left = 0; /* reset at release */
-    }
+    atomic_fetch_add(&c->tx_done, 1);
+    atomic_fetch_sub(&c->tx_pending, 1);
     uiw__lock_take(&c->lock);
     atomic_store(&k->send_done, true);
     bool go = call_claim_locked(k);
@@ -430,9 +403,8 @@ static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct
     k->reply_nsegs = ch->has_reply ? ch->reply.nsegs : 0;
     if (ch->has_reply)
         memcpy(k->reply_segs, ch->reply.segs, ch->reply.nsegs * sizeof(k->reply_segs[0]));
-    k->nbulk = k->ngetbuf = k->nlocal = 0;
+    k->nbulk = k->ngetbuf = k->ncopy = 0;
     k->reads_left = 0;
-    k->linv_left = 0;
     k->rib = NULL;
     k->rbulk = NULL;
     k->too_small = false;
@@ -841,6 +813,8 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
         return;
     }
     case UIW__RR_WR_CTRL:
+        atomic_fetch_add(&c->tx_done, 1);
+        atomic_fetch_sub(&c->tx_pending, 1);
         uiw__rr_sq_release(c, 1);
         uiw__rr_ibuf_put(c->dev, (struct uiw__rr_ibuf *)w);
         return;
@@ -862,17 +836,6 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
                 call_abort(c, k);
             uiw__rr_pull_waiting(c);
             return;
-        case UIW__NIC_WC_LOCAL_INV:
-            for (uint32_t i = 0; i < k->nlocal; i++)
-                if (ok)
-                    k->local[i]->valid = false;
-            uiw__lock_take(&c->lock);
-            k->linv_left = 0;
-            bool go = call_claim_locked(k);
-            uiw__lock_give(&c->lock);
-            if (go)
-                call_release(c, k);
-            return;
         default: /* the reply's Send */
             uiw__rr_call_sent(c, k, ok);
             uiw__rr_pull_waiting(c);
@@ -881,7 +844,8 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
     }
     case UIW__RR_WR_MARK:
         c->mark_done = true;
-        uiw__rr_pull_waiting(c); /* the calls still waiting end before the connection drains */
+        uiw__rr_pull_waiting(c);    /* the calls still waiting end before the connection drains */
+        uiw__rr_replies_waiting(c); /* and the replies that waited for room */
         return;
     default:
         return;

@@ -171,7 +171,8 @@ struct uiw__nic_conn_attr {
     uint32_t rq_depth; /* receives posted at most */
     uint16_t ird, ord; /* RDMA Reads served / issued at once */
     bool crc;
-    uint32_t timeout_ms; /* handshake */
+    uint32_t timeout_ms;      /* handshake */
+    uint32_t user_timeout_ms; /* TCP_USER_TIMEOUT of the socket (0: the system's) */
     const char *pcap_dir;
     const void *private_data; /* ULP private data of our MPA Request / Reply */
     uint16_t private_data_len;

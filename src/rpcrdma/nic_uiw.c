@@ -426,6 +426,7 @@ static void fill_param(struct uiw_conn_param *p, const struct uiw__nic_conn_attr
     p->initiator_depth = a->ord;
     p->crc = a->crc;
     p->timeout_ms = a->timeout_ms;
+    p->tcp_user_timeout_ms = a->user_timeout_ms;
     p->pcap_dir = a->pcap_dir ? a->pcap_dir : pcap_dir;
 }
 

@@ -183,9 +183,11 @@ static int send_ibuf(struct uiw__rr_conn *c, struct uiw__rr_ibuf *b, uint32_t le
                                .sge = {{(uint64_t)(uintptr_t)b->data, len, b->lkey}}};
     /* counted before it can arrive, taken back if it cannot go */
     UIW__RR_COUNT(c->n_inl_tx, len);
+    atomic_fetch_add(&c->tx_pending, 1);
     int r = uiw__rr_post(c, &wr);
     if (r) {
         UIW__RR_UNCOUNT(c->n_inl_tx, len);
+        atomic_fetch_sub(&c->tx_pending, 1);
         uiw__rr_sq_release(c, 1);
         uiw__rr_ibuf_put(c->dev, b);
     }
@@ -748,7 +750,6 @@ int uiw__rr_reply_begin(struct uiw__rr_call *k)
     memset(k->wused, 0, sizeof(k->wused));
     k->too_small = false;
     k->wshort = false;
-    k->wait_send = false;
     return 0;
 }
 
@@ -864,14 +865,20 @@ bool uiw__rr_reply_ddp(struct uiw__rr_call *k, const void *src, uint32_t len)
     }
     uint32_t lkey = len ? src_lkey(k, src, len) : 1;
     if (!lkey) {
-        /* the caller's memory: a local-only fast registration for the reply's lifetime */
-        struct uiw__rr_mr *m = k->nlocal < UIW__RR_MAX_CHUNKS ? uiw__rr_mr_get(k->conn->dev) : NULL;
-        if (!m)
+        /* The caller's memory, which is its own again once the reply is encoded: copied
+         * into a buffer of the call, which lives until the reply went out. Pushing from
+         * the memory itself would hold the caller (a server's worker) until then, for as
+         * long as a peer that stops reading likes. Results in registered memory (the
+         * call's, uiw_svc_getbuf's, the pools') go without a copy. */
+        if (k->ncopy == UIW__RR_MAX_CHUNKS)
             return false;
-        k->local[k->nlocal++] = m;
-        m->valid = false; /* registered when the reply is posted */
-        lkey = 0;
-        k->wait_send = true;
+        struct uiw__rr_bulk *b = uiw__rr_bulk_get(k->conn->dev, len);
+        if (!b)
+            return false;
+        memcpy(b->p, src, len);
+        k->copy[k->ncopy++] = b;
+        src = b->p;
+        lkey = b->lkey;
     }
     k->push[k->npush].src = src;
     k->push[k->npush].len = len;
@@ -949,27 +956,73 @@ static unsigned writes_over(struct uiw__rr_conn *c, struct uiw__nic_send *wr, co
     return n;
 }
 
-struct sq_wait {
-    struct uiw__rr_conn *c;
-    uint32_t n;
-};
-
-static bool sq_room(void *arg)
+/* No send queue room for k's reply now: it waits on its connection, at the tail (first
+ * time) or back at the head (again, from uiw__rr_replies_waiting), and counts as sent so
+ * that its call is released only after it went out or the connection ended. Returns 0,
+ * or -ENOTCONN on a connection that is gone or closing (nothing is posted there again). */
+static int reply_wait(struct uiw__rr_conn *c, struct uiw__rr_call *k, bool again)
 {
-    struct sq_wait *w = arg;
-    int st = atomic_load(&w->c->state);
-    return st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED || uiw__rr_sq_reserve(w->c, w->n);
+    uiw__lock_take(&c->lock);
+    int st = atomic_load(&c->state);
+    if (st == UIW__RR_C_DEAD || st == UIW__RR_C_DRAINED || atomic_load(&c->closing)) {
+        uiw__lock_give(&c->lock);
+        if (again)
+            uiw__rr_call_sent(c, k, false);
+        return -ENOTCONN;
+    }
+    if (!c->reply_wait) {
+        atomic_fetch_add(&c->dev->room_waiters, 1);
+        atomic_store(&c->replies_wait, true);
+    }
+    if (again) {
+        k->next = c->reply_wait;
+        c->reply_wait = k;
+        if (!c->reply_wait_tail)
+            c->reply_wait_tail = k;
+    } else {
+        k->next = NULL;
+        if (c->reply_wait_tail)
+            c->reply_wait_tail->next = k;
+        else
+            c->reply_wait = k;
+        c->reply_wait_tail = k;
+        k->sent = true;
+        atomic_fetch_add(&c->tx_pending, 1); /* until uiw__rr_call_sent */
+    }
+    uiw__lock_give(&c->lock);
+    /* room may have come meanwhile: the leader looks on its next pass */
+    uiw__rr_dev_kick(c->dev);
+    return 0;
 }
 
-bool uiw__rr_sq_wait(struct uiw__rr_conn *c, uint32_t n)
+void uiw__rr_replies_waiting(struct uiw__rr_conn *c)
 {
-    struct uiw__rr_dev *d = c->dev;
-    struct sq_wait w = {c, n};
-    atomic_fetch_add(&d->room_waiters, 1);
-    uiw__rr_dev_wait(d, sq_room, &w, 0);
-    atomic_fetch_sub(&d->room_waiters, 1);
-    int st = atomic_load(&c->state);
-    return st != UIW__RR_C_DEAD && st != UIW__RR_C_DRAINED;
+    if (!atomic_load(&c->replies_wait))
+        return;
+    for (;;) {
+        uiw__lock_take(&c->lock);
+        struct uiw__rr_call *k = c->reply_wait;
+        if (k) {
+            c->reply_wait = k->next;
+            if (!c->reply_wait) {
+                c->reply_wait_tail = NULL;
+                atomic_store(&c->replies_wait, false);
+                atomic_fetch_sub(&c->dev->room_waiters, 1);
+            }
+        }
+        uiw__lock_give(&c->lock);
+        if (!k)
+            return;
+        k->next = NULL;
+        int r = uiw__rr_reply_send(k);
+        if (r == 0) {
+            uiw__lock_take(&c->lock);
+            bool back = c->reply_wait == k; /* no room yet: it went back to the head */
+            uiw__lock_give(&c->lock);
+            if (back)
+                return;
+        }
+    }
 }
 
 /* An RDMA_ERROR goes instead of the reply: 1, or the error of sending it. */
@@ -1002,26 +1055,6 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
     h.u.chunks.direction = UIW_RPCRDMA_REPLY;
     h.u.chunks.nwrites = k->nwrites;
     h.u.chunks.writes = wc;
-    /* local registrations of the caller's memory first, then the pushes */
-    unsigned nl = 0;
-    for (uint32_t i = 0; i < k->npush; i++) {
-        struct uiw__rr_push *p = &k->push[i];
-        if (p->lkey == 0) {
-            struct uiw__rr_mr *m = k->local[nl++];
-            memset(&wr[n], 0, sizeof(wr[n]));
-            wr[n].wr_id = (uint64_t)(uintptr_t)&c->ignore;
-            wr[n].op = UIW__NIC_REG;
-            wr[n].mr = &m->nmr;
-            wr[n].key = uiw__nic_next_key(m->nmr.rkey);
-            m->nmr.rkey = wr[n].key;
-            wr[n].addr = (void *)(uintptr_t)p->src;
-            wr[n].len = p->len;
-            wr[n].access = 0;
-            m->valid = true;
-            p->lkey = wr[n].key;
-            n++;
-        }
-    }
     for (uint32_t i = 0; i < k->nwrites; i++) {
         wc[i].nsegs = k->wnsegs[i];
         wc[i].segs = ws[i];
@@ -1064,12 +1097,6 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
             k->short_index = idx;
             k->short_needed = need;
             k->too_small = true;
-            /* undo the local registrations: nothing was posted */
-            for (uint32_t i = 0; i < k->nlocal; i++)
-                k->local[i]->valid = false;
-            for (uint32_t i = 0; i < k->nlocal; i++)
-                uiw__rr_mr_put(c->dev, k->local[i]);
-            k->nlocal = 0;
             return error_instead(k,
                                  k->vers == 2 ? UIW_RDMA2_ERR_REPLY_RESOURCE : UIW_RDMA_ERR_CHUNK);
         }
@@ -1084,7 +1111,6 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
         h.u.chunks.reply.nsegs = k->reply_nsegs;
         h.u.chunks.reply.segs = rps;
         hl = uiw_rpcrdma_encode(NULL, 0, &h);
-        atomic_fetch_add_explicit(&c->n_replych, 1, memory_order_relaxed);
     }
     if (hl < 0 || hl > UIW__RR_HDR_ROOM || (uint32_t)hl > c->inline_send)
         return error_instead(k, k->vers == 2 ? UIW_RDMA2_ERR_SYSTEM : UIW_RDMA_ERR_CHUNK);
@@ -1124,13 +1150,18 @@ int uiw__rr_reply_send(struct uiw__rr_call *k)
     for (unsigned i = 0; i + 1 < n; i++)
         wr[i].next = &wr[i + 1];
     wr[n - 1].next = NULL;
-    if (!uiw__rr_sq_reserve(c, n) && !uiw__rr_sq_wait(c, n))
-        return -ENOTCONN;
+    bool waited = k->sent; /* posted from the connection's wait (uiw__rr_replies_waiting) */
+    if (!uiw__rr_sq_reserve(c, n))
+        return reply_wait(c, k, waited);
     k->sq_res += n; /* beside the RDMA Reads' entries (pull), released together */
     uiw__lock_take(&c->lock);
     uiw__rr_call_count_off(c, k);
     k->sent = true;
     uiw__lock_give(&c->lock);
+    if (!waited)
+        atomic_fetch_add(&c->tx_pending, 1); /* until uiw__rr_call_sent */
+    if (h.proc == UIW_RDMA_NOMSG)
+        atomic_fetch_add_explicit(&c->n_replych, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->n_wchunks, k->npush, memory_order_relaxed);
     uint64_t wbytes = h.proc == UIW_RDMA_NOMSG ? k->rlen : 0;
     for (uint32_t i = 0; i < k->npush; i++)

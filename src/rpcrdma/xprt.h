@@ -223,17 +223,15 @@ struct uiw__rr_call {
     uint32_t npush;
     struct uiw__rr_push push[UIW__RR_MAX_CHUNKS];
     uint32_t wused[UIW__RR_MAX_CHUNKS];
-    bool wait_send;  /* a push's source is the caller's memory: wait for the Send */
-    uint32_t nlocal; /* local-only registrations of such sources */
-    struct uiw__rr_mr *local[UIW__RR_MAX_CHUNKS + 1];
+    uint32_t ncopy; /* pushes whose source was the caller's memory: copies of it */
+    struct uiw__rr_bulk *copy[UIW__RR_MAX_CHUNKS];
     uint32_t sq_res;
     struct uiw__rr_bulk *getbuf[4]; /* uiw_svc_getbuf buffers */
     uint32_t ngetbuf;
     uint32_t short_index, short_needed; /* a Write chunk too small (REPLY_RESOURCE) */
     bool too_small;
-    bool wshort;        /* ... because of a Write chunk (the encoded reply lacks that item) */
-    uint32_t linv_left; /* LOCAL_INVs of `local` outstanding */
-    bool no_ddp;        /* reply inline only (a backward call, BRS not GENL or Version One) */
+    bool wshort; /* ... because of a Write chunk (the encoded reply lacks that item) */
+    bool no_ddp; /* reply inline only (a backward call, BRS not GENL or Version One) */
 };
 
 /* ---------------------------------------------------------------- properties */
@@ -343,6 +341,16 @@ struct uiw__rr_conn {
     struct uiw__rr_listener *owner_listener; /* server connections */
     struct uiw__rr_conn *lnext;
     struct uiw__rr_call *read_wait; /* calls waiting for send queue room to pull */
+    /* Replies waiting for send queue room (under lock): the leader posts them as room
+     * frees (uiw__rr_replies_waiting), so that no thread waits for it. */
+    struct uiw__rr_call *reply_wait, *reply_wait_tail;
+    _Atomic bool replies_wait;
+    /* Progress of what we send (the io timeout): messages posted or waiting to be that
+     * have not completed, and completions of such messages so far. io_watch_*: the
+     * listener's view of them (its thread only). */
+    _Atomic uint32_t tx_pending;
+    _Atomic uint64_t tx_done;
+    uint64_t io_watch_done, io_watch_ns;
     bool marked, mark_done;
     int dead_reason;
     /* An orderly close this side began (uiw__rr_conn_close, not abortive): nothing is
@@ -444,8 +452,8 @@ struct uiw__rr_dev {
      * to `past`; the sum of both is the device's exact total (under mu). */
     struct uiw__rr_conn *all;
     struct uiw_rpc_xprt_stats past;
-    /* Waiting for send queue room (calls in uiw__rr_sq_wait, connections with calls in
-     * read_wait): while there are any, whoever frees room off the leader's thread wakes the
+    /* Waiting for send queue room (connections with calls in read_wait or replies in
+     * reply_wait): while there are any, whoever frees room off the leader's thread wakes the
      * waiters and the leader (uiw__rr_sq_release), and the leader sleeps wakeably. */
     _Atomic uint32_t room_waiters;
     _Atomic uint64_t n_room_wakes; /* wakes by freed room (tests) */
@@ -523,6 +531,8 @@ struct uiw__rr_conn_attr {
     bool remember_vers;       /* client: use and update the per-server Version One memory */
     uint32_t read_timeout_ms; /* server: a client whose RDMA Read does not complete in this
                                  time is disconnected (0: never) */
+    /* The server's listener also closes a connection on which a message it sent has not
+     * completed for xprt->io_timeout_ms (see uiw__rr_listener_run). */
 };
 
 /* Fill every zero field of *a with its default; -EINVAL for values out of range. */
@@ -539,7 +549,9 @@ struct uiw__rr_listener *uiw__rr_listen(struct uiw__rr_dev *d, const struct sock
                                         const struct uiw__rr_conn_attr *a, int *err);
 uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l);
 /* Handle listener events for up to timeout_ms: 1 when something happened, 0 (timeout) or
- * -errno. */
+ * -errno. Each round also ends the connections whose peer left an RDMA Read of ours
+ * unanswered for read_timeout_ms, and those on which messages we sent have been waiting
+ * to go out with none completing for io_timeout_ms (a peer that stopped reading). */
 int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms);
 void uiw__rr_listener_close(struct uiw__rr_listener *l);
 /* Tests: the listener's thread pauses this long between accepting a connection and
@@ -636,12 +648,15 @@ void uiw__rr_reply_take(struct uiw__rr_call *k, struct uiw__rr_ibuf **ib, struct
 int uiw__rr_reply_give(struct uiw__rr_call *k, struct uiw__rr_ibuf *ib, struct uiw__rr_bulk *b,
                        uint32_t len);
 /* Offer len bytes at src (a DDP-eligible result) to the next Write chunk: true when they
- * will go there (no copy; the caller then leaves them and their pad out of the inline
- * stream). */
+ * will go there (the caller then leaves them and their pad out of the inline stream).
+ * Registered memory of the call or the pools goes as it is; other memory (the caller's,
+ * which it may reuse once its reply is encoded) is copied into a buffer of the call. */
 bool uiw__rr_reply_ddp(struct uiw__rr_call *k, const void *src, uint32_t len);
 /* Send the reply (inline, or in the Reply chunk), or the RDMA_ERROR the draft prescribes
  * when the call's chunks cannot hold it (REPLY_RESOURCE / ERR_CHUNK). Returns 0, 1 when
- * an error reply went instead, or a negative code (connection gone). */
+ * an error reply went instead, or a negative code (connection gone). Never waits: a reply
+ * the send queue has no room for yet waits on its connection (c->reply_wait), and k's
+ * buffers return once it went out or the connection ended (uiw__rr_call_finish). */
 int uiw__rr_reply_send(struct uiw__rr_call *k);
 /* Send an RDMA_ERROR for k (errcode of its version). */
 int uiw__rr_call_error(struct uiw__rr_call *k, uint32_t errcode);
@@ -689,9 +704,9 @@ bool uiw__rr_sq_reserve(struct uiw__rr_conn *c, uint32_t n);
 /* Free n entries; waiters for room are woken at once (see uiw__rr_dev.room_waiters):
  * on the fast path (nobody waits, or the leader's own completions) one atomic load more. */
 void uiw__rr_sq_release(struct uiw__rr_conn *c, uint32_t n);
-/* Reserve n entries, waiting (driving the device) until they are free: true, or false
- * when the connection died meanwhile. */
-bool uiw__rr_sq_wait(struct uiw__rr_conn *c, uint32_t n);
+/* Post the replies waiting for send queue room while there is room; on a dead or closing
+ * connection they end unsent. Leader only. */
+void uiw__rr_replies_waiting(struct uiw__rr_conn *c);
 /* Whether this thread leads its device's polling now. */
 bool uiw__rr_leading(void);
 /* conn.c */

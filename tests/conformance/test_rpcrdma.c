@@ -31,8 +31,13 @@ enum {
     P_SYSERR = 4,
     P_WHO = 5,
     P_REPLY_SLEEP = 6,
-    P_HOLD = 7
+    P_HOLD = 7,
+    P_BIG = 8
 };
+
+/* P_BIG's result: bytes of the procedure's own memory, not the transport's. */
+#define BIG_MAX (15u << 20)
+static uint8_t big[BIG_MAX];
 
 /* P_HOLD calls running, and whether they may reply (at most 20 s: a failed test ends). */
 static atomic_uint holding;
@@ -83,6 +88,16 @@ static void dispatch(struct svc_req *rq, SVCXPRT *x)
             nanosleep(&ts, NULL);
         }
         svc_sendreply(x, (xdrproc_t)xnone, NULL);
+        return;
+    }
+    case P_BIG: { /* u_int n -> opaque<> of n bytes from big[] */
+        u_int n;
+        if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&n) || n > BIG_MAX) {
+            svcerr_decode(x);
+            return;
+        }
+        struct rpcpeer_blob b = {n, (char *)big};
+        svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_blob, (char *)&b);
         return;
     }
     default:
@@ -1226,5 +1241,73 @@ TEST(rpcrdma_first_call_at_once_then_quiet_calls)
     if (slow > 1)
         uiw_test_fail(__FILE__, __LINE__, "%u calls of 60 took 30 ms or more", slow);
     free(x);
+    server_down(&s);
+}
+
+/* ---------------------------------------------------------------- a peer that stops reading */
+
+/* A peer that asks for two 15 MiB results (pushed from the procedure's own memory into
+ * its Write chunks) and then stops reading its socket holds no worker: another client's
+ * NULL calls are answered at once, and the stalled connection is closed once it made no
+ * progress for io_timeout_ms. */
+TEST(rpcrdma_stalled_peer_holds_no_worker)
+{
+    struct server s;
+    struct uiw_rpc_svc_attr a = {0};
+    a.xprt.vers_max = 2;
+    a.xprt.io_timeout_ms = 1000;
+    a.nthreads = 2;
+    server_up_attr(&s, &a);
+    struct rpcpeer p;
+    connect_peer(&p, &s);
+    uint8_t *mem[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        mem[i] = malloc(BIG_MAX);
+        CHECK(mem[i] != NULL);
+        rpcpeer_region(&p, 0x700 + i, mem[i], BIG_MAX, true, false);
+        struct uiw_rpcrdma_segment seg = {0x700 + i, BIG_MAX, (uint64_t)(uintptr_t)mem[i]};
+        struct uiw_rpcrdma_write_chunk wc = {1, &seg};
+        struct uiw_rpcrdma_hdr h = call_hdr(0xc00 + i, 2, UIW_RDMA_MSG, NULL, 0);
+        h.u.chunks.nwrites = 1;
+        h.u.chunks.writes = &wc;
+        uint8_t args[4];
+        CHECK_EQ(rpcpeer_send_call(&p, &h, 0, PROG, P_BIG, len_word(args, BIG_MAX), 4), 0);
+    }
+    uint64_t t0 = mono_us();
+    /* the peer reads nothing from now on; both calls run and their pushes stall */
+    struct timespec settle = {0, 300000000L};
+    nanosleep(&settle, NULL);
+    CLIENT *c = uiw_rpc_clnt_create("127.0.0.1", s.port, PROG, 1, NULL);
+    CHECK(c != NULL);
+    const struct timeval tmo = {3, 0};
+    for (int i = 0; i < 5; i++) {
+        uint64_t t = mono_us();
+        enum clnt_stat st =
+            clnt_call(c, P_NULL, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, tmo);
+        uint64_t us = mono_us() - t;
+        if (st != RPC_SUCCESS || us > 1500000u)
+            uiw_test_fail(__FILE__, __LINE__, "NULL call %d: status %d after %llu ms", i, (int)st,
+                          (unsigned long long)(us / 1000u));
+    }
+    /* the stalled connection is closed within its io timeout (and a little) */
+    struct uiw_rpc_xprt_stats st;
+    for (;;) {
+        CHECK_EQ(uiw_rpc_svc_xprt_stats(s.svc, &st), 0);
+        if (st.lost + st.closed >= 1 || mono_us() - t0 > 10000000u)
+            break;
+        struct timespec ts = {0, 20000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (st.lost + st.closed < 1)
+        uiw_test_fail(__FILE__, __LINE__, "the stalled connection is still open after 10 s");
+    if (mono_us() - t0 < 900000u)
+        uiw_test_fail(__FILE__, __LINE__, "the stalled connection was closed after %llu ms",
+                      (unsigned long long)((mono_us() - t0) / 1000u));
+    CHECK_EQ(clnt_call(c, P_NULL, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, tmo),
+             RPC_SUCCESS);
+    clnt_destroy(c);
+    rpcpeer_close(&p, true);
+    free(mem[0]);
+    free(mem[1]);
     server_down(&s);
 }

@@ -1,4 +1,4 @@
-/* Calls waiting for send queue room wake when another thread frees it, not at the poller's
+/* Threads waiting for send queue room wake when another thread frees it, not at the poller's
  * next slice. */
 #include <pthread.h>
 #include <sched.h>
@@ -15,10 +15,20 @@ struct room {
     _Atomic bool got, stop;
 };
 
+static bool room_for_one(void *arg)
+{
+    struct room *r = arg;
+    return uiw__rr_sq_reserve(r->c, 1);
+}
+
+/* A thread waiting for room as the device's room waiters do (a connection whose calls
+ * wait to pull, or whose replies wait to go). */
 static void *waiter(void *arg)
 {
     struct room *r = arg;
-    atomic_store(&r->got, uiw__rr_sq_wait(r->c, 1));
+    atomic_fetch_add(&r->d->room_waiters, 1);
+    atomic_store(&r->got, uiw__rr_dev_wait(r->d, room_for_one, r, 0) == 0);
+    atomic_fetch_sub(&r->d->room_waiters, 1);
     return NULL;
 }
 
