@@ -119,7 +119,8 @@ enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t stag, uint64_t
                                       unsigned access, uint8_t **ptr);
 /* Invalidate a fast-register STag of pd: 0 (also when it is invalid already: invalidated,
  * or its MR bound since under another key, which stays valid), or -EINVAL (no MR at that
- * index, or one of another PD) or -EPERM (cannot be invalidated: a uiw_reg_mr STag); with
+ * index), -EACCES (an MR of another PD: not associated with the stream) or -EPERM
+ * (cannot be invalidated: a uiw_reg_mr STag); with
  * refuse_pinned, -EBUSY (nothing done) while a Read Response is being sent from it. */
 int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint32_t stag,
                          bool refuse_pinned);

@@ -329,8 +329,10 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
     int r = 0;
     uiw__lock_take(&ctx->mem_lock);
     struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
-    if (idx == 0 || !s || s->state == UIW__STAG_FREE || s->pd != pd)
+    if (idx == 0 || !s || s->state == UIW__STAG_FREE)
         r = -EINVAL;
+    else if (s->pd != pd)
+        r = -EACCES;
     else if (!s->fastreg)
         r = -EPERM;
     else if (s->state == UIW__STAG_VALID && s->key == (uint8_t)stag && refuse_pinned &&

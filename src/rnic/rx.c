@@ -448,8 +448,11 @@ UIW__DATAPATH static int seg_complete(struct uiw_qp *qp)
         if (op == UIW_RDMAP_SEND_INV || op == UIW_RDMAP_SEND_SE_INV) {
             /* an STag a Read Response is being sent from cannot be invalidated: the
              * application, told so, could free the memory the response still reads */
-            if (uiw__stag_invalidate(qp->ctx, qp->pd, h->rsvd_ulp, true) < 0) {
-                code = UIW_E_RNIC_CANT_INVALIDATE;
+            int r = uiw__stag_invalidate(qp->ctx, qp->pd, h->rsvd_ulp, true);
+            if (r < 0) {
+                /* another PD's STag (another connection's, where each has its own PD):
+                 * a protection error, as Linux siw answers it */
+                code = r == -EACCES ? UIW_E_RNIC_INV_NOT_ASSOC : UIW_E_RNIC_CANT_INVALIDATE;
                 break;
             }
             flags |= UIW_WC_WITH_INV;

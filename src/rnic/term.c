@@ -50,8 +50,13 @@ static const struct uiw__term_map table[] = {
     {UIW_E_RNIC_READ_NOT_ASSOC, 0, L_RDMAP, E_RP, UIW_TERM_RP_STAG_NOT_ASSOC, M | D | R, EV_ACC,
      NO_WC},
     {UIW_E_RNIC_READ_TO_WRAP, 0, L_RDMAP, E_RP, UIW_TERM_RP_TO_WRAP, M | D | R, EV_ACC, NO_WC},
-    /* Send with Invalidate (RFC 5040 5.3), as Linux siw: Remote Operation. */
+    /* Send with Invalidate (RFC 5040 5.3), as Linux siw: 'STag cannot be invalidated', a
+     * Remote Operation error (unknown STag, one that cannot be invalidated, or a Read
+     * Response is sent from it), and a Remote Protection error for an STag of another PD
+     * (not associated with this stream). */
     {UIW_E_RNIC_CANT_INVALIDATE, 0, L_RDMAP, E_RO, UIW_TERM_RO_CANT_INVALIDATE, M | D, EV_ACC,
+     UIW_WC_LOC_ACCESS_ERR},
+    {UIW_E_RNIC_INV_NOT_ASSOC, 0, L_RDMAP, E_RP, UIW_TERM_RP_CANT_INVALIDATE, M | D, EV_ACC,
      UIW_WC_LOC_ACCESS_ERR},
     /* Untagged buffer errors (RFC 5041 7.2). */
     {UIW_E_DDP_BAD_QN, 0, L_DDP, E_DU, UIW_TERM_DU_INVALID_QN, M | D, EV_REQ, NO_WC},

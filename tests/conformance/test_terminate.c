@@ -619,10 +619,11 @@ static const struct conf_case cases[] = {
      &o_crc,
      p_send_inv_not_invalidatable,
      {L_RDMAP, E_RO, UIW_TERM_RO_CANT_INVALIDATE, M | D, EV_ACC, UIW_WC_LOC_ACCESS_ERR, false, 0}},
+    /* An STag of another PD (another connection's): Remote Protection, as Linux siw. */
     {"send_inv_other_pd",
      &o_crc,
      p_send_inv_other_pd,
-     {L_RDMAP, E_RO, UIW_TERM_RO_CANT_INVALIDATE, M | D, EV_ACC, UIW_WC_LOC_ACCESS_ERR, false, 0}},
+     {L_RDMAP, E_RP, UIW_TERM_RP_CANT_INVALIDATE, M | D, EV_ACC, UIW_WC_LOC_ACCESS_ERR, false, 0}},
     /* Untagged buffer errors (RFC 5041 7.2, EType 2). */
     {"send_no_buffer",
      &o_norecv,
