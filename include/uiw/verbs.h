@@ -149,6 +149,11 @@ enum uiw_access_flags {
     UIW_ACCESS_LOCAL_WRITE = 1 << 0,  /* receive into it, RDMA Read sink */
     UIW_ACCESS_REMOTE_WRITE = 1 << 1, /* needs LOCAL_WRITE (as ibv) */
     UIW_ACCESS_REMOTE_READ = 1 << 2,
+    /* uiw_reg_mr only, without REMOTE_*: the lkey also serves local work requests (Send
+     * and Write sources, receive buffers, Read sinks) of QPs of every PD of the context,
+     * as the kernel's local DMA lkey does; nothing a peer sends can reach it. It lets
+     * buffers pooled for many connections, each with its own PD, be registered once. */
+    UIW_ACCESS_LOCAL_ANY_PD = 1 << 3,
 };
 
 struct uiw_mr {
@@ -163,7 +168,8 @@ struct uiw_mr {
 
 /* Register [addr, addr+length) with the given access. length may be 0 (an MR that
  * accepts only zero-length operations). Errors (errno): EINVAL (bad access combination,
- * e.g. REMOTE_WRITE without LOCAL_WRITE, or NULL addr with length), ENOMEM (STag table
+ * e.g. REMOTE_WRITE without LOCAL_WRITE, or LOCAL_ANY_PD with a REMOTE_* flag, or NULL
+ * addr with length), ENOMEM (STag table
  * full). The STag of a uiw_reg_mr region cannot be invalidated (LOCAL_INV or a peer's
  * Send with Invalidate fail); use uiw_alloc_mr for invalidatable STags. */
 UIW_EXTERN struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t length, unsigned access);

@@ -67,12 +67,15 @@ static uint8_t next_key(struct uiw_context *ctx)
     return (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
 }
 
+#define REMOTE (UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ)
+
 static bool access_ok(unsigned access)
 {
-    if (access &
-        ~(unsigned)(UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ))
+    if (access & ~(unsigned)(UIW_ACCESS_LOCAL_WRITE | REMOTE | UIW_ACCESS_LOCAL_ANY_PD))
         return false;
     if ((access & UIW_ACCESS_REMOTE_WRITE) && !(access & UIW_ACCESS_LOCAL_WRITE))
+        return false;
+    if ((access & UIW_ACCESS_LOCAL_ANY_PD) && (access & REMOTE))
         return false;
     return true;
 }
@@ -231,7 +234,8 @@ UIW__DATAPATH static enum uiw__stag_err stag_verdict(const struct uiw__stag *s,
 {
     if ((stag >> 8) == 0 || !s || s->state != UIW__STAG_VALID || s->key != (uint8_t)stag)
         return UIW__STAG_E_INVALID;
-    if (s->pd != pd)
+    /* a LOCAL_ANY_PD registration serves every PD's local work requests, never a peer */
+    if (s->pd != pd && ((s->access & UIW_ACCESS_LOCAL_ANY_PD) == 0 || (access & REMOTE) != 0))
         return UIW__STAG_E_PD;
     if (to + len < to)
         return UIW__STAG_E_WRAP;
@@ -354,7 +358,7 @@ int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct u
                       uint32_t key, void *addr, size_t len, unsigned access)
 {
     int r = 0;
-    if (!mr || !access_ok(access) || (!addr && len))
+    if (!mr || !access_ok(access) || (access & UIW_ACCESS_LOCAL_ANY_PD) || (!addr && len))
         return -EINVAL;
     uiw__lock_take(&ctx->mem_lock);
     uint32_t idx = mr->handle;

@@ -293,6 +293,57 @@ TEST(send_without_receive)
     pair_free(&p);
 }
 
+/* A LOCAL_ANY_PD registration of another PD serves a QP's Sends and receives, never a
+ * peer's RDMA Write (its STag is not associated with the stream); it takes no remote
+ * access flag, and no fast registration binds it. */
+TEST(local_any_pd_serves_local_work_of_every_pd)
+{
+    struct pair p;
+    struct pair_opts o;
+    pair_opts_default(&o);
+    pair_init(&p, &o, true);
+    struct uiw_pd *pd0 = uiw_alloc_pd(p.s[0].ctx), *pd1 = uiw_alloc_pd(p.s[1].ctx);
+    CHECK(pd0 && pd1);
+    uint8_t *b0 = malloc(64), *b1 = calloc(1, 64);
+    CHECK(b0 && b1);
+    memset(b0, 7, 64);
+    errno = 0;
+    CHECK(uiw_reg_mr(pd0, b0, 64, UIW_ACCESS_LOCAL_ANY_PD | UIW_ACCESS_REMOTE_READ) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    struct uiw_mr *src = uiw_reg_mr(pd0, b0, 64, UIW_ACCESS_LOCAL_ANY_PD);
+    struct uiw_mr *dst = uiw_reg_mr(pd1, b1, 64, LW | UIW_ACCESS_LOCAL_ANY_PD);
+    CHECK(src && dst);
+    pair_post_recv(&p, 1, 9, dst, 0, 64);
+    CHECK_EQ(pair_post(&p, 0, 1, UIW_WR_SEND, UIW_SEND_SIGNALED, src, 0, 20, 0, 0), 0);
+    pair_pump(&p);
+    struct uiw_wc wc = pair_wc(&p, 0, true);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    wc = pair_wc(&p, 1, false);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(wc.byte_len, 20);
+    CHECK_EQ(b1[19], 7);
+    CHECK_EQ(b1[20], 0);
+    /* a peer's RDMA Write into it: not associated with the stream */
+    struct uiw_mr *wsrc = pair_mr(&p, 0, 16, 0, 3);
+    CHECK_EQ(pair_post(&p, 0, 2, UIW_WR_RDMA_WRITE, 0, wsrc, 0, 16, (uintptr_t)b1, dst->rkey), 0);
+    pair_pump(&p);
+    struct uiw_qp_attr a;
+    CHECK_EQ(uiw_query_qp(p.s[1].qp, &a), 0);
+    CHECK(a.term_sent);
+    CHECK_EQ(a.term_layer, UIW_TERM_LAYER_DDP);
+    CHECK_EQ(a.term_etype, UIW_TERM_DDP_TAGGED);
+    CHECK_EQ(a.term_code, UIW_TERM_DT_STAG_NOT_ASSOC);
+    CHECK_EQ(b1[0], 7);
+    pair_mr_free(wsrc);
+    CHECK_EQ(uiw_dereg_mr(src), 0);
+    CHECK_EQ(uiw_dereg_mr(dst), 0);
+    free(b0);
+    free(b1);
+    CHECK_EQ(uiw_dealloc_pd(pd0), 0);
+    CHECK_EQ(uiw_dealloc_pd(pd1), 0);
+    pair_free(&p);
+}
+
 TEST(send_too_long)
 {
     struct pair p;
