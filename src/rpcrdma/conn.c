@@ -157,6 +157,7 @@ static struct uiw__rr_conn *conn_alloc(struct uiw__rr_dev *d, const struct uiw__
     atomic_init(&c->refs, 1);
     atomic_init(&c->state, UIW__RR_C_READY);
     uiw__lock_init(&c->lock);
+    uiw__lock_init(&c->mr_lock);
     c->vmin = x->vers_min;
     c->vmax = x->vers_max;
     c->inline_recv = x->inline_recv;
@@ -215,6 +216,13 @@ static struct uiw__rr_conn *conn_alloc(struct uiw__rr_dev *d, const struct uiw__
 static void conn_free(struct uiw__rr_conn *c)
 {
     uiw__rr_dev_uncount(c->dev, c, true); /* nothing counts on it any more */
+    /* every MR is back (each held a reference): gone before the connection's PD */
+    while (c->mrs_all) {
+        struct uiw__rr_mr *m = c->mrs_all;
+        c->mrs_all = m->all_next;
+        uiw__nic_dereg(&m->nmr);
+        free(m);
+    }
     if (c->nc)
         uiw__nic_conn_destroy(c->nc);
     free(c->xtab);

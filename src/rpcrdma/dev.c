@@ -82,12 +82,6 @@ void uiw__rr_dev_close(struct uiw__rr_dev *d)
             bulk_free_one(b);
         }
     }
-    while (d->mrs_all) {
-        struct uiw__rr_mr *m = d->mrs_all;
-        d->mrs_all = m->all_next;
-        uiw__nic_dereg(&m->nmr);
-        free(m);
-    }
     while (d->slabs) {
         struct uiw__rr_slab *s = d->slabs;
         d->slabs = s->next;
@@ -247,40 +241,44 @@ uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len)
 
 /* ---------------------------------------------------------------- fast-register MRs */
 
-struct uiw__rr_mr *uiw__rr_mr_get(struct uiw__rr_dev *d)
+struct uiw__rr_mr *uiw__rr_mr_get(struct uiw__rr_conn *c)
 {
-    uiw__lock_take(&d->pool_lock);
-    struct uiw__rr_mr *m = d->mr_free;
-    if (m) {
-        d->mr_free = m->next;
-        uiw__lock_give(&d->pool_lock);
-        m->next = NULL;
-        return m;
+    uiw__lock_take(&c->mr_lock);
+    struct uiw__rr_mr *m = c->mr_free;
+    if (m)
+        c->mr_free = m->next;
+    uiw__lock_give(&c->mr_lock);
+    if (!m) {
+        m = calloc(1, sizeof(*m));
+        if (!m)
+            return NULL;
+        struct uiw__rr_dev *d = c->dev;
+        uint32_t max = d->max_ddp > d->max_msg ? d->max_ddp : d->max_msg;
+        if (uiw__nic_frmr(c->nc, max, &m->nmr) != 0) {
+            free(m);
+            return NULL;
+        }
+        m->conn = c;
+        uiw__lock_take(&c->mr_lock);
+        m->all_next = c->mrs_all;
+        c->mrs_all = m;
+        uiw__lock_give(&c->mr_lock);
     }
-    uiw__lock_give(&d->pool_lock);
-    m = calloc(1, sizeof(*m));
-    if (!m)
-        return NULL;
-    uint32_t max = d->max_ddp > d->max_msg ? d->max_ddp : d->max_msg;
-    if (uiw__nic_frmr(d->nic, max, &m->nmr) != 0) {
-        free(m);
-        return NULL;
-    }
-    uiw__lock_take(&d->pool_lock);
-    m->all_next = d->mrs_all;
-    d->mrs_all = m;
-    uiw__lock_give(&d->pool_lock);
+    m->next = NULL;
+    uiw__rr_conn_get(c);
     return m;
 }
 
-void uiw__rr_mr_put(struct uiw__rr_dev *d, struct uiw__rr_mr *m)
+void uiw__rr_mr_put(struct uiw__rr_mr *m)
 {
     if (!m)
         return;
-    uiw__lock_take(&d->pool_lock);
-    m->next = d->mr_free;
-    d->mr_free = m;
-    uiw__lock_give(&d->pool_lock);
+    struct uiw__rr_conn *c = m->conn;
+    uiw__lock_take(&c->mr_lock);
+    m->next = c->mr_free;
+    c->mr_free = m;
+    uiw__lock_give(&c->mr_lock);
+    uiw__rr_conn_put(c); /* the last reference frees the pool with c */
 }
 
 /* ---------------------------------------------------------------- the poller */

@@ -7,11 +7,13 @@
  * connection manager; a backend over rdma-core (libibverbs + librdmacm, for the kernel's
  * siw and hardware RNICs) implements the same functions.
  *
- * Objects: a device (one RNIC context, one protection domain, one completion channel), its
- * memory registrations, connections (a QP with one CQ for both queues, bound to the
- * device's channel) and listeners. Threading: posting, polling and waiting are safe from
- * any thread; one thread at a time polls a given connection; creating and destroying an
- * object must not race with its use.
+ * Objects: a device (one RNIC context, one completion channel), its memory registrations,
+ * connections (a QP with one CQ for both queues, bound to the device's channel, in a
+ * protection domain of its own) and listeners. A peer reaches only what its own
+ * connection registered: the device's registrations (uiw__nic_reg) are for local access
+ * by every connection, fast-register MRs (uiw__nic_frmr) belong to one connection. Threading:
+ * posting, polling and waiting are safe from any thread; one thread at a time polls a given
+ * connection; creating and destroying an object must not race with its use.
  */
 #ifndef UIW_RPCRDMA_NIC_H
 #define UIW_RPCRDMA_NIC_H
@@ -54,16 +56,21 @@ struct uiw__nic_mr {
     void *priv;    /* the backend's object */
 };
 
-/* A registration of [addr, addr+len) with `access`, valid until uiw__nic_dereg. */
+/* A registration of [addr, addr+len) for local access (`access`: LOCAL_WRITE or 0; -EINVAL
+ * with a remote one) by the work requests of every connection of n, valid until
+ * uiw__nic_dereg. No peer can reach it. */
 int uiw__nic_reg(struct uiw__nic *n, void *addr, size_t len, unsigned access,
                  struct uiw__nic_mr *mr);
-/* A fast-register MR (invalid until a UIW__NIC_REG work request binds it; LOCAL_INV or a
- * peer's Send With Invalidate invalidates it again). */
-int uiw__nic_frmr(struct uiw__nic *n, size_t max_len, struct uiw__nic_mr *mr);
+/* A fast-register MR of connection c, in its protection domain (invalid until a
+ * UIW__NIC_REG work request on c binds it; LOCAL_INV or c's peer's Send With Invalidate
+ * invalidates it again; another connection's peer can do neither, nor reach it). It must
+ * be deregistered before c is destroyed. */
+int uiw__nic_frmr(struct uiw__nic_conn *c, size_t max_len, struct uiw__nic_mr *mr);
 void uiw__nic_dereg(struct uiw__nic_mr *mr);
 /* Make a fast-register MR invalid at once, whatever its state, without a QP (error paths:
- * its connection is gone). Its next key continues from mr->rkey. 0 or -errno. */
-int uiw__nic_frmr_reset(struct uiw__nic *n, struct uiw__nic_mr *mr);
+ * its connection is gone), in the same protection domain. Its next key continues from
+ * mr->rkey. 0 or -errno. */
+int uiw__nic_frmr_reset(struct uiw__nic_mr *mr);
 /* The key a fast-register MR's next registration uses (after `key`). */
 uint32_t uiw__nic_next_key(uint32_t key);
 

@@ -18,7 +18,7 @@
 
 struct uiw__nic {
     struct uiw_context *ctx;
-    struct uiw_pd *pd;
+    struct uiw_pd *pd; /* of the device's registrations (local access, every connection) */
     struct uiw_comp_channel *ch;
     const char *pcap_dir;
     pthread_mutex_t zlock;
@@ -33,6 +33,7 @@ struct uiw__nic_conn {
     struct uiw__nic_conn *znext;
     struct uiw_cm_channel *cmch; /* active side: the connection's own channel */
     struct uiw_cm_id *id;
+    struct uiw_pd *pd; /* the connection's own: its QP and fast-register MRs */
     struct uiw_cq *cq;
     struct uiw_qp *qp;
     bool listener_owned;
@@ -128,7 +129,10 @@ static unsigned access_of(unsigned a)
 int uiw__nic_reg(struct uiw__nic *n, void *addr, size_t len, unsigned access,
                  struct uiw__nic_mr *mr)
 {
-    struct uiw_mr *m = uiw_reg_mr(n->pd, addr, len, access_of(access));
+    if (access & (UIW__NIC_REMOTE_WRITE | UIW__NIC_REMOTE_READ))
+        return -EINVAL;
+    /* registered once, used by the QPs of every connection (each in a PD of its own) */
+    struct uiw_mr *m = uiw_reg_mr(n->pd, addr, len, access_of(access) | UIW_ACCESS_LOCAL_ANY_PD);
     if (!m)
         return -errno;
     mr->addr = addr;
@@ -139,9 +143,9 @@ int uiw__nic_reg(struct uiw__nic *n, void *addr, size_t len, unsigned access,
     return 0;
 }
 
-int uiw__nic_frmr(struct uiw__nic *n, size_t max_len, struct uiw__nic_mr *mr)
+static int frmr_in(struct uiw_pd *pd, size_t max_len, struct uiw__nic_mr *mr)
 {
-    struct uiw_mr *m = uiw_alloc_mr(n->pd, max_len);
+    struct uiw_mr *m = uiw_alloc_mr(pd, max_len);
     if (!m)
         return -errno;
     mr->addr = NULL;
@@ -160,11 +164,17 @@ void uiw__nic_dereg(struct uiw__nic_mr *mr)
     }
 }
 
-int uiw__nic_frmr_reset(struct uiw__nic *n, struct uiw__nic_mr *mr)
+int uiw__nic_frmr(struct uiw__nic_conn *c, size_t max_len, struct uiw__nic_mr *mr)
+{
+    return frmr_in(c->pd, max_len, mr);
+}
+
+int uiw__nic_frmr_reset(struct uiw__nic_mr *mr)
 {
     size_t max = mr->len;
+    struct uiw_pd *pd = ((struct uiw_mr *)mr->priv)->pd;
     uiw__nic_dereg(mr);
-    return uiw__nic_frmr(n, max, mr);
+    return frmr_in(pd, max, mr);
 }
 
 uint32_t uiw__nic_next_key(uint32_t key)
@@ -437,9 +447,17 @@ static struct uiw__nic_conn *conn_new(struct uiw__nic *n, const struct uiw__nic_
         return NULL;
     c->nic = n;
     c->uctx = a->ctx;
+    /* a protection domain per connection (as Linux's svcrdma and xprtrdma): a peer's
+     * RDMA and Send With Invalidate reach only what its own connection registered */
+    c->pd = uiw_alloc_pd(n->ctx);
+    if (!c->pd) {
+        free(c);
+        return NULL;
+    }
     int cqe = (int)(a->sq_depth + a->rq_depth + 16);
     c->cq = uiw_create_cq(n->ctx, cqe, c, n->ch, 0);
     if (!c->cq) {
+        uiw_dealloc_pd(c->pd);
         free(c);
         return NULL;
     }
@@ -460,7 +478,7 @@ static int conn_qp(struct uiw__nic_conn *c, struct uiw_cm_id *id,
     qa.cap.max_recv_sge = 1;
     qa.max_ird = a->ird;
     qa.max_ord = a->ord;
-    int r = uiw_cm_create_qp(id, c->nic->pd, &qa);
+    int r = uiw_cm_create_qp(id, c->pd, &qa);
     if (r)
         return r;
     c->id = id;
@@ -481,6 +499,9 @@ static void conn_free(struct uiw__nic_conn *c)
             uiw_cm_ack_event(ev);
         uiw_cm_destroy_channel(c->cmch);
     }
+    /* its QP is gone, and the transport deregistered its fast-register MRs */
+    if (c->pd && uiw_dealloc_pd(c->pd) == 0)
+        c->pd = NULL;
     if (c->cq) {
         struct uiw_wc w[BATCH];
         while (uiw_poll_cq(c->cq, BATCH, w) > 0)

@@ -266,9 +266,9 @@ static void drop_mrs(struct uiw__rr_dev *d, struct uiw__rr_req *q)
         if (!m)
             continue;
         if (m->valid)
-            uiw__nic_frmr_reset(d->nic, &m->nmr);
+            uiw__nic_frmr_reset(&m->nmr);
         m->valid = false;
-        uiw__rr_mr_put(d, m);
+        uiw__rr_mr_put(m);
         all[i]->mr = NULL;
     }
     memset(&q->pos0, 0, sizeof(q->pos0));
@@ -434,12 +434,12 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
         return -ENOBUFS;
     q->sq_res = nreg + 1;
     for (unsigned i = 0; i < nreg; i++) {
-        struct uiw__rr_mr *m = reg[i]->mr ? reg[i]->mr : uiw__rr_mr_get(d);
+        struct uiw__rr_mr *m = reg[i]->mr ? reg[i]->mr : uiw__rr_mr_get(c);
         if (!m) {
             for (unsigned j = 0; j < i; j++) {
                 /* not posted yet: these MRs are still invalid */
                 reg[j]->mr->valid = false;
-                uiw__rr_mr_put(d, reg[j]->mr);
+                uiw__rr_mr_put(reg[j]->mr);
                 reg[j]->mr = NULL;
             }
             uiw__rr_sq_release(c, q->sq_res);
@@ -469,7 +469,7 @@ static int post_req(struct uiw__rr_conn *c, struct uiw__rr_req *q)
         q->sq_res = 0;
         for (unsigned i = 0; i < nreg; i++) {
             reg[i]->mr->valid = false;
-            uiw__rr_mr_put(d, reg[i]->mr);
+            uiw__rr_mr_put(reg[i]->mr);
             reg[i]->mr = NULL;
         }
         return -EMSGSIZE;

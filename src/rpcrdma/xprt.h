@@ -102,12 +102,13 @@ struct uiw__rr_bulk {
     struct uiw__nic_mr mr; /* temporary buffers: their own registration */
 };
 
-/* A fast-register MR of the pool. */
+/* A fast-register MR of a connection's pool (in its protection domain). */
 struct uiw__rr_mr {
     struct uiw__rr_mr *next;
-    struct uiw__rr_mr *all_next; /* every MR of the device */
-    struct uiw__nic_mr nmr;      /* nmr.rkey: key of the current / last registration */
-    bool valid;                  /* registered and not yet invalidated */
+    struct uiw__rr_mr *all_next; /* every MR of the connection */
+    struct uiw__rr_conn *conn;
+    struct uiw__nic_mr nmr; /* nmr.rkey: key of the current / last registration */
+    bool valid;             /* registered and not yet invalidated */
 };
 
 /* ---------------------------------------------------------------- requester */
@@ -332,6 +333,9 @@ struct uiw__rr_conn {
     struct uiw__rr_call *ready_head, *ready_tail; /* (server: the upper queues them) */
     /* properties (Version Two) */
     struct uiw__rr_props props;
+    /* fast-register MRs (uiw__rr_mr_get) */
+    struct uiw__lock mr_lock;
+    struct uiw__rr_mr *mr_free, *mrs_all;
     /* send queue accounting */
     uint32_t sq_depth;
     _Atomic uint32_t sq_used;
@@ -413,8 +417,6 @@ struct uiw__rr_dev {
     struct uiw__rr_slab *slabs;
     struct uiw__rr_bulk *bulk_free[UIW__RR_NCLS];
     uint32_t bulk_count[UIW__RR_NCLS];
-    struct uiw__rr_mr *mr_free;
-    struct uiw__rr_mr *mrs_all; /* every MR (to free) */
     /* connections and the poller */
     pthread_mutex_t mu;
     pthread_cond_t cv;  /* threads waiting for a condition (uiw__rr_dev_wait) */
@@ -469,8 +471,11 @@ struct uiw__rr_ibuf *uiw__rr_ibuf_get(struct uiw__rr_dev *d);
 void uiw__rr_ibuf_put(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
 struct uiw__rr_bulk *uiw__rr_bulk_get(struct uiw__rr_dev *d, uint32_t len);
 void uiw__rr_bulk_put(struct uiw__rr_dev *d, struct uiw__rr_bulk *b);
-struct uiw__rr_mr *uiw__rr_mr_get(struct uiw__rr_dev *d);
-void uiw__rr_mr_put(struct uiw__rr_dev *d, struct uiw__rr_mr *m);
+/* Fast-register MRs of c's own pool (its protection domain: only c's peer can use or
+ * invalidate what they register). An MR taken holds a reference on c, so the pool lives
+ * until every MR is back; the pool is freed with c. */
+struct uiw__rr_mr *uiw__rr_mr_get(struct uiw__rr_conn *c);
+void uiw__rr_mr_put(struct uiw__rr_mr *m);
 /* The lkey of registered memory of the pools covering [p, p+len), or 0. */
 uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len);
 

@@ -17,6 +17,7 @@
 
 #include "common/byteorder.h"
 #include "rpcpeer.h"
+#include "rpc/rpc_internal.h"
 #include "rpcrdma/xprt.h"
 #include "test.h"
 
@@ -32,8 +33,14 @@ enum {
     P_WHO = 5,
     P_REPLY_SLEEP = 6,
     P_HOLD = 7,
-    P_BIG = 8
+    P_BIG = 8,
+    P_REG = 9,
+    P_UNREG = 10
 };
+
+/* P_REG's registration (of one connection at a time) and the memory it covers. */
+static struct uiw__rr_mr *reg_mr;
+static uint8_t victim[64];
 
 /* P_BIG's result: bytes of the procedure's own memory, not the transport's. */
 #define BIG_MAX (15u << 20)
@@ -100,6 +107,36 @@ static void dispatch(struct svc_req *rq, SVCXPRT *x)
         svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_blob, (char *)&b);
         return;
     }
+    case P_REG: { /* a registration of the call's connection a peer may write: its STag */
+        struct uiw__rr_conn *c = ((struct uiw__rpc_scall *)x->xp_p1)->k.conn;
+        u_int stag = 0;
+        if (!reg_mr) {
+            reg_mr = uiw__rr_mr_get(c);
+            CHECK(reg_mr != NULL);
+            struct uiw__nic_send wr = {.wr_id = (uint64_t)(uintptr_t)&c->ignore,
+                                       .op = UIW__NIC_REG,
+                                       .mr = &reg_mr->nmr,
+                                       .key = uiw__nic_next_key(reg_mr->nmr.rkey),
+                                       .addr = victim,
+                                       .len = sizeof(victim),
+                                       .access = UIW__NIC_REMOTE_WRITE};
+            reg_mr->nmr.rkey = wr.key;
+            reg_mr->valid = true;
+            CHECK_EQ(uiw__rr_post(c, &wr), 0); /* before the reply, on the same queue */
+            stag = wr.key;
+        }
+        svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&stag);
+        return;
+    }
+    case P_UNREG:
+        if (reg_mr) {
+            uiw__nic_frmr_reset(&reg_mr->nmr);
+            reg_mr->valid = false;
+            uiw__rr_mr_put(reg_mr);
+            reg_mr = NULL;
+        }
+        svc_sendreply(x, (xdrproc_t)xnone, NULL);
+        return;
     default:
         svcerr_noproc(x);
     }
@@ -1309,5 +1346,65 @@ TEST(rpcrdma_stalled_peer_holds_no_worker)
     rpcpeer_close(&p, true);
     free(mem[0]);
     free(mem[1]);
+    server_down(&s);
+}
+
+/* ---------------------------------------------------------------- one connection's STags */
+
+/* Peer B names an STag the server registered for peer A's connection in a Send With
+ * Invalidate. Each connection has its own protection domain: the STag is not associated
+ * with B's stream, so B gets the RNIC's Terminate (RDMAP / Remote Protection / 'STag
+ * cannot be invalidated', as Linux siw), and A's registration stays valid: A's RDMA Write
+ * into it lands and A is still served. */
+TEST(rpcrdma_send_inv_of_another_connections_stag)
+{
+    struct server s;
+    server_up(&s, 2, 0, 0, 2);
+    struct rpcpeer a, b;
+    connect_peer(&a, &s);
+    connect_peer(&b, &s);
+    struct rx *x = rx_new();
+    /* A's registration */
+    struct uiw_rpcrdma_hdr h = call_hdr(0xd00, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&a, &h, 0, PROG, P_REG, NULL, 0), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&a, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->h.proc, UIW_RDMA_MSG);
+    CHECK_EQ(x->len - x->h.hdr_len, 28);
+    uint32_t stag = uiw__get_be32(x->msg + x->h.hdr_len + 24);
+    CHECK(stag != 0);
+    /* B's NULL call, by Send With Invalidate of A's STag */
+    uint8_t msg[512];
+    h = call_hdr(0xd01, 2, UIW_RDMA_MSG, NULL, 0);
+    int n = uiw_rpcrdma_encode(msg, sizeof(msg), &h);
+    CHECK(n > 0);
+    n += (int)rpcpeer_rpc_call(msg + n, 0xd01, PROG, 1, P_NULL, NULL, 0);
+    CHECK_EQ(rawpeer_send_send(&b.raw, UIW_RDMAP_SEND_INV, stag, msg, (size_t)n), 0);
+    struct rawpeer_term t;
+    int r = rawpeer_expect_terminate(&b.raw, &t, WAIT);
+    if (r != 0)
+        uiw_test_fail(__FILE__, __LINE__,
+                      "no Terminate for B's Send With Invalidate of A's STag 0x%08x: %d", stag, r);
+    CHECK_EQ(t.t.layer, UIW_TERM_LAYER_RDMAP);
+    CHECK_EQ(t.t.etype, UIW_TERM_RDMAP_REMOTE_PROTECTION);
+    CHECK_EQ(t.t.code, UIW_TERM_RP_CANT_INVALIDATE);
+    /* A's registration is still valid: its RDMA Write lands, and A is served */
+    uint8_t data[16];
+    memset(data, 0x5a, sizeof(data));
+    CHECK_EQ(rawpeer_send_write(&a.raw, stag, (uint64_t)(uintptr_t)victim, data, sizeof(data)), 0);
+    h = call_hdr(0xd02, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&a, &h, 0, PROG, P_NULL, NULL, 0), 0);
+    r = rpcpeer_recv_hdr(&a, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT);
+    if (r != 1)
+        uiw_test_fail(__FILE__, __LINE__, "A not served after its RDMA Write: %d", r);
+    CHECK_EQ(x->h.xid, 0xd02);
+    CHECK_MEM(victim, data, sizeof(data));
+    h = call_hdr(0xd03, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&a, &h, 0, PROG, P_UNREG, NULL, 0), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&a, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->h.xid, 0xd03);
+    rpcpeer_close(&b, true);
+    rpcpeer_close(&a, false);
+    free(x);
+    still_serves(&s);
     server_down(&s);
 }
