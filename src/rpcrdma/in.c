@@ -316,12 +316,31 @@ static void read_wait_add(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     *pp = k;
 }
 
+/* A message came by Send With Invalidate of an STag it had no business naming: one that
+ * is not a handle of the call it answers, or any for a call (a requester never invalidates
+ * the responder's memory). The RNIC lets a peer name only its own connection's STags (a
+ * PD per connection); invalidating one of another call of this connection breaks that
+ * call: the connection ends, its calls go again on the next one. */
+static void wrong_inv(struct uiw__rr_conn *c, const struct uiw_rpcrdma_hdr *h, uint32_t rkey)
+{
+    bool call = h->u.chunks.direction == UIW_RPCRDMA_CALL;
+    UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
+             "RPC-over-RDMA %s (xid 0x%08x) by Send With Invalidate of STag 0x%08x%s: closing "
+             "the connection",
+             call ? "call" : "reply", h->xid, rkey, call ? "" : ", not one of its call's");
+    uiw__rr_conn_died(c, -EPROTO);
+}
+
 /* A call (forward on a server, backward on a client). */
 static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct uiw_rpcrdma_hdr *h)
 {
     const struct uiw_rpcrdma_chunks *ch = &h->u.chunks;
     uint32_t bad = h->vers == 2 ? UIW_RDMA2_ERR_BAD_XDR : UIW_RDMA_ERR_CHUNK;
     bool backward = !c->server;
+    if (ib->with_inv) {
+        wrong_inv(c, h, ib->inv_rkey);
+        goto drop;
+    }
     /* a client that advertised BRS NONE takes no backward call (draft 5.2), whatever the
      * server does: refused before the RPC layer sees it, never run, with the permanent
      * error (6.2.4: the requester ends the transaction, and sends it nowhere else) */
@@ -445,19 +464,22 @@ static void grant(struct uiw__rr_conn *c, uint32_t credit)
     atomic_store_explicit(&c->credits_seen, g, memory_order_relaxed);
 }
 
-/* Mark the MR the peer invalidated with Send With Invalidate. */
-static void remote_inv(struct uiw__rr_conn *c, struct uiw__rr_req *q, uint32_t rkey)
+/* Mark the MR the peer invalidated with Send With Invalidate: false when rkey is not a
+ * handle q advertised. */
+static bool remote_inv(struct uiw__rr_conn *c, struct uiw__rr_req *q, uint32_t rkey)
 {
     struct uiw__rr_region *all[UIW__RR_MAX_REGIONS];
     unsigned n = uiw__rr_req_regions(q, all);
     for (unsigned i = 0; i < n; i++) {
         struct uiw__rr_mr *m = all[i]->mr;
-        if (m && m->valid && m->nmr.rkey == rkey) {
+        if (m && m->nmr.rkey == rkey) {
+            if (m->valid)
+                UIW__RR_COUNT(c->n_swi_rx, 1);
             m->valid = false;
-            UIW__RR_COUNT(c->n_swi_rx, 1);
-            return;
+            return true;
         }
     }
+    return false;
 }
 
 /* A good reply of q: the bytes its chunks moved (the peer Read all of its Read chunks
@@ -485,12 +507,16 @@ static void reply_in(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib,
         uiw__rr_ibuf_put(c->dev, ib);
         return; /* unknown or late: dropped */
     }
+    if (ib->with_inv && !remote_inv(c, q, ib->inv_rkey)) {
+        uiw__lock_give(&c->lock);
+        wrong_inv(c, h, ib->inv_rkey);
+        uiw__rr_ibuf_put(c->dev, ib);
+        return;
+    }
     grant(c, h->credit);
     if (c->inflight)
         c->inflight--;
     uiw__lock_give(&c->lock);
-    if (ib->with_inv)
-        remote_inv(c, q, ib->inv_rkey);
     q->rib = ib;
     q->status = 0;
     memset(q->wlen, 0, sizeof(q->wlen));

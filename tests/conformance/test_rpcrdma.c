@@ -1408,3 +1408,46 @@ TEST(rpcrdma_send_inv_of_another_connections_stag)
     still_serves(&s);
     server_down(&s);
 }
+
+/* A requester never invalidates what the responder registered: a call that comes by Send
+ * With Invalidate, even of an STag of its own connection (which the RNIC lets it name),
+ * is a protocol error that ends the connection, instead of being served. */
+TEST(rpcrdma_call_by_send_inv_ends_the_connection)
+{
+    struct server s;
+    server_up(&s, 2, 0, 0, 2);
+    struct rpcpeer a;
+    connect_peer(&a, &s);
+    struct rx *x = rx_new();
+    struct uiw_rpcrdma_hdr h = call_hdr(0xe00, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&a, &h, 0, PROG, P_REG, NULL, 0), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&a, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->len - x->h.hdr_len, 28);
+    uint32_t stag = uiw__get_be32(x->msg + x->h.hdr_len + 24);
+    CHECK(stag != 0);
+    uint8_t msg[512];
+    h = call_hdr(0xe01, 2, UIW_RDMA_MSG, NULL, 0);
+    int n = uiw_rpcrdma_encode(msg, sizeof(msg), &h);
+    CHECK(n > 0);
+    n += (int)rpcpeer_rpc_call(msg + n, 0xe01, PROG, 1, P_NULL, NULL, 0);
+    CHECK_EQ(rawpeer_send_send(&a.raw, UIW_RDMAP_SEND_INV, stag, msg, (size_t)n), 0);
+    struct rawpeer_term t;
+    int r = rawpeer_expect_terminate(&a.raw, &t, WAIT);
+    if (r != 0)
+        uiw_test_fail(__FILE__, __LINE__, "a call by Send With Invalidate was not refused: %d", r);
+    CHECK_EQ(t.fpdus_before, 0); /* no reply before it */
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(s.svc, &st), 0);
+    CHECK_EQ(st.lost, 1);
+    rpcpeer_close(&a, true);
+    /* the registration goes back from another connection */
+    struct rpcpeer c;
+    connect_peer(&c, &s);
+    h = call_hdr(0xe02, 2, UIW_RDMA_MSG, NULL, 0);
+    CHECK_EQ(rpcpeer_send_call(&c, &h, 0, PROG, P_UNREG, NULL, 0), 0);
+    CHECK_EQ(rpcpeer_recv_hdr(&c, x->msg, sizeof(x->msg), &x->len, &x->h, &x->sp, WAIT), 1);
+    CHECK_EQ(x->h.xid, 0xe02);
+    rpcpeer_close(&c, false);
+    free(x);
+    server_down(&s);
+}

@@ -969,3 +969,61 @@ TEST(rpcrdma_client_spin_outlasts_a_slow_pull)
     script_join(sc, th, 2);
     script_free(sc);
 }
+
+/* A raw server that answers a call by Send With Invalidate of an STag that is not one of
+ * the call's (its Write chunk's STag under another key: the RNIC lets it pass, an STag of
+ * the connection's own PD invalidated already changes nothing): the client takes no such
+ * reply, and ends the connection. */
+static void *wrong_inv_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    EXPECT(connprop(sc, 8) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG && sc->h.u.chunks.nwrites == 1);
+    struct uiw_rpcrdma_segment s = sc->h.u.chunks.writes[0].segs[0];
+    uint32_t wrong = (s.handle & ~0xffu) | ((s.handle + 1) & 0xffu);
+    struct uiw_rpcrdma_hdr h = {.xid = sc->h.xid, .vers = 2, .credit = 8, .proc = UIW_RDMA_MSG};
+    h.u.chunks.direction = UIW_RPCRDMA_REPLY;
+    s.length = 0;
+    struct uiw_rpcrdma_write_chunk wc = {1, &s};
+    h.u.chunks.nwrites = 1;
+    h.u.chunks.writes = &wc;
+    uint8_t msg[256];
+    int n = uiw_rpcrdma_encode(msg, sizeof(msg), &h);
+    EXPECT(n > 0);
+    uint32_t w[] = {sc->h.xid, 1, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 7; i++)
+        uiw__put_be32(msg + n + 4 * i, w[i]);
+    EXPECT(rawpeer_send_send(&sc->p.raw, UIW_RDMAP_SEND_INV, wrong, msg, (size_t)n + 28) == 0);
+    sc->step = 1;
+    struct rawpeer_term t;
+    EXPECT(rawpeer_expect_terminate(&sc->p.raw, &t, WAIT) == 0);
+    sc->term_seen = true;
+    sc->step = 2;
+    return NULL;
+}
+
+TEST(rpcrdma_client_reply_by_send_inv_of_another_stag)
+{
+    uint16_t port;
+    struct script *sc = script_new(sizeof(*sc), &port);
+    pthread_t th;
+    CLIENT *c = client_to(sc, port, wrong_inv_server, &th);
+    static char buf[5000];
+    struct uiw_rpc_call_opts o = {0};
+    o.nresult_bufs = 1;
+    o.result_bufs[0] = (struct uiw_rpc_ddp_buf){buf, sizeof(buf)};
+    u_int n = 5000;
+    struct blob b = {sizeof(buf), buf};
+    CHECK(uiw_rpc_call(c, 1, (xdrproc_t)xdr_u_int, (char *)&n, (xdrproc_t)xblob, (char *)&b, TMO,
+                       &o) != RPC_SUCCESS);
+    script_join(sc, th, 2);
+    CHECK(sc->term_seen);
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
+    CHECK_EQ(st.lost, 1);
+    clnt_destroy(c);
+    script_free(sc);
+}
