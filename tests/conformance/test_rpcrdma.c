@@ -35,8 +35,15 @@ enum {
     P_HOLD = 7,
     P_BIG = 8,
     P_REG = 9,
-    P_UNREG = 10
+    P_UNREG = 10,
+    P_TWO = 11
 };
+
+/* P_TWO's result: two opaques (two Write chunks). */
+static bool_t xdr_two(XDR *x, struct rpcpeer_blob *b)
+{
+    return rpcpeer_xdr_blob(x, &b[0]) && rpcpeer_xdr_blob(x, &b[1]);
+}
 
 /* P_REG's registration (of one connection at a time) and the memory it covers. */
 static struct uiw__rr_mr *reg_mr;
@@ -105,6 +112,22 @@ static void dispatch(struct svc_req *rq, SVCXPRT *x)
         }
         struct rpcpeer_blob b = {n, (char *)big};
         svc_sendreply(x, (xdrproc_t)rpcpeer_xdr_blob, (char *)&b);
+        return;
+    }
+    case P_TWO: { /* u_int n -> two opaque<> of n bytes, in registered memory */
+        u_int n;
+        if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&n) || n > 65536) {
+            svcerr_decode(x);
+            return;
+        }
+        struct rpcpeer_blob b[2] = {{n, uiw_svc_getbuf(x, n)}, {n, uiw_svc_getbuf(x, n)}};
+        if (!b[0].val || !b[1].val) {
+            svcerr_systemerr(x);
+            return;
+        }
+        memset(b[0].val, 1, n);
+        memset(b[1].val, 2, n);
+        svc_sendreply(x, (xdrproc_t)xdr_two, (char *)b);
         return;
     }
     case P_REG: { /* a registration of the call's connection a peer may write: its STag */
@@ -1286,7 +1309,9 @@ TEST(rpcrdma_first_call_at_once_then_quiet_calls)
 /* A peer that asks for two 15 MiB results (pushed from the procedure's own memory into
  * its Write chunks) and then stops reading its socket holds no worker: another client's
  * NULL calls are answered at once, and the stalled connection is closed once it made no
- * progress for io_timeout_ms. */
+ * progress for io_timeout_ms. Its calls after those have replies of 33 work requests
+ * each (two Write chunks of 16 segments), more than its send queue holds behind the
+ * stalled ones: those wait on the connection for room, and end with it. */
 TEST(rpcrdma_stalled_peer_holds_no_worker)
 {
     struct server s;
@@ -1309,6 +1334,23 @@ TEST(rpcrdma_stalled_peer_holds_no_worker)
         h.u.chunks.writes = &wc;
         uint8_t args[4];
         CHECK_EQ(rpcpeer_send_call(&p, &h, 0, PROG, P_BIG, len_word(args, BIG_MAX), 4), 0);
+    }
+    enum { TWO_CALLS = 100, TWO_LEN = 1024, SEG = TWO_LEN / 16 };
+    uint8_t *two = malloc(2u * TWO_LEN);
+    CHECK(two != NULL);
+    rpcpeer_region(&p, 0x710, two, 2u * TWO_LEN, true, false);
+    struct uiw_rpcrdma_segment segs[2][16];
+    for (uint32_t c = 0; c < 2; c++)
+        for (uint32_t j = 0; j < 16; j++)
+            segs[c][j] = (struct uiw_rpcrdma_segment){
+                0x710, SEG, (uint64_t)(uintptr_t)(two + c * TWO_LEN + j * SEG)};
+    struct uiw_rpcrdma_write_chunk wc2[2] = {{16, segs[0]}, {16, segs[1]}};
+    for (uint32_t i = 0; i < TWO_CALLS; i++) {
+        struct uiw_rpcrdma_hdr h = call_hdr(0xc10 + i, 2, UIW_RDMA_MSG, NULL, 0);
+        h.u.chunks.nwrites = 2;
+        h.u.chunks.writes = wc2;
+        uint8_t args[4];
+        CHECK_EQ(rpcpeer_send_call(&p, &h, 0, PROG, P_TWO, len_word(args, TWO_LEN), 4), 0);
     }
     uint64_t t0 = mono_us();
     /* the peer reads nothing from now on; both calls run and their pushes stall */
@@ -1346,6 +1388,7 @@ TEST(rpcrdma_stalled_peer_holds_no_worker)
     rpcpeer_close(&p, true);
     free(mem[0]);
     free(mem[1]);
+    free(two);
     server_down(&s);
 }
 
