@@ -54,6 +54,14 @@ nfsstat3 uiw__nfsd_errno(int err)
         return NFS3ERR_NOTSUPP;
     case EBUSY:
         return NFS3ERR_ACCES;
+    case EWOULDBLOCK: /* a lease another holder must give up first */
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case EINTR:
+        return NFS3ERR_JUKEBOX; /* the server's own shortage: try again later */
+    case EOVERFLOW:
+        return NFS3ERR_FBIG;
     default:
         return NFS3ERR_IO;
     }

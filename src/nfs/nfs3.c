@@ -172,8 +172,31 @@ static int open_data(int fd, int flags, nfsstat3 *st)
     return dfd;
 }
 
+/* Open the file behind fd for writing as the caller, or, as knfsd's
+ * NFSD_MAY_OWNER_OVERRIDE, as the server when the caller owns it and only its mode bits
+ * say no (an owner may write the 0444 file it has just made: cp -p, tar, git, install).
+ * Enters and leaves the caller's identity itself. */
+static int open_write(struct call *c, int fd, nfsstat3 *st)
+{
+    if (enter(c) != 0) {
+        *st = NFS3ERR_PERM;
+        return -1;
+    }
+    int dfd = open_data(fd, O_WRONLY, st);
+    int err = errno;
+    leave(c);
+    struct stat sb;
+    if (dfd < 0 && err == EACCES && c->s->privileged && fstat(fd, &sb) == 0 &&
+        sb.st_uid == c->cred.uid) {
+        dfd = open_data(fd, O_WRONLY, st);
+        if (dfd >= 0)
+            *st = NFS3_OK;
+    }
+    return dfd;
+}
+
 /* Apply sattr3 to the file behind fd (mode, owner, size, times), as the caller. */
-static nfsstat3 apply_sattr(int fd, const sattr3 *a)
+static nfsstat3 apply_sattr(struct call *c, int fd, const sattr3 *a)
 {
     struct stat sb;
     char p[64];
@@ -184,7 +207,16 @@ static nfsstat3 apply_sattr(int fd, const sattr3 *a)
         nfsstat3 st = NFS3_OK;
         if (S_ISDIR(sb.st_mode))
             return NFS3ERR_ISDIR;
-        int dfd = open_data(fd, O_WRONLY, &st);
+        if (a->size.set_size3_u.size > (uint64_t)INT64_MAX)
+            return NFS3ERR_FBIG;
+        int entered = c->entered;
+        leave(c);
+        int dfd = open_write(c, fd, &st); /* the owner may truncate whatever the mode */
+        if (entered && enter(c) != 0) {
+            if (dfd >= 0)
+                close(dfd);
+            return NFS3ERR_PERM;
+        }
         if (dfd < 0)
             return st;
         int rc = ftruncate(dfd, (off_t)a->size.set_size3_u.size);
@@ -289,7 +321,7 @@ static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
         r->status = NFS3ERR_PERM;
         goto out;
     }
-    r->status = apply_sattr(fd, &a->new_attributes);
+    r->status = apply_sattr(c, fd, &a->new_attributes);
     leave(c);
 out:
     uiw__nfsd_postop(fd, ex, &w->after);
@@ -419,6 +451,11 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
     leave(c);
     if (dfd < 0)
         goto out;
+    /* at or past the largest offset a file may have: nothing there, the end */
+    if (a->offset >= (uint64_t)INT64_MAX)
+        count = 0;
+    else if (count > (uint64_t)INT64_MAX - a->offset)
+        count = (uint32_t)((uint64_t)INT64_MAX - a->offset);
     ssize_t n = 0;
     while ((uint32_t)n < count) {
         ssize_t k = pread(dfd, buf + n, count - (size_t)n, (off_t)(a->offset + (uint64_t)n));
@@ -434,7 +471,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
     }
     struct stat st;
     ok->count = (uint32_t)n;
-    ok->eof = (uint32_t)n < count ||
+    ok->eof = (uint32_t)n < count || a->offset >= (uint64_t)INT64_MAX ||
               (fstat(dfd, &st) == 0 && a->offset + (uint64_t)n >= (uint64_t)st.st_size);
     ok->data.data_val = buf;
     ok->data.data_len = (u_int)n;
@@ -461,12 +498,11 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
         r->status = NFS3ERR_INVAL;
         goto out;
     }
-    if (enter(c) != 0) {
-        r->status = NFS3ERR_PERM;
+    if (a->offset > (uint64_t)INT64_MAX - a->count) {
+        r->status = NFS3ERR_FBIG; /* past what any file may hold */
         goto out;
     }
-    dfd = open_data(fd, O_WRONLY, &r->status);
-    leave(c);
+    dfd = open_write(c, fd, &r->status);
     if (dfd < 0)
         goto out;
     size_t n = 0;
@@ -542,15 +578,32 @@ static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
     case UNCHECKED:
     case GUARDED: {
         mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
-        int fl = O_CREAT | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-        if (a->how.mode == GUARDED)
-            fl |= O_EXCL;
+        int fl = O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
         fd = openat(dfd, name, fl, mode);
+        if (fd < 0 && errno == EEXIST && a->how.mode == UNCHECKED) {
+            /* UNCHECKED of a file that is there: only its size is set, as knfsd does
+             * (not its mode or owner: another's file keeps them) */
+            fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            struct stat sb;
+            if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+                r->status = NFS3ERR_EXIST;
+                break;
+            }
+            if (fd >= 0) {
+                sattr3 size_only;
+                memset(&size_only, 0, sizeof(size_only));
+                size_only.size = sa->size;
+                r->status = apply_sattr(c, fd, &size_only);
+                break;
+            }
+        }
         if (fd < 0) {
             r->status = uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
             break;
         }
-        r->status = apply_sattr(fd, sa); /* the mode again: past the umask */
+        r->status = apply_sattr(c, fd, sa); /* the mode again: past the umask */
+        if (r->status != NFS3_OK)
+            unlinkat(dfd, name, 0); /* made but not as asked (a chown refused): undone */
         break;
     }
     case EXCLUSIVE: {
@@ -612,7 +665,7 @@ static void p_mkdir(struct call *c, MKDIR3args *a, MKDIR3res *r)
     } else {
         int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0) {
-            r->status = apply_sattr(fd, sa);
+            r->status = apply_sattr(c, fd, sa);
             close(fd);
         }
     }
@@ -654,8 +707,10 @@ static void p_symlink(struct call *c, SYMLINK3args *a, SYMLINK3res *r)
         if (sa->uid.set_it || sa->gid.set_it) {
             uid_t u = sa->uid.set_it ? sa->uid.set_uid3_u.uid : (uid_t)-1;
             gid_t g = sa->gid.set_it ? sa->gid.set_gid3_u.gid : (gid_t)-1;
-            if (fchownat(dfd, name, u, g, AT_SYMLINK_NOFOLLOW) != 0)
+            if (fchownat(dfd, name, u, g, AT_SYMLINK_NOFOLLOW) != 0) {
                 r->status = uiw__nfsd_errno(errno);
+                unlinkat(dfd, name, 0); /* made but not as asked: undone */
+            }
         }
     }
     leave(c);
@@ -705,7 +760,7 @@ static void p_mknod(struct call *c, MKNOD3args *a, MKNOD3res *r)
     } else {
         int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
-            r->status = apply_sattr(fd, sa);
+            r->status = apply_sattr(c, fd, sa);
             close(fd);
         }
     }
@@ -1063,7 +1118,9 @@ static void p_fsinfo(struct call *c, FSINFO3args *a, FSINFO3res *r)
     ok->wtmax = ok->wtpref = io;
     ok->rtmult = ok->wtmult = 4096;
     ok->dtpref = 65536;
-    ok->maxfilesize = (uint64_t)INT64_MAX;
+    /* the file system's: FILESIZEBITS counts the sign bit */
+    long bits = fpathconf(fd, _PC_FILESIZEBITS);
+    ok->maxfilesize = bits > 1 && bits < 64 ? (1ull << (bits - 1)) - 1 : (uint64_t)INT64_MAX;
     ok->time_delta.seconds = 0;
     ok->time_delta.nseconds = 1;
     ok->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
@@ -1101,12 +1158,9 @@ static void p_commit(struct call *c, COMMIT3args *a, COMMIT3res *r)
         return;
     }
     uiw__nfsd_preop(fd, &w->before);
-    if (enter(c) != 0) {
-        r->status = NFS3ERR_PERM;
-        goto out;
-    }
-    dfd = open_data(fd, O_RDONLY, &r->status);
-    leave(c);
+    /* with write permission (or as the owner), as knfsd's COMMIT: a write-only file's
+     * writer may commit it */
+    dfd = open_write(c, fd, &r->status);
     if (dfd < 0)
         goto out;
     if (fdatasync(dfd) != 0)
