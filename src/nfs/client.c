@@ -200,7 +200,52 @@ int uiw__nfs_url_parse(const char *s, struct uiw__nfs_url *u, char *err, size_t 
     return 0;
 }
 
-/* A connected TCP socket to host:port, or -1 with errno. */
+/* A socket of the family connected to a from a reserved port (below 1024), as the
+ * kernel's client connects as root: what an export that is `secure` (the default of
+ * exports(5)) asks for. The ports are tried from a random one on; a port whose last
+ * connection only lingers (TIME_WAIT) may be taken again (SO_REUSEADDR), unless that
+ * connection was to this very address (EADDRNOTAVAIL: the next port). -1 with errno when
+ * none would do. */
+static int connect_reserved(const struct addrinfo *a)
+{
+    enum { FIRST = 600, COUNT = 1024 - 600 };
+    unsigned start = (unsigned)getpid() * 2654435761u;
+    int err = EADDRINUSE;
+    for (unsigned i = 0; i < COUNT; i++) {
+        int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -1;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        struct sockaddr_storage me;
+        memset(&me, 0, sizeof(me));
+        me.ss_family = (sa_family_t)a->ai_family;
+        uint16_t port = htons((uint16_t)(FIRST + (start + i) % COUNT));
+        socklen_t ml = sizeof(struct sockaddr_in);
+        if (a->ai_family == AF_INET6) {
+            ((struct sockaddr_in6 *)&me)->sin6_port = port;
+            ml = sizeof(struct sockaddr_in6);
+        } else {
+            ((struct sockaddr_in *)&me)->sin_port = port;
+        }
+        if (bind(fd, (struct sockaddr *)&me, ml) == 0) {
+            if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+                return fd;
+            err = errno;
+            if (err != EADDRNOTAVAIL) {
+                close(fd);
+                errno = err;
+                return -1;
+            }
+        }
+        close(fd);
+    }
+    errno = err;
+    return -1;
+}
+
+/* A connected TCP socket to host:port, or -1 with errno; from a reserved port when run
+ * as root (connect_reserved). */
 static int tcp_connect(const char *host, int port, struct sockaddr_storage *ss, socklen_t *sl)
 {
     struct addrinfo hints, *ai, *a;
@@ -215,16 +260,18 @@ static int tcp_connect(const char *host, int port, struct sockaddr_storage *ss, 
     }
     int fd = -1, err = ECONNREFUSED;
     for (a = ai; a; a = a->ai_next) {
-        fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            err = errno;
-            continue;
+        if (geteuid() == 0) {
+            fd = connect_reserved(a);
+        } else {
+            fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+                int e = errno;
+                close(fd);
+                fd = -1;
+                errno = e;
+            }
         }
-        /* as root, a source port below 1024, as the kernel's client takes: what an export
-         * that is `secure` (the default of exports(5)) asks for */
-        if (geteuid() == 0)
-            (void)bindresvport_sa(fd, NULL);
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        if (fd >= 0) {
             memcpy(ss, a->ai_addr, a->ai_addrlen);
             *sl = a->ai_addrlen;
             int one = 1;
@@ -232,8 +279,6 @@ static int tcp_connect(const char *host, int port, struct sockaddr_storage *ss, 
             break;
         }
         err = errno;
-        close(fd);
-        fd = -1;
     }
     freeaddrinfo(ai);
     if (fd < 0)
