@@ -264,6 +264,29 @@ static nfsstat3 apply_sattr(struct call *c, int fd, const sattr3 *a)
     return NFS3_OK;
 }
 
+/* A change of a `sync` export's metadata reaches stable storage before the reply, as
+ * knfsd's commit_metadata makes sure: the object or directory behind fd is opened (as the
+ * server: the caller may not read it) and fsynced. Nothing for `async` exports and those
+ * of the command line (today's behaviour), or for a symbolic link (its directory is what
+ * holds it). */
+static void durable(struct call *c, int fd)
+{
+    if (!c->xo || (c->xo->flags & UIW__X_ASYNC) || fd < 0)
+        return;
+    int was = c->entered;
+    leave(c);
+    char p[64];
+    fdpath(p, sizeof(p), fd);
+    int sfd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (sfd >= 0) {
+        fsync(sfd);
+        close(sfd);
+        atomic_fetch_add_explicit(&c->s->meta_syncs, 1, memory_order_relaxed);
+    }
+    if (was)
+        enter(c);
+}
+
 /* Resolve the handle of a procedure whose reply starts with the object's post_op_attr in
  * both arms (resok and resfail share that place): fill it, or clear it on failure. */
 static nfsstat3 resolve_attr(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex,
@@ -323,6 +346,8 @@ static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
     }
     r->status = apply_sattr(c, fd, &a->new_attributes);
     leave(c);
+    if (r->status == NFS3_OK)
+        durable(c, fd);
 out:
     uiw__nfsd_postop(fd, ex, &w->after);
     close(fd);
@@ -556,6 +581,10 @@ static void made(struct call *c, struct uiw__nfs_export *ex, int dfd, const char
         return;
     if (uiw__nfs_fh_issue(c->s, ex, dfd, name, fd, &obj->post_op_fh3_u.handle, c->fh) == 0)
         obj->handle_follows = 1;
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && !S_ISLNK(sb.st_mode))
+        durable(c, fd);
+    durable(c, dfd);
     uiw__nfsd_postop(fd, ex, attr);
     close(fd);
 }
@@ -790,10 +819,13 @@ static nfsstat3 unlink_name(struct call *c, const diropargs3 *d, int flags, wcc_
     if (st == NFS3_OK) {
         struct stat sb;
         int known = fstatat(dfd, d->name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-        if (unlinkat(dfd, d->name, flags) != 0)
+        if (unlinkat(dfd, d->name, flags) != 0) {
             st = uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
-        else if (known)
-            uiw__nfs_fh_removed(c->s, sb.st_dev, sb.st_ino);
+        } else {
+            if (known)
+                uiw__nfs_fh_removed(c->s, sb.st_dev, sb.st_ino);
+            durable(c, dfd);
+        }
         leave(c);
     }
     uiw__nfsd_postop(dfd, ex, &w->after);
@@ -851,6 +883,9 @@ static void p_rename(struct call *c, RENAME3args *a, RENAME3res *r)
             uiw__nfs_fh_removed(c->s, dst.st_dev, dst.st_ino);
         if (have_src)
             uiw__nfs_fh_moved(c->s, src.st_dev, src.st_ino, tdir, a->to.name);
+        durable(c, fdir);
+        if (tdir != fdir)
+            durable(c, tdir);
     }
     leave(c);
 out:
@@ -894,8 +929,12 @@ static void p_link(struct call *c, LINK3args *a, LINK3res *r)
     }
     char p[64];
     fdpath(p, sizeof(p), fd);
-    if (linkat(AT_FDCWD, p, dfd, a->link.name, AT_SYMLINK_FOLLOW) != 0)
+    if (linkat(AT_FDCWD, p, dfd, a->link.name, AT_SYMLINK_FOLLOW) != 0) {
         r->status = uiw__nfsd_errno(errno);
+    } else {
+        durable(c, fd); /* its link count */
+        durable(c, dfd);
+    }
     leave(c);
 out:
     uiw__nfsd_postop(fd, ex, &r->LINK3res_u.resok.file_attributes);

@@ -178,6 +178,7 @@ struct uiw__nfsd {
     struct uiw__drc *drc;
     int drc_own;
     _Atomic unsigned long drc_hits, drc_drops; /* TCP's: replayed, dropped while running */
+    _Atomic unsigned long meta_syncs;          /* objects made durable before a reply (`sync`) */
     struct uiw__nfs_rdma *rdma;
     int ports[3];
     int started;

@@ -345,3 +345,29 @@ TEST(access_exports_reload)
     srv_stop(&v);
     rmdir(other);
 }
+
+/* `sync` (the default of an exports file): every change of metadata is made durable
+ * before the reply (the object and its directory fsynced, as knfsd's commit_metadata);
+ * `async` leaves them to the file system. */
+TEST(access_sync_metadata)
+{
+    for (int async = 0; async < 2; async++) {
+        struct srv v;
+        srv_exports(&v, async ? "127.0.0.1(rw,insecure,async)" : "127.0.0.1(rw,insecure)");
+        char h[NFS3_FHSIZE];
+        uint32_t hl = 0;
+        int m = tcp_from(1, 0, v.mount);
+        CHECK_EQ(mnt_raw(m, v.dir, h, &hl), MNT3_OK);
+        close(m);
+        int fd = tcp_from(1, 0, v.tcp);
+        unsigned long before = v.s->meta_syncs;
+        CHECK_EQ(create_raw(fd, h, hl, "durable"), NFS3_OK);
+        unsigned long made = v.s->meta_syncs - before;
+        if (async)
+            CHECK_EQ(made, 0);
+        else
+            CHECK_EQ(made, 2); /* the file and its directory */
+        close(fd);
+        srv_stop(&v);
+    }
+}
