@@ -2,7 +2,10 @@
  * bench-nfs: uiw-nfs bench against uiw-nfsd on loopback, RPC-over-RDMA Version Two
  * against TCP (libtirpc's transport), same server and client, in one run:
  *   - 1 MiB sequential WRITE and READ bandwidth, one call at a time on both transports;
- *   - GETATTR with 64 calls in flight over RDMA against the synchronous TCP rate.
+ *   - GETATTR with 64 calls in flight over RDMA against the synchronous TCP rate;
+ *   - CREATEs per second of a `sync` export (metadata durable before each reply, the
+ *     default of an exports file) against an `async` one, over TCP: what durability
+ *     costs.
  * Each repetition runs TCP then RDMA; each ratio is the median of the repetitions' ratios
  * (machines are shared and noisy). Targets (issue 17): WRITE and READ >= 1.5x TCP's
  * bandwidth; GETATTR with 64 in flight >= 3x the synchronous TCP rate.
@@ -16,13 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_stats.h"
 
 struct figures {
-    double write_mbs, read_mbs, getattr_cps;
+    double write_mbs, read_mbs, getattr_cps, create_cps;
 };
 
 /* Run a command; its standard output in *out (malloc'd). Returns its exit status. */
@@ -85,8 +89,64 @@ static int bench(const char *url, const char *size, const char *secs, unsigned i
         f->read_mbs = field(out, "read", "mbytes_per_sec");
     if (strstr(tests, "getattr"))
         f->getattr_cps = field(out, "getattr", "calls_per_sec");
+    if (strstr(tests, "create"))
+        f->create_cps = field(out, "create", "calls_per_sec");
     free(out);
     return 0;
+}
+
+/* CREATEs per second on a sync and an async export of a second server: an exports file
+ * with two lines, both open to 127.0.0.1 (insecure: the bench runs as anyone). */
+static int creates(const char *base, const char *secs, double *sync, double *async)
+{
+    char file[256], dsync[256], dasync[256];
+    snprintf(file, sizeof(file), "%s/exports", base);
+    snprintf(dsync, sizeof(dsync), "%s/sync", base);
+    snprintf(dasync, sizeof(dasync), "%s/async", base);
+    if (mkdir(dsync, 0755) != 0 || mkdir(dasync, 0755) != 0)
+        return -1;
+    FILE *x = fopen(file, "w");
+    if (!x)
+        return -1;
+    fprintf(x, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", dsync);
+    fprintf(x, "%s 127.0.0.1(rw,insecure,no_root_squash,async)\n", dasync);
+    fclose(x);
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], STDOUT_FILENO);
+        close(pfd[0]);
+        close(pfd[1]);
+        execl(UIW_NFSD_PATH, "uiw-nfsd", "-e", file, "-a", "127.0.0.1", "-p", "-1", "--tcp-port",
+              "0", "--mount-port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    FILE *f = fdopen(pfd[0], "r");
+    char line[256] = "";
+    int tcp = -1, mnt = -1, rdma = -1, rc = -1;
+    if (f && fgets(line, sizeof(line), f) &&
+        sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mnt, &rdma) == 3) {
+        struct figures a = {0}, b = {0};
+        char us[512], ua[512];
+        snprintf(us, sizeof(us), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dsync, mnt);
+        snprintf(ua, sizeof(ua), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dasync, mnt);
+        if (bench(us, "64K", secs, 1, "create", &a) == 0 &&
+            bench(ua, "64K", secs, 1, "create", &b) == 0) {
+            *sync = a.create_cps;
+            *async = b.create_cps;
+            rc = 0;
+        }
+    } else {
+        fprintf(stderr, "bench-nfs: uiw-nfsd -e did not start (%s)\n", line);
+    }
+    if (f)
+        fclose(f);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -197,13 +257,19 @@ int main(int argc, char **argv)
     }
     double mw = bench_median(rw, (size_t)reps), mr = bench_median(rr, (size_t)reps),
            mg = bench_median(rg, (size_t)reps);
+    double csync = 0, casync = 0;
+    if (creates(dir, secs, &csync, &casync) != 0)
+        goto out;
     if (json)
-        printf("{\"ratio\":{\"write_1MiB\":%.2f,\"read_1MiB\":%.2f,\"getattr_%u_vs_sync\":%.2f}}\n",
-               mw, mr, inflight, mg);
+        printf("{\"ratio\":{\"write_1MiB\":%.2f,\"read_1MiB\":%.2f,\"getattr_%u_vs_sync\":%.2f}}\n"
+               "{\"creates_per_sec\":{\"sync\":%.0f,\"async\":%.0f,\"ratio\":%.2f}}\n",
+               mw, mr, inflight, mg, csync, casync, casync > 0 ? csync / casync : 0);
     else
         printf("ratio (median of %d): 1 MiB WRITE rdma-v2/tcp %.2fx (target >= 1.5), 1 MiB READ "
-               "%.2fx (>= 1.5), GETATTR %u in flight / tcp sync %.2fx (>= 3)\n",
-               reps, mw, mr, inflight, mg);
+               "%.2fx (>= 1.5), GETATTR %u in flight / tcp sync %.2fx (>= 3)\n"
+               "CREATE over TCP: %.0f/s on a sync export, %.0f/s on an async one (sync/async "
+               "%.2fx: durable metadata's cost)\n",
+               reps, mw, mr, inflight, mg, csync, casync, casync > 0 ? csync / casync : 0);
     rc = 0;
 out:
     free(rw);

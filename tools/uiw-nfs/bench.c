@@ -1,6 +1,7 @@
 /*
  * uiw-nfs bench URL: a sequential WRITE of a file (-s SIZE in -b BLOCK calls, UNSTABLE,
- * then COMMIT), a sequential READ of it, and GETATTR calls for -D seconds; bandwidth,
+ * then COMMIT), a sequential READ of it, GETATTR calls for -D seconds, and CREATEs of new
+ * files beside it for -D seconds (removed afterwards); bandwidth,
  * calls per second and per-call latency (p50, p99). URL names the file to use, or a
  * directory to make it in (removed afterwards). As a table, or with --json one object per
  * line: {"test":"write","size":N,"block":N,"transport":"tcp","inflight":1,
@@ -336,6 +337,35 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     if (o->inflight <= 1)
         g.secs = now_s() - t0;
     report(o, &t, &g);
+
+    /* CREATE: new empty files in the directory for -D seconds (removed afterwards, not
+     * timed): what a `sync` export's durable metadata costs shows here */
+    struct result cr = {"create", 0, 0, 0, 0, glat};
+    t0 = now_s();
+    int crc = 0;
+    while (now_s() - t0 < o->seconds && cr.calls < cap) {
+        char n[300];
+        snprintf(n, sizeof(n), "%s.create-%zu", t.name[0] ? t.name : "bench", cr.calls);
+        struct uiw__nfs_fh nf;
+        double c0 = now_s();
+        crc = uiw__nfs_create(t.c, &t.dir, n, 0644, 1, &nf);
+        if (crc != 0) {
+            fprintf(stderr, "uiw-nfs: bench: create %s: %s\n", n, uiw__nfs_errtext(t.c, crc));
+            break;
+        }
+        glat[cr.calls++] = now_s() - c0;
+    }
+    cr.secs = now_s() - t0;
+    for (size_t i = 0; i < cr.calls; i++) {
+        char n[300];
+        snprintf(n, sizeof(n), "%s.create-%zu", t.name[0] ? t.name : "bench", i);
+        uiw__nfs_remove(t.c, &t.dir, n);
+    }
+    if (crc != 0) {
+        free(glat);
+        goto free;
+    }
+    report(o, &t, &cr);
     free(glat);
     rc = 0;
 free:
