@@ -45,6 +45,7 @@
 #define KEEPIDLE_S          60
 #define KEEPINTVL_S         10
 #define KEEPCNT             6
+#define SPIN_NS             50000 /* a call thread's look for the next call before it sleeps */
 
 struct work;
 
@@ -97,7 +98,9 @@ struct uiw__nfs_tcp {
     pthread_mutex_t lock; /* everything below */
     pthread_cond_t cv;    /* work queued, or stopping */
     struct work *runq, *runq_tail, *free_work;
-    struct work *deferred; /* calls that wait for a large buffer (the event thread's) */
+    struct work *deferred;   /* calls that wait for a large buffer (the event thread's) */
+    _Atomic unsigned queued; /* calls in runq, read by a spinning thread without the lock */
+    int spinning;            /* a call thread looks for work before it sleeps */
     unsigned nfree_work;
     struct conn *conns;
     struct conn *notify; /* connections the event thread must look at */
@@ -426,7 +429,9 @@ static void run_later(struct uiw__nfs_tcp *t, struct work *w)
     else
         t->runq = w;
     t->runq_tail = w;
-    pthread_cond_signal(&t->cv);
+    atomic_fetch_add_explicit(&t->queued, 1, memory_order_release);
+    if (!t->spinning) /* a spinning thread takes it without a wake-up */
+        pthread_cond_signal(&t->cv);
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -814,13 +819,28 @@ static void *worker_main(void *arg)
     struct uiw__nfs_tcp *t = arg;
     for (;;) {
         pthread_mutex_lock(&t->lock);
-        while (!t->runq && !t->stopping)
+        while (!t->runq && !t->stopping) {
+            if (!t->spinning && SPIN_NS > 0) {
+                /* one thread at a time looks for the next call a while before it sleeps:
+                 * a client's next call, sent as soon as its reply came, is taken then
+                 * without a wake-up (a thread per connection read it at once) */
+                t->spinning = 1;
+                pthread_mutex_unlock(&t->lock);
+                int64_t until = now_ns() + SPIN_NS;
+                while (!atomic_load_explicit(&t->queued, memory_order_acquire) && now_ns() < until)
+                    ;
+                pthread_mutex_lock(&t->lock);
+                t->spinning = 0;
+                continue;
+            }
             pthread_cond_wait(&t->cv, &t->lock);
+        }
         struct work *w = t->runq;
         if (w) {
             t->runq = w->next;
             if (!t->runq)
                 t->runq_tail = NULL;
+            atomic_fetch_sub_explicit(&t->queued, 1, memory_order_relaxed);
         }
         int stop = t->stopping;
         pthread_mutex_unlock(&t->lock);
