@@ -145,3 +145,61 @@ TEST(read_write_past_the_largest_offset)
     uiw__nfs_client_close(c);
     srv_stop(&v);
 }
+
+static void set_owner(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint32_t uid,
+                      uint32_t gid)
+{
+    SETATTR3args a;
+    memset(&a, 0, sizeof(a));
+    a.object.data.data_len = fh->len;
+    a.object.data.data_val = (char *)fh->data;
+    a.new_attributes.uid.set_it = 1;
+    a.new_attributes.uid.set_uid3_u.uid = uid;
+    a.new_attributes.gid.set_it = 1;
+    a.new_attributes.gid.set_gid3_u.gid = gid;
+    SETATTR3res r;
+    memset(&r, 0, sizeof(r));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_SETATTR, UIW__XDRPROC(xdr_SETATTR3args), &a,
+                           UIW__XDRPROC(xdr_SETATTR3res), &r),
+             0);
+    CHECK_EQ(r.status, NFS3_OK);
+    xdr_free(UIW__XDRPROC(xdr_SETATTR3res), (caddr_t)&r);
+}
+
+/* A symbolic link keeps its own owner: the target's SETATTR leaves the link as it is (on
+ * the disk and in the link's GETATTR), and the link's own SETATTR (lchown) changes the
+ * link, not its target. */
+TEST(root_symlink_keeps_its_owner)
+{
+    uiw_test_require_root();
+    struct srv v;
+    srv_start(&v, NULL);
+    put_file(&v, "f", "x", 1);
+    CHECK_EQ(symlink("f", path_in(&v, "l")), 0);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f, l;
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "f", &f, NULL), 0);
+    fattr3 la;
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "l", &l, &la), 0);
+    CHECK_EQ(la.type, NF3LNK);
+    set_owner(c, &f, 65534, 65533); /* chown l, the client following the link */
+    struct stat st;
+    CHECK_EQ(lstat(path_in(&v, "l"), &st), 0);
+    CHECK_EQ(st.st_uid, 0);
+    CHECK_EQ(st.st_gid, 0);
+    CHECK_EQ(stat(path_in(&v, "f"), &st), 0);
+    CHECK_EQ(st.st_uid, 65534);
+    CHECK_EQ(uiw__nfs_getattr(c, &l, &la), 0);
+    CHECK_EQ(la.uid, 0);
+    CHECK_EQ(la.gid, 0);
+    set_owner(c, &l, 123, 456); /* chown -h l */
+    CHECK_EQ(lstat(path_in(&v, "l"), &st), 0);
+    CHECK_EQ(st.st_uid, 123);
+    CHECK_EQ(st.st_gid, 456);
+    CHECK_EQ(stat(path_in(&v, "f"), &st), 0);
+    CHECK_EQ(st.st_uid, 65534);
+    CHECK_EQ(uiw__nfs_getattr(c, &l, &la), 0);
+    CHECK_EQ(la.uid, 123);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
