@@ -65,6 +65,8 @@ static const char usage[] =
     "                        credits, chunks, bytes by RDMA and inline, errors) and the\n"
     "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
     "                        standard output on SIGUSR1 and when it ends\n"
+    "      --pid-file FILE   write the server's process id there once it serves (removed\n"
+    "                        when it ends)\n"
     "      --check-exports FILE\n"
     "                        read an exports file (exports(5) syntax), print the exports\n"
     "                        as the server takes them (every option spelled out) and exit\n"
@@ -138,6 +140,7 @@ int main(int argc, char **argv)
         O_IOTMO,
         O_IOBUFS,
         O_CHECK,
+        O_PIDFILE,
         O_VERSION,
         O_STATS
     };
@@ -162,6 +165,7 @@ int main(int argc, char **argv)
         {"io-timeout", required_argument, NULL, O_IOTMO},
         {"io-buffers", required_argument, NULL, O_IOBUFS},
         {"check-exports", required_argument, NULL, O_CHECK},
+        {"pid-file", required_argument, NULL, O_PIDFILE},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -169,7 +173,7 @@ int main(int argc, char **argv)
     };
     int ch;
     long v;
-    const char *exports = NULL;
+    const char *exports = NULL, *pidfile = NULL;
     while ((ch = getopt_long(argc, argv, "a:e:p:vh", lo, NULL)) != -1) {
         int bad = 0;
         switch (ch) {
@@ -239,6 +243,9 @@ int main(int argc, char **argv)
             break;
         case O_STATS:
             stats = true;
+            break;
+        case O_PIDFILE:
+            pidfile = optarg;
             break;
         case O_CHECK: {
             struct uiw__nfs_xtable t;
@@ -326,6 +333,14 @@ int main(int argc, char **argv)
     }
     if (o.rdma_port >= 0 && uiw__nfsd_port(s, UIW__NFSD_RDMA) < 0)
         fprintf(stderr, "uiw-nfsd: built without the RPC-over-RDMA layer: TCP only\n");
+    if (pidfile) {
+        FILE *pf = fopen(pidfile, "w");
+        if (!pf || fprintf(pf, "%ld\n", (long)getpid()) < 0 || fclose(pf) != 0) {
+            fprintf(stderr, "uiw-nfsd: --pid-file %s: %s\n", pidfile, strerror(errno));
+            uiw__nfsd_destroy(s);
+            return 1;
+        }
+    }
     printf("uiw-nfsd: ready tcp=%d mount=%d rdma=%d\n", uiw__nfsd_port(s, UIW__NFSD_TCP),
            uiw__nfsd_port(s, UIW__NFSD_MOUNT), uiw__nfsd_port(s, UIW__NFSD_RDMA));
     fflush(stdout);
@@ -342,5 +357,7 @@ int main(int argc, char **argv)
     if (o.verbose)
         fprintf(stderr, "uiw-nfsd: signal %d: stopping\n", sig);
     uiw__nfsd_destroy(s);
+    if (pidfile)
+        unlink(pidfile);
     return 0;
 }

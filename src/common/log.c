@@ -13,10 +13,15 @@
 _Atomic int uiw__log_threshold = -1;
 
 static const char *const level_names[] = {"off", "error", "warn", "info", "debug"};
+/* syslog's priorities of the levels, for the journal (sd-daemon(3)'s "<N>" prefix) */
+static const char journal_prio[] = {'7', '3', '4', '6', '7'};
+/* stderr goes to systemd's journal: a priority instead of a time stamp of our own */
+static int journal;
 
 int uiw__log_init(void)
 {
     const char *v = getenv("UIW_LOG");
+    journal = getenv("JOURNAL_STREAM") != NULL;
     int t = UIW__LOG_OFF;
     bool bad = false;
     if (v && *v) {
@@ -46,9 +51,12 @@ void uiw__log_write(enum uiw__log_level level, uint32_t conn, uint32_t qpn, cons
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     localtime_r(&ts.tv_sec, &tm);
-    int k = snprintf(line, sizeof(line), "uiw %02d:%02d:%02d.%06ld [%ld] %s", tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000, (long)getpid(),
-                     level_names[level <= UIW__LOG_DEBUG ? level : UIW__LOG_DEBUG]);
+    int lv = level <= UIW__LOG_DEBUG ? (int)level : UIW__LOG_DEBUG;
+    int k = journal ? snprintf(line, sizeof(line), "<%c>uiw [%ld] %s", journal_prio[lv],
+                               (long)getpid(), level_names[lv])
+                    : snprintf(line, sizeof(line), "uiw %02d:%02d:%02d.%06ld [%ld] %s", tm.tm_hour,
+                               tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, (long)getpid(),
+                               level_names[lv]);
     n = k > 0 ? (size_t)k : 0;
     if (conn && n < sizeof(line)) {
         k = snprintf(line + n, sizeof(line) - n, " conn %u", conn);

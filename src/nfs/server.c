@@ -325,8 +325,10 @@ void uiw__nfsd_refused(struct uiw__nfsd *s, enum uiw__nfsd_refusal kind, const c
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
+    /* a warning's priority for systemd's journal (sd-daemon(3)) */
+    const char *prio = getenv("JOURNAL_STREAM") ? "<4>" : "";
     if (left)
-        fprintf(stderr, "uiw-nfsd: %s (and %lu more like it)\n", line, left);
+        fprintf(stderr, "%suiw-nfsd: %s (and %lu more like it)\n", prio, line, left);
     else
-        fprintf(stderr, "uiw-nfsd: %s\n", line);
+        fprintf(stderr, "%suiw-nfsd: %s\n", prio, line);
 }

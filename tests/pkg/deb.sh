@@ -70,7 +70,11 @@ has libuiw-dev /usr/include/uiw/rpc.h /usr/include/uiw/rpcrdma.h \
     "/usr/lib/$multi/pkgconfig/uiw-rpc.pc" /usr/share/man/man3/uiw_rpc.3.gz \
     /usr/share/man/man3/uiw_rpc_clnt_create.3.gz /usr/share/doc/libuiw-dev/examples/store.x
 has uiw-tools /usr/bin/iwperf /usr/bin/iwping /usr/bin/rpcrdma-decode /usr/bin/uiw-selfcheck \
-    /usr/share/man/man1/iwperf.1.gz
+    /usr/share/man/man1/iwperf.1.gz /lib/systemd/system/uiw-nfsd.service /etc/uiw/exports
+# the exports file is a conffile (the administrator's changes survive an upgrade), and the
+# server checks it as installed: nothing exported, no error
+dpkg-deb -I "$tmp/uiw-tools_${ver}_$arch.deb" conffiles | grep -qx /etc/uiw/exports ||
+    fail "/etc/uiw/exports is not a conffile"
 # each file in one package only, and the library package holds no development file
 if sort "$tmp"/*.files | grep -v '/$' | uniq -d | grep .; then fail "files in two packages"; fi
 for p in libuiw0 libuiw-rpc0; do
@@ -92,6 +96,11 @@ for p in libuiw0 libuiw-rpc0 libuiw-dev uiw-tools; do
 done
 "$root/usr/bin/uiw-selfcheck" >/dev/null || fail "the packaged uiw-selfcheck"
 "$root/usr/bin/iwperf" --help >/dev/null || fail "the packaged iwperf --help"
+# the default exports file exports nothing, and reads without an error
+[ -z "$("$root/usr/bin/uiw-nfsd" --check-exports "$root/etc/uiw/exports")" ] ||
+    fail "the packaged /etc/uiw/exports exports something"
+grep -q '^ExecStart=/usr/bin/uiw-nfsd -e /etc/uiw/exports$' \
+    "$root/lib/systemd/system/uiw-nfsd.service" || fail "the unit does not run uiw-nfsd"
 libdir=$root/usr/lib/$multi
 ex=$tmp/examples
 cp -r "$root/usr/share/doc/libuiw-dev/examples" "$ex"
