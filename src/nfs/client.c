@@ -13,6 +13,8 @@
 
 #include <rpc/rpc.h>
 
+#include <rpc/pmap_prot.h> /* after rpc.h: it needs XDR */
+
 #include "mount3.h"
 #include "nfs/client.h"
 #include "nfs/xdr_data.h"
@@ -40,8 +42,9 @@ struct uiw__nfs_client {
     char transport[16];
     char err[512];
     struct timeval timeout;
-    int nfs_port;        /* over TCP */
-    unsigned reconnects; /* TCP connections made again after one was lost */
+    int nfs_port;         /* over TCP */
+    int rpcbind_nfs_port; /* NFS 3 over TCP as the server's rpcbind names it, or 0 */
+    unsigned reconnects;  /* TCP connections made again after one was lost */
 };
 
 static void say(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -584,7 +587,49 @@ static int fh_out(struct uiw__nfs_fh *fh, const nfs_fh3 *in)
     return 0;
 }
 
-/* MOUNT: the EXPORT list, then MNT of the longest export that is a prefix of path. */
+/* The TCP ports the server's rpcbind names for NFS 3 and MOUNT 3 (portmap GETPORT, which
+ * every rpcbind answers), 0 for those it does not know. Connecting waits at most 3 s: a
+ * firewall may drop what goes to port 111. */
+static void rpcbind_ports(const struct uiw__nfs_client *c, int *nfs, int *mount)
+{
+    *nfs = *mount = 0;
+    struct addrinfo hints, *ai;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(c->url.host, "111", &hints, &ai) != 0)
+        return;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval cto = {3, 0};
+    if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &cto, sizeof(cto)) != 0 ||
+                    connect(fd, ai->ai_addr, ai->ai_addrlen) != 0)) {
+        close(fd);
+        fd = -1;
+    }
+    struct netbuf nb = {.maxlen = ai->ai_addrlen, .len = ai->ai_addrlen, .buf = ai->ai_addr};
+    CLIENT *p = fd >= 0 ? clnt_vc_create(fd, &nb, PMAPPROG, PMAPVERS, 0, 0) : NULL;
+    freeaddrinfo(ai);
+    if (!p) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    clnt_control(p, CLSET_FD_CLOSE, NULL);
+    struct timeval tv = {5, 0};
+    struct pmap q[2] = {{NFS_PROG, 3, IPPROTO_TCP, 0}, {MOUNT_PROG, 3, IPPROTO_TCP, 0}};
+    int *out[2] = {nfs, mount};
+    for (int i = 0; i < 2; i++) {
+        u_long port = 0;
+        if (clnt_call(p, PMAPPROC_GETPORT, UIW__XDRPROC(xdr_pmap), (caddr_t)&q[i],
+                      UIW__XDRPROC(xdr_u_long), (caddr_t)&port, tv) != RPC_SUCCESS)
+            break;
+        *out[i] = port > 0 && port < 65536 ? (int)port : 0;
+    }
+    clnt_destroy(p);
+}
+
+/* MOUNT: the EXPORT list, then MNT of the longest export that is a prefix of path. The
+ * port: the URL's mountport, else (the URL naming no port) what the server's rpcbind
+ * says, else NFS's own port (uiw-nfsd answers MOUNT there too), else 20048. */
 static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
 {
     int ports[3] = {c->url.mount_port, 0, 20048};
@@ -592,9 +637,17 @@ static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
     if (c->url.mount_port)
         nports = 1;
     else {
+        int rb_mount = 0;
+        if (!c->url.port) /* a port named: that server, whatever rpcbind knows */
+            rpcbind_ports(c, &c->rpcbind_nfs_port, &rb_mount);
+        if (rb_mount)
+            ports[nports++] = rb_mount;
         if (c->url.transport == UIW__NFS_TCP)
-            ports[nports++] = c->url.port ? c->url.port : 2049;
-        ports[nports++] = 20048;
+            ports[nports++] = c->url.port           ? c->url.port
+                              : c->rpcbind_nfs_port ? c->rpcbind_nfs_port
+                                                    : 2049;
+        if (rb_mount != 20048)
+            ports[nports++] = 20048;
     }
     CLIENT *m = NULL;
     struct timeval tv = {10, 0};
@@ -698,7 +751,7 @@ struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int v
             return NULL;
         }
     } else {
-        int port = u->port ? u->port : 2049;
+        int port = u->port ? u->port : c->rpcbind_nfs_port ? c->rpcbind_nfs_port : 2049;
         c->nfs_port = port;
         c->nfs = rpc_tcp(c, port, NFS_PROG, 3, err, errlen);
         if (!c->nfs) {
