@@ -6,7 +6,7 @@
  *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES]
  *            [--rdma-threads N] [--max-handles N] [--tcp-threads N]
  *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
- *            [--stats] [-v]
+ *            [--rpcbind | --no-rpcbind] [--stats] [-v]
  *            EXPORT_DIR...
  *
  * Once listening it prints one line on standard output,
@@ -61,6 +61,10 @@ static const char usage[] =
     "                        progress for S seconds (default 60; also TCP_USER_TIMEOUT)\n"
     "      --io-buffers N    buffers of max-io bytes for WRITE records and READ payloads\n"
     "                        over TCP (default 64): the memory they take at most\n"
+    "      --rpcbind         register NFS (tcp, tcp6, rdma) and MOUNT (tcp, tcp6) with\n"
+    "                        the host's rpcbind, or do not start (default: register\n"
+    "                        when NFS is on TCP port 2049 and an rpcbind runs)\n"
+    "      --no-rpcbind      never register with rpcbind\n"
     "      --stats           print the RPC-over-RDMA counters (calls, replies, DRC hits,\n"
     "                        credits, chunks, bytes by RDMA and inline, errors) and the\n"
     "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
@@ -142,7 +146,9 @@ int main(int argc, char **argv)
         O_CHECK,
         O_PIDFILE,
         O_VERSION,
-        O_STATS
+        O_STATS,
+        O_RPCBIND,
+        O_NO_RPCBIND
     };
     bool stats = false;
     static const struct option lo[] = {
@@ -166,6 +172,8 @@ int main(int argc, char **argv)
         {"io-buffers", required_argument, NULL, O_IOBUFS},
         {"check-exports", required_argument, NULL, O_CHECK},
         {"pid-file", required_argument, NULL, O_PIDFILE},
+        {"rpcbind", no_argument, NULL, O_RPCBIND},
+        {"no-rpcbind", no_argument, NULL, O_NO_RPCBIND},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -246,6 +254,12 @@ int main(int argc, char **argv)
             break;
         case O_PIDFILE:
             pidfile = optarg;
+            break;
+        case O_RPCBIND:
+            o.rpcbind = 1;
+            break;
+        case O_NO_RPCBIND:
+            o.rpcbind = 0;
             break;
         case O_CHECK: {
             struct uiw__nfs_xtable t;

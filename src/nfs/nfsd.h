@@ -35,6 +35,11 @@ struct uiw__nfsd_opts {
     unsigned idle_timeout; /* seconds without a call before a connection closes; 0: 360 */
     unsigned io_timeout;   /* seconds a record or a reply may stall; 0: 60 */
     unsigned io_buffers;   /* buffers of max_io for WRITE and READ payloads; 0: 64 */
+    /* Registration with the host's rpcbind (NFS 3 on tcp, tcp6 and rdma, MOUNT 3 on tcp
+     * and tcp6), undone at the end: 1 always (the start fails without it), 0 never, -1
+     * (the default) when NFS is on TCP port 2049, which makes this server the host's NFS
+     * server (nothing said when no rpcbind runs) */
+    int rpcbind;
 };
 
 /* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */
@@ -61,7 +66,8 @@ int uiw__nfsd_add_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *
 int uiw__nfsd_reload_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *err,
                              size_t errlen);
 
-/* Bind the listeners and start serving. 0 or -errno. */
+/* Bind the listeners, register with rpcbind (opts.rpcbind) and start serving. 0 or
+ * -errno (-ECONNREFUSED: rpcbind required and not reachable). */
 int uiw__nfsd_start(struct uiw__nfsd *s);
 
 enum uiw__nfsd_port { UIW__NFSD_TCP, UIW__NFSD_MOUNT, UIW__NFSD_RDMA };

@@ -24,6 +24,7 @@ void uiw__nfsd_opts_default(struct uiw__nfsd_opts *o)
     o->anon_uid = 65534;
     o->anon_gid = 65534;
     o->max_io = 1u << 20;
+    o->rpcbind = -1;
 }
 
 struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
@@ -260,6 +261,14 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
             return rc;
         }
     }
+    int reg = s->opts.rpcbind > 0 || (s->opts.rpcbind < 0 && s->ports[UIW__NFSD_TCP] == 2049);
+    if (reg && uiw__nfsd_rpcbind_register(s, s->opts.rpcbind > 0) < 0 && s->opts.rpcbind > 0) {
+        uiw__nfs_tcp_destroy(s->tcp);
+        s->tcp = NULL;
+        uiw__nfs_rdma_close(s->rdma);
+        s->rdma = NULL;
+        return -ECONNREFUSED;
+    }
     s->started = 1;
     return 0;
 }
@@ -280,6 +289,7 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
 {
     if (!s)
         return;
+    uiw__nfsd_rpcbind_unregister(s);
     /* TCP first: its calls use the RDMA server's duplicate-reply cache */
     uiw__nfs_tcp_destroy(s->tcp);
     uiw__nfs_rdma_close(s->rdma);

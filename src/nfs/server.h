@@ -182,7 +182,15 @@ struct uiw__nfsd {
     struct uiw__nfs_rdma *rdma;
     int ports[3];
     int started;
+    int rpcbind_done; /* registered: unregister at the end */
 };
+
+/* Register the listeners with the host's rpcbind (rpcbind.c): the number of registrations
+ * taken, or -1 when none was (said on stderr when `loud`, or when rpcbind answered and
+ * refused). */
+int uiw__nfsd_rpcbind_register(struct uiw__nfsd *s, int loud);
+/* Undo what uiw__nfsd_rpcbind_register did. */
+void uiw__nfsd_rpcbind_unregister(struct uiw__nfsd *s);
 
 /* Log a refusal of that kind. */
 void uiw__nfsd_refused(struct uiw__nfsd *s, enum uiw__nfsd_refusal kind, const char *fmt, ...)

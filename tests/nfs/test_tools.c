@@ -1,11 +1,14 @@
 /* uiw-nfsd and uiw-nfs as programs, on loopback TCP. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -624,5 +627,175 @@ TEST(root_tools_exports_file_secure)
     tool_run_free(&e);
     unlink(local);
     unlink(file);
+    rm_tree(dir);
+}
+
+/* rpcinfo's list from the rpcbind at 127.0.0.1: whether it holds program `prog` version 3
+ * on `netid` at `port` (any port: 0; any netid: NULL). */
+static bool rpcbind_has(unsigned prog, const char *netid, int port)
+{
+    const char *argv[] = {"rpcinfo", "127.0.0.1", NULL};
+    struct tool_run r;
+    tool_run("/usr/sbin/rpcinfo", argv, NULL, 0, 30, &r);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "rpcinfo: %s", r.err);
+    bool found = false;
+    for (char *line = strtok(r.out, "\n"); line && !found; line = strtok(NULL, "\n")) {
+        unsigned p, v;
+        char nid[32], ua[96];
+        if (sscanf(line, "%u %u %31s %95s", &p, &v, nid, ua) != 4 || p != prog || v != 3)
+            continue;
+        if (netid && strcmp(nid, netid) != 0)
+            continue;
+        char tail[16];
+        snprintf(tail, sizeof(tail), ".%d.%d", (port >> 8) & 0xff, port & 0xff);
+        size_t n = strlen(ua), t = strlen(tail);
+        found = port == 0 || (n > t && strcmp(ua + n - t, tail) == 0);
+    }
+    tool_run_free(&r);
+    return found;
+}
+
+/* The test's rpcbind: it changes its user, which clears the parent-death signal, so it
+ * is ended at exit, a failed check's too. */
+static pid_t test_rpcbind = -1;
+
+static void end_rpcbind(void)
+{
+    if (test_rpcbind > 0)
+        kill(test_rpcbind, SIGKILL);
+}
+
+static void stop_nfsd(pid_t pid, int sig)
+{
+    CHECK_EQ(kill(pid, sig), 0);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    if (sig == SIGTERM)
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* uiw-nfsd registers with the host's rpcbind (here a real rpcbind in a network and mount
+ * namespace of the test's own, /run a fresh tmpfs): on port 2049 by default, NFS on tcp,
+ * tcp6 and rdma and MOUNT on tcp and tcp6, so that showmount -e (nfs-common's, another
+ * implementation) lists the export; a server killed leaves registrations that the next one
+ * replaces; SIGTERM withdraws them; --rpcbind registers any port, and uiw-nfs given no port
+ * finds NFS and MOUNT through rpcbind; --no-rpcbind registers nothing; --rpcbind without
+ * an rpcbind does not start, and the default then starts without a word. */
+TEST(root_tools_rpcbind)
+{
+    uiw_test_require_root();
+    const char *tools[] = {"/usr/sbin/rpcbind", "/usr/sbin/rpcinfo", "/sbin/showmount"};
+    for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+        if (access(tools[i], X_OK) != 0)
+            uiw_test_fail(__FILE__, __LINE__,
+                          "%s: %s (scripts/deps.sh installs rpcbind and "
+                          "nfs-common)",
+                          tools[i], strerror(errno));
+    CHECK_EQ(uiw_test_private_net(), 0);
+    CHECK_EQ(unshare(CLONE_NEWNS), 0);
+    CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    CHECK_EQ(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0);
+    CHECK_EQ(mkdir("/run/rpcbind", 0700), 0);
+    pid_t rb = fork();
+    CHECK(rb >= 0);
+    if (rb == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        execl("/usr/sbin/rpcbind", "rpcbind", "-f", "-w", (char *)NULL);
+        _exit(127);
+    }
+    test_rpcbind = rb;
+    atexit(end_rpcbind);
+    for (int i = 0; i < 500 && access("/run/rpcbind.sock", F_OK) != 0; i++)
+        usleep(10000);
+    CHECK_EQ(access("/run/rpcbind.sock", F_OK), 0);
+
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/uiw-nfsd-rpcbind.XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_EQ(chmod(dir, 0755), 0); /* uiw-nfs is squashed */
+    char path[96];
+    snprintf(path, sizeof(path), "%s/listed", dir);
+    write_local(path, 100, 1);
+    FILE *out;
+    char line[256];
+    int tcp, mount, rdma;
+    /* the standard ports: registered without asking */
+    const char *std[] = {"uiw-nfsd", dir, NULL};
+    pid_t pid = nfsd_spawn_argv(std, &out, line, sizeof(line));
+    fclose(out);
+    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
+    CHECK(rpcbind_has(100003, "tcp", 2049));
+    CHECK(rpcbind_has(100003, "tcp6", 2049));
+    CHECK(rpcbind_has(100005, "tcp", 20048));
+    CHECK(rpcbind_has(100005, "tcp6", 20048));
+    if (rdma > 0)
+        CHECK(rpcbind_has(100003, "rdma", 20049));
+    const char *sm[] = {"showmount", "-e", "127.0.0.1", NULL};
+    struct tool_run r;
+    tool_run("/sbin/showmount", sm, NULL, 0, 30, &r);
+    if (r.status != 0 || !strstr(r.out, dir))
+        uiw_test_fail(__FILE__, __LINE__, "showmount -e: %s%s", r.out, r.err);
+    tool_run_free(&r);
+    /* killed: its registrations stay, and the next server's replace them */
+    stop_nfsd(pid, SIGKILL);
+    CHECK(rpcbind_has(100003, "tcp", 2049));
+    const char *any[] = {"uiw-nfsd", "--rpcbind", "--tcp-port", "0", "--mount-port",
+                         "0",        "-p",        "-1",         dir, NULL};
+    pid = nfsd_spawn_argv(any, &out, line, sizeof(line));
+    fclose(out);
+    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
+    CHECK(tcp != 2049 && mount != 20048 && rdma == -1);
+    CHECK(rpcbind_has(100003, "tcp", tcp));
+    CHECK(rpcbind_has(100005, "tcp", mount));
+    CHECK(!rpcbind_has(100003, "tcp", 2049));
+    CHECK(!rpcbind_has(100003, "rdma", 0));
+    char u[160];
+    snprintf(u, sizeof(u), "nfs://127.0.0.1%s", dir); /* no port: rpcbind's */
+    r = nfs("ls", u, NULL, NULL);
+    if (r.status != 0 || !strstr(r.out, "listed"))
+        uiw_test_fail(__FILE__, __LINE__, "ls %s: %s%s", u, r.out, r.err);
+    tool_run_free(&r);
+    stop_nfsd(pid, SIGTERM);
+    CHECK(!rpcbind_has(100003, NULL, 0));
+    CHECK(!rpcbind_has(100005, NULL, 0));
+    /* --no-rpcbind: nothing, even on 2049 */
+    const char *none[] = {"uiw-nfsd", "--no-rpcbind", "-p", "-1", dir, NULL};
+    pid = nfsd_spawn_argv(none, &out, line, sizeof(line));
+    fclose(out);
+    CHECK(strncmp(line, "uiw-nfsd: ready tcp=2049 ", 25) == 0);
+    CHECK(!rpcbind_has(100003, NULL, 0));
+    stop_nfsd(pid, SIGTERM);
+    /* no rpcbind: --rpcbind does not start; the default starts without a word */
+    stop_nfsd(rb, SIGTERM);
+    test_rpcbind = -1;
+    unlink("/run/rpcbind.sock");
+    const char *must[] = {"uiw-nfsd", "--rpcbind", "-p", "-1", dir, NULL};
+    struct tool_run e;
+    tool_run(UIW_NFSD, must, NULL, 0, 30, &e);
+    CHECK_EQ(e.status, 1);
+    CHECK(strstr(e.err, "no rpcbind runs") != NULL);
+    tool_run_free(&e);
+    const char *quiet[] = {"uiw-nfsd", "-p", "-1", dir, NULL};
+    int errp[2];
+    CHECK_EQ(pipe(errp), 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(errp[1], STDERR_FILENO);
+    pid = nfsd_spawn_argv(quiet, &out, line, sizeof(line));
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(errp[1]);
+    fclose(out);
+    CHECK(strncmp(line, "uiw-nfsd: ready tcp=2049 ", 25) == 0);
+    stop_nfsd(pid, SIGTERM);
+    char said[512];
+    ssize_t n = read(errp[0], said, sizeof(said) - 1);
+    close(errp[0]);
+    said[n > 0 ? n : 0] = 0;
+    if (strstr(said, "rpcbind"))
+        uiw_test_fail(__FILE__, __LINE__, "the default said: %s", said);
     rm_tree(dir);
 }
