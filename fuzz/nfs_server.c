@@ -83,7 +83,8 @@ static char secret_nm[33];  /* and its name */
 static char secret_rel[40]; /* "out/" and the name: its path under top */
 static struct uiw__nfsd *srv;
 static struct uiw__nfs_pool *pool;
-static char fh[NFH][UIW__NFS_FH_LEN];
+static char fh[NFH][UIW__NFS_FH_MAX];
+static uint32_t fhlen[NFH];
 static unsigned calls;
 static char exp_path[96];      /* the export's path */
 static struct stat outside[3]; /* the directory beside the export, its file, their parent */
@@ -187,11 +188,10 @@ static void handle(int k, const char *rel, int forged)
     must(fd >= 0, "open O_PATH");
     nfs_fh3 h;
     if (forged) {
-        struct stat st;
-        must(fstat(fd, &st) == 0, "fstat");
-        struct uiw__nfsd_fh f = {ex->id, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
-                                 uiw__nfs_fh_tag(fd)};
+        struct uiw__nfsd_fh f;
+        must(uiw__nfs_fh_of(srv, ex, fd, &f) == 0, "fh_of");
         uiw__nfs_fh_encode(&f, &h, fh[k]);
+        fhlen[k] = h.data.data_len;
         close(fd);
         return;
     }
@@ -201,7 +201,8 @@ static void handle(int k, const char *rel, int forged)
     *slash = 0;
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     must(dfd >= 0, "open dir");
-    must(uiw__nfs_fh_issue(srv, ex, dfd, slash + 1, fd, &h, fh[k]) == 0, "fh_issue");
+    must(uiw__nfs_fh_issue(srv, ex, dfd, slash + 1, fd, 1, &h, fh[k]) == 0, "fh_issue");
+    fhlen[k] = h.data.data_len;
     close(dfd);
     /* the record keeps its own descriptor (or none): ours goes */
     close(fd);
@@ -346,21 +347,20 @@ static int mountstat_ok(uint32_t s)
     return 0;
 }
 
-/* Whether a handle of the server's (its first bytes as uiw__nfs_fh_encode writes them)
- * in b names a file beside the export. */
+/* Whether a handle of the server's in b (a version 2 handle: magic, version, kind, the
+ * kernel handle's length, the export's id, the file system's id, the inode number) names
+ * a file beside the export. */
 static int names_outside(const uint8_t *b, size_t n)
 {
     const uint8_t *h0 = (const uint8_t *)fh[0];
-    for (size_t i = 0; i + UIW__NFS_FH_LEN <= n; i++) {
-        if (b[i] != h0[0] || memcmp(b + i, h0, 8) != 0) /* magic, version, export id */
-            continue;
-        uint64_t dev = 0, ino = 0;
-        for (int k = 0; k < 8; k++) {
-            dev = dev << 8 | b[i + 8 + k];
+    for (size_t i = 0; i + 24 <= n; i++) {
+        if (b[i] != h0[0] || b[i + 1] != h0[1] || memcmp(b + i + 4, h0 + 4, 12) != 0)
+            continue; /* magic, version; export and file system */
+        uint64_t ino = 0;
+        for (int k = 0; k < 8; k++)
             ino = ino << 8 | b[i + 16 + k];
-        }
         for (int k = 0; k < 3; k++)
-            if (dev == (uint64_t)outside[k].st_dev && ino == (uint64_t)outside[k].st_ino)
+            if (ino == (uint64_t)outside[k].st_ino)
                 return 1;
     }
     return 0;
@@ -582,6 +582,36 @@ static uint8_t *flatten(const struct uiw__nfs_reply *r, size_t *len)
     return b;
 }
 
+/* Each 32-byte placeholder "UFH" k in the arguments (after its length word, 32) made the
+ * server's handle fh[k % NFH], as long as that is (and padded): the new length. */
+static size_t with_handles(uint8_t *args, size_t alen)
+{
+    static uint8_t out[MAX_IN + 1024 + 64 * 64];
+    size_t o = 0, i = 0, made = 0;
+    while (i < alen) {
+        if (i >= 4 && i + 32 <= alen && args[i] == 'U' && args[i + 1] == 'F' &&
+            args[i + 2] == 'H' && be32(args + i - 4) == 32 && made < 64) {
+            unsigned k = args[i + 3] % NFH;
+            uint32_t n = fhlen[k], padded = (n + 3) & ~3u;
+            out[o - 4] = (uint8_t)(n >> 24);
+            out[o - 3] = (uint8_t)(n >> 16);
+            out[o - 2] = (uint8_t)(n >> 8);
+            out[o - 1] = (uint8_t)n;
+            memcpy(out + o, fh[k], n);
+            memset(out + o + n, 0, padded - n);
+            o += padded;
+            i += 32;
+            made++;
+            continue;
+        }
+        out[o++] = args[i++];
+    }
+    if (o > MAX_IN + 1024)
+        o = MAX_IN + 1024;
+    memcpy(args, out, o);
+    return o;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t args[MAX_IN + 1024], rec[MAX_IN + 2048];
@@ -599,9 +629,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int cred = data[2] % 4;
     size_t alen = size - 3;
     alen = with_export_path(args, sizeof(args), data + 3, alen);
-    for (size_t i = 4; i + UIW__NFS_FH_LEN <= alen; i++)
-        if (args[i] == 'U' && args[i + 1] == 'F' && args[i + 2] == 'H' && be32(args + i - 4) == 32)
-            memcpy(args + i, fh[args[i + 3] % NFH], UIW__NFS_FH_LEN);
+    alen = with_handles(args, alen);
     uint32_t xid = ++calls;
     size_t n = build_call(rec, sizeof(rec), xid, prog, vers, proc, cred, args, alen);
     struct uiw__nfs_rec got;

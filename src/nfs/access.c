@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nfs/server.h"
 
@@ -70,4 +71,23 @@ nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
     if (cred)
         uiw__nfs_cred_from_req(s, rq, o, cred);
     return NFS3_OK;
+}
+
+int uiw__nfsd_crosses(struct uiw__nfsd *s, const struct svc_req *rq, const struct uiw__nfs_xopts *o,
+                      int fd)
+{
+    if (!o || (o->flags & UIW__X_CROSSMNT))
+        return 1; /* the command line's exports cross, as they always did */
+    struct stat st;
+    const struct netbuf *nb = svc_getrpccaller(rq->rq_xprt);
+    if (fstat(fd, &st) != 0 || !nb || !nb->buf || nb->len < sizeof(sa_family_t))
+        return 0;
+    for (unsigned i = 0; i < s->nexports; i++) {
+        const struct uiw__nfs_export *ex = &s->exports[i];
+        if (ex->dev != st.st_dev || ex->ino != st.st_ino || !ex->access || ex->removed)
+            continue;
+        const struct uiw__nfs_xopts *mo = uiw__nfs_xentry_match(ex->access, nb->buf);
+        return mo && (mo->flags & UIW__X_NOHIDE);
+    }
+    return 0;
 }

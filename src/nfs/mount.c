@@ -76,7 +76,7 @@ static struct uiw__nfs_export *export_of(struct uiw__nfsd *s, const char *norm, 
 }
 
 static mountstat3 mnt(struct uiw__nfsd *s, const struct svc_req *rq, const char *path, fhandle3 *fh,
-                      char buf[UIW__NFS_FH_LEN], const struct uiw__nfs_xopts **o)
+                      char buf[UIW__NFS_FH_MAX], const struct uiw__nfs_xopts **o)
 {
     char norm[MNTPATHLEN + 1];
     if (!path || path[0] != '/')
@@ -124,12 +124,14 @@ static mountstat3 mnt(struct uiw__nfsd *s, const struct svc_req *rq, const char 
             return st;
         }
         nfs_fh3 h;
-        int rc = uiw__nfs_fh_issue(s, ex, dirfd, last, fd, &h, buf);
+        int rc = uiw__nfs_fh_issue(s, ex, dirfd, last, fd, 0, &h, buf);
+        if (rc == -EXDEV && uiw__nfsd_crosses(s, rq, o ? *o : NULL, fd))
+            rc = uiw__nfs_fh_issue(s, ex, dirfd, last, fd, 1, &h, buf);
         close(fd);
         if (dirfd >= 0)
             close(dirfd);
         if (rc != 0)
-            return MNT3ERR_SERVERFAULT;
+            return rc == -EXDEV ? MNT3ERR_ACCES : MNT3ERR_SERVERFAULT;
         fh->fhandle3_len = h.data.data_len;
         fh->fhandle3_val = h.data.data_val;
         return MNT3_OK;
@@ -223,7 +225,7 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
             svc_sendreply(xprt, UIW__XDRPROC(xdr_void), NULL);
         } else {
             mountres3 res;
-            char buf[UIW__NFS_FH_LEN];
+            char buf[UIW__NFS_FH_MAX];
             int flavors[2];
             u_int nfl = 0;
             const struct uiw__nfs_xopts *o = NULL;

@@ -32,7 +32,7 @@ struct call {
     const struct uiw__nfs_xopts *xo; /* the caller's options on the export (NULL: none) */
     struct uiw__nfs_cred cred;
     int entered;
-    char fh[UIW__NFS_FH_LEN];
+    char fh[UIW__NFS_FH_MAX];
     char path[PATH_MAX + 1];
     struct chunk *arena; /* reply memory, freed after the reply */
 };
@@ -150,6 +150,21 @@ static nfsstat3 resolve_dir(struct call *c, const nfs_fh3 *h, int *fd, struct ui
         return NFS3ERR_NOTDIR;
     }
     return NFS3_OK;
+}
+
+/* The handle of fd, `name` in dfd (NULL: dfd itself, or its parent), for the caller:
+ * -EXDEV for a mount point its options do not cross (logged). */
+static int issue(struct call *c, struct uiw__nfs_export *ex, int dfd, const char *name, int fd,
+                 nfs_fh3 *out, char buf[UIW__NFS_FH_MAX])
+{
+    int rc = uiw__nfs_fh_issue(c->s, ex, dfd, name, fd, 0, out, buf);
+    if (rc == -EXDEV && uiw__nfsd_crosses(c->s, c->rq, c->xo, fd))
+        rc = uiw__nfs_fh_issue(c->s, ex, dfd, name, fd, 1, out, buf);
+    if (rc == -EXDEV)
+        uiw__nfsd_refused(c->s, UIW__NFSD_REFUSED_ACCESS,
+                          "a mount point below %s (%s) not crossed: crossmnt or nohide would",
+                          ex->path, name ? name : "..");
+    return rc;
 }
 
 /* Open the regular file behind an O_PATH descriptor for I/O, as the caller. */
@@ -383,9 +398,9 @@ static void p_lookup(struct call *c, LOOKUP3args *a, LOOKUP3res *r)
         goto fail;
     }
     LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
-    int rc = uiw__nfs_fh_issue(c->s, ex, dfd, is_dot(name) ? NULL : name, fd, &ok->object, c->fh);
+    int rc = issue(c, ex, dfd, is_dot(name) ? NULL : name, fd, &ok->object, c->fh);
     if (rc != 0) {
-        r->status = uiw__nfsd_errno(-rc);
+        r->status = rc == -EXDEV ? NFS3ERR_ACCES : uiw__nfsd_errno(-rc);
         goto fail;
     }
     uiw__nfsd_postop(fd, ex, &ok->obj_attributes);
@@ -579,7 +594,7 @@ static void made(struct call *c, struct uiw__nfs_export *ex, int dfd, const char
     int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return;
-    if (uiw__nfs_fh_issue(c->s, ex, dfd, name, fd, &obj->post_op_fh3_u.handle, c->fh) == 0)
+    if (issue(c, ex, dfd, name, fd, &obj->post_op_fh3_u.handle, c->fh) == 0)
         obj->handle_follows = 1;
     struct stat sb;
     if (fstat(fd, &sb) == 0 && !S_ISLNK(sb.st_mode))
@@ -967,7 +982,7 @@ static int verf_ok(const cookieverf3 got, const cookieverf3 mine, cookie3 cookie
 
 struct plus_ent {
     entryplus3 e;
-    char fh[UIW__NFS_FH_LEN];
+    char fh[UIW__NFS_FH_MAX];
     char name[]; /* as long as the entry's name */
 };
 
@@ -975,7 +990,7 @@ struct plus_ent {
 #define FATTR3_XDR      84
 #define POSTOP_XDR      (4 + FATTR3_XDR)
 #define ENTRY3_XDR(n)   (4 + 8 + 4 + (((n) + 3) & ~3u) + 8)
-#define ENTRYPLUS_EXTRA (POSTOP_XDR + 4 + 4 + UIW__NFS_FH_LEN)
+#define ENTRYPLUS_EXTRA (POSTOP_XDR + 4 + 4 + UIW__NFS_FH_MAX)
 
 static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, const cookieverf3 verf,
                            uint32_t dircount, uint32_t maxcount, int plus, nfsstat3 *status,
@@ -1065,12 +1080,19 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
             const char *nm = (dotdot && at_root) ? "." : de->d_name;
             int fd = openat(dfd, nm, O_PATH | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0) {
-                uiw__nfsd_postop(fd, ex, &pe->e.name_attributes);
-                if (uiw__nfs_fh_issue(c->s, ex, dfd, is_dot(nm) ? NULL : nm, fd,
-                                      &pe->e.name_handle.post_op_fh3_u.handle, pe->fh) == 0)
+                /* a mount point not crossed: neither handle nor attributes */
+                if (issue(c, ex, dfd, is_dot(nm) ? NULL : nm, fd,
+                          &pe->e.name_handle.post_op_fh3_u.handle, pe->fh) == 0) {
                     pe->e.name_handle.handle_follows = 1;
+                    uiw__nfsd_postop(fd, ex, &pe->e.name_attributes);
+                }
                 close(fd);
             }
+            /* what it takes in XDR (the estimate took the longest handle) */
+            need = ENTRY3_XDR(nl) + 8 + (pe->e.name_attributes.attributes_follow ? FATTR3_XDR : 0) +
+                   (pe->e.name_handle.handle_follows
+                        ? 4 + ((pe->e.name_handle.post_op_fh3_u.handle.data.data_len + 3) & ~3u)
+                        : 0);
             if (prev)
                 ((struct plus_ent *)prev)->e.nextentry = &pe->e;
             else

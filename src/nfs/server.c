@@ -71,6 +71,16 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
     return s;
 }
 
+/* Whether a client of the line has subtree_check (fh.c: files the kernel knows no path of
+ * must be found in the export first). */
+static int subtree_check(const struct uiw__nfs_xentry *e)
+{
+    for (unsigned i = 0; e && i < e->nclients; i++)
+        if (e->clients[i].o.flags & UIW__X_SUBTREE_CHECK)
+            return 1;
+    return 0;
+}
+
 static int add_export(struct uiw__nfsd *s, const char *path, const struct uiw__nfs_xentry *access)
 {
     char *real = realpath(path, NULL);
@@ -89,18 +99,39 @@ static int add_export(struct uiw__nfsd *s, const char *path, const struct uiw__n
         free(real);
         return -err;
     }
+    /* version 1 handles' id of it */
     uint64_t h = ((uint64_t)st.st_dev * 0x9E3779B97F4A7C15ull) ^
                  ((uint64_t)st.st_ino * 0xC2B2AE3D27D4EB4Full);
-    uint32_t id = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    uint32_t old_id = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    /* its fsid=, else a hash of its path: the same after a reboot, whatever st_dev is */
+    uint32_t id = 2166136261u;
+    for (const char *c = real; *c; c++)
+        id = (id ^ (unsigned char)*c) * 16777619u;
+    int fixed = 0;
+    for (unsigned i = 0; access && i < access->nclients && !fixed; i++) {
+        const struct uiw__nfs_xopts *o = &access->clients[i].o;
+        if (o->flags & UIW__X_FSID) {
+            id = o->fsid;
+            fixed = 1;
+        }
+    }
     for (unsigned i = 0; i < s->nexports; i++) {
         if (s->exports[i].dev == st.st_dev && s->exports[i].ino == st.st_ino) {
             close(fd);
             free(real);
             return -EEXIST;
         }
-        if (s->exports[i].id == id)
-            id++; /* two roots hashing alike: keep ids distinct */
     }
+    for (unsigned i = 0; i < s->nexports; i++)
+        if (s->exports[i].id == id) {
+            if (fixed) {
+                close(fd);
+                free(real);
+                return -EADDRINUSE; /* two exports with one fsid= */
+            }
+            id++; /* two paths hashing alike: keep ids distinct */
+            i = (unsigned)-1;
+        }
     struct uiw__nfs_export *ne = realloc(s->exports, (s->nexports + 1) * sizeof(*ne));
     if (!ne) {
         close(fd);
@@ -112,11 +143,20 @@ static int add_export(struct uiw__nfsd *s, const char *path, const struct uiw__n
     ex->path = real;
     ex->rootfd = fd;
     ex->id = id;
+    ex->old_id = old_id;
     ex->dev = st.st_dev;
     ex->ino = st.st_ino;
     ex->tag = uiw__nfs_fh_tag(fd);
+    ex->subtree_check = subtree_check(access);
     ex->access = access;
     ex->removed = 0;
+    int rc = uiw__nfs_fh_export_fs(s, ex);
+    if (rc != 0) {
+        close(fd);
+        free(real);
+        s->nexports--;
+        return rc;
+    }
     return 0;
 }
 
@@ -166,9 +206,12 @@ int uiw__nfsd_reload_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, cha
         } else if (i < s->nexports) {
             s->exports[i].access = e;
             s->exports[i].removed = 0;
+            s->exports[i].subtree_check = subtree_check(e);
         } else if ((rc = add_export(s, e->path, e)) != 0) {
             snprintf(err, errlen, "line %u: %s: %s", e->line, e->path,
-                     rc == -EEXIST ? "the same directory as another export" : strerror(-rc));
+                     rc == -EEXIST       ? "the same directory as another export"
+                     : rc == -EADDRINUSE ? "the fsid= of another export"
+                                         : strerror(-rc));
         }
     }
     if (rc != 0) {
@@ -206,7 +249,9 @@ int uiw__nfsd_add_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, char *
         int rc = add_export(s, e->path, e);
         if (rc != 0) {
             snprintf(err, errlen, "line %u: %s: %s", e->line, e->path,
-                     rc == -EEXIST ? "the same directory as another export" : strerror(-rc));
+                     rc == -EEXIST       ? "the same directory as another export"
+                     : rc == -EADDRINUSE ? "the fsid= of another export"
+                                         : strerror(-rc));
             return rc;
         }
     }

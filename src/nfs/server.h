@@ -20,12 +20,15 @@
 /* ---- exports ---- */
 
 struct uiw__nfs_export {
-    char *path;  /* canonical absolute path: what MOUNT is asked for */
-    int rootfd;  /* O_PATH descriptor of the root */
-    uint32_t id; /* in every handle: a hash of the root's device and inode */
-    dev_t dev;   /* the root's device and inode */
+    char *path;      /* canonical absolute path: what MOUNT is asked for */
+    int rootfd;      /* O_PATH descriptor of the root */
+    uint32_t id;     /* in every handle: its fsid= when given, else a hash of its path */
+    uint32_t old_id; /* in version 1 handles: a hash of the root's device and inode */
+    dev_t dev;       /* the root's device and inode */
     ino_t ino;
-    uint64_t tag; /* the root's generation tag (fh.c) */
+    uint64_t tag;      /* the root's generation tag (fh.c) */
+    uint64_t fsid;     /* the id of the root's file system in handles (fh.c) */
+    int subtree_check; /* a client of its line has subtree_check (fh.c) */
     /* who may use it, and how (an exports file's line); NULL: an export of the command
      * line, open to every host as the server's options say */
     const struct uiw__nfs_xentry *access;
@@ -34,14 +37,20 @@ struct uiw__nfs_export {
 
 /* ---- file handles (fh.c) ---- */
 
-#define UIW__NFS_FH_LEN 32
+#define UIW__NFS_FH_MAX  NFS3_FHSIZE /* the longest handle: 64 bytes */
+#define UIW__NFS_FH_KMAX 36          /* the longest kernel handle a handle holds */
 
-/* What a handle names: decoded from and encoded into UIW__NFS_FH_LEN opaque bytes. */
+/* What a handle names (fh.c's header): decoded from and encoded into its bytes. */
 struct uiw__nfsd_fh {
     uint32_t export_id;
-    uint64_t dev;
+    uint64_t fsid; /* the file system's id */
     uint64_t ino;
-    uint64_t tag;
+    uint64_t tag; /* generation: a hash of the kernel's handle, or the birth time */
+    int ktype;    /* the kernel's handle (klen bytes; 0: none) */
+    unsigned klen;
+    unsigned char kh[UIW__NFS_FH_KMAX];
+    int v1; /* a version 1 handle, which names the device: */
+    uint64_t dev;
 };
 
 struct uiw__nfs_fhcache;
@@ -61,7 +70,16 @@ void uiw__nfs_fhcache_destroy(struct uiw__nfs_fhcache *c);
  * later one that reuses its inode number. */
 uint64_t uiw__nfs_fh_tag(int fd);
 
-void uiw__nfs_fh_encode(const struct uiw__nfsd_fh *fh, nfs_fh3 *out, char buf[UIW__NFS_FH_LEN]);
+/* A handle's bytes (at most UIW__NFS_FH_MAX, into buf) and back: 0, or -1 (not one of
+ * ours). */
+void uiw__nfs_fh_encode(const struct uiw__nfsd_fh *fh, nfs_fh3 *out, char buf[UIW__NFS_FH_MAX]);
+int uiw__nfs_fh_decode(const nfs_fh3 *h, struct uiw__nfsd_fh *fh);
+/* What a handle of export ex names for the open file fd (wherever it is). 0 or -errno. */
+int uiw__nfs_fh_of(struct uiw__nfsd *s, const struct uiw__nfs_export *ex, int fd,
+                   struct uiw__nfsd_fh *fh);
+/* Enter a new export's file system in the table of those handles name (ex->fsid). 0 or
+ * -ENOMEM. */
+int uiw__nfs_fh_export_fs(struct uiw__nfsd *s, struct uiw__nfs_export *ex);
 
 /* The export a handle names (before the file is looked for): NFS3_OK, NFS3ERR_BADHANDLE,
  * NFS3ERR_STALE (an export not served now). */
@@ -90,9 +108,11 @@ nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, 
                           struct stat *st, struct uiw__nfs_export **ex);
 
 /* Record that `fd` (O_PATH, the caller keeps it) is `name` in the directory `dirfd` of
- * export `ex`, and build its handle into out/buf. Returns 0 or -errno. */
+ * export `ex`, and build its handle into out/buf. A mount point below the export (the
+ * root of another mount) gets a handle only when `cross` (crossmnt). Returns 0 or
+ * -errno (-EXDEV: a mount point not crossed). */
 int uiw__nfs_fh_issue(struct uiw__nfsd *s, struct uiw__nfs_export *ex, int dirfd, const char *name,
-                      int fd, nfs_fh3 *out, char buf[UIW__NFS_FH_LEN]);
+                      int fd, int cross, nfs_fh3 *out, char buf[UIW__NFS_FH_MAX]);
 
 /* The file (dev, ino) is no longer `name` in dirfd: forget or re-point the record. */
 void uiw__nfs_fh_moved(struct uiw__nfsd *s, dev_t dev, ino_t ino, int newdirfd,
@@ -124,6 +144,12 @@ void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
 nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
                           const struct svc_req *rq, int write, struct uiw__nfs_cred *cred,
                           const struct uiw__nfs_xopts **o);
+
+/* Whether the caller may cross into the mount point fd below an export: its options there
+ * say crossmnt (an export of the command line always does), or fd is the root of another
+ * export whose options for it say nohide. */
+int uiw__nfsd_crosses(struct uiw__nfsd *s, const struct svc_req *rq, const struct uiw__nfs_xopts *o,
+                      int fd);
 /* Act as `c` on this thread (file system identity and groups) when the server runs as
  * root; a no-op otherwise. 0 or -errno. */
 int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c);

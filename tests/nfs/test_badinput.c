@@ -549,19 +549,24 @@ TEST(forged_handles_searched_within_budget)
         CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), name, &t, NULL), 0);
     }
     const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
-    CHECK_EQ(root->len, UIW__NFS_FH_LEN);
+    struct uiw__nfsd_fh rf;
+    nfs_fh3 rh;
+    rh.data.data_len = root->len;
+    rh.data.data_val = (char *)(uintptr_t)root->data;
+    CHECK_EQ(uiw__nfs_fh_decode(&rh, &rf), 0);
     int fd = tcp_to(v.tcp);
-    char forged[UIW__NFS_FH_LEN];
+    char forged[UIW__NFS_FH_MAX];
     unsigned jukebox = 0;
     for (uint32_t i = 0; i < 400; i++) {
-        memcpy(forged, root->data, sizeof(forged));
-        uint64_t ino = 0x5a5a000000000000ull + i, tag = 0x1234567890abcdefull * (i + 1);
-        for (int b = 0; b < 8; b++) {
-            forged[16 + b] = (char)(ino >> (56 - 8 * b));
-            forged[24 + b] = (char)(tag >> (56 - 8 * b));
-        }
+        /* files that do not exist: only a search could tell */
+        struct uiw__nfsd_fh f = rf;
+        f.klen = 0;
+        f.ino = 0x5a5a000000000000ull + i;
+        f.tag = 0x1234567890abcdefull * (i + 1);
+        nfs_fh3 h;
+        uiw__nfs_fh_encode(&f, &h, forged);
         uint32_t st =
-            getattr_raw(fd, 9000 + i, i < 200 ? AUTH_NONE : AUTH_SYS, forged, sizeof(forged));
+            getattr_raw(fd, 9000 + i, i < 200 ? AUTH_NONE : AUTH_SYS, forged, h.data.data_len);
         if (i < 200)
             CHECK_EQ(st, NFS3ERR_STALE);
         else if (st == NFS3ERR_JUKEBOX)

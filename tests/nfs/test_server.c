@@ -36,6 +36,24 @@ static int getattr_status(struct uiw__nfs_client *c, const struct uiw__nfs_fh *f
     return uiw__nfs_getattr(c, fh, &a);
 }
 
+/* A handle of export 0 of v's server for the file at `path` (anywhere), as the server
+ * would make it: with the kernel's handle of it, or (tag_only) its generation tag only. */
+static void forge(const struct srv *v, const char *path, int tag_only, struct uiw__nfs_fh *out)
+{
+    int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    CHECK(fd >= 0);
+    struct uiw__nfsd_fh f;
+    CHECK_EQ(uiw__nfs_fh_of(v->s, &v->s->exports[0], fd, &f), 0);
+    close(fd);
+    if (tag_only)
+        f.klen = 0;
+    nfs_fh3 h;
+    char buf[UIW__NFS_FH_MAX];
+    uiw__nfs_fh_encode(&f, &h, buf);
+    out->len = h.data.data_len;
+    memcpy(out->data, buf, out->len);
+}
+
 TEST(procedures)
 {
     struct srv v;
@@ -337,34 +355,19 @@ TEST(handles)
     bad = *root(c);
     bad.len = 64;
     CHECK_EQ(getattr_status(c, &bad), -NFS3ERR_BADHANDLE);
-    /* Ours in form, naming a file outside the export (with its true tag): STALE. */
-    int fd = open("/etc/passwd", O_PATH);
-    CHECK(fd >= 0);
-    struct stat st;
-    CHECK_EQ(fstat(fd, &st), 0);
-    struct uiw__nfs_fh forged = *root(c);
-    uint64_t tag = uiw__nfs_fh_tag(fd);
-    close(fd);
-    unsigned char *p = (unsigned char *)forged.data;
-    for (int i = 0; i < 8; i++) {
-        p[8 + i] = (unsigned char)((uint64_t)st.st_dev >> (56 - 8 * i));
-        p[16 + i] = (unsigned char)((uint64_t)st.st_ino >> (56 - 8 * i));
-        p[24 + i] = (unsigned char)(tag >> (56 - 8 * i));
-    }
+    /* Ours in form, naming a file outside the export (with its true kernel handle and
+     * tag, as the server would make them, and with only its tag): STALE. */
+    struct uiw__nfs_fh forged;
+    forge(&v, "/etc/passwd", 0, &forged);
+    CHECK_EQ(getattr_status(c, &forged), -NFS3ERR_STALE);
+    forge(&v, "/etc/passwd", 1, &forged);
     CHECK_EQ(getattr_status(c, &forged), -NFS3ERR_STALE);
     /* Also for the export's parent directory. */
     char parent[300];
     snprintf(parent, sizeof(parent), "%s/..", v.dir);
-    fd = open(parent, O_PATH);
-    CHECK(fd >= 0);
-    CHECK_EQ(fstat(fd, &st), 0);
-    tag = uiw__nfs_fh_tag(fd);
-    close(fd);
-    for (int i = 0; i < 8; i++) {
-        p[8 + i] = (unsigned char)((uint64_t)st.st_dev >> (56 - 8 * i));
-        p[16 + i] = (unsigned char)((uint64_t)st.st_ino >> (56 - 8 * i));
-        p[24 + i] = (unsigned char)(tag >> (56 - 8 * i));
-    }
+    forge(&v, parent, 1, &forged);
+    CHECK_EQ(getattr_status(c, &forged), -NFS3ERR_STALE);
+    forge(&v, parent, 0, &forged);
     CHECK_EQ(getattr_status(c, &forged), -NFS3ERR_STALE);
     struct uiw__nfs_fh x;
     CHECK_EQ(uiw__nfs_create(c, &forged, "planted", 0644, 0, &x), -NFS3ERR_STALE);
