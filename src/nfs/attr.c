@@ -136,14 +136,18 @@ void uiw__nfsd_postop(int fd, const struct uiw__nfs_export *ex, post_op_attr *p)
         fd >= 0 && ex && uiw__nfsd_getattr(fd, ex, &p->post_op_attr_u.attributes) == 0;
 }
 
+void uiw__nfsd_preop_of(const struct stat *st, pre_op_attr *p)
+{
+    p->attributes_follow = 1;
+    p->pre_op_attr_u.attributes.size = (uint64_t)st->st_size;
+    nfstime(&p->pre_op_attr_u.attributes.mtime, &st->st_mtim);
+    nfstime(&p->pre_op_attr_u.attributes.ctime, &st->st_ctim);
+}
+
 void uiw__nfsd_preop(int fd, pre_op_attr *p)
 {
     struct stat st;
     p->attributes_follow = 0;
-    if (fd < 0 || fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
-        return;
-    p->attributes_follow = 1;
-    p->pre_op_attr_u.attributes.size = (uint64_t)st.st_size;
-    nfstime(&p->pre_op_attr_u.attributes.mtime, &st.st_mtim);
-    nfstime(&p->pre_op_attr_u.attributes.ctime, &st.st_ctim);
+    if (fd >= 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0)
+        uiw__nfsd_preop_of(&st, p);
 }

@@ -22,16 +22,13 @@
 #include <unistd.h>
 
 #include "nfs/server.h"
+#include "nfs/vfs.h"
 #include "nfs/xdr_data.h"
 
 struct call {
-    struct uiw__nfsd *s;
-    struct svc_req *rq;
+    struct uiw__vfs v; /* who, on what options: the file-system layer's call */
     SVCXPRT *xprt;
-    int write;                       /* the procedure changes something */
-    const struct uiw__nfs_xopts *xo; /* the caller's options on the export (NULL: none) */
-    struct uiw__nfs_cred cred;
-    int entered;
+    struct uiw__vfs_change ch; /* the change under way (ch.n: its locks) */
     char fh[UIW__NFS_FH_MAX];
     char path[PATH_MAX + 1];
     struct chunk *arena; /* reply memory, freed after the reply */
@@ -72,25 +69,6 @@ static void arena_free(struct call *c)
     }
 }
 
-static int enter(struct call *c)
-{
-    if (!c->entered) {
-        int rc = uiw__nfs_cred_enter(c->s, &c->cred);
-        if (rc != 0)
-            return rc;
-        c->entered = 1;
-    }
-    return 0;
-}
-
-static void leave(struct call *c)
-{
-    if (c->entered) {
-        uiw__nfs_cred_leave(c->s);
-        c->entered = 0;
-    }
-}
-
 static void closefd(int fd)
 {
     if (fd >= 0)
@@ -114,42 +92,70 @@ static int is_dot(const char *n)
     return strcmp(n, ".") == 0 || strcmp(n, "..") == 0;
 }
 
-/* A path naming the file behind an O_PATH descriptor: open(2) and friends on it reach
- * that very file (the kernel's magic link), never a name in a directory. */
-static void fdpath(char *buf, size_t n, int fd)
+/* sattr3 as the file-system layer takes it. */
+static nfsstat3 setattr3(struct call *c, int fd, const sattr3 *a)
 {
-    snprintf(buf, n, "/proc/self/fd/%d", fd);
-}
-
-static int is_dir(int fd)
-{
-    struct stat st;
-    return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Resolve a handle for the caller: its export's access first (the caller's options and
- * identity there: access.c), then the file. */
-static nfsstat3 resolve(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex)
-{
-    nfsstat3 st = uiw__nfs_fh_export(c->s, h, ex);
-    if (st == NFS3_OK)
-        st = uiw__nfsd_access(c->s, *ex, c->rq, c->write, &c->cred, &c->xo);
-    if (st == NFS3_OK)
-        st = uiw__nfs_fh_resolve(c->s, &c->cred, h, fd, ex);
-    return st;
-}
-
-static nfsstat3 resolve_dir(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex)
-{
-    nfsstat3 st = resolve(c, h, fd, ex);
-    if (st != NFS3_OK)
-        return st;
-    if (!is_dir(*fd)) {
-        close(*fd);
-        *fd = -1;
-        return NFS3ERR_NOTDIR;
+    struct uiw__vfs_sattr v = {0};
+    if (a->mode.set_it) {
+        v.set |= UIW__VFS_MODE;
+        v.mode = a->mode.set_mode3_u.mode;
     }
-    return NFS3_OK;
+    if (a->uid.set_it) {
+        v.set |= UIW__VFS_UID;
+        v.uid = a->uid.set_uid3_u.uid;
+    }
+    if (a->gid.set_it) {
+        v.set |= UIW__VFS_GID;
+        v.gid = a->gid.set_gid3_u.gid;
+    }
+    if (a->size.set_it) {
+        v.set |= UIW__VFS_SIZE;
+        v.size = a->size.set_size3_u.size;
+    }
+    if (a->atime.set_it != DONT_CHANGE) {
+        v.set |= UIW__VFS_ATIME;
+        v.atime.tv_nsec = UTIME_NOW;
+        if (a->atime.set_it == SET_TO_CLIENT_TIME) {
+            v.atime.tv_sec = a->atime.set_atime_u.atime.seconds;
+            v.atime.tv_nsec = a->atime.set_atime_u.atime.nseconds;
+        }
+    }
+    if (a->mtime.set_it != DONT_CHANGE) {
+        v.set |= UIW__VFS_MTIME;
+        v.mtime.tv_nsec = UTIME_NOW;
+        if (a->mtime.set_it == SET_TO_CLIENT_TIME) {
+            v.mtime.tv_sec = a->mtime.set_mtime_u.mtime.seconds;
+            v.mtime.tv_nsec = a->mtime.set_mtime_u.mtime.nseconds;
+        }
+    }
+    return uiw__vfs_setattr(&c->v, fd, &v);
+}
+
+/* A change of the objects behind fd0 and fd1 (-1: none), whose wcc_data's pre-operation
+ * attributes go to b0 and b1: no other call changes them until change_end. */
+static void change_begin(struct call *c, int fd0, int fd1, pre_op_attr *b0, pre_op_attr *b1)
+{
+    uiw__vfs_begin(&c->v, &c->ch, fd0, fd1);
+    pre_op_attr *b[2] = {b0, b1};
+    for (int i = 0; i < 2; i++)
+        if (b[i]) {
+            b[i]->attributes_follow = 0;
+            if (c->ch.have_pre[i])
+                uiw__nfsd_preop_of(&c->ch.pre[i], b[i]);
+        }
+}
+
+/* The file st was removed (its last name, or one of them). */
+static void removed(struct call *c, const struct stat *st)
+{
+    uiw__nfs_fh_removed(c->v.s, st->st_dev, st->st_ino);
+    uiw__vfs_forget(c->v.s, st->st_dev, st->st_ino);
+}
+
+/* After the post-operation attributes. */
+static void change_end(struct call *c)
+{
+    uiw__vfs_end(&c->ch);
 }
 
 /* The handle of fd, `name` in dfd (NULL: dfd itself, or its parent), for the caller:
@@ -157,149 +163,14 @@ static nfsstat3 resolve_dir(struct call *c, const nfs_fh3 *h, int *fd, struct ui
 static int issue(struct call *c, struct uiw__nfs_export *ex, int dfd, const char *name, int fd,
                  nfs_fh3 *out, char buf[UIW__NFS_FH_MAX])
 {
-    int rc = uiw__nfs_fh_issue(c->s, ex, dfd, name, fd, 0, out, buf);
-    if (rc == -EXDEV && uiw__nfsd_crosses(c->s, c->rq, c->xo, fd))
-        rc = uiw__nfs_fh_issue(c->s, ex, dfd, name, fd, 1, out, buf);
+    int rc = uiw__nfs_fh_issue(c->v.s, ex, dfd, name, fd, 0, out, buf);
+    if (rc == -EXDEV && uiw__nfsd_crosses(c->v.s, c->v.rq, c->v.xo, fd))
+        rc = uiw__nfs_fh_issue(c->v.s, ex, dfd, name, fd, 1, out, buf);
     if (rc == -EXDEV)
-        uiw__nfsd_refused(c->s, UIW__NFSD_REFUSED_ACCESS,
+        uiw__nfsd_refused(c->v.s, UIW__NFSD_REFUSED_ACCESS,
                           "a mount point below %s (%s) not crossed: crossmnt or nohide would",
                           ex->path, name ? name : "..");
     return rc;
-}
-
-/* Open the regular file behind an O_PATH descriptor for I/O, as the caller. */
-static int open_data(int fd, int flags, nfsstat3 *st)
-{
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        *st = uiw__nfsd_errno(errno);
-        return -1;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        *st = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
-        return -1;
-    }
-    char p[64];
-    fdpath(p, sizeof(p), fd);
-    int dfd = open(p, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (dfd < 0)
-        *st = uiw__nfsd_errno(errno);
-    return dfd;
-}
-
-/* Open the file behind fd for writing as the caller, or, as knfsd's
- * NFSD_MAY_OWNER_OVERRIDE, as the server when the caller owns it and only its mode bits
- * say no (an owner may write the 0444 file it has just made: cp -p, tar, git, install).
- * Enters and leaves the caller's identity itself. */
-static int open_write(struct call *c, int fd, nfsstat3 *st)
-{
-    if (enter(c) != 0) {
-        *st = NFS3ERR_PERM;
-        return -1;
-    }
-    int dfd = open_data(fd, O_WRONLY, st);
-    int err = errno;
-    leave(c);
-    struct stat sb;
-    if (dfd < 0 && err == EACCES && c->s->privileged && fstat(fd, &sb) == 0 &&
-        sb.st_uid == c->cred.uid) {
-        dfd = open_data(fd, O_WRONLY, st);
-        if (dfd >= 0)
-            *st = NFS3_OK;
-    }
-    return dfd;
-}
-
-/* Apply sattr3 to the file behind fd (mode, owner, size, times), as the caller. */
-static nfsstat3 apply_sattr(struct call *c, int fd, const sattr3 *a)
-{
-    struct stat sb;
-    char p[64];
-    if (fstat(fd, &sb) != 0)
-        return uiw__nfsd_errno(errno);
-    fdpath(p, sizeof(p), fd);
-    if (a->size.set_it) {
-        nfsstat3 st = NFS3_OK;
-        if (S_ISDIR(sb.st_mode))
-            return NFS3ERR_ISDIR;
-        if (a->size.set_size3_u.size > (uint64_t)INT64_MAX)
-            return NFS3ERR_FBIG;
-        int entered = c->entered;
-        leave(c);
-        int dfd = open_write(c, fd, &st); /* the owner may truncate whatever the mode */
-        if (entered && enter(c) != 0) {
-            if (dfd >= 0)
-                close(dfd);
-            return NFS3ERR_PERM;
-        }
-        if (dfd < 0)
-            return st;
-        int rc = ftruncate(dfd, (off_t)a->size.set_size3_u.size);
-        int err = errno;
-        close(dfd);
-        if (rc != 0)
-            return uiw__nfsd_errno(err);
-    }
-    if (a->mode.set_it && !S_ISLNK(sb.st_mode)) {
-        if (chmod(p, a->mode.set_mode3_u.mode & 07777) != 0)
-            return uiw__nfsd_errno(errno);
-    }
-    if (a->uid.set_it || a->gid.set_it) {
-        uid_t u = a->uid.set_it ? a->uid.set_uid3_u.uid : (uid_t)-1;
-        gid_t g = a->gid.set_it ? a->gid.set_gid3_u.gid : (gid_t)-1;
-        if (fchownat(fd, "", u, g, AT_EMPTY_PATH) != 0)
-            return uiw__nfsd_errno(errno);
-    }
-    if (a->atime.set_it != DONT_CHANGE || a->mtime.set_it != DONT_CHANGE) {
-        struct timespec ts[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
-        if (a->atime.set_it == SET_TO_SERVER_TIME)
-            ts[0].tv_nsec = UTIME_NOW;
-        else if (a->atime.set_it == SET_TO_CLIENT_TIME) {
-            ts[0].tv_sec = a->atime.set_atime_u.atime.seconds;
-            ts[0].tv_nsec = a->atime.set_atime_u.atime.nseconds;
-        }
-        if (a->mtime.set_it == SET_TO_SERVER_TIME)
-            ts[1].tv_nsec = UTIME_NOW;
-        else if (a->mtime.set_it == SET_TO_CLIENT_TIME) {
-            ts[1].tv_sec = a->mtime.set_mtime_u.mtime.seconds;
-            ts[1].tv_nsec = a->mtime.set_mtime_u.mtime.nseconds;
-        }
-        if (ts[0].tv_nsec != UTIME_NOW && ts[0].tv_nsec != UTIME_OMIT &&
-            ts[0].tv_nsec >= 1000000000)
-            return NFS3ERR_INVAL;
-        if (ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT &&
-            ts[1].tv_nsec >= 1000000000)
-            return NFS3ERR_INVAL;
-        int rc = utimensat(fd, "", ts, AT_EMPTY_PATH);
-        if (rc != 0 && errno == EINVAL && !S_ISLNK(sb.st_mode))
-            rc = utimensat(AT_FDCWD, p, ts, 0); /* kernels before AT_EMPTY_PATH here */
-        if (rc != 0)
-            return uiw__nfsd_errno(errno);
-    }
-    return NFS3_OK;
-}
-
-/* A change of a `sync` export's metadata reaches stable storage before the reply, as
- * knfsd's commit_metadata makes sure: the object or directory behind fd is opened (as the
- * server: the caller may not read it) and fsynced. Nothing for `async` exports and those
- * of the command line (today's behaviour), or for a symbolic link (its directory is what
- * holds it). */
-static void durable(struct call *c, int fd)
-{
-    if (!c->xo || (c->xo->flags & UIW__X_ASYNC) || fd < 0)
-        return;
-    int was = c->entered;
-    leave(c);
-    char p[64];
-    fdpath(p, sizeof(p), fd);
-    int sfd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (sfd >= 0) {
-        fsync(sfd);
-        close(sfd);
-        atomic_fetch_add_explicit(&c->s->meta_syncs, 1, memory_order_relaxed);
-    }
-    if (was)
-        enter(c);
 }
 
 /* Resolve the handle of a procedure whose reply starts with the object's post_op_attr in
@@ -307,7 +178,7 @@ static void durable(struct call *c, int fd)
 static nfsstat3 resolve_attr(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex,
                              post_op_attr *attr)
 {
-    nfsstat3 st = resolve(c, h, fd, ex);
+    nfsstat3 st = uiw__vfs_resolve(&c->v, h, 0, fd, ex);
     if (st == NFS3_OK)
         uiw__nfsd_postop(*fd, *ex, attr);
     else
@@ -328,11 +199,7 @@ static void p_getattr(struct call *c, GETATTR3args *a, GETATTR3res *r)
 {
     struct stat st;
     struct uiw__nfs_export *ex;
-    r->status = uiw__nfs_fh_export(c->s, &a->object, &ex);
-    if (r->status == NFS3_OK)
-        r->status = uiw__nfsd_access(c->s, ex, c->rq, 0, &c->cred, &c->xo);
-    if (r->status == NFS3_OK)
-        r->status = uiw__nfs_fh_stat(c->s, &c->cred, &a->object, &st, &ex);
+    r->status = uiw__vfs_stat(&c->v, &a->object, &st, &ex);
     if (r->status == NFS3_OK)
         uiw__nfsd_fattr(&st, ex, &r->GETATTR3res_u.resok.obj_attributes);
 }
@@ -342,29 +209,30 @@ static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
     int fd;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->SETATTR3res_u.resok.obj_wcc;
-    r->status = resolve(c, &a->object, &fd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->object, 0, &fd, &ex);
     if (r->status != NFS3_OK)
         return;
-    uiw__nfsd_preop(fd, &w->before);
-    if (a->guard.check) {
+    change_begin(c, fd, -1, &w->before, NULL);
+    if (a->guard.check) { /* against the ctime no other call changes now */
         const nfstime3 *g = &a->guard.sattrguard3_u.obj_ctime;
-        fattr3 now;
-        if (uiw__nfsd_getattr(fd, ex, &now) == 0 &&
-            (now.ctime.seconds != g->seconds || now.ctime.nseconds != g->nseconds)) {
+        const wcc_attr *b = &w->before.pre_op_attr_u.attributes;
+        if (!w->before.attributes_follow || b->ctime.seconds != g->seconds ||
+            b->ctime.nseconds != g->nseconds) {
             r->status = NFS3ERR_NOT_SYNC;
             goto out;
         }
     }
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto out;
     }
-    r->status = apply_sattr(c, fd, &a->new_attributes);
-    leave(c);
+    r->status = setattr3(c, fd, &a->new_attributes);
+    uiw__vfs_leave(&c->v);
     if (r->status == NFS3_OK)
-        durable(c, fd);
+        uiw__vfs_durable(&c->v, fd);
 out:
     uiw__nfsd_postop(fd, ex, &w->after);
+    change_end(c);
     close(fd);
 }
 
@@ -372,7 +240,7 @@ static void p_lookup(struct call *c, LOOKUP3args *a, LOOKUP3res *r)
 {
     int dfd, fd = -1;
     struct uiw__nfs_export *ex;
-    r->status = resolve_dir(c, &a->what.dir, &dfd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->what.dir, 1, &dfd, &ex);
     if (r->status != NFS3_OK) {
         r->LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 0;
         return;
@@ -386,13 +254,13 @@ static void p_lookup(struct call *c, LOOKUP3args *a, LOOKUP3res *r)
         if (fstat(dfd, &st) == 0 && st.st_dev == ex->dev && st.st_ino == ex->ino)
             name = "."; /* nothing above an export's root */
     }
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto fail;
     }
     fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     int err = errno;
-    leave(c);
+    uiw__vfs_leave(&c->v);
     if (fd < 0) {
         r->status = uiw__nfsd_errno(err);
         goto fail;
@@ -425,7 +293,7 @@ static void p_access(struct call *c, ACCESS3args *a, ACCESS3res *r)
     int dir = ok->obj_attributes.attributes_follow &&
               ok->obj_attributes.post_op_attr_u.attributes.type == NF3DIR;
     uint32_t want = a->access, got = 0;
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         close(fd);
         return;
@@ -438,8 +306,8 @@ static void p_access(struct call *c, ACCESS3args *a, ACCESS3res *r)
         got |= want & (ACCESS3_MODIFY | ACCESS3_EXTEND | (dir ? ACCESS3_DELETE : 0));
     if ((want & (ACCESS3_LOOKUP | ACCESS3_EXECUTE)) && faccessat(fd, "", X_OK, fl) == 0)
         got |= want & (dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE);
-    leave(c);
-    if (c->xo && !(c->xo->flags & UIW__X_RW))
+    uiw__vfs_leave(&c->v);
+    if (c->v.xo && !(c->v.xo->flags & UIW__X_RW))
         got &= ~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
     ok->access = got;
     close(fd);
@@ -467,15 +335,15 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
 {
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
-    r->status = resolve(c, &a->file, &fd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
     if (r->status != NFS3_OK) {
         r->READ3res_u.resfail.file_attributes.attributes_follow = 0;
         return;
     }
     READ3resok *ok = &r->READ3res_u.resok;
     uint32_t count = a->count;
-    if (count > uiw__nfsd_max_io(c->s))
-        count = uiw__nfsd_max_io(c->s);
+    if (count > uiw__nfsd_max_io(c->v.s))
+        count = uiw__nfsd_max_io(c->v.s);
     /* Over RDMA: registered memory, from which the reply's RDMA Write goes out; over TCP
      * a pooled buffer the reply is sent from. */
     char *buf = uiw__nfs_xprt_getbuf(c->xprt, count ? count : 1);
@@ -483,12 +351,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
         r->status = NFS3ERR_SERVERFAULT;
         goto out;
     }
-    if (enter(c) != 0) {
-        r->status = NFS3ERR_PERM;
-        goto out;
-    }
-    dfd = open_data(fd, O_RDONLY, &r->status);
-    leave(c);
+    dfd = uiw__vfs_open(&c->v, fd, O_RDONLY, &r->status);
     if (dfd < 0)
         goto out;
     /* at or past the largest offset a file may have: nothing there, the end */
@@ -528,12 +391,10 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->WRITE3res_u.resok.file_wcc;
-    r->status = resolve(c, &a->file, &fd, &ex);
-    if (r->status != NFS3_OK) {
-        memset(w, 0, sizeof(*w));
+    memset(w, 0, sizeof(*w));
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
+    if (r->status != NFS3_OK)
         return;
-    }
-    uiw__nfsd_preop(fd, &w->before);
     if (a->count > a->data.data_len || a->stable > FILE_SYNC) {
         r->status = NFS3ERR_INVAL;
         goto out;
@@ -542,28 +403,23 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
         r->status = NFS3ERR_FBIG; /* past what any file may hold */
         goto out;
     }
-    dfd = open_write(c, fd, &r->status);
+    dfd = uiw__vfs_open(&c->v, fd, O_WRONLY, &r->status);
     if (dfd < 0)
         goto out;
-    size_t n = 0;
-    while (n < a->count) {
-        ssize_t k = pwrite(dfd, a->data.data_val + n, a->count - n, (off_t)(a->offset + n));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            r->status = uiw__nfsd_errno(k < 0 ? errno : EIO);
-            goto out;
-        }
-        n += (size_t)k;
-    }
+    change_begin(c, fd, -1, &w->before, NULL);
+    r->status = uiw__vfs_write(&c->v, dfd, &c->ch.pre[0], a->offset, a->data.data_val, a->count,
+                               (int)a->stable);
+    uiw__nfsd_postop(fd, ex, &w->after);
+    change_end(c);
+    if (r->status == NFS3_OK)
+        r->status = uiw__vfs_sync(&c->v, dfd, (int)a->stable);
     WRITE3resok *ok = &r->WRITE3res_u.resok;
     ok->committed = a->stable;
-    if (a->stable == FILE_SYNC && fsync(dfd) != 0)
-        r->status = uiw__nfsd_errno(errno);
-    else if (a->stable == DATA_SYNC && fdatasync(dfd) != 0)
-        r->status = uiw__nfsd_errno(errno);
-    ok->count = (uint32_t)n;
-    memcpy(ok->verf, c->s->writeverf, sizeof(ok->verf));
+    ok->count = a->count;
+    uiw__vfs_verf(c->v.s, ok->verf);
+    close(dfd);
+    close(fd);
+    return;
 out:
     uiw__nfsd_postop(fd, ex, &w->after);
     closefd(dfd);
@@ -575,10 +431,10 @@ static nfsstat3 where(struct call *c, const diropargs3 *d, int *dfd, struct uiw_
                       wcc_data *w)
 {
     memset(w, 0, sizeof(*w));
-    nfsstat3 st = resolve_dir(c, &d->dir, dfd, ex);
+    nfsstat3 st = uiw__vfs_resolve(&c->v, &d->dir, 1, dfd, ex);
     if (st != NFS3_OK)
         return st;
-    uiw__nfsd_preop(*dfd, &w->before);
+    change_begin(c, *dfd, -1, &w->before, NULL);
     st = check_name(d->name);
     if (st == NFS3_OK && is_dot(d->name))
         st = NFS3ERR_EXIST;
@@ -598,8 +454,8 @@ static void made(struct call *c, struct uiw__nfs_export *ex, int dfd, const char
         obj->handle_follows = 1;
     struct stat sb;
     if (fstat(fd, &sb) == 0 && !S_ISLNK(sb.st_mode))
-        durable(c, fd);
-    durable(c, dfd);
+        uiw__vfs_durable(&c->v, fd);
+    uiw__vfs_durable(&c->v, dfd);
     uiw__nfsd_postop(fd, ex, attr);
     close(fd);
 }
@@ -613,7 +469,7 @@ static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
     r->status = where(c, &a->where, &dfd, &ex, w);
     if (r->status != NFS3_OK)
         goto out;
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto out;
     }
@@ -637,7 +493,7 @@ static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
                 sattr3 size_only;
                 memset(&size_only, 0, sizeof(size_only));
                 size_only.size = sa->size;
-                r->status = apply_sattr(c, fd, &size_only);
+                r->status = setattr3(c, fd, &size_only);
                 break;
             }
         }
@@ -645,7 +501,7 @@ static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
             r->status = uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
             break;
         }
-        r->status = apply_sattr(c, fd, sa); /* the mode again: past the umask */
+        r->status = setattr3(c, fd, sa); /* the mode again: past the umask */
         if (r->status != NFS3_OK)
             unlinkat(dfd, name, 0); /* made but not as asked (a chown refused): undone */
         break;
@@ -680,12 +536,13 @@ static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
     default:
         r->status = NFS3ERR_INVAL;
     }
-    leave(c);
+    uiw__vfs_leave(&c->v);
     if (r->status == NFS3_OK)
         made(c, ex, dfd, name, &r->CREATE3res_u.resok.obj, &r->CREATE3res_u.resok.obj_attributes);
 out:
     closefd(fd);
     uiw__nfsd_postop(dfd, ex, &w->after);
+    change_end(c);
     closefd(dfd);
 }
 
@@ -698,7 +555,7 @@ static void p_mkdir(struct call *c, MKDIR3args *a, MKDIR3res *r)
     r->status = where(c, &a->where, &dfd, &ex, w);
     if (r->status != NFS3_OK)
         goto out;
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto out;
     }
@@ -709,15 +566,16 @@ static void p_mkdir(struct call *c, MKDIR3args *a, MKDIR3res *r)
     } else {
         int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0) {
-            r->status = apply_sattr(c, fd, sa);
+            r->status = setattr3(c, fd, sa);
             close(fd);
         }
     }
-    leave(c);
+    uiw__vfs_leave(&c->v);
     if (r->status == NFS3_OK)
         made(c, ex, dfd, name, &r->MKDIR3res_u.resok.obj, &r->MKDIR3res_u.resok.obj_attributes);
 out:
     uiw__nfsd_postop(dfd, ex, &w->after);
+    change_end(c);
     closefd(dfd);
 }
 
@@ -739,7 +597,7 @@ static void p_symlink(struct call *c, SYMLINK3args *a, SYMLINK3res *r)
         r->status = NFS3ERR_NAMETOOLONG;
         goto out;
     }
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto out;
     }
@@ -757,11 +615,12 @@ static void p_symlink(struct call *c, SYMLINK3args *a, SYMLINK3res *r)
             }
         }
     }
-    leave(c);
+    uiw__vfs_leave(&c->v);
     if (r->status == NFS3_OK)
         made(c, ex, dfd, name, &r->SYMLINK3res_u.resok.obj, &r->SYMLINK3res_u.resok.obj_attributes);
 out:
     uiw__nfsd_postop(dfd, ex, &w->after);
+    change_end(c);
     closefd(dfd);
 }
 
@@ -794,7 +653,7 @@ static void p_mknod(struct call *c, MKNOD3args *a, MKNOD3res *r)
         r->status = NFS3ERR_BADTYPE;
         goto out;
     }
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto out;
     }
@@ -804,15 +663,16 @@ static void p_mknod(struct call *c, MKNOD3args *a, MKNOD3res *r)
     } else {
         int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
-            r->status = apply_sattr(c, fd, sa);
+            r->status = setattr3(c, fd, sa);
             close(fd);
         }
     }
-    leave(c);
+    uiw__vfs_leave(&c->v);
     if (r->status == NFS3_OK)
         made(c, ex, dfd, name, &r->MKNOD3res_u.resok.obj, &r->MKNOD3res_u.resok.obj_attributes);
 out:
     uiw__nfsd_postop(dfd, ex, &w->after);
+    change_end(c);
     closefd(dfd);
 }
 
@@ -822,14 +682,14 @@ static nfsstat3 unlink_name(struct call *c, const diropargs3 *d, int flags, wcc_
     int dfd = -1;
     struct uiw__nfs_export *ex = NULL;
     memset(w, 0, sizeof(*w));
-    nfsstat3 st = resolve_dir(c, &d->dir, &dfd, &ex);
+    nfsstat3 st = uiw__vfs_resolve(&c->v, &d->dir, 1, &dfd, &ex);
     if (st != NFS3_OK)
         return st;
-    uiw__nfsd_preop(dfd, &w->before);
+    change_begin(c, dfd, -1, &w->before, NULL);
     st = check_name(d->name);
     if (st == NFS3_OK && is_dot(d->name))
         st = strcmp(d->name, ".") == 0 ? NFS3ERR_INVAL : NFS3ERR_NOTEMPTY;
-    if (st == NFS3_OK && enter(c) != 0)
+    if (st == NFS3_OK && uiw__vfs_enter(&c->v) != 0)
         st = NFS3ERR_PERM;
     if (st == NFS3_OK) {
         struct stat sb;
@@ -838,12 +698,13 @@ static nfsstat3 unlink_name(struct call *c, const diropargs3 *d, int flags, wcc_
             st = uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
         } else {
             if (known)
-                uiw__nfs_fh_removed(c->s, sb.st_dev, sb.st_ino);
-            durable(c, dfd);
+                removed(c, &sb);
+            uiw__vfs_durable(&c->v, dfd);
         }
-        leave(c);
+        uiw__vfs_leave(&c->v);
     }
     uiw__nfsd_postop(dfd, ex, &w->after);
+    change_end(c);
     close(dfd);
     return st;
 }
@@ -865,14 +726,13 @@ static void p_rename(struct call *c, RENAME3args *a, RENAME3res *r)
     wcc_data *fw = &r->RENAME3res_u.resok.fromdir_wcc, *tw = &r->RENAME3res_u.resok.todir_wcc;
     memset(fw, 0, sizeof(*fw));
     memset(tw, 0, sizeof(*tw));
-    r->status = resolve_dir(c, &a->from.dir, &fdir, &fex);
+    r->status = uiw__vfs_resolve(&c->v, &a->from.dir, 1, &fdir, &fex);
     if (r->status != NFS3_OK)
         return;
-    r->status = resolve_dir(c, &a->to.dir, &tdir, &tex);
+    r->status = uiw__vfs_resolve(&c->v, &a->to.dir, 1, &tdir, &tex);
     if (r->status != NFS3_OK)
         goto out;
-    uiw__nfsd_preop(fdir, &fw->before);
-    uiw__nfsd_preop(tdir, &tw->before);
+    change_begin(c, fdir, tdir, &fw->before, &tw->before);
     if (fex != tex) {
         r->status = NFS3ERR_XDEV;
         goto out;
@@ -884,7 +744,7 @@ static void p_rename(struct call *c, RENAME3args *a, RENAME3res *r)
         r->status = NFS3ERR_INVAL;
     if (r->status != NFS3_OK)
         goto out;
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto out;
     }
@@ -895,18 +755,19 @@ static void p_rename(struct call *c, RENAME3args *a, RENAME3res *r)
         r->status = uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
     } else {
         if (have_dst && !(have_src && src.st_ino == dst.st_ino && src.st_dev == dst.st_dev))
-            uiw__nfs_fh_removed(c->s, dst.st_dev, dst.st_ino);
+            removed(c, &dst);
         if (have_src)
-            uiw__nfs_fh_moved(c->s, src.st_dev, src.st_ino, tdir, a->to.name);
-        durable(c, fdir);
+            uiw__nfs_fh_moved(c->v.s, src.st_dev, src.st_ino, tdir, a->to.name);
+        uiw__vfs_durable(&c->v, fdir);
         if (tdir != fdir)
-            durable(c, tdir);
+            uiw__vfs_durable(&c->v, tdir);
     }
-    leave(c);
+    uiw__vfs_leave(&c->v);
 out:
     uiw__nfsd_postop(fdir, fex, &fw->after);
     if (tdir >= 0)
         uiw__nfsd_postop(tdir, tex, &tw->after);
+    change_end(c);
     closefd(fdir);
     closefd(tdir);
 }
@@ -918,13 +779,13 @@ static void p_link(struct call *c, LINK3args *a, LINK3res *r)
     wcc_data *w = &r->LINK3res_u.resok.linkdir_wcc;
     memset(w, 0, sizeof(*w));
     r->LINK3res_u.resok.file_attributes.attributes_follow = 0;
-    r->status = resolve(c, &a->file, &fd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
     if (r->status != NFS3_OK)
         return;
-    r->status = resolve_dir(c, &a->link.dir, &dfd, &dex);
+    r->status = uiw__vfs_resolve(&c->v, &a->link.dir, 1, &dfd, &dex);
     if (r->status != NFS3_OK)
         goto out;
-    uiw__nfsd_preop(dfd, &w->before);
+    change_begin(c, dfd, -1, &w->before, NULL);
     if (ex != dex) {
         r->status = NFS3ERR_XDEV;
         goto out;
@@ -934,27 +795,29 @@ static void p_link(struct call *c, LINK3args *a, LINK3res *r)
         r->status = NFS3ERR_EXIST;
     if (r->status != NFS3_OK)
         goto out;
-    if (is_dir(fd)) {
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         r->status = NFS3ERR_ISDIR;
         goto out;
     }
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         r->status = NFS3ERR_PERM;
         goto out;
     }
     char p[64];
-    fdpath(p, sizeof(p), fd);
+    snprintf(p, sizeof(p), "/proc/self/fd/%d", fd); /* that very file, not a name */
     if (linkat(AT_FDCWD, p, dfd, a->link.name, AT_SYMLINK_FOLLOW) != 0) {
         r->status = uiw__nfsd_errno(errno);
     } else {
-        durable(c, fd); /* its link count */
-        durable(c, dfd);
+        uiw__vfs_durable(&c->v, fd); /* its link count */
+        uiw__vfs_durable(&c->v, dfd);
     }
-    leave(c);
+    uiw__vfs_leave(&c->v);
 out:
     uiw__nfsd_postop(fd, ex, &r->LINK3res_u.resok.file_attributes);
     if (dfd >= 0)
         uiw__nfsd_postop(dfd, dex, &w->after);
+    change_end(c);
     closefd(dfd);
     closefd(fd);
 }
@@ -1004,12 +867,12 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
     dattr->attributes_follow = 0;
     /* The client's sizes, clamped to the server's own limit (as knfsd clamps them to its
      * payload size): the reply is built in memory and sent whole. */
-    uint32_t max = uiw__nfsd_max_io(c->s);
+    uint32_t max = uiw__nfsd_max_io(c->v.s);
     if (maxcount > max)
         maxcount = max;
     if (dircount > maxcount)
         dircount = maxcount;
-    *status = resolve_dir(c, h, &dfd, &ex);
+    *status = uiw__vfs_resolve(&c->v, h, 1, &dfd, &ex);
     if (*status != NFS3_OK)
         return;
     cookieverf3 mine = {0};
@@ -1019,13 +882,13 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
         goto out;
     }
     memcpy(outverf, mine, NFS3_COOKIEVERFSIZE);
-    if (enter(c) != 0) {
+    if (uiw__vfs_enter(&c->v) != 0) {
         *status = NFS3ERR_PERM;
         goto out;
     }
     lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int err = errno;
-    leave(c);
+    uiw__vfs_leave(&c->v);
     if (lfd < 0) {
         *status = uiw__nfsd_errno(err);
         goto out;
@@ -1174,7 +1037,7 @@ static void p_fsinfo(struct call *c, FSINFO3args *a, FSINFO3res *r)
     r->status = resolve_attr(c, &a->fsroot, &fd, &ex, &ok->obj_attributes);
     if (r->status != NFS3_OK)
         return;
-    uint32_t io = uiw__nfsd_max_io(c->s);
+    uint32_t io = uiw__nfsd_max_io(c->v.s);
     ok->rtmax = ok->rtpref = io;
     ok->wtmax = ok->wtpref = io;
     ok->rtmult = ok->wtmult = 4096;
@@ -1210,26 +1073,17 @@ static void p_pathconf(struct call *c, PATHCONF3args *a, PATHCONF3res *r)
 
 static void p_commit(struct call *c, COMMIT3args *a, COMMIT3res *r)
 {
-    int fd, dfd = -1;
+    int fd;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->COMMIT3res_u.resok.file_wcc;
-    r->status = resolve(c, &a->file, &fd, &ex);
-    if (r->status != NFS3_OK) {
-        memset(w, 0, sizeof(*w));
+    memset(w, 0, sizeof(*w));
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
+    if (r->status != NFS3_OK)
         return;
-    }
     uiw__nfsd_preop(fd, &w->before);
-    /* with write permission (or as the owner), as knfsd's COMMIT: a write-only file's
-     * writer may commit it */
-    dfd = open_write(c, fd, &r->status);
-    if (dfd < 0)
-        goto out;
-    if (fdatasync(dfd) != 0)
-        r->status = uiw__nfsd_errno(errno);
-    memcpy(r->COMMIT3res_u.resok.verf, c->s->writeverf, NFS3_WRITEVERFSIZE);
-out:
+    r->status = uiw__vfs_commit(&c->v, fd);
+    uiw__vfs_verf(c->v.s, r->COMMIT3res_u.resok.verf);
     uiw__nfsd_postop(fd, ex, &w->after);
-    closefd(dfd);
     close(fd);
 }
 
@@ -1361,18 +1215,15 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
         svcerr_systemerr(xprt);
         return;
     }
-    c->s = s;
-    c->rq = rq;
+    uiw__vfs_init(&c->v, s, rq, procs[proc].write);
     c->xprt = xprt;
-    c->write = procs[proc].write;
-    c->xo = NULL;
-    c->entered = 0;
+    c->ch.n = 0;
     c->arena = NULL;
-    uiw__nfs_cred_from_req(s, rq, NULL, &c->cred);
     procs[proc].fn(c, &args, &res);
-    leave(c);
+    uiw__vfs_end(&c->ch); /* a procedure's own change ends before this */
+    uiw__vfs_leave(&c->v);
     if (s->opts.verbose > 1)
-        fprintf(stderr, "uiw-nfsd: %s uid %u -> %d\n", procs[proc].name, c->cred.uid,
+        fprintf(stderr, "uiw-nfsd: %s uid %u -> %d\n", procs[proc].name, c->v.cred.uid,
                 proc ? (int)res.getattr.status : 0);
     if (!svc_sendreply(xprt, procs[proc].res, (caddr_t)&res) && s->opts.verbose)
         fprintf(stderr, "uiw-nfsd: %s: reply not sent\n", procs[proc].name);

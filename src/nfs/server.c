@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "nfs/server.h"
+#include "nfs/vfs.h"
 #include "rpc/drc.h"
 
 void uiw__nfsd_opts_default(struct uiw__nfsd_opts *o)
@@ -52,12 +54,19 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
     s->privileged = geteuid() == 0;
     /* The write verifier changes with every server instance (RFC 1813 3.3.7): a client
      * that sees it change sends its uncommitted writes again. */
-    if (getrandom(s->writeverf, sizeof(s->writeverf), 0) != (ssize_t)sizeof(s->writeverf)) {
+    uint64_t verf;
+    if (getrandom(&verf, sizeof(verf), 0) != (ssize_t)sizeof(verf)) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t v =
-            ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)getpid();
-        memcpy(s->writeverf, &v, sizeof(v));
+        verf = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ (uint64_t)getpid();
+    }
+    atomic_init(&s->writeverf, verf);
+    s->vfs = uiw__vfs_state_create();
+    if (!s->vfs) {
+        uiw__nfs_fhcache_destroy(s->fhcache);
+        free(s);
+        errno = ENOMEM;
+        return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->refusals.lock, NULL);
@@ -341,6 +350,7 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
     if (s->drc_own)
         uiw__drc_free(s->drc);
     uiw__nfs_fhcache_destroy(s->fhcache);
+    uiw__vfs_state_destroy(s->vfs);
     for (unsigned i = 0; i < s->nexports; i++) {
         close(s->exports[i].rootfd);
         free(s->exports[i].path);

@@ -179,6 +179,7 @@ struct uiw__nfs_mountent {
 #define UIW__NFS_MAX_MOUNTS 4096
 
 struct uiw__nfs_tcp;
+struct uiw__vfs_state;
 
 struct uiw__nfsd {
     struct uiw__nfsd_opts opts;
@@ -189,8 +190,11 @@ struct uiw__nfsd {
     pthread_rwlock_t xlock;
     struct uiw__nfs_fhcache *fhcache;
     int privileged; /* running as root: act as each caller */
-    char writeverf[NFS3_WRITEVERFSIZE];
-    pthread_mutex_t lock; /* mount list */
+    /* the write verifier (vfs.c), and how often a lost write changed it */
+    _Atomic uint64_t writeverf;
+    _Atomic unsigned long verf_changes;
+    struct uiw__vfs_state *vfs; /* vfs.c: locks of changes, witnesses of writes */
+    pthread_mutex_t lock;       /* mount list */
     struct uiw__nfs_mountent *mounts;
     unsigned nmounts;
     struct {
@@ -230,6 +234,7 @@ int uiw__nfsd_getattr(int fd, const struct uiw__nfs_export *ex, fattr3 *a);
 void uiw__nfsd_fattr(const struct stat *st, const struct uiw__nfs_export *ex, fattr3 *a);
 void uiw__nfsd_postop(int fd, const struct uiw__nfs_export *ex, post_op_attr *p);
 void uiw__nfsd_preop(int fd, pre_op_attr *p);
+void uiw__nfsd_preop_of(const struct stat *st, pre_op_attr *p);
 
 /* NFSv3 and MOUNT dispatch in libtirpc's shape: the procedure from rq, arguments through
  * svc_getargs, the reply through svc_sendreply (or the svcerr_* replies). */

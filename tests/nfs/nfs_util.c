@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "nfs/exports.h"
+#include "nfs/server.h"
 #include "test.h"
 
 void srv_start(struct srv *v, const struct uiw__nfsd_opts *o)
@@ -131,4 +133,43 @@ pid_t nfsd_spawn_argv(const char *const *argv, FILE **out, char *line, size_t ca
     line[0] = 0;
     CHECK(fgets(line, (int)cap, *out) != NULL);
     return pid;
+}
+
+void srv_exports_text(struct srv *v, const char *text, unsigned max_handles)
+{
+    if (!v->dir[0]) {
+        snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs-handles.XXXXXX");
+        CHECK(mkdtemp(v->dir) != NULL);
+        CHECK_EQ(chmod(v->dir, 0777), 0);
+    }
+    char lines[2048];
+    size_t n = 0, dl = strlen(v->dir);
+    for (const char *t = text; *t && n + dl + 1 < sizeof(lines); t++) {
+        if (t[0] == '%' && t[1] == 's') { /* the directory */
+            memcpy(lines + n, v->dir, dl);
+            n += dl;
+            t++;
+        } else {
+            lines[n++] = *t;
+        }
+    }
+    lines[n] = 0;
+    struct uiw__nfs_xtable t;
+    char err[512];
+    if (uiw__nfs_exports_parse(lines, "exports", &t, err, sizeof(err)) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.addr = "127.0.0.1";
+    o.tcp_port = o.mount_port = 0;
+    o.rdma_port = -1;
+    o.max_handles = max_handles;
+    v->s = uiw__nfsd_create(&o);
+    CHECK(v->s != NULL);
+    if (uiw__nfsd_add_exports(v->s, &t, err, sizeof(err)) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    CHECK_EQ(uiw__nfsd_start(v->s), 0);
+    v->tcp = uiw__nfsd_port(v->s, UIW__NFSD_TCP);
+    v->mount = uiw__nfsd_port(v->s, UIW__NFSD_MOUNT);
+    snprintf(v->url, sizeof(v->url), "nfs://127.0.0.1:%d%s?mountport=%d", v->tcp, v->dir, v->mount);
 }

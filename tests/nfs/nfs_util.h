@@ -20,6 +20,10 @@ struct srv {
  * ports, RDMA off). */
 void srv_start(struct srv *v, const struct uiw__nfsd_opts *o);
 void srv_stop(struct srv *v); /* also removes the export */
+/* Start a server (TCP only, max_handles records: 0 for the default) of v->dir (a new
+ * temporary directory when v->dir[0] is 0) exported by the exports file's lines `text`,
+ * in which each %s is v->dir. */
+void srv_exports_text(struct srv *v, const char *text, unsigned max_handles);
 
 /* A client of the export's root, as uid/gid (AUTH_SYS). */
 struct uiw__nfs_client *srv_client(const struct srv *v, uint32_t uid, uint32_t gid);

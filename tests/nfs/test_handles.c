@@ -13,51 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nfs/exports.h"
 #include "nfs/server.h"
 #include "nfs_util.h"
 #include "test.h"
-
-/* A server of `dir` (made when dir[0] is 0) exported by an exports file's lines `text`
- * (each %s in it is dir), TCP only, with max_handles records. */
-static void srv_text(struct srv *v, const char *text, unsigned max_handles)
-{
-    if (!v->dir[0]) {
-        snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs-handles.XXXXXX");
-        CHECK(mkdtemp(v->dir) != NULL);
-        CHECK_EQ(chmod(v->dir, 0777), 0);
-    }
-    char lines[2048];
-    size_t n = 0, dl = strlen(v->dir);
-    for (const char *t = text; *t && n + dl + 1 < sizeof(lines); t++) {
-        if (t[0] == '%' && t[1] == 's') { /* the directory */
-            memcpy(lines + n, v->dir, dl);
-            n += dl;
-            t++;
-        } else {
-            lines[n++] = *t;
-        }
-    }
-    lines[n] = 0;
-    struct uiw__nfs_xtable t;
-    char err[512];
-    if (uiw__nfs_exports_parse(lines, "exports", &t, err, sizeof(err)) != 0)
-        uiw_test_fail(__FILE__, __LINE__, "%s", err);
-    struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
-    o.addr = "127.0.0.1";
-    o.tcp_port = o.mount_port = 0;
-    o.rdma_port = -1;
-    o.max_handles = max_handles;
-    v->s = uiw__nfsd_create(&o);
-    CHECK(v->s != NULL);
-    if (uiw__nfsd_add_exports(v->s, &t, err, sizeof(err)) != 0)
-        uiw_test_fail(__FILE__, __LINE__, "%s", err);
-    CHECK_EQ(uiw__nfsd_start(v->s), 0);
-    v->tcp = uiw__nfsd_port(v->s, UIW__NFSD_TCP);
-    v->mount = uiw__nfsd_port(v->s, UIW__NFSD_MOUNT);
-    snprintf(v->url, sizeof(v->url), "nfs://127.0.0.1:%d%s?mountport=%d", v->tcp, v->dir, v->mount);
-}
 
 /* The same export seen at `sub` below it (another export of the same server). */
 static struct srv at(const struct srv *v, const char *sub)
@@ -95,7 +53,7 @@ static void moved_out(const struct srv *v, const char *rel, char *out, size_t n)
 TEST(handles_dir_moved_out_stale)
 {
     struct srv v = {0};
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
     CHECK_EQ(mkdir(path_in(&v, "d"), 0755), 0);
     put_file(&v, "d/f", "inside", 6);
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
@@ -135,7 +93,7 @@ TEST(handles_dir_moved_out_stale)
 TEST(handles_file_moved_out_stale)
 {
     struct srv v = {0};
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
     put_file(&v, "f", "inside", 6);
     put_file(&v, "g", "inside", 6);
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
@@ -173,10 +131,10 @@ TEST(handles_nested_exports)
     snprintf(inner, sizeof(inner), "%s/inner", v.dir);
     CHECK_EQ(mkdir(inner, 0755), 0);
     put_file(&v, "inner/f", "nested", 6);
-    srv_text(&v,
-             "%s 127.0.0.1(rw,insecure,no_root_squash)\n"
-             "%s/inner 127.0.0.1(ro,insecure,no_root_squash)\n",
-             0);
+    srv_exports_text(&v,
+                     "%s 127.0.0.1(rw,insecure,no_root_squash)\n"
+                     "%s/inner 127.0.0.1(ro,insecure,no_root_squash)\n",
+                     0);
     struct srv w = at(&v, "inner");
     struct uiw__nfs_client *co = srv_client(&v, 0, 0), *ci = srv_client(&w, 0, 0);
     struct uiw__nfs_fh ho, hi;
@@ -202,7 +160,7 @@ TEST(handles_nested_exports)
 TEST(handles_version1_taken)
 {
     struct srv v = {0};
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
     put_file(&v, "f", "one", 3);
     int fd = open(path_in(&v, "f"), O_PATH | O_CLOEXEC);
     CHECK(fd >= 0);
@@ -240,7 +198,7 @@ TEST(handles_version1_taken)
 TEST(handles_fsid_option)
 {
     struct srv v = {0};
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,fsid=77)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,fsid=77)\n", 0);
     CHECK_EQ(mkdir(path_in(&v, "d"), 0755), 0);
     put_file(&v, "d/f", "fsid", 4);
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
@@ -252,7 +210,7 @@ TEST(handles_fsid_option)
     CHECK_EQ((uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 | p[7], 77);
     uiw__nfs_client_close(c);
     srv_end(&v);
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,fsid=77)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,fsid=77)\n", 0);
     c = srv_client(&v, 0, 0);
     CHECK_EQ(uiw__nfs_getattr(c, &f, &a), 0);
     CHECK_EQ(a.size, 4);
@@ -276,7 +234,7 @@ TEST(root_handles_by_kernel_no_search)
 {
     uiw_test_require_root();
     struct srv v = {0};
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
     CHECK_EQ(mkdir(path_in(&v, "a"), 0755), 0);
     CHECK_EQ(mkdir(path_in(&v, "a/b"), 0755), 0);
     put_file(&v, "a/b/f", "kernel", 6);
@@ -290,7 +248,7 @@ TEST(root_handles_by_kernel_no_search)
     snprintf(from, sizeof(from), "%s/a/b", v.dir);
     snprintf(to, sizeof(to), "%s/a/moved", v.dir);
     CHECK_EQ(rename(from, to), 0);
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 16);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 16);
     c = srv_client(&v, 0, 0);
     char buf[8];
     int eof;
@@ -342,7 +300,7 @@ TEST(root_handles_crossmnt)
     CHECK_EQ(mkdir(path_in(&v, "m"), 0755), 0);
     CHECK_EQ(mount("tmpfs", path_in(&v, "m"), "tmpfs", 0, "size=1m"), 0);
     put_file(&v, "m/x", "mounted", 7);
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
     struct uiw__nfs_fh m, x;
     fattr3 ra, xa;
@@ -354,7 +312,7 @@ TEST(root_handles_crossmnt)
     uiw__nfs_client_close(c);
     srv_end(&v);
 
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,crossmnt)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,crossmnt)\n", 0);
     c = srv_client(&v, 0, 0);
     CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "m", &m, NULL), 0);
     CHECK_EQ(uiw__nfs_lookup(c, &m, "x", &x, &xa), 0);
@@ -365,7 +323,7 @@ TEST(root_handles_crossmnt)
     uiw__nfs_client_close(c);
     srv_end(&v);
 
-    srv_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,crossmnt)\n", 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash,crossmnt)\n", 0);
     c = srv_client(&v, 0, 0);
     char buf[16];
     int eof;

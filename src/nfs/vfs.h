@@ -1,0 +1,109 @@
+/*
+ * The file-system layer under the NFS procedures, as the Linux server keeps it in
+ * fs/nfsd/vfs.c: in one place, whatever protocol calls it,
+ *   - the caller: its identity (entered per thread), its export's access check, the
+ *     resolution of its handles (fh.c);
+ *   - opening a file for I/O as the caller, with the owner's override of mode bits;
+ *   - attribute changes, and the durable metadata of `sync` exports;
+ *   - changes whose pre- and post-operation attributes are the call's own: another call
+ *     changing the same object waits from uiw__vfs_begin to uiw__vfs_end;
+ *   - writes whose errors reach the client: a failed WRITE, fsync or COMMIT changes the
+ *     write verifier (clients send their uncommitted writes again), and COMMIT fsyncs
+ *     through a descriptor opened before the file's first uncommitted write, so it sees a
+ *     writeback error that another descriptor's fsync already reported.
+ * Statuses are NFSv3's (NFSv4 gives the same errors the same values).
+ */
+#ifndef UIW_NFS_VFS_H
+#define UIW_NFS_VFS_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "nfs/server.h"
+
+/* One call: who, on what export options, through which request. */
+struct uiw__vfs {
+    struct uiw__nfsd *s;
+    struct svc_req *rq;
+    int write;                       /* the call changes something */
+    const struct uiw__nfs_xopts *xo; /* the caller's options on the export (NULL: none) */
+    struct uiw__nfs_cred cred;
+    int entered; /* this thread acts as the caller */
+};
+
+/* The server's part of the layer: created with the server, ended with it. */
+struct uiw__vfs_state;
+struct uiw__vfs_state *uiw__vfs_state_create(void);
+void uiw__vfs_state_destroy(struct uiw__vfs_state *st);
+
+void uiw__vfs_init(struct uiw__vfs *v, struct uiw__nfsd *s, struct svc_req *rq, int write);
+/* Act as the caller on this thread (0 or -errno), and stop (any number of times). */
+int uiw__vfs_enter(struct uiw__vfs *v);
+void uiw__vfs_leave(struct uiw__vfs *v);
+
+/* A handle's file for the caller: the export's access first (which sets v->xo), then a
+ * new O_PATH descriptor *fd (the caller closes it). `dir`: it must be a directory
+ * (NFS3ERR_NOTDIR). */
+nfsstat3 uiw__vfs_resolve(struct uiw__vfs *v, const nfs_fh3 *h, int dir, int *fd,
+                          struct uiw__nfs_export **ex);
+/* The attributes of a handle's file for the caller, with no descriptor (GETATTR). */
+nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
+                       struct uiw__nfs_export **ex);
+
+/* Open the regular file behind fd for I/O as the caller (flags O_RDONLY or O_WRONLY);
+ * for writing, as the server when the caller owns the file and only its mode bits say
+ * no. Enters and leaves the caller's identity itself. A descriptor, or -1 and *st. */
+int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st);
+
+/* What a SETATTR (or a create's attributes) asks for. */
+enum {
+    UIW__VFS_MODE = 1,
+    UIW__VFS_UID = 2,
+    UIW__VFS_GID = 4,
+    UIW__VFS_SIZE = 8,
+    UIW__VFS_ATIME = 16, /* tv_nsec UTIME_NOW: the server's time */
+    UIW__VFS_MTIME = 32,
+};
+struct uiw__vfs_sattr {
+    unsigned set;
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+    uint64_t size;
+    struct timespec atime, mtime;
+};
+
+/* Apply a to the file behind fd, as the caller (entered by the caller of this). */
+nfsstat3 uiw__vfs_setattr(struct uiw__vfs *v, int fd, const struct uiw__vfs_sattr *a);
+
+/* A change to the object behind fd, on a `sync` export, reaches stable storage now. */
+void uiw__vfs_durable(struct uiw__vfs *v, int fd);
+
+/* A change of one or two objects (RENAME's directories: fd1, else -1): from begin to end
+ * no other call changes them, so that the attributes taken between are the call's own.
+ * pre[i] / have_pre[i]: their attributes at begin. */
+struct uiw__vfs_change {
+    struct uiw__vfs_state *vs;
+    unsigned stripe[2], n;
+    struct stat pre[2];
+    int have_pre[2];
+};
+void uiw__vfs_begin(struct uiw__vfs *v, struct uiw__vfs_change *ch, int fd0, int fd1);
+void uiw__vfs_end(struct uiw__vfs_change *ch);
+
+/* The write verifier now (RFC 1813 section 3.3.7). */
+void uiw__vfs_verf(struct uiw__nfsd *s, char verf[NFS3_WRITEVERFSIZE]);
+/* Write count bytes at off through dfd (opened by uiw__vfs_open), the file being st, for
+ * a WRITE of that `stable` (UNSTABLE: COMMIT will see its errors): NFS3_OK and all of it
+ * written, or the error (and the verifier changed if part of it was written). */
+nfsstat3 uiw__vfs_write(struct uiw__vfs *v, int dfd, const struct stat *st, uint64_t off,
+                        const char *data, uint32_t count, int stable);
+/* Make a WRITE's data stable as `stable` asks (FILE_SYNC, DATA_SYNC; UNSTABLE: nothing). */
+nfsstat3 uiw__vfs_sync(struct uiw__vfs *v, int dfd, int stable);
+/* COMMIT of the file behind fd (the caller may write it, or owns it). */
+nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd);
+/* The file (dev, ino) was removed: nothing of it is waiting for a COMMIT. */
+void uiw__vfs_forget(struct uiw__nfsd *s, dev_t dev, ino_t ino);
+
+#endif

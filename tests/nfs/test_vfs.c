@@ -1,0 +1,244 @@
+/* The file-system layer under the procedures (src/nfs/vfs.c): a call's pre- and
+ * post-operation attributes are its own while other calls change the same file, and write
+ * errors reach the client: the write verifier changes, and COMMIT reports a writeback
+ * error that another descriptor's fsync already took. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nfs_util.h"
+#include "test.h"
+
+/* One WRITE with its whole reply (wcc_data): the status. */
+static nfsstat3 write_wcc(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                          uint32_t count, const char *data, stable_how how, WRITE3res *res)
+{
+    WRITE3args a;
+    memset(&a, 0, sizeof(a));
+    a.file.data.data_len = fh->len;
+    a.file.data.data_val = (char *)fh->data;
+    a.offset = off;
+    a.count = count;
+    a.stable = how;
+    a.data.data_len = count;
+    a.data.data_val = (char *)data;
+    memset(res, 0, sizeof(*res));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a,
+                           (xdrproc_t)xdr_WRITE3res, res),
+             0);
+    return res->status;
+}
+
+static nfsstat3 commit_verf(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8])
+{
+    COMMIT3args a;
+    COMMIT3res res;
+    memset(&a, 0, sizeof(a));
+    memset(&res, 0, sizeof(res));
+    a.file.data.data_len = fh->len;
+    a.file.data.data_val = (char *)fh->data;
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_COMMIT, (xdrproc_t)xdr_COMMIT3args, &a,
+                           (xdrproc_t)xdr_COMMIT3res, &res),
+             0);
+    memcpy(verf, res.COMMIT3res_u.resok.verf, 8);
+    return res.status;
+}
+
+struct writer {
+    const struct srv *v;
+    struct uiw__nfs_fh fh;
+    unsigned first, n, stride; /* writes at (first + i * stride) * 100 */
+    unsigned bad;              /* replies whose wcc_data another call's write shows in */
+    unsigned seen;             /* replies with both attributes */
+};
+
+/* Each WRITE extends the file or fills a hole: with nothing else between its pre- and
+ * post-operation attributes, the size after is the larger of the size before and the
+ * write's end. */
+static void *write_turns(void *arg)
+{
+    struct writer *w = arg;
+    struct uiw__nfs_client *c = srv_client(w->v, 0, 0);
+    char data[100];
+    memset(data, 'a' + (int)w->first, sizeof(data));
+    for (unsigned i = 0; i < w->n; i++) {
+        uint64_t off = (uint64_t)(w->first + i * w->stride) * 100;
+        WRITE3res r;
+        CHECK_EQ(write_wcc(c, &w->fh, off, 100, data, UNSTABLE, &r), NFS3_OK);
+        const wcc_data *d = &r.WRITE3res_u.resok.file_wcc;
+        if (!d->before.attributes_follow || !d->after.attributes_follow)
+            continue;
+        w->seen++;
+        uint64_t before = d->before.pre_op_attr_u.attributes.size;
+        uint64_t after = d->after.post_op_attr_u.attributes.size;
+        uint64_t end = off + 100;
+        if (after != (before > end ? before : end))
+            w->bad++;
+    }
+    uiw__nfs_client_close(c);
+    return NULL;
+}
+
+/* Four clients write in turns into one file, each extending it: every reply's wcc_data
+ * shows that call's own change alone (without the layer's lock, another client's
+ * extension falls between the attributes of about one reply in ten). */
+TEST(wcc_is_the_calls_own)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    put_file(&v, "f", "", 0);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh fh;
+    CHECK_EQ(uiw__nfs_lookup_path(c, "f", &fh, NULL), 0);
+    enum { N = 4 };
+    struct writer w[N];
+    pthread_t t[N];
+    for (unsigned i = 0; i < N; i++) {
+        w[i] = (struct writer){.v = &v, .fh = fh, .first = i, .n = 400, .stride = N};
+        CHECK_EQ(pthread_create(&t[i], NULL, write_turns, &w[i]), 0);
+    }
+    unsigned bad = 0, seen = 0;
+    for (unsigned i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        bad += w[i].bad;
+        seen += w[i].seen;
+    }
+    printf("replies with attributes %u, showing another call's write %u\n", seen, bad);
+    CHECK_EQ(seen, N * 400);
+    CHECK_EQ(bad, 0);
+    struct stat st;
+    CHECK_EQ(stat(path_in(&v, "f"), &st), 0);
+    CHECK_EQ(st.st_size, N * 400 * 100);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* A file system whose writeback fails: ext4 in a 64 MiB image whose backing file lives
+ * in a 6 MiB tmpfs, so writes land in the page cache and fail on their way to the disk
+ * (ENOSPC of the loop device, reported by fsync). Mounted on dir, in this test's own
+ * mount namespace. */
+static void failing_fs(const char *dir)
+{
+    if (access("/dev/loop-control", F_OK) != 0)
+        SKIP("no loop devices: a file system whose writeback fails cannot be made here");
+    CHECK_EQ(unshare(CLONE_NEWNS), 0);
+    CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    char back[300], img[320], cmd[1600];
+    snprintf(back, sizeof(back), "%s.back", dir);
+    CHECK_EQ(mkdir(back, 0700), 0);
+    CHECK_EQ(mount("tmpfs", back, "tmpfs", 0, "size=6m"), 0);
+    snprintf(img, sizeof(img), "%s/img", back);
+    snprintf(cmd, sizeof(cmd),
+             "truncate -s 64M %s && mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=1,"
+             "lazy_journal_init=1 %s && mount -o loop,errors=continue %s %s",
+             img, img, img, dir);
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    CHECK_EQ(chmod(dir, 0777), 0);
+}
+
+static void failing_fs_end(const char *dir)
+{
+    char back[300];
+    snprintf(back, sizeof(back), "%s.back", dir);
+    umount2(dir, MNT_DETACH);
+    umount2(back, MNT_DETACH);
+    rmdir(back);
+}
+
+/* Unstable WRITEs that the disk then refuses: another process's fsync takes the error
+ * first (the kernel reports it once per descriptor), and yet the client's COMMIT reports
+ * it, with a new write verifier, so that a client that retries sends its writes again. */
+TEST(root_commit_sees_writeback_error)
+{
+    uiw_test_require_root();
+    struct srv v = {0};
+    snprintf(v.dir, sizeof(v.dir), "/tmp/uiw-nfs-vfs.XXXXXX");
+    CHECK(mkdtemp(v.dir) != NULL);
+    failing_fs(v.dir);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh fh;
+    CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), "f", 0644, 0, &fh), 0);
+    enum { MIB = 1 << 20 };
+    char *data = malloc(MIB);
+    CHECK(data != NULL);
+    memset(data, 'w', MIB);
+    char verf0[8], verf[8];
+    for (unsigned i = 0; i < 16; i++) {
+        WRITE3res r;
+        CHECK_EQ(write_wcc(c, &fh, (uint64_t)i * MIB, MIB, data, UNSTABLE, &r), NFS3_OK);
+        if (i == 0)
+            memcpy(verf0, r.WRITE3res_u.resok.verf, 8);
+        CHECK_MEM(r.WRITE3res_u.resok.verf, verf0, 8);
+    }
+    /* someone on the server's host fsyncs first, and gets the error ... */
+    int fd = open(path_in(&v, "f"), O_RDONLY);
+    CHECK(fd >= 0);
+    int rc = fsync(fd);
+    int err = errno;
+    close(fd);
+    printf("the local fsync: %s\n", rc == 0 ? "no error" : strerror(err));
+    CHECK(rc != 0);
+    /* ... and again until a new descriptor's fsync sees no error left */
+    for (int i = 0; i < 10 && rc != 0; i++) {
+        fd = open(path_in(&v, "f"), O_RDONLY);
+        CHECK(fd >= 0);
+        rc = fsync(fd);
+        close(fd);
+    }
+    CHECK_EQ(rc, 0);
+    nfsstat3 st = commit_verf(c, &fh, verf);
+    printf("COMMIT: status %d, verifier %s\n", (int)st,
+           memcmp(verf, verf0, 8) == 0 ? "the same" : "changed");
+    CHECK(st == NFS3ERR_NOSPC || st == NFS3ERR_IO);
+    CHECK(memcmp(verf, verf0, 8) != 0);
+    /* and the WRITEs that follow carry the new verifier */
+    WRITE3res r;
+    write_wcc(c, &fh, 0, 4096, data, UNSTABLE, &r);
+    if (r.status == NFS3_OK)
+        CHECK(memcmp(r.WRITE3res_u.resok.verf, verf0, 8) != 0);
+    free(data);
+    uiw__nfs_client_close(c);
+    uiw__nfsd_destroy(v.s);
+    failing_fs_end(v.dir);
+    rmdir(v.dir);
+}
+
+/* A WRITE that fails part way (a full file system) changes the verifier: what it wrote
+ * before the error is in the file, unreported. */
+TEST(root_failed_write_changes_verifier)
+{
+    uiw_test_require_root();
+    CHECK_EQ(unshare(CLONE_NEWNS), 0);
+    CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    struct srv v = {0};
+    snprintf(v.dir, sizeof(v.dir), "/tmp/uiw-nfs-vfs.XXXXXX");
+    CHECK(mkdtemp(v.dir) != NULL);
+    CHECK_EQ(mount("tmpfs", v.dir, "tmpfs", 0, "size=256k,mode=0777"), 0);
+    srv_exports_text(&v, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", 0);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh fh;
+    CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), "f", 0644, 0, &fh), 0);
+    static char data[512 * 1024];
+    memset(data, 'x', sizeof(data));
+    WRITE3res r;
+    CHECK_EQ(write_wcc(c, &fh, 0, 4096, data, UNSTABLE, &r), NFS3_OK);
+    char verf0[8], verf[8];
+    memcpy(verf0, r.WRITE3res_u.resok.verf, 8);
+    CHECK_EQ(write_wcc(c, &fh, 4096, sizeof(data), data, UNSTABLE, &r), NFS3ERR_NOSPC);
+    CHECK_EQ(commit_verf(c, &fh, verf), NFS3_OK);
+    CHECK(memcmp(verf, verf0, 8) != 0);
+    uiw__nfs_client_close(c);
+    uiw__nfsd_destroy(v.s);
+    umount2(v.dir, MNT_DETACH);
+    rmdir(v.dir);
+}
