@@ -268,3 +268,37 @@ TEST(rpcrdma_bench_stats)
     CHECK(strstr(r.out, "   errors     : sent none; received none\n") != NULL);
     tool_run_free(&r);
 }
+
+/* bench-rpcrdma-xdr counts libtirpc's allocations (its own check of a known one passes,
+ * and decoding chunk lists allocates on that side), none of the codec's, and each ratio
+ * is the quotient of the two times it prints. */
+TEST(bench_xdr_counts_both_sides)
+{
+#ifndef UIW_BENCH_XDR
+    SKIP("built without the benchmarks (UIW_BENCH=OFF)");
+#define UIW_BENCH_XDR ""
+#endif
+    struct tool_run r;
+    tool_run(UIW_BENCH_XDR, (const char *[]){"bench-rpcrdma-xdr", "2000", "3", NULL}, "", 0, 120,
+             &r);
+    if (r.status != 0 && r.status != 1)
+        uiw_test_fail(__FILE__, __LINE__, "bench-rpcrdma-xdr: %d\n%s%s", r.status, r.out, r.err);
+    CHECK(strstr(r.err, "does not see") == NULL);
+    const char *cases[] = {"v1 MSG, 1 Read chunk", "v2 MSG, 1 Read chunk",
+                           "v2 MSG, 1 Write chunk x 4 segs", "v2 CONNPROP, 2 properties"};
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *l = strstr(r.out, cases[i]);
+        if (!l)
+            uiw_test_fail(__FILE__, __LINE__, "no line %s in:\n%s", cases[i], r.out);
+        double tu, tt, au, at, ratio;
+        CHECK_EQ(sscanf(l + strlen(cases[i]), "%lf %lf %lf %lf %lfx", &tu, &tt, &au, &at, &ratio),
+                 5);
+        CHECK(tu > 0 && tt > 0);
+        CHECK(au == 0);
+        CHECK(at >= 1);
+        double q = tt / tu;
+        if (ratio < q * 0.95 - 0.05 || ratio > q * 1.05 + 0.05)
+            uiw_test_fail(__FILE__, __LINE__, "%s: ratio %.1f, times %.1f / %.1f", cases[i], ratio,
+                          tt, tu);
+    }
+}
