@@ -302,3 +302,45 @@ TEST(bench_xdr_counts_both_sides)
                           tt, tu);
     }
 }
+
+static void quotient(const char *what, double ratio, double num, double den)
+{
+    CHECK(num > 0 && den > 0);
+    double q = num / den;
+    if (ratio < q * 0.99 - 0.002 || ratio > q * 1.01 + 0.002)
+        uiw_test_fail(__FILE__, __LINE__, "%s: ratio %.3f, figures %.1f / %.1f = %.3f", what, ratio,
+                      num, den, q);
+}
+
+/* bench-nfs compares like with like: GETATTR one call at a time on both transports and N
+ * in flight on both (libnfs pipelining over TCP), and each ratio it prints is RDMA's
+ * figure over TCP's (with one repetition, the median is that repetition's). */
+TEST(bench_nfs_fair_ratios)
+{
+#ifndef UIW_BENCH_NFS
+    SKIP("built without the benchmarks (UIW_BENCH=OFF)");
+#define UIW_BENCH_NFS ""
+#endif
+    struct tool_run r;
+    tool_run(UIW_BENCH_NFS,
+             (const char *[]){"bench-nfs", "-r", "1", "-s", "4M", "-D", "0.3", "--inflight", "8",
+                              "--json", NULL},
+             "", 0, 120, &r);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "bench-nfs: %d\n%s%s", r.status, r.out, r.err);
+    const char *rep = "{\"rep\":0,", *ratio = "{\"ratio\":";
+    const char *w = strstr(r.out, "\"write_mbs\":"), *rd = strstr(r.out, "\"read_mbs\":");
+    CHECK(w && rd);
+    quotient("write", field(r.out, ratio, "write_1MiB"), field(w, "{", "rdma"),
+             field(w, "{", "tcp"));
+    quotient("read", field(r.out, ratio, "read_1MiB"), field(rd, "{", "rdma"),
+             field(rd, "{", "tcp"));
+    quotient("getattr one in flight", field(r.out, ratio, "getattr_1"), field(r.out, rep, "rdma_1"),
+             field(r.out, rep, "tcp_1"));
+    quotient("getattr N in flight", field(r.out, ratio, "getattr_n"), field(r.out, rep, "rdma_n"),
+             field(r.out, rep, "tcp_libnfs_n"));
+    CHECK_EQ(field(r.out, ratio, "inflight"), 8);
+    const char *cr = "{\"creates_per_sec\":";
+    quotient("creates", field(r.out, cr, "ratio"), field(r.out, cr, "sync"),
+             field(r.out, cr, "async"));
+}

@@ -6,13 +6,18 @@ foreach(tool rpcrdma-decode rpcrdma-ping rpcrdma-bench iwperf iwping uiw-selfche
     add_dependencies(${runner} ${tool})
   endif()
 endforeach()
-# The codec benchmark's own check (built with the benchmarks: not in the TSan tree).
+# The benchmarks' own checks (built with the benchmarks: not in the TSan tree).
 if(TARGET bench-rpcrdma-xdr)
   target_compile_definitions(${runner} PRIVATE UIW_BENCH_XDR="$<TARGET_FILE:bench-rpcrdma-xdr>")
   add_dependencies(${runner} bench-rpcrdma-xdr)
 endif()
+if(TARGET bench-nfs)
+  target_compile_definitions(${runner} PRIVATE UIW_BENCH_NFS="$<TARGET_FILE:bench-nfs>")
+  add_dependencies(${runner} bench-nfs)
+endif()
 cmake_language(DEFER DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} CALL
-               set_tests_properties tools.bench_xdr_counts_both_sides PROPERTIES SKIP_RETURN_CODE 77)
+               set_tests_properties tools.bench_xdr_counts_both_sides tools.bench_nfs_fair_ratios
+               PROPERTIES SKIP_RETURN_CODE 77)
 target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/perf/perf_util.c)
 target_include_directories(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/perf)
 set(UIW_TEST_TIMEOUT 120)
