@@ -26,15 +26,15 @@ static char *json_run(const char *const opts[], const char *server_env, char **s
     cv[n] = NULL;
     /* the server mirrors the options that are not the client's to tell it (and the value
      * of --tcp-write) */
-    static const char *const mirrored[] = {"--tcp", "-e",          "--no-thread",
+    static const char *const mirrored[] = {"--tcp", "-e",          "--no-thread", "--thread",
                                            "-6",    "--busy-poll", "--tcp-write"};
     const char *sv[12] = {"-q"};
     int ns = 1;
     for (int i = 0; opts[i]; i++)
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < 7; k++)
             if (strcmp(opts[i], mirrored[k]) == 0) {
                 sv[ns++] = mirrored[k];
-                if (k == 5 && opts[i + 1])
+                if (k == 6 && opts[i + 1])
                     sv[ns++] = opts[i + 1];
             }
     sv[ns] = NULL;

@@ -4,6 +4,7 @@
 #include "test.h"
 
 #include <math.h>
+#include <unistd.h>
 
 static bool near(double a, double b)
 {
@@ -100,6 +101,21 @@ TEST(args_defaults_and_options)
     CHECK_STR(o.host, "::1");
 
     CHECK(!o.tcp && !o.busy_poll && o.tcp_write == 0);
+
+    /* the progress mode: a thread only where the CPUs leave room for it, unless told */
+    CHECK_EQ(iwp_parse_args(&o, 1, a1), 0);
+    CHECK_EQ(o.no_thread, sysconf(_SC_NPROCESSORS_ONLN) < IWP_THREAD_MIN_CPUS);
+    char *th[] = {"iwperf", "--thread", NULL};
+    CHECK_EQ(iwp_parse_args(&o, 2, th), 0);
+    CHECK(!o.no_thread);
+    char *ev[] = {"iwperf", "-e", NULL};
+    CHECK_EQ(iwp_parse_args(&o, 2, ev), 0);
+    CHECK(!o.no_thread && o.events);
+    char *nt[] = {"iwperf", "--no-thread", NULL};
+    CHECK_EQ(iwp_parse_args(&o, 2, nt), 0);
+    CHECK(o.no_thread);
+    char *both[] = {"iwperf", "--thread", "--no-thread", NULL};
+    CHECK(iwp_parse_args(&o, 3, both) != 0);
     char *t1[] = {"iwperf", "--tcp", "--busy-poll", "--tcp-write", "64K", NULL};
     CHECK_EQ(iwp_parse_args(&o, 5, t1), 0);
     CHECK(o.tcp && o.busy_poll && o.tcp_write == 65536);

@@ -54,7 +54,9 @@ struct iwp_opts {
     bool json;            /* --json */
     bool tcp;             /* --tcp: the raw TCP baseline instead of RDMA */
     bool busy_poll;       /* --busy-poll: TCP sends and receives spin instead of sleeping */
-    bool no_thread;       /* --no-thread: progress only inline from post/poll */
+    bool no_thread;       /* --no-thread: progress only inline from post/poll (also the
+                             default with fewer than IWP_THREAD_MIN_CPUS CPUs) */
+    bool thread;          /* --thread: a progress thread whatever the CPUs */
     bool events;          /* -e, --events: sleep on the completion channel instead of spinning */
     bool ipv6;            /* -6: the server listens on :: */
     bool quiet;           /* -q: no banner lines */
@@ -72,6 +74,10 @@ struct iwp_opts {
  * iw_write_bw, iw_read_bw, iw_send_bw, iw_write_lat, iw_read_lat or iw_send_lat.
  * Returns 0, 1 when help or the version was printed (exit 0), or -1 with a message on
  * stderr for a bad command line (exit 2). */
+/* With fewer CPUs than this, iwperf runs without a progress thread unless told otherwise:
+ * the application's polling thread and a progress thread on each side would spin four
+ * threads on them. */
+#define IWP_THREAD_MIN_CPUS 4
 int iwp_parse_args(struct iwp_opts *o, int argc, char **argv);
 const char *iwp_test_name(enum iwp_test t);
 int iwp_test_from_name(const char *s, enum iwp_test *t);

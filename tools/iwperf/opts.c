@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../cli.h"
 
@@ -97,7 +98,10 @@ static void usage_native(FILE *f)
             "                               CRC errors, Terminates, copies)\n"
             "      --tcp                    raw TCP baseline (same layout, no RDMA)\n"
             "      --no-thread              no progress thread: progress from post/poll (and a\n"
-            "                               single-threaded context: no atomic locks)\n"
+            "                               single-threaded context: no atomic locks); the\n"
+            "                               default on a machine with fewer than 4 CPUs\n"
+            "      --thread                 a progress thread beside the polling application;\n"
+            "                               the default with 4 CPUs or more, and with -e\n"
             "      --busy-poll              with --tcp: spin on non-blocking sends and receives\n"
             "                               instead of sleeping in the kernel (a like-for-like\n"
             "                               baseline for a busy-polling RDMA application)\n"
@@ -170,6 +174,7 @@ enum {
     OPT_JSON,
     OPT_TCP,
     OPT_NOTHREAD,
+    OPT_THREAD,
     OPT_BUSY,
     OPT_TCPW,
     OPT_VERSION,
@@ -190,12 +195,12 @@ enum { IWP_DEFAULT_CQ_MOD = 100 };
         {"report_gbits", no_argument, NULL, OPT_GBITS},                                            \
         {"report-gbits", no_argument, NULL, OPT_GBITS}, {"json", no_argument, NULL, OPT_JSON},     \
         {"tcp", no_argument, NULL, OPT_TCP}, {"no-thread", no_argument, NULL, OPT_NOTHREAD},       \
-        {"busy-poll", no_argument, NULL, OPT_BUSY}, {"stats", no_argument, NULL, OPT_STATS},       \
-        {"events", no_argument, NULL, 'e'}, {"all", no_argument, NULL, 'a'},                       \
-        {"size", required_argument, NULL, 's'}, {"iters", required_argument, NULL, 'n'},           \
-        {"duration", required_argument, NULL, 'D'}, {"port", required_argument, NULL, 'p'},        \
-        {"cq-mod", required_argument, NULL, 'Q'}, {"help", no_argument, NULL, 'h'},                \
-        {"out_json", no_argument, NULL, OPT_OUT_JSON},                                             \
+        {"thread", no_argument, NULL, OPT_THREAD}, {"busy-poll", no_argument, NULL, OPT_BUSY},     \
+        {"stats", no_argument, NULL, OPT_STATS}, {"events", no_argument, NULL, 'e'},               \
+        {"all", no_argument, NULL, 'a'}, {"size", required_argument, NULL, 's'},                   \
+        {"iters", required_argument, NULL, 'n'}, {"duration", required_argument, NULL, 'D'},       \
+        {"port", required_argument, NULL, 'p'}, {"cq-mod", required_argument, NULL, 'Q'},          \
+        {"help", no_argument, NULL, 'h'}, {"out_json", no_argument, NULL, OPT_OUT_JSON},           \
     {                                                                                              \
         "out_json_file", required_argument, NULL, OPT_OUT_JSON_FILE                                \
     }
@@ -435,6 +440,9 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
         case OPT_NOTHREAD:
             o->no_thread = true;
             break;
+        case OPT_THREAD:
+            o->thread = true;
+            break;
         case OPT_BUSY:
             o->busy_poll = true;
             break;
@@ -457,6 +465,10 @@ int iwp_parse_args(struct iwp_opts *o, int argc, char **argv)
         return bad(o, "a client needs the server's port (-p 0 is for a server)");
     if (o->events && o->no_thread)
         return bad(o, "--events needs the progress thread (no --no-thread)");
+    if (o->thread && o->no_thread)
+        return bad(o, "--thread and --no-thread exclude each other");
+    if (!o->thread && !o->events && !o->no_thread)
+        o->no_thread = sysconf(_SC_NPROCESSORS_ONLN) < IWP_THREAD_MIN_CPUS;
     if (o->all && size_set)
         return bad(o, "-a and -s exclude each other");
     if (o->duration > 0 && iters_set)
