@@ -335,6 +335,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
 {
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
+    struct uiw__vfs_file *of = NULL;
     r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
     if (r->status != NFS3_OK) {
         r->READ3res_u.resfail.file_attributes.attributes_follow = 0;
@@ -351,7 +352,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
         r->status = NFS3ERR_SERVERFAULT;
         goto out;
     }
-    dfd = uiw__vfs_open(&c->v, fd, O_RDONLY, &r->status);
+    dfd = uiw__vfs_get(&c->v, fd, O_RDONLY, &r->status, &of);
     if (dfd < 0)
         goto out;
     /* at or past the largest offset a file may have: nothing there, the end */
@@ -372,17 +373,22 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
             break;
         n += k;
     }
-    struct stat st;
     ok->count = (uint32_t)n;
-    ok->eof = (uint32_t)n < count || a->offset >= (uint64_t)INT64_MAX ||
-              (fstat(dfd, &st) == 0 && a->offset + (uint64_t)n >= (uint64_t)st.st_size);
     ok->data.data_val = buf;
     ok->data.data_len = (u_int)n;
+    uiw__nfsd_postop(fd, ex, &ok->file_attributes);
+    /* the end: a short read, or the size now (the attributes just taken) */
+    const post_op_attr *pa = &ok->file_attributes;
+    ok->eof =
+        (uint32_t)n < count || a->offset >= (uint64_t)INT64_MAX ||
+        (pa->attributes_follow && a->offset + (uint64_t)n >= pa->post_op_attr_u.attributes.size);
+    uiw__vfs_put(&c->v, of, dfd);
+    close(fd);
+    return;
 out:
-    uiw__nfsd_postop(fd, ex,
-                     r->status == NFS3_OK ? &ok->file_attributes
-                                          : &r->READ3res_u.resfail.file_attributes);
-    closefd(dfd);
+    uiw__nfsd_postop(fd, ex, &r->READ3res_u.resfail.file_attributes);
+    if (dfd >= 0)
+        uiw__vfs_put(&c->v, of, dfd);
     close(fd);
 }
 
@@ -390,6 +396,7 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
 {
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
+    struct uiw__vfs_file *of = NULL;
     wcc_data *w = &r->WRITE3res_u.resok.file_wcc;
     memset(w, 0, sizeof(*w));
     r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
@@ -403,7 +410,7 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
         r->status = NFS3ERR_FBIG; /* past what any file may hold */
         goto out;
     }
-    dfd = uiw__vfs_open(&c->v, fd, O_WRONLY, &r->status);
+    dfd = uiw__vfs_get(&c->v, fd, O_WRONLY, &r->status, &of);
     if (dfd < 0)
         goto out;
     change_begin(c, fd, -1, &w->before, NULL);
@@ -417,12 +424,11 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
     ok->committed = a->stable;
     ok->count = a->count;
     uiw__vfs_verf(c->v.s, ok->verf);
-    close(dfd);
+    uiw__vfs_put(&c->v, of, dfd);
     close(fd);
     return;
 out:
     uiw__nfsd_postop(fd, ex, &w->after);
-    closefd(dfd);
     close(fd);
 }
 

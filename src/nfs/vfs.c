@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Changes of objects hashing to one stripe wait for each other. */
@@ -23,11 +24,34 @@ struct witness {
     int fd; /* -1: a free slot */
 };
 
+/* Open files of READ and WRITE, as knfsd's file cache and NFS-Ganesha's descriptor cache
+ * keep them: at most OFILES, each closed once unused for OFILE_IDLE_NS, or when its file is
+ * removed through the server. A cached descriptor keeps its inode allocated, so (dev, ino)
+ * of a handle's live file names that very file. */
+#define OFILES         512
+#define OFILE_BUCKETS  256
+#define OFILE_IDLE_NS  2000000000ll
+#define OFILE_SWEEP_NS 1000000000ll
+
+struct uiw__vfs_file {
+    struct uiw__vfs_file *next;
+    uint64_t dev, ino;
+    int fd[2]; /* O_RDONLY, O_WRONLY; -1 until asked for */
+    unsigned refs;
+    int gone; /* out of the table: closed at its last put */
+    int64_t used_ns;
+};
+
 struct uiw__vfs_state {
     pthread_mutex_t stripe[STRIPES];
     pthread_mutex_t wlock;
     uint64_t clock;
     struct witness w[WITNESSES];
+    pthread_mutex_t flock;
+    struct uiw__vfs_file *bucket[OFILE_BUCKETS];
+    unsigned nfiles;
+    int64_t swept_ns;
+    _Atomic unsigned long file_hits, file_opens;
 };
 
 struct uiw__vfs_state *uiw__vfs_state_create(void)
@@ -40,7 +64,16 @@ struct uiw__vfs_state *uiw__vfs_state_create(void)
     pthread_mutex_init(&st->wlock, NULL);
     for (unsigned i = 0; i < WITNESSES; i++)
         st->w[i].fd = -1;
+    pthread_mutex_init(&st->flock, NULL);
     return st;
+}
+
+static void file_close(struct uiw__vfs_file *f)
+{
+    for (int i = 0; i < 2; i++)
+        if (f->fd[i] >= 0)
+            close(f->fd[i]);
+    free(f);
 }
 
 void uiw__vfs_state_destroy(struct uiw__vfs_state *st)
@@ -50,9 +83,16 @@ void uiw__vfs_state_destroy(struct uiw__vfs_state *st)
     for (unsigned i = 0; i < WITNESSES; i++)
         if (st->w[i].fd >= 0)
             close(st->w[i].fd);
+    for (unsigned i = 0; i < OFILE_BUCKETS; i++)
+        while (st->bucket[i]) {
+            struct uiw__vfs_file *f = st->bucket[i];
+            st->bucket[i] = f->next;
+            file_close(f);
+        }
     for (unsigned i = 0; i < STRIPES; i++)
         pthread_mutex_destroy(&st->stripe[i]);
     pthread_mutex_destroy(&st->wlock);
+    pthread_mutex_destroy(&st->flock);
     free(st);
 }
 
@@ -172,6 +212,178 @@ int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st)
         return -1;
     }
     return dfd;
+}
+
+/* ---- the open-file cache ---- */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static unsigned file_bucket(uint64_t dev, uint64_t ino)
+{
+    uint64_t h = (dev * 0x9E3779B97F4A7C15ull) ^ (ino * 0xC2B2AE3D27D4EB4Full);
+    return (unsigned)((h >> 32) ^ h) % OFILE_BUCKETS;
+}
+
+/* Take f out of the table (under flock); closed now if no call uses it. */
+static void file_unlink(struct uiw__vfs_state *vs, struct uiw__vfs_file **pp)
+{
+    struct uiw__vfs_file *f = *pp;
+    *pp = f->next;
+    vs->nfiles--;
+    f->gone = 1;
+    if (f->refs == 0)
+        file_close(f);
+}
+
+/* Close what went unused for OFILE_IDLE_NS, and while the table is full the least
+ * recently used (under flock). */
+static void file_sweep(struct uiw__vfs_state *vs, int64_t now, int full)
+{
+    struct uiw__vfs_file **oldest = NULL;
+    for (unsigned b = 0; b < OFILE_BUCKETS; b++) {
+        struct uiw__vfs_file **pp = &vs->bucket[b];
+        while (*pp) {
+            struct uiw__vfs_file *f = *pp;
+            if (f->refs == 0 && now - f->used_ns > OFILE_IDLE_NS) {
+                file_unlink(vs, pp);
+                continue;
+            }
+            if (f->refs == 0 && (!oldest || f->used_ns < (*oldest)->used_ns))
+                oldest = pp;
+            pp = &f->next;
+        }
+    }
+    if (full && vs->nfiles >= OFILES && oldest)
+        file_unlink(vs, oldest);
+    vs->swept_ns = now;
+}
+
+/* May the caller read (mode R_OK) or write (W_OK) the file behind the O_PATH descriptor
+ * fd, whose owner is uid? As the caller, with the owner's override for writing. */
+static nfsstat3 may(struct uiw__vfs *v, int fd, int mode, uid_t uid)
+{
+    if (!v->s->privileged)
+        return NFS3_OK; /* the server acts as itself: its own open decides */
+    int was = v->entered;
+    if (uiw__vfs_enter(v) != 0)
+        return NFS3ERR_PERM;
+    int rc = faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS);
+    int err = errno;
+    if (!was)
+        uiw__vfs_leave(v);
+    if (rc == 0 || (err == EACCES && mode == W_OK && uid == v->cred.uid))
+        return NFS3_OK;
+    return uiw__nfsd_errno(err);
+}
+
+int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw__vfs_file **out)
+{
+    *out = NULL;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        *st = uiw__nfsd_errno(errno);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        *st = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+        return -1;
+    }
+    int w = (flags & O_ACCMODE) == O_WRONLY;
+    *st = may(v, fd, w ? W_OK : R_OK, sb.st_uid);
+    if (*st != NFS3_OK)
+        return -1;
+    struct uiw__vfs_state *vs = v->s->vfs;
+    uint64_t dev = (uint64_t)sb.st_dev, ino = (uint64_t)sb.st_ino;
+    unsigned b = file_bucket(dev, ino);
+    int64_t now = mono_ns();
+    int opened = -1, installed = 0;
+    for (;;) {
+        pthread_mutex_lock(&vs->flock);
+        if (now - vs->swept_ns > OFILE_SWEEP_NS)
+            file_sweep(vs, now, 0);
+        struct uiw__vfs_file *f = vs->bucket[b];
+        while (f && (f->dev != dev || f->ino != ino))
+            f = f->next;
+        if (!f && opened >= 0) {
+            if (vs->nfiles >= OFILES)
+                file_sweep(vs, now, 1);
+            f = calloc(1, sizeof(*f));
+            if (f) {
+                f->dev = dev;
+                f->ino = ino;
+                f->fd[0] = f->fd[1] = -1;
+                f->next = vs->bucket[b];
+                vs->bucket[b] = f;
+                vs->nfiles++;
+            }
+        }
+        if (f && f->fd[w] < 0 && opened >= 0) {
+            f->fd[w] = opened;
+            opened = -1;
+            installed = 1;
+        }
+        if (f && f->fd[w] >= 0) {
+            f->refs++;
+            f->used_ns = now;
+            int d = f->fd[w];
+            pthread_mutex_unlock(&vs->flock);
+            if (opened >= 0)
+                close(opened); /* another call opened it meanwhile */
+            else if (!installed)
+                atomic_fetch_add_explicit(&vs->file_hits, 1, memory_order_relaxed);
+            *out = f;
+            return d;
+        }
+        pthread_mutex_unlock(&vs->flock);
+        if (opened >= 0) { /* no memory for an entry: this call's own descriptor */
+            *out = NULL;
+            return opened;
+        }
+        /* as the server (the caller was checked above), outside the lock */
+        int was = v->entered;
+        uiw__vfs_leave(v);
+        char p[64];
+        fdpath(p, sizeof(p), fd);
+        opened = open(p, (w ? O_WRONLY : O_RDONLY) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        int err = errno;
+        if (was && uiw__vfs_enter(v) != 0) {
+            if (opened >= 0)
+                close(opened);
+            *st = NFS3ERR_PERM;
+            return -1;
+        }
+        if (opened < 0) {
+            *st = uiw__nfsd_errno(err);
+            return -1;
+        }
+        atomic_fetch_add_explicit(&vs->file_opens, 1, memory_order_relaxed);
+    }
+}
+
+void uiw__vfs_put(struct uiw__vfs *v, struct uiw__vfs_file *f, int fd)
+{
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct uiw__vfs_state *vs = v->s->vfs;
+    pthread_mutex_lock(&vs->flock);
+    int last = --f->refs == 0 && f->gone;
+    pthread_mutex_unlock(&vs->flock);
+    if (last)
+        file_close(f);
+}
+
+void uiw__vfs_file_counts(struct uiw__nfsd *s, unsigned long *hits, unsigned long *opens)
+{
+    *hits = atomic_load_explicit(&s->vfs->file_hits, memory_order_relaxed);
+    *opens = atomic_load_explicit(&s->vfs->file_opens, memory_order_relaxed);
 }
 
 nfsstat3 uiw__vfs_setattr(struct uiw__vfs *v, int fd, const struct uiw__vfs_sattr *a)
@@ -367,9 +579,17 @@ static void witness_keep(struct uiw__nfsd *s, int dfd, const struct stat *st)
 
 void uiw__vfs_forget(struct uiw__nfsd *s, dev_t dev, ino_t ino)
 {
-    int fd = witness_take(s->vfs, (uint64_t)dev, (uint64_t)ino);
+    struct uiw__vfs_state *vs = s->vfs;
+    int fd = witness_take(vs, (uint64_t)dev, (uint64_t)ino);
     if (fd >= 0)
         close(fd);
+    pthread_mutex_lock(&vs->flock);
+    struct uiw__vfs_file **pp = &vs->bucket[file_bucket((uint64_t)dev, (uint64_t)ino)];
+    while (*pp && ((*pp)->dev != (uint64_t)dev || (*pp)->ino != (uint64_t)ino))
+        pp = &(*pp)->next;
+    if (*pp)
+        file_unlink(vs, pp);
+    pthread_mutex_unlock(&vs->flock);
 }
 
 nfsstat3 uiw__vfs_write(struct uiw__vfs *v, int dfd, const struct stat *st, uint64_t off,

@@ -56,6 +56,18 @@ nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
  * no. Enters and leaves the caller's identity itself. A descriptor, or -1 and *st. */
 int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st);
 
+/* A descriptor of the regular file behind fd to read (flags O_RDONLY) or write (O_WRONLY),
+ * for the caller (its permission checked as the caller, with the owner's override for
+ * writing), from the open-file cache: the same descriptor serves every call of the file
+ * while it is used, and is closed after a while unused or when the file is removed
+ * through the server (uiw__vfs_forget). A descriptor, and *f to give back with
+ * uiw__vfs_put; or -1 and *st. */
+struct uiw__vfs_file;
+int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw__vfs_file **f);
+void uiw__vfs_put(struct uiw__vfs *v, struct uiw__vfs_file *f, int fd);
+/* The cache's hits and the opens it made (tests, --stats). */
+void uiw__vfs_file_counts(struct uiw__nfsd *s, unsigned long *hits, unsigned long *opens);
+
 /* What a SETATTR (or a create's attributes) asks for. */
 enum {
     UIW__VFS_MODE = 1,
@@ -103,7 +115,8 @@ nfsstat3 uiw__vfs_write(struct uiw__vfs *v, int dfd, const struct stat *st, uint
 nfsstat3 uiw__vfs_sync(struct uiw__vfs *v, int dfd, int stable);
 /* COMMIT of the file behind fd (the caller may write it, or owns it). */
 nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd);
-/* The file (dev, ino) was removed: nothing of it is waiting for a COMMIT. */
+/* The file (dev, ino) was removed: nothing of it waits for a COMMIT, and the open-file
+ * cache lets it go. */
 void uiw__vfs_forget(struct uiw__nfsd *s, dev_t dev, ino_t ino);
 
 #endif

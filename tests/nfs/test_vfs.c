@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nfs/vfs.h"
 #include "nfs_util.h"
 #include "test.h"
 
@@ -241,4 +242,111 @@ TEST(root_failed_write_changes_verifier)
     uiw__nfsd_destroy(v.s);
     umount2(v.dir, MNT_DETACH);
     rmdir(v.dir);
+}
+
+/* Descriptors of this process open for I/O (not O_PATH) on `path`, deleted or not. */
+static int fds_on(const char *path)
+{
+    int n = 0;
+    char p[64], t[1024];
+    size_t pl = strlen(path);
+    for (int fd = 0; fd < 4096; fd++) {
+        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(p, t, sizeof(t) - 1);
+        if (k <= 0)
+            continue;
+        t[k] = 0;
+        if (strncmp(t, path, pl) != 0 || (t[pl] != 0 && t[pl] != ' '))
+            continue;
+        snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+        FILE *f = fopen(p, "r");
+        unsigned long flags = 0;
+        while (f && fgets(t, sizeof(t), f))
+            if (sscanf(t, "flags: %lo", &flags) == 1)
+                break;
+        if (f)
+            fclose(f);
+        if (!(flags & O_PATH))
+            n++;
+    }
+    return n;
+}
+
+/* READs and WRITEs of a file share one descriptor each (opened once), closed when the
+ * file is removed through the server, and after a while unused. */
+TEST(open_files_cached)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    put_file(&v, "f", "0123456789", 10);
+    put_file(&v, "g", "0123456789", 10);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f, g;
+    CHECK_EQ(uiw__nfs_lookup_path(c, "f", &f, NULL), 0);
+    CHECK_EQ(uiw__nfs_lookup_path(c, "g", &g, NULL), 0);
+    unsigned long hits0, opens0, hits, opens;
+    uiw__vfs_file_counts(v.s, &hits0, &opens0);
+    char buf[16];
+    int eof;
+    for (int i = 0; i < 100; i++) {
+        CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 10);
+        CHECK(eof);
+        CHECK_EQ(uiw__nfs_write(c, &f, 0, 1, "0", UNSTABLE, NULL), 1);
+        CHECK_EQ(uiw__nfs_read(c, &g, 0, sizeof(buf), buf, &eof), 10);
+    }
+    uiw__vfs_file_counts(v.s, &hits, &opens);
+    CHECK_EQ(opens - opens0, 3); /* f to read, f to write, g to read */
+    CHECK_EQ(hits - hits0, 297);
+    char pf[600], pg[600];
+    snprintf(pf, sizeof(pf), "%s", path_in(&v, "f"));
+    snprintf(pg, sizeof(pg), "%s", path_in(&v, "g"));
+    CHECK_EQ(fds_on(pf), 3); /* to read, to write, and the witness of its writes */
+    CHECK_EQ(fds_on(pg), 1);
+    /* removed through the server: let go at once (the witness of its writes too) */
+    CHECK_EQ(uiw__nfs_remove(c, uiw__nfs_client_root(c), "f"), 0);
+    CHECK_EQ(fds_on(pf), 0);
+    /* unused for a while: closed (the next call sweeps) */
+    usleep(3100 * 1000);
+    CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &(fattr3){0}), 0);
+    struct uiw__nfs_fh h;
+    put_file(&v, "h", "h", 1);
+    CHECK_EQ(uiw__nfs_lookup_path(c, "h", &h, NULL), 0);
+    CHECK_EQ(uiw__nfs_read(c, &h, 0, sizeof(buf), buf, &eof), 1);
+    CHECK_EQ(fds_on(pg), 0);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* A descriptor cached for one caller serves no other: each READ and WRITE is checked as
+ * its caller (with the owner's override for writing). */
+TEST(root_open_files_check_each_caller)
+{
+    uiw_test_require_root();
+    struct srv v;
+    srv_start(&v, NULL);
+    CHECK_EQ(chmod(v.dir, 0755), 0);
+    put_file(&v, "mine", "secret", 6);
+    CHECK_EQ(chown(path_in(&v, "mine"), 1000, 1000), 0);
+    CHECK_EQ(chmod(path_in(&v, "mine"), 0600), 0);
+    put_file(&v, "ro", "readonly", 8);
+    CHECK_EQ(chown(path_in(&v, "ro"), 1000, 1000), 0);
+    CHECK_EQ(chmod(path_in(&v, "ro"), 0444), 0);
+    struct uiw__nfs_client *owner = srv_client(&v, 1000, 1000), *other = srv_client(&v, 2000, 2000);
+    struct uiw__nfs_fh m, r;
+    CHECK_EQ(uiw__nfs_lookup_path(owner, "mine", &m, NULL), 0);
+    CHECK_EQ(uiw__nfs_lookup_path(owner, "ro", &r, NULL), 0);
+    char buf[16];
+    int eof;
+    CHECK_EQ(uiw__nfs_read(owner, &m, 0, sizeof(buf), buf, &eof), 6);
+    CHECK_EQ(uiw__nfs_write(owner, &m, 0, 1, "S", UNSTABLE, NULL), 1);
+    CHECK_EQ(uiw__nfs_read(other, &m, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
+    CHECK_EQ(uiw__nfs_write(other, &m, 0, 1, "X", UNSTABLE, NULL), -NFS3ERR_ACCES);
+    /* 0444: its owner may write it (knfsd's owner override), nobody else */
+    CHECK_EQ(uiw__nfs_write(owner, &r, 0, 1, "R", UNSTABLE, NULL), 1);
+    CHECK_EQ(uiw__nfs_write(other, &r, 0, 1, "X", UNSTABLE, NULL), -NFS3ERR_ACCES);
+    CHECK_EQ(uiw__nfs_read(other, &r, 0, sizeof(buf), buf, &eof), 8);
+    CHECK_MEM(buf, "Readonly", 8);
+    uiw__nfs_client_close(owner);
+    uiw__nfs_client_close(other);
+    srv_stop(&v);
 }
