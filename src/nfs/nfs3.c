@@ -466,19 +466,12 @@ static void made(struct call *c, struct uiw__nfs_export *ex, int dfd, const char
     close(fd);
 }
 
-static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
+/* CREATE's making of the file `name` in dfd, as the caller. */
+static nfsstat3 make_file(struct call *c, int dfd, const char *name, const void *how)
 {
-    int dfd = -1, fd = -1;
-    struct uiw__nfs_export *ex = NULL;
-    wcc_data *w = &r->CREATE3res_u.resok.dir_wcc;
-    const char *name = a->where.name;
-    r->status = where(c, &a->where, &dfd, &ex, w);
-    if (r->status != NFS3_OK)
-        goto out;
-    if (uiw__vfs_enter(&c->v) != 0) {
-        r->status = NFS3ERR_PERM;
-        goto out;
-    }
+    const CREATE3args *a = how;
+    nfsstat3 st = NFS3_OK;
+    int fd = -1;
     const sattr3 *sa = &a->how.createhow3_u.obj_attributes;
     switch (a->how.mode) {
     case UNCHECKED:
@@ -492,23 +485,23 @@ static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
             fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
             struct stat sb;
             if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
-                r->status = NFS3ERR_EXIST;
+                st = NFS3ERR_EXIST;
                 break;
             }
             if (fd >= 0) {
                 sattr3 size_only;
                 memset(&size_only, 0, sizeof(size_only));
                 size_only.size = sa->size;
-                r->status = setattr3(c, fd, &size_only);
+                st = setattr3(c, fd, &size_only);
                 break;
             }
         }
         if (fd < 0) {
-            r->status = uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
+            st = uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
             break;
         }
-        r->status = setattr3(c, fd, sa); /* the mode again: past the umask */
-        if (r->status != NFS3_OK)
+        st = setattr3(c, fd, sa); /* the mode again: past the umask */
+        if (st != NFS3_OK)
             unlinkat(dfd, name, 0); /* made but not as asked (a chown refused): undone */
         break;
     }
@@ -524,162 +517,150 @@ static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
         fd = openat(dfd, name, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             if (futimens(fd, ts) != 0)
-                r->status = uiw__nfsd_errno(errno);
+                st = uiw__nfsd_errno(errno);
             break;
         }
         if (errno != EEXIST) {
-            r->status = uiw__nfsd_errno(errno);
+            st = uiw__nfsd_errno(errno);
             break;
         }
-        struct stat st;
-        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            st.st_atim.tv_sec == ts[0].tv_sec && st.st_mtim.tv_sec == ts[1].tv_sec &&
-            st.st_atim.tv_nsec == 0 && st.st_mtim.tv_nsec == 0)
+        struct stat was;
+        if (fstatat(dfd, name, &was, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(was.st_mode) &&
+            was.st_atim.tv_sec == ts[0].tv_sec && was.st_mtim.tv_sec == ts[1].tv_sec &&
+            was.st_atim.tv_nsec == 0 && was.st_mtim.tv_nsec == 0)
             break; /* our own earlier reply was lost */
-        r->status = NFS3ERR_EXIST;
+        st = NFS3ERR_EXIST;
         break;
     }
     default:
-        r->status = NFS3ERR_INVAL;
+        st = NFS3ERR_INVAL;
     }
-    uiw__vfs_leave(&c->v);
-    if (r->status == NFS3_OK)
-        made(c, ex, dfd, name, &r->CREATE3res_u.resok.obj, &r->CREATE3res_u.resok.obj_attributes);
-out:
     closefd(fd);
+    return st;
+}
+
+/* MKDIR's, as the caller. */
+static nfsstat3 make_dir(struct call *c, int dfd, const char *name, const void *how)
+{
+    const sattr3 *sa = &((const MKDIR3args *)how)->attributes;
+    mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0755;
+    if (mkdirat(dfd, name, mode) != 0)
+        return uiw__nfsd_errno(errno);
+    nfsstat3 st = NFS3_OK;
+    int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        st = setattr3(c, fd, sa);
+        close(fd);
+    }
+    return st;
+}
+
+/* SYMLINK's, as the caller: the link is stored as given (the server never follows it). */
+static nfsstat3 make_symlink(struct call *c, int dfd, const char *name, const void *how)
+{
+    (void)c;
+    const symlinkdata3 *d = &((const SYMLINK3args *)how)->symlink;
+    const char *target = d->symlink_data;
+    if (!target || !*target)
+        return NFS3ERR_INVAL;
+    if (strlen(target) > PATH_MAX - 1)
+        return NFS3ERR_NAMETOOLONG;
+    if (symlinkat(target, dfd, name) != 0)
+        return uiw__nfsd_errno(errno);
+    const sattr3 *sa = &d->symlink_attributes;
+    if (sa->uid.set_it || sa->gid.set_it) {
+        uid_t u = sa->uid.set_it ? sa->uid.set_uid3_u.uid : (uid_t)-1;
+        gid_t g = sa->gid.set_it ? sa->gid.set_gid3_u.gid : (gid_t)-1;
+        if (fchownat(dfd, name, u, g, AT_SYMLINK_NOFOLLOW) != 0) {
+            nfsstat3 st = uiw__nfsd_errno(errno);
+            unlinkat(dfd, name, 0); /* made but not as asked: undone */
+            return st;
+        }
+    }
+    return NFS3_OK;
+}
+
+/* MKNOD's, as the caller. */
+static nfsstat3 make_node(struct call *c, int dfd, const char *name, const void *how)
+{
+    const mknoddata3 *what = &((const MKNOD3args *)how)->what;
+    const sattr3 *sa;
+    mode_t type;
+    dev_t dev = 0;
+    switch (what->type) {
+    case NF3CHR:
+    case NF3BLK:
+        sa = &what->mknoddata3_u.device.dev_attributes;
+        type = what->type == NF3CHR ? S_IFCHR : S_IFBLK;
+        dev = makedev(what->mknoddata3_u.device.spec.specdata1,
+                      what->mknoddata3_u.device.spec.specdata2);
+        break;
+    case NF3SOCK:
+    case NF3FIFO:
+        sa = &what->mknoddata3_u.pipe_attributes;
+        type = what->type == NF3SOCK ? S_IFSOCK : S_IFIFO;
+        break;
+    default:
+        return NFS3ERR_BADTYPE;
+    }
+    mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
+    if (mknodat(dfd, name, type | mode, dev) != 0)
+        return uiw__nfsd_errno(errno);
+    nfsstat3 st = NFS3_OK;
+    int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        st = setattr3(c, fd, sa);
+        close(fd);
+    }
+    return st;
+}
+
+/* CREATE, MKDIR, SYMLINK and MKNOD: the directory and name checked, `make` run as the
+ * caller, then the new object's handle and attributes, and the directory's wcc_data. */
+static nfsstat3 create_in(struct call *c, const diropargs3 *at,
+                          nfsstat3 (*make)(struct call *, int, const char *, const void *),
+                          const void *how, wcc_data *w, post_op_fh3 *obj, post_op_attr *attr)
+{
+    int dfd = -1;
+    struct uiw__nfs_export *ex = NULL;
+    nfsstat3 st = where(c, at, &dfd, &ex, w);
+    if (st == NFS3_OK && uiw__vfs_enter(&c->v) != 0)
+        st = NFS3ERR_PERM;
+    if (st == NFS3_OK) {
+        st = make(c, dfd, at->name, how);
+        uiw__vfs_leave(&c->v);
+        if (st == NFS3_OK)
+            made(c, ex, dfd, at->name, obj, attr);
+    }
     uiw__nfsd_postop(dfd, ex, &w->after);
     change_end(c);
     closefd(dfd);
+    return st;
+}
+
+static void p_create(struct call *c, CREATE3args *a, CREATE3res *r)
+{
+    CREATE3resok *ok = &r->CREATE3res_u.resok;
+    r->status = create_in(c, &a->where, make_file, a, &ok->dir_wcc, &ok->obj, &ok->obj_attributes);
 }
 
 static void p_mkdir(struct call *c, MKDIR3args *a, MKDIR3res *r)
 {
-    int dfd = -1;
-    struct uiw__nfs_export *ex = NULL;
-    wcc_data *w = &r->MKDIR3res_u.resok.dir_wcc;
-    const char *name = a->where.name;
-    r->status = where(c, &a->where, &dfd, &ex, w);
-    if (r->status != NFS3_OK)
-        goto out;
-    if (uiw__vfs_enter(&c->v) != 0) {
-        r->status = NFS3ERR_PERM;
-        goto out;
-    }
-    const sattr3 *sa = &a->attributes;
-    mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0755;
-    if (mkdirat(dfd, name, mode) != 0) {
-        r->status = uiw__nfsd_errno(errno);
-    } else {
-        int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0) {
-            r->status = setattr3(c, fd, sa);
-            close(fd);
-        }
-    }
-    uiw__vfs_leave(&c->v);
-    if (r->status == NFS3_OK)
-        made(c, ex, dfd, name, &r->MKDIR3res_u.resok.obj, &r->MKDIR3res_u.resok.obj_attributes);
-out:
-    uiw__nfsd_postop(dfd, ex, &w->after);
-    change_end(c);
-    closefd(dfd);
+    MKDIR3resok *ok = &r->MKDIR3res_u.resok;
+    r->status = create_in(c, &a->where, make_dir, a, &ok->dir_wcc, &ok->obj, &ok->obj_attributes);
 }
 
 static void p_symlink(struct call *c, SYMLINK3args *a, SYMLINK3res *r)
 {
-    int dfd = -1;
-    struct uiw__nfs_export *ex = NULL;
-    wcc_data *w = &r->SYMLINK3res_u.resok.dir_wcc;
-    const char *name = a->where.name;
-    const char *target = a->symlink.symlink_data;
-    r->status = where(c, &a->where, &dfd, &ex, w);
-    if (r->status != NFS3_OK)
-        goto out;
-    if (!target || !*target) {
-        r->status = NFS3ERR_INVAL;
-        goto out;
-    }
-    if (strlen(target) > PATH_MAX - 1) {
-        r->status = NFS3ERR_NAMETOOLONG;
-        goto out;
-    }
-    if (uiw__vfs_enter(&c->v) != 0) {
-        r->status = NFS3ERR_PERM;
-        goto out;
-    }
-    /* The link is stored as given: the server never follows it. */
-    if (symlinkat(target, dfd, name) != 0)
-        r->status = uiw__nfsd_errno(errno);
-    else {
-        const sattr3 *sa = &a->symlink.symlink_attributes;
-        if (sa->uid.set_it || sa->gid.set_it) {
-            uid_t u = sa->uid.set_it ? sa->uid.set_uid3_u.uid : (uid_t)-1;
-            gid_t g = sa->gid.set_it ? sa->gid.set_gid3_u.gid : (gid_t)-1;
-            if (fchownat(dfd, name, u, g, AT_SYMLINK_NOFOLLOW) != 0) {
-                r->status = uiw__nfsd_errno(errno);
-                unlinkat(dfd, name, 0); /* made but not as asked: undone */
-            }
-        }
-    }
-    uiw__vfs_leave(&c->v);
-    if (r->status == NFS3_OK)
-        made(c, ex, dfd, name, &r->SYMLINK3res_u.resok.obj, &r->SYMLINK3res_u.resok.obj_attributes);
-out:
-    uiw__nfsd_postop(dfd, ex, &w->after);
-    change_end(c);
-    closefd(dfd);
+    SYMLINK3resok *ok = &r->SYMLINK3res_u.resok;
+    r->status =
+        create_in(c, &a->where, make_symlink, a, &ok->dir_wcc, &ok->obj, &ok->obj_attributes);
 }
 
 static void p_mknod(struct call *c, MKNOD3args *a, MKNOD3res *r)
 {
-    int dfd = -1;
-    struct uiw__nfs_export *ex = NULL;
-    wcc_data *w = &r->MKNOD3res_u.resok.dir_wcc;
-    const char *name = a->where.name;
-    r->status = where(c, &a->where, &dfd, &ex, w);
-    if (r->status != NFS3_OK)
-        goto out;
-    const sattr3 *sa;
-    mode_t type;
-    dev_t dev = 0;
-    switch (a->what.type) {
-    case NF3CHR:
-    case NF3BLK:
-        sa = &a->what.mknoddata3_u.device.dev_attributes;
-        type = a->what.type == NF3CHR ? S_IFCHR : S_IFBLK;
-        dev = makedev(a->what.mknoddata3_u.device.spec.specdata1,
-                      a->what.mknoddata3_u.device.spec.specdata2);
-        break;
-    case NF3SOCK:
-    case NF3FIFO:
-        sa = &a->what.mknoddata3_u.pipe_attributes;
-        type = a->what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
-        break;
-    default:
-        r->status = NFS3ERR_BADTYPE;
-        goto out;
-    }
-    if (uiw__vfs_enter(&c->v) != 0) {
-        r->status = NFS3ERR_PERM;
-        goto out;
-    }
-    mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
-    if (mknodat(dfd, name, type | mode, dev) != 0) {
-        r->status = uiw__nfsd_errno(errno);
-    } else {
-        int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            r->status = setattr3(c, fd, sa);
-            close(fd);
-        }
-    }
-    uiw__vfs_leave(&c->v);
-    if (r->status == NFS3_OK)
-        made(c, ex, dfd, name, &r->MKNOD3res_u.resok.obj, &r->MKNOD3res_u.resok.obj_attributes);
-out:
-    uiw__nfsd_postop(dfd, ex, &w->after);
-    change_end(c);
-    closefd(dfd);
+    MKNOD3resok *ok = &r->MKNOD3res_u.resok;
+    r->status = create_in(c, &a->where, make_node, a, &ok->dir_wcc, &ok->obj, &ok->obj_attributes);
 }
 
 /* REMOVE and RMDIR. */
