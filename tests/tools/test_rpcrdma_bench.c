@@ -301,6 +301,7 @@ TEST(bench_xdr_counts_both_sides)
             uiw_test_fail(__FILE__, __LINE__, "%s: ratio %.1f, times %.1f / %.1f", cases[i], ratio,
                           tt, tu);
     }
+    tool_run_free(&r);
 }
 
 static void quotient(const char *what, double ratio, double num, double den)
@@ -343,4 +344,5 @@ TEST(bench_nfs_fair_ratios)
     const char *cr = "{\"creates_per_sec\":";
     quotient("creates", field(r.out, cr, "ratio"), field(r.out, cr, "sync"),
              field(r.out, cr, "async"));
+    tool_run_free(&r);
 }
