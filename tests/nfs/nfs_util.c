@@ -1,25 +1,37 @@
 #include "nfs_util.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "nfs/exports.h"
 #include "nfs/server.h"
 #include "test.h"
 
+/* The fsid each device was reported with by the server running (every file of an st_dev:
+ * one fsid); forgotten when a server starts. */
+static struct {
+    dev_t dev;
+    uint64_t fsid;
+} fsids[16];
+static unsigned nfsids;
+
 void srv_start(struct srv *v, const struct uiw__nfsd_opts *o)
 {
     memset(v, 0, sizeof(*v));
+    nfsids = 0;
     snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs-test.XXXXXX");
     CHECK(mkdtemp(v->dir) != NULL);
     struct uiw__nfsd_opts d;
@@ -158,6 +170,7 @@ void srv_exports_text(struct srv *v, const char *text, unsigned max_handles)
     char err[512];
     if (uiw__nfs_exports_parse(lines, "exports", &t, err, sizeof(err)) != 0)
         uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    nfsids = 0;
     struct uiw__nfsd_opts o;
     uiw__nfsd_opts_default(&o);
     o.addr = "127.0.0.1";
@@ -172,4 +185,107 @@ void srv_exports_text(struct srv *v, const char *text, unsigned max_handles)
     v->tcp = uiw__nfsd_port(v->s, UIW__NFSD_TCP);
     v->mount = uiw__nfsd_port(v->s, UIW__NFSD_MOUNT);
     snprintf(v->url, sizeof(v->url), "nfs://127.0.0.1:%d%s?mountport=%d", v->tcp, v->dir, v->mount);
+}
+
+struct stat lstat_ok(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "lstat %s: %s", path, strerror(errno));
+    return st;
+}
+
+/* RFC 1813's file types by S_IFMT (0: none of them). */
+static ftype3 ftype_of(mode_t m)
+{
+    static const struct {
+        mode_t fmt;
+        ftype3 type;
+    } types[] = {{S_IFREG, NF3REG}, {S_IFDIR, NF3DIR},   {S_IFBLK, NF3BLK}, {S_IFCHR, NF3CHR},
+                 {S_IFLNK, NF3LNK}, {S_IFSOCK, NF3SOCK}, {S_IFIFO, NF3FIFO}};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if ((m & S_IFMT) == types[i].fmt)
+            return types[i].type;
+    return (ftype3)0;
+}
+
+static void check_fsid(const char *file, int line, const char *what, uint64_t fsid, dev_t dev)
+{
+    for (unsigned i = 0; i < nfsids; i++) {
+        if (fsids[i].dev == dev && fsids[i].fsid != fsid)
+            uiw_test_fail(file, line,
+                          "%s: fsid 0x%" PRIx64 ", another file of its device 0x%" PRIx64, what,
+                          fsid, fsids[i].fsid);
+        if (fsids[i].dev != dev && fsids[i].fsid == fsid)
+            uiw_test_fail(file, line, "%s: fsid 0x%" PRIx64 " also names another device", what,
+                          fsid);
+        if (fsids[i].dev == dev)
+            return;
+    }
+    if (nfsids < sizeof(fsids) / sizeof(fsids[0])) {
+        fsids[nfsids].dev = dev;
+        fsids[nfsids].fsid = fsid;
+        nfsids++;
+    }
+}
+
+#define FIELD(name, got, want)                                                                     \
+    do {                                                                                           \
+        unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want);        \
+        if (g_ != w_)                                                                              \
+            uiw_test_fail(file, line, "%s: %s %llu (0x%llx), on disk %llu (0x%llx)", what, name,   \
+                          g_, g_, w_, w_);                                                         \
+    } while (0)
+
+void check_fattr(const char *file, int line, const char *what, const fattr3 *a,
+                 const struct stat *st)
+{
+    FIELD("type", a->type, ftype_of(st->st_mode));
+    FIELD("mode", a->mode, st->st_mode & 07777);
+    FIELD("nlink", a->nlink, st->st_nlink);
+    FIELD("uid", a->uid, st->st_uid);
+    FIELD("gid", a->gid, st->st_gid);
+    FIELD("size", a->size, st->st_size);
+    FIELD("used", a->used, (uint64_t)st->st_blocks * 512);
+    FIELD("rdev major", a->rdev.specdata1, major(st->st_rdev));
+    FIELD("rdev minor", a->rdev.specdata2, minor(st->st_rdev));
+    FIELD("fileid", a->fileid, st->st_ino);
+    FIELD("atime seconds", a->atime.seconds, (uint32_t)st->st_atim.tv_sec);
+    FIELD("atime nseconds", a->atime.nseconds, st->st_atim.tv_nsec);
+    FIELD("mtime seconds", a->mtime.seconds, (uint32_t)st->st_mtim.tv_sec);
+    FIELD("mtime nseconds", a->mtime.nseconds, st->st_mtim.tv_nsec);
+    FIELD("ctime seconds", a->ctime.seconds, (uint32_t)st->st_ctim.tv_sec);
+    FIELD("ctime nseconds", a->ctime.nseconds, st->st_ctim.tv_nsec);
+    check_fsid(file, line, what, a->fsid, st->st_dev);
+}
+
+void check_fattr_path(const char *file, int line, const char *what, const fattr3 *a,
+                      const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        uiw_test_fail(file, line, "%s: lstat %s: %s", what, path, strerror(errno));
+    check_fattr(file, line, what, a, &st);
+}
+
+void check_postop_path(const char *file, int line, const char *what, const post_op_attr *p,
+                       const char *path)
+{
+    if (!p->attributes_follow)
+        uiw_test_fail(file, line, "%s: no attributes", what);
+    check_fattr_path(file, line, what, &p->post_op_attr_u.attributes, path);
+}
+
+void check_wcc(const char *file, int line, const char *what, const wcc_data *w,
+               const struct stat *before, const char *path)
+{
+    if (!w->before.attributes_follow)
+        uiw_test_fail(file, line, "%s: no pre-operation attributes", what);
+    const wcc_attr *b = &w->before.pre_op_attr_u.attributes;
+    FIELD("pre-op size", b->size, before->st_size);
+    FIELD("pre-op mtime seconds", b->mtime.seconds, (uint32_t)before->st_mtim.tv_sec);
+    FIELD("pre-op mtime nseconds", b->mtime.nseconds, before->st_mtim.tv_nsec);
+    FIELD("pre-op ctime seconds", b->ctime.seconds, (uint32_t)before->st_ctim.tv_sec);
+    FIELD("pre-op ctime nseconds", b->ctime.nseconds, before->st_ctim.tv_nsec);
+    check_postop_path(file, line, what, &w->after, path);
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "nfs/client.h"
@@ -42,6 +43,31 @@ int tcp_to(int port);
  * including the ready line (into line[0..cap)). It dies with the test: a failed check
  * (exit 1), a crash or ctest's kill leaves no server holding ctest's output pipe. */
 pid_t nfsd_spawn_argv(const char *const *argv, FILE **out, char *line, size_t cap);
+
+/* The attributes a reply gave (a) against the file system's own (st, from lstat of the
+ * export on disk), field by field: type, mode, nlink, uid, gid, size, used, rdev, fileid
+ * (st_ino), atime, mtime and ctime to the nanosecond, and fsid consistent (every file of
+ * one st_dev has one fsid, files of different devices differ). The test fails naming
+ * what: a description of the object, e.g. "GETATTR of f". */
+void check_fattr(const char *file, int line, const char *what, const fattr3 *a,
+                 const struct stat *st);
+#define CHECK_FATTR(what, a, st) check_fattr(__FILE__, __LINE__, (what), (a), (st))
+/* The same against lstat of path, taken now (after the reply). */
+void check_fattr_path(const char *file, int line, const char *what, const fattr3 *a,
+                      const char *path);
+#define CHECK_FATTR_PATH(what, a, path) check_fattr_path(__FILE__, __LINE__, (what), (a), (path))
+/* A post_op_attr: present, and as check_fattr_path. */
+void check_postop_path(const char *file, int line, const char *what, const post_op_attr *p,
+                       const char *path);
+#define CHECK_POSTOP_PATH(what, p, path) check_postop_path(__FILE__, __LINE__, (what), (p), (path))
+/* wcc_data: the pre-operation attributes (size, mtime, ctime) are those of before (lstat
+ * before the call), the post-operation ones those of lstat of path now. */
+void check_wcc(const char *file, int line, const char *what, const wcc_data *w,
+               const struct stat *before, const char *path);
+#define CHECK_WCC(what, w, before, path)                                                           \
+    check_wcc(__FILE__, __LINE__, (what), (w), (before), (path))
+/* lstat that must succeed. */
+struct stat lstat_ok(const char *path);
 
 /* rm -rf */
 void rm_tree(const char *dir);

@@ -90,6 +90,7 @@ TEST(procedures)
     CHECK_EQ(a.type, NF3REG);
     CHECK_EQ(a.size, 200000);
     CHECK_EQ(a.mode, 0640);
+    CHECK_FATTR_PATH("GETATTR", &a, path_in(&v, "dir/f"));
     int eof = 0;
     CHECK_EQ(uiw__nfs_read(c, &f, 0, 150000, back, &eof), 150000);
     CHECK_EQ(eof, 0);
@@ -108,6 +109,7 @@ TEST(procedures)
 
     /* LOOKUP, ACCESS. */
     CHECK_EQ(uiw__nfs_lookup_path(c, "dir/f", &f2, &a), 0);
+    CHECK_FATTR_PATH("LOOKUP", &a, path_in(&v, "dir/f"));
     CHECK_EQ(f2.len, f.len);
     CHECK_MEM(f2.data, f.data, f.len);
     CHECK_EQ(uiw__nfs_lookup(c, &d, "nope", &f2, NULL), -NFS3ERR_NOENT);
@@ -159,6 +161,7 @@ TEST(procedures)
              0);
     CHECK_EQ(kr.status, NFS3_OK);
     CHECK_EQ(kr.LINK3res_u.resok.file_attributes.post_op_attr_u.attributes.nlink, 2);
+    CHECK_POSTOP_PATH("LINK", &kr.LINK3res_u.resok.file_attributes, path_in(&v, "hard"));
     CHECK_EQ(uiw__nfs_rename(c, root(c), "hard", &d, "moved"), 0);
     CHECK_EQ(access(path_in(&v, "dir/moved"), F_OK), 0);
     CHECK_EQ(access(path_in(&v, "hard"), F_OK), -1);
@@ -202,6 +205,7 @@ TEST(procedures)
                            UIW__XDRPROC(xdr_FSSTAT3res), &fr),
              0);
     CHECK_EQ(fr.status, NFS3_OK);
+    CHECK_POSTOP_PATH("FSSTAT", &fr.FSSTAT3res_u.resok.obj_attributes, v.dir);
     CHECK(fr.FSSTAT3res_u.resok.tbytes > 0);
     CHECK(fr.FSSTAT3res_u.resok.fbytes <= fr.FSSTAT3res_u.resok.tbytes);
     PATHCONF3args pa;
