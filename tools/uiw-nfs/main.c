@@ -38,7 +38,7 @@ static const char usage[] =
     "URL: nfs://HOST[:PORT]/EXPORT/PATH[?transport=rdma|tcp&rpcrdma=1|2&mountport=N&uid=N&gid=N]\n"
     "options:\n"
     "  -v, --verbose        say what happens (mount, transport, rates)\n"
-    "      --verify         get/put/cp: compare the SHA-256 of source and destination\n"
+    "      --verify         get/put/cp: read both ends again, compare sizes and SHA-256\n"
     "      --progress / --no-progress   force the progress bar on or off (default: on a\n"
     "                       terminal, for transfers longer than a second)\n"
     "  -b, --block BYTES    transfer block (default: the server's maximum, at most 1 MiB)\n"

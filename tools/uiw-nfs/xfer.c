@@ -2,8 +2,11 @@
  * get, put, cp and cat: a file moved block by block between a local file and an NFS file
  * (or two NFS files). Remote writes are UNSTABLE and end with a COMMIT whose verifier
  * must match every WRITE's (else the server restarted in between and the copy is done
- * again with FILE_SYNC writes). --verify hashes (SHA-256) what was read from the source
- * and what the destination holds afterwards, read back, and fails when they differ.
+ * again with FILE_SYNC writes). --verify reads the source and the destination again
+ * afterwards, each in a pass of its own (a local file opened anew by its name, a remote
+ * one with new READ calls), and fails unless both hold as many bytes as their sizes say
+ * and as were copied, with the same SHA-256: not the bytes the copy moved, which a short
+ * write or a short read would leave matching themselves.
  * put and get take many files; --json prints one object per file and, for more than
  * one, a total: bytes, seconds (the checksums' time left out), MB/s, and the median and
  * 99th percentile latency of the READ or WRITE calls.
@@ -91,17 +94,31 @@ static int end_write(struct end *e, uint64_t off, const void *buf, uint32_t n, s
     return 0;
 }
 
-/* The SHA-256 of what an end holds now (read back from the start). */
-static int end_hash(struct end *e, void *buf, uint32_t bs, char hex[65])
+/* The SHA-256 of what an end holds now, read again from the start in a pass of its own
+ * (a local file opened again by its name, not through the descriptor the copy used; a
+ * remote one with new READ calls), its length in *len; and the size the end reports for
+ * itself afterwards (fstat, GETATTR) in *size. */
+static int end_hash(struct end *e, void *buf, uint32_t bs, char hex[65], uint64_t *len,
+                    uint64_t *size)
 {
+    struct end again = *e;
+    again.st = NULL;
+    if (!e->t) {
+        again.fd = open(e->label, O_RDONLY | O_CLOEXEC);
+        if (again.fd < 0) {
+            fprintf(stderr, "uiw-nfs: verify: %s: %s\n", e->label, strerror(errno));
+            return -1;
+        }
+    }
     struct sha *h = sha_new();
     uint64_t off = 0;
+    int rc = 0;
     for (;;) {
         int eof = 0;
-        int n = end_read(e, off, buf, bs, &eof);
+        int n = end_read(&again, off, buf, bs, &eof);
         if (n < 0) {
-            sha_hex(h, hex);
-            return -1;
+            rc = -1;
+            break;
         }
         sha_update(h, buf, (size_t)n);
         off += (uint64_t)n;
@@ -109,6 +126,55 @@ static int end_hash(struct end *e, void *buf, uint32_t bs, char hex[65])
             break;
     }
     sha_hex(h, hex);
+    *len = off;
+    if (rc == 0 && e->t) {
+        fattr3 a;
+        int g = uiw__nfs_getattr(e->t->c, &e->t->fh, &a);
+        if (g != 0) {
+            fprintf(stderr, "uiw-nfs: verify: getattr %s: %s\n", e->label,
+                    uiw__nfs_errtext(e->t->c, g));
+            rc = -1;
+        }
+        *size = a.size;
+    } else if (rc == 0) {
+        struct stat st;
+        if (fstat(again.fd, &st) != 0) {
+            fprintf(stderr, "uiw-nfs: verify: %s: %s\n", e->label, strerror(errno));
+            rc = -1;
+        }
+        *size = (uint64_t)st.st_size;
+    }
+    if (!e->t)
+        close(again.fd);
+    return rc;
+}
+
+/* --verify: the source and the destination each read again in a pass of its own (not
+ * the bytes the copy moved), the same length as each one's size and as the copy, and the
+ * same SHA-256; dst_hex gets the destination's. */
+static int verify(struct end *src, struct end *dst, uint64_t copied, void *buf, uint32_t bs,
+                  char dst_hex[65])
+{
+    char src_hex[65];
+    uint64_t slen, ssize, dlen, dsize;
+    if (end_hash(src, buf, bs, src_hex, &slen, &ssize) != 0 ||
+        end_hash(dst, buf, bs, dst_hex, &dlen, &dsize) != 0)
+        return -1;
+    if (slen != ssize || dlen != dsize || slen != dlen || dlen != copied) {
+        fprintf(stderr,
+                "uiw-nfs: verify FAILED: %s holds %llu bytes (size %llu), %s %llu (size "
+                "%llu), %llu copied\n",
+                src->label, (unsigned long long)slen, (unsigned long long)ssize, dst->label,
+                (unsigned long long)dlen, (unsigned long long)dsize, (unsigned long long)copied);
+        return -1;
+    }
+    if (strcmp(src_hex, dst_hex) != 0) {
+        fprintf(stderr, "uiw-nfs: verify FAILED: %s has sha256 %s, %s has %s\n", src->label,
+                src_hex, dst->label, dst_hex);
+        return -1;
+    }
+    fprintf(stderr, "uiw-nfs: verified %s: sha256 %s, %llu bytes\n", dst->label, dst_hex,
+            (unsigned long long)dlen);
     return 0;
 }
 
@@ -150,7 +216,6 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
     char dst_hex[65] = "";
     for (int attempt = 0; attempt < 2; attempt++) {
         stable_how how = attempt ? FILE_SYNC : UNSTABLE;
-        struct sha *h = o->verify ? sha_new() : NULL;
         struct progress p;
         progress_start(&p, o, dst->label, total);
         uint64_t off = 0;
@@ -159,7 +224,7 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
         xstats_free(st);
         src->st = src->t ? st : NULL;
         dst->st = dst->t ? st : NULL;
-        double t0 = now_s(), hashing = 0;
+        double t0 = now_s();
         for (;;) {
             int eof = 0;
             int n = end_read(src, off, buf, bs, &eof);
@@ -168,11 +233,6 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
                 break;
             }
             if (n > 0) {
-                if (h) {
-                    double h0 = now_s();
-                    sha_update(h, buf, (size_t)n);
-                    hashing += now_s() - h0;
-                }
                 if (end_write(dst, off, buf, (uint32_t)n, how, verf) != 0) {
                     failed = 1;
                     break;
@@ -205,9 +265,6 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
             failed = 1;
         }
         progress_end(&p);
-        char src_hex[65] = "";
-        if (h)
-            sha_hex(h, src_hex);
         if (failed)
             break;
         if (changed) {
@@ -217,7 +274,7 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
                     dst->label);
             continue;
         }
-        double dt = now_s() - t0 - hashing;
+        double dt = now_s() - t0;
         st->files = 1;
         st->bytes = off;
         st->secs = dt;
@@ -225,16 +282,8 @@ static int copy(const struct opts *o, struct end *src, struct end *dst, uint64_t
         if (o->verbose)
             fprintf(stderr, "uiw-nfs: %s: %llu bytes in %.3f s (%.1f MB/s)\n", dst->label,
                     (unsigned long long)off, dt, dt > 0 ? (double)off / dt / 1e6 : 0.0);
-        if (o->verify) {
-            if (end_hash(dst, buf, bs, dst_hex) != 0)
-                break;
-            if (strcmp(src_hex, dst_hex) != 0) {
-                fprintf(stderr, "uiw-nfs: verify FAILED: %s has sha256 %s, %s has %s\n", src->label,
-                        src_hex, dst->label, dst_hex);
-                break;
-            }
-            fprintf(stderr, "uiw-nfs: verified %s: sha256 %s\n", dst->label, dst_hex);
-        }
+        if (o->verify && verify(src, dst, off, buf, bs, dst_hex) != 0)
+            break;
         rc = 0;
         break;
     }
