@@ -289,3 +289,49 @@ void check_wcc(const char *file, int line, const char *what, const wcc_data *w,
     FIELD("pre-op ctime nseconds", b->ctime.nseconds, before->st_ctim.tv_nsec);
     check_postop_path(file, line, what, &w->after, path);
 }
+
+/* Up to n bytes of fd, fewer only at its end. */
+static ssize_t read_full(int fd, char *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, p + got, n - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+void check_same_file(const char *file, int line, const char *a, const char *b)
+{
+    int fa = open(a, O_RDONLY), fb = open(b, O_RDONLY);
+    if (fa < 0 || fb < 0)
+        uiw_test_fail(file, line, "open %s: %s", fa < 0 ? a : b, strerror(errno));
+    static char ba[1 << 20], bb[1 << 20];
+    for (uint64_t off = 0;; off += sizeof(ba)) {
+        ssize_t na = read_full(fa, ba, sizeof(ba)), nb = read_full(fb, bb, sizeof(bb));
+        if (na < 0 || nb < 0)
+            uiw_test_fail(file, line, "read %s: %s", na < 0 ? a : b, strerror(errno));
+        size_t n = (size_t)(na < nb ? na : nb), i = 0;
+        while (i < n && ba[i] == bb[i])
+            i++;
+        if (i < n)
+            uiw_test_fail(file, line, "%s and %s differ at byte %llu", a, b,
+                          (unsigned long long)(off + i));
+        if (na != nb) {
+            struct stat sa, sb;
+            CHECK(fstat(fa, &sa) == 0 && fstat(fb, &sb) == 0);
+            uiw_test_fail(file, line, "%s holds %lld bytes, %s %lld", a, (long long)sa.st_size, b,
+                          (long long)sb.st_size);
+        }
+        if (na == 0)
+            break;
+    }
+    close(fa);
+    close(fb);
+}

@@ -66,6 +66,10 @@ void check_wcc(const char *file, int line, const char *what, const wcc_data *w,
                const struct stat *before, const char *path);
 #define CHECK_WCC(what, w, before, path)                                                           \
     check_wcc(__FILE__, __LINE__, (what), (w), (before), (path))
+/* The two files hold the same bytes, as many of them: read(2) of both, byte for byte
+ * (the test fails saying where they first differ). */
+void check_same_file(const char *file, int line, const char *a, const char *b);
+#define CHECK_SAME_FILE(a, b) check_same_file(__FILE__, __LINE__, (a), (b))
 /* lstat that must succeed. */
 struct stat lstat_ok(const char *path);
 

@@ -52,25 +52,6 @@ static void make_file(const char *path, size_t n, uint64_t seed)
     close(fd);
 }
 
-/* The two files hold the same bytes. */
-static void same_file(const char *a, const char *b)
-{
-    int fa = open(a, O_RDONLY), fb = open(b, O_RDONLY);
-    CHECK(fa >= 0 && fb >= 0);
-    static char ba[1 << 20], bb[1 << 20];
-    for (uint64_t off = 0;; off += sizeof(ba)) {
-        ssize_t na = read(fa, ba, sizeof(ba)), nb = read(fb, bb, sizeof(bb));
-        CHECK(na >= 0 && nb >= 0);
-        if (na != nb || memcmp(ba, bb, (size_t)na) != 0)
-            uiw_test_fail(__FILE__, __LINE__, "%s and %s differ at about %llu", a, b,
-                          (unsigned long long)off);
-        if (na == 0)
-            break;
-    }
-    close(fa);
-    close(fb);
-}
-
 static void nfs_tool(const char *const *argv, int seconds)
 {
     struct tool_run r;
@@ -113,7 +94,7 @@ static void reset_mid_transfer(int rdma)
     CHECK_EQ(relay_cuts(r), 1);
     if (!rdma)
         CHECK(v.s->drc_hits > hits); /* the WRITE whose reply was lost ran once */
-    same_file(local, path_in(&v, "f"));
+    CHECK_SAME_FILE(local, path_in(&v, "f"));
     if (rdma)
         relay_cut_at(r, RELAY_S2C, relay_bytes(r, RELAY_S2C) + n / 2, 0);
     else
@@ -121,7 +102,7 @@ static void reset_mid_transfer(int rdma)
     const char *get[] = {"uiw-nfs", "-v", "get", url, back, NULL};
     nfs_tool(get, 300);
     CHECK_EQ(relay_cuts(r), 2);
-    same_file(local, back);
+    CHECK_SAME_FILE(local, back);
     relay_stop(r);
     unlink(local);
     unlink(back);
@@ -226,7 +207,7 @@ static void server_killed(int rdma)
     /* the server's restart showed: a new verifier at COMMIT, the copy sent again */
     if (!strstr(log, "verifier changed"))
         uiw_test_fail(__FILE__, __LINE__, "no verifier change seen: %s", log);
-    same_file(local, remote);
+    CHECK_SAME_FILE(local, remote);
     CHECK_EQ(kill(srv, SIGTERM), 0);
     CHECK_EQ(waitpid(srv, &ws, 0), srv);
     unlink(local);
@@ -272,8 +253,8 @@ TEST(fault_loss_nfs_copy)
         nfs_tool(get, 600);
         char f[16];
         snprintf(f, sizeof(f), "f%d", rdma);
-        same_file(local, path_in(&v, f));
-        same_file(local, back);
+        CHECK_SAME_FILE(local, path_in(&v, f));
+        CHECK_SAME_FILE(local, back);
         if (uiw_test_dropped() - before < 100)
             uiw_test_fail(__FILE__, __LINE__, "only %ld packets dropped",
                           uiw_test_dropped() - before);

@@ -170,7 +170,8 @@ static void rdma_inflight_body(void)
     srv_stop(&v);
 }
 
-/* The tools over RDMA: --verify put and get, the version in the verbose output. */
+/* The tools over RDMA: --verify put and get, the version in the verbose output; the file
+ * put and the file fetched are the original, byte for byte. */
 static void rdma_tools_body(void)
 {
     struct srv v;
@@ -192,11 +193,16 @@ static void rdma_tools_body(void)
     CHECK(strstr(r.err, "verified") != NULL);
     CHECK(strstr(r.err, "answered ERR_VERS (versions 1 to 1): going on in Version 1") != NULL);
     tool_run_free(&r);
+    /* what put wrote and what get fetched: the original, byte for byte, on disk */
+    char put_there[600];
+    snprintf(put_there, sizeof(put_there), "%s/x", v.dir);
+    CHECK_SAME_FILE(local, put_there);
     const char *get[] = {"uiw-nfs", "--verify", "get", url, back, NULL};
     tool_run(UIW_NFS, get, NULL, 0, 60, &r);
     CHECK_EQ(r.status, 0);
     CHECK(strstr(r.err, "verified") != NULL);
     tool_run_free(&r);
+    CHECK_SAME_FILE(local, back);
     unlink(local);
     unlink(back);
     srv_stop(&v);

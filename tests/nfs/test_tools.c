@@ -91,24 +91,6 @@ static void write_local(const char *path, size_t n, unsigned seed)
     fclose(f);
 }
 
-static int same_file(const char *a, const char *b)
-{
-    FILE *x = fopen(a, "r"), *y = fopen(b, "r");
-    int same = x && y;
-    while (same) {
-        int p = fgetc(x), q = fgetc(y);
-        if (p != q)
-            same = 0;
-        if (p == EOF || q == EOF)
-            break;
-    }
-    if (x)
-        fclose(x);
-    if (y)
-        fclose(y);
-    return same;
-}
-
 TEST(tools_put_get_ls_stat_cat)
 {
     struct daemon d;
@@ -127,12 +109,12 @@ TEST(tools_put_get_ls_stat_cat)
         CHECK(strstr(r.err, "verified") != NULL);
         tool_run_free(&r);
         snprintf(path, sizeof(path), "%s/%s", d.dir, name);
-        CHECK(same_file(local, path));
+        CHECK_SAME_FILE(local, path);
         r = nfs("--verify", "get", u, back);
         CHECK_EQ(r.status, 0);
         CHECK(strstr(r.err, "verified") != NULL);
         tool_run_free(&r);
-        CHECK(same_file(local, back));
+        CHECK_SAME_FILE(local, back);
     }
     /* put into a directory keeps the name. */
     url(&d, "", ud, sizeof(ud));
@@ -145,7 +127,7 @@ TEST(tools_put_get_ls_stat_cat)
     tool_run_free(&r);
     const char *base = strrchr(local, '/') + 1;
     snprintf(path, sizeof(path), "%s/sub/%s", d.dir, base);
-    CHECK(same_file(local, path));
+    CHECK_SAME_FILE(local, path);
     /* ls and stat. */
     r = nfs("ls", ud, NULL, NULL);
     CHECK_EQ(r.status, 0);
@@ -218,7 +200,7 @@ TEST(tools_cp_mv_rm_mkdir_rmdir_bench)
     CHECK_EQ(r.status, 0);
     tool_run_free(&r);
     snprintf(path, sizeof(path), "%s/b", d.dir);
-    CHECK(same_file(local, path));
+    CHECK_SAME_FILE(local, path);
     /* mkdir, mv into it, rm, rmdir. */
     url(&d, "dir", u, sizeof(u));
     r = nfs("mkdir", u, NULL, NULL);
@@ -233,7 +215,7 @@ TEST(tools_cp_mv_rm_mkdir_rmdir_bench)
     CHECK_EQ(r.status, 0);
     tool_run_free(&r);
     snprintf(path, sizeof(path), "%s/dir/c", d.dir);
-    CHECK(same_file(local, path));
+    CHECK_SAME_FILE(local, path);
     url(&d, "dir", u2, sizeof(u2));
     r = nfs("rmdir", u2, NULL, NULL);
     CHECK_EQ(r.status, 1);
@@ -355,7 +337,7 @@ TEST(tools_many_files_json)
     for (int i = 0; i < 3; i++) {
         char b[400];
         snprintf(b, sizeof(b), "%s/f%d", back, i);
-        CHECK(same_file(names[i], b));
+        CHECK_SAME_FILE(names[i], b);
     }
     /* Several files need a directory on the other side; --json needs standard output. */
     url(&d, "dir/f0", u, sizeof(u));
@@ -388,7 +370,8 @@ static struct tool_run shell(const char *cmd)
 
 /* The progress bar: drawn (on standard error, redrawn with '\r', ended by a newline) for
  * a transfer longer than a second when asked for, not for a shorter one, and not by
- * default when standard error is no terminal. --verify's SHA-256 is that of the data. */
+ * default when standard error is no terminal. --verify's SHA-256 is that of the data,
+ * put and got back, and both files are the original byte for byte. */
 TEST(tools_progress_and_verify)
 {
     struct daemon d;
@@ -438,8 +421,25 @@ TEST(tools_progress_and_verify)
     CHECK_EQ(s.status, 0);
     CHECK(strlen(s.out) >= 64 && strlen(v + 9) >= 64);
     CHECK_MEM(v + 9, s.out, 64);
+    char s_hex[64];
+    memcpy(s_hex, s.out, 64);
     tool_run_free(&s);
     tool_run_free(&r);
+    snprintf(path, sizeof(path), "%s/short", d.dir);
+    CHECK_SAME_FILE(local, path);
+    /* get --verify: the file fetched is the original; its SHA-256 is the file's */
+    char back[300];
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    const char *get[] = {"uiw-nfs", "--verify", "get", u, back, NULL};
+    tool_run(UIW_NFS, get, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    v = strstr(r.err, "verified");
+    CHECK(v != NULL && (v = strstr(v, ": sha256 ")) != NULL && strlen(v + 9) >= 64);
+    CHECK_MEM(v + 9, s_hex, 64);
+    CHECK(strstr(r.err, ", 300000 bytes") != NULL);
+    tool_run_free(&r);
+    CHECK_SAME_FILE(local, back);
+    unlink(back);
     unlink(local);
     daemon_stop(&d);
 }
@@ -477,7 +477,7 @@ TEST(tools_stats_rdma)
     struct tool_run r;
     tool_run(UIW_NFS, get, NULL, 0, 60, &r);
     CHECK_EQ(r.status, 0);
-    CHECK(same_file(file, back));
+    CHECK_SAME_FILE(file, back);
     const char *st = strstr(r.out, "{\"stats\":{\"connections\":1,");
     CHECK(st != NULL);
     CHECK(strstr(st, "\"retransmits\":0,") != NULL);
@@ -517,7 +517,7 @@ TEST(tools_stats_rdma)
     CHECK(strstr(st, "\"rdma_read_bytes\":1048576,\"rdma_write_bytes\":0,") != NULL);
     tool_run_free(&r);
     snprintf(u2, sizeof(u2), "%s/g", dir);
-    CHECK(same_file(file, u2));
+    CHECK_SAME_FILE(file, u2);
     out[0] = 0;
     CHECK_EQ(kill(pid, SIGTERM), 0);
     read_until(f, "   CRC errors:", out, sizeof(out));
