@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "io/pcap.h"
 #include "test.h"
 
 struct relay {
@@ -20,12 +21,14 @@ struct relay {
     int armed, dir, mid_record, stop;
     unsigned gen; /* raised by relay_cut_all */
     unsigned cuts, live;
+    char capture[512]; /* the next connection's capture ("": none) */
 };
 
 struct pipe_pair {
     struct relay *r;
     int c, s; /* client side, server side */
     unsigned gen;
+    struct uiw__pcap *pcap; /* or NULL */
 };
 
 static void reset(int fd)
@@ -82,6 +85,7 @@ static void *pump(void *arg)
             }
             r->c2s += fwd;
             pthread_mutex_unlock(&r->lock);
+            uiw__pcap_data(pp->pcap, 1, &(struct iovec){buf, fwd}, 1, fwd);
             if (fwd && send_all(pp->s, buf, fwd) != 0)
                 break;
             if (cut)
@@ -142,12 +146,14 @@ static void *pump(void *arg)
             }
             r->s2c += fwd;
             pthread_mutex_unlock(&r->lock);
+            uiw__pcap_data(pp->pcap, 0, &(struct iovec){buf, fwd}, 1, fwd);
             if (fwd && send_all(pp->c, buf, fwd) != 0)
                 break;
             if (cut)
                 break;
         }
     }
+    uiw__pcap_close(pp->pcap);
     if (cut) {
         reset(pp->c);
         reset(pp->s);
@@ -190,9 +196,18 @@ static void *accepter(void *arg)
         }
         struct pipe_pair *pp = malloc(sizeof(*pp));
         CHECK(pp != NULL);
-        *pp = (struct pipe_pair){r, c, s, 0};
+        *pp = (struct pipe_pair){r, c, s, 0, NULL};
         pthread_mutex_lock(&r->lock);
         pp->gen = r->gen;
+        if (r->capture[0]) {
+            /* the client's address and port as the client sees them, and the server's */
+            struct sockaddr_in from;
+            socklen_t fl = sizeof(from);
+            CHECK_EQ(getpeername(c, (struct sockaddr *)&from, &fl), 0);
+            pp->pcap = uiw__pcap_open(r->capture, (struct sockaddr *)&from, (struct sockaddr *)&sa);
+            CHECK(pp->pcap != NULL);
+            r->capture[0] = 0;
+        }
         r->live++;
         pthread_mutex_unlock(&r->lock);
         pthread_t t;
@@ -233,6 +248,14 @@ void relay_cut_at(struct relay *r, int dir, uint64_t at, int mid_record)
     r->cut_at = at;
     r->mid_record = mid_record;
     r->armed = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void relay_capture(struct relay *r, const char *path)
+{
+    pthread_mutex_lock(&r->lock);
+    CHECK(strlen(path) < sizeof(r->capture));
+    snprintf(r->capture, sizeof(r->capture), "%s", path);
     pthread_mutex_unlock(&r->lock);
 }
 

@@ -1,7 +1,8 @@
 /* A fault-injecting TCP relay for the fault tests: it listens on a free loopback port and
  * forwards every connection it accepts to a target port, byte for byte, until told to
  * break one: reset it (both ends, abortively) after so many bytes from the server, or in
- * the middle of the first ONC RPC record (TCP record marking) that starts after them. */
+ * the middle of the first ONC RPC record (TCP record marking) that starts after them; or
+ * to capture one connection for tshark. */
 #ifndef UIW_TESTS_NFS_RELAY_H
 #define UIW_TESTS_NFS_RELAY_H
 
@@ -21,6 +22,10 @@ void relay_cut_all(struct relay *r);
 /* Connections reset so far; bytes forwarded in direction dir. */
 unsigned relay_cuts(struct relay *r);
 uint64_t relay_bytes(struct relay *r, int dir);
+/* The next connection the relay accepts is written to a pcap capture at path (the stack's
+ * own writer, src/io/pcap.c: the client's and the server's real addresses and ports),
+ * complete once that connection closed and relay_stop returned. */
+void relay_capture(struct relay *r, const char *path);
 void relay_stop(struct relay *r);
 
 #endif
