@@ -42,19 +42,28 @@ static struct uiw__nfs_client *rdma_client(const struct srv *v, int rpcrdma, int
     return c;
 }
 
+/* READDIRPLUS's entries named e*: counted, and their attributes against lstat. */
+struct entries {
+    const struct srv *v;
+    int n;
+};
+
 static int count(void *arg, const char *name, uint64_t fileid, const fattr3 *attr,
                  const struct uiw__nfs_fh *fh)
 {
-    (void)fileid;
-    (void)attr;
-    (void)fh;
-    if (name[0] == 'e')
-        (*(int *)arg)++;
+    struct entries *e = arg;
+    CHECK(fh != NULL && attr != NULL);
+    if (name[0] == 'e') {
+        e->n++;
+        CHECK_FATTR_PATH(name, attr, path_in(e->v, name));
+        CHECK_EQ(fileid, attr->fileid);
+    }
     return 0;
 }
 
 /* WRITE (Read chunks) and READ (Write chunks into the caller's buffer) of a few MiB,
- * READDIRPLUS of 1,000 entries (long replies in Reply chunks), in Version Two. */
+ * READDIRPLUS of 1,000 entries (long replies in Reply chunks), in Version Two; the
+ * attributes against lstat of the export. */
 static void transfer(struct srv *v, struct uiw__nfs_client *c)
 {
     struct uiw__nfs_fh f;
@@ -81,6 +90,9 @@ static void transfer(struct srv *v, struct uiw__nfs_client *c)
     struct stat st;
     CHECK_EQ(stat(path_in(v, "big"), &st), 0);
     CHECK_EQ(st.st_size, (long long)n + 1);
+    fattr3 a;
+    CHECK_EQ(uiw__nfs_getattr(c, &f, &a), 0);
+    CHECK_FATTR_PATH("GETATTR over RDMA", &a, path_in(v, "big"));
     free(buf);
     free(back);
     for (int i = 0; i < 1000; i++) {
@@ -88,9 +100,9 @@ static void transfer(struct srv *v, struct uiw__nfs_client *c)
         snprintf(name, sizeof(name), "e%d", i);
         put_file(v, name, "", 0);
     }
-    int k = 0;
+    struct entries k = {v, 0};
     CHECK_EQ(uiw__nfs_readdir(c, uiw__nfs_client_root(c), count, &k), 0);
-    CHECK_EQ(k, 1000);
+    CHECK_EQ(k.n, 1000);
     CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "a/b", &f, NULL), -NFS3ERR_ACCES);
 }
 
