@@ -317,10 +317,12 @@ static void p_readlink(struct call *c, READLINK3args *a, READLINK3res *r)
 {
     int fd;
     struct uiw__nfs_export *ex;
-    READLINK3resok *ok = &r->READLINK3res_u.resok;
-    r->status = resolve_attr(c, &a->symlink, &fd, &ex, &ok->symlink_attributes);
-    if (r->status != NFS3_OK)
+    READLINK3resok *ok = &r->READLINK3res_u.resok; /* its attributes: resfail's place too */
+    r->status = uiw__vfs_resolve(&c->v, &a->symlink, 0, &fd, &ex);
+    if (r->status != NFS3_OK) {
+        ok->symlink_attributes.attributes_follow = 0;
         return;
+    }
     ssize_t n = readlinkat(fd, "", c->path, sizeof(c->path) - 1);
     if (n < 0) {
         r->status = errno == ENOENT ? NFS3ERR_INVAL : uiw__nfsd_errno(errno);
@@ -328,6 +330,7 @@ static void p_readlink(struct call *c, READLINK3args *a, READLINK3res *r)
         c->path[n] = 0;
         ok->data = c->path;
     }
+    uiw__nfsd_postop(fd, ex, &ok->symlink_attributes); /* after: the atime it read at */
     close(fd);
 }
 
