@@ -9,11 +9,15 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nfs/exports.h"
@@ -334,4 +338,50 @@ void check_same_file(const char *file, int line, const char *a, const char *b)
     }
     close(fa);
     close(fb);
+}
+
+static pid_t test_rpcbind = -1;
+
+static void end_rpcbind(void)
+{
+    if (test_rpcbind > 0)
+        kill(test_rpcbind, SIGKILL);
+}
+
+pid_t private_rpcbind(void)
+{
+    if (access("/usr/sbin/rpcbind", X_OK) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "/usr/sbin/rpcbind: %s (scripts/deps.sh installs it)",
+                      strerror(errno));
+    CHECK_EQ(uiw_test_private_net(), 0);
+    CHECK_EQ(unshare(CLONE_NEWNS), 0);
+    CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    CHECK_EQ(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0);
+    CHECK_EQ(mkdir("/run/rpcbind", 0700), 0);
+    pid_t rb = fork();
+    CHECK(rb >= 0);
+    if (rb == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        execl("/usr/sbin/rpcbind", "rpcbind", "-f", "-w", (char *)NULL);
+        _exit(127);
+    }
+    test_rpcbind = rb;
+    atexit(end_rpcbind);
+    for (int i = 0; i < 500 && access("/run/rpcbind.sock", F_OK) != 0; i++)
+        usleep(10000);
+    CHECK_EQ(access("/run/rpcbind.sock", F_OK), 0);
+    return rb;
+}
+
+void private_rpcbind_stop(void)
+{
+    CHECK(test_rpcbind > 0);
+    CHECK_EQ(kill(test_rpcbind, SIGTERM), 0);
+    int st;
+    CHECK_EQ(waitpid(test_rpcbind, &st, 0), test_rpcbind);
+    test_rpcbind = -1;
+    unlink("/run/rpcbind.sock");
 }

@@ -73,6 +73,16 @@ void check_same_file(const char *file, int line, const char *a, const char *b);
 /* lstat that must succeed. */
 struct stat lstat_ok(const char *path);
 
+/* Move this process (root only) into a network and mount namespace of its own, with a fresh
+ * tmpfs on /run, and start the real rpcbind there (/usr/sbin/rpcbind -f -w, its output
+ * thrown away), waiting for its socket: fixed ports (111, 2049, 20048, 20049) collide with
+ * nothing. It is killed at exit, a failed check's too (it changes its user, which clears a
+ * parent-death signal). Returns its pid. */
+pid_t private_rpcbind(void);
+
+/* End that rpcbind (SIGTERM, reaped) and remove its socket. */
+void private_rpcbind_stop(void);
+
 /* rm -rf */
 void rm_tree(const char *dir);
 

@@ -1,14 +1,11 @@
 /* uiw-nfsd and uiw-nfs as programs, on loopback TCP. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -656,16 +653,6 @@ static bool rpcbind_has(unsigned prog, const char *netid, int port)
     return found;
 }
 
-/* The test's rpcbind: it changes its user, which clears the parent-death signal, so it
- * is ended at exit, a failed check's too. */
-static pid_t test_rpcbind = -1;
-
-static void end_rpcbind(void)
-{
-    if (test_rpcbind > 0)
-        kill(test_rpcbind, SIGKILL);
-}
-
 static void stop_nfsd(pid_t pid, int sig)
 {
     CHECK_EQ(kill(pid, sig), 0);
@@ -692,26 +679,7 @@ TEST(root_tools_rpcbind)
                           "%s: %s (scripts/deps.sh installs rpcbind and "
                           "nfs-common)",
                           tools[i], strerror(errno));
-    CHECK_EQ(uiw_test_private_net(), 0);
-    CHECK_EQ(unshare(CLONE_NEWNS), 0);
-    CHECK_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-    CHECK_EQ(mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"), 0);
-    CHECK_EQ(mkdir("/run/rpcbind", 0700), 0);
-    pid_t rb = fork();
-    CHECK(rb >= 0);
-    if (rb == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, STDOUT_FILENO);
-        dup2(null, STDERR_FILENO);
-        execl("/usr/sbin/rpcbind", "rpcbind", "-f", "-w", (char *)NULL);
-        _exit(127);
-    }
-    test_rpcbind = rb;
-    atexit(end_rpcbind);
-    for (int i = 0; i < 500 && access("/run/rpcbind.sock", F_OK) != 0; i++)
-        usleep(10000);
-    CHECK_EQ(access("/run/rpcbind.sock", F_OK), 0);
+    private_rpcbind();
 
     char dir[64];
     snprintf(dir, sizeof(dir), "/tmp/uiw-nfsd-rpcbind.XXXXXX");
@@ -770,9 +738,7 @@ TEST(root_tools_rpcbind)
     CHECK(!rpcbind_has(100003, NULL, 0));
     stop_nfsd(pid, SIGTERM);
     /* no rpcbind: --rpcbind does not start; the default starts without a word */
-    stop_nfsd(rb, SIGTERM);
-    test_rpcbind = -1;
-    unlink("/run/rpcbind.sock");
+    private_rpcbind_stop();
     const char *must[] = {"uiw-nfsd", "--rpcbind", "-p", "-1", dir, NULL};
     struct tool_run e;
     tool_run(UIW_NFSD, must, NULL, 0, 30, &e);
