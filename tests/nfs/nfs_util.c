@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "interop.h"
 #include "nfs/exports.h"
 #include "nfs/server.h"
 #include "test.h"
@@ -384,4 +385,15 @@ void private_rpcbind_stop(void)
     CHECK_EQ(waitpid(test_rpcbind, &st, 0), test_rpcbind);
     test_rpcbind = -1;
     unlink("/run/rpcbind.sock");
+}
+
+void sha256_of(const char *path, char out[65])
+{
+    char cmd[1200], *o = NULL;
+    snprintf(cmd, sizeof(cmd), "sha256sum < '%s'", path);
+    CHECK_EQ(it_run(cmd, 0, 60, &o), 0);
+    CHECK(strlen(o) >= 64);
+    memcpy(out, o, 64);
+    out[64] = 0;
+    free(o);
 }

@@ -83,6 +83,9 @@ pid_t private_rpcbind(void);
 /* End that rpcbind (SIGTERM, reaped) and remove its socket. */
 void private_rpcbind_stop(void);
 
+/* The SHA-256 of a file, as 64 hex digits (sha256sum's). */
+void sha256_of(const char *path, char out[65]);
+
 /* rm -rf */
 void rm_tree(const char *dir);
 

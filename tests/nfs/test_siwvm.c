@@ -26,18 +26,6 @@
 #include "nfs_util.h"
 #include "test.h"
 
-/* The sha256sum of a file, as hex. */
-static void sha256_of(const char *path, char out[65])
-{
-    char cmd[1200], *o = NULL;
-    snprintf(cmd, sizeof(cmd), "sha256sum < '%s'", path);
-    CHECK_EQ(it_run(cmd, 0, 60, &o), 0);
-    CHECK(strlen(o) >= 64);
-    memcpy(out, o, 64);
-    out[64] = 0;
-    free(o);
-}
-
 /* uiw-nfs with options and a command (words), then one or two quoted arguments. */
 static int uiw_nfs(const char *words, const char *a, const char *b, char **out)
 {
