@@ -49,7 +49,7 @@ report_skips() {
   local s rig=0 root=0 other=0
   for s in "${skipped[@]}"; do
     case "${s#*: }" in
-      *.siwvm_*) rig=$((rig + 1)) ;;
+      *.siwvm_* | *.root_siwvm_*) rig=$((rig + 1)) ;;
       *.root_*) root=$((root + 1)) ;;
       *) other=$((other + 1)) ;;
     esac
