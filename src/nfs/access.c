@@ -12,24 +12,28 @@
 
 #include "nfs/server.h"
 
-/* The caller's address as text, and its port. */
-static void caller(const struct svc_req *rq, char *buf, size_t n, unsigned *port)
+void uiw__nfsd_caller(SVCXPRT *xprt, char *buf, size_t n, unsigned *port)
 {
     snprintf(buf, n, "unknown");
-    *port = 0;
-    const struct netbuf *nb = svc_getrpccaller(rq->rq_xprt);
-    if (!nb || !nb->buf || nb->len < sizeof(sa_family_t))
-        return;
-    const struct sockaddr *sa = nb->buf;
-    if (sa->sa_family == AF_INET && nb->len >= sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *in = nb->buf;
-        inet_ntop(AF_INET, &in->sin_addr, buf, (socklen_t)n);
-        *port = ntohs(in->sin_port);
-    } else if (sa->sa_family == AF_INET6 && nb->len >= sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *in6 = nb->buf;
-        inet_ntop(AF_INET6, &in6->sin6_addr, buf, (socklen_t)n);
-        *port = ntohs(in6->sin6_port);
+    unsigned p = 0;
+    const struct netbuf *nb = svc_getrpccaller(xprt);
+    if (nb && nb->buf && nb->len >= sizeof(sa_family_t)) {
+        const struct sockaddr *sa = nb->buf;
+        if (sa->sa_family == AF_INET && nb->len >= sizeof(struct sockaddr_in)) {
+            const struct sockaddr_in *in = nb->buf;
+            inet_ntop(AF_INET, &in->sin_addr, buf, (socklen_t)n);
+            p = ntohs(in->sin_port);
+        } else if (sa->sa_family == AF_INET6 && nb->len >= sizeof(struct sockaddr_in6)) {
+            const struct sockaddr_in6 *in6 = nb->buf;
+            if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+                inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], buf, (socklen_t)n);
+            else
+                inet_ntop(AF_INET6, &in6->sin6_addr, buf, (socklen_t)n);
+            p = ntohs(in6->sin6_port);
+        }
     }
+    if (port)
+        *port = p;
 }
 
 nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
@@ -43,7 +47,7 @@ nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
         const struct netbuf *nb = svc_getrpccaller(rq->rq_xprt);
         char who[INET6_ADDRSTRLEN + 8];
         unsigned port;
-        caller(rq, who, sizeof(who), &port);
+        uiw__nfsd_caller(rq->rq_xprt, who, sizeof(who), &port);
         const char *why = NULL;
         if (nb && nb->buf && nb->len >= sizeof(sa_family_t))
             o = uiw__nfs_xentry_match(ex->access, nb->buf);

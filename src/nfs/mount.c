@@ -6,7 +6,6 @@
  * first, so that clients from many addresses cannot grow it without end); EXPORT lists
  * the exports (open to every host).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,20 +18,6 @@
 
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
-
-/* The caller's address as text (the mount list's host name). */
-static void caller(SVCXPRT *xprt, char *buf, size_t n)
-{
-    snprintf(buf, n, "unknown");
-    const struct netbuf *nb = svc_getrpccaller(xprt);
-    if (!nb || !nb->buf || nb->len < sizeof(sa_family_t))
-        return;
-    const struct sockaddr *sa = nb->buf;
-    if (sa->sa_family == AF_INET && nb->len >= sizeof(struct sockaddr_in))
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)nb->buf)->sin_addr, buf, (socklen_t)n);
-    else if (sa->sa_family == AF_INET6 && nb->len >= sizeof(struct sockaddr_in6))
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)nb->buf)->sin6_addr, buf, (socklen_t)n);
-}
 
 /* "/a//b/" -> "/a/b". */
 static void normalize(const char *in, char *out, size_t n)
@@ -205,7 +190,7 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
 static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
 {
     char host[INET6_ADDRSTRLEN + 1];
-    caller(xprt, host, sizeof(host));
+    uiw__nfsd_caller(xprt, host, sizeof(host), NULL);
     switch (rq->rq_proc) {
     case MOUNTPROC3_NULL:
         svc_sendreply(xprt, UIW__XDRPROC(xdr_void), NULL);

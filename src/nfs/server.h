@@ -136,6 +136,11 @@ void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
 
 /* ---- access (access.c) ---- */
 
+/* The caller's address as text (an IPv4 caller of a dual-stack socket as IPv4, as
+ * knfsd's mountd names it: the mount list's host name and the refusals' log), and its
+ * port (when port is not NULL). */
+void uiw__nfsd_caller(SVCXPRT *xprt, char *buf, size_t n, unsigned *port);
+
 /* May the caller of rq use ex, and write to it? NFS3_OK with *cred its identity there
  * (squashed as the export's line says for it), NFS3ERR_ACCES (not a client of it; a
  * source port of 1024 or above on a `secure` export; a flavor its `sec` leaves out),

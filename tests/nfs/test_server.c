@@ -803,6 +803,38 @@ TEST(mount_procedures)
     srv_stop(&v);
 }
 
+/* A server on every address (one dual-stack IPv6 socket) names an IPv4 caller in its
+ * mount list as IPv4, as knfsd's mountd does: showmount -a shows 127.0.0.1, not
+ * ::ffff:127.0.0.1. */
+TEST(mount_list_ipv4_caller_of_every_address)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    snprintf(v.dir, sizeof(v.dir), "/tmp/uiw-nfs-test.XXXXXX");
+    CHECK(mkdtemp(v.dir) != NULL);
+    struct uiw__nfsd_opts d;
+    uiw__nfsd_opts_default(&d);
+    d.addr = NULL;
+    d.tcp_port = 0;
+    d.mount_port = 0;
+    d.rdma_port = -1;
+    v.s = uiw__nfsd_create(&d);
+    CHECK(v.s != NULL);
+    CHECK_EQ(uiw__nfsd_add_export(v.s, v.dir), 0);
+    CHECK_EQ(uiw__nfsd_start(v.s), 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_port = htons((uint16_t)uiw__nfsd_port(v.s, UIW__NFSD_MOUNT));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int sock = RPC_ANYSOCK;
+    CLIENT *m = clnttcp_create(&sa, MOUNT_PROGRAM, MOUNT_V3, &sock, 0, 0);
+    CHECK(m != NULL);
+    CHECK_EQ(mnt(m, v.dir, NULL), MNT3_OK);
+    CHECK_EQ(dump(m, NULL, NULL), 1);
+    CHECK_EQ(dump(m, "127.0.0.1", v.dir), 1);
+    clnt_destroy(m);
+    srv_stop(&v);
+}
+
 /* MNT from more addresses than the mount list keeps: it holds the newest
  * UIW__NFS_MAX_MOUNTS, the oldest gone first, and DUMP lists them all. */
 TEST(mount_list_bounded)

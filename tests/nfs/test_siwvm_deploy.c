@@ -173,7 +173,7 @@ TEST(root_siwvm_deploy)
     said("PROC-X", "mountport=20048,");
     /* showmount -a: the mount */
     said("DUMP", "rc=0");
-    snprintf(p, sizeof(p), ":%s\n", rw);
+    snprintf(p, sizeof(p), "\n127.0.0.1:%s\n", rw); /* slirp's address for the guest */
     said("DUMP", p);
     /* the read-only export */
     said("MOUNT-R", "rc=0");
