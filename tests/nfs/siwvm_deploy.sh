@@ -7,12 +7,13 @@
 #
 # Every check prints a line the host reads ("KEY: ..."), and the script goes on after a
 # failure so that the host sees every result; the host's share is /mnt/host, where the
-# host's git binary (git) appears. The semantic checks run as user 1000, and as root,
-# the same way in a directory of the guest's local tmpfs and in one of the export
-# ("SEM local: ..." and "SEM nfs: ..." must match line for line).
+# host's git binary (git) and the host's handshake files appear. The semantic checks run
+# as user 1000, and as root, the same way in a directory of the guest's local tmpfs and in
+# one of the export ("SEM local: ..." and "SEM nfs: ..." must match line for line).
 set -u
 rw=$1 ro=$2 rdma=$3
 srv=10.0.2.2
+H=/mnt/host
 export LC_ALL=C TZ=UTC
 
 # prefix KEY CMD...: CMD's output and errors, each line as "KEY: line", then "KEY: rc=N".
@@ -23,6 +24,15 @@ prefix() {
   rc=$?
   sed "s|^|$key: |" /tmp/out
   echo "$key: rc=$rc"
+}
+
+# wait_host FILE: until the host makes FILE in the share (two minutes at most)
+wait_host() {
+  local n=0
+  while [ ! -e "$H/$1" ] && [ $n -lt 240 ]; do
+    sleep 0.5
+    n=$((n + 1))
+  done
 }
 
 # at PHASE: the guest's uptime, for the log (where the time goes)
@@ -128,6 +138,21 @@ at local-done
 semantics /mnt/x nfs
 at nfs-done
 echo "SEM-DONE"
+
+# A directory moved out of the export (by the host) while this shell is in it and holds
+# one of its files open: its handles must be stale now.
+mkdir /mnt/x/moving && echo inside >/mnt/x/moving/f
+cd /mnt/x/moving || exit 1
+exec 3<f
+echo "MOVE-NOW"
+wait_host moved
+prefix STALE-CREATE touch new
+prefix STALE-LS ls .
+prefix STALE-READ cat f
+prefix STALE-STAT stat -c %i .
+exec 3<&-
+cd /
+at stale-done
 
 prefix UMOUNT-X umount /mnt/x
 [ "$rdma" = 1 ] && prefix UMOUNT-Y umount /mnt/y

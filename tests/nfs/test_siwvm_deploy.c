@@ -19,6 +19,8 @@
  *    a descriptor kept writable after chmod 0444, tar x of read-only files, directories
  *    and hard and symbolic links, git init, add of 100 files, commit and fsck (this host's
  *    git binary, through the share), chown and chgrp of setuid and setgid files;
+ *  - a directory moved out of the export on this host while the guest is in it and holds
+ *    one of its files open: the client's calls on it get ESTALE, and make nothing there;
  *  - umount, and showmount -a no longer lists the mount.
  * Exits 77 (skipped) without root or where the rig is not available.
  */
@@ -107,13 +109,15 @@ TEST(root_siwvm_deploy)
     CHECK_EQ(it_run("ip addr add 10.0.2.2/32 dev lo", 1, 10, &o), 0);
     free(o);
 
-    char base[512], vmdir[512], rw[600], ro[600], p[900];
+    char base[512], vmdir[512], rw[600], ro[600], out[600], p[900];
     it_tmpdir(base, sizeof(base), "deploy");
     CHECK_EQ(chmod(base, 0755), 0);
     snprintf(rw, sizeof(rw), "%s/rw", base);
     snprintf(ro, sizeof(ro), "%s/ro", base);
+    snprintf(out, sizeof(out), "%s/out", base); /* beside the exports, on their file system */
     CHECK_EQ(mkdir(rw, 0755), 0);
     CHECK_EQ(mkdir(ro, 0755), 0);
+    CHECK_EQ(mkdir(out, 0755), 0);
     snprintf(p, sizeof(p), "%s/hello", ro);
     write_text(p, "hello from the read-only export\n");
     snprintf(p, sizeof(p), "%s/exports", base);
@@ -151,7 +155,16 @@ TEST(root_siwvm_deploy)
              vmdir, console, UIW_SOURCE_DIR, rw, ro, rdma > 0);
     int vm = it_spawn(cmd, runlog);
 
-    int rc = it_wait(vm, 380);
+    /* the guest is in directory moving of the export and holds its file open: move it out
+     * (the server checks that a file is still inside its export at most once a second) */
+    it_wait_marker(console, runlog, "MOVE-NOW", vm, 360);
+    char from[700], to[700];
+    snprintf(from, sizeof(from), "%s/moving", rw);
+    snprintf(to, sizeof(to), "%s/moving", out);
+    CHECK_EQ(rename(from, to), 0);
+    sleep(2);
+    it_touch(vmdir, "moved");
+    int rc = it_wait(vm, 120);
     guest = it_slurp(runlog);
     GUEST_CHECK(rc == 0, "the VM ended with status %d", rc);
     GUEST_CHECK(strstr(guest, "GUEST-END") != NULL, "the guest script did not finish");
@@ -223,6 +236,11 @@ TEST(root_siwvm_deploy)
                 "%s on this host", p);
     snprintf(p, sizeof(p), "%s/u/repo/.git/HEAD", rw);
     GUEST_CHECK(stat(p, &st) == 0 && st.st_uid == 1000, "%s on this host", p);
+    /* moved out of the export: stale, and nothing made there */
+    said("STALE-CREATE", "Stale file handle");
+    said("STALE-READ", "Stale file handle");
+    snprintf(p, sizeof(p), "%s/new", to);
+    GUEST_CHECK(access(p, F_OK) == -1, "%s made outside the export", p);
     /* umount: the mount is no longer listed */
     said("UMOUNT-X", "rc=0");
     if (rdma > 0)
