@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-tidy clang-format cppcheck
       libclang-rt-14-dev valgrind libisal-dev libtirpc-dev rpcsvc-proto libssl-dev tshark
       tcpdump iproute2 iptables rpcbind nfs-common python3 libibverbs-dev groff-base debhelper gnuplot-nox
-      libnfs-dev)
+      libnfs-dev git)
 if [ "${UIW_DEPS_EXTRA:-}" != "" ]; then
   read -r -a extra <<<"$UIW_DEPS_EXTRA"
   pkgs+=("${extra[@]}")

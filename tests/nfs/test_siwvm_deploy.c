@@ -100,7 +100,8 @@ TEST(root_siwvm_deploy)
                           strerror(errno));
     char *git = NULL, *o = NULL;
     if (it_run("command -v git", 0, 10, &git) != 0)
-        uiw_test_fail(__FILE__, __LINE__, "no git on this host for the guest to run");
+        uiw_test_fail(__FILE__, __LINE__,
+                      "no git on this host for the guest to run (scripts/deps.sh installs it)");
     git[strcspn(git, "\n")] = 0;
     private_rpcbind();
     /* The guest's calls reach this loopback through slirp, but name this host 10.0.2.2:
