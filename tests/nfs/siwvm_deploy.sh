@@ -132,11 +132,13 @@ mkdir -p /tmp/home /tmp/t && chown 1000:1000 /tmp/home /tmp/t
 as_user bash -c 'cd /tmp/t && umask 022 && echo a >a && echo b >b && mkdir d ro &&
   echo c >d/c && echo e >ro/e && chmod 0444 a d/c ro/e && chmod 0555 ro && ln a h &&
   ln -s a s && ln -s ../a d/up && tar -cf /tmp/t.tar a b d h s ro'
+# both at once (they share nothing but the tarball), each one's lines together
 mkdir /tmp/local
-semantics /tmp/local local
-at local-done
-semantics /mnt/x nfs
-at nfs-done
+semantics /tmp/local local >/tmp/sem.local 2>&1 &
+semantics /mnt/x nfs >/tmp/sem.nfs 2>&1
+wait
+cat /tmp/sem.local /tmp/sem.nfs
+at semantics-done
 echo "SEM-DONE"
 
 # A directory moved out of the export (by the host) while this shell is in it and holds
