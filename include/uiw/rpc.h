@@ -413,6 +413,12 @@ struct uiw_rpc_svc_attr {
     /* A client whose RDMA Read of a Read chunk has not completed within this time is
      * disconnected (0 -> 30000 ms). */
     uint32_t read_timeout_ms;
+    /* Connections served at once at most (0: no limit). A connection request beyond it is
+     * rejected by the connection manager before anything is allocated for it (the
+     * client's uiw_rpc_clnt_create fails with ECONNREFUSED), with a log line (UIW_LOG=warn).
+     * A connection counts from its acceptance until it is freed, once it closed and its
+     * calls ended. */
+    uint32_t max_connections;
 };
 
 /* Create a server listening for RPC-over-RDMA connections. NULL + errno (EADDRINUSE,

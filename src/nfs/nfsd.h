@@ -31,7 +31,8 @@ struct uiw__nfsd_opts {
     int verbose;           /* one line per call on stderr when > 1 */
     /* TCP (NFS and MOUNT): limits and timeouts (0: the default) */
     unsigned tcp_threads;  /* threads running calls; 0: 8 */
-    unsigned max_conns;    /* connections open at once; 0: 1024 (more are refused) */
+    unsigned max_conns;    /* connections open at once, TCP and RPC-over-RDMA together; 0:
+                              1024 (more are refused) */
     unsigned idle_timeout; /* seconds without a call before a connection closes; 0: 360 */
     unsigned io_timeout;   /* seconds a record or a reply may stall; 0: 60 */
     unsigned io_buffers;   /* buffers of max_io for WRITE and READ payloads; 0: 64 */

@@ -14,6 +14,7 @@
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
 #include "rpc/drc.h"
+#include "rpc/svc_hooks.h"
 #include "rpc/xdr_pad.h"
 
 #if UIW_NFS_HAVE_RDMA
@@ -30,6 +31,27 @@ static struct uiw__nfsd *served;
 static void nfs3_rdma(struct svc_req *rq, SVCXPRT *xprt)
 {
     uiw__nfs3_dispatch(served, rq, xprt);
+}
+
+/* --max-connections bounds both transports together: a connection request over it is
+ * rejected by the connection manager before the RPC layer allocates anything for it. */
+static bool admit(void *arg, const struct sockaddr *peer)
+{
+    struct uiw__nfsd *s = arg;
+    if (uiw__nfsd_conn_take(s))
+        return true;
+    char name[INET6_ADDRSTRLEN + 8];
+    uiw__nfsd_addr_name(peer, name, sizeof(name));
+    uiw__nfsd_refused(s, UIW__NFSD_REFUSED_CONN,
+                      "refused an RPC-over-RDMA connection from %s: the connection limit "
+                      "(--max-connections) is reached",
+                      name);
+    return false;
+}
+
+static void gone(void *arg)
+{
+    uiw__nfsd_conn_give(arg);
 }
 
 struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr, int port,
@@ -75,6 +97,8 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
         return NULL;
     }
     int rc = uiw_rpc_svc_register(r->svc, 100003, 3, nfs3_rdma);
+    if (rc == 0)
+        rc = uiw__rpc_svc_admission(r->svc, admit, gone, s);
     if (rc == 0)
         rc = uiw_rpc_svc_start(r->svc);
     if (rc != 0) {

@@ -1,4 +1,5 @@
 /* The server object: options, exports, the write verifier, listeners. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -368,6 +369,40 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
     pthread_mutex_destroy(&s->refusals.lock);
     pthread_rwlock_destroy(&s->xlock);
     free(s);
+}
+
+int uiw__nfsd_conn_take(struct uiw__nfsd *s)
+{
+    unsigned max = s->opts.max_conns ? s->opts.max_conns : 1024;
+    unsigned n = atomic_load(&s->nconns);
+    do {
+        if (n >= max) {
+            atomic_fetch_add(&s->conns_refused, 1);
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak(&s->nconns, &n, n + 1));
+    return 1;
+}
+
+void uiw__nfsd_conn_give(struct uiw__nfsd *s)
+{
+    atomic_fetch_sub(&s->nconns, 1);
+}
+
+void uiw__nfsd_addr_name(const struct sockaddr *sa, char *out, size_t n)
+{
+    char a[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(out, n, "%s:%u", a, port);
 }
 
 void uiw__nfsd_refused(struct uiw__nfsd *s, enum uiw__nfsd_refusal kind, const char *fmt, ...)

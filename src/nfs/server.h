@@ -215,6 +215,10 @@ struct uiw__nfsd {
     _Atomic unsigned long drc_hits, drc_drops; /* TCP's: replayed, dropped while running */
     _Atomic unsigned long meta_syncs;          /* objects made durable before a reply (`sync`) */
     struct uiw__nfs_rdma *rdma;
+    /* connections open now, TCP and RPC-over-RDMA together (--max-connections), and the
+     * requests refused over the limit */
+    _Atomic unsigned nconns;
+    _Atomic unsigned long conns_refused;
     int ports[3];
     int started;
     int rpcbind_done; /* registered: unregister at the end */
@@ -230,6 +234,14 @@ void uiw__nfsd_rpcbind_unregister(struct uiw__nfsd *s);
 /* Log a refusal of that kind. */
 void uiw__nfsd_refused(struct uiw__nfsd *s, enum uiw__nfsd_refusal kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* One of the --max-connections for a new connection of either transport: 1, or 0 when
+ * they are all taken (counted as refused; the caller logs the refusal). Given back by
+ * uiw__nfsd_conn_give when the connection ends. */
+int uiw__nfsd_conn_take(struct uiw__nfsd *s);
+void uiw__nfsd_conn_give(struct uiw__nfsd *s);
+/* "ADDR:PORT" of a socket address (IPv4 or IPv6; "?:0" otherwise), for log lines. */
+void uiw__nfsd_addr_name(const struct sockaddr *sa, char *out, size_t n);
 
 /* Errno to NFS status (RFC 1813's list; anything else is NFS3ERR_IO). */
 nfsstat3 uiw__nfsd_errno(int err);

@@ -93,7 +93,7 @@ struct uiw__nfs_tcp {
     pthread_t *workers;
     unsigned nworkers, nstarted;
     int loop_started;
-    unsigned max_conns, threads;
+    unsigned threads;
     int64_t idle_ns, io_ns;
     pthread_mutex_t lock; /* everything below */
     pthread_cond_t cv;    /* work queued, or stopping */
@@ -313,6 +313,7 @@ static void conn_close(struct conn *c)
         c->next->prev = c->prev;
     t->counts.conns--;
     pthread_mutex_unlock(&t->lock);
+    uiw__nfsd_conn_give(t->s);
     if (t->s->opts.verbose)
         fprintf(stderr, "uiw-nfsd: TCP connection from %s closed\n", c->name);
     works_done(t, done);
@@ -321,19 +322,7 @@ static void conn_close(struct conn *c)
 
 static void peer_name(struct conn *c)
 {
-    char a[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    const struct sockaddr_storage *ss = &c->peer.addr;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
-        port = ntohs(in->sin_port);
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
-        port = ntohs(in6->sin6_port);
-    }
-    snprintf(c->name, sizeof(c->name), "%s:%u", a, port);
+    uiw__nfsd_addr_name((const struct sockaddr *)&c->peer.addr, c->name, sizeof(c->name));
 }
 
 static void tune(struct uiw__nfs_tcp *t, int fd)
@@ -353,12 +342,16 @@ static void tune(struct uiw__nfs_tcp *t, int fd)
 static void conn_add(struct uiw__nfs_tcp *t, int fd, const struct sockaddr_storage *ss,
                      socklen_t sl)
 {
-    pthread_mutex_lock(&t->lock);
-    int over = t->counts.conns >= t->max_conns;
-    if (over)
+    /* one limit for both transports */
+    int over = !uiw__nfsd_conn_take(t->s);
+    if (over) {
+        pthread_mutex_lock(&t->lock);
         t->counts.refused++;
-    pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->lock);
+    }
     struct conn *c = over ? NULL : calloc(1, sizeof(*c));
+    if (!c && !over)
+        uiw__nfsd_conn_give(t->s);
     if (!c) {
         struct conn tmp;
         memset(&tmp, 0, sizeof(tmp));
@@ -386,6 +379,7 @@ static void conn_add(struct uiw__nfs_tcp *t, int fd, const struct sockaddr_stora
         close(fd);
         pthread_mutex_destroy(&c->lock);
         free(c);
+        uiw__nfsd_conn_give(t->s);
         return;
     }
     pthread_mutex_lock(&t->lock);
@@ -866,7 +860,6 @@ struct uiw__nfs_tcp *uiw__nfs_tcp_create(struct uiw__nfsd *s)
     t->ep = t->wake = -1;
     const struct uiw__nfsd_opts *o = &s->opts;
     t->threads = o->tcp_threads ? o->tcp_threads : 8;
-    t->max_conns = o->max_conns ? o->max_conns : 1024;
     t->idle_ns = (int64_t)(o->idle_timeout ? o->idle_timeout : 360) * 1000000000ll;
     t->io_ns = (int64_t)(o->io_timeout ? o->io_timeout : 60) * 1000000000ll;
     pthread_mutex_init(&t->lock, NULL);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rpc/rpc_internal.h"
+#include "rpc/svc_hooks.h"
 
 struct uiw_rpc_svc {
     struct uiw__rr_dev *dev;
@@ -161,8 +162,11 @@ struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
         ((struct sockaddr_in6 *)&ss)->sin6_port = htons(s->attr.port);
     else
         ((struct sockaddr_in *)&ss)->sin_port = htons(s->attr.port);
-    struct uiw__rr_conn_attr ca = {
-        .xprt = &s->xprt, .up = &s->up, .owner = s, .read_timeout_ms = s->attr.read_timeout_ms};
+    struct uiw__rr_conn_attr ca = {.xprt = &s->xprt,
+                                   .up = &s->up,
+                                   .owner = s,
+                                   .read_timeout_ms = s->attr.read_timeout_ms,
+                                   .max_conns = s->attr.max_connections};
     s->l = uiw__rr_listen(s->dev, (struct sockaddr *)&ss, &ca, &r);
     if (!s->l) {
         uiw__drc_free(s->resp.drc);
@@ -294,6 +298,18 @@ CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
         return NULL;
     }
     return uiw__rpc_bc_create(c, prog, vers, s->resp->threshold);
+}
+
+int uiw__rpc_svc_admission(struct uiw_rpc_svc *svc,
+                           bool (*admit)(void *arg, const struct sockaddr *peer),
+                           void (*gone)(void *arg), void *arg)
+{
+    if (!svc)
+        return -EINVAL;
+    if (atomic_load(&svc->running))
+        return -EBUSY;
+    uiw__rr_listener_admission(svc->l, admit, gone, arg);
+    return 0;
 }
 
 struct uiw__drc *uiw__rpc_svc_drc(struct uiw_rpc_svc *svc)

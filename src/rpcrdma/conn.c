@@ -213,6 +213,30 @@ static struct uiw__rr_conn *conn_alloc(struct uiw__rr_dev *d, const struct uiw__
     return c;
 }
 
+/* Server connections are freed by the listener's thread (their CM id belongs to its
+ * event channel, which only that thread reads). */
+struct uiw__rr_listener {
+    struct uiw__rr_dev *dev;
+    struct uiw__nic_listener *nl;
+    struct uiw_rpc_xprt_attr xprt;
+    struct uiw__rr_conn_attr ca;
+    pthread_mutex_t lock;
+    struct uiw__rr_conn *dead; /* refs 0: to free */
+    struct uiw__rr_conn *live; /* accepted, not yet freed (linked by lnext) */
+    uint32_t read_timeout_ms;
+    uint32_t nconns; /* admitted and not yet freed (admit, listener_release) */
+};
+
+/* An admitted connection is freed, or failed to come up (listener thread). */
+static void listener_release(struct uiw__rr_listener *l)
+{
+    pthread_mutex_lock(&l->lock);
+    l->nconns--;
+    pthread_mutex_unlock(&l->lock);
+    if (l->ca.gone)
+        l->ca.gone(l->ca.admit_arg);
+}
+
 static void conn_free(struct uiw__rr_conn *c)
 {
     uiw__rr_dev_uncount(c->dev, c, true); /* nothing counts on it any more */
@@ -225,28 +249,18 @@ static void conn_free(struct uiw__rr_conn *c)
     }
     if (c->nc)
         uiw__nic_conn_destroy(c->nc);
+    struct uiw__rr_listener *l = c->server ? c->owner_listener : NULL;
     free(c->xtab);
     free(c->calls);
     free(c);
+    if (l)
+        listener_release(l);
 }
 
 void uiw__rr_conn_get(struct uiw__rr_conn *c)
 {
     atomic_fetch_add(&c->refs, 1);
 }
-
-/* Server connections are freed by the listener's thread (their CM id belongs to its
- * event channel, which only that thread reads). */
-struct uiw__rr_listener {
-    struct uiw__rr_dev *dev;
-    struct uiw__nic_listener *nl;
-    struct uiw_rpc_xprt_attr xprt;
-    struct uiw__rr_conn_attr ca;
-    pthread_mutex_t lock;
-    struct uiw__rr_conn *dead; /* refs 0: to free */
-    struct uiw__rr_conn *live; /* accepted, not yet freed (linked by lnext) */
-    uint32_t read_timeout_ms;
-};
 
 void uiw__rr_conn_put(struct uiw__rr_conn *c)
 {
@@ -550,14 +564,60 @@ uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l)
     return uiw__nic_listener_port(l->nl);
 }
 
+void uiw__rr_listener_admission(struct uiw__rr_listener *l,
+                                bool (*admit)(void *arg, const struct sockaddr *peer),
+                                void (*gone)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&l->lock);
+    l->ca.admit = admit;
+    l->ca.gone = gone;
+    l->ca.admit_arg = arg;
+    pthread_mutex_unlock(&l->lock);
+}
+
 uint64_t uiw__rr_accept_pause_ns;
+
+/* Whether a connection request may come in: within the listener's limit and admitted by
+ * its owner; it counts from then on (listener_release). */
+static bool admit(struct uiw__rr_listener *l, const struct uiw__nic_event *ev)
+{
+    const struct sockaddr *peer = (const struct sockaddr *)&ev->peer;
+    pthread_mutex_lock(&l->lock);
+    bool over = l->ca.max_conns && l->nconns >= l->ca.max_conns;
+    if (!over)
+        l->nconns++;
+    pthread_mutex_unlock(&l->lock);
+    if (over) {
+        if (uiw__log_on(UIW__LOG_WARN)) {
+            char a[64];
+            UIW__LOG(UIW__LOG_WARN, 0, 0,
+                     "RPC-over-RDMA connection from %s refused: %u connections are open (the "
+                     "server's max_connections)",
+                     uiw__log_addr(peer, a, sizeof(a)), l->ca.max_conns);
+        }
+        return false;
+    }
+    if (l->ca.admit && !l->ca.admit(l->ca.admit_arg, peer)) {
+        pthread_mutex_lock(&l->lock);
+        l->nconns--;
+        pthread_mutex_unlock(&l->lock);
+        return false;
+    }
+    return true;
+}
 
 static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *ev)
 {
     struct uiw__rr_dev *d = l->dev;
+    /* refused before anything is allocated for it: the connection manager's reject */
+    if (!admit(l, ev)) {
+        uiw__nic_reject(l->nl, ev->req);
+        return;
+    }
     struct uiw__rr_conn *c = conn_alloc(d, &l->ca, true);
     if (!c) {
         uiw__nic_reject(l->nl, ev->req);
+        listener_release(l);
         return;
     }
     c->owner_listener = l;
@@ -579,6 +639,7 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
         free(c->xtab);
         free(c->calls);
         free(c);
+        listener_release(l);
         return;
     }
     /* c->nc was set by pre_recv (the poller may already use it) */

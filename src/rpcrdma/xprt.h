@@ -536,6 +536,15 @@ struct uiw__rr_conn_attr {
     bool remember_vers;       /* client: use and update the per-server Version One memory */
     uint32_t read_timeout_ms; /* server: a client whose RDMA Read does not complete in this
                                  time is disconnected (0: never) */
+    /* Server: connections admitted at once at most (0: no limit), and an admission check
+     * beside that limit (admit NULL: none). Both are asked on the listener's thread for
+     * each connection request before anything is allocated for it: a request over the
+     * limit, or that admit refuses, is rejected. `gone` is told (on the same thread) when
+     * a connection admit let in is freed, or failed to come up. */
+    uint32_t max_conns;
+    bool (*admit)(void *arg, const struct sockaddr *peer);
+    void (*gone)(void *arg);
+    void *admit_arg;
     /* The server's listener also closes a connection on which a message it sent has not
      * completed for xprt->io_timeout_ms (see uiw__rr_listener_run). */
 };
@@ -553,6 +562,11 @@ struct uiw__rr_listener;
 struct uiw__rr_listener *uiw__rr_listen(struct uiw__rr_dev *d, const struct sockaddr *addr,
                                         const struct uiw__rr_conn_attr *a, int *err);
 uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l);
+/* Replace the listener's admission check (uiw__rr_conn_attr's admit, gone, admit_arg)
+ * before it runs. */
+void uiw__rr_listener_admission(struct uiw__rr_listener *l,
+                                bool (*admit)(void *arg, const struct sockaddr *peer),
+                                void (*gone)(void *arg), void *arg);
 /* Handle listener events for up to timeout_ms: 1 when something happened, 0 (timeout) or
  * -errno. Each round also ends the connections whose peer left an RDMA Read of ours
  * unanswered for read_timeout_ms, and those on which messages we sent have been waiting

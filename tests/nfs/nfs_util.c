@@ -131,6 +131,12 @@ void rm_tree(const char *dir)
 
 pid_t nfsd_spawn_argv(const char *const *argv, FILE **out, char *line, size_t cap)
 {
+    return nfsd_spawn_log(argv, NULL, out, line, cap);
+}
+
+pid_t nfsd_spawn_log(const char *const *argv, const char *errpath, FILE **out, char *line,
+                     size_t cap)
+{
     int p[2];
     CHECK_EQ(pipe(p), 0);
     pid_t parent = getpid(), pid = fork();
@@ -138,6 +144,12 @@ pid_t nfsd_spawn_argv(const char *const *argv, FILE **out, char *line, size_t ca
     if (pid == 0) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
             _exit(127);
+        if (errpath) {
+            int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+                _exit(127);
+            close(fd);
+        }
         dup2(p[1], STDOUT_FILENO);
         close(p[0]);
         close(p[1]);

@@ -43,6 +43,9 @@ int tcp_to(int port);
  * including the ready line (into line[0..cap)). It dies with the test: a failed check
  * (exit 1), a crash or ctest's kill leaves no server holding ctest's output pipe. */
 pid_t nfsd_spawn_argv(const char *const *argv, FILE **out, char *line, size_t cap);
+/* The same with its standard error into the file errpath (NULL: the test's). */
+pid_t nfsd_spawn_log(const char *const *argv, const char *errpath, FILE **out, char *line,
+                     size_t cap);
 
 /* The attributes a reply gave (a) against the file system's own (st, from lstat of the
  * export on disk), field by field: type, mode, nlink, uid, gid, size, used, rdev, fileid
