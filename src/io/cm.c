@@ -268,8 +268,16 @@ static void id_free(struct uiw__cmid *id)
 static void id_fail(struct uiw__cmid *id, enum uiw_cm_event_type t, int status)
 {
     if (id->hidden) {
-        UIW__LOG(UIW__LOG_INFO, id->log_id, 0, "incoming connection dropped: %s",
-                 uiw_strerror(status));
+        char a[64];
+        const char *peer = uiw__log_addr((const struct sockaddr *)&id->peer, a, sizeof(a));
+        if (status == -ETIMEDOUT && id->state == S_WAIT_REQ)
+            UIW__LOG(UIW__LOG_WARN, id->log_id, 0,
+                     "incoming connection from %s dropped: no complete MPA request within "
+                     "%u ms",
+                     peer, id->param.timeout_ms ? id->param.timeout_ms : default_timeout_passive);
+        else
+            UIW__LOG(UIW__LOG_INFO, id->log_id, 0, "incoming connection from %s dropped: %s", peer,
+                     uiw_strerror(status));
         id_free(id);
         return;
     }

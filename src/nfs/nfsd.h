@@ -34,7 +34,8 @@ struct uiw__nfsd_opts {
     unsigned max_conns;    /* connections open at once, TCP and RPC-over-RDMA together; 0:
                               1024 (more are refused) */
     unsigned idle_timeout; /* seconds without a call before a connection closes; 0: 360 */
-    unsigned io_timeout;   /* seconds a record or a reply may stall; 0: 60 */
+    unsigned io_timeout;   /* seconds a record or a reply may stall (TCP and RPC-over-RDMA);
+                              0: 60 */
     unsigned io_buffers;   /* buffers of max_io for WRITE and READ payloads; 0: 64 */
     /* Registration with the host's rpcbind (NFS 3 on tcp, tcp6 and rdma, MOUNT 3 on tcp
      * and tcp6), undone at the end: 1 always (the start fails without it), 0 never, -1

@@ -74,6 +74,15 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
     a.port = (uint16_t)port;
     a.xprt.vers_min = 1;
     a.xprt.vers_max = s->opts.vers1_only ? 1 : 2;
+    /* --io-timeout: a connection that makes no progress for that long is closed, as over
+     * TCP: nothing the server sent goes out (a peer that stopped reading; it is also the
+     * sockets' TCP_USER_TIMEOUT), or an RDMA Read of a call's chunk stays unanswered. The
+     * handshake (a peer that connects and sends no MPA request) gets as long, at most the
+     * connection manager's default of 10 s. */
+    uint32_t io_ms = (s->opts.io_timeout ? s->opts.io_timeout : 60) * 1000u;
+    a.xprt.io_timeout_ms = io_ms;
+    a.read_timeout_ms = io_ms;
+    a.xprt.connect_timeout_ms = io_ms < 10000 ? io_ms : 10000;
     /* Room for a whole READ or WRITE payload in one message's chunks. */
     a.xprt.max_ddp = uiw__nfsd_max_io(s) + 65536;
     /* A slow call holds up only its own thread. */

@@ -550,7 +550,8 @@ struct uiw__rr_listener *uiw__rr_listen(struct uiw__rr_dev *d, const struct sock
     l->ca = *a;
     l->ca.xprt = &l->xprt;
     pthread_mutex_init(&l->lock, NULL);
-    l->nl = uiw__nic_listen(d->nic, addr, 128, err);
+    l->nl =
+        uiw__nic_listen(d->nic, addr, 128, l->xprt.connect_timeout_ms, l->xprt.io_timeout_ms, err);
     if (!l->nl) {
         pthread_mutex_destroy(&l->lock);
         free(l);
@@ -755,6 +756,10 @@ static void read_timeouts(struct uiw__rr_listener *l)
             if (atomic_load_explicit(&k->reads_left, memory_order_acquire) &&
                 uiw__rr_read_overdue(
                     now, atomic_load_explicit(&k->read_start_ns, memory_order_relaxed), lim)) {
+                UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
+                         "an RDMA Read of a call's chunk went unanswered for %u ms: closing "
+                         "the connection",
+                         l->ca.read_timeout_ms);
                 uiw__rr_conn_died(c, -ETIMEDOUT);
                 break;
             }

@@ -202,9 +202,12 @@ struct uiw__nic_conn *uiw__nic_connect(struct uiw__nic *n, const struct sockaddr
                                        int (*pre_recv)(struct uiw__nic_conn *, void *),
                                        void *pre_arg, int *err);
 
-/* Passive side. */
+/* Passive side. A connection whose MPA request has not come whole within handshake_ms
+ * (0: the connection manager's default) is dropped, with a log line; accepted sockets have
+ * user_timeout_ms as their TCP_USER_TIMEOUT from the start (0: the system's). */
 struct uiw__nic_listener *uiw__nic_listen(struct uiw__nic *n, const struct sockaddr *addr,
-                                          int backlog, int *err);
+                                          int backlog, uint32_t handshake_ms,
+                                          uint32_t user_timeout_ms, int *err);
 uint16_t uiw__nic_listener_port(const struct uiw__nic_listener *l);
 /* An fd readable while the listener has events (poll/epoll). */
 int uiw__nic_listener_fd(const struct uiw__nic_listener *l);

@@ -589,7 +589,8 @@ out:
 }
 
 struct uiw__nic_listener *uiw__nic_listen(struct uiw__nic *n, const struct sockaddr *addr,
-                                          int backlog, int *err)
+                                          int backlog, uint32_t handshake_ms,
+                                          uint32_t user_timeout_ms, int *err)
 {
     struct uiw__nic_listener *l = calloc(1, sizeof(*l));
     int r = -ENOMEM;
@@ -603,8 +604,11 @@ struct uiw__nic_listener *uiw__nic_listen(struct uiw__nic *n, const struct socka
         goto fail;
     }
     r = uiw_cm_bind_addr(l->id, addr);
-    if (r == 0)
-        r = uiw_cm_listen(l->id, backlog, NULL);
+    if (r == 0) {
+        struct uiw_conn_param p = {.timeout_ms = handshake_ms,
+                                   .tcp_user_timeout_ms = user_timeout_ms};
+        r = uiw_cm_listen(l->id, backlog, &p);
+    }
     if (r)
         goto fail;
     *err = 0;

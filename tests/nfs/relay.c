@@ -19,6 +19,7 @@ struct relay {
     pthread_mutex_t lock;
     uint64_t s2c, c2s, cut_at;
     int armed, dir, mid_record, stop;
+    int hold[2];  /* per direction: bytes are not read (relay_hold) */
     unsigned gen; /* raised by relay_cut_all */
     unsigned cuts, live;
     char capture[512]; /* the next connection's capture ("": none) */
@@ -66,12 +67,15 @@ static void *pump(void *arg)
         pthread_mutex_lock(&r->lock);
         int stop = r->stop;
         cut = r->gen != pp->gen;
+        short in_c = r->hold[RELAY_C2S] ? 0 : POLLIN, in_s = r->hold[RELAY_S2C] ? 0 : POLLIN;
         pthread_mutex_unlock(&r->lock);
         if (stop || cut)
             break;
-        struct pollfd pf[2] = {{pp->c, POLLIN, 0}, {pp->s, POLLIN, 0}};
+        struct pollfd pf[2] = {{pp->c, in_c, 0}, {pp->s, in_s, 0}};
         if (poll(pf, 2, 100) <= 0)
             continue;
+        if ((!in_c && pf[0].revents) || (!in_s && pf[1].revents))
+            break; /* an end gone while its bytes are held */
         if (pf[0].revents) {
             ssize_t n = recv(pp->c, buf, sizeof(buf), 0);
             if (n <= 0)
@@ -263,6 +267,13 @@ void relay_cut_all(struct relay *r)
 {
     pthread_mutex_lock(&r->lock);
     r->gen++;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void relay_hold(struct relay *r, int dir, int on)
+{
+    pthread_mutex_lock(&r->lock);
+    r->hold[dir] = on;
     pthread_mutex_unlock(&r->lock);
 }
 

@@ -2,7 +2,7 @@
  * forwards every connection it accepts to a target port, byte for byte, until told to
  * break one: reset it (both ends, abortively) after so many bytes from the server, or in
  * the middle of the first ONC RPC record (TCP record marking) that starts after them; or
- * to capture one connection for tshark. */
+ * to capture one connection for tshark; or to stop reading one direction. */
 #ifndef UIW_TESTS_NFS_RELAY_H
 #define UIW_TESTS_NFS_RELAY_H
 
@@ -19,6 +19,9 @@ enum { RELAY_S2C, RELAY_C2S };
 void relay_cut_at(struct relay *r, int dir, uint64_t at, int mid_record);
 /* Reset every connection open now (the next ones are relayed as before). */
 void relay_cut_all(struct relay *r);
+/* Stop reading the bytes of direction dir (on), as a peer that stops reading would, or
+ * go on relaying them (off); every connection of the relay. */
+void relay_hold(struct relay *r, int dir, int on);
 /* Connections reset so far; bytes forwarded in direction dir. */
 unsigned relay_cuts(struct relay *r);
 uint64_t relay_bytes(struct relay *r, int dir);
