@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rnic/engine.h"
+#include "common/pages.h"
 #include "common/compiler.h"
 
 struct uiw_comp_channel *uiw_create_comp_channel(struct uiw_context *ctx)
@@ -74,7 +75,7 @@ struct uiw_cq *uiw_create_cq(struct uiw_context *ctx, int cqe, void *cq_context,
         cap <<= 1;
     /* the ring right behind the CQ: polling an empty-again CQ starts at ring[0], so a
      * ping-pong touches the page of the CQ and nothing else */
-    struct uiw_cq *cq = calloc(1, sizeof(*cq) + (size_t)cap * sizeof(struct uiw_wc));
+    struct uiw_cq *cq = uiw__pages_alloc(sizeof(*cq) + (size_t)cap * sizeof(struct uiw_wc));
     if (!cq) {
         uiw__res_put(ctx, UIW__RES_CQ);
         errno = ENOMEM;
@@ -116,7 +117,7 @@ int uiw_destroy_cq(struct uiw_cq *cq)
     }
     uiw__res_put(cq->ctx, UIW__RES_CQ);
     uiw__ctx_put(cq->ctx);
-    free(cq);
+    uiw__pages_free(cq, sizeof(*cq) + (size_t)cq->cap * sizeof(struct uiw_wc));
     return 0;
 }
 

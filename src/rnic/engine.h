@@ -397,6 +397,7 @@ struct uiw_qp {
     /* the rest: other operations, the resumable parser, errors */
     _Alignas(64) struct uiw_qp *ctx_prev, *ctx_next; /* ctx->qps, under ctx->qps_lock */
     void *qp_context;
+    uint8_t *inl; /* sq_size inline buffers of cap.max_inline_data bytes, or NULL */
     uint16_t max_ird, max_ord;
     uint32_t rreq_msn;
 

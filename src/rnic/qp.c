@@ -12,6 +12,7 @@
 #include "common/compiler.h"
 #include "common/log.h"
 #include "common/copy.h"
+#include "common/pages.h"
 
 UIW__DATAPATH static void qp_kick(struct uiw_qp *qp)
 {
@@ -48,13 +49,13 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     /* the send queue right behind the QP: entry 0, which one WR at a time always uses (the
      * SQ rewinds when empty), shares a page with the QP's hot fields */
     size_t qp_bytes = sizeof(struct uiw_qp) + (size_t)sq_size * sizeof(struct uiw__swqe);
-    struct uiw_qp *qp = aligned_alloc(_Alignof(struct uiw_qp), qp_bytes);
+    /* in pages of their own, zeroed: an entry costs memory once used (entry 0 mostly) */
+    struct uiw_qp *qp = uiw__pages_alloc(qp_bytes);
     if (!qp) {
         uiw__res_put(pd->context, UIW__RES_QP);
         errno = ENOMEM;
         return NULL;
     }
-    memset(qp, 0, qp_bytes);
     qp->sq_size = sq_size;
     qp->sq = (struct uiw__swqe *)(void *)(qp + 1);
     qp->ctx = pd->context;
@@ -74,26 +75,22 @@ struct uiw_qp *uiw_create_qp(struct uiw_pd *pd, struct uiw_qp_init_attr *attr)
     while (qp->rq_size < attr->cap.max_recv_wr)
         qp->rq_size <<= 1;
     qp->irq_size = UIW__MAX_IRD_ORD;
-    qp->rq = aligned_alloc(_Alignof(struct uiw__rqe), qp->rq_size * sizeof(*qp->rq));
-    if (qp->rq)
-        memset(qp->rq, 0, qp->rq_size * sizeof(*qp->rq));
-    qp->irq = calloc(qp->irq_size, sizeof(*qp->irq));
-    qp->stage = malloc(UIW__RX_STAGE_CAP);
-    uint8_t *inl = NULL;
+    qp->rq = uiw__pages_alloc(qp->rq_size * sizeof(*qp->rq));
+    qp->irq = uiw__pages_alloc(qp->irq_size * sizeof(*qp->irq));
+    qp->stage = uiw__pages_alloc(UIW__RX_STAGE_CAP);
+    /* an entry's inline buffer is set when a WR is posted in it (uiw_post_send) */
     if (qp->cap.max_inline_data)
-        inl = malloc((size_t)qp->sq_size * qp->cap.max_inline_data);
-    if (!qp->rq || !qp->irq || !qp->stage || (qp->cap.max_inline_data && !inl)) {
-        free(qp->rq);
-        free(qp->irq);
-        free(qp->stage);
-        free(inl);
-        free(qp);
+        qp->inl = uiw__pages_alloc((size_t)qp->sq_size * qp->cap.max_inline_data);
+    if (!qp->rq || !qp->irq || !qp->stage || (qp->cap.max_inline_data && !qp->inl)) {
+        uiw__pages_free(qp->rq, qp->rq_size * sizeof(*qp->rq));
+        uiw__pages_free(qp->irq, qp->irq_size * sizeof(*qp->irq));
+        uiw__pages_free(qp->stage, UIW__RX_STAGE_CAP);
+        uiw__pages_free(qp->inl, (size_t)qp->sq_size * qp->cap.max_inline_data);
+        uiw__pages_free(qp, qp_bytes);
         uiw__res_put(pd->context, UIW__RES_QP);
         errno = ENOMEM;
         return NULL;
     }
-    for (uint32_t i = 0; i < qp->sq_size; i++)
-        qp->sq[i].inline_buf = inl ? inl + (size_t)i * qp->cap.max_inline_data : NULL;
     qp->state = UIW_QPS_IDLE;
     qp->qpn = atomic_fetch_add(&qp->ctx->next_qpn, 1);
     qp->send_msn = qp->rreq_msn = 1;
@@ -149,14 +146,13 @@ int uiw_destroy_qp(struct uiw_qp *qp)
     if (qp->srq)
         atomic_fetch_sub(&qp->srq->nqp, 1);
     uiw__tx_free(qp);
-    if (qp->sq_size)
-        free(qp->sq[0].inline_buf);
-    free(qp->rq);
-    free(qp->irq);
-    free(qp->stage);
+    uiw__pages_free(qp->inl, (size_t)qp->sq_size * qp->cap.max_inline_data);
+    uiw__pages_free(qp->rq, qp->rq_size * sizeof(*qp->rq));
+    uiw__pages_free(qp->irq, qp->irq_size * sizeof(*qp->irq));
+    uiw__pages_free(qp->stage, UIW__RX_STAGE_CAP);
     uiw__res_put(ctx, UIW__RES_QP);
     uiw__ctx_put(ctx);
-    free(qp);
+    uiw__pages_free(qp, sizeof(struct uiw_qp) + (size_t)qp->sq_size * sizeof(struct uiw__swqe));
     return 0;
 }
 
@@ -744,10 +740,12 @@ UIW__DATAPATH int uiw_post_send(struct uiw_qp *qp, struct uiw_send_wr *wr,
             r = -ENOMEM;
             break;
         }
-        struct uiw__swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+        uint32_t idx = qp->sq_tail & (qp->sq_size - 1);
+        struct uiw__swqe *w = &qp->sq[idx];
         /* every field the engine reads for this opcode (no memset of the whole entry:
          * the SGEs past num_sge and the fast-register fields of other opcodes are unread) */
-        uint8_t *inl = w->inline_buf;
+        uint8_t *inl = qp->inl ? qp->inl + (size_t)idx * qp->cap.max_inline_data : NULL;
+        w->inline_buf = inl;
         w->state = UIW__SWQE_QUEUED;
         w->off = 0;
         w->msn = 0;

@@ -16,6 +16,7 @@
 #include "rnic/engine.h"
 #include "common/compiler.h"
 #include "common/copy.h"
+#include "common/pages.h"
 
 /* The rest of Read Response segments whose source was deregistered while TCP had begun
  * to take them (uiw__tx_unpin), sent from here instead; freed with the slots. */
@@ -31,6 +32,9 @@ struct tx_mem {
 
 _Static_assert(offsetof(struct uiw__txslot, hdr) == offsetof(struct uiw__txslot, len) + 2,
                "the MPA length field sits right before the header");
+
+/* A slot's record, rounded up: its iovecs follow. */
+#define SLOT_REC ((sizeof(struct uiw__txslot) + 15) & ~(size_t)15)
 
 /* Slot i: a record of the slot, its iovecs and its framing scratch, one after another,
  * so that the slot a ping-pong uses all the time (tx_advance rewinds to slot 0) sits on
@@ -49,14 +53,15 @@ int uiw__tx_alloc(struct uiw_qp *qp)
     int niov = qp->cp.markers_tx ? uiw_fpdu_tx_iovs(mul, 1 + UIW__MAX_SGE) : 1 + UIW__MAX_SGE + 2;
     size_t scr = uiw_fpdu_tx_scratch(mul);
     scr = (scr + 15) & ~(size_t)15;
-    size_t rec = (sizeof(struct uiw__txslot) + 15) & ~(size_t)15;
-    size_t per = rec + (size_t)niov * sizeof(struct iovec) + scr;
+    size_t per = SLOT_REC + (size_t)niov * sizeof(struct iovec) + scr;
     per = (per + 63) & ~(size_t)63;
     size_t head = sizeof(struct tx_mem) + (size_t)niov * sizeof(struct uiw_wire_iov);
     /* the slots first, from a page boundary: slot 0, which a ping-pong uses all the time,
      * then lies on one page (each page touched after a system call is a TLB miss) */
     size_t bytes = (per * UIW__TX_SLOTS + head + 4095) & ~(size_t)4095;
-    uint8_t *blk = aligned_alloc(4096, bytes);
+    /* zeroed pages: a slot costs memory once used (slot_new sets it up), and a connection
+     * that sends little uses few */
+    uint8_t *blk = uiw__pages_alloc(bytes);
     if (!blk)
         return -ENOMEM;
     struct tx_mem *tm = (struct tx_mem *)(void *)(blk + per * UIW__TX_SLOTS);
@@ -64,15 +69,6 @@ int uiw__tx_alloc(struct uiw_qp *qp)
     tm->bounce = NULL;
     qp->slot_mem = blk;
     qp->slot_stride = per;
-    for (uint32_t i = 0; i < UIW__TX_SLOTS; i++) {
-        struct uiw__txslot *s = slot_at(qp, i);
-        s->iov = (struct iovec *)(void *)((uint8_t *)s + rec);
-        s->scratch = (uint8_t *)(s->iov + niov);
-        s->niov = 0;
-        s->wire_len = 0;
-        s->has_swqe = false;
-        s->pin = 0;
-    }
     qp->txm = tm;
     qp->iov_per_slot = niov;
     qp->slot_head = qp->slot_tail = qp->slot_given = 0;
@@ -91,7 +87,11 @@ void uiw__tx_free(struct uiw_qp *qp)
 {
     if (qp->iov_per_slot) {
         uiw__tx_drop_all(qp);
-        free(qp->slot_mem); /* the block, tx_mem behind the slots */
+        size_t head =
+            sizeof(struct tx_mem) + (size_t)qp->iov_per_slot * sizeof(struct uiw_wire_iov);
+        /* the block, tx_mem behind the slots */
+        uiw__pages_free(qp->slot_mem,
+                        (qp->slot_stride * UIW__TX_SLOTS + head + 4095) & ~(size_t)4095);
         qp->iov_per_slot = 0;
         qp->txm = NULL;
         qp->slot_mem = NULL;
@@ -107,6 +107,8 @@ UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
     if (qp->tx_ahead >= UIW__TX_AHEAD && !qp->term_pending)
         return NULL;
     struct uiw__txslot *s = slot_at(qp, qp->slot_tail);
+    s->iov = (struct iovec *)(void *)((uint8_t *)s + SLOT_REC);
+    s->scratch = (uint8_t *)(s->iov + qp->iov_per_slot);
     s->has_swqe = false;
     s->terminate = false;
     s->pin = 0;
