@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/pages.h"
 #include "rpcrdma/xprt.h"
 
 #define SQ_SERVER 2048
@@ -176,20 +177,15 @@ static struct uiw__rr_conn *conn_alloc(struct uiw__rr_dev *d, const struct uiw__
     uint32_t xsz = pow2_at_least(4 * c->req_max);
     c->xtab = calloc(xsz, sizeof(*c->xtab));
     c->xtab_mask = xsz - 1;
-    size_t csz = a->up && a->up->call_size ? a->up->call_size : sizeof(struct uiw__rr_call);
-    c->calls = calloc(c->ncalls, csz);
+    c->call_size = a->up && a->up->call_size ? a->up->call_size : sizeof(struct uiw__rr_call);
+    /* ncalls slots (credits twice over: several KiB each) that cost memory only once
+     * used: an idle connection has used few of them (uiw__rr_call_take) */
+    c->calls = uiw__pages_alloc(c->ncalls * c->call_size);
     if (!c->xtab || !c->calls) {
         free(c->xtab);
-        free(c->calls);
+        uiw__pages_free(c->calls, c->ncalls * c->call_size);
         free(c);
         return NULL;
-    }
-    for (uint32_t i = c->ncalls; i-- > 0;) {
-        struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * csz);
-        k->w.kind = UIW__RR_WR_CALL;
-        k->conn = c;
-        k->next = c->call_free;
-        c->call_free = k;
     }
     uint32_t req_wrs = c->req_max * (2 + 2 * UIW__RR_MAX_MR);
     c->sq_depth = (server ? SQ_SERVER : 0) + req_wrs + SQ_HEAD;
@@ -251,7 +247,7 @@ static void conn_free(struct uiw__rr_conn *c)
         uiw__nic_conn_destroy(c->nc);
     struct uiw__rr_listener *l = c->server ? c->owner_listener : NULL;
     free(c->xtab);
-    free(c->calls);
+    uiw__pages_free(c->calls, c->ncalls * c->call_size);
     free(c);
     if (l)
         listener_release(l);
@@ -275,6 +271,23 @@ void uiw__rr_conn_put(struct uiw__rr_conn *c)
         return;
     }
     conn_free(c);
+}
+
+struct uiw__rr_call *uiw__rr_call_take(struct uiw__rr_conn *c)
+{
+    struct uiw__rr_call *k = c->call_free;
+    if (k) {
+        c->call_free = k->next;
+        return k;
+    }
+    uint32_t i = atomic_load_explicit(&c->calls_fresh, memory_order_relaxed);
+    if (i == c->ncalls)
+        return NULL;
+    k = (struct uiw__rr_call *)(c->calls + i * c->call_size);
+    k->w.kind = UIW__RR_WR_CALL;
+    k->conn = c;
+    atomic_store_explicit(&c->calls_fresh, i + 1, memory_order_release);
+    return k;
 }
 
 /* ---------------------------------------------------------------- receives */
@@ -451,12 +464,12 @@ struct uiw__rr_conn *uiw__rr_connect(struct uiw__rr_dev *d, const struct sockadd
     if (!nc) {
         if (c->nc == NULL) {
             free(c->xtab);
-            free(c->calls);
+            uiw__pages_free(c->calls, c->ncalls * c->call_size);
             free(c);
         } else {
             c->nc = NULL; /* freed by the failed connect */
             free(c->xtab);
-            free(c->calls);
+            uiw__pages_free(c->calls, c->ncalls * c->call_size);
             free(c);
         }
         *err = r;
@@ -638,7 +651,7 @@ static void accept_one(struct uiw__rr_listener *l, const struct uiw__nic_event *
     if (!nc) {
         uiw__rr_dev_uncount(d, c, false); /* never came up */
         free(c->xtab);
-        free(c->calls);
+        uiw__pages_free(c->calls, c->ncalls * c->call_size);
         free(c);
         listener_release(l);
         return;
@@ -750,9 +763,9 @@ static void read_timeouts(struct uiw__rr_listener *l)
         }
         if (!l->ca.read_timeout_ms)
             continue;
-        size_t csz = c->up && c->up->call_size ? c->up->call_size : sizeof(struct uiw__rr_call);
-        for (uint32_t i = 0; i < c->ncalls; i++) {
-            struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * csz);
+        uint32_t used = atomic_load_explicit(&c->calls_fresh, memory_order_acquire);
+        for (uint32_t i = 0; i < used; i++) {
+            struct uiw__rr_call *k = (struct uiw__rr_call *)(c->calls + i * c->call_size);
             if (atomic_load_explicit(&k->reads_left, memory_order_acquire) &&
                 uiw__rr_read_overdue(
                     now, atomic_load_explicit(&k->read_start_ns, memory_order_relaxed), lim)) {

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "common/compiler.h"
+#include "common/pages.h"
 #include "rpcrdma/xprt.h"
 
 #define SLAB_BUFS 64
@@ -86,7 +87,7 @@ void uiw__rr_dev_close(struct uiw__rr_dev *d)
         struct uiw__rr_slab *s = d->slabs;
         d->slabs = s->next;
         uiw__nic_dereg(&s->mr);
-        free(s->mem);
+        uiw__pages_free(s->mem, s->len);
         free(s);
     }
     uiw__nic_close(d->nic);
@@ -105,14 +106,16 @@ static int slab_add(struct uiw__rr_dev *d)
         return -ENOMEM;
     size_t stride = UIW__RR_HDR_ROOM + d->ibuf_size;
     s->len = stride * SLAB_BUFS;
-    if (posix_memalign((void **)&s->mem, 4096, s->len) != 0) {
+    /* untouched until a message lands in a buffer: receives posted and never used (a
+     * connection's credits that its peer does not use) cost no memory */
+    s->mem = uiw__pages_alloc(s->len);
+    if (!s->mem) {
         free(s);
         return -ENOMEM;
     }
-    memset(s->mem, 0, s->len);
     int r = uiw__nic_reg(d->nic, s->mem, s->len, UIW__NIC_LOCAL_WRITE, &s->mr);
     if (r) {
-        free(s->mem);
+        uiw__pages_free(s->mem, s->len);
         free(s);
         return r;
     }

@@ -385,15 +385,15 @@ static void intake(struct uiw__rr_conn *c, struct uiw__rr_ibuf *ib, const struct
     }
     /* credits: a requester never has more calls outstanding than granted */
     uiw__lock_take(&c->lock);
-    struct uiw__rr_call *k = c->call_free;
-    if (c->active >= c->grant + UIW__RR_EXTRA_RECVS / 2 || !k) {
+    struct uiw__rr_call *k =
+        c->active < c->grant + UIW__RR_EXTRA_RECVS / 2 ? uiw__rr_call_take(c) : NULL;
+    if (!k) {
         uiw__lock_give(&c->lock);
         atomic_fetch_add_explicit(&c->n_credit_viol, 1, memory_order_relaxed);
         uiw__rr_ibuf_put(c->dev, ib);
         uiw__rr_conn_died(c, -EPROTO);
         return;
     }
-    c->call_free = k->next;
     c->active++;
     k->outstanding = true;
     uiw__lock_give(&c->lock);

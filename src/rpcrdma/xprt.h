@@ -328,7 +328,11 @@ struct uiw__rr_conn {
     uint32_t grant;  /* credits we grant */
     uint32_t active; /* calls received and not yet answered (reply or RDMA_ERROR) */
     uint32_t ncalls;
-    uint8_t *calls; /* ncalls structs of up->call_size */
+    /* ncalls structs of call_size, in pages of their own (uiw__pages_alloc): the first
+     * calls_fresh have been used, the others are untouched (no memory) until needed */
+    uint8_t *calls;
+    size_t call_size;
+    _Atomic uint32_t calls_fresh;
     struct uiw__rr_call *call_free;
     struct uiw__rr_call *ready_head, *ready_tail; /* (server: the upper queues them) */
     /* properties (Version Two) */
@@ -732,6 +736,9 @@ bool uiw__rr_leading(void);
 void uiw__rr_conn_died(struct uiw__rr_conn *c, int reason);
 /* "ERR_VERS", "ERR_CHUNK", "BAD_XDR", ... of an errcode in a version (for log lines). */
 const char *uiw__rr_err_name(uint32_t vers, uint32_t code);
+/* A call slot for a call that arrived: a free one, else one never used yet; NULL when
+ * all ncalls are taken (c->lock held). */
+struct uiw__rr_call *uiw__rr_call_take(struct uiw__rr_conn *c);
 int uiw__rr_post_recvs(struct uiw__rr_conn *c);
 void uiw__rr_vers_settled(struct uiw__rr_conn *c, uint32_t vers);
 uint32_t uiw__rr_credit_out(const struct uiw__rr_conn *c, bool reply_dir);
