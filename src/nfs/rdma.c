@@ -83,6 +83,10 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
     a.xprt.io_timeout_ms = io_ms;
     a.read_timeout_ms = io_ms;
     a.xprt.connect_timeout_ms = io_ms < 10000 ? io_ms : 10000;
+    /* 64 calls in flight per connection, as Linux's server grants (svcrdma's
+     * max_requests): receives are posted for every credit granted, and an idle
+     * connection's cost is mostly those. */
+    a.xprt.credits = 64;
     /* Room for a whole READ or WRITE payload in one message's chunks. */
     a.xprt.max_ddp = uiw__nfsd_max_io(s) + 65536;
     /* A slow call holds up only its own thread. */
