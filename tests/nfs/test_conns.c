@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "nfs/client.h"
 #include "nfs/xdr_data.h"
 #include "nfs_util.h"
 #include "rawrpc.h"
@@ -111,6 +113,19 @@ static int tcp_served(int port)
     return -1;
 }
 
+/* At the limit: one more connection is refused over either transport, with a log line
+ * each. */
+static void refused_both(const struct nfsd *d)
+{
+    errno = 0;
+    CHECK(rdma_clnt(d) == NULL);
+    CHECK_EQ(errno, ECONNREFUSED);
+    CHECK(logged(d, "refused an RPC-over-RDMA connection from 127.0.0.1:"));
+    nap_ms(1100); /* a line a second of each kind */
+    CHECK_EQ(tcp_served(d->tcp), -1);
+    CHECK(logged(d, "refused a TCP connection from 127.0.0.1:"));
+}
+
 /* --max-connections bounds TCP and RPC-over-RDMA connections together: up to it both are
  * served, one more is refused over either transport (over RDMA by the connection
  * manager's reject), with a line in the log each, and a connection that ends makes room
@@ -131,13 +146,7 @@ static void one_limit_body(void)
         CHECK(r[i] != NULL);
         null_ok(r[i]);
     }
-    errno = 0;
-    CHECK(rdma_clnt(&d) == NULL);
-    CHECK_EQ(errno, ECONNREFUSED);
-    CHECK(logged(&d, "refused an RPC-over-RDMA connection from 127.0.0.1:"));
-    nap_ms(1100); /* a line a second of each kind */
-    CHECK_EQ(tcp_served(d.tcp), -1);
-    CHECK(logged(&d, "refused a TCP connection from 127.0.0.1:"));
+    refused_both(&d);
     for (int i = 0; i < 2; i++)
         null_ok(r[i]); /* all still served */
     /* an RDMA connection leaves: a TCP one takes its place (once it is freed) */
@@ -231,6 +240,132 @@ static void idle_memory_body(void)
     nfsd_down(&d);
 }
 
+/* A file's handle, by a TCP client that then leaves. */
+static void fh_of(const struct nfsd *d, const char *name, struct uiw__nfs_fh *fh)
+{
+    char url[600], err[512];
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?mountport=%d", d->tcp, d->dir, d->mount);
+    struct uiw__nfs_url u;
+    CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&u, 0, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "client: %s", err);
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), name, fh, NULL), 0);
+    uiw__nfs_client_close(c);
+}
+
+/* One NFS call over an RPC-over-RDMA client, answered NFS3_OK (res: a result whose first
+ * member is its status, rsize bytes). */
+static void nfs_ok(CLIENT *c, uint32_t proc, xdrproc_t xargs, void *args, xdrproc_t xres, void *res,
+                   size_t rsize)
+{
+    struct timeval tmo = {30, 0};
+    memset(res, 0, rsize);
+    CHECK_EQ(clnt_call(c, proc, xargs, args, xres, res, tmo), RPC_SUCCESS);
+    CHECK_EQ(*(const nfsstat3 *)res, NFS3_OK);
+}
+
+/* GETATTR and a READ of 512 bytes over an RPC-over-RDMA client. */
+static void rdma_getattr_read(CLIENT *c, const struct uiw__nfs_fh *fh)
+{
+    GETATTR3args ga = {.object = {.data = {fh->len, (char *)(uintptr_t)fh->data}}};
+    GETATTR3res gr;
+    nfs_ok(c, NFSPROC3_GETATTR, UIW__XDRPROC(xdr_GETATTR3args), &ga, UIW__XDRPROC(xdr_GETATTR3res),
+           &gr, sizeof(gr));
+    CHECK_EQ(gr.GETATTR3res_u.resok.obj_attributes.size, 4096u);
+    xdr_free(UIW__XDRPROC(xdr_GETATTR3res), (char *)&gr);
+    READ3args ra = {.file = {.data = {fh->len, (char *)(uintptr_t)fh->data}}, .count = 512};
+    READ3res rr;
+    nfs_ok(c, NFSPROC3_READ, UIW__XDRPROC(xdr_READ3args), &ra, UIW__XDRPROC(xdr_READ3res), &rr,
+           sizeof(rr));
+    CHECK_EQ(rr.READ3res_u.resok.data.data_len, 512u);
+    CHECK_EQ(rr.READ3res_u.resok.data.data_val[511], 'r');
+    xdr_free(UIW__XDRPROC(xdr_READ3res), (char *)&rr);
+}
+
+/* GETATTR and a READ of 512 bytes as raw records on a TCP connection. */
+static void tcp_getattr_read(int fd, uint32_t xid, const struct uiw__nfs_fh *fh)
+{
+    CHECK_EQ(getattr_raw(fd, xid, AUTH_SYS, fh->data, fh->len), 0u);
+    uint32_t a[1 + NFS3_FHSIZE / 4 + 3];
+    memset(a, 0, sizeof(a));
+    a[0] = htonl(fh->len);
+    memcpy(a + 1, fh->data, fh->len);
+    size_t w = 1 + (fh->len + 3) / 4;
+    a[w + 2] = htonl(512); /* offset 0 (two words), count */
+    size_t n;
+    char *r = call_raw(fd, xid + 1, 100003, 3, NFSPROC3_READ, AUTH_SYS, a, (w + 3) * 4, &n);
+    CHECK_EQ(nfs_status(r, n), 0u);
+    CHECK(n >= 512 && r[n - 1] == 'r'); /* the data last (512: no padding) */
+    free(r);
+}
+
+/* 1,000 connections at once to one uiw-nfsd (--max-connections 1000), half over
+ * RPC-over-RDMA and half over TCP, each served a GETATTR and a small READ: none is
+ * refused, and they cost the server at most 64 KiB each once idle a second; the 1,001st
+ * is refused, over either transport, with a line in the log. */
+static void thousand_body(void)
+{
+    enum { N = 500 };
+    struct rlimit rl;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rl.rlim_cur = rl.rlim_max; /* the clients' descriptors, and the server's (inherited) */
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < 8 * N + 1000)
+        SKIP("RLIMIT_NOFILE is too low for 1,000 connections");
+    struct nfsd d;
+    const char *extra[] = {"--max-connections", "1000", NULL};
+    nfsd_up(&d, extra);
+    char path[128], data[4096];
+    memset(data, 'r', sizeof(data));
+    snprintf(path, sizeof(path), "%s/f", d.dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    CHECK_EQ(fwrite(data, 1, sizeof(data), f), sizeof(data));
+    CHECK_EQ(fclose(f), 0);
+    struct uiw__nfs_fh fh;
+    fh_of(&d, "f", &fh);
+    nap_ms(500); /* that client's connections closed */
+    long before = rss_kib(d.pid);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    static CLIENT *r[N];
+    static int t[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = rdma_clnt_small(&d);
+        if (!r[i])
+            uiw_test_fail(__FILE__, __LINE__, "RDMA connection %d refused: %s", i, strerror(errno));
+        t[i] = tcp_to(d.tcp);
+    }
+    /* all open at once: now each is served */
+    for (int i = 0; i < N; i++) {
+        rdma_getattr_read(r[i], &fh);
+        tcp_getattr_read(t[i], 1000u + 2u * (uint32_t)i, &fh);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    long busy = rss_kib(d.pid);
+    /* the limit: one more is refused over either transport */
+    refused_both(&d);
+    /* still served, every one */
+    for (int i = 0; i < N; i++) {
+        rdma_getattr_read(r[i], &fh);
+        tcp_getattr_read(t[i], 5000u + 2u * (uint32_t)i, &fh);
+    }
+    long after = rss_kib(d.pid);
+    double per = (double)(after - before) / (2 * N);
+    printf("%d connections (%d RPC-over-RDMA, %d TCP) opened and served in %.1f s; uiw-nfsd "
+           "RSS %ld KiB before, %ld KiB with them, %ld KiB after a second idle and another "
+           "round: %.1f KiB per connection; the 1,001st refused over both transports\n",
+           2 * N, N, N, secs, before, busy, after, per);
+    CHECK(per <= 64);
+    for (int i = 0; i < N; i++) {
+        clnt_destroy(r[i]);
+        close(t[i]);
+    }
+    nfsd_down(&d);
+}
+
 #define NEED_RDMA()
 #else
 #define NEED_RDMA() SKIP("built without the RPC-over-RDMA layer (src/rpc)")
@@ -238,6 +373,9 @@ static void one_limit_body(void)
 {
 }
 static void idle_memory_body(void)
+{
+}
+static void thousand_body(void)
 {
 }
 #endif
@@ -252,4 +390,10 @@ TEST(rdma_idle_connection_memory)
 {
     NEED_RDMA();
     idle_memory_body();
+}
+
+TEST(rdma_tcp_thousand_connections)
+{
+    NEED_RDMA();
+    thousand_body();
 }
