@@ -419,6 +419,12 @@ struct uiw_rpc_svc_attr {
      * A connection counts from its acceptance until it is freed, once it closed and its
      * calls ended. */
     uint32_t max_connections;
+    /* Bytes of Read chunks (the DDP data of calls, pulled by RDMA Read) held at once
+     * across every connection, from the start of a call's Reads until the call is done
+     * (0 -> 256 MiB). A call that would go over waits to pull its chunks until others are
+     * done (one larger than the bound waits until it is alone); its connection goes on
+     * meanwhile. */
+    uint64_t max_read_bytes;
 };
 
 /* Create a server listening for RPC-over-RDMA connections. NULL + errno (EADDRINUSE,

@@ -116,6 +116,8 @@ struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
         s->attr.drc_max_reply = 4096;
     if (!s->attr.read_timeout_ms)
         s->attr.read_timeout_ms = 30000;
+    if (!s->attr.max_read_bytes)
+        s->attr.max_read_bytes = 256u << 20;
     struct uiw__rr_dev_attr da = {
         .inline_size =
             s->xprt.inline_recv > s->xprt.inline_send ? s->xprt.inline_recv : s->xprt.inline_send,
@@ -123,6 +125,7 @@ struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
         .max_ddp = s->xprt.max_ddp,
         .spin_us = s->xprt.spin_us,
         .pcap_dir = s->xprt.pcap_dir,
+        .max_read = s->attr.max_read_bytes,
     };
     s->dev = uiw__rr_dev_open(&da);
     if (!s->dev) {

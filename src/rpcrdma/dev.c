@@ -53,6 +53,7 @@ struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a)
     d->ibuf_size = a->inline_size;
     d->max_msg = a->max_msg;
     d->max_ddp = a->max_ddp;
+    d->max_read = a->max_read;
     d->spin_us = a->spin_us;
     uiw__lock_init(&d->pool_lock);
     pthread_mutex_init(&d->mu, NULL);

@@ -21,9 +21,37 @@ static const uint8_t zero_pad[4];
 
 /* ---------------------------------------------------------------- the call's lifecycle */
 
+/* Count len bytes of Read chunks as held, unless that goes over the device's bound
+ * while others are held (a call larger than the bound goes alone). */
+static bool read_charge(struct uiw__rr_dev *d, uint64_t len)
+{
+    if (!d->max_read)
+        return true;
+    uint64_t held = atomic_load(&d->read_held);
+    do {
+        if (held && held + len > d->max_read)
+            return false;
+    } while (!atomic_compare_exchange_weak(&d->read_held, &held, held + len));
+    return true;
+}
+
+/* The bytes are no longer held: calls waiting for them are retried (the leader's pass). */
+static void read_uncharge(struct uiw__rr_dev *d, uint64_t len)
+{
+    if (!len)
+        return;
+    atomic_fetch_sub(&d->read_held, len);
+    if (!atomic_load(&d->room_waiters) || uiw__rr_leading())
+        return;
+    uiw__rr_dev_kick(d);
+    uiw__nic_wake(d->nic);
+}
+
 static void call_release(struct uiw__rr_conn *c, struct uiw__rr_call *k)
 {
     struct uiw__rr_dev *d = c->dev;
+    read_uncharge(d, k->read_charge);
+    k->read_charge = 0;
     uiw__rr_ibuf_put(d, k->ib);
     uiw__rr_ibuf_put(d, k->rib);
     uiw__rr_bulk_put(d, k->rbulk);
@@ -216,8 +244,16 @@ static bool pull(struct uiw__rr_conn *c, struct uiw__rr_call *k)
     enum { MAXR = UIW__RR_MAX_RSEGS };
     struct uiw__nic_send wr[MAXR];
     unsigned n = 0;
-    if (!uiw__rr_sq_reserve(c, k->nrsegs))
+    uint64_t total = 0;
+    for (uint32_t x = 0; x < k->nrsegs; x++)
+        total += k->rsegs[x].target.length;
+    /* the server's bound on Read chunk bytes held at once: over it, wait (as for send
+     * queue room) until calls holding some are released */
+    if (!k->read_charge && !read_charge(d, total))
         return false;
+    k->read_charge = total;
+    if (!uiw__rr_sq_reserve(c, k->nrsegs))
+        return false; /* keeps its charge: it is next once room comes */
     k->sq_res += k->nrsegs;
     uint32_t i = 0, b = 0;
     while (i < k->nrsegs) {

@@ -200,6 +200,7 @@ struct uiw__rr_call {
     /* chunks of the call */
     uint32_t inv_handle;
     uint32_t nrsegs;
+    uint64_t read_charge; /* bytes of its Read chunks counted in the device's read_held */
     struct uiw_rpcrdma_read_segment rsegs[UIW__RR_MAX_RSEGS];
     uint32_t nwrites;
     uint32_t wnsegs[UIW__RR_MAX_CHUNKS];
@@ -408,6 +409,7 @@ struct uiw__rr_dev_attr {
     uint32_t max_msg, max_ddp;
     int spin_us;
     const char *pcap_dir;
+    uint64_t max_read; /* bytes of Read chunks held at once (server); 0: no bound */
 };
 
 struct uiw__rr_dev {
@@ -415,6 +417,11 @@ struct uiw__rr_dev {
     uint32_t ibuf_size; /* data bytes of an inline buffer */
     uint32_t max_msg, max_ddp;
     int spin_us;
+    /* Read chunks: bytes pulled or being pulled by calls not yet released, across every
+     * connection, and the most there may be (0: no bound); a call that would go over waits
+     * to pull its chunks (in its connection's read_wait) */
+    _Atomic uint64_t read_held;
+    uint64_t max_read;
     /* pools */
     struct uiw__lock pool_lock;
     struct uiw__rr_ibuf *ibuf_free;

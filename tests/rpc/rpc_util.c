@@ -47,6 +47,19 @@ bool_t xdr_tpair(XDR *x, struct tpair *p)
     return xdr_u_int(x, &p->a) && xdr_u_int(x, &p->b);
 }
 
+/* Sleep ms as one more call running; the most seen running at once. */
+static unsigned conc_run(unsigned ms)
+{
+    unsigned now = atomic_fetch_add(&running, 1) + 1;
+    unsigned m = atomic_load(&most);
+    while (now > m && !atomic_compare_exchange_weak(&most, &m, now))
+        ;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    atomic_fetch_sub(&running, 1);
+    return atomic_load(&most);
+}
+
 static void tdispatch(struct svc_req *rq, SVCXPRT *x)
 {
     switch (rq->rq_proc) {
@@ -94,13 +107,14 @@ static void tdispatch(struct svc_req *rq, SVCXPRT *x)
         svc_sendreply(x, (xdrproc_t)xdr_tbuf, (char *)&b);
         return;
     }
-    case TP_SINK: {
+    case TP_SINK:
+    case TP_CONC_SINK: {
         struct tbuf b = {0, NULL};
         if (!svc_getargs(x, (xdrproc_t)xdr_tbuf_borrow, (char *)&b)) {
             svcerr_decode(x);
             return;
         }
-        u_int c = uiw_crc32c(0, b.val, b.len);
+        u_int c = rq->rq_proc == TP_SINK ? uiw_crc32c(0, b.val, b.len) : conc_run(100);
         svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&c);
         svc_freeargs(x, (xdrproc_t)xdr_tbuf_borrow, (char *)&b);
         return;
@@ -161,14 +175,7 @@ static void tdispatch(struct svc_req *rq, SVCXPRT *x)
             svcerr_decode(x);
             return;
         }
-        unsigned now = atomic_fetch_add(&running, 1) + 1;
-        unsigned m = atomic_load(&most);
-        while (now > m && !atomic_compare_exchange_weak(&most, &m, now))
-            ;
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-        atomic_fetch_sub(&running, 1);
-        u_int r = atomic_load(&most);
+        u_int r = conc_run(ms);
         svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&r);
         return;
     }
