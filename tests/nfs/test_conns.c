@@ -177,6 +177,14 @@ static void one_limit_body(void)
     nfsd_down(&d);
 }
 
+/* Whether memory figures are judged: not under AddressSanitizer, whose shadow memory and
+ * redzones the server's RSS includes (they are printed all the same). */
+#if defined(__SANITIZE_ADDRESS__) || defined(UIW__ASAN)
+#define RSS_JUDGED 0
+#else
+#define RSS_JUDGED 1
+#endif
+
 /* The resident memory of a process, in KiB (VmRSS). */
 static long rss_kib(pid_t pid)
 {
@@ -233,7 +241,7 @@ static void idle_memory_body(void)
     printf("uiw-nfsd RSS: %ld KiB before, %ld KiB with %d new connections, %ld KiB after they "
            "idled a second: %.1f KiB per idle connection\n",
            before, busy, N, after, per);
-    CHECK(per <= 64);
+    CHECK(!RSS_JUDGED || per <= 64);
     for (int i = 0; i < N; i++)
         clnt_destroy(c[i]);
     clnt_destroy(w);
@@ -358,7 +366,7 @@ static void thousand_body(void)
            "RSS %ld KiB before, %ld KiB with them, %ld KiB after a second idle and another "
            "round: %.1f KiB per connection; the 1,001st refused over both transports\n",
            2 * N, N, N, secs, before, busy, after, per);
-    CHECK(per <= 64);
+    CHECK(!RSS_JUDGED || per <= 64);
     for (int i = 0; i < N; i++) {
         clnt_destroy(r[i]);
         close(t[i]);
