@@ -536,6 +536,7 @@ static void rx(struct conn *c)
         }
         if (rc == -EMSGSIZE)
             goto too_long;
+        int drained = 0;
         if (rc == 0) {
             ssize_t n = recv(c->fd, iov.iov_base, iov.iov_len, MSG_DONTWAIT);
             if (n == 0)
@@ -543,22 +544,24 @@ static void rx(struct conn *c)
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK)
-                    break;
-                conn_fail(c, errno);
-                return;
+                if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                    conn_fail(c, errno);
+                    return;
+                }
+                drained = 1; /* the socket is empty: what the receiver holds still goes */
+            } else {
+                atomic_store_explicit(&c->active_ns, now_ns(), memory_order_relaxed);
+                rc = uiw__nfs_rm_got(&c->rm, (size_t)n);
+                if (rc == -EMSGSIZE)
+                    goto too_long;
+                if (rc == -ENOBUFS)
+                    c->parked = 1;
             }
-            atomic_store_explicit(&c->active_ns, now_ns(), memory_order_relaxed);
-            rc = uiw__nfs_rm_got(&c->rm, (size_t)n);
-            if (rc == -EMSGSIZE)
-                goto too_long;
-            if (rc == -ENOBUFS)
-                c->parked = 1;
         }
         struct uiw__nfs_rec rec;
         while (uiw__nfs_rm_take(&c->rm, &rec))
             dispatch(t, c, &rec);
-        if (c->parked)
+        if (c->parked || drained)
             break;
     }
     c->rec_since_ns =

@@ -324,7 +324,7 @@ TEST(bench_nfs_fair_ratios)
 #endif
     struct tool_run r;
     tool_run(UIW_BENCH_NFS,
-             (const char *[]){"bench-nfs", "-r", "1", "-s", "4M", "-D", "0.3", "--inflight", "8",
+             (const char *[]){"bench-nfs", "-r", "1", "-s", "4M", "-D", "0.3", "--inflight", "64",
                               "--json", NULL},
              "", 0, 120, &r);
     if (r.status != 0)
@@ -340,7 +340,7 @@ TEST(bench_nfs_fair_ratios)
              field(r.out, rep, "tcp_1"));
     quotient("getattr N in flight", field(r.out, ratio, "getattr_n"), field(r.out, rep, "rdma_n"),
              field(r.out, rep, "tcp_libnfs_n"));
-    CHECK_EQ(field(r.out, ratio, "inflight"), 8);
+    CHECK_EQ(field(r.out, ratio, "inflight"), 64);
     const char *cr = "{\"creates_per_sec\":";
     quotient("creates", field(r.out, cr, "ratio"), field(r.out, cr, "sync"),
              field(r.out, cr, "async"));
