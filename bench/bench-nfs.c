@@ -45,7 +45,8 @@ struct figures {
 
 /* GETATTRs kept `inflight` in flight over TCP by libnfs's raw asynchronous RPC API. */
 struct lnfs {
-    int state; /* 0 waiting, 1 done, -1 failed */
+    int state;       /* 0 waiting, 1 done, -1 failed */
+    const char *why; /* what failed */
     char fh[64];
     unsigned fhlen;
     GETATTR3args args;
@@ -68,7 +69,7 @@ static void lnfs_run(struct rpc_context *rpc, int *state)
         struct pollfd p = {rpc_get_fd(rpc), (short)rpc_which_events(rpc), 0};
         int n = poll(&p, 1, 10000);
         if (n <= 0 || rpc_service(rpc, p.revents) < 0) {
-            *state = -1;
+            *state = -2; /* the connection, not a call */
             return;
         }
     }
@@ -102,6 +103,7 @@ static void lnfs_got(struct rpc_context *rpc, int status, void *data, void *priv
     struct lnfs *l = priv;
     GETATTR3res *r = data;
     if (status != RPC_STATUS_SUCCESS || r->status != NFS3_OK) {
+        l->why = status != RPC_STATUS_SUCCESS ? "a GETATTR's RPC" : "a GETATTR's NFS status";
         l->state = -1;
         return;
     }
@@ -124,15 +126,18 @@ static double libnfs_getattr(int nfs_port, int mount_port, const char *dir, unsi
     struct rpc_context *m = rpc_init_context(), *n = rpc_init_context();
     if (!m || !n)
         goto out;
+    l.why = "connecting to MOUNT";
     if (rpc_connect_async(m, "127.0.0.1", mount_port, lnfs_connected, &l) != 0)
         goto out;
     lnfs_run(m, &l.state);
     l.state = l.state == 1 ? 0 : -1;
+    l.why = "MNT";
     if (l.state == 0 && rpc_mount3_mnt_async(m, lnfs_mounted, (char *)dir, &l) == 0)
         lnfs_run(m, &l.state);
     if (l.state != 1)
         goto out;
     l.state = 0;
+    l.why = "connecting to NFS";
     if (rpc_connect_async(n, "127.0.0.1", nfs_port, lnfs_connected, &l) != 0)
         goto out;
     lnfs_run(n, &l.state);
@@ -141,6 +146,7 @@ static double libnfs_getattr(int nfs_port, int mount_port, const char *dir, unsi
     l.args.object.data.data_len = l.fhlen;
     l.args.object.data.data_val = l.fh;
     l.state = 0;
+    l.why = NULL;
     l.inflight = inflight;
     double t0 = now_s();
     l.end = t0 + secs;
@@ -151,9 +157,11 @@ static double libnfs_getattr(int nfs_port, int mount_port, const char *dir, unsi
     if (l.state == 1)
         rate = (double)l.calls / (now_s() - t0);
 out:
-    if (rate < 0)
-        fprintf(stderr, "bench-nfs: libnfs GETATTR over TCP failed: %s / %s\n",
-                m ? rpc_get_error(m) : "no context", n ? rpc_get_error(n) : "no context");
+    if (rate < 0) {
+        const char *em = m ? rpc_get_error(m) : NULL, *en = n ? rpc_get_error(n) : NULL;
+        fprintf(stderr, "bench-nfs: libnfs GETATTR over TCP failed (%s, state %d): %s / %s\n",
+                l.why ? l.why : "-", l.state, em ? em : "-", en ? en : "-");
+    }
     if (m)
         rpc_destroy_context(m);
     if (n)
