@@ -177,9 +177,10 @@ static void one_limit_body(void)
     nfsd_down(&d);
 }
 
-/* Whether memory figures are judged: not under AddressSanitizer, whose shadow memory and
- * redzones the server's RSS includes (they are printed all the same). */
-#if defined(__SANITIZE_ADDRESS__) || defined(UIW__ASAN)
+/* Whether memory figures are judged: not under AddressSanitizer or ThreadSanitizer, whose
+ * shadow memory (and redzones) the server's RSS includes (they are printed all the same). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(UIW__ASAN) ||         \
+    defined(UIW__TSAN)
 #define RSS_JUDGED 0
 #else
 #define RSS_JUDGED 1
