@@ -317,7 +317,8 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
         }
     }
     int reg = s->opts.rpcbind > 0 || (s->opts.rpcbind < 0 && s->ports[UIW__NFSD_TCP] == 2049);
-    if (reg && uiw__nfsd_rpcbind_register(s, s->opts.rpcbind > 0) < 0 && s->opts.rpcbind > 0) {
+    /* without an rpcbind: said once (uiw__nfsd_rpcbind_register), and the default goes on */
+    if (reg && uiw__nfsd_rpcbind_register(s, 1) < 0 && s->opts.rpcbind > 0) {
         uiw__nfs_tcp_destroy(s->tcp);
         s->tcp = NULL;
         uiw__nfs_rdma_close(s->rdma);
