@@ -302,18 +302,11 @@ static struct rec *rec_put(struct uiw__nfs_fhcache *c, uint64_t dev, uint64_t in
     return r;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 /* The record was found inside export `id` just now. Under the lock. */
 static void rec_checked(struct rec *r, uint32_t id)
 {
     r->checked_ex = id;
-    r->checked_ns = now_ns();
+    r->checked_ns = uiw__nfsd_now_ns();
 }
 
 /* ---- the kernel's handle, and the generation tag made of it ---- */
@@ -523,7 +516,7 @@ static void unescape(char *s)
  * server has not seen since it started); at most once every MOUNT_SCAN_MS. */
 static void scan_mounts(struct uiw__nfs_fhcache *c, const struct uiw__nfs_export *ex)
 {
-    int64_t now = now_ns();
+    int64_t now = uiw__nfsd_now_ns();
     pthread_mutex_lock(&c->lock);
     int skip = c->mount_scan_ns && now - c->mount_scan_ns < MOUNT_SCAN_MS * 1000000ll;
     if (!skip)
@@ -784,7 +777,7 @@ static nfsstat3 search_in_budget(struct uiw__nfsd *s, const struct uiw__nfs_cred
         pthread_mutex_unlock(&c->lock);
         return NFS3ERR_STALE;
     }
-    int64_t t0 = now_ns();
+    int64_t t0 = uiw__nfsd_now_ns();
     pthread_mutex_lock(&c->lock);
     c->budget_ns += (t0 - c->refilled_ns) / (1000 / SEARCH_REFILL_MS);
     if (c->budget_ns > SEARCH_BURST_MS * 1000000ll)
@@ -804,7 +797,7 @@ static nfsstat3 search_in_budget(struct uiw__nfsd *s, const struct uiw__nfs_cred
     pthread_mutex_unlock(&c->lock);
     struct search q = {s, ex, dev, fh->ino, fh->tag, 0};
     *fd = search_dir(&q, ex->rootfd, (uint64_t)ex->dev, (uint64_t)ex->ino, 0);
-    int64_t spent = now_ns() - t0;
+    int64_t spent = uiw__nfsd_now_ns() - t0;
     pthread_mutex_lock(&c->lock);
     c->searching = 0;
     c->budget_ns -= spent;
@@ -849,7 +842,8 @@ static int via_record(struct uiw__nfsd *s, struct uiw__nfs_export *ex, uint64_t 
     }
     int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
     lru_front(c, r);
-    int check = r->checked_ex != ex->id || now_ns() - r->checked_ns > RECHECK_MS * 1000000ll;
+    int check =
+        r->checked_ex != ex->id || uiw__nfsd_now_ns() - r->checked_ns > RECHECK_MS * 1000000ll;
     pthread_mutex_unlock(&c->lock);
     if (fd < 0)
         return NOT_YET;
@@ -971,7 +965,7 @@ nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, 
     pthread_mutex_lock(&c->lock);
     struct rec *r = find(c, fe.dev, fh.ino);
     if (r && r->fd >= 0 && r->tag == fh.tag && r->checked_ex == ex->id &&
-        now_ns() - r->checked_ns <= RECHECK_MS * 1000000ll) {
+        uiw__nfsd_now_ns() - r->checked_ns <= RECHECK_MS * 1000000ll) {
         int rc = fstat(r->fd, st);
         int err = errno;
         lru_front(c, r);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <rpc/rpc.h>
 
@@ -257,6 +258,14 @@ void uiw__nfsd_preop_of(const struct stat *st, pre_op_attr *p);
  * svc_getargs, the reply through svc_sendreply (or the svcerr_* replies). */
 void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
 void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
+
+/* The monotonic clock in nanoseconds (deadlines, idle times, rechecks). */
+static inline int64_t uiw__nfsd_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
 
 /* The largest READ or WRITE payload. */
 static inline uint32_t uiw__nfsd_max_io(const struct uiw__nfsd *s)

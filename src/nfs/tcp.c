@@ -109,13 +109,6 @@ struct uiw__nfs_tcp {
     struct uiw__nfs_tcp_counts counts;
 };
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static void wake_loop(struct uiw__nfs_tcp *t)
 {
     uint64_t one = 1;
@@ -232,7 +225,7 @@ static int tx_flush_locked(struct conn *c, struct work **done)
             return -1;
         }
         r->sent += (size_t)k;
-        c->tx_since_ns = now_ns();
+        c->tx_since_ns = uiw__nfsd_now_ns();
         if (r->sent < r->len)
             return 0;
         atomic_store_explicit(&c->active_ns, c->tx_since_ns, memory_order_relaxed);
@@ -371,7 +364,7 @@ static void conn_add(struct uiw__nfs_tcp *t, int fd, const struct sockaddr_stora
     peer_name(c);
     pthread_mutex_init(&c->lock, NULL);
     uiw__nfs_rm_init(&c->rm, t->pool, uiw__nfsd_max_io(t->s) + 8192);
-    atomic_store_explicit(&c->active_ns, now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&c->active_ns, uiw__nfsd_now_ns(), memory_order_relaxed);
     tune(t, fd);
     c->events = EPOLLIN;
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
@@ -550,7 +543,7 @@ static void rx(struct conn *c)
                 }
                 drained = 1; /* the socket is empty: what the receiver holds still goes */
             } else {
-                atomic_store_explicit(&c->active_ns, now_ns(), memory_order_relaxed);
+                atomic_store_explicit(&c->active_ns, uiw__nfsd_now_ns(), memory_order_relaxed);
                 rc = uiw__nfs_rm_got(&c->rm, (size_t)n);
                 if (rc == -EMSGSIZE)
                     goto too_long;
@@ -565,7 +558,7 @@ static void rx(struct conn *c)
             break;
     }
     c->rec_since_ns =
-        uiw__nfs_rm_partial(&c->rm) ? (c->rec_since_ns ? c->rec_since_ns : now_ns()) : 0;
+        uiw__nfs_rm_partial(&c->rm) ? (c->rec_since_ns ? c->rec_since_ns : uiw__nfsd_now_ns()) : 0;
     set_events(c, want_events(c));
     return;
 too_long:
@@ -691,7 +684,7 @@ static void *loop_main(void *arg)
 {
     struct uiw__nfs_tcp *t = arg;
     struct epoll_event ev[64];
-    int64_t next_sweep = now_ns() + 1000000000ll, next_trim = next_sweep + 4000000000ll;
+    int64_t next_sweep = uiw__nfsd_now_ns() + 1000000000ll, next_trim = next_sweep + 4000000000ll;
     for (;;) {
         int n = epoll_wait(t->ep, ev, 64, 250);
         pthread_mutex_lock(&t->lock);
@@ -737,7 +730,7 @@ static void *loop_main(void *arg)
         for (int i = 0; i < n; i++)
             if (is_conn(t, ev[i].data.ptr))
                 conn_put(ev[i].data.ptr);
-        int64_t now = now_ns();
+        int64_t now = uiw__nfsd_now_ns();
         if (now >= next_sweep) {
             sweep(t, now);
             next_sweep = now + 1000000000ll;
@@ -790,7 +783,7 @@ static void run_work(struct uiw__nfs_tcp *t, struct work *w)
         c->txq_tail = w;
         queued = 1;
         if (was_empty) {
-            c->tx_since_ns = now_ns();
+            c->tx_since_ns = uiw__nfsd_now_ns();
             if (tx_flush_locked(c, &done) != 0) {
                 c->err = errno;
                 c->doomed = 1;
@@ -823,8 +816,9 @@ static void *worker_main(void *arg)
                  * without a wake-up (a thread per connection read it at once) */
                 t->spinning = 1;
                 pthread_mutex_unlock(&t->lock);
-                int64_t until = now_ns() + SPIN_NS;
-                while (!atomic_load_explicit(&t->queued, memory_order_acquire) && now_ns() < until)
+                int64_t until = uiw__nfsd_now_ns() + SPIN_NS;
+                while (!atomic_load_explicit(&t->queued, memory_order_acquire) &&
+                       uiw__nfsd_now_ns() < until)
                     ;
                 pthread_mutex_lock(&t->lock);
                 t->spinning = 0;

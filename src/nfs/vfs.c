@@ -216,13 +216,6 @@ int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st)
 
 /* ---- the open-file cache ---- */
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static unsigned file_bucket(uint64_t dev, uint64_t ino)
 {
     uint64_t h = (dev * 0x9E3779B97F4A7C15ull) ^ (ino * 0xC2B2AE3D27D4EB4Full);
@@ -300,7 +293,7 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
     struct uiw__vfs_state *vs = v->s->vfs;
     uint64_t dev = (uint64_t)sb.st_dev, ino = (uint64_t)sb.st_ino;
     unsigned b = file_bucket(dev, ino);
-    int64_t now = mono_ns();
+    int64_t now = uiw__nfsd_now_ns();
     int opened = -1, installed = 0;
     for (;;) {
         pthread_mutex_lock(&vs->flock);
