@@ -807,13 +807,16 @@ static void run_work(struct uiw__nfs_tcp *t, struct work *w)
 static void *worker_main(void *arg)
 {
     struct uiw__nfs_tcp *t = arg;
+    int ran = 0; /* this thread has run a call since it last slept */
     for (;;) {
         pthread_mutex_lock(&t->lock);
         while (!t->runq && !t->stopping) {
-            if (!t->spinning && SPIN_NS > 0) {
-                /* one thread at a time looks for the next call a while before it sleeps:
-                 * a client's next call, sent as soon as its reply came, is taken then
-                 * without a wake-up (a thread per connection read it at once) */
+            if (ran && !t->spinning && SPIN_NS > 0) {
+                /* one thread at a time, and only once after a call it ran, looks for the
+                 * next call a while before it sleeps: a client's next call, sent as soon
+                 * as its reply came, is taken then without a wake-up (a thread per
+                 * connection read it at once); an idle server sleeps */
+                ran = 0;
                 t->spinning = 1;
                 pthread_mutex_unlock(&t->lock);
                 int64_t until = uiw__nfsd_now_ns() + SPIN_NS;
@@ -842,6 +845,7 @@ static void *worker_main(void *arg)
             continue;
         }
         run_work(t, w);
+        ran = 1;
     }
     return NULL;
 }

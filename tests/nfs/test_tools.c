@@ -529,6 +529,69 @@ TEST(tools_stats_rdma)
 }
 #endif
 
+#if UIW_NFS_HAVE_RDMA
+/* The CPU time (user + system) pid has used, from /proc/PID/stat, in clock ticks. */
+static long cpu_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command may hold spaces */
+    CHECK(p != NULL);
+    long utime = 0, stime = 0;
+    /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+     * stime */
+    CHECK_EQ(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime),
+             2);
+    return utime + stime;
+}
+
+/* An idle server sleeps: after calls over TCP and over RDMA have come and gone, uiw-nfsd
+ * uses less than a twentieth of a CPU (a call thread that kept looking for work once used
+ * a whole one, and halved RPC-over-RDMA's rate on two cores). */
+TEST(tools_idle_server_sleeps)
+{
+    char dir[] = "/tmp/uiw-nfsd-idle.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char file[300];
+    snprintf(file, sizeof(file), "%s/f", dir);
+    write_local(file, 65536, 3);
+    FILE *f;
+    char out[512];
+    pid_t pid = nfsd_spawn(dir, "0", false, &f, out, sizeof(out));
+    fclose(f);
+    int tcp, mount, rdma;
+    CHECK_EQ(sscanf(out, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
+    char u[600];
+    struct tool_run r;
+    for (int i = 0; i < 2; i++) {
+        snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/f?mountport=%d%s", i ? rdma : tcp, dir, mount,
+                 i ? "&transport=rdma" : "");
+        const char *cat[] = {"uiw-nfs", "cat", u, NULL};
+        tool_run(UIW_NFS, cat, NULL, 0, 60, &r);
+        CHECK_EQ(r.status, 0);
+        CHECK_EQ(r.outlen, (size_t)65536);
+        tool_run_free(&r);
+    }
+    usleep(200000); /* let the last connection's threads finish */
+    long hz = sysconf(_SC_CLK_TCK);
+    long before = cpu_ticks(pid);
+    sleep(2);
+    long used = cpu_ticks(pid) - before;
+    printf("idle uiw-nfsd used %ld of %ld ticks in 2 s\n", used, 2 * hz);
+    CHECK(used * 20 < 2 * hz);
+    CHECK_EQ(kill(pid, SIGTERM), 0);
+    int ws;
+    CHECK_EQ(waitpid(pid, &ws, 0), pid);
+    CHECK(WIFEXITED(ws));
+    rm_tree(dir);
+}
+#endif
+
 /* uiw-nfsd --check-exports: the exports as the server takes them, or the first error's
  * line and exit status 1. */
 TEST(tools_check_exports)
