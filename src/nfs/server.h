@@ -418,9 +418,9 @@ int uiw__nfs_call_large(const struct uiw__nfsd *s, const char *rec, size_t len);
 void uiw__nfs_reply_free(struct uiw__nfs_pool *pool, struct uiw__nfs_reply *r);
 
 /* ---- TCP (tcp.c) ----
- * One event thread per server accepts, reads records and writes what replies could not
- * write at once; a pool of threads runs the calls (several of one connection at once).
- * Limits and timeouts: uiw__nfsd_opts. */
+ * A pool of threads per server runs the calls (several of one connection at once); one
+ * of them at a time is the event thread, which accepts, reads records and writes what
+ * replies could not write at once. Limits and timeouts: uiw__nfsd_opts. */
 
 struct uiw__nfs_tcp;
 struct uiw__nfs_tcp *uiw__nfs_tcp_create(struct uiw__nfsd *s);

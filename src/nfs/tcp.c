@@ -1,5 +1,6 @@
 /*
- * NFS and MOUNT over TCP: one event thread and a pool of call threads per server.
+ * NFS and MOUNT over TCP: a pool of threads per server, one of which at a time is the
+ * event thread (leader and followers).
  *
  * The event thread accepts connections (refusing those over the connection limit, with a
  * line in the log), reads every connection's bytes without blocking into the record
@@ -11,7 +12,12 @@
  * find peers that are gone.
  *
  * A call thread runs the call (call.c) and writes its reply at once without blocking; what
- * does not fit in the socket waits in the connection's queue for the event thread. No
+ * does not fit in the socket waits in the connection's queue for the event thread. The
+ * event thread that read calls runs the first itself and hands its role to an idle thread
+ * (which wakes while the call runs), so a synchronous client's call costs one wake-up, as
+ * with a thread per connection; when no thread is idle it stays the event thread and the
+ * calls wait for the call threads. Everything "the event thread's" below is used by the
+ * thread in that role alone, handed over under the service's lock. No
  * thread ever waits on one connection: a peer that stops reading holds only the buffers of
  * its own replies, and a connection with UIW__NFS_CONN_CALLS calls running or
  * UIW__NFS_CONN_LARGE large buffers held is not read until some are done, so one client
@@ -45,7 +51,6 @@
 #define KEEPIDLE_S          60
 #define KEEPINTVL_S         10
 #define KEEPCNT             6
-#define SPIN_NS             50000 /* a call thread's look for the next call before it sleeps */
 
 struct work;
 
@@ -89,18 +94,19 @@ struct uiw__nfs_tcp {
     int ep, wake;
     int lfd[MAX_LISTENERS];
     int nl;
-    pthread_t loop;
     pthread_t *workers;
-    unsigned nworkers, nstarted;
-    int loop_started;
+    unsigned nstarted;
     unsigned threads;
+    int64_t next_sweep, next_trim; /* the event thread's */
     int64_t idle_ns, io_ns;
     pthread_mutex_t lock; /* everything below */
-    pthread_cond_t cv;    /* work queued, or stopping */
+    pthread_cond_t cv;    /* work queued, the event thread's role free, or stopping */
     struct work *runq, *runq_tail, *free_work;
-    struct work *deferred;   /* calls that wait for a large buffer (the event thread's) */
-    _Atomic unsigned queued; /* calls in runq, read by a spinning thread without the lock */
-    int spinning;            /* a call thread looks for work before it sleeps */
+    unsigned nrunq;
+    struct work *deferred; /* calls that wait for a large buffer (the event thread's) */
+    int leader;            /* a thread is the event thread */
+    unsigned idle;         /* threads waiting on cv */
+    int cleaned;           /* stopping: connections closed, waiting calls dropped */
     unsigned nfree_work;
     struct conn *conns;
     struct conn *notify; /* connections the event thread must look at */
@@ -416,10 +422,8 @@ static void run_later(struct uiw__nfs_tcp *t, struct work *w)
     else
         t->runq = w;
     t->runq_tail = w;
-    atomic_fetch_add_explicit(&t->queued, 1, memory_order_release);
-    if (!t->spinning) /* a spinning thread takes it without a wake-up */
-        pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->lock);
+    t->nrunq++;
+    pthread_mutex_unlock(&t->lock); /* the event thread wakes threads after its batch */
 }
 
 /* A call dropped before it ran (its connection closed, or the service stops). */
@@ -680,67 +684,69 @@ static void sweep(struct uiw__nfs_tcp *t, int64_t now)
     }
 }
 
-static void *loop_main(void *arg)
+/* The event thread's one round: the events of one epoll_wait, then the periodic sweeps. */
+static void lead_once(struct uiw__nfs_tcp *t)
 {
-    struct uiw__nfs_tcp *t = arg;
     struct epoll_event ev[64];
-    int64_t next_sweep = uiw__nfsd_now_ns() + 1000000000ll, next_trim = next_sweep + 4000000000ll;
-    for (;;) {
-        int n = epoll_wait(t->ep, ev, 64, 250);
-        pthread_mutex_lock(&t->lock);
-        int stop = t->stopping;
-        pthread_mutex_unlock(&t->lock);
-        if (stop)
-            break;
-        /* every connection named here is alive (only this thread closes them): held
-         * until the batch is done, whatever closes it meanwhile */
-        for (int i = 0; i < n; i++)
-            if (is_conn(t, ev[i].data.ptr))
-                conn_get(ev[i].data.ptr);
-        for (int i = 0; i < n; i++) {
-            void *p = ev[i].data.ptr;
-            if (p == &t->wake) {
-                uint64_t v;
-                ssize_t r = read(t->wake, &v, sizeof(v));
-                (void)r;
-                notified(t);
-                continue;
-            }
-            if ((int *)p >= t->lfd && (int *)p < t->lfd + MAX_LISTENERS) {
-                accept_all(t, *(int *)p);
-                continue;
-            }
-            struct conn *c = p;
-            int dead;
+    int n = epoll_wait(t->ep, ev, 64, 250);
+    pthread_mutex_lock(&t->lock);
+    int stop = t->stopping;
+    pthread_mutex_unlock(&t->lock);
+    if (stop)
+        return;
+    /* every connection named here is alive (only this thread closes them): held until the
+     * batch is done, whatever closes it meanwhile */
+    for (int i = 0; i < n; i++)
+        if (is_conn(t, ev[i].data.ptr))
+            conn_get(ev[i].data.ptr);
+    for (int i = 0; i < n; i++) {
+        void *p = ev[i].data.ptr;
+        if (p == &t->wake) {
+            uint64_t v;
+            ssize_t r = read(t->wake, &v, sizeof(v));
+            (void)r;
+            notified(t);
+            continue;
+        }
+        if ((int *)p >= t->lfd && (int *)p < t->lfd + MAX_LISTENERS) {
+            accept_all(t, *(int *)p);
+            continue;
+        }
+        struct conn *c = p;
+        int dead;
+        pthread_mutex_lock(&c->lock);
+        dead = c->dead;
+        pthread_mutex_unlock(&c->lock);
+        if (dead)
+            continue;
+        if (ev[i].events & EPOLLOUT)
+            tx(c);
+        if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
             pthread_mutex_lock(&c->lock);
             dead = c->dead;
             pthread_mutex_unlock(&c->lock);
-            if (dead)
-                continue;
-            if (ev[i].events & EPOLLOUT)
-                tx(c);
-            if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-                pthread_mutex_lock(&c->lock);
-                dead = c->dead;
-                pthread_mutex_unlock(&c->lock);
-                if (!dead)
-                    rx(c);
-            }
-        }
-        for (int i = 0; i < n; i++)
-            if (is_conn(t, ev[i].data.ptr))
-                conn_put(ev[i].data.ptr);
-        int64_t now = uiw__nfsd_now_ns();
-        if (now >= next_sweep) {
-            sweep(t, now);
-            next_sweep = now + 1000000000ll;
-        }
-        if (now >= next_trim) {
-            uiw__nfs_pool_trim(t->pool);
-            next_trim = now + 5000000000ll;
+            if (!dead)
+                rx(c);
         }
     }
-    /* stopping: every connection closed, the calls that waited dropped */
+    for (int i = 0; i < n; i++)
+        if (is_conn(t, ev[i].data.ptr))
+            conn_put(ev[i].data.ptr);
+    int64_t now = uiw__nfsd_now_ns();
+    if (now >= t->next_sweep) {
+        sweep(t, now);
+        t->next_sweep = now + 1000000000ll;
+    }
+    if (now >= t->next_trim) {
+        uiw__nfs_pool_trim(t->pool);
+        t->next_trim = now + 5000000000ll;
+    }
+}
+
+/* Stopping (by the event thread, once): every connection closed, the calls that waited
+ * for a buffer dropped. */
+static void stop_all(struct uiw__nfs_tcp *t)
+{
     while (t->conns)
         conn_close(t->conns);
     while (t->deferred) {
@@ -748,7 +754,6 @@ static void *loop_main(void *arg)
         t->deferred = w->next;
         drop_work(t, w);
     }
-    return NULL;
 }
 
 /* ---------------------------------------------------------------- calls */
@@ -804,49 +809,89 @@ static void run_work(struct uiw__nfs_tcp *t, struct work *w)
     works_done(t, done);
 }
 
-static void *worker_main(void *arg)
+/* Under t->lock: the next queued call, or NULL. */
+static struct work *runq_take(struct uiw__nfs_tcp *t)
+{
+    struct work *w = t->runq;
+    if (w) {
+        t->runq = w->next;
+        if (!t->runq)
+            t->runq_tail = NULL;
+        t->nrunq--;
+    }
+    return w;
+}
+
+/* Every thread of the pool: runs queued calls; when there are none and no thread is the
+ * event thread, becomes it until it has read calls and another thread is idle to take
+ * the role on; otherwise sleeps. */
+static void *thread_main(void *arg)
 {
     struct uiw__nfs_tcp *t = arg;
-    int ran = 0; /* this thread has run a call since it last slept */
+    pthread_mutex_lock(&t->lock);
     for (;;) {
-        pthread_mutex_lock(&t->lock);
-        while (!t->runq && !t->stopping) {
-            if (ran && !t->spinning && SPIN_NS > 0) {
-                /* one thread at a time, and only once after a call it ran, looks for the
-                 * next call a while before it sleeps: a client's next call, sent as soon
-                 * as its reply came, is taken then without a wake-up (a thread per
-                 * connection read it at once); an idle server sleeps */
-                ran = 0;
-                t->spinning = 1;
+        struct work *w;
+        if (t->stopping) {
+            if (!t->leader && !t->cleaned) {
+                t->leader = t->cleaned = 1;
                 pthread_mutex_unlock(&t->lock);
-                int64_t until = uiw__nfsd_now_ns() + SPIN_NS;
-                while (!atomic_load_explicit(&t->queued, memory_order_acquire) &&
-                       uiw__nfsd_now_ns() < until)
-                    ;
+                stop_all(t);
                 pthread_mutex_lock(&t->lock);
-                t->spinning = 0;
+                t->leader = 0;
+                pthread_cond_broadcast(&t->cv);
+            }
+            if ((w = runq_take(t)) != NULL) {
+                pthread_mutex_unlock(&t->lock);
+                drop_work(t, w); /* stopping: the calls not begun are dropped */
+                pthread_mutex_lock(&t->lock);
                 continue;
             }
-            pthread_cond_wait(&t->cv, &t->lock);
-        }
-        struct work *w = t->runq;
-        if (w) {
-            t->runq = w->next;
-            if (!t->runq)
-                t->runq_tail = NULL;
-            atomic_fetch_sub_explicit(&t->queued, 1, memory_order_relaxed);
-        }
-        int stop = t->stopping;
-        pthread_mutex_unlock(&t->lock);
-        if (!w)
+            if (!t->cleaned || t->leader) { /* the event thread closes the connections */
+                t->idle++;
+                pthread_cond_wait(&t->cv, &t->lock);
+                t->idle--;
+                continue;
+            }
             break;
-        if (stop) {
-            drop_work(t, w); /* stopping: the calls not begun are dropped */
+        }
+        if ((w = runq_take(t)) != NULL) {
+            pthread_mutex_unlock(&t->lock);
+            run_work(t, w);
+            pthread_mutex_lock(&t->lock);
             continue;
         }
-        run_work(t, w);
-        ran = 1;
+        if (t->leader) {
+            t->idle++;
+            pthread_cond_wait(&t->cv, &t->lock);
+            t->idle--;
+            continue;
+        }
+        t->leader = 1;
+        for (;;) {
+            pthread_mutex_unlock(&t->lock);
+            lead_once(t);
+            pthread_mutex_lock(&t->lock);
+            if (t->stopping) {
+                t->leader = 0; /* the loop's top closes everything, as the event thread */
+                break;
+            }
+            if (t->runq && t->idle) {
+                /* run the first call here; wake a thread to be the event thread and one
+                 * for each other call, as far as there are idle threads */
+                w = runq_take(t);
+                unsigned wake = t->nrunq + 1 < t->idle ? t->nrunq + 1 : t->idle;
+                t->leader = 0;
+                for (unsigned i = 0; i < wake; i++)
+                    pthread_cond_signal(&t->cv);
+                pthread_mutex_unlock(&t->lock);
+                run_work(t, w);
+                pthread_mutex_lock(&t->lock);
+                break;
+            }
+            /* no call, or no thread idle to take over: the busy ones take the calls */
+        }
     }
+    pthread_mutex_unlock(&t->lock);
     return NULL;
 }
 
@@ -868,7 +913,9 @@ struct uiw__nfs_tcp *uiw__nfs_tcp_create(struct uiw__nfsd *s)
     t->pool = uiw__nfs_pool_create(uiw__nfsd_max_io(s) + 8192, o->io_buffers ? o->io_buffers : 64);
     t->ep = epoll_create1(EPOLL_CLOEXEC);
     t->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    t->workers = calloc(t->threads, sizeof(*t->workers));
+    t->workers = calloc(t->threads + 1, sizeof(*t->workers)); /* and the event thread */
+    t->next_sweep = uiw__nfsd_now_ns() + 1000000000ll;
+    t->next_trim = t->next_sweep + 4000000000ll;
     if (!t->pool || t->ep < 0 || t->wake < 0 || !t->workers) {
         uiw__nfs_tcp_destroy(t);
         errno = ENOMEM;
@@ -933,12 +980,9 @@ int uiw__nfs_tcp_listen(struct uiw__nfs_tcp *t, const char *addr, int port, int 
 
 int uiw__nfs_tcp_start(struct uiw__nfs_tcp *t)
 {
-    for (; t->nstarted < t->threads; t->nstarted++)
-        if (pthread_create(&t->workers[t->nstarted], NULL, worker_main, t) != 0)
+    for (; t->nstarted < t->threads + 1; t->nstarted++)
+        if (pthread_create(&t->workers[t->nstarted], NULL, thread_main, t) != 0)
             return -EAGAIN;
-    if (pthread_create(&t->loop, NULL, loop_main, t) != 0)
-        return -EAGAIN;
-    t->loop_started = 1;
     return 0;
 }
 
@@ -952,8 +996,6 @@ void uiw__nfs_tcp_destroy(struct uiw__nfs_tcp *t)
     pthread_mutex_unlock(&t->lock);
     if (t->wake >= 0)
         wake_loop(t);
-    if (t->loop_started)
-        pthread_join(t->loop, NULL);
     for (unsigned i = 0; i < t->nstarted; i++)
         pthread_join(t->workers[i], NULL);
     /* what is left: replies of closed connections were freed by their close */
