@@ -225,15 +225,26 @@ TEST(tools_cp_mv_rm_mkdir_rmdir_bench)
     CHECK_EQ(r.status, 0);
     tool_run_free(&r);
     CHECK_EQ(access(path, F_OK), -1);
-    /* bench --json: three lines, the file removed afterwards. */
+    /* bench --json: four lines, the file removed afterwards; the CPU time of uiw-nfs and
+     * of the server (--cpu-of) in each */
     url(&d, "", u, sizeof(u));
-    const char *argv[] = {"uiw-nfs", "bench", "--json", "-s", "4M", "-D", "0.2", u, NULL};
+    char pid[16];
+    snprintf(pid, sizeof(pid), "%d", (int)d.pid);
+    const char *argv[] = {"uiw-nfs", "bench",    "--json", "-s", "4M", "-D",
+                          "0.5",     "--cpu-of", pid,      u,    NULL};
     tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
     CHECK_EQ(r.status, 0);
     CHECK(strstr(r.out, "{\"test\":\"write\",\"size\":4194304,") != NULL);
     CHECK(strstr(r.out, "{\"test\":\"read\",\"size\":4194304,") != NULL);
-    CHECK(strstr(r.out, "{\"test\":\"getattr\",") != NULL);
     CHECK(strstr(r.out, "\"transport\":\"tcp\"") != NULL);
+    const char *g = strstr(r.out, "{\"test\":\"getattr\",");
+    CHECK(g != NULL);
+    const char *cpu = strstr(g, "\"cpu_s\":"), *srv = strstr(g, "\"server_cpu_s\":");
+    CHECK(cpu != NULL && srv != NULL && srv < strchr(g, '\n'));
+    /* half a second of calls one at a time: both sides busy, neither beyond the wall time */
+    double cs = strtod(cpu + 8, NULL), ss = strtod(srv + 15, NULL);
+    printf("getattr for 0.5 s: uiw-nfs %.3f s of CPU, uiw-nfsd %.3f s\n", cs, ss);
+    CHECK(cs > 0 && ss > 0 && cs < 1.0 && ss < 1.0);
     tool_run_free(&r);
     r = nfs("ls", u, NULL, NULL);
     CHECK_EQ(r.status, 0);

@@ -5,11 +5,14 @@
  * calls per second and per-call latency (p50, p99). URL names the file to use, or a
  * directory to make it in (removed afterwards). As a table, or with --json one object per
  * line: {"test":"write","size":N,"block":N,"transport":"tcp","inflight":1,
- * "mbytes_per_sec":X,"calls_per_sec":X,"p50_us":X,"p99_us":X}.
+ * "mbytes_per_sec":X,"calls_per_sec":X,"p50_us":X,"p99_us":X,"cpu_s":X}, where cpu_s is
+ * the CPU time (user and system) uiw-nfs used during the test; with --cpu-of PID also
+ * "server_cpu_s", that process's (from /proc, in clock ticks).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "nfs.h"
@@ -21,8 +24,51 @@ struct result {
     uint32_t block;
     double secs;
     size_t calls;
-    double *lat; /* seconds per call, sorted on report */
+    double *lat;     /* seconds per call, sorted on report */
+    double cpu, srv; /* CPU seconds of uiw-nfs and of --cpu-of's process (-1: unknown):
+                      * readings at the start, then what the test used */
 };
+
+/* CPU seconds (user and system) this process has used. */
+static double self_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* CPU seconds (user and system, every thread) process pid has used; -1 if unknown. */
+static double proc_cpu(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command may hold spaces */
+    unsigned long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A test starts, and its timed part ends: the CPU clocks' readings, then their use. */
+static void cpu_start(const struct opts *o, struct result *r)
+{
+    r->cpu = self_cpu();
+    r->srv = o->cpu_of ? proc_cpu(o->cpu_of) : -1;
+}
+
+static void cpu_stop(const struct opts *o, struct result *r)
+{
+    r->cpu = self_cpu() - r->cpu;
+    double now = r->srv >= 0 ? proc_cpu(o->cpu_of) : -1;
+    r->srv = now >= 0 ? now - r->srv : -1;
+}
 
 static void report(const struct opts *o, struct target *t, struct result *r)
 {
@@ -31,15 +77,23 @@ static void report(const struct opts *o, struct target *t, struct result *r)
     double cps = r->secs > 0 ? (double)r->calls / r->secs : 0;
     double p50 = lat_pct(r->lat, r->calls, 0.50) * 1e6, p99 = lat_pct(r->lat, r->calls, 0.99) * 1e6;
     const char *tr = uiw__nfs_client_transport(t->c);
-    if (o->json)
+    double cpu = r->cpu, srv = r->srv;
+    if (o->json) {
         printf("{\"test\":\"%s\",\"size\":%llu,\"block\":%u,\"transport\":\"%s\","
                "\"inflight\":%u,\"mbytes_per_sec\":%.1f,\"calls_per_sec\":%.0f,"
-               "\"p50_us\":%.1f,\"p99_us\":%.1f}\n",
-               r->test, (unsigned long long)r->bytes, r->block, tr, o->inflight, mbs, cps, p50,
-               p99);
-    else
-        printf("%-8s %-8s %10llu %8u %8u %10.1f %10.0f %9.1f %9.1f\n", r->test, tr,
-               (unsigned long long)r->bytes, r->block, o->inflight, mbs, cps, p50, p99);
+               "\"p50_us\":%.1f,\"p99_us\":%.1f,\"cpu_s\":%.3f",
+               r->test, (unsigned long long)r->bytes, r->block, tr, o->inflight, mbs, cps, p50, p99,
+               cpu);
+        if (srv >= 0)
+            printf(",\"server_cpu_s\":%.3f", srv);
+        printf("}\n");
+    } else {
+        printf("%-8s %-8s %10llu %8u %8u %10.1f %10.0f %9.1f %9.1f %7.2f", r->test, tr,
+               (unsigned long long)r->bytes, r->block, o->inflight, mbs, cps, p50, p99, cpu);
+        if (srv >= 0)
+            printf(" %7.2f", srv);
+        printf("\n");
+    }
     fflush(stdout);
 }
 
@@ -245,12 +299,14 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     for (uint32_t i = 0; i < (bw > br ? bw : br); i++)
         buf[i] = (char)(i * 7 + 1);
     if (!o->json)
-        printf("%-8s %-8s %10s %8s %8s %10s %10s %9s %9s\n", "test", "transport", "bytes", "block",
-               "inflight", "MB/s", "calls/s", "p50_us", "p99_us");
+        printf("%-8s %-8s %10s %8s %8s %10s %10s %9s %9s %7s%s\n", "test", "transport", "bytes",
+               "block", "inflight", "MB/s", "calls/s", "p50_us", "p99_us", "cpu_s",
+               o->cpu_of ? "  srv_cpu_s" : "");
 
     /* WRITE */
-    struct result w = {"write", 0, bw, 0, 0, lat};
+    struct result w = {"write", 0, bw, 0, 0, lat, 0, 0};
     char verf[8];
+    cpu_start(o, &w);
     double t0 = now_s();
     if (o->inflight > 1 && run_inflight(o, &t, K_WRITE, bw, &w, ncalls) != 0)
         goto free;
@@ -272,10 +328,12 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
         goto free;
     }
     w.secs = now_s() - t0;
+    cpu_stop(o, &w);
     report(o, &t, &w);
 
     /* READ */
-    struct result rd = {"read", 0, br, 0, 0, lat};
+    struct result rd = {"read", 0, br, 0, 0, lat, 0, 0};
+    cpu_start(o, &rd);
     t0 = now_s();
     if (o->inflight > 1 && run_inflight(o, &t, K_READ, br, &rd, ncalls) != 0)
         goto free;
@@ -300,6 +358,7 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
                 (unsigned long long)o->size);
         goto free;
     }
+    cpu_stop(o, &rd);
     report(o, &t, &rd);
 
     /* GETATTR */
@@ -307,7 +366,8 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     double *glat = malloc(cap * sizeof(double));
     if (!glat)
         goto free;
-    struct result g = {"getattr", 0, 0, 0, 0, glat};
+    struct result g = {"getattr", 0, 0, 0, 0, glat, 0, 0};
+    cpu_start(o, &g);
     t0 = now_s();
     fattr3 a;
     if (o->inflight > 1) {
@@ -336,11 +396,13 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     }
     if (o->inflight <= 1)
         g.secs = now_s() - t0;
+    cpu_stop(o, &g);
     report(o, &t, &g);
 
     /* CREATE: new empty files in the directory for -D seconds (removed afterwards, not
      * timed): what a `sync` export's durable metadata costs shows here */
-    struct result cr = {"create", 0, 0, 0, 0, glat};
+    struct result cr = {"create", 0, 0, 0, 0, glat, 0, 0};
+    cpu_start(o, &cr);
     t0 = now_s();
     int crc = 0;
     while (now_s() - t0 < o->seconds && cr.calls < cap) {
@@ -356,6 +418,7 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
         glat[cr.calls++] = now_s() - c0;
     }
     cr.secs = now_s() - t0;
+    cpu_stop(o, &cr);
     for (size_t i = 0; i < cr.calls; i++) {
         char n[300];
         snprintf(n, sizeof(n), "%s.create-%zu", t.name[0] ? t.name : "bench", i);

@@ -45,6 +45,8 @@ static const char usage[] =
     "  -s, --size BYTES     bench: file size (default 64M; K, M, G suffixes)\n"
     "      --inflight N     bench: calls in flight (default 1)\n"
     "  -D, --seconds S      bench: GETATTR and CREATE durations (default 2)\n"
+    "      --cpu-of PID     bench: also the CPU time process PID (a server on this host)\n"
+    "                       used during each test, beside uiw-nfs's own\n"
     "      --json           bench, get, put: one JSON object per line (get and put: per\n"
     "                       file, and a total for several: MB/s, call latency p50, p99)\n"
     "      --stats          at the end, the RPC-over-RDMA counters of the connections (calls,\n"
@@ -297,7 +299,7 @@ static int run(const struct opts *o, const char *cmd, int n, char **args)
 int main(int argc, char **argv)
 {
     struct opts o = {.progress = -1, .size = 64ull << 20, .inflight = 1, .seconds = 2};
-    enum { O_VERIFY = 256, O_PROG, O_NOPROG, O_INFLIGHT, O_JSON, O_VERSION, O_STATS };
+    enum { O_VERIFY = 256, O_PROG, O_NOPROG, O_INFLIGHT, O_JSON, O_VERSION, O_STATS, O_CPUOF };
     static const struct option lo[] = {
         {"verbose", no_argument, NULL, 'v'},
         {"verify", no_argument, NULL, O_VERIFY},
@@ -309,6 +311,7 @@ int main(int argc, char **argv)
         {"seconds", required_argument, NULL, 'D'},
         {"json", no_argument, NULL, O_JSON},
         {"stats", no_argument, NULL, O_STATS},
+        {"cpu-of", required_argument, NULL, O_CPUOF},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -366,6 +369,13 @@ int main(int argc, char **argv)
             break;
         case O_STATS:
             o.stats = 1;
+            break;
+        case O_CPUOF:
+            if (parse_size(optarg, 1u << 30, &v) != 0 || v == 0) {
+                fprintf(stderr, "uiw-nfs: bad --cpu-of '%s'\n", optarg);
+                return 2;
+            }
+            o.cpu_of = (int)v;
             break;
         case 'h':
             fputs(usage, stdout);

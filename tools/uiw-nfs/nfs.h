@@ -18,6 +18,7 @@ struct opts {
     uint32_t block; /* bench -b; transfers' block (0: the server's maximum, at most 1 MiB) */
     unsigned inflight;
     double seconds; /* bench: GETATTR duration */
+    int cpu_of;     /* bench --cpu-of: a process whose CPU time each test reports (0: none) */
 };
 
 /* An open URL: its client, the handle and attributes of what it names (exists == 0 when
