@@ -2,6 +2,8 @@
  * bench-nfs: uiw-nfs bench against uiw-nfsd on loopback, RPC-over-RDMA Version Two
  * against TCP (libtirpc's transport), same server and client, in one run:
  *   - 1 MiB sequential WRITE and READ bandwidth, one call at a time on both transports;
+ *   - the CPU time per GiB moved by those WRITEs and READs and by 4 KiB ones, the client's
+ *     and the server's together (uiw-nfs bench --cpu-of), on both transports;
  *   - GETATTR rates in two fair pairs: one call at a time on both transports (uiw-nfs), and
  *     N calls in flight on both (uiw-nfs over RDMA; over TCP libnfs's asynchronous RPC
  *     API, an independent pipelining client, as uiw-nfs's TCP path runs one call at a
@@ -11,7 +13,8 @@
  *     costs.
  * Each repetition runs TCP then RDMA; each ratio is the median of the repetitions' ratios
  * (machines are shared and noisy). Targets: WRITE and READ >= 1.5x TCP's bandwidth
- * (issue 17); GETATTR over RDMA >= 1.0x TCP's at the same number in flight.
+ * (issue 17); GETATTR over RDMA >= 1.0x TCP's at the same number in flight; CPU per GiB
+ * over RDMA <= 0.7x TCP's for 1 MiB calls and <= 1.0x for 4 KiB ones (issue 32).
  *
  *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--json]
  * Exit 0 when the runs worked (whatever the ratios), 1 when one failed, 2 on usage.
@@ -30,7 +33,10 @@
 
 struct figures {
     double write_mbs, read_mbs, getattr_cps, create_cps;
+    double write_cpu, read_cpu; /* CPU seconds per GiB, client and server (-1: unknown) */
 };
+
+static pid_t server_pid; /* the uiw-nfsd whose CPU time uiw-nfs bench reads */
 
 #ifdef UIW_HAVE_LIBNFS
 #include <poll.h>
@@ -224,22 +230,35 @@ static double field(const char *out, const char *test, const char *key)
     return strtod(p + strlen(k), NULL);
 }
 
-static int bench(const char *url, const char *size, const char *secs, unsigned inflight,
-                 const char *tests, struct figures *f)
+/* CPU seconds per GiB of test's line: uiw-nfs's and the server's over its bytes. */
+static double cpu_per_gib(const char *out, const char *test)
+{
+    double bytes = field(out, test, "size"), c = field(out, test, "cpu_s"),
+           s = field(out, test, "server_cpu_s");
+    return bytes > 0 && c >= 0 && s >= 0 ? (c + s) / (bytes / 1073741824.0) : -1;
+}
+
+static int bench(const char *url, const char *size, const char *block, const char *secs,
+                 unsigned inflight, const char *tests, struct figures *f)
 {
     char cmd[2048], *out = NULL;
-    snprintf(cmd, sizeof(cmd), "'%s' bench --json --no-progress -s %s -D %s --inflight %u '%s'",
-             UIW_NFS_PATH, size, secs, inflight, url);
+    snprintf(cmd, sizeof(cmd),
+             "'%s' bench --json --no-progress -s %s -b %s -D %s --inflight %u --cpu-of %d '%s'",
+             UIW_NFS_PATH, size, block, secs, inflight, (int)server_pid, url);
     int rc = run(cmd, &out);
     if (rc != 0 || !out) {
         fprintf(stderr, "bench-nfs: %s failed (%d)\n", cmd, rc);
         free(out);
         return -1;
     }
-    if (strstr(tests, "write"))
+    if (strstr(tests, "write")) {
         f->write_mbs = field(out, "write", "mbytes_per_sec");
-    if (strstr(tests, "read"))
+        f->write_cpu = cpu_per_gib(out, "write");
+    }
+    if (strstr(tests, "read")) {
         f->read_mbs = field(out, "read", "mbytes_per_sec");
+        f->read_cpu = cpu_per_gib(out, "read");
+    }
     if (strstr(tests, "getattr"))
         f->getattr_cps = field(out, "getattr", "calls_per_sec");
     if (strstr(tests, "create"))
@@ -286,8 +305,8 @@ static int creates(const char *base, const char *secs, double *sync, double *asy
         char us[512], ua[512];
         snprintf(us, sizeof(us), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dsync, mnt);
         snprintf(ua, sizeof(ua), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dasync, mnt);
-        if (bench(us, "64K", secs, 1, "create", &a) == 0 &&
-            bench(ua, "64K", secs, 1, "create", &b) == 0) {
+        if (bench(us, "64K", "64K", secs, 1, "create", &a) == 0 &&
+            bench(ua, "64K", "64K", secs, 1, "create", &b) == 0) {
             *sync = a.create_cps;
             *async = b.create_cps;
             rc = 0;
@@ -358,6 +377,7 @@ int main(int argc, char **argv)
     if (pipe(pfd) != 0)
         return 1;
     pid_t pid = fork();
+    server_pid = pid;
     if (pid == 0) {
         dup2(pfd[1], STDOUT_FILENO);
         close(pfd[0]);
@@ -371,6 +391,7 @@ int main(int argc, char **argv)
     char line[256] = "";
     int tcp = -1, mnt = -1, rdma = -1, rc = 1;
     double *rw = NULL, *rr = NULL, *rg = NULL, *rs = NULL;
+    double *cpu[8] = {NULL}; /* CPU per GiB: 1 MiB write, read, 4 KiB write, read; tcp, rdma */
     if (!f || !fgets(line, sizeof(line), f) ||
         sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mnt, &rdma) != 3 ||
         rdma <= 0) {
@@ -385,18 +406,29 @@ int main(int argc, char **argv)
     rr = calloc((size_t)reps, sizeof(double));
     rg = calloc((size_t)reps, sizeof(double));
     rs = calloc((size_t)reps, sizeof(double));
+    for (int k = 0; k < 8; k++)
+        cpu[k] = calloc((size_t)reps, sizeof(double));
+    for (int k = 0; k < 8; k++)
+        if (!cpu[k])
+            goto out;
     if (!rw || !rr || !rg || !rs)
         goto out;
     if (!json)
         printf("%-4s %12s %12s %12s %12s %10s %10s %10s %10s\n", "rep", "write tcp", "write rdma",
                "read tcp", "read rdma", "ga tcp/1", "ga rdma/1", "ga tcp/N", "ga rdma/N");
     for (int i = 0; i < reps; i++) {
-        struct figures t = {0}, r = {0}, g1 = {0}, g = {0};
-        if (bench(utcp, size, secs, 1, "write read getattr", &t) != 0 ||
-            bench(urdma, size, secs, 1, "write read", &r) != 0 ||
-            bench(urdma, "1M", secs, 1, "getattr", &g1) != 0 ||
-            bench(urdma, "1M", secs, inflight, "getattr", &g) != 0)
+        struct figures t = {0}, r = {0}, g1 = {0}, g = {0}, t4 = {0}, r4 = {0};
+        if (bench(utcp, size, "1M", secs, 1, "write read getattr", &t) != 0 ||
+            bench(urdma, size, "1M", secs, 1, "write read", &r) != 0 ||
+            bench(urdma, "1M", "1M", secs, 1, "getattr", &g1) != 0 ||
+            bench(urdma, "1M", "1M", secs, inflight, "getattr", &g) != 0 ||
+            bench(utcp, "16M", "4K", secs, 1, "write read", &t4) != 0 ||
+            bench(urdma, "16M", "4K", secs, 1, "write read", &r4) != 0)
             goto out;
+        double c[8] = {t.write_cpu,  r.write_cpu,  t.read_cpu,  r.read_cpu,
+                       t4.write_cpu, r4.write_cpu, t4.read_cpu, r4.read_cpu};
+        for (int k = 0; k < 8; k++)
+            cpu[k][i] = c[k];
         double tn = libnfs_getattr(tcp, mnt, dir, inflight, atof(secs));
         if (tn <= 0)
             goto out;
@@ -407,9 +439,13 @@ int main(int argc, char **argv)
         if (json)
             printf("{\"rep\":%d,\"write_mbs\":{\"tcp\":%.1f,\"rdma\":%.1f},\"read_mbs\":{\"tcp\":"
                    "%.1f,\"rdma\":%.1f},\"getattr_cps\":{\"tcp_1\":%.0f,\"rdma_1\":%.0f,"
-                   "\"tcp_libnfs_n\":%.0f,\"rdma_n\":%.0f}}\n",
+                   "\"tcp_libnfs_n\":%.0f,\"rdma_n\":%.0f},\"cpu_s_per_gib\":{\"write_1MiB\":{"
+                   "\"tcp\":%.3f,\"rdma\":%.3f},\"read_1MiB\":{\"tcp\":%.3f,\"rdma\":%.3f},"
+                   "\"write_4KiB\":{\"tcp\":%.3f,\"rdma\":%.3f},\"read_4KiB\":{\"tcp\":%.3f,"
+                   "\"rdma\":%.3f}}}\n",
                    i, t.write_mbs, r.write_mbs, t.read_mbs, r.read_mbs, t.getattr_cps,
-                   g1.getattr_cps, tn, g.getattr_cps);
+                   g1.getattr_cps, tn, g.getattr_cps, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+                   c[7]);
         else
             printf("%-4d %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.1f MB/s %8.0f/s %8.0f/s %8.0f/s "
                    "%8.0f/s\n",
@@ -419,9 +455,32 @@ int main(int argc, char **argv)
     }
     double mw = bench_median(rw, (size_t)reps), mr = bench_median(rr, (size_t)reps),
            mg = bench_median(rg, (size_t)reps), ms = bench_median(rs, (size_t)reps);
+    /* CPU per GiB: medians of each, and of the repetitions' ratios rdma/tcp */
+    double cm[8], cr[4];
+    for (int k = 0; k < 8; k++)
+        cm[k] = bench_median(cpu[k], (size_t)reps);
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < reps; i++)
+            rw[i] = cpu[2 * k][i] > 0 ? cpu[2 * k + 1][i] / cpu[2 * k][i] : 0;
+        cr[k] = bench_median(rw, (size_t)reps);
+    }
     double csync = 0, casync = 0;
     if (creates(dir, secs, &csync, &casync) != 0)
         goto out;
+    static const char *const cname[4] = {"1 MiB WRITE", "1 MiB READ", "4 KiB WRITE", "4 KiB READ"};
+    static const char *const ckey[4] = {"write_1MiB", "read_1MiB", "write_4KiB", "read_4KiB"};
+    static const double ctarget[4] = {0.7, 0.7, 1.0, 1.0};
+    for (int k = 0; k < 4; k++) {
+        if (json)
+            printf("{\"cpu_s_per_gib\":{\"test\":\"%s\",\"tcp\":%.4f,\"rdma\":%.4f,"
+                   "\"ratio\":%.3f,\"target\":%.1f}}\n",
+                   ckey[k], cm[2 * k], cm[2 * k + 1], cr[k], ctarget[k]);
+        else
+            printf("CPU per GiB (client + server), %-11s: tcp %6.2f s, rdma-v2 %6.2f s, ratio "
+                   "%.2fx (target <= %.1f) %s\n",
+                   cname[k], cm[2 * k], cm[2 * k + 1], cr[k], ctarget[k],
+                   cr[k] <= ctarget[k] ? "met" : "NOT met");
+    }
     if (json)
         printf("{\"ratio\":{\"write_1MiB\":%.3f,\"read_1MiB\":%.3f,\"getattr_1\":%.3f,"
                "\"getattr_n\":%.3f,\"inflight\":%u}}\n"
@@ -440,6 +499,8 @@ out:
     free(rr);
     free(rg);
     free(rs);
+    for (int k = 0; k < 8; k++)
+        free(cpu[k]);
     if (f)
         fclose(f);
     kill(pid, SIGTERM);

@@ -341,6 +341,16 @@ TEST(bench_nfs_fair_ratios)
     quotient("getattr N in flight", field(r.out, ratio, "getattr_n"), field(r.out, rep, "rdma_n"),
              field(r.out, rep, "tcp_libnfs_n"));
     CHECK_EQ(field(r.out, ratio, "inflight"), 64);
+    /* CPU per GiB moved, client and server: RDMA's over TCP's, for each kind of call */
+    CHECK(strstr(r.out, "\"cpu_s_per_gib\":{\"write_1MiB\":{\"tcp\":") != NULL);
+    static const char *const kinds[] = {"write_1MiB", "read_1MiB", "write_4KiB", "read_4KiB"};
+    for (int i = 0; i < 4; i++) {
+        char line[96];
+        snprintf(line, sizeof(line), "{\"cpu_s_per_gib\":{\"test\":\"%s\",", kinds[i]);
+        CHECK(strstr(r.out, line) != NULL);
+        quotient(kinds[i], field(r.out, line, "ratio"), field(r.out, line, "rdma"),
+                 field(r.out, line, "tcp"));
+    }
     const char *cr = "{\"creates_per_sec\":";
     quotient("creates", field(r.out, cr, "ratio"), field(r.out, cr, "sync"),
              field(r.out, cr, "async"));
