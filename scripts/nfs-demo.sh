@@ -107,6 +107,13 @@ human() { # bytes -> 4 KiB, 64 MiB
   if [ "$1" -ge $((1 << 20)) ]; then echo "$(($1 >> 20)) MiB"; else echo "$(($1 >> 10)) KiB"; fi
 }
 nfs() { "$bin/uiw-nfs" --no-progress "$@"; }
+hz=$(getconf CLK_TCK)
+srv_ticks() { # the server's CPU time so far (user and system, every thread), in clock ticks
+  sed 's/.*) //' "/proc/$srv/stat" | awk '{print $12 + $13}'
+}
+per_gib() { # ticks bytes -> CPU seconds per GiB
+  awk -v t="$1" -v b="$2" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz / (b / 1073741824) }'
+}
 # Progress: each row is printed once measured; on a terminal a status line on stderr
 # also says what runs now (nothing of it reaches a log: scripts/run.sh >log 2>&1).
 step=0
@@ -120,17 +127,20 @@ status_end() { [ -t 2 ] && printf '\r\033[K' >&2; return 0; }
 echo "uiw-nfsd on 127.0.0.1 (RPC-over-RDMA port $rdma, TCP $tcp, MOUNT $mnt), export $work/export"
 echo "put then get each file with uiw-nfs, SHA-256 verified; sizes $(human "${sizes[0]}") to" \
   "$(human "${sizes[-1]}"), RPC-over-RDMA Version Two and TCP"
-echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile"
+echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile;"
+echo "server CPU: uiw-nfsd's CPU seconds (user and system) per GiB put and got"
 echo
-fmt="%9s  %-8s %10s %10s %11s %11s %11s %11s\n"
-printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" "read p99"
-printf "$fmt" "" "" "" "" "us" "us" "us" "us"
+fmt="%9s  %-8s %10s %10s %11s %11s %11s %11s %9s %9s\n"
+printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" "read p99" \
+  "srv CPU w" "srv CPU r"
+printf "$fmt" "" "" "" "" "us" "us" "us" "us" "s/GiB" "s/GiB"
 data="$out/nfs-demo.dat"
 table="$out/nfs-demo.txt"
 : >"$data"
 {
-  printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" "read p99"
-  printf "$fmt" "" "" "" "" "us" "us" "us" "us"
+  printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" \
+    "read p99" "srv CPU w" "srv CPU r"
+  printf "$fmt" "" "" "" "" "us" "us" "us" "us" "s/GiB" "s/GiB"
 } >"$table"
 
 # Warm up both transports (first connections, first buffers): one file each way.
@@ -154,6 +164,7 @@ for size in "${sizes[@]}"; do
     [ $tr = rdma ] && trname="RPC-over-RDMA v2"
     status "$(human "$size") over $trname: putting $n files"
     nfs mkdir "$(url $tr "$d")" >/dev/null
+    c0=$(srv_ticks)
     w=$(nfs --json --verify put "$work/src"/f* "$(url $tr "$d")" 2>"$work/err") || {
       status_end
       cat "$work/err" >&2
@@ -163,6 +174,7 @@ for size in "${sizes[@]}"; do
     urls=()
     for f in "$work/src"/f*; do urls+=("$(url $tr "$d/${f##*/}")"); done
     rm -rf "$work/back" && mkdir "$work/back"
+    c1=$(srv_ticks)
     status "$(human "$size") over $trname: getting $n files back"
     r=$(nfs --json --verify get "${urls[@]}" "$work/back" 2>"$work/err") || {
       status_end
@@ -170,6 +182,7 @@ for size in "${sizes[@]}"; do
       failed=1
       continue
     }
+    c2=$(srv_ticks)
     status_end
     if ! (cd "$work/back" && sha256sum --quiet -c "$work/sums"); then
       echo "nfs-demo: $tr $(human "$size"): the files got back differ from those put" >&2
@@ -189,7 +202,8 @@ for size in "${sizes[@]}"; do
     trn=$(field "$w" transport)
     row=$(printf "$fmt" "$(human "$size")" "$trn" "$(field "$w" mbytes_per_sec)" \
       "$(field "$r" mbytes_per_sec)" "$(field "$w" p50_us)" "$(field "$w" p99_us)" \
-      "$(field "$r" p50_us)" "$(field "$r" p99_us)")
+      "$(field "$r" p50_us)" "$(field "$r" p99_us)" "$(per_gib $((c1 - c0)) $((size * n)))" \
+      "$(per_gib $((c2 - c1)) $((size * n)))")
     echo "$row"
     echo "$row" >>"$table"
     echo "$size $tr $(field "$w" mbytes_per_sec) $(field "$r" mbytes_per_sec)" >>"$data"
