@@ -15,6 +15,7 @@
 
 #include "io/io.h"
 #include "io/pcap.h"
+#include "io/sock.h"
 #include "common/compiler.h"
 #include "common/log.h"
 
@@ -330,7 +331,7 @@ UIW__COLD static ssize_t conn_discard(struct uiw__conn *c)
 }
 
 /* Read what the socket has. Returns 0 (drained or budget spent), 1 on EOF, -errno. */
-UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
+UIW__DATAPATH static int conn_rx_pass(struct uiw__conn *c)
 {
     struct iovec *iov = c->iov;
     for (int i = 0; i < CONN_BUDGET; i++) {
@@ -398,6 +399,24 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
     }
     /* Budget spent with bytes possibly left: the level-triggered poll comes back. */
     return 0;
+}
+
+/* conn_rx_pass, and the watch on a peer that stops within an FPDU (uiw__qp_rx_note)
+ * after a pass that read bytes: one look at the parser, a clock read only within one. */
+UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
+{
+    c->rx_moved = false;
+    int r = conn_rx_pass(c);
+    if (c->rx_moved)
+        uiw__qp_rx_note(c->qp, uiw__now_ms);
+    return r;
+}
+
+uint64_t uiw__io_rx_stalled_ms(const struct uiw_qp *qp)
+{
+    uint64_t since = uiw__qp_rx_partial_since(qp);
+    uint64_t now = since ? uiw__now_ms() : 0;
+    return now > since ? now - since : 0;
 }
 
 /* Send what the engine has. Returns 0 or -errno. */

@@ -59,7 +59,7 @@ struct uiw__conn {
     bool reported;    /* the engine and the cm were told that the stream ended */
     bool out_blocked; /* the last write hit EAGAIN: wait for EPOLLOUT */
     bool queued;      /* on io->pending (guarded by pend_lock) */
-    bool rx_moved;    /* the last uiw__conn_service read stream bytes */
+    bool rx_moved;    /* the last read pass (conn_rx) read stream bytes */
     size_t rx_skip;   /* processed bytes (peeked) still to be consumed from the socket */
     bool rx_hinted;   /* the last read or peek told rx_hint (and stage_cap): it is fresh */
     unsigned rx_hint; /* what uiw__qp_rx_take / _staged said the engine wants (UIW__WANT_*) */
@@ -115,5 +115,9 @@ void uiw__conn_destroy(struct uiw__conn *c);
 bool uiw__conn_release_owner(struct uiw__conn *c, void *arg);
 /* Wake the progress engine for c (new work queued by the application or cm). */
 void uiw__conn_kick(struct uiw__conn *c);
+/* How long (ms) qp's peer has sent nothing while part of an FPDU of its is held (some
+ * of its bytes came, not all): 0 when none is. Any thread, no lock; for a watchdog above
+ * the verbs (uiw__qp_rx_note). */
+uint64_t uiw__io_rx_stalled_ms(const struct uiw_qp *qp);
 
 #endif

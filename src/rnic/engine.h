@@ -438,6 +438,9 @@ struct uiw_qp {
     enum uiw__rx_run rx_run; /* what rx_iov receives */
     uint32_t rx_rreq_msn;    /* expected MSN */
     uint32_t rx_rresp_got;   /* bytes of the oldest Read's response so far */
+    /* uiw__qp_rx_note's record: the time of the last receive pass that left part of an
+     * FPDU held, 0 at a boundary (written by io, read by anyone: relaxed) */
+    _Atomic uint64_t rx_partial_ms;
 
     bool tx_held; /* the last post said UIW_SEND_MORE: uiw_post_send_flush sends it */
 

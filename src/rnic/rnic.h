@@ -262,6 +262,16 @@ int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want, size_t *cap);
  * UIW__RX_EXACT) and *cap, as uiw__qp_rx_take gives them. */
 int uiw__qp_rx_staged(struct uiw_qp *qp, size_t n, unsigned *want, size_t *cap);
 
+/* A watch on a peer that sends part of an FPDU and then nothing, the connection staying
+ * open: the parser would wait for the rest for ever, and TCP sees nothing wrong. io calls
+ * uiw__qp_rx_note once per receive pass that read stream bytes: when the QP then holds
+ * part of an FPDU (some of its bytes came, not all), it records now_ms() (a monotonic
+ * clock in ms, called only then), else it clears the record. uiw__qp_rx_partial_since
+ * (any thread, no lock) returns the record: when the last bytes came while an FPDU is
+ * still incomplete, 0 when none is. */
+void uiw__qp_rx_note(struct uiw_qp *qp, uint64_t (*now_ms)(void));
+uint64_t uiw__qp_rx_partial_since(const struct uiw_qp *qp);
+
 /* ---------------------------------------------------------------------------------------
  * Transmit
  * ------------------------------------------------------------------------------------- */

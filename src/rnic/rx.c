@@ -1036,3 +1036,19 @@ UIW__DATAPATH int uiw__qp_rx_take(struct uiw_qp *qp, size_t n, unsigned *want, s
     uiw__qp_unlock(qp);
     return r;
 }
+
+void uiw__qp_rx_note(struct uiw_qp *qp, uint64_t (*now_ms)(void))
+{
+    uiw__lock_take(&qp->lock);
+    bool partial = rx_parsing(qp) && uiw__fpdu_rx_partial(&qp->frx);
+    uiw__qp_unlock(qp);
+    if (partial)
+        atomic_store_explicit(&qp->rx_partial_ms, now_ms(), memory_order_relaxed);
+    else if (atomic_load_explicit(&qp->rx_partial_ms, memory_order_relaxed))
+        atomic_store_explicit(&qp->rx_partial_ms, 0, memory_order_relaxed);
+}
+
+uint64_t uiw__qp_rx_partial_since(const struct uiw_qp *qp)
+{
+    return atomic_load_explicit(&qp->rx_partial_ms, memory_order_relaxed);
+}

@@ -438,6 +438,11 @@ UIW__DATAPATH size_t uiw__fpdu_rx_left(const struct uiw_fpdu_rx *rx)
     }
 }
 
+bool uiw__fpdu_rx_partial(const struct uiw_fpdu_rx *rx)
+{
+    return !rx->err && (rx->state != RX_LEN || rx->field_have || rx->marker_have);
+}
+
 UIW__DATAPATH int uiw__fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p)
 {
     if (rx->err)

@@ -52,6 +52,10 @@ int uiw__fpdu_rx_start(struct uiw_fpdu_rx *rx, const uint8_t *p);
  * on or after an error. */
 size_t uiw__fpdu_rx_left(const struct uiw_fpdu_rx *rx);
 
+/* Whether the parser is within an FPDU: it consumed some of its bytes (or of a marker
+ * before it), not all. False at an FPDU boundary and after an error. */
+bool uiw__fpdu_rx_partial(const struct uiw_fpdu_rx *rx);
+
 /* The rest of an FPDU in one call, for a receiver holding all of it in one buffer: right
  * after its length field was consumed (no byte of the ULPDU yet) and without markers, p
  * holds the ULPDU, pad and CRC field, k bytes (exactly uiw_fpdu_rx_ulpdu_len + pad + 4).
