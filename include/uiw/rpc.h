@@ -125,8 +125,9 @@ struct uiw_rpc_xprt_attr {
      * NFS server's TCP io timeout): it is the TCP_USER_TIMEOUT of its socket (data
      * unacknowledged, or a peer whose receive window stays closed), and a server closes a
      * connection on which a message it sent (a reply, an RDMA_ERROR) has not gone out in
-     * that time (a peer that stopped reading). Meanwhile that connection holds no thread:
-     * a reply waits on its connection, not in the procedure that sent it. */
+     * that time (a peer that stopped reading), or whose peer sent part of a message (of
+     * an FPDU) and nothing more of it in that time. Meanwhile that connection holds no
+     * thread: a reply waits on its connection, not in the procedure that sent it. */
     uint32_t io_timeout_ms;
     const char *pcap_dir; /* capture connections here (NULL: env UIW_PCAP_DIR) */
     /* Busy-poll the completion queue this long before sleeping (0 -> 50 us; negative:

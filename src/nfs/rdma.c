@@ -76,7 +76,8 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
     a.xprt.vers_max = s->opts.vers1_only ? 1 : 2;
     /* --io-timeout: a connection that makes no progress for that long is closed, as over
      * TCP: nothing the server sent goes out (a peer that stopped reading; it is also the
-     * sockets' TCP_USER_TIMEOUT), or an RDMA Read of a call's chunk stays unanswered. The
+     * sockets' TCP_USER_TIMEOUT), an RDMA Read of a call's chunk stays unanswered, or the
+     * peer sends part of a message (of an FPDU) and nothing more of it. The
      * handshake (a peer that connects and sends no MPA request) gets as long, at most the
      * connection manager's default of 10 s. */
     uint32_t io_ms = (s->opts.io_timeout ? s->opts.io_timeout : 60) * 1000u;

@@ -745,8 +745,10 @@ static bool io_stalled(struct uiw__rr_conn *c, uint64_t now, uint64_t lim)
     return now - c->io_watch_ns > lim;
 }
 
-/* Connections whose peer leaves one of our RDMA Reads unanswered too long, or takes none
- * of what we send for the io timeout (it stopped reading), are ended. */
+/* Connections whose peer leaves one of our RDMA Reads unanswered too long, takes none
+ * of what we send for the io timeout (it stopped reading), or sends part of a message (of
+ * an FPDU) and nothing more for the io timeout, the connection left open (the receive
+ * side would wait for the rest for ever, and TCP sees nothing wrong), are ended. */
 static void read_timeouts(struct uiw__rr_listener *l)
 {
     uint64_t now = uiw__rr_now_ns(), lim = (uint64_t)l->ca.read_timeout_ms * 1000000u;
@@ -754,9 +756,18 @@ static void read_timeouts(struct uiw__rr_listener *l)
     pthread_mutex_lock(&l->lock);
     for (struct uiw__rr_conn *c = l->live; c; c = c->lnext) {
         int st = atomic_load(&c->state);
-        if (st != UIW__RR_C_DEAD && st != UIW__RR_C_DRAINED && io_stalled(c, now, io_lim)) {
+        bool up = st != UIW__RR_C_DEAD && st != UIW__RR_C_DRAINED;
+        if (up && io_stalled(c, now, io_lim)) {
             UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
                      "nothing we sent went out for %u ms: closing the connection",
+                     l->ca.xprt->io_timeout_ms);
+            uiw__rr_conn_died(c, -ETIMEDOUT);
+            continue;
+        }
+        if (up && uiw__nic_rx_stalled_ms(c->nc) > l->ca.xprt->io_timeout_ms) {
+            UIW__LOG(UIW__LOG_WARN, c->log_id, c->qpn,
+                     "a message's bytes stopped coming for %u ms, part of it received: "
+                     "closing the connection",
                      l->ca.xprt->io_timeout_ms);
             uiw__rr_conn_died(c, -ETIMEDOUT);
             continue;

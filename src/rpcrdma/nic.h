@@ -252,6 +252,10 @@ void uiw__nic_disconnect(struct uiw__nic_conn *c, bool abortive);
 bool uiw__nic_gone(struct uiw__nic_conn *c);
 /* Whether a Terminate went either way on the connection (it ended abortively). */
 bool uiw__nic_terminated(struct uiw__nic_conn *c);
+/* How long (ms) the peer has sent nothing more while a message of its is part received:
+ * some bytes of an FPDU came, not all (it stopped in the middle of one, the connection
+ * left open). 0 when none is part received, or when the backend cannot tell. */
+uint64_t uiw__nic_rx_stalled_ms(struct uiw__nic_conn *c);
 /* Free it (after its completions have been polled: none may be left). */
 void uiw__nic_conn_destroy(struct uiw__nic_conn *c);
 

@@ -557,7 +557,8 @@ struct uiw__rr_conn_attr {
     void (*gone)(void *arg);
     void *admit_arg;
     /* The server's listener also closes a connection on which a message it sent has not
-     * completed for xprt->io_timeout_ms (see uiw__rr_listener_run). */
+     * completed for xprt->io_timeout_ms, or whose peer stopped within an FPDU for as long
+     * (see uiw__rr_listener_run). */
 };
 
 /* Fill every zero field of *a with its default; -EINVAL for values out of range. */
@@ -580,8 +581,9 @@ void uiw__rr_listener_admission(struct uiw__rr_listener *l,
                                 void (*gone)(void *arg), void *arg);
 /* Handle listener events for up to timeout_ms: 1 when something happened, 0 (timeout) or
  * -errno. Each round also ends the connections whose peer left an RDMA Read of ours
- * unanswered for read_timeout_ms, and those on which messages we sent have been waiting
- * to go out with none completing for io_timeout_ms (a peer that stopped reading). */
+ * unanswered for read_timeout_ms, those on which messages we sent have been waiting to
+ * go out with none completing for io_timeout_ms (a peer that stopped reading), and those
+ * whose peer sent part of an FPDU and nothing more of it for io_timeout_ms. */
 int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms);
 void uiw__rr_listener_close(struct uiw__rr_listener *l);
 /* Tests: the listener's thread pauses this long between accepting a connection and
