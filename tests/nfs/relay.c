@@ -19,17 +19,60 @@ struct relay {
     pthread_mutex_t lock;
     uint64_t s2c, c2s, cut_at;
     int armed, dir, mid_record, stop;
+    int half;     /* relay_half_fpdu armed */
     int hold[2];  /* per direction: bytes are not read (relay_hold) */
     unsigned gen; /* raised by relay_cut_all */
     unsigned cuts, live;
     char capture[512]; /* the next connection's capture ("": none) */
 };
 
+/* Where a client's MPA stream is: within the MPA Request (its 20-byte header, then its
+ * private data), or within FPDUs (a 2-byte ULPDU length, the ULPDU, pad to 4, the CRC
+ * field). */
+struct mpa_track {
+    int fpdus;       /* the Request is behind */
+    unsigned have;   /* header (or length field) bytes seen */
+    uint8_t hdr[20]; /* the Request's header / an FPDU's length field */
+    uint64_t skip;   /* bytes of the current frame still to pass */
+};
+
+/* Follow n bytes of the stream; returns the index of the first byte at which an FPDU
+ * starts (n if none does), and in *len that FPDU's length (0 if its length field is not
+ * all in p). With `find`, it stops there, having consumed nothing from that byte on. */
+static size_t mpa_follow(struct mpa_track *t, const uint8_t *p, size_t n, int find, size_t *len)
+{
+    for (size_t i = 0; i < n;) {
+        if (t->skip) {
+            size_t k = (uint64_t)(n - i) < t->skip ? n - i : (size_t)t->skip;
+            t->skip -= k;
+            i += k;
+            continue;
+        }
+        if (t->fpdus && t->have == 0 && find) {
+            size_t ul = n - i >= 2 ? (size_t)p[i] << 8 | p[i + 1] : 0;
+            *len = ul ? 2 + ul + (4 - (2 + ul) % 4) % 4 + 4 : 0;
+            return i;
+        }
+        t->hdr[t->have++] = p[i++];
+        if (!t->fpdus && t->have == 20) { /* key, flags, rev, private data length */
+            t->skip = (uint64_t)t->hdr[18] << 8 | t->hdr[19];
+            t->fpdus = 1;
+            t->have = 0;
+        } else if (t->fpdus && t->have == 2) {
+            size_t ul = (size_t)t->hdr[0] << 8 | t->hdr[1];
+            t->skip = ul + (4 - (2 + ul) % 4) % 4 + 4;
+            t->have = 0;
+        }
+    }
+    return n;
+}
+
 struct pipe_pair {
     struct relay *r;
     int c, s; /* client side, server side */
     unsigned gen;
     struct uiw__pcap *pcap; /* or NULL */
+    struct mpa_track c2s;   /* the client's MPA framing */
 };
 
 static void reset(int fd)
@@ -86,6 +129,16 @@ static void *pump(void *arg)
                 fwd = (size_t)(r->cut_at - r->c2s);
                 cut = 1;
                 r->armed = 0;
+            }
+            const uint8_t *u = (const uint8_t *)buf;
+            size_t len = 0, at = mpa_follow(&pp->c2s, u, fwd, r->half, &len);
+            if (r->half && at < fwd) {
+                /* up to the FPDU, then half of it (what of it is here, if less) */
+                size_t part = len / 2 ? len / 2 : 1;
+                fwd = at + (part < fwd - at ? part : fwd - at);
+                mpa_follow(&pp->c2s, u + at, fwd - at, 0, &len);
+                r->half = 0;
+                r->hold[RELAY_C2S] = 1; /* what the client sends after it stays here */
             }
             r->c2s += fwd;
             pthread_mutex_unlock(&r->lock);
@@ -200,7 +253,7 @@ static void *accepter(void *arg)
         }
         struct pipe_pair *pp = malloc(sizeof(*pp));
         CHECK(pp != NULL);
-        *pp = (struct pipe_pair){r, c, s, 0, NULL};
+        *pp = (struct pipe_pair){.r = r, .c = c, .s = s};
         pthread_mutex_lock(&r->lock);
         pp->gen = r->gen;
         if (r->capture[0]) {
@@ -252,6 +305,13 @@ void relay_cut_at(struct relay *r, int dir, uint64_t at, int mid_record)
     r->cut_at = at;
     r->mid_record = mid_record;
     r->armed = 1;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void relay_half_fpdu(struct relay *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->half = 1;
     pthread_mutex_unlock(&r->lock);
 }
 

@@ -2,7 +2,8 @@
  * forwards every connection it accepts to a target port, byte for byte, until told to
  * break one: reset it (both ends, abortively) after so many bytes from the server, or in
  * the middle of the first ONC RPC record (TCP record marking) that starts after them; or
- * to capture one connection for tshark; or to stop reading one direction. */
+ * to capture one connection for tshark; or to stop reading one direction; or to forward
+ * only part of an FPDU (RPC-over-RDMA: MPA framing) and then nothing more. */
 #ifndef UIW_TESTS_NFS_RELAY_H
 #define UIW_TESTS_NFS_RELAY_H
 
@@ -22,6 +23,12 @@ void relay_cut_all(struct relay *r);
 /* Stop reading the bytes of direction dir (on), as a peer that stops reading would, or
  * go on relaying them (off); every connection of the relay. */
 void relay_hold(struct relay *r, int dir, int on);
+/* Client to server, on an MPA stream (iWARP: the MPA Request, then FPDUs; markers off):
+ * of the next FPDU that starts from now on, forward only its first half (its first byte
+ * at least, never all of it), drop the rest of what was read with it and read no more
+ * (relay_hold(RELAY_C2S) on): a peer that stops in the middle of a message and keeps its
+ * connection open. Once. */
+void relay_half_fpdu(struct relay *r);
 /* Connections reset so far; bytes forwarded in direction dir. */
 unsigned relay_cuts(struct relay *r);
 uint64_t relay_bytes(struct relay *r, int dir);

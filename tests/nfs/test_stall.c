@@ -1,6 +1,7 @@
 /* Bad RPC-over-RDMA peers of uiw-nfsd (in-process, --io-timeout 2): one that stops
  * reading its replies, one that connects and never sends its MPA request, one that never
- * answers the server's RDMA Reads of its Read chunk. Each is dropped after the timeout,
+ * answers the server's RDMA Reads of its Read chunk, one that sends half of a message's
+ * FPDU and then nothing. Each is dropped after the timeout,
  * and meanwhile another client's GETATTRs and small READs (over RPC-over-RDMA) go on being
  * served: every one answered, and their 99th percentile latency bounded; it is printed
  * beside the undisturbed one's. The tests exit 77 (skipped) without the RPC layer. */
@@ -305,6 +306,41 @@ static void reads_unanswered_body(void)
     free(data);
 }
 
+/* A client that sends half of a call's FPDU and then nothing, its connection left open: a
+ * relay forwards the first half of the FPDU of a GETATTR and holds the rest. The server's
+ * receive side waits for the rest; nothing the server sent is unacknowledged (its
+ * TCP_USER_TIMEOUT cannot fire) and the client's TCP answers keepalives. The connection
+ * is closed after --io-timeout. */
+static void half_fpdu_body(void)
+{
+    struct stall s;
+    stall_start(&s);
+    struct relay *r = relay_start(uiw__nfsd_port(s.v.s, UIW__NFSD_RDMA));
+    struct uiw__nfs_client *c = rdma_client(&s.v, relay_port(r));
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), "small", &f, NULL), 0);
+    uint64_t before = relay_bytes(r, RELAY_C2S);
+    relay_half_fpdu(r);
+    static GETATTR3args args;
+    static GETATTR3res res;
+    args.object.data.data_len = f.len;
+    args.object.data.data_val = f.data;
+    unsigned done = 0;
+    struct uiw__nfs_async a = {count_done, &done, NULL, 0};
+    CHECK_EQ(uiw__nfs_call_async(c, NFSPROC3_GETATTR, UIW__XDRPROC(xdr_GETATTR3args), &args,
+                                 UIW__XDRPROC(xdr_GETATTR3res), &res, &a),
+             0);
+    /* the client is not polled: it could not send more anyway */
+    double t = wait_lost(&s, NULL, 15);
+    uint64_t sent = relay_bytes(r, RELAY_C2S) - before;
+    CHECK(sent > 0);    /* part of the call's FPDU reached the server ... */
+    CHECK_EQ(done, 0u); /* ... and no reply came */
+    dropped_in_time("a client that sent half an FPDU", t);
+    uiw__nfs_client_close(c);
+    relay_stop(r);
+    stall_end(&s, "a client that sent half an FPDU", t);
+}
+
 #define NEED_RDMA()
 #else
 #define NEED_RDMA() SKIP("built without the RPC-over-RDMA layer (src/rpc)")
@@ -315,6 +351,9 @@ static void no_mpa_request_body(void)
 {
 }
 static void reads_unanswered_body(void)
+{
+}
+static void half_fpdu_body(void)
 {
 }
 #endif
@@ -335,4 +374,10 @@ TEST(fault_rdma_reads_unanswered)
 {
     NEED_RDMA();
     reads_unanswered_body();
+}
+
+TEST(fault_rdma_half_fpdu)
+{
+    NEED_RDMA();
+    half_fpdu_body();
 }
