@@ -4,7 +4,13 @@
  * random sizes, reads them back and compares them, lists its directory and removes them,
  * and must never see a call fail. Every minute the server's RSS, descriptors and threads
  * are printed; after the first minute they must stay flat. Not in scripts/test.sh (the
- * soak label): scripts/soak.sh --minutes N runs it. */
+ * soak label): scripts/soak.sh --minutes N runs it.
+ *
+ * Flat, for the RSS: what the server keeps fills in the first minutes (the duplicate-reply
+ * cache, pooled buffers up to the clients' concurrency) and then stays, so from minute 3,
+ * or the run's second half when that is later, the least-squares slope of the RSS sampled
+ * every 10 s must stay under SLOPE_KIB a minute: a leak of 1 MiB a minute fails a run of
+ * 5 minutes or more. */
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
@@ -23,6 +29,10 @@
 #include "test.h"
 
 #define CLIENTS 16
+/* KiB a minute: the server's own drift once its caches are full, 50 to 350 as its
+ * load rises, is under it; a leak of 1 MiB a minute is over it */
+#define SLOPE_KIB 512
+#define SAMPLE_S  10
 
 static atomic_int stop;
 static atomic_ulong verified;
@@ -172,11 +182,23 @@ TEST(soak_mixed_clients)
         CHECK_EQ(pthread_create(&th[i], NULL, soak_client, &w[i]), 0);
     }
     long rss[128], fds[128], thr[128];
+    /* the RSS every SAMPLE_S seconds: (second, KiB) */
+    int nsamples = 0, cap = minutes * 60 / SAMPLE_S + 2;
+    long(*sample)[2] = calloc((size_t)cap, sizeof(*sample));
+    CHECK(sample != NULL);
     time_t t0 = time(NULL);
     int failed = 0;
     for (int s = 1; s <= 2 * minutes && !failed; s++) {
-        while (time(NULL) < t0 + 30 * s)
+        while (time(NULL) < t0 + 30 * s) {
             sleep(1);
+            long at = (long)(time(NULL) - t0);
+            if (at >= (nsamples + 1) * SAMPLE_S && nsamples < cap) {
+                long nfd, nth;
+                sample[nsamples][0] = at;
+                server_usage(srv, &sample[nsamples][1], &nfd, &nth);
+                nsamples++;
+            }
+        }
         relay_cut_all(rt);
         relay_cut_all(rr);
         for (int i = 0; i < CLIENTS; i++)
@@ -196,7 +218,7 @@ TEST(soak_mixed_clients)
         if (w[i].failed)
             uiw_test_fail(__FILE__, __LINE__, "client %d: %s", i, w[i].why);
     }
-    /* flat after the first minute */
+    /* flat after the first minute: no more descriptors or threads, the RSS within bounds */
     for (int m = 2; m <= minutes; m++) {
         if (rss[m] > rss[1] + rss[1] / 4 + 16 * 1024 || fds[m] > fds[1] + 32 || thr[m] > thr[1] + 2)
             uiw_test_fail(__FILE__, __LINE__,
@@ -204,6 +226,30 @@ TEST(soak_mixed_clients)
                           "%ld, %ld in the first",
                           m, rss[m], fds[m], thr[m], rss[1], fds[1], thr[1]);
     }
+    /* and not rising once the caches are full: the slope of the RSS over the later samples */
+    long from = minutes * 60 / 2 > 180 ? minutes * 60 / 2 : 180;
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < nsamples; i++) {
+        if (sample[i][0] < from)
+            continue;
+        double x = (double)sample[i][0] / 60, y = (double)sample[i][1];
+        n++;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    if (minutes >= 5 && n >= 3) {
+        double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+        fprintf(stderr, "soak: RSS from minute %.1f: %+.0f KiB a minute (%d samples)\n",
+                (double)from / 60, slope, (int)n);
+        if (slope > SLOPE_KIB)
+            uiw_test_fail(__FILE__, __LINE__,
+                          "the server's RSS rises by %.0f KiB a minute from minute %.1f on "
+                          "(at most %d)",
+                          slope, (double)from / 60, SLOPE_KIB);
+    }
+    free(sample);
     CHECK(atomic_load(&verified) > (unsigned long)CLIENTS);
     relay_stop(rt);
     relay_stop(rr);
