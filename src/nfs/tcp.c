@@ -51,6 +51,7 @@
 #define KEEPIDLE_S          60
 #define KEEPINTVL_S         10
 #define KEEPCNT             6
+#define SPIN_NS             50000 /* a thread's look for the event thread's role after a call */
 
 struct work;
 
@@ -102,11 +103,12 @@ struct uiw__nfs_tcp {
     pthread_mutex_t lock; /* everything below */
     pthread_cond_t cv;    /* work queued, the event thread's role free, or stopping */
     struct work *runq, *runq_tail, *free_work;
-    unsigned nrunq;
-    struct work *deferred; /* calls that wait for a large buffer (the event thread's) */
-    int leader;            /* a thread is the event thread */
-    unsigned idle;         /* threads waiting on cv */
-    int cleaned;           /* stopping: connections closed, waiting calls dropped */
+    _Atomic unsigned nrunq; /* read by a spinning thread without the lock */
+    struct work *deferred;  /* calls that wait for a large buffer (the event thread's) */
+    _Atomic int leader;     /* a thread is the event thread (read likewise) */
+    int spinning;           /* a thread looks for the role or a call before it sleeps */
+    unsigned idle;          /* threads waiting on cv */
+    int cleaned;            /* stopping: connections closed, waiting calls dropped */
     unsigned nfree_work;
     struct conn *conns;
     struct conn *notify; /* connections the event thread must look at */
@@ -828,6 +830,7 @@ static struct work *runq_take(struct uiw__nfs_tcp *t)
 static void *thread_main(void *arg)
 {
     struct uiw__nfs_tcp *t = arg;
+    int ran = 0; /* this thread has run a call since it last looked for work */
     pthread_mutex_lock(&t->lock);
     for (;;) {
         struct work *w;
@@ -855,17 +858,37 @@ static void *thread_main(void *arg)
             break;
         }
         if ((w = runq_take(t)) != NULL) {
+            if (t->nrunq && t->idle)
+                pthread_cond_signal(&t->cv); /* calls left: one more thread */
             pthread_mutex_unlock(&t->lock);
             run_work(t, w);
+            ran = 1;
             pthread_mutex_lock(&t->lock);
             continue;
         }
         if (t->leader) {
+            if (ran && !t->spinning) {
+                /* one thread at a time, and only after a call it ran, looks a while for
+                 * the role or a call before it sleeps: the event thread that reads a
+                 * synchronous client's next call hands the role over without a wake-up */
+                ran = 0;
+                t->spinning = 1;
+                pthread_mutex_unlock(&t->lock);
+                int64_t until = uiw__nfsd_now_ns() + SPIN_NS;
+                while (t->leader && !t->nrunq && uiw__nfsd_now_ns() < until)
+                    ;
+                pthread_mutex_lock(&t->lock);
+                t->spinning = 0;
+                if (!t->leader && !t->stopping)
+                    goto lead; /* the role first: the threads woken take the calls */
+                continue;
+            }
             t->idle++;
             pthread_cond_wait(&t->cv, &t->lock);
             t->idle--;
             continue;
         }
+    lead:
         t->leader = 1;
         for (;;) {
             pthread_mutex_unlock(&t->lock);
@@ -876,15 +899,19 @@ static void *thread_main(void *arg)
                 break;
             }
             if (t->runq && t->idle) {
-                /* run the first call here; wake a thread to be the event thread and one
-                 * for each other call, as far as there are idle threads */
+                /* run the first call here; wake a thread to be the event thread (unless
+                 * one spins, which takes the role) and one for the other calls, which
+                 * wakes another if calls are left when it takes one: threads wake at the
+                 * pace calls are taken */
                 w = runq_take(t);
-                unsigned wake = t->nrunq + 1 < t->idle ? t->nrunq + 1 : t->idle;
+                unsigned want = (t->spinning ? 0u : 1u) + (t->nrunq ? 1u : 0u);
+                unsigned wake = want < t->idle ? want : t->idle;
                 t->leader = 0;
                 for (unsigned i = 0; i < wake; i++)
                     pthread_cond_signal(&t->cv);
                 pthread_mutex_unlock(&t->lock);
                 run_work(t, w);
+                ran = 1;
                 pthread_mutex_lock(&t->lock);
                 break;
             }
