@@ -431,13 +431,14 @@ int uiw__nfs_tcp_start(struct uiw__nfs_tcp *t);
 void uiw__nfs_tcp_destroy(struct uiw__nfs_tcp *t);
 
 struct uiw__nfs_tcp_counts {
-    unsigned conns;    /* open now */
-    uint64_t accepted; /* ever */
-    uint64_t refused;  /* over the connection limit */
-    uint64_t too_long; /* closed for a record longer than the limit */
-    uint64_t idle;     /* closed after idle_timeout */
-    uint64_t stalled;  /* closed after io_timeout */
-    uint64_t calls;    /* run */
+    unsigned conns;      /* open now */
+    uint64_t accepted;   /* ever */
+    uint64_t refused;    /* over the connection limit */
+    uint64_t too_long;   /* closed for a record longer than the limit */
+    uint64_t idle;       /* closed after idle_timeout */
+    uint64_t stalled;    /* closed after io_timeout */
+    uint64_t calls;      /* run */
+    uint64_t role_taken; /* the event thread's role taken from a thread in a long call */
     unsigned large_taken;
     size_t pool_bytes;
 };

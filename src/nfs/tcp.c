@@ -11,18 +11,22 @@
  * connection without a call for idle_timeout seconds. TCP keepalive and TCP_USER_TIMEOUT
  * find peers that are gone.
  *
- * A call thread runs the call (call.c) and writes its reply at once without blocking; what
- * does not fit in the socket waits in the connection's queue for the event thread. The
- * event thread that read calls runs the first itself and hands its role to an idle thread
- * (which wakes while the call runs), so a synchronous client's call costs one wake-up, as
- * with a thread per connection; when no thread is idle it stays the event thread and the
- * calls wait for the call threads. Everything "the event thread's" below is used by the
- * thread in that role alone, handed over under the service's lock. No
- * thread ever waits on one connection: a peer that stops reading holds only the buffers of
- * its own replies, and a connection with UIW__NFS_CONN_CALLS calls running or
- * UIW__NFS_CONN_LARGE large buffers held is not read until some are done, so one client
- * cannot take every thread or buffer. Several calls of one connection run at once, as on
- * knfsd, and their replies go out as each is done.
+ * A call runs (call.c) and its reply is written at once without blocking; what does not
+ * fit in the socket waits in the connection's queue for the event thread. The event
+ * thread runs the calls it read itself, a few at a time between its looks at the sockets,
+ * so a call costs no hand-off between threads (as with a thread per connection; other
+ * connections' calls wait no longer than a few short calls). The standby, one thread
+ * that looks every STEAL_NS while the server is busy, brings in the others: it takes the
+ * event thread's role from a thread whose one call has run longer than STEAL_NS, which
+ * finishes that call and then runs queued calls as a call thread, and it wakes an idle
+ * thread for a call queued longer than that. So slow calls spread over the pool, and a
+ * slow call holds up the reading of the other connections for about twice STEAL_NS at
+ * most. Everything "the event thread's" below is used by the thread in that role alone,
+ * handed over under the service's lock. No thread ever waits on one connection: a peer
+ * that stops reading holds only the buffers of its own replies, and a connection with
+ * UIW__NFS_CONN_CALLS calls running or UIW__NFS_CONN_LARGE large buffers held is not read
+ * until some are done, so one client cannot take every thread or buffer. Several calls of
+ * one connection run at once, as on knfsd, and their replies go out as each is done.
  *
  * A connection is freed when the event thread has closed it and no call of it runs
  * (reference counted); its socket is closed then, so no thread writes to a reused
@@ -51,7 +55,11 @@
 #define KEEPIDLE_S          60
 #define KEEPINTVL_S         10
 #define KEEPCNT             6
-#define SPIN_NS             50000 /* a thread's look for the event thread's role after a call */
+/* The event thread in one call this long loses its role; a call queued this long wakes an
+ * idle thread. */
+#define STEAL_NS        500000
+#define INLINE_CALLS    16         /* calls the event thread runs between looks at the sockets */
+#define STANDBY_IDLE_NS 50000000ll /* no call for this long: the standby sleeps */
 
 struct work;
 
@@ -84,6 +92,7 @@ struct conn {
 struct work {
     struct work *next;
     struct conn *c;
+    int64_t queued_ns; /* when it was put on the run queue */
     struct uiw__nfs_rec rec;
     struct uiw__nfs_buf *reserved; /* a large buffer taken for the call */
     struct uiw__nfs_reply reply;
@@ -101,13 +110,17 @@ struct uiw__nfs_tcp {
     int64_t next_sweep, next_trim; /* the event thread's */
     int64_t idle_ns, io_ns;
     pthread_mutex_t lock; /* everything below */
-    pthread_cond_t cv;    /* work queued, the event thread's role free, or stopping */
+    pthread_cond_t cv;    /* calls waited in the queue, or stopping */
+    pthread_cond_t standby_cv;
     struct work *runq, *runq_tail, *free_work;
-    _Atomic unsigned nrunq; /* read by a spinning thread without the lock */
     struct work *deferred;  /* calls that wait for a large buffer (the event thread's) */
-    _Atomic int leader;     /* a thread is the event thread (read likewise) */
-    int spinning;           /* a thread looks for the role or a call before it sleeps */
+    const void *leader;     /* the event thread's token; NULL: the role is free */
+    int64_t leader_call_ns; /* when the event thread began the call it runs; 0: none */
+    int64_t last_call_ns;   /* when the event thread last began one */
+    int standby;            /* a thread watches the event thread */
+    int standby_sleeps;     /* ...in a wait without a deadline (the server was idle) */
     unsigned idle;          /* threads waiting on cv */
+    unsigned waking;        /* of them, signalled and not yet awake */
     int cleaned;            /* stopping: connections closed, waiting calls dropped */
     unsigned nfree_work;
     struct conn *conns;
@@ -424,8 +437,8 @@ static void run_later(struct uiw__nfs_tcp *t, struct work *w)
     else
         t->runq = w;
     t->runq_tail = w;
-    t->nrunq++;
-    pthread_mutex_unlock(&t->lock); /* the event thread wakes threads after its batch */
+    w->queued_ns = uiw__nfsd_now_ns();
+    pthread_mutex_unlock(&t->lock); /* the event thread runs it, or wakes a thread */
 }
 
 /* A call dropped before it ran (its connection closed, or the service stops). */
@@ -687,10 +700,10 @@ static void sweep(struct uiw__nfs_tcp *t, int64_t now)
 }
 
 /* The event thread's one round: the events of one epoll_wait, then the periodic sweeps. */
-static void lead_once(struct uiw__nfs_tcp *t)
+static void lead_once(struct uiw__nfs_tcp *t, int timeout_ms)
 {
     struct epoll_event ev[64];
-    int n = epoll_wait(t->ep, ev, 64, 250);
+    int n = epoll_wait(t->ep, ev, 64, timeout_ms);
     pthread_mutex_lock(&t->lock);
     int stop = t->stopping;
     pthread_mutex_unlock(&t->lock);
@@ -819,28 +832,98 @@ static struct work *runq_take(struct uiw__nfs_tcp *t)
         t->runq = w->next;
         if (!t->runq)
             t->runq_tail = NULL;
-        t->nrunq--;
     }
     return w;
 }
 
-/* Every thread of the pool: runs queued calls; when there are none and no thread is the
- * event thread, becomes it until it has read calls and another thread is idle to take
- * the role on; otherwise sleeps. */
+/* Under t->lock: wait on cv as an idle thread. */
+static void idle_wait(struct uiw__nfs_tcp *t)
+{
+    t->idle++;
+    pthread_cond_wait(&t->cv, &t->lock);
+    t->idle--;
+    if (t->waking)
+        t->waking--;
+}
+
+/* Under t->lock, as the standby: returns when the event thread's role is free or taken
+ * from a thread stuck in a call (then this thread's), or when stopping. */
+static void stand_by(struct uiw__nfs_tcp *t, const void *me)
+{
+    t->standby = 1;
+    while (!t->stopping && t->leader) {
+        int64_t now = uiw__nfsd_now_ns();
+        if (t->leader_call_ns && now - t->leader_call_ns > STEAL_NS) {
+            t->leader = me; /* the old one finishes its call as a call thread */
+            t->leader_call_ns = 0;
+            t->counts.role_taken++;
+            break;
+        }
+        if (t->runq && t->idle > t->waking && now - t->runq->queued_ns > STEAL_NS) {
+            t->waking++;
+            pthread_cond_signal(&t->cv);
+        }
+        if (!t->leader_call_ns && now - t->last_call_ns > STANDBY_IDLE_NS) {
+            t->standby_sleeps = 1; /* the event thread wakes it with its next call */
+            pthread_cond_wait(&t->standby_cv, &t->lock);
+            t->standby_sleeps = 0;
+            continue;
+        }
+        int64_t until = (t->leader_call_ns ? t->leader_call_ns : now) + STEAL_NS + 1000;
+        struct timespec ts = {.tv_sec = until / 1000000000ll, .tv_nsec = until % 1000000000ll};
+        pthread_cond_timedwait(&t->standby_cv, &t->lock, &ts);
+    }
+    t->standby = 0;
+}
+
+/* Under t->lock, as the event thread (t->leader == me): reads and runs calls until
+ * stopping or until the standby takes the role. */
+static void lead(struct uiw__nfs_tcp *t, const void *me)
+{
+    while (t->leader == me && !t->stopping) {
+        int busy = t->runq != NULL;
+        pthread_mutex_unlock(&t->lock);
+        lead_once(t, busy ? 0 : 250);
+        pthread_mutex_lock(&t->lock);
+        struct work *w;
+        for (int i = 0; i < INLINE_CALLS && t->leader == me && !t->stopping; i++) {
+            if ((w = runq_take(t)) == NULL)
+                break;
+            t->leader_call_ns = t->last_call_ns = uiw__nfsd_now_ns();
+            if (t->standby_sleeps) {
+                t->standby_sleeps = 0;
+                pthread_cond_signal(&t->standby_cv);
+            }
+            pthread_mutex_unlock(&t->lock);
+            run_work(t, w);
+            pthread_mutex_lock(&t->lock);
+            if (t->leader == me)
+                t->leader_call_ns = 0;
+        }
+    }
+    if (t->leader == me && t->stopping)
+        t->leader = NULL; /* the loop's top closes everything, as the event thread */
+}
+
+/* Every thread of the pool, in the first of these roles that is free: the event thread,
+ * a call thread while calls are queued (once woken or after a call of its own), the
+ * standby, or idle. */
 static void *thread_main(void *arg)
 {
     struct uiw__nfs_tcp *t = arg;
-    int ran = 0; /* this thread has run a call since it last looked for work */
+    const void *me = &me; /* this thread's token */
+    int awake = 0;        /* woken for calls, or just ran one */
     pthread_mutex_lock(&t->lock);
     for (;;) {
         struct work *w;
         if (t->stopping) {
             if (!t->leader && !t->cleaned) {
-                t->leader = t->cleaned = 1;
+                t->leader = me;
+                t->cleaned = 1;
                 pthread_mutex_unlock(&t->lock);
                 stop_all(t);
                 pthread_mutex_lock(&t->lock);
-                t->leader = 0;
+                t->leader = NULL;
                 pthread_cond_broadcast(&t->cv);
             }
             if ((w = runq_take(t)) != NULL) {
@@ -850,73 +933,31 @@ static void *thread_main(void *arg)
                 continue;
             }
             if (!t->cleaned || t->leader) { /* the event thread closes the connections */
-                t->idle++;
-                pthread_cond_wait(&t->cv, &t->lock);
-                t->idle--;
+                idle_wait(t);
                 continue;
             }
             break;
         }
-        if ((w = runq_take(t)) != NULL) {
-            if (t->nrunq && t->idle)
-                pthread_cond_signal(&t->cv); /* calls left: one more thread */
+        if (!t->leader)
+            t->leader = me;
+        if (t->leader == me) {
+            lead(t, me);
+            awake = 1; /* it may have lost the role in a call: it runs calls on */
+            continue;
+        }
+        if (awake && (w = runq_take(t)) != NULL) {
             pthread_mutex_unlock(&t->lock);
             run_work(t, w);
-            ran = 1;
             pthread_mutex_lock(&t->lock);
             continue;
         }
-        if (t->leader) {
-            if (ran && !t->spinning) {
-                /* one thread at a time, and only after a call it ran, looks a while for
-                 * the role or a call before it sleeps: the event thread that reads a
-                 * synchronous client's next call hands the role over without a wake-up */
-                ran = 0;
-                t->spinning = 1;
-                pthread_mutex_unlock(&t->lock);
-                int64_t until = uiw__nfsd_now_ns() + SPIN_NS;
-                while (t->leader && !t->nrunq && uiw__nfsd_now_ns() < until)
-                    ;
-                pthread_mutex_lock(&t->lock);
-                t->spinning = 0;
-                if (!t->leader && !t->stopping)
-                    goto lead; /* the role first: the threads woken take the calls */
-                continue;
-            }
-            t->idle++;
-            pthread_cond_wait(&t->cv, &t->lock);
-            t->idle--;
+        awake = 0;
+        if (!t->standby) {
+            stand_by(t, me);
             continue;
         }
-    lead:
-        t->leader = 1;
-        for (;;) {
-            pthread_mutex_unlock(&t->lock);
-            lead_once(t);
-            pthread_mutex_lock(&t->lock);
-            if (t->stopping) {
-                t->leader = 0; /* the loop's top closes everything, as the event thread */
-                break;
-            }
-            if (t->runq && t->idle) {
-                /* run the first call here; wake a thread to be the event thread (unless
-                 * one spins, which takes the role) and one for the other calls, which
-                 * wakes another if calls are left when it takes one: threads wake at the
-                 * pace calls are taken */
-                w = runq_take(t);
-                unsigned want = (t->spinning ? 0u : 1u) + (t->nrunq ? 1u : 0u);
-                unsigned wake = want < t->idle ? want : t->idle;
-                t->leader = 0;
-                for (unsigned i = 0; i < wake; i++)
-                    pthread_cond_signal(&t->cv);
-                pthread_mutex_unlock(&t->lock);
-                run_work(t, w);
-                ran = 1;
-                pthread_mutex_lock(&t->lock);
-                break;
-            }
-            /* no call, or no thread idle to take over: the busy ones take the calls */
-        }
+        idle_wait(t);
+        awake = 1;
     }
     pthread_mutex_unlock(&t->lock);
     return NULL;
@@ -937,6 +978,11 @@ struct uiw__nfs_tcp *uiw__nfs_tcp_create(struct uiw__nfsd *s)
     t->io_ns = (int64_t)(o->io_timeout ? o->io_timeout : 60) * 1000000000ll;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->standby_cv, &ca);
+    pthread_condattr_destroy(&ca);
     t->pool = uiw__nfs_pool_create(uiw__nfsd_max_io(s) + 8192, o->io_buffers ? o->io_buffers : 64);
     t->ep = epoll_create1(EPOLL_CLOEXEC);
     t->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1020,6 +1066,7 @@ void uiw__nfs_tcp_destroy(struct uiw__nfs_tcp *t)
     pthread_mutex_lock(&t->lock);
     t->stopping = 1;
     pthread_cond_broadcast(&t->cv);
+    pthread_cond_broadcast(&t->standby_cv);
     pthread_mutex_unlock(&t->lock);
     if (t->wake >= 0)
         wake_loop(t);
@@ -1046,6 +1093,7 @@ void uiw__nfs_tcp_destroy(struct uiw__nfs_tcp *t)
     free(t->workers);
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->cv);
+    pthread_cond_destroy(&t->standby_cv);
     free(t);
 }
 

@@ -511,6 +511,47 @@ TEST(xdr_lists_without_recursion)
     free(w);
 }
 
+/* A server (root not squashed, RDMA off, 16 handle records) whose export holds dirs
+ * directories of 1,000 empty files each. */
+static void srv_searching(struct srv *v, unsigned dirs)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.rdma_port = -1;
+    o.max_handles = 16;
+    srv_start(v, &o);
+    char name[64];
+    for (unsigned d = 0; d < dirs; d++) {
+        snprintf(name, sizeof(name), "d%02u", d);
+        CHECK_EQ(mkdir(path_in(v, name), 0755), 0);
+        int dfd = open(path_in(v, name), O_RDONLY | O_DIRECTORY);
+        CHECK(dfd >= 0);
+        for (unsigned i = 0; i < 1000; i++) {
+            snprintf(name, sizeof(name), "f%04u", i);
+            CHECK_EQ(mknodat(dfd, name, S_IFREG | 0644, 0), 0);
+        }
+        close(dfd);
+    }
+}
+
+/* A handle of root's export for a file that does not exist: only a search could tell. Its
+ * length. */
+static uint32_t forge_handle(const struct uiw__nfs_fh *root, uint32_t i, char *forged)
+{
+    struct uiw__nfsd_fh f;
+    nfs_fh3 rh;
+    rh.data.data_len = root->len;
+    rh.data.data_val = (char *)(uintptr_t)root->data;
+    CHECK_EQ(uiw__nfs_fh_decode(&rh, &f), 0);
+    f.klen = 0;
+    f.ino = 0x5a5a000000000000ull + i;
+    f.tag = 0x1234567890abcdefull * (i + 1);
+    nfs_fh3 h;
+    uiw__nfs_fh_encode(&f, &h, forged);
+    return h.data.data_len;
+}
+
 /* Forged handles (the export's id and device, random inode numbers and tags) make the
  * server search its export for a file no record leads to: never for an AUTH_NONE caller
  * (NFS3ERR_STALE at once), and for others within the search's budget, past which they
@@ -519,25 +560,9 @@ TEST(xdr_lists_without_recursion)
 TEST(forged_handles_searched_within_budget)
 {
     struct srv v;
-    struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
-    o.no_root_squash = 1;
-    o.rdma_port = -1;
-    o.max_handles = 16;
-    srv_start(&v, &o);
     /* 60,000 entries in 60 directories: each search looks at all of them */
+    srv_searching(&v, 60);
     char name[64];
-    for (unsigned d = 0; d < 60; d++) {
-        snprintf(name, sizeof(name), "d%02u", d);
-        CHECK_EQ(mkdir(path_in(&v, name), 0755), 0);
-        int dfd = open(path_in(&v, name), O_RDONLY | O_DIRECTORY);
-        CHECK(dfd >= 0);
-        for (unsigned i = 0; i < 1000; i++) {
-            snprintf(name, sizeof(name), "f%04u", i);
-            CHECK_EQ(mknodat(dfd, name, S_IFREG | 0644, 0), 0);
-        }
-        close(dfd);
-    }
     put_file(&v, "real", "abc", 3);
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
     struct uiw__nfs_fh real;
@@ -549,24 +574,12 @@ TEST(forged_handles_searched_within_budget)
         CHECK_EQ(uiw__nfs_lookup(c, uiw__nfs_client_root(c), name, &t, NULL), 0);
     }
     const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
-    struct uiw__nfsd_fh rf;
-    nfs_fh3 rh;
-    rh.data.data_len = root->len;
-    rh.data.data_val = (char *)(uintptr_t)root->data;
-    CHECK_EQ(uiw__nfs_fh_decode(&rh, &rf), 0);
     int fd = tcp_to(v.tcp);
     char forged[UIW__NFS_FH_MAX];
     unsigned jukebox = 0;
     for (uint32_t i = 0; i < 400; i++) {
-        /* files that do not exist: only a search could tell */
-        struct uiw__nfsd_fh f = rf;
-        f.klen = 0;
-        f.ino = 0x5a5a000000000000ull + i;
-        f.tag = 0x1234567890abcdefull * (i + 1);
-        nfs_fh3 h;
-        uiw__nfs_fh_encode(&f, &h, forged);
-        uint32_t st =
-            getattr_raw(fd, 9000 + i, i < 200 ? AUTH_NONE : AUTH_SYS, forged, h.data.data_len);
+        uint32_t fl = forge_handle(root, i, forged);
+        uint32_t st = getattr_raw(fd, 9000 + i, i < 200 ? AUTH_NONE : AUTH_SYS, forged, fl);
         if (i < 200)
             CHECK_EQ(st, NFS3ERR_STALE);
         else if (st == NFS3ERR_JUKEBOX)
@@ -627,6 +640,54 @@ static struct uiw__nfs_tcp_counts tcp_counts(struct srv *v)
     struct uiw__nfs_tcp_counts c;
     uiw__nfs_tcp_counts(v->s->tcp, &c);
     return c;
+}
+
+/* One call that runs long (a forged handle searched for through 40,000 entries) holds up
+ * neither the reading of the other connections nor their calls: the standby takes the
+ * event thread's role from the thread in that call, and another client's GETATTRs are
+ * answered while it runs. */
+TEST(tcp_slow_call_holds_up_nobody)
+{
+    struct srv v;
+    srv_searching(&v, 40);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    int slow = tcp_to(v.tcp), other = tcp_to(v.tcp);
+    CHECK_EQ(getattr_raw(other, 1, AUTH_SYS, (const char *)root->data, root->len), NFS3_OK);
+    uint64_t taken = tcp_counts(&v).role_taken;
+    /* the slow call, its reply not read yet */
+    static char rec[4 + 512 + 4 + UIW__NFS_FH_MAX];
+    char forged[UIW__NFS_FH_MAX];
+    uint32_t fl = forge_handle(root, 0, forged);
+    size_t hl = call_header(rec + 4, 77, 100003, 3, NFSPROC3_GETATTR, AUTH_SYS);
+    uint32_t be = htonl(fl);
+    memcpy(rec + 4 + hl, &be, 4);
+    memcpy(rec + 8 + hl, forged, fl);
+    uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + 4 + fl));
+    memcpy(rec, &mark, 4);
+    send_all(slow, rec, 8 + hl + fl);
+    for (int i = 0; i < 100000 && tcp_counts(&v).role_taken == taken; i++)
+        usleep(100);
+    CHECK(tcp_counts(&v).role_taken > taken);
+    unsigned served = 0;
+    struct pollfd pf = {slow, POLLIN, 0};
+    while (served < 100000 && poll(&pf, 1, 0) == 0) {
+        CHECK_EQ(getattr_raw(other, 100 + served, AUTH_SYS, (const char *)root->data, root->len),
+                 NFS3_OK);
+        served++;
+    }
+    printf("another client's GETATTRs answered while one call searched: %u\n", served);
+    CHECK(served > 0);
+    size_t n;
+    char *r = recv_record(slow, &n);
+    struct rpc_msg m;
+    decode_reply(r, n, 77, &m, NULL, NULL);
+    CHECK_EQ(nfs_status(r, n), NFS3ERR_STALE);
+    free(r);
+    close(slow);
+    close(other);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
 }
 
 /* Connections up to the limit are served; one more is closed at once (and counted), and
