@@ -14,6 +14,7 @@
 
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
+#include "rpc/xdr_list.h"
 #include "rpc/xdr_pad.h"
 
 static __thread u_int write_max; /* nonzero: decoding a call's WRITE payload */
@@ -79,49 +80,7 @@ bool_t uiw__xdr_READ3res_into(XDR *x, struct uiw__nfs_read_into *r)
     return uiw__xdr_opaque(x, r->buf, len);
 }
 
-/* ---- linked lists ----
- * rpcgen codes `T *next` as xdr_pointer() calling the element's routine again: one stack
- * frame per element, so a long list (a peer's reply, or a reply of ours to a peer's large
- * count) overflows the stack. These code the same bytes (a TRUE before every element, a
- * FALSE after the last) in a loop; `fields` codes an element's own fields, the link at
- * `next_off` is theirs. Decoding allocates each element as rpcgen's routines do, and
- * XDR_FREE frees them all. */
-typedef bool_t (*fields_fn)(XDR *, void *);
-
-static bool_t xdr_list(XDR *x, void **head, size_t size, size_t next_off, fields_fn fields)
-{
-    void **link = head;
-    if (x->x_op == XDR_FREE) {
-        void *e = *head;
-        while (e) {
-            void *next = *(void **)((char *)e + next_off);
-            fields(x, e);
-            mem_free(e, size);
-            e = next;
-        }
-        *head = NULL;
-        return TRUE;
-    }
-    for (;;) {
-        bool_t more = x->x_op == XDR_ENCODE ? *link != NULL : FALSE;
-        if (!xdr_bool(x, &more))
-            return FALSE;
-        if (!more) {
-            if (x->x_op == XDR_DECODE)
-                *link = NULL;
-            return TRUE;
-        }
-        if (x->x_op == XDR_DECODE) {
-            *link = mem_alloc(size);
-            if (!*link)
-                return FALSE;
-            memset(*link, 0, size);
-        }
-        if (!fields(x, *link))
-            return FALSE;
-        link = (void **)((char *)*link + next_off);
-    }
-}
+/* ---- linked lists, in a loop (rpc/xdr_list.h) ---- */
 
 static bool_t entry3_fields(XDR *x, void *p)
 {
@@ -152,8 +111,8 @@ static bool_t exportnode_fields(XDR *x, void *p)
 {
     struct exportnode *e = p;
     return xdr_dirpath(x, &e->ex_dir) &&
-           xdr_list(x, (void **)&e->ex_groups, sizeof(struct groupnode),
-                    offsetof(struct groupnode, gr_next), groupnode_fields);
+           uiw__xdr_list(x, (void **)&e->ex_groups, sizeof(struct groupnode),
+                         offsetof(struct groupnode, gr_next), groupnode_fields);
 }
 
 bool_t uiw__xdr_READDIR3res(XDR *x, READDIR3res *r)
@@ -164,8 +123,8 @@ bool_t uiw__xdr_READDIR3res(XDR *x, READDIR3res *r)
         return xdr_post_op_attr(x, &r->READDIR3res_u.resfail.dir_attributes);
     READDIR3resok *ok = &r->READDIR3res_u.resok;
     return xdr_post_op_attr(x, &ok->dir_attributes) && xdr_cookieverf3(x, ok->cookieverf) &&
-           xdr_list(x, (void **)&ok->reply.entries, sizeof(entry3), offsetof(entry3, nextentry),
-                    entry3_fields) &&
+           uiw__xdr_list(x, (void **)&ok->reply.entries, sizeof(entry3),
+                         offsetof(entry3, nextentry), entry3_fields) &&
            xdr_bool(x, &ok->reply.eof);
 }
 
@@ -177,19 +136,19 @@ bool_t uiw__xdr_READDIRPLUS3res(XDR *x, READDIRPLUS3res *r)
         return xdr_post_op_attr(x, &r->READDIRPLUS3res_u.resfail.dir_attributes);
     READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
     return xdr_post_op_attr(x, &ok->dir_attributes) && xdr_cookieverf3(x, ok->cookieverf) &&
-           xdr_list(x, (void **)&ok->reply.entries, sizeof(entryplus3),
-                    offsetof(entryplus3, nextentry), entryplus3_fields) &&
+           uiw__xdr_list(x, (void **)&ok->reply.entries, sizeof(entryplus3),
+                         offsetof(entryplus3, nextentry), entryplus3_fields) &&
            xdr_bool(x, &ok->reply.eof);
 }
 
 bool_t uiw__xdr_mountlist(XDR *x, mountlist *l)
 {
-    return xdr_list(x, (void **)l, sizeof(struct mountbody), offsetof(struct mountbody, ml_next),
-                    mountbody_fields);
+    return uiw__xdr_list(x, (void **)l, sizeof(struct mountbody),
+                         offsetof(struct mountbody, ml_next), mountbody_fields);
 }
 
 bool_t uiw__xdr_mntexports(XDR *x, mntexports *l)
 {
-    return xdr_list(x, (void **)l, sizeof(struct exportnode), offsetof(struct exportnode, ex_next),
-                    exportnode_fields);
+    return uiw__xdr_list(x, (void **)l, sizeof(struct exportnode),
+                         offsetof(struct exportnode, ex_next), exportnode_fields);
 }
