@@ -10,7 +10,8 @@
  * decoding its fields, so that XDR_FREE after a failure frees what was decoded; XDR_FREE
  * frees every element and sets the head to NULL.
  *
- * Used by the NFSv3 and MOUNT lists (src/nfs/xdr_data.c).
+ * Used by the NFSv3 and MOUNT lists (src/nfs/xdr_data.c) and NFSv4's READDIR entries
+ * (xdr/nfs4_dirlist.c).
  */
 #ifndef UIW_RPC_XDR_LIST_H
 #define UIW_RPC_XDR_LIST_H
