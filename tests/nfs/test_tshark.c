@@ -7,11 +7,16 @@
  * all, fileid, the three times to the nanosecond), READDIRPLUS's names, fileids and
  * handles against the directory, WRITE's wcc_data against lstat before and after, its
  * count, stability and verifier against the call's. Nothing in the capture is malformed.
+ * And NFSv4.1 as xdr/nfs4.x codes it (nothing serves it yet): COMPOUNDs of EXCHANGE_ID and
+ * of SEQUENCE, PUTFH and READ with their replies, encoded by its routines into a capture of
+ * NFS over TCP, in which tshark finds each operation and every field the test set.
  *
  * tshark is a dependency (scripts/deps.sh): without it the tests skip (77) on a user's
  * machine and fail where tools are required (UIW_ROOT_REQUIRED=1 or CI set, as CI does). */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +24,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "io/pcap.h"
 #include "nfs/client.h"
 #include "nfs/xdr_data.h"
+#include "nfs4.h"
 #include "interop.h"
 #include "nfs_util.h"
+#include "rawrpc.h"
 #include "relay.h"
 #include "test.h"
 
@@ -114,14 +122,14 @@ static void calls(struct srv *v, struct uiw__nfs_client *c, struct seen *s)
 /* One line of tshark -T fields output, split: field k's values (',' between the
  * occurrences in one frame). */
 struct row {
-    char *f[32];
+    char *f[48];
     int n;
 };
 
 static void split(char *line, struct row *r)
 {
     r->n = 0;
-    for (char *p = line; r->n < 32;) {
+    for (char *p = line; r->n < 48;) {
         r->f[r->n++] = p;
         p += strcspn(p, "|");
         if (!*p)
@@ -385,4 +393,260 @@ TEST(tshark_nfs_rdma_v1)
 #else
     SKIP("a build without the RPC layer");
 #endif
+}
+
+/* ---- NFSv4.1 as xdr/nfs4.x codes it ---- */
+
+/* One ONC RPC message of NFSv4's COMPOUND as a record of the TCP stream: a call (AUTH_SYS)
+ * from the client or an accepted reply from the server, its body coded by f. */
+static void nfs4_record(struct uiw__pcap *pc, int call, uint32_t xid, xdrproc_t f, void *body)
+{
+    static char rec[8192];
+    size_t hl = 4;
+    if (call) {
+        hl += call_header(rec + 4, xid, 100003, 4, 1, AUTH_SYS);
+    } else {
+        const uint32_t reply[] = {xid, 1 /* REPLY */,     0 /* MSG_ACCEPTED */,
+                                  0,   0 /* AUTH_NONE */, 0 /* SUCCESS */};
+        for (unsigned i = 0; i < 6; i++, hl += 4)
+            it_put32((uint8_t *)rec + hl, reply[i]);
+    }
+    XDR x;
+    xdrmem_create(&x, rec + hl, (u_int)(sizeof(rec) - hl), XDR_ENCODE);
+    CHECK(f(&x, body));
+    size_t n = hl + xdr_getpos(&x);
+    xdr_destroy(&x);
+    it_put32((uint8_t *)rec, 0x80000000u | (uint32_t)(n - 4)); /* the last fragment */
+    struct iovec iov = {rec, n};
+    uiw__pcap_data(pc, call, &iov, 1, n);
+}
+
+#define NFS4_OWNER "uiw-nfs/tshark-client"
+#define NFS4_MAJOR "uiw-nfsd"
+
+/* EXCHANGE_ID, then SEQUENCE + PUTFH + READ, each answered, as a client and uiw-nfsd
+ * would send them (minor version 1), into a capture of TCP to port 2049. */
+static void nfs4_capture(const char *pcap, const char *sid, const char *fh, const char *other)
+{
+    struct sockaddr_in cl = {.sin_family = AF_INET, .sin_port = htons(876)};
+    struct sockaddr_in sv = {.sin_family = AF_INET, .sin_port = htons(2049)};
+    cl.sin_addr.s_addr = sv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct uiw__pcap *pc = uiw__pcap_open(pcap, (struct sockaddr *)&cl, (struct sockaddr *)&sv);
+    CHECK(pc != NULL);
+
+    nfs_impl_id4 impl = {{11, "uiw.example"}, {12, "uiw-nfs 0.1"}, {1700000000, 5}};
+    nfs_argop4 a[3];
+    memset(a, 0, sizeof(a));
+    a[0].argop = OP_EXCHANGE_ID;
+    EXCHANGE_ID4args *ea = &a[0].nfs_argop4_u.opexchange_id;
+    memcpy(ea->eia_clientowner.co_verifier, "uiwverf1", NFS4_VERIFIER_SIZE);
+    ea->eia_clientowner.co_ownerid.co_ownerid_len = sizeof(NFS4_OWNER) - 1;
+    ea->eia_clientowner.co_ownerid.co_ownerid_val = NFS4_OWNER;
+    ea->eia_flags = EXCHGID4_FLAG_SUPP_MOVED_REFER | EXCHGID4_FLAG_BIND_PRINC_STATEID;
+    ea->eia_state_protect.spa_how = SP4_NONE;
+    ea->eia_client_impl_id.eia_client_impl_id_len = 1;
+    ea->eia_client_impl_id.eia_client_impl_id_val = &impl;
+    COMPOUND4args args = {.tag = {0, ""}, .minorversion = 1};
+    args.argarray.argarray_len = 1;
+    args.argarray.argarray_val = a;
+    nfs4_record(pc, 1, 0x4e460001, UIW__XDRPROC(xdr_COMPOUND4args), &args);
+
+    nfs_resop4 r[3];
+    memset(r, 0, sizeof(r));
+    r[0].resop = OP_EXCHANGE_ID;
+    EXCHANGE_ID4resok *er = &r[0].nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
+    er->eir_clientid = 0x1122334455667788ull;
+    er->eir_sequenceid = 1;
+    er->eir_flags = EXCHGID4_FLAG_USE_NON_PNFS | EXCHGID4_FLAG_CONFIRMED_R;
+    er->eir_state_protect.spr_how = SP4_NONE;
+    er->eir_server_owner.so_minor_id = 9;
+    er->eir_server_owner.so_major_id.so_major_id_len = sizeof(NFS4_MAJOR) - 1;
+    er->eir_server_owner.so_major_id.so_major_id_val = NFS4_MAJOR;
+    er->eir_server_scope.eir_server_scope_len = sizeof(NFS4_MAJOR) - 1;
+    er->eir_server_scope.eir_server_scope_val = NFS4_MAJOR;
+    COMPOUND4res res = {.status = NFS4_OK, .tag = {0, ""}};
+    res.resarray.resarray_len = 1;
+    res.resarray.resarray_val = r;
+    nfs4_record(pc, 0, 0x4e460001, UIW__XDRPROC(xdr_COMPOUND4res), &res);
+
+    memset(a, 0, sizeof(a));
+    a[0].argop = OP_SEQUENCE;
+    SEQUENCE4args *sa = &a[0].nfs_argop4_u.opsequence;
+    *sa = (SEQUENCE4args){
+        .sa_sequenceid = 2, .sa_slotid = 1, .sa_highest_slotid = 3, .sa_cachethis = TRUE};
+    memcpy(sa->sa_sessionid, sid, NFS4_SESSIONID_SIZE);
+    a[1].argop = OP_PUTFH;
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_len = 28;
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)fh;
+    a[2].argop = OP_READ;
+    READ4args *ra = &a[2].nfs_argop4_u.opread;
+    ra->stateid.seqid = 5;
+    memcpy(ra->stateid.other, other, NFS4_OTHER_SIZE);
+    ra->offset = 0x123456789ull;
+    ra->count = 4096;
+    args.argarray.argarray_len = 3;
+    nfs4_record(pc, 1, 0x4e460002, UIW__XDRPROC(xdr_COMPOUND4args), &args);
+
+    memset(r, 0, sizeof(r));
+    r[0].resop = OP_SEQUENCE;
+    SEQUENCE4resok *sr = &r[0].nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4;
+    *sr = (SEQUENCE4resok){
+        .sr_sequenceid = 2, .sr_slotid = 1, .sr_highest_slotid = 3, .sr_target_highest_slotid = 63};
+    memcpy(sr->sr_sessionid, sid, NFS4_SESSIONID_SIZE);
+    r[1].resop = OP_PUTFH;
+    r[2].resop = OP_READ;
+    READ4resok *rr = &r[2].nfs_resop4_u.opread.READ4res_u.resok4;
+    rr->eof = TRUE;
+    rr->data.data_len = 21;
+    rr->data.data_val = "bytes read over NFSv4";
+    res.resarray.resarray_len = 3;
+    nfs4_record(pc, 0, 0x4e460002, UIW__XDRPROC(xdr_COMPOUND4res), &res);
+    CHECK(!uiw__pcap_failed(pc));
+    uiw__pcap_close(pc);
+}
+
+/* The fields of the NFSv4 frames, in this order. */
+#define NFS4_FIELDS                                                                                \
+    "rpc.xid rpc.msgtyp nfs.minorversion nfs.opcode nfs.nfsstat4 nfs.verifier4 "                   \
+    "nfs.exchange_id.call_flags nfs.exchange_id.reply_flags nfs.nii_domain4 nfs.nii_name4 "        \
+    "nfs.nfstime4.seconds nfs.nfstime4.nseconds nfs.data nfs.exchange_id.state_protect "           \
+    "nfs.clientid nfs.seqid nfs.minorid4 nfs.majorid4 nfs.scope nfs.session_id4 nfs.slotid "       \
+    "nfs.high_slotid nfs.target_high_slotid nfs.cachethis4 nfs.fh.length nfs.fhandle "             \
+    "nfs.stateid.seqid nfs.stateid.other nfs.offset4 nfs.count4 nfs.eof nfs.read.data_length "     \
+    "nfs.sequence.flags"
+enum {
+    F_XID,
+    F_TYPE,
+    F_MINOR,
+    F_OP,
+    F_STATUS,
+    F_VERF,
+    F_CFLAGS,
+    F_RFLAGS,
+    F_DOMAIN,
+    F_NAME,
+    F_SEC,
+    F_NSEC,
+    F_DATA,
+    F_PROTECT,
+    F_CLIENTID,
+    F_SEQID,
+    F_MINORID,
+    F_MAJORID,
+    F_SCOPE,
+    F_SESSION,
+    F_SLOT,
+    F_HIGH,
+    F_TARGET,
+    F_CACHE,
+    F_FHLEN,
+    F_FH,
+    F_SSEQID,
+    F_SOTHER,
+    F_OFFSET,
+    F_COUNT,
+    F_EOF,
+    F_RLEN,
+    F_SFLAGS,
+    NF4
+};
+
+/* Field k of r is exactly `want` (every occurrence, ',' between them). */
+static void field_is(const struct row *r, int k, const char *want, const char *name)
+{
+    CHECK(k < r->n);
+    if (strcmp(r->f[k], want) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "tshark's %s \"%s\", not \"%s\"", name, r->f[k], want);
+}
+
+/* p[0..n) in hex, as tshark shows bytes */
+static const char *hex_of(const void *p, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", ((const unsigned char *)p)[i]);
+    out[2 * n] = 0;
+    return out;
+}
+
+/* An RPC call carrying an NFSv4.1 COMPOUND of EXCHANGE_ID, then one of SEQUENCE, PUTFH
+ * and READ, each with its reply, encoded by xdr/nfs4.x's routines into a capture of NFS
+ * over TCP (record marking, port 2049): Wireshark's NFS dissector decodes every message
+ * without an error, each operation's number and every field set. */
+TEST(tshark_nfs4_compound)
+{
+    need_tshark();
+    char dir[512], pcap[600];
+    it_tmpdir(dir, sizeof(dir), "nfs4cap");
+    snprintf(pcap, sizeof(pcap), "%s/nfs4.pcap", dir);
+    char sid[NFS4_SESSIONID_SIZE], fh[28], other[NFS4_OTHER_SIZE];
+    for (unsigned i = 0; i < sizeof(sid); i++)
+        sid[i] = (char)(0xa0 + i);
+    for (unsigned i = 0; i < sizeof(fh); i++)
+        fh[i] = (char)(0x10 + 3 * i);
+    for (unsigned i = 0; i < sizeof(other); i++)
+        other[i] = (char)(0x51 + i);
+    nfs4_capture(pcap, sid, fh, other);
+    CHECK_EQ(it_tshark_malformed(pcap, NULL), 0);
+    CHECK_EQ(it_rpc_calls_answered(pcap), 2);
+
+    char *o = it_tshark_fields(pcap, "nfs", NFS4_FIELDS);
+    if (it_nlines(o) != 4)
+        uiw_test_fail(__FILE__, __LINE__, "%d NFS frames in %s:\n%s", it_nlines(o), pcap, o);
+    struct row r[4];
+    char *save = NULL, *line = strtok_r(o, "\n", &save);
+    for (int i = 0; i < 4; i++, line = strtok_r(NULL, "\n", &save)) {
+        CHECK(line != NULL);
+        split(line, &r[i]);
+        CHECK_EQ(r[i].n, NF4);
+        CHECK_EQ(val(&r[i], F_XID, 0, "xid"), 0x4e460001u + (unsigned)i / 2);
+        CHECK_EQ(val(&r[i], F_TYPE, 0, "message type"), (unsigned)i % 2);
+    }
+    char hex[128];
+
+    /* EXCHANGE_ID */
+    CHECK_EQ(val(&r[0], F_MINOR, 0, "minorversion"), 1);
+    field_is(&r[0], F_OP, "42", "opcodes");
+    CHECK_EQ(val(&r[0], F_VERF, 0, "co_verifier"), 0x7569777665726631ull); /* "uiwverf1" */
+    field_is(&r[0], F_DATA, hex_of(NFS4_OWNER, sizeof(NFS4_OWNER) - 1, hex), "co_ownerid");
+    CHECK_EQ(val(&r[0], F_CFLAGS, 0, "eia_flags"),
+             EXCHGID4_FLAG_SUPP_MOVED_REFER | EXCHGID4_FLAG_BIND_PRINC_STATEID);
+    CHECK_EQ(val(&r[0], F_PROTECT, 0, "eia_state_protect"), SP4_NONE);
+    field_is(&r[0], F_DOMAIN, "uiw.example", "nii_domain");
+    field_is(&r[0], F_NAME, "uiw-nfs 0.1", "nii_name");
+    CHECK_EQ(val(&r[0], F_SEC, 0, "nii_date.seconds"), 1700000000);
+    CHECK_EQ(val(&r[0], F_NSEC, 0, "nii_date.nseconds"), 5);
+    field_is(&r[1], F_OP, "42", "opcodes");
+    field_is(&r[1], F_STATUS, "0,0", "statuses"); /* COMPOUND's, EXCHANGE_ID's */
+    CHECK_EQ(val(&r[1], F_CLIENTID, 0, "eir_clientid"), 0x1122334455667788ull);
+    CHECK_EQ(val(&r[1], F_SEQID, 0, "eir_sequenceid"), 1);
+    CHECK_EQ(val(&r[1], F_RFLAGS, 0, "eir_flags"),
+             EXCHGID4_FLAG_USE_NON_PNFS | EXCHGID4_FLAG_CONFIRMED_R);
+    CHECK_EQ(val(&r[1], F_MINORID, 0, "so_minor_id"), 9);
+    field_is(&r[1], F_MAJORID, hex_of(NFS4_MAJOR, sizeof(NFS4_MAJOR) - 1, hex), "so_major_id");
+    field_is(&r[1], F_SCOPE, hex, "eir_server_scope");
+
+    /* SEQUENCE, PUTFH, READ */
+    CHECK_EQ(val(&r[2], F_MINOR, 0, "minorversion"), 1);
+    for (int i = 2; i < 4; i++) {
+        field_is(&r[i], F_OP, "53,22,25", "opcodes");
+        field_is(&r[i], F_SESSION, hex_of(sid, sizeof(sid), hex), "sessionid");
+        CHECK_EQ(val(&r[i], F_SEQID, 0, "sequenceid"), 2);
+        CHECK_EQ(val(&r[i], F_SLOT, 0, "slotid"), 1);
+        CHECK_EQ(val(&r[i], F_HIGH, 0, "highest slotid"), 3);
+    }
+    CHECK_EQ(val(&r[2], F_CACHE, 0, "sa_cachethis"), 1);
+    CHECK_EQ(val(&r[2], F_FHLEN, 0, "file handle length"), sizeof(fh));
+    field_is(&r[2], F_FH, hex_of(fh, sizeof(fh), hex), "file handle");
+    CHECK_EQ(val(&r[2], F_SSEQID, 0, "stateid seqid"), 5);
+    field_is(&r[2], F_SOTHER, hex_of(other, sizeof(other), hex), "stateid other");
+    CHECK_EQ(val(&r[2], F_OFFSET, 0, "READ offset"), 0x123456789ull);
+    CHECK_EQ(val(&r[2], F_COUNT, 0, "READ count"), 4096);
+    field_is(&r[3], F_STATUS, "0,0,0,0", "statuses");
+    CHECK_EQ(val(&r[3], F_TARGET, 0, "target highest slotid"), 63);
+    CHECK_EQ(val(&r[3], F_SFLAGS, 0, "sr_status_flags"), 0);
+    CHECK_EQ(val(&r[3], F_EOF, 0, "eof"), 1);
+    CHECK_EQ(val(&r[3], F_RLEN, 0, "READ length"), 21);
+    field_is(&r[3], F_DATA, hex_of("bytes read over NFSv4", 21, hex), "READ data");
+    free(o);
+    it_rmtree(dir);
 }
