@@ -19,6 +19,9 @@
 /* A lead left vacant by a worker gone to run calls is taken by a sleeping worker after
  * this long (the calls' replies are late by that much when one of them is slow). */
 #define WATCH_NS 500000u
+/* How often the leader trims the bulk pool: a pooled buffer is freed when fewer were taken
+ * at once since the last trim (a burst's buffers go back to the system) */
+#define BULK_TRIM_NS 5000000000ull
 
 struct uiw__rr_slab {
     struct uiw__rr_slab *next;
@@ -69,7 +72,7 @@ struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a)
 static void bulk_free_one(struct uiw__rr_bulk *b)
 {
     uiw__nic_dereg(&b->mr);
-    free(b->p);
+    uiw__pages_free(b->p, b->cap);
     free(b);
 }
 
@@ -175,12 +178,15 @@ static struct uiw__rr_bulk *bulk_new(struct uiw__rr_dev *d, uint32_t cap, int cl
     struct uiw__rr_bulk *b = calloc(1, sizeof(*b));
     if (!b)
         return NULL;
-    if (posix_memalign((void **)&b->p, 4096, cap ? cap : 1) != 0) {
+    /* pages of its own, which go back to the system when it is freed (malloc would keep
+     * a freed buffer's memory in its arenas, touched) */
+    b->p = uiw__pages_alloc(cap);
+    if (!b->p) {
         free(b);
         return NULL;
     }
     if (uiw__nic_reg(d->nic, b->p, cap, UIW__NIC_LOCAL_WRITE, &b->mr) != 0) {
-        free(b->p);
+        uiw__pages_free(b->p, cap);
         free(b);
         return NULL;
     }
@@ -188,6 +194,13 @@ static struct uiw__rr_bulk *bulk_new(struct uiw__rr_dev *d, uint32_t cap, int cl
     b->lkey = b->mr.lkey;
     b->cls = cls;
     return b;
+}
+
+/* A pooled buffer of class c taken (pool_lock held). */
+static void bulk_took(struct uiw__rr_dev *d, int c)
+{
+    if (++d->bulk_taken[c] > d->bulk_peak[c])
+        d->bulk_peak[c] = d->bulk_taken[c];
 }
 
 struct uiw__rr_bulk *uiw__rr_bulk_get(struct uiw__rr_dev *d, uint32_t len)
@@ -198,18 +211,22 @@ struct uiw__rr_bulk *uiw__rr_bulk_get(struct uiw__rr_dev *d, uint32_t len)
         struct uiw__rr_bulk *b = d->bulk_free[c];
         if (b) {
             d->bulk_free[c] = b->next;
+            bulk_took(d, c);
             uiw__lock_give(&d->pool_lock);
             b->next = NULL;
             return b;
         }
         bool keep = d->bulk_count[c] < BULK_KEEP;
-        if (keep)
+        if (keep) {
             d->bulk_count[c]++;
+            bulk_took(d, c);
+        }
         uiw__lock_give(&d->pool_lock);
         b = bulk_new(d, BULK_MIN << c, keep ? c : -1);
         if (!b && keep) {
             uiw__lock_take(&d->pool_lock);
             d->bulk_count[c]--;
+            d->bulk_taken[c]--;
             uiw__lock_give(&d->pool_lock);
         }
         return b;
@@ -228,7 +245,30 @@ void uiw__rr_bulk_put(struct uiw__rr_dev *d, struct uiw__rr_bulk *b)
     uiw__lock_take(&d->pool_lock);
     b->next = d->bulk_free[b->cls];
     d->bulk_free[b->cls] = b;
+    d->bulk_taken[b->cls]--;
     uiw__lock_give(&d->pool_lock);
+}
+
+void uiw__rr_bulk_trim(struct uiw__rr_dev *d)
+{
+    struct uiw__rr_bulk *drop = NULL;
+    uiw__lock_take(&d->pool_lock);
+    for (int c = 0; c < UIW__RR_NCLS; c++) {
+        while (d->bulk_free[c] && d->bulk_count[c] > d->bulk_peak[c]) {
+            struct uiw__rr_bulk *b = d->bulk_free[c];
+            d->bulk_free[c] = b->next;
+            d->bulk_count[c]--;
+            b->next = drop;
+            drop = b;
+        }
+        d->bulk_peak[c] = d->bulk_taken[c];
+    }
+    uiw__lock_give(&d->pool_lock);
+    while (drop) {
+        struct uiw__rr_bulk *b = drop;
+        drop = b->next;
+        bulk_free_one(b);
+    }
 }
 
 uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len)
@@ -424,6 +464,11 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
     if (poll_all(d) > 0)
         return true;
     uint64_t now = uiw__rr_now_ns();
+    if (now >= d->bulk_trim_ns) {
+        if (d->bulk_trim_ns)
+            uiw__rr_bulk_trim(d);
+        d->bulk_trim_ns = now + BULK_TRIM_NS;
+    }
     if (d->spin_us > 0) {
         /* spin_us of idle polling: a spin window in which the RNIC did work (a peer's RDMA
          * Read served from this thread, its Writes placed) is followed by another, so that

@@ -23,9 +23,10 @@
  * and wait for the state they need.
  *
  * Memory: inline buffers (a header room, then data of the device's inline size) and bulk
- * buffers (size classes up to max_msg / max_ddp) are registered once and pooled; chunks
- * the requester advertises are fast-registered per call on pooled MRs and invalidated
- * before the call ends. Nothing here allocates per message on the data path.
+ * buffers (size classes up to max_msg / max_ddp) are registered once and pooled (the bulk
+ * ones as many as were taken at once lately: uiw__rr_bulk_trim); chunks the requester
+ * advertises are fast-registered per call on pooled MRs and invalidated before the call
+ * ends. Nothing here allocates per message on the data path.
  */
 #ifndef UIW_RPCRDMA_XPRT_H
 #define UIW_RPCRDMA_XPRT_H
@@ -427,7 +428,10 @@ struct uiw__rr_dev {
     struct uiw__rr_ibuf *ibuf_free;
     struct uiw__rr_slab *slabs;
     struct uiw__rr_bulk *bulk_free[UIW__RR_NCLS];
-    uint32_t bulk_count[UIW__RR_NCLS];
+    uint32_t bulk_count[UIW__RR_NCLS]; /* pooled buffers of the class, taken or free */
+    /* taken now, and the most taken at once since the last trim (uiw__rr_bulk_trim) */
+    uint32_t bulk_taken[UIW__RR_NCLS], bulk_peak[UIW__RR_NCLS];
+    uint64_t bulk_trim_ns; /* the leader's: when it trims next */
     /* connections and the poller */
     pthread_mutex_t mu;
     pthread_cond_t cv;  /* threads waiting for a condition (uiw__rr_dev_wait) */
@@ -482,6 +486,10 @@ struct uiw__rr_ibuf *uiw__rr_ibuf_get(struct uiw__rr_dev *d);
 void uiw__rr_ibuf_put(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
 struct uiw__rr_bulk *uiw__rr_bulk_get(struct uiw__rr_dev *d, uint32_t len);
 void uiw__rr_bulk_put(struct uiw__rr_dev *d, struct uiw__rr_bulk *b);
+/* Free the pooled bulk buffers of each class beyond the most taken at once since the last
+ * trim: the pool follows the recent load, not its highest. The leader trims every few
+ * seconds. */
+void uiw__rr_bulk_trim(struct uiw__rr_dev *d);
 /* Fast-register MRs of c's own pool (its protection domain: only c's peer can use or
  * invalidate what they register). An MR taken holds a reference on c, so the pool lives
  * until every MR is back; the pool is freed with c. */
