@@ -388,6 +388,12 @@ struct uiw_qp_attr {
 UIW_EXTERN int uiw_query_qp(struct uiw_qp *qp, struct uiw_qp_attr *attr);
 UIW_EXTERN void *uiw_qp_context(const struct uiw_qp *qp);
 UIW_EXTERN uint32_t uiw_qp_num(const struct uiw_qp *qp);
+/* How long (ms) the peer has sent nothing more while part of an FPDU of its is held (some
+ * of its bytes came, not all); 0 when none is. A peer that stops in the middle of a
+ * message with its TCP connection up is found by neither TCP_USER_TIMEOUT nor keepalive:
+ * how long to wait for it is the application's choice (uiw_modify_qp_state to end it).
+ * Any thread, cheap (no lock). */
+UIW_EXTERN uint64_t uiw_qp_rx_stalled_ms(const struct uiw_qp *qp);
 
 /* Move a QP to ERROR by hand (abortive close: a Terminate is sent when connected, then
  * everything outstanding is flushed). Only UIW_QPS_ERROR is accepted. */

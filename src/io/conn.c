@@ -412,8 +412,11 @@ UIW__DATAPATH static int conn_rx(struct uiw__conn *c)
     return r;
 }
 
-uint64_t uiw__io_rx_stalled_ms(const struct uiw_qp *qp)
+/* verbs.h: the record uiw__qp_rx_note keeps, against io's clock. */
+uint64_t uiw_qp_rx_stalled_ms(const struct uiw_qp *qp)
 {
+    if (!qp)
+        return 0;
     uint64_t since = uiw__qp_rx_partial_since(qp);
     uint64_t now = since ? uiw__now_ms() : 0;
     return now > since ? now - since : 0;

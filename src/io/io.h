@@ -115,9 +115,5 @@ void uiw__conn_destroy(struct uiw__conn *c);
 bool uiw__conn_release_owner(struct uiw__conn *c, void *arg);
 /* Wake the progress engine for c (new work queued by the application or cm). */
 void uiw__conn_kick(struct uiw__conn *c);
-/* How long (ms) qp's peer has sent nothing while part of an FPDU of its is held (some
- * of its bytes came, not all): 0 when none is. Any thread, no lock; for a watchdog above
- * the verbs (uiw__qp_rx_note). */
-uint64_t uiw__io_rx_stalled_ms(const struct uiw_qp *qp);
 
 #endif

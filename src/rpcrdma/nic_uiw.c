@@ -14,7 +14,6 @@
 #include <uiw/cm.h>
 #include <uiw/verbs.h>
 
-#include "io/io.h"
 #include "rpcrdma/nic.h"
 
 struct uiw__nic {
@@ -814,15 +813,9 @@ bool uiw__nic_terminated(struct uiw__nic_conn *c)
     return qa.term_sent || qa.term_received;
 }
 
-/* The io layer's watch is internal: a program linked with the layers' static libraries
- * (uiw-nfsd, the tests) has it; libuiw-rpc.so does not take a copy of the io layer from
- * them for it (a weak reference pulls nothing in), and libuiw.so exports only the public
- * API, so there the reference stays unresolved and the watch is off (0). */
-#pragma weak uiw__io_rx_stalled_ms
-
 uint64_t uiw__nic_rx_stalled_ms(struct uiw__nic_conn *c)
 {
-    return c->qp && uiw__io_rx_stalled_ms ? uiw__io_rx_stalled_ms(c->qp) : 0;
+    return c->qp ? uiw_qp_rx_stalled_ms(c->qp) : 0;
 }
 
 void uiw__nic_conn_destroy(struct uiw__nic_conn *c)

@@ -512,6 +512,47 @@ TEST(flush_eof_mid_send)
     vanish_mid_fpdu(false, false);
 }
 
+/* ---- a peer that stops mid-FPDU, its connection up: the QP tells for how long ---- */
+
+TEST(stall_mid_fpdu_told)
+{
+    struct conf *c = calloc(1, sizeof(*c));
+    struct conf_opts o = {.crc = true};
+    conf_open(c, &o);
+    CHECK_EQ(uiw_qp_rx_stalled_ms(c->qp), 0u);
+    uint8_t pay[200];
+    memset(pay, 0x66, sizeof(pay));
+    uint8_t h[UIW_DDP_UNTAGGED_HDR_LEN];
+    rawpeer_untagged_hdr(h, uiw_rdmap_ctrl(UIW_RDMAP_SEND), true, 0, UIW_DDP_QN_SEND, 1, 0);
+    struct uiw_wire_iov v[2] = {{.base = h, .len = sizeof(h)}, {.base = pay, .len = sizeof(pay)}};
+    uint8_t f[1024];
+    ssize_t n = rawpeer_frame(&c->peer, v, 2, f, sizeof(f));
+    CHECK(n > 100);
+    CHECK_EQ(rawpeer_write(&c->peer, f, 100), 0);
+    /* the stall grows while nothing more comes */
+    uint64_t st = 0;
+    for (int i = 0; i < 1000 && st < 300; i++) {
+        usleep(10000);
+        st = uiw_qp_rx_stalled_ms(c->qp);
+    }
+    CHECK(st >= 300);
+    conf_no_wc(c, 10);
+    /* the rest of it: the Send completes and nothing is held any more */
+    CHECK_EQ(rawpeer_write(&c->peer, f + 100, (size_t)n - 100), 0);
+    struct uiw_wc wc;
+    conf_next_wc(c, &wc);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    CHECK_EQ(wc.opcode, UIW_WC_RECV);
+    CHECK_EQ(wc.byte_len, 200u);
+    c->wc_done++;
+    conf_expect_written(c, c->region[R_RECV], pay, sizeof(pay));
+    for (int i = 0; i < 500 && uiw_qp_rx_stalled_ms(c->qp); i++)
+        usleep(1000);
+    CHECK_EQ(uiw_qp_rx_stalled_ms(c->qp), 0u);
+    conf_close(c);
+    free(c);
+}
+
 /* ---- the peer's own Terminate: decoded and reported, nothing sent back ---- */
 
 enum peer_term_kind { PT_RFC, PT_SIW, PT_HEADERS, PT_GARBAGE };
