@@ -4,7 +4,8 @@
  *
  *   uiw-nfsd [-a ADDR] [-p RDMA_PORT] [--tcp-port PORT] [--mount-port PORT] [--vers1-only]
  *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES]
- *            [--rdma-threads N] [--max-handles N] [--tcp-threads N]
+ *            [--rdma-threads N] [--inline-size BYTES] [--ddp-threshold BYTES]
+ *            [--max-handles N] [--tcp-threads N]
  *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
  *            [--rpcbind | --no-rpcbind] [--stats] [-v]
  *            EXPORT_DIR...
@@ -49,6 +50,14 @@ static const char usage[] =
     "      --anon-gid N      gid of squashed and AUTH_NONE callers (default 65534)\n"
     "      --max-io BYTES    largest READ and WRITE (default 1048576)\n"
     "      --rdma-threads N  threads serving RPC-over-RDMA calls (default 4)\n"
+    "      --inline-size BYTES\n"
+    "                        RPC-over-RDMA receive buffers (advertised as RBSIZ and in\n"
+    "                        RFC 8797 private data) and largest message sent inline,\n"
+    "                        1024 to 262144, a multiple of 1024 (default 4096)\n"
+    "      --ddp-threshold BYTES\n"
+    "                        RPC-over-RDMA: READ data of at least this many bytes goes\n"
+    "                        by RDMA Write into the client's Write chunk, shorter data\n"
+    "                        inline (default 1024)\n"
     "      --max-handles N   file handle records kept (default 262144; older ones are\n"
     "                        found again by a search of the export)\n"
     "      --tcp-threads N   threads running NFS and MOUNT calls over TCP (default 8)\n"
@@ -146,6 +155,8 @@ int main(int argc, char **argv)
         O_AGID,
         O_MAXIO,
         O_THREADS,
+        O_INLINE,
+        O_DDP,
         O_HANDLES,
         O_TCP_THREADS,
         O_MAXCONN,
@@ -173,6 +184,8 @@ int main(int argc, char **argv)
         {"anon-gid", required_argument, NULL, O_AGID},
         {"max-io", required_argument, NULL, O_MAXIO},
         {"rdma-threads", required_argument, NULL, O_THREADS},
+        {"inline-size", required_argument, NULL, O_INLINE},
+        {"ddp-threshold", required_argument, NULL, O_DDP},
         {"max-handles", required_argument, NULL, O_HANDLES},
         {"tcp-threads", required_argument, NULL, O_TCP_THREADS},
         {"max-connections", required_argument, NULL, O_MAXCONN},
@@ -233,6 +246,14 @@ int main(int argc, char **argv)
         case O_THREADS:
             bad = parse_num(optarg, 1, 256, &v);
             o.rdma_threads = (unsigned)v;
+            break;
+        case O_INLINE:
+            bad = parse_num(optarg, 1024, 262144, &v) || v % 1024;
+            o.inline_size = (uint32_t)v;
+            break;
+        case O_DDP:
+            bad = parse_num(optarg, 64, 1L << 30, &v);
+            o.ddp_threshold = (uint32_t)v;
             break;
         case O_HANDLES:
             bad = parse_num(optarg, 16, 1L << 26, &v);

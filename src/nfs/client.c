@@ -331,6 +331,9 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
     a.xprt.vers_min = 1;
     a.xprt.vers_max = c->url.rpcrdma == 1 ? 1 : 2;
     a.xprt.max_ddp = 64u << 20;
+    a.xprt.inline_recv = c->url.inline_size;
+    a.xprt.inline_send = c->url.inline_size;
+    a.xprt.ddp_threshold = c->url.ddp_threshold;
     a.no_vers_memory = 1; /* each run says what the server answers */
     c->nfs = uiw_rpc_clnt_create(c->url.host, (uint16_t)port, NFS_PROG, 3, &a);
     if (!c->nfs) {
@@ -821,7 +824,9 @@ int uiw__nfs_client_reuse(struct uiw__nfs_client *c, const struct uiw__nfs_url *
     size_t n = dir_len(o->path);
     if (strcmp(o->host, u->host) != 0 || o->port != u->port || o->mount_port != u->mount_port ||
         o->transport != u->transport || o->rpcrdma != u->rpcrdma || o->uid != u->uid ||
-        o->gid != u->gid || n != dir_len(u->path) || strncmp(o->path, u->path, n) != 0)
+        o->gid != u->gid || o->inline_size != u->inline_size ||
+        o->ddp_threshold != u->ddp_threshold || n != dir_len(u->path) ||
+        strncmp(o->path, u->path, n) != 0)
         return -1;
     /* The same directory: the same export, and the same path below it but the name. */
     size_t e = strlen(c->export_path);

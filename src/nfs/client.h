@@ -27,6 +27,10 @@ struct uiw__nfs_url {
     enum uiw__nfs_transport transport; /* ?transport=tcp|rdma (default tcp) */
     int rpcrdma;                       /* ?rpcrdma=1|2; 0: Version Two, falling back to One */
     uint32_t uid, gid; /* ?uid= ?gid=: the AUTH_SYS identity (default: the caller's) */
+    /* RPC-over-RDMA receive buffers and largest inline message, and DDP threshold
+     * (uiw_rpc_xprt_attr's inline_recv / inline_send and ddp_threshold; not in the URL:
+     * 0, the transport's defaults, unless the caller sets them after parsing) */
+    uint32_t inline_size, ddp_threshold;
 };
 
 /* Parse nfs://HOST[:PORT]/PATH[?transport=rdma|tcp&rpcrdma=1|2&mountport=N&uid=N&gid=N].

@@ -28,7 +28,10 @@ struct uiw__nfsd_opts {
     uint32_t max_io;       /* largest READ / WRITE (rtmax, wtmax); 0: 1 MiB */
     unsigned max_handles;  /* files whose handle records are kept; 0: 262144 */
     unsigned rdma_threads; /* threads serving RPC-over-RDMA calls; 0: 4 */
-    int verbose;           /* one line per call on stderr when > 1 */
+    /* RPC-over-RDMA receive buffers and largest inline message (uiw_rpc_xprt_attr's
+     * inline_recv and inline_send), and DDP threshold; 0: the transport's defaults */
+    uint32_t inline_size, ddp_threshold;
+    int verbose; /* one line per call on stderr when > 1 */
     /* TCP (NFS and MOUNT): limits and timeouts (0: the default) */
     unsigned tcp_threads;  /* threads running calls; 0: 8 */
     unsigned max_conns;    /* connections open at once, TCP and RPC-over-RDMA together; 0:

@@ -88,6 +88,9 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
      * max_requests): receives are posted for every credit granted, and an idle
      * connection's cost is mostly those. */
     a.xprt.credits = 64;
+    a.xprt.inline_recv = s->opts.inline_size;
+    a.xprt.inline_send = s->opts.inline_size;
+    a.xprt.ddp_threshold = s->opts.ddp_threshold;
     /* Room for a whole READ or WRITE payload in one message's chunks. */
     a.xprt.max_ddp = uiw__nfsd_max_io(s) + 65536;
     /* A slow call holds up only its own thread. */

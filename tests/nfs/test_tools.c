@@ -262,10 +262,9 @@ TEST(tools_usage)
     CHECK_EQ(r.status, 0);
     CHECK(strstr(r.out, "usage: uiw-nfsd") != NULL);
     tool_run_free(&r);
-    const char *bad[][2] = {{"--tcp-port", "70000"},
-                            {"--rdma-threads", "0"},
-                            {"--rdma-threads", "4x"},
-                            {"--max-handles", "15"}};
+    const char *bad[][2] = {{"--tcp-port", "70000"},   {"--rdma-threads", "0"},
+                            {"--rdma-threads", "4x"},  {"--inline-size", "5000"},
+                            {"--ddp-threshold", "63"}, {"--max-handles", "15"}};
     for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *argv[] = {"uiw-nfsd", bad[i][0], bad[i][1], "/tmp", NULL};
         tool_run(UIW_NFSD, argv, NULL, 0, 10, &r);

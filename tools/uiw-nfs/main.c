@@ -49,6 +49,12 @@ static const char usage[] =
     "                       used during each test, beside uiw-nfs's own\n"
     "      --json           bench, get, put: one JSON object per line (get and put: per\n"
     "                       file, and a total for several: MB/s, call latency p50, p99)\n"
+    "      --inline-size BYTES  RPC-over-RDMA receive buffers (advertised to the server)\n"
+    "                       and largest message sent inline, 1024 to 262144, a multiple\n"
+    "                       of 1024 (default 4096)\n"
+    "      --ddp-threshold BYTES  RPC-over-RDMA: WRITE data of at least this many bytes\n"
+    "                       goes in a Read chunk (the server pulls it by RDMA Read),\n"
+    "                       shorter data inline (default 1024)\n"
     "      --stats          at the end, the RPC-over-RDMA counters of the connections (calls,\n"
     "                       retransmissions, credits, chunks, bytes by RDMA and inline,\n"
     "                       errors) and the RNIC's (bytes, FPDUs, CRC errors, Terminates,\n"
@@ -299,7 +305,18 @@ static int run(const struct opts *o, const char *cmd, int n, char **args)
 int main(int argc, char **argv)
 {
     struct opts o = {.progress = -1, .size = 64ull << 20, .inflight = 1, .seconds = 2};
-    enum { O_VERIFY = 256, O_PROG, O_NOPROG, O_INFLIGHT, O_JSON, O_VERSION, O_STATS, O_CPUOF };
+    enum {
+        O_VERIFY = 256,
+        O_PROG,
+        O_NOPROG,
+        O_INFLIGHT,
+        O_JSON,
+        O_VERSION,
+        O_STATS,
+        O_CPUOF,
+        O_INLINE,
+        O_DDP
+    };
     static const struct option lo[] = {
         {"verbose", no_argument, NULL, 'v'},
         {"verify", no_argument, NULL, O_VERIFY},
@@ -312,6 +329,8 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, O_JSON},
         {"stats", no_argument, NULL, O_STATS},
         {"cpu-of", required_argument, NULL, O_CPUOF},
+        {"inline-size", required_argument, NULL, O_INLINE},
+        {"ddp-threshold", required_argument, NULL, O_DDP},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0},
@@ -376,6 +395,20 @@ int main(int argc, char **argv)
                 return 2;
             }
             o.cpu_of = (int)v;
+            break;
+        case O_INLINE:
+            if (parse_size(optarg, 262144, &v) != 0 || v < 1024 || v % 1024) {
+                fprintf(stderr, "uiw-nfs: bad --inline-size '%s'\n", optarg);
+                return 2;
+            }
+            o.inline_size = (uint32_t)v;
+            break;
+        case O_DDP:
+            if (parse_size(optarg, 1u << 30, &v) != 0 || v < 64) {
+                fprintf(stderr, "uiw-nfs: bad --ddp-threshold '%s'\n", optarg);
+                return 2;
+            }
+            o.ddp_threshold = (uint32_t)v;
             break;
         case 'h':
             fputs(usage, stdout);

@@ -17,8 +17,9 @@ struct opts {
     uint64_t size;  /* bench -s */
     uint32_t block; /* bench -b; transfers' block (0: the server's maximum, at most 1 MiB) */
     unsigned inflight;
-    double seconds; /* bench: GETATTR duration */
-    int cpu_of;     /* bench --cpu-of: a process whose CPU time each test reports (0: none) */
+    double seconds;                      /* bench: GETATTR duration */
+    uint32_t inline_size, ddp_threshold; /* RPC-over-RDMA settings (0: the defaults) */
+    int cpu_of; /* bench --cpu-of: a process whose CPU time each test reports (0: none) */
 };
 
 /* An open URL: its client, the handle and attributes of what it names (exists == 0 when

@@ -74,6 +74,8 @@ int target_open(const char *url, const struct opts *o, struct target *t)
         fprintf(stderr, "uiw-nfs: %s\n", err);
         return 1;
     }
+    t->url.inline_size = o->inline_size;
+    t->url.ddp_threshold = o->ddp_threshold;
     if (kept && uiw__nfs_client_reuse(kept, &t->url) == 0) {
         t->c = kept;
         kept = NULL;
