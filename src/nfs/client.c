@@ -21,6 +21,8 @@
 
 #if UIW_NFS_HAVE_RDMA
 #include <uiw/rpc.h>
+
+#include "rpc/clnt_hooks.h"
 #endif
 
 #define NFS_PROG 100003
@@ -45,6 +47,9 @@ struct uiw__nfs_client {
     int nfs_port;         /* over TCP */
     int rpcbind_nfs_port; /* NFS 3 over TCP as the server's rpcbind names it, or 0 */
     unsigned reconnects;  /* TCP connections made again after one was lost */
+    /* RPC-over-RDMA: READs of fewer bytes than read_inline offer no Write chunk (their
+     * reply fits the receive buffers both sides agreed on; 0: every READ offers one) */
+    uint32_t read_inline;
 };
 
 static void say(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -320,6 +325,29 @@ static CLIENT *rpc_tcp(struct uiw__nfs_client *c, int port, uint32_t prog, uint3
     return cl;
 }
 
+#if UIW_NFS_HAVE_RDMA
+/* Room beside READ or WRITE data in an inline message: the RPC-over-RDMA and RPC headers
+ * (AUTH_SYS credentials take up to 400 bytes), the handle and other arguments of a WRITE,
+ * the attributes, count and eof of a READ's reply. */
+#define INLINE_ROOM 1024u
+
+/* What moves inline on the connection just made: over Version Two, once both sides have
+ * offered receive buffers larger than the default 4 KiB, WRITE data that fits the
+ * server's (the DDP threshold raised to match), and READ data that fits ours and the
+ * server's (no Write chunk offered). Not when --ddp-threshold chose the threshold. */
+static void inline_sizes(struct uiw__nfs_client *c, const struct uiw_rpc_conn_info *in)
+{
+    c->read_inline = 0;
+    if (in->vers != 2 || c->url.ddp_threshold || in->inline_send <= UIW_RPCRDMA_RBSIZ_DEFAULT)
+        return;
+    if (uiw__rpc_clnt_set_ddp_threshold(c->nfs, in->inline_send - INLINE_ROOM) != 0)
+        return;
+    uint32_t fit = in->inline_recv < in->peer_rbsiz ? in->inline_recv : in->peer_rbsiz;
+    if (fit > UIW_RPCRDMA_RBSIZ_DEFAULT)
+        c->read_inline = fit - INLINE_ROOM;
+}
+#endif
+
 /* NFS over RPC-over-RDMA: Version Two first (unless ?rpcrdma=1), Version One when the
  * server answers ERR_VERS. */
 static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
@@ -331,8 +359,15 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
     a.xprt.vers_min = 1;
     a.xprt.vers_max = c->url.rpcrdma == 1 ? 1 : 2;
     a.xprt.max_ddp = 64u << 20;
-    a.xprt.inline_recv = c->url.inline_size;
-    a.xprt.inline_send = c->url.inline_size;
+    /* Version Two: receive buffers of UIW__NFS_V2_INLINE bytes offered (RBSIZ) and sent to
+     * a server that offers as much, so that READ and WRITE data up to some 31 KiB travel
+     * inline (a Send each way) rather than by RDMA Write or Read; Version One keeps RFC
+     * 8797's 4 KiB. */
+    uint32_t isz = c->url.inline_size;
+    if (!isz && a.xprt.vers_max >= 2)
+        isz = UIW__NFS_V2_INLINE;
+    a.xprt.inline_recv = isz;
+    a.xprt.inline_send = isz;
     a.xprt.ddp_threshold = c->url.ddp_threshold;
     a.no_vers_memory = 1; /* each run says what the server answers */
     c->nfs = uiw_rpc_clnt_create(c->url.host, (uint16_t)port, NFS_PROG, 3, &a);
@@ -377,6 +412,7 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
                     "uiw-nfs: RPC-over-RDMA: sent Version %u, the server did not answer in time: "
                     "going on in Version %u\n",
                     a.xprt.vers_max, in.vers);
+        inline_sizes(c, &in);
         if (c->verbose)
             fprintf(stderr,
                     "uiw-nfs: NFS v3 at %s:%d (rdma, RPC-over-RDMA Version %u, %u credits, "
@@ -545,7 +581,9 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
     if (c->rdma) {
         struct uiw_rpc_call_opts o;
         memset(&o, 0, sizeof(o));
-        if (a->result_buf) {
+        if (a->result_buf && a->result_len < c->read_inline)
+            o.reply_max = a->result_len + INLINE_ROOM; /* inline, as uiw__nfs_read */
+        if (a->result_buf && a->result_len >= c->read_inline) {
             o.nresult_bufs = 1;
             o.result_bufs[0].addr = a->result_buf;
             o.result_bufs[0].len = a->result_len;
@@ -1009,9 +1047,13 @@ int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint6
         res.READ3res_u.resok.data.data_len = count;
         struct uiw_rpc_call_opts o;
         memset(&o, 0, sizeof(o));
-        o.nresult_bufs = 1;
-        o.result_bufs[0].addr = buf;
-        o.result_bufs[0].len = count;
+        if (count >= c->read_inline) {
+            o.nresult_bufs = 1;
+            o.result_bufs[0].addr = buf;
+            o.result_bufs[0].len = count;
+        } else {
+            o.reply_max = count + INLINE_ROOM; /* should the server send less inline */
+        }
         enum clnt_stat st = uiw_rpc_call(c->nfs, NFSPROC3_READ, UIW__XDRPROC(xdr_READ3args), &a,
                                          UIW__XDRPROC(xdr_READ3res), &res, c->timeout, &o);
         if (st != RPC_SUCCESS) {

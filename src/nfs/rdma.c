@@ -88,8 +88,16 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
      * max_requests): receives are posted for every credit granted, and an idle
      * connection's cost is mostly those. */
     a.xprt.credits = 64;
-    a.xprt.inline_recv = s->opts.inline_size;
-    a.xprt.inline_send = s->opts.inline_size;
+    /* Version Two: receive buffers of UIW__NFS_V2_INLINE bytes, offered as RBSIZ, so that
+     * a client that offers as much sends WRITE data up to some 31 KiB inline and has READ
+     * data as long sent back inline (when it offers no Write chunk). A Version One client
+     * (RFC 8797's sizes) or a Version Two one that ignores RBSIZ sends 4 KiB at most, and
+     * is sent as much as it says it takes. */
+    uint32_t isz = s->opts.inline_size;
+    if (!isz && !s->opts.vers1_only)
+        isz = UIW__NFS_V2_INLINE;
+    a.xprt.inline_recv = isz;
+    a.xprt.inline_send = isz;
     a.xprt.ddp_threshold = s->opts.ddp_threshold;
     /* Room for a whole READ or WRITE payload in one message's chunks. */
     a.xprt.max_ddp = uiw__nfsd_max_io(s) + 65536;

@@ -10,6 +10,11 @@
 #include "mount3.h"
 #include "nfs3.h"
 
+/* RPC-over-RDMA Version Two: the receive buffers offered (RBSIZ) and the largest message
+ * sent inline, by default, by uiw-nfs and uiw-nfsd, so that READ and WRITE payloads up
+ * to some 31 KiB go inline (Version One keeps RFC 8797's 4 KiB). */
+#define UIW__NFS_V2_INLINE 32768u
+
 /* An XDR routine as libtirpc's xdrproc_t (through a plain function pointer type, which
  * the compilers accept as a cast between function types). */
 #define UIW__XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rpc/clnt_hooks.h"
 #include "rpc/rpc_internal.h"
 
 struct uiw__clnt {
@@ -410,6 +411,17 @@ static int conn_of(CLIENT *clnt, struct uiw__rr_conn **k)
         return -EINVAL;
     *k = conn_ref(u);
     return *k ? 0 : -ENOTCONN;
+}
+
+int uiw__rpc_clnt_set_ddp_threshold(CLIENT *clnt, uint32_t threshold)
+{
+    struct uiw__clnt *u = of(clnt);
+    if (!threshold)
+        threshold = 1024;
+    if (!u || threshold < 64)
+        return -EINVAL;
+    u->caller.threshold = threshold;
+    return 0;
 }
 
 int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info)

@@ -262,9 +262,10 @@ TEST(tools_usage)
     CHECK_EQ(r.status, 0);
     CHECK(strstr(r.out, "usage: uiw-nfsd") != NULL);
     tool_run_free(&r);
-    const char *bad[][2] = {{"--tcp-port", "70000"},   {"--rdma-threads", "0"},
-                            {"--rdma-threads", "4x"},  {"--inline-size", "5000"},
-                            {"--ddp-threshold", "63"}, {"--max-handles", "15"}};
+    const char *bad[][2] = {{"--tcp-port", "70000"},
+                            {"--rdma-threads", "0"},
+                            {"--rdma-threads", "4x"},
+                            {"--max-handles", "15"}};
     for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *argv[] = {"uiw-nfsd", bad[i][0], bad[i][1], "/tmp", NULL};
         tool_run(UIW_NFSD, argv, NULL, 0, 10, &r);
@@ -537,6 +538,107 @@ TEST(tools_stats_rdma)
     CHECK(WIFEXITED(ws));
     CHECK_EQ(WEXITSTATUS(ws), 0);
     unlink(back);
+    rm_tree(dir);
+}
+
+/* uiw-nfsd on a free RPC-over-RDMA port serving dir, with the options extra (NULL-ended);
+ * the URL of its file f in u. */
+static pid_t rdma_server(const char *dir, const char *const *extra, char *u, size_t n)
+{
+    const char *argv[16] = {"uiw-nfsd",     "-a", "127.0.0.1",        "-p", "0", "--tcp-port", "0",
+                            "--mount-port", "0",  "--no-root-squash", NULL};
+    unsigned k = 10;
+    while (*extra && k < 14)
+        argv[k++] = *extra++;
+    argv[k++] = dir;
+    argv[k] = NULL;
+    FILE *f;
+    char out[256];
+    pid_t pid = nfsd_spawn_argv(argv, &f, out, sizeof(out));
+    fclose(f);
+    int tcp, mount, rdma;
+    CHECK_EQ(sscanf(out, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
+    snprintf(u, n, "nfs://127.0.0.1:%d%s/f?mountport=%d&transport=rdma", rdma, dir, mount);
+    return pid;
+}
+
+/* uiw-nfs -v --stats --json OPTS... VERB FROM TO: its client's counters hold want, and
+ * what it says of the connection holds line (NULL: anything). */
+static void xfer_counts(const char *const *opts, const char *verb, const char *from, const char *to,
+                        const char *line, const char *want)
+{
+    const char *argv[16] = {"uiw-nfs", "-v", "--stats", "--json"};
+    unsigned n = 4;
+    while (*opts && n < 12)
+        argv[n++] = *opts++;
+    argv[n++] = verb;
+    argv[n++] = from;
+    argv[n++] = to;
+    argv[n] = NULL;
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    const char *st = strstr(r.out, "{\"stats\":{\"connections\":1,");
+    CHECK(st != NULL);
+    if (!strstr(st, want) || (line && !strstr(r.err, line)))
+        uiw_test_fail(__FILE__, __LINE__, "%s %s: want %s and %s in:\n%s%s", verb, from, want,
+                      line ? line : "-", r.err, st);
+    tool_run_free(&r);
+}
+
+/* RPC-over-RDMA Version Two: uiw-nfs and uiw-nfsd agree on 32 KiB receive buffers (RBSIZ),
+ * so 4 KiB WRITEs and a 16 KiB READ travel inline, with no chunk and no RDMA Read or
+ * Write; over Version One they go by chunks as before (RFC 8797's 4 KiB), and so they do
+ * with a Version Two client, or server, that keeps 4 KiB buffers. */
+TEST(tools_rdma_inline_v2)
+{
+    char dir[] = "/tmp/uiw-nfsd-inline.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char file[300], back[300], u[600], u1[620];
+    snprintf(file, sizeof(file), "%s.src", dir);
+    snprintf(back, sizeof(back), "%s.back", dir);
+    write_local(file, 16384, 3);
+    const char *none[] = {NULL}, *small_srv[] = {"--inline-size", "4096", NULL};
+    const char *b4[] = {"-b", "4096", NULL}, *b16[] = {"-b", "16384", NULL};
+    const char *b4s[] = {"-b", "4096", "--inline-size", "4096", "--ddp-threshold", "1024", NULL};
+    const char *b16s[] = {"-b", "16384", "--inline-size", "4096", NULL};
+    const char *no_rdma = "\"read_chunks\":0,\"write_chunks\":0,\"reply_chunks\":0,"
+                          "\"long_calls\":0,\"rdma_read_bytes\":0,\"rdma_write_bytes\":0,";
+    const char *four_reads = "\"read_chunks\":4,\"write_chunks\":0,\"reply_chunks\":0,"
+                             "\"long_calls\":0,\"rdma_read_bytes\":16384,";
+    const char *one_write = "\"rdma_read_bytes\":0,\"rdma_write_bytes\":16384,";
+    pid_t pid = rdma_server(dir, none, u, sizeof(u));
+    snprintf(u1, sizeof(u1), "%s&rpcrdma=1", u);
+    const struct {
+        const char *const *put, *const *get;
+        const char *url, *line, *put_want, *get_want;
+    } runs[] = {
+        /* Version Two: inline both ways */
+        {b4, b16, u, "RPC-over-RDMA Version 2, 64 credits, inline 32768/32768", no_rdma, no_rdma},
+        /* Version One: RFC 8797's 4 KiB, the data in chunks */
+        {b4, b16, u1, "RPC-over-RDMA Version 1, 64 credits, inline 4096/4096", four_reads,
+         one_write},
+        /* a Version Two client with 4 KiB buffers: chunks, as before */
+        {b4s, b16s, u, "RPC-over-RDMA Version 2, 64 credits, inline 4096/4096", four_reads,
+         one_write},
+        /* (after a restart) a server that keeps 4 KiB buffers: chunks, as before */
+        {b4, b16, u, "RPC-over-RDMA Version 2, 64 credits, inline 4096/32768", four_reads,
+         one_write},
+    };
+    for (unsigned k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+        if (k == 3) {
+            CHECK_EQ(kill(pid, SIGTERM), 0);
+            CHECK_EQ(waitpid(pid, NULL, 0), pid);
+            pid = rdma_server(dir, small_srv, u, sizeof(u));
+        }
+        xfer_counts(runs[k].put, "put", file, runs[k].url, runs[k].line, runs[k].put_want);
+        xfer_counts(runs[k].get, "get", runs[k].url, back, NULL, runs[k].get_want);
+        CHECK_SAME_FILE(file, back);
+        unlink(back);
+    }
+    CHECK_EQ(kill(pid, SIGTERM), 0);
+    CHECK_EQ(waitpid(pid, NULL, 0), pid);
+    unlink(file);
     rm_tree(dir);
 }
 #endif
