@@ -11,12 +11,18 @@
  *   - CREATEs per second of a `sync` export (metadata durable before each reply, the
  *     default of an exports file) against an `async` one, over TCP: what durability
  *     costs.
+ *   - the crossover of RPC-over-RDMA Version Two's inline transfers: READs and WRITEs of
+ *     4 KiB to 64 KiB with the receive buffers uiw-nfs and uiw-nfsd agree on by default
+ *     (32 KiB: what fits goes inline, a Send each way) against 4 KiB ones with a DDP
+ *     threshold of 1 KiB (the data in a Read or Write chunk, an RDMA Read or Write more),
+ *     as ratios of MB/s and of p50 and p99 call latency, alternated within each
+ *     repetition (--calls N per run).
  * Each repetition runs TCP then RDMA; each ratio is the median of the repetitions' ratios
  * (machines are shared and noisy). Targets: WRITE and READ >= 1.5x TCP's bandwidth
  * (issue 17); GETATTR over RDMA >= 1.0x TCP's at the same number in flight; CPU per GiB
  * over RDMA <= 0.7x TCP's for 1 MiB calls and <= 1.0x for 4 KiB ones (issue 32).
  *
- *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--json]
+ *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] [--json]
  * Exit 0 when the runs worked (whatever the ratios), 1 when one failed, 2 on usage.
  */
 #include <errno.h>
@@ -33,6 +39,7 @@
 
 struct figures {
     double write_mbs, read_mbs, getattr_cps, create_cps;
+    double write_p50, write_p99, read_p50, read_p99; /* microseconds */
     double write_cpu, read_cpu; /* CPU seconds per GiB, client and server (-1: unknown) */
 };
 
@@ -238,13 +245,13 @@ static double cpu_per_gib(const char *out, const char *test)
     return bytes > 0 && c >= 0 && s >= 0 ? (c + s) / (bytes / 1073741824.0) : -1;
 }
 
-static int bench(const char *url, const char *size, const char *block, const char *secs,
-                 unsigned inflight, const char *tests, struct figures *f)
+static int bench_with(const char *url, const char *size, const char *block, const char *secs,
+                      unsigned inflight, const char *tests, const char *opts, struct figures *f)
 {
     char cmd[2048], *out = NULL;
     snprintf(cmd, sizeof(cmd),
-             "'%s' bench --json --no-progress -s %s -b %s -D %s --inflight %u --cpu-of %d '%s'",
-             UIW_NFS_PATH, size, block, secs, inflight, (int)server_pid, url);
+             "'%s' bench --json --no-progress -s %s -b %s -D %s --inflight %u --cpu-of %d %s '%s'",
+             UIW_NFS_PATH, size, block, secs, inflight, (int)server_pid, opts, url);
     int rc = run(cmd, &out);
     if (rc != 0 || !out) {
         fprintf(stderr, "bench-nfs: %s failed (%d)\n", cmd, rc);
@@ -254,10 +261,14 @@ static int bench(const char *url, const char *size, const char *block, const cha
     if (strstr(tests, "write")) {
         f->write_mbs = field(out, "write", "mbytes_per_sec");
         f->write_cpu = cpu_per_gib(out, "write");
+        f->write_p50 = field(out, "write", "p50_us");
+        f->write_p99 = field(out, "write", "p99_us");
     }
     if (strstr(tests, "read")) {
         f->read_mbs = field(out, "read", "mbytes_per_sec");
         f->read_cpu = cpu_per_gib(out, "read");
+        f->read_p50 = field(out, "read", "p50_us");
+        f->read_p99 = field(out, "read", "p99_us");
     }
     if (strstr(tests, "getattr"))
         f->getattr_cps = field(out, "getattr", "calls_per_sec");
@@ -265,6 +276,74 @@ static int bench(const char *url, const char *size, const char *block, const cha
         f->create_cps = field(out, "create", "calls_per_sec");
     free(out);
     return 0;
+}
+
+static int bench(const char *url, const char *size, const char *block, const char *secs,
+                 unsigned inflight, const char *tests, struct figures *f)
+{
+    return bench_with(url, size, block, secs, inflight, tests, "", f);
+}
+
+/* The inline crossover: sizes, and per size the figures of each repetition (chunks then
+ * inline: MB/s, p50, p99 of WRITE then READ) */
+#define NX 5
+static const unsigned xsize[NX] = {4096, 8192, 16384, 32768, 65536};
+#define NXF 12
+static const char *const xchunks = "--inline-size 4096 --ddp-threshold 1024";
+
+/* One repetition of the crossover runs: for each size, chunks then inline. */
+static int crossover(const char *url, unsigned calls, double *x[NX][NXF], int rep)
+{
+    for (int i = 0; i < NX; i++) {
+        char sz[32], blk[32];
+        snprintf(sz, sizeof(sz), "%llu", (unsigned long long)xsize[i] * calls);
+        snprintf(blk, sizeof(blk), "%u", xsize[i]);
+        struct figures c = {0}, n = {0};
+        if (bench_with(url, sz, blk, "0.05", 1, "write read", xchunks, &c) != 0 ||
+            bench_with(url, sz, blk, "0.05", 1, "write read", "", &n) != 0)
+            return -1;
+        double v[NXF] = {c.write_mbs, c.write_p50, c.write_p99, c.read_mbs, c.read_p50, c.read_p99,
+                         n.write_mbs, n.write_p50, n.write_p99, n.read_mbs, n.read_p50, n.read_p99};
+        for (int k = 0; k < NXF; k++)
+            x[i][k][rep] = v[k];
+    }
+    return 0;
+}
+
+/* The crossover's medians and ratios (inline over chunks, median of the repetitions'). */
+static void crossover_report(double *x[NX][NXF], int reps, int json)
+{
+    static const char *const what[6] = {"write_mbs", "write_p50_us", "write_p99_us",
+                                        "read_mbs",  "read_p50_us",  "read_p99_us"};
+    double *q = calloc((size_t)reps, sizeof(double));
+    if (!q)
+        return;
+    if (!json)
+        printf("RPC-over-RDMA Version Two, inline (32 KiB buffers, the default) over chunks "
+               "(4 KiB buffers, DDP threshold 1 KiB), median of %d:\n"
+               "%-7s %11s %9s %9s %11s %9s %9s\n",
+               reps, "size", "WRITE MB/s", "p50", "p99", "READ MB/s", "p50", "p99");
+    for (int i = 0; i < NX; i++) {
+        double r[6], mc[6], mi[6];
+        for (int k = 0; k < 6; k++) {
+            for (int j = 0; j < reps; j++)
+                q[j] = x[i][k][j] > 0 ? x[i][6 + k][j] / x[i][k][j] : 0;
+            r[k] = bench_median(q, (size_t)reps);
+            mc[k] = bench_median(x[i][k], (size_t)reps);
+            mi[k] = bench_median(x[i][6 + k], (size_t)reps);
+        }
+        if (json) {
+            printf("{\"inline_v2\":{\"size\":%u", xsize[i]);
+            for (int k = 0; k < 6; k++)
+                printf(",\"%s\":{\"chunks\":%.1f,\"inline\":%.1f,\"ratio\":%.3f}", what[k], mc[k],
+                       mi[k], r[k]);
+            printf("}}\n");
+        } else {
+            printf("%3u KiB %10.2fx %8.2fx %8.2fx %10.2fx %8.2fx %8.2fx\n", xsize[i] / 1024, r[0],
+                   r[1], r[2], r[3], r[4], r[5]);
+        }
+    }
+    free(q);
 }
 
 /* CREATEs per second on a sync and an async export of a second server: an exports file
@@ -324,15 +403,13 @@ static int creates(const char *base, const char *secs, double *sync, double *asy
 int main(int argc, char **argv)
 {
     int reps = 5, json = 0;
-    unsigned inflight = 64;
+    unsigned inflight = 64, xcalls = 2000;
     const char *size = "256M", *secs = "2";
-    static const struct option lo[] = {{"reps", required_argument, NULL, 'r'},
-                                       {"size", required_argument, NULL, 's'},
-                                       {"seconds", required_argument, NULL, 'D'},
-                                       {"inflight", required_argument, NULL, 'i'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"reps", required_argument, NULL, 'r'},    {"size", required_argument, NULL, 's'},
+        {"seconds", required_argument, NULL, 'D'}, {"inflight", required_argument, NULL, 'i'},
+        {"calls", required_argument, NULL, 'c'},   {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "r:s:D:h", lo, NULL)) != -1) {
         char *end;
@@ -357,11 +434,19 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'c':
+            xcalls = (unsigned)strtoul(optarg, &end, 10);
+            if (*end || xcalls < 1 || xcalls > 100000) {
+                fprintf(stderr, "bench-nfs: bad --calls\n");
+                return 2;
+            }
+            break;
         case 'j':
             json = 1;
             break;
         case 'h':
-            printf("usage: bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--json]\n");
+            printf("usage: bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] "
+                   "[--json]\n");
             return 0;
         default:
             return 2;
@@ -392,6 +477,7 @@ int main(int argc, char **argv)
     int tcp = -1, mnt = -1, rdma = -1, rc = 1;
     double *rw = NULL, *rr = NULL, *rg = NULL, *rs = NULL;
     double *cpu[8] = {NULL}; /* CPU per GiB: 1 MiB write, read, 4 KiB write, read; tcp, rdma */
+    double *xf[NX][NXF] = {{NULL}};
     if (!f || !fgets(line, sizeof(line), f) ||
         sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mnt, &rdma) != 3 ||
         rdma <= 0) {
@@ -411,6 +497,10 @@ int main(int argc, char **argv)
     for (int k = 0; k < 8; k++)
         if (!cpu[k])
             goto out;
+    for (int i = 0; i < NX; i++)
+        for (int k = 0; k < NXF; k++)
+            if (!(xf[i][k] = calloc((size_t)reps, sizeof(double))))
+                goto out;
     if (!rw || !rr || !rg || !rs)
         goto out;
     if (!json)
@@ -430,7 +520,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < 8; k++)
             cpu[k][i] = c[k];
         double tn = libnfs_getattr(tcp, mnt, dir, inflight, atof(secs));
-        if (tn <= 0)
+        if (tn <= 0 || crossover(urdma, xcalls, xf, i) != 0)
             goto out;
         rw[i] = r.write_mbs / t.write_mbs;
         rr[i] = r.read_mbs / t.read_mbs;
@@ -464,6 +554,7 @@ int main(int argc, char **argv)
             rw[i] = cpu[2 * k][i] > 0 ? cpu[2 * k + 1][i] / cpu[2 * k][i] : 0;
         cr[k] = bench_median(rw, (size_t)reps);
     }
+    crossover_report(xf, reps, json);
     double csync = 0, casync = 0;
     if (creates(dir, secs, &csync, &casync) != 0)
         goto out;
@@ -501,6 +592,9 @@ out:
     free(rs);
     for (int k = 0; k < 8; k++)
         free(cpu[k]);
+    for (int i = 0; i < NX; i++)
+        for (int k = 0; k < NXF; k++)
+            free(xf[i][k]);
     if (f)
         fclose(f);
     kill(pid, SIGTERM);

@@ -325,7 +325,7 @@ TEST(bench_nfs_fair_ratios)
     struct tool_run r;
     tool_run(UIW_BENCH_NFS,
              (const char *[]){"bench-nfs", "-r", "1", "-s", "4M", "-D", "0.3", "--inflight", "64",
-                              "--json", NULL},
+                              "--calls", "50", "--json", NULL},
              "", 0, 120, &r);
     if (r.status != 0)
         uiw_test_fail(__FILE__, __LINE__, "bench-nfs: %d\n%s%s", r.status, r.out, r.err);
@@ -350,6 +350,14 @@ TEST(bench_nfs_fair_ratios)
         CHECK(strstr(r.out, line) != NULL);
         quotient(kinds[i], field(r.out, line, "ratio"), field(r.out, line, "rdma"),
                  field(r.out, line, "tcp"));
+    }
+    /* the inline crossover of Version Two: inline's figure over the chunks' at each size */
+    for (unsigned sz = 4096; sz <= 65536; sz *= 2) {
+        char line[64];
+        snprintf(line, sizeof(line), "{\"inline_v2\":{\"size\":%u,", sz);
+        CHECK(strstr(r.out, line) != NULL);
+        quotient(line, field(r.out, line, "ratio"), field(r.out, line, "inline"),
+                 field(r.out, line, "chunks"));
     }
     const char *cr = "{\"creates_per_sec\":";
     quotient("creates", field(r.out, cr, "ratio"), field(r.out, cr, "sync"),
