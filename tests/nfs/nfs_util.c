@@ -409,3 +409,15 @@ void sha256_of(const char *path, char out[65])
     out[64] = 0;
     free(o);
 }
+
+void need_tshark(void)
+{
+    if (it_tshark())
+        return;
+    const char *req = getenv("UIW_ROOT_REQUIRED"), *ci = getenv("CI");
+    if ((req && strcmp(req, "1") == 0) || (ci && *ci))
+        uiw_test_fail(__FILE__, __LINE__,
+                      "tshark is not installed, and the tools are required here "
+                      "(UIW_ROOT_REQUIRED=1 or CI): scripts/deps.sh installs it");
+    SKIP("tshark is not installed (scripts/deps.sh installs it)");
+}

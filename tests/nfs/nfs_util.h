@@ -92,4 +92,8 @@ void sha256_of(const char *path, char out[65]);
 /* rm -rf */
 void rm_tree(const char *dir);
 
+/* Skip the test (77) on a machine without tshark; fail it where the tools are required
+ * (UIW_ROOT_REQUIRED=1 or CI). */
+void need_tshark(void);
+
 #endif
