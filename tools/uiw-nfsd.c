@@ -7,7 +7,8 @@
  *            [--rdma-threads N] [--inline-size BYTES] [--ddp-threshold BYTES]
  *            [--max-handles N] [--tcp-threads N]
  *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
- *            [--rpcbind | --no-rpcbind] [--stats] [-v]
+ *            [--rpcbind | --no-rpcbind] [--nfs4-experimental] [--lease-time S]
+ *            [--stats] [-v]
  *            EXPORT_DIR...
  *
  * Once listening it prints one line on standard output,
@@ -82,6 +83,16 @@ static const char usage[] =
     "                        whole within S seconds, at most 10\n"
     "      --io-buffers N    buffers of max-io bytes for WRITE records and READ payloads\n"
     "                        over TCP (default 64): the memory they take at most\n"
+    "      --nfs4-experimental\n"
+    "                        serve NFS version 4.1 and 4.2 beside 3 on the NFS ports\n"
+    "                        (off: version 4 gets PROG_MISMATCH); INCOMPLETE: only\n"
+    "                        sessions (EXCHANGE_ID, CREATE_SESSION, SEQUENCE,\n"
+    "                        DESTROY_SESSION, DESTROY_CLIENTID, RECLAIM_COMPLETE),\n"
+    "                        PUTROOTFH (one export), PUTFH, GETFH, SAVEFH, RESTOREFH,\n"
+    "                        LOOKUP, LOOKUPP, GETATTR, ACCESS and SECINFO_NO_NAME work;\n"
+    "                        every other operation (OPEN, READ, WRITE, READDIR, ...)\n"
+    "                        answers NFS4ERR_NOTSUPP, so a client cannot mount yet\n"
+    "      --lease-time S    NFSv4 lease in seconds (default 90)\n"
     "      --rpcbind         register NFS (tcp, tcp6, rdma) and MOUNT (tcp, tcp6) with\n"
     "                        the host's rpcbind, or do not start (default: register\n"
     "                        when NFS is on TCP port 2049 and an rpcbind runs)\n"
@@ -171,7 +182,9 @@ int main(int argc, char **argv)
         O_VERSION,
         O_STATS,
         O_RPCBIND,
-        O_NO_RPCBIND
+        O_NO_RPCBIND,
+        O_NFS4,
+        O_LEASE
     };
     bool stats = false;
     static const struct option lo[] = {
@@ -199,6 +212,8 @@ int main(int argc, char **argv)
         {"pid-file", required_argument, NULL, O_PIDFILE},
         {"rpcbind", no_argument, NULL, O_RPCBIND},
         {"no-rpcbind", no_argument, NULL, O_NO_RPCBIND},
+        {"nfs4-experimental", no_argument, NULL, O_NFS4},
+        {"lease-time", required_argument, NULL, O_LEASE},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -233,6 +248,13 @@ int main(int argc, char **argv)
             break;
         case O_NRS:
             o.no_root_squash = 1;
+            break;
+        case O_NFS4:
+            o.nfs4 = 1;
+            break;
+        case O_LEASE:
+            bad = parse_num(optarg, 10, 3600, &v);
+            o.lease_time = (unsigned)v;
             break;
         case O_AUID:
             bad = parse_num(optarg, 0, 0xffffffffL, &v);

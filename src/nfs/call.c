@@ -458,8 +458,10 @@ int uiw__nfs_call_run(struct uiw__nfsd *s, struct uiw__nfs_pool *pool,
             keep(&c, s->drc, slot);
         } else if (rq.rq_vers == 3)
             uiw__nfs3_dispatch(s, &rq, &c.xprt);
+        else if (rq.rq_vers == 4 && s->nfs4)
+            uiw__nfs4_dispatch(s, &rq, &c.xprt);
         else
-            reject(&c, PROG_MISMATCH, 3, 3);
+            reject(&c, PROG_MISMATCH, 3, s->nfs4 ? 4 : 3);
     } else if (rq.rq_prog == MOUNT_PROGRAM_NUM) {
         if (rq.rq_vers == 3)
             uiw__mount3_dispatch(s, &rq, &c.xprt);

@@ -292,23 +292,12 @@ static void p_access(struct call *c, ACCESS3args *a, ACCESS3res *r)
         return;
     int dir = ok->obj_attributes.attributes_follow &&
               ok->obj_attributes.post_op_attr_u.attributes.type == NF3DIR;
-    uint32_t want = a->access, got = 0;
-    if (uiw__vfs_enter(&c->v) != 0) {
+    uint32_t got;
+    if (uiw__vfs_access(&c->v, fd, dir, a->access, &got) != 0) {
         r->status = NFS3ERR_PERM;
         close(fd);
         return;
     }
-    int fl = AT_EMPTY_PATH | AT_EACCESS;
-    if ((want & ACCESS3_READ) && faccessat(fd, "", R_OK, fl) == 0)
-        got |= ACCESS3_READ;
-    if ((want & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE)) &&
-        faccessat(fd, "", W_OK, fl) == 0)
-        got |= want & (ACCESS3_MODIFY | ACCESS3_EXTEND | (dir ? ACCESS3_DELETE : 0));
-    if ((want & (ACCESS3_LOOKUP | ACCESS3_EXECUTE)) && faccessat(fd, "", X_OK, fl) == 0)
-        got |= want & (dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE);
-    uiw__vfs_leave(&c->v);
-    if (c->v.xo && !(c->v.xo->flags & UIW__X_RW))
-        got &= ~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
     ok->access = got;
     close(fd);
 }

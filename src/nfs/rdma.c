@@ -33,6 +33,11 @@ static void nfs3_rdma(struct svc_req *rq, SVCXPRT *xprt)
     uiw__nfs3_dispatch(served, rq, xprt);
 }
 
+static void nfs4_rdma(struct svc_req *rq, SVCXPRT *xprt)
+{
+    uiw__nfs4_dispatch(served, rq, xprt);
+}
+
 /* --max-connections bounds both transports together: a connection request over it is
  * rejected by the connection manager before the RPC layer allocates anything for it. */
 static bool admit(void *arg, const struct sockaddr *peer)
@@ -122,6 +127,8 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
         return NULL;
     }
     int rc = uiw_rpc_svc_register(r->svc, 100003, 3, nfs3_rdma);
+    if (rc == 0 && s->nfs4)
+        rc = uiw_rpc_svc_register(r->svc, 100003, 4, nfs4_rdma);
     if (rc == 0)
         rc = uiw__rpc_svc_admission(r->svc, admit, gone, s);
     if (rc == 0)

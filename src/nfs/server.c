@@ -63,6 +63,13 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
     }
     atomic_init(&s->writeverf, verf);
     s->vfs = uiw__vfs_state_create();
+    if (s->vfs && s->opts.nfs4) {
+        s->nfs4 = uiw__nfs4_state_create(s->opts.lease_time ? s->opts.lease_time : 90);
+        if (!s->nfs4) {
+            uiw__vfs_state_destroy(s->vfs);
+            s->vfs = NULL;
+        }
+    }
     if (!s->vfs) {
         uiw__nfs_fhcache_destroy(s->fhcache);
         free(s);
@@ -353,6 +360,7 @@ void uiw__nfsd_destroy(struct uiw__nfsd *s)
         uiw__drc_free(s->drc);
     uiw__nfs_fhcache_destroy(s->fhcache);
     uiw__vfs_state_destroy(s->vfs);
+    uiw__nfs4_state_destroy(s->nfs4);
     for (unsigned i = 0; i < s->nexports; i++) {
         close(s->exports[i].rootfd);
         free(s->exports[i].path);

@@ -216,6 +216,7 @@ struct uiw__nfsd {
     _Atomic unsigned long drc_hits, drc_drops; /* TCP's: replayed, dropped while running */
     _Atomic unsigned long meta_syncs;          /* objects made durable before a reply (`sync`) */
     struct uiw__nfs_rdma *rdma;
+    struct uiw__nfs4_state *nfs4; /* NFSv4 clients and sessions (NULL: version 4 is off) */
     /* connections open now, TCP and RPC-over-RDMA together (--max-connections), and the
      * requests refused over the limit */
     _Atomic unsigned nconns;
@@ -258,6 +259,11 @@ void uiw__nfsd_preop_of(const struct stat *st, pre_op_attr *p);
  * svc_getargs, the reply through svc_sendreply (or the svcerr_* replies). */
 void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
 void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
+/* NFS version 4 (nfs4.c): NULL and COMPOUND, when opts.nfs4 is on. */
+void uiw__nfs4_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
+struct uiw__nfs4_state;
+struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s);
+void uiw__nfs4_state_destroy(struct uiw__nfs4_state *st);
 
 /* The monotonic clock in nanoseconds (deadlines, idle times, rechecks). */
 static inline int64_t uiw__nfsd_now_ns(void)

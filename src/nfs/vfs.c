@@ -127,6 +127,25 @@ void uiw__vfs_leave(struct uiw__vfs *v)
     }
 }
 
+int uiw__vfs_access(struct uiw__vfs *v, int fd, int dir, uint32_t want, uint32_t *got)
+{
+    *got = 0;
+    if (uiw__vfs_enter(v) != 0)
+        return -EPERM;
+    int fl = AT_EMPTY_PATH | AT_EACCESS;
+    if ((want & ACCESS3_READ) && faccessat(fd, "", R_OK, fl) == 0)
+        *got |= ACCESS3_READ;
+    if ((want & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE)) &&
+        faccessat(fd, "", W_OK, fl) == 0)
+        *got |= want & (ACCESS3_MODIFY | ACCESS3_EXTEND | (dir ? ACCESS3_DELETE : 0));
+    if ((want & (ACCESS3_LOOKUP | ACCESS3_EXECUTE)) && faccessat(fd, "", X_OK, fl) == 0)
+        *got |= want & (dir ? ACCESS3_LOOKUP : ACCESS3_EXECUTE);
+    uiw__vfs_leave(v);
+    if (v->xo && !(v->xo->flags & UIW__X_RW))
+        *got &= ~(uint32_t)(ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE);
+    return 0;
+}
+
 nfsstat3 uiw__vfs_resolve(struct uiw__vfs *v, const nfs_fh3 *h, int dir, int *fd,
                           struct uiw__nfs_export **ex)
 {

@@ -51,6 +51,11 @@ nfsstat3 uiw__vfs_resolve(struct uiw__vfs *v, const nfs_fh3 *h, int dir, int *fd
 nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
                        struct uiw__nfs_export **ex);
 
+/* ACCESS (NFSv3's and NFSv4's bits, which are the same): which of `want` the caller has
+ * on the file behind fd (a directory when `dir`), as the caller, a read-only export
+ * taking away the changes. 0, or -EPERM (the caller's identity could not be taken). */
+int uiw__vfs_access(struct uiw__vfs *v, int fd, int dir, uint32_t want, uint32_t *got);
+
 /* Open the regular file behind fd for I/O as the caller (flags O_RDONLY or O_WRONLY);
  * for writing, as the server when the caller owns the file and only its mode bits say
  * no. Enters and leaves the caller's identity itself. A descriptor, or -1 and *st. */

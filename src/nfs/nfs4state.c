@@ -1,0 +1,467 @@
+/*
+ * NFSv4.1 client records and sessions (RFC 8881 sections 2.4, 2.10, 18.35 to 18.37,
+ * 18.46, 18.50): what EXCHANGE_ID, CREATE_SESSION, SEQUENCE, DESTROY_SESSION and
+ * DESTROY_CLIENTID keep, under one lock (the operations are short and rare next to the
+ * file operations they let through).
+ *
+ * A client record is keyed by its co_ownerid: EXCHANGE_ID of a new owner makes an
+ * unconfirmed record; of a confirmed owner with the same verifier returns that record
+ * (section 18.35.5 cases 2 and 3); with another verifier (the client restarted, case 5)
+ * or of an unconfirmed owner (cases 4 and 6) makes a new unconfirmed record with a new
+ * client ID, which the first CREATE_SESSION of it confirms, dropping the owner's older
+ * record and its sessions. Principals are not compared (AUTH_SYS only, no state
+ * protection). Each session's fore channel has a slot table with the seqid rules of
+ * section 2.10.6.1; a slot keeps its last reply when the client asked for it (sa_cachethis)
+ * or when the reply is the SEQUENCE alone. SEQUENCE and CREATE_SESSION renew the lease
+ * (recorded; nothing expires yet: the records go with DESTROY_CLIENTID or the server).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfs/nfs4state.h"
+
+struct slot {
+    uint32_t seqid;
+    int inuse;
+    char *reply; /* kept for a retry (NULL: none) */
+    size_t len;
+};
+
+struct uiw__nfs4_session {
+    struct uiw__nfs4_session *next;
+    char id[NFS4_SESSIONID_SIZE];
+    struct client *clp;
+    channel_attrs4 fore, back; /* as granted (ca_rdma_ird empty) */
+    uint32_t cb_program;
+    unsigned refs; /* the list's (until destroyed) and each taken slot's */
+    uint32_t nslots;
+    struct slot slots[];
+};
+
+struct client {
+    struct client *next;
+    char *owner;
+    u_int ownerlen;
+    char verf[NFS4_VERIFIER_SIZE];
+    clientid4 id;
+    int confirmed;
+    uint32_t cs_seq; /* the next CREATE_SESSION's csa_sequence */
+    int have_last;   /* the last CREATE_SESSION's reply, for its retry */
+    CREATE_SESSION4resok last;
+    int64_t renewed_ns; /* the lease's last renewal */
+    unsigned nsessions;
+};
+
+struct uiw__nfs4_state {
+    pthread_mutex_t lock;
+    struct client *clients;
+    struct uiw__nfs4_session *sessions;
+    uint32_t boot; /* the high word of client IDs: tells this server's from a former one's */
+    uint32_t next_id, next_session;
+    uint32_t lease;
+    char owner[64];
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s)
+{
+    struct uiw__nfs4_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return NULL;
+    pthread_mutex_init(&st->lock, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    st->boot = (uint32_t)ts.tv_sec ^ ((uint32_t)getpid() << 16);
+    st->next_id = 1;
+    st->next_session = 1;
+    st->lease = lease_s;
+    char host[48] = "";
+    gethostname(host, sizeof(host) - 1);
+    strcpy(st->owner, "uiw-nfsd:");
+    strncat(st->owner, host, sizeof(st->owner) - strlen(st->owner) - 1);
+    return st;
+}
+
+static void session_unref(struct uiw__nfs4_session *ses)
+{
+    if (--ses->refs)
+        return;
+    for (uint32_t i = 0; i < ses->nslots; i++)
+        free(ses->slots[i].reply);
+    free(ses);
+}
+
+/* Unlink and drop the sessions of clp (lock held). */
+static void drop_sessions(struct uiw__nfs4_state *st, struct client *clp)
+{
+    for (struct uiw__nfs4_session **pp = &st->sessions; *pp;) {
+        struct uiw__nfs4_session *ses = *pp;
+        if (ses->clp != clp) {
+            pp = &ses->next;
+            continue;
+        }
+        *pp = ses->next;
+        ses->clp = NULL;
+        session_unref(ses);
+    }
+    clp->nsessions = 0;
+}
+
+static void client_free(struct client *clp)
+{
+    free(clp->owner);
+    free(clp);
+}
+
+/* Unlink and free clp and its sessions (lock held). */
+static void drop_client(struct uiw__nfs4_state *st, struct client *clp)
+{
+    drop_sessions(st, clp);
+    for (struct client **pp = &st->clients; *pp; pp = &(*pp)->next) {
+        if (*pp == clp) {
+            *pp = clp->next;
+            break;
+        }
+    }
+    client_free(clp);
+}
+
+void uiw__nfs4_state_destroy(struct uiw__nfs4_state *st)
+{
+    if (!st)
+        return;
+    while (st->clients)
+        drop_client(st, st->clients);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
+uint32_t uiw__nfs4_lease(const struct uiw__nfs4_state *st)
+{
+    return st->lease;
+}
+
+void uiw__nfs4_limits(const struct uiw__nfsd *s, struct uiw__nfs4_limits *l)
+{
+    /* a READ or WRITE of max_io with room for the COMPOUND around it, as knfsd adds its
+     * header room to its payload size */
+    l->max_req = uiw__nfsd_max_io(s) + 16384;
+    l->max_resp = l->max_req;
+    l->max_cached = UIW__NFS_SMALL;
+    l->max_ops = 16;
+    l->max_slots = 64;
+}
+
+static struct client *find_id(struct uiw__nfs4_state *st, clientid4 id)
+{
+    for (struct client *c = st->clients; c; c = c->next)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
+static struct client *new_client(struct uiw__nfs4_state *st, const client_owner4 *o)
+{
+    struct client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->owner = malloc(o->co_ownerid.co_ownerid_len ? o->co_ownerid.co_ownerid_len : 1);
+    if (!c->owner) {
+        free(c);
+        return NULL;
+    }
+    memcpy(c->owner, o->co_ownerid.co_ownerid_val, o->co_ownerid.co_ownerid_len);
+    c->ownerlen = o->co_ownerid.co_ownerid_len;
+    memcpy(c->verf, o->co_verifier, NFS4_VERIFIER_SIZE);
+    c->id = (uint64_t)st->boot << 32 | st->next_id++;
+    c->cs_seq = 1;
+    c->renewed_ns = now_ns();
+    c->next = st->clients;
+    st->clients = c;
+    return c;
+}
+
+nfsstat4 uiw__nfs4_exchange_id(struct uiw__nfs4_state *st, const EXCHANGE_ID4args *a,
+                               EXCHANGE_ID4resok *r)
+{
+    if (a->eia_state_protect.spa_how != SP4_NONE)
+        return NFS4ERR_NOTSUPP; /* no machine-credential or SSV protection */
+    if (a->eia_flags &
+        ~(uint32_t)(EXCHGID4_FLAG_SUPP_MOVED_REFER | EXCHGID4_FLAG_SUPP_MOVED_MIGR |
+                    EXCHGID4_FLAG_BIND_PRINC_STATEID | EXCHGID4_FLAG_USE_NON_PNFS |
+                    EXCHGID4_FLAG_USE_PNFS_MDS | EXCHGID4_FLAG_USE_PNFS_DS |
+                    EXCHGID4_FLAG_UPD_CONFIRMED_REC_A | EXCHGID4_FLAG_SUPP_FENCE_OPS))
+        return NFS4ERR_INVAL;
+    const client_owner4 *o = &a->eia_clientowner;
+    int update = (a->eia_flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A) != 0;
+    nfsstat4 rc = NFS4_OK;
+    pthread_mutex_lock(&st->lock);
+    struct client *conf = NULL, *unconf = NULL;
+    for (struct client *c = st->clients; c; c = c->next) {
+        if (c->ownerlen != o->co_ownerid.co_ownerid_len ||
+            memcmp(c->owner, o->co_ownerid.co_ownerid_val, c->ownerlen) != 0)
+            continue;
+        if (c->confirmed)
+            conf = c;
+        else
+            unconf = c;
+    }
+    struct client *got = NULL;
+    if (update) {
+        /* section 18.35.5: an update needs the confirmed record of the same verifier */
+        if (!conf)
+            rc = NFS4ERR_NOENT;
+        else if (memcmp(conf->verf, o->co_verifier, NFS4_VERIFIER_SIZE) != 0)
+            rc = NFS4ERR_NOT_SAME;
+        else
+            got = conf;
+    } else if (conf && memcmp(conf->verf, o->co_verifier, NFS4_VERIFIER_SIZE) == 0) {
+        got = conf; /* the same incarnation again */
+    } else {
+        /* new, restarted (a confirmed record of another verifier, kept until the new one
+         * is confirmed) or unconfirmed again: a new record */
+        if (unconf)
+            drop_client(st, unconf);
+        got = new_client(st, o);
+        if (!got)
+            rc = NFS4ERR_SERVERFAULT;
+    }
+    if (got) {
+        got->renewed_ns = now_ns();
+        r->eir_clientid = got->id;
+        r->eir_sequenceid = got->cs_seq;
+        r->eir_flags =
+            EXCHGID4_FLAG_USE_NON_PNFS | (got->confirmed ? EXCHGID4_FLAG_CONFIRMED_R : 0);
+        r->eir_state_protect.spr_how = SP4_NONE;
+        r->eir_server_owner.so_minor_id = 0;
+        r->eir_server_owner.so_major_id.so_major_id_len = (u_int)strlen(st->owner);
+        r->eir_server_owner.so_major_id.so_major_id_val = st->owner;
+        r->eir_server_scope.eir_server_scope_len = (u_int)strlen(st->owner);
+        r->eir_server_scope.eir_server_scope_val = st->owner;
+        r->eir_server_impl_id.eir_server_impl_id_len = 0;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+static uint32_t clamp(uint32_t v, uint32_t max)
+{
+    return v < max ? v : max;
+}
+
+nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__nfs4_limits *l,
+                                  const CREATE_SESSION4args *a, CREATE_SESSION4resok *r)
+{
+    const channel_attrs4 *f = &a->csa_fore_chan_attrs, *b = &a->csa_back_chan_attrs;
+    nfsstat4 rc = NFS4_OK;
+    pthread_mutex_lock(&st->lock);
+    struct client *clp = find_id(st, a->csa_clientid);
+    if (!clp) {
+        rc = NFS4ERR_STALE_CLIENTID;
+        goto out;
+    }
+    if (clp->have_last && a->csa_sequence == clp->cs_seq - 1) {
+        *r = clp->last; /* the retry of the last one (section 18.36.4) */
+        goto out;
+    }
+    if (a->csa_sequence != clp->cs_seq) {
+        rc = NFS4ERR_SEQ_MISORDERED;
+        goto out;
+    }
+    /* room for at least a SEQUENCE and a small operation each way (as knfsd's minimum) */
+    if (f->ca_maxrequestsize < 256 || f->ca_maxresponsesize < 256 || f->ca_maxoperations < 1 ||
+        f->ca_maxrequests < 1) {
+        rc = NFS4ERR_TOOSMALL;
+        goto out;
+    }
+    uint32_t nslots = clamp(f->ca_maxrequests, l->max_slots);
+    struct uiw__nfs4_session *ses = calloc(1, sizeof(*ses) + nslots * sizeof(struct slot));
+    if (!ses) {
+        rc = NFS4ERR_SERVERFAULT;
+        goto out;
+    }
+    ses->nslots = nslots;
+    ses->refs = 1;
+    ses->fore.ca_headerpadsize = 0;
+    ses->fore.ca_maxrequestsize = clamp(f->ca_maxrequestsize, l->max_req);
+    ses->fore.ca_maxresponsesize = clamp(f->ca_maxresponsesize, l->max_resp);
+    ses->fore.ca_maxresponsesize_cached = clamp(f->ca_maxresponsesize_cached, l->max_cached);
+    ses->fore.ca_maxoperations = clamp(f->ca_maxoperations, l->max_ops);
+    ses->fore.ca_maxrequests = nslots;
+    /* the back channel's, recorded for the callbacks to come (none are sent yet) */
+    ses->back = *b;
+    ses->back.ca_headerpadsize = 0;
+    ses->back.ca_maxrequests = clamp(b->ca_maxrequests, 16);
+    ses->back.ca_rdma_ird.ca_rdma_ird_len = 0;
+    ses->back.ca_rdma_ird.ca_rdma_ird_val = NULL;
+    ses->cb_program = a->csa_cb_program;
+    uint64_t id = clp->id;
+    uint32_t n = st->next_session++;
+    memcpy(ses->id, &id, 8);
+    memcpy(ses->id + 8, &n, 4);
+    memcpy(ses->id + 12, &st->boot, 4);
+    if (!clp->confirmed) {
+        /* the owner's older record (a client that restarted) goes with its sessions */
+        for (struct client *c = st->clients; c; c = c->next) {
+            if (c != clp && c->confirmed && c->ownerlen == clp->ownerlen &&
+                memcmp(c->owner, clp->owner, c->ownerlen) == 0) {
+                drop_client(st, c);
+                break;
+            }
+        }
+        clp->confirmed = 1;
+    }
+    ses->clp = clp;
+    ses->next = st->sessions;
+    st->sessions = ses;
+    clp->nsessions++;
+    clp->renewed_ns = now_ns();
+    memcpy(r->csr_sessionid, ses->id, NFS4_SESSIONID_SIZE);
+    r->csr_sequence = clp->cs_seq++;
+    /* no back channel on this connection yet: callbacks are not sent */
+    r->csr_flags = 0;
+    r->csr_fore_chan_attrs = ses->fore;
+    r->csr_back_chan_attrs = ses->back;
+    clp->last = *r;
+    clp->have_last = 1;
+out:
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+static struct uiw__nfs4_session *find_session(struct uiw__nfs4_state *st,
+                                              const char id[NFS4_SESSIONID_SIZE])
+{
+    for (struct uiw__nfs4_session *s = st->sessions; s; s = s->next)
+        if (memcmp(s->id, id, NFS4_SESSIONID_SIZE) == 0)
+            return s;
+    return NULL;
+}
+
+nfsstat4 uiw__nfs4_destroy_session(struct uiw__nfs4_state *st, const char id[NFS4_SESSIONID_SIZE])
+{
+    nfsstat4 rc = NFS4ERR_BADSESSION;
+    pthread_mutex_lock(&st->lock);
+    for (struct uiw__nfs4_session **pp = &st->sessions; *pp; pp = &(*pp)->next) {
+        struct uiw__nfs4_session *ses = *pp;
+        if (memcmp(ses->id, id, NFS4_SESSIONID_SIZE) != 0)
+            continue;
+        *pp = ses->next;
+        ses->clp->nsessions--;
+        ses->clp = NULL;
+        session_unref(ses);
+        rc = NFS4_OK;
+        break;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+nfsstat4 uiw__nfs4_destroy_clientid(struct uiw__nfs4_state *st, clientid4 id)
+{
+    nfsstat4 rc = NFS4_OK;
+    pthread_mutex_lock(&st->lock);
+    struct client *clp = find_id(st, id);
+    if (!clp)
+        rc = NFS4ERR_STALE_CLIENTID;
+    else if (clp->nsessions)
+        rc = NFS4ERR_CLIENTID_BUSY;
+    else
+        drop_client(st, clp);
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, uint32_t nops,
+                            SEQUENCE4resok *r, struct uiw__nfs4_slotref *ref, char **cached,
+                            size_t *clen)
+{
+    nfsstat4 rc = NFS4_OK;
+    *cached = NULL;
+    ref->ses = NULL;
+    pthread_mutex_lock(&st->lock);
+    struct uiw__nfs4_session *ses = find_session(st, a->sa_sessionid);
+    if (!ses) {
+        rc = NFS4ERR_BADSESSION;
+        goto out;
+    }
+    if (nops > ses->fore.ca_maxoperations) {
+        rc = NFS4ERR_TOO_MANY_OPS;
+        goto out;
+    }
+    if (a->sa_slotid >= ses->nslots) {
+        rc = NFS4ERR_BADSLOT;
+        goto out;
+    }
+    struct slot *sl = &ses->slots[a->sa_slotid];
+    if (a->sa_sequenceid == sl->seqid && (sl->seqid || sl->inuse)) {
+        /* a retry: the first one's reply, or wait for it */
+        if (sl->inuse) {
+            rc = NFS4ERR_DELAY;
+        } else if (!sl->reply) {
+            rc = NFS4ERR_RETRY_UNCACHED_REP;
+        } else if ((*cached = malloc(sl->len)) == NULL) {
+            rc = NFS4ERR_DELAY;
+        } else {
+            memcpy(*cached, sl->reply, sl->len);
+            *clen = sl->len;
+        }
+        goto out;
+    }
+    if (a->sa_sequenceid != sl->seqid + 1 || sl->inuse) {
+        rc = NFS4ERR_SEQ_MISORDERED;
+        goto out;
+    }
+    sl->seqid = a->sa_sequenceid;
+    sl->inuse = 1;
+    free(sl->reply);
+    sl->reply = NULL;
+    ses->refs++;
+    ses->clp->renewed_ns = now_ns();
+    ref->ses = ses;
+    ref->slot = a->sa_slotid;
+    memcpy(r->sr_sessionid, ses->id, NFS4_SESSIONID_SIZE);
+    r->sr_sequenceid = a->sa_sequenceid;
+    r->sr_slotid = a->sa_slotid;
+    r->sr_highest_slotid = ses->nslots - 1;
+    r->sr_target_highest_slotid = ses->nslots - 1;
+    r->sr_status_flags = 0;
+out:
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+uint32_t uiw__nfs4_session_max_ops(const struct uiw__nfs4_slotref *ref)
+{
+    return ref->ses->fore.ca_maxoperations;
+}
+
+void uiw__nfs4_slot_done(struct uiw__nfs4_state *st, struct uiw__nfs4_slotref *ref,
+                         const char *reply, size_t len, int keep)
+{
+    if (!ref->ses)
+        return;
+    pthread_mutex_lock(&st->lock);
+    struct slot *sl = &ref->ses->slots[ref->slot];
+    if (keep && reply && len <= ref->ses->fore.ca_maxresponsesize_cached) {
+        sl->reply = malloc(len);
+        if (sl->reply) {
+            memcpy(sl->reply, reply, len);
+            sl->len = len;
+        }
+    }
+    sl->inuse = 0;
+    session_unref(ref->ses);
+    ref->ses = NULL;
+    pthread_mutex_unlock(&st->lock);
+}

@@ -1,0 +1,699 @@
+/*
+ * uiw-nfsd's NFSv4.1 (src/nfs/nfs4.c, nfs4state.c), behind uiw__nfsd_opts.nfs4: off by
+ * default (version 4 gets PROG_MISMATCH 3..3); on, COMPOUNDs over raw TCP records check
+ * sessions, handles and attributes against the file system, and each error of the
+ * COMPOUND and SEQUENCE rules; the traffic, written to a capture, decodes in tshark
+ * without a malformed packet.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "interop.h"
+#include "io/pcap.h"
+#include "nfs/xdr_data.h"
+#include "nfs4.h"
+#include "nfs_util.h"
+#include "rawrpc.h"
+#include "test.h"
+
+#define OWNER "uiw-nfs4-test-client"
+
+struct t4 {
+    const struct srv *v;
+    const char *owner; /* the client's co_ownerid */
+    int fd;
+    uint32_t xid;
+    struct uiw__pcap *pc; /* the traffic, for tshark (NULL: none) */
+    unsigned calls;
+    clientid4 cid;
+    sessionid4 sid;
+    uint32_t seq[64]; /* the last seqid of each slot */
+};
+
+/* One call of NFSv4 procedure `proc` with raw arguments: the reply record (malloc'd,
+ * its mark left out), recorded in the capture. */
+static char *call4(struct t4 *t, uint32_t xid, uint32_t proc, const void *args, size_t alen,
+                   size_t *rlen)
+{
+    char *rec = malloc(4 + 512 + alen);
+    CHECK(rec != NULL);
+    size_t hl = call_header(rec + 4, xid, 100003, 4, proc, AUTH_SYS);
+    if (alen)
+        memcpy(rec + 4 + hl, args, alen);
+    uint32_t mark = htonl(0x80000000u | (uint32_t)(hl + alen));
+    memcpy(rec, &mark, 4);
+    send_all(t->fd, rec, 4 + hl + alen);
+    char *r = recv_record(t->fd, rlen);
+    if (t->pc) {
+        struct iovec iov = {rec, 4 + hl + alen};
+        uiw__pcap_data(t->pc, 1, &iov, 1, iov.iov_len);
+        mark = htonl(0x80000000u | (uint32_t)*rlen);
+        struct iovec rv[2] = {{&mark, 4}, {r, *rlen}};
+        uiw__pcap_data(t->pc, 0, rv, 2, 4 + *rlen);
+        t->calls++;
+    }
+    free(rec);
+    return r;
+}
+
+/* A COMPOUND's arguments as raw bytes: tag "t4", the minor version, then the operations'
+ * XDR (raw). */
+static size_t raw_args(char *buf, size_t cap, uint32_t minor, uint32_t nops, const void *ops,
+                       size_t olen)
+{
+    uint32_t h[] = {htonl(2), 0, htonl(minor), htonl(nops)};
+    memcpy(h + 1, "t4\0\0", 4);
+    CHECK(sizeof(h) + olen <= cap);
+    memcpy(buf, h, sizeof(h));
+    memcpy(buf + sizeof(h), ops, olen);
+    return sizeof(h) + olen;
+}
+
+/* The operations' XDR. */
+static size_t enc_ops(char *buf, size_t cap, nfs_argop4 *ops, unsigned n)
+{
+    XDR x;
+    xdrmem_create(&x, buf, (u_int)cap, XDR_ENCODE);
+    for (unsigned i = 0; i < n; i++)
+        CHECK(xdr_nfs_argop4(&x, &ops[i]));
+    size_t len = xdr_getpos(&x);
+    xdr_destroy(&x);
+    return len;
+}
+
+/* A COMPOUND of raw operations; the reply decoded into *res (free with xdr_free); the
+ * reply's bytes returned when keep (else freed, NULL). */
+static char *compound_raw(struct t4 *t, uint32_t minor, uint32_t nops, const void *ops, size_t olen,
+                          COMPOUND4res *res, int keep, size_t *rlen)
+{
+    static char args[16384];
+    size_t alen = raw_args(args, sizeof(args), minor, nops, ops, olen);
+    size_t n;
+    uint32_t xid = ++t->xid;
+    char *r = call4(t, xid, 1, args, alen, &n);
+    struct rpc_msg m;
+    memset(res, 0, sizeof(*res));
+    decode_reply(r, n, xid, &m, UIW__XDRPROC(xdr_COMPOUND4res), res);
+    CHECK_EQ(m.rm_reply.rp_stat, MSG_ACCEPTED);
+    CHECK_EQ(m.acpted_rply.ar_stat, SUCCESS);
+    CHECK_EQ(res->tag.utf8string_len, 2);
+    CHECK(memcmp(res->tag.utf8string_val, "t4", 2) == 0); /* the tag echoed */
+    if (rlen)
+        *rlen = n;
+    if (keep)
+        return r;
+    free(r);
+    return NULL;
+}
+
+static void compound(struct t4 *t, nfs_argop4 *ops, unsigned n, COMPOUND4res *res)
+{
+    static char buf[16384];
+    size_t len = enc_ops(buf, sizeof(buf), ops, n);
+    compound_raw(t, 1, n, buf, len, res, 0, NULL);
+}
+
+static nfsstat4 st_of(const nfs_resop4 *r)
+{
+    nfsstat4 st;
+    memcpy(&st, &r->nfs_resop4_u, sizeof(st));
+    return st;
+}
+
+static void sequence(struct t4 *t, nfs_argop4 *a, uint32_t slot, uint32_t seqid, int cachethis)
+{
+    memset(a, 0, sizeof(*a));
+    a->argop = OP_SEQUENCE;
+    SEQUENCE4args *s = &a->nfs_argop4_u.opsequence;
+    memcpy(s->sa_sessionid, t->sid, sizeof(t->sid));
+    s->sa_sequenceid = seqid;
+    s->sa_slotid = slot;
+    s->sa_highest_slotid = slot;
+    s->sa_cachethis = cachethis;
+}
+
+/* The next SEQUENCE of slot 0. */
+static void next_seq(struct t4 *t, nfs_argop4 *a)
+{
+    sequence(t, a, 0, ++t->seq[0], 0);
+}
+
+static void op(nfs_argop4 *a, nfs_opnum4 n)
+{
+    memset(a, 0, sizeof(*a));
+    a->argop = n;
+}
+
+/* EXCHANGE_ID and CREATE_SESSION (maxops operations per COMPOUND asked for). */
+static void session(struct t4 *t, uint32_t maxops)
+{
+    nfs_argop4 a;
+    op(&a, OP_EXCHANGE_ID);
+    EXCHANGE_ID4args *ea = &a.nfs_argop4_u.opexchange_id;
+    memcpy(ea->eia_clientowner.co_verifier, "verf0001", NFS4_VERIFIER_SIZE);
+    ea->eia_clientowner.co_ownerid.co_ownerid_len = (u_int)strlen(t->owner);
+    ea->eia_clientowner.co_ownerid.co_ownerid_val = (char *)(uintptr_t)t->owner;
+    ea->eia_state_protect.spa_how = SP4_NONE;
+    COMPOUND4res res;
+    compound(t, &a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    CHECK_EQ(res.resarray.resarray_len, 1);
+    EXCHANGE_ID4resok *er =
+        &res.resarray.resarray_val[0].nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
+    CHECK_EQ(er->eir_flags, EXCHGID4_FLAG_USE_NON_PNFS); /* new: not confirmed */
+    CHECK_EQ(er->eir_state_protect.spr_how, SP4_NONE);
+    CHECK(er->eir_server_owner.so_major_id.so_major_id_len > 0);
+    t->cid = er->eir_clientid;
+    uint32_t csseq = er->eir_sequenceid;
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    op(&a, OP_CREATE_SESSION);
+    CREATE_SESSION4args *ca = &a.nfs_argop4_u.opcreate_session;
+    ca->csa_clientid = t->cid;
+    ca->csa_sequence = csseq;
+    ca->csa_flags = CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
+    channel_attrs4 ch = {0, 1u << 30, 1u << 30, 1u << 30, maxops, 1000, {0, NULL}};
+    ca->csa_fore_chan_attrs = ch;
+    ca->csa_back_chan_attrs = ch;
+    ca->csa_cb_program = 0x40000000;
+    compound(t, &a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    CREATE_SESSION4resok *cr =
+        &res.resarray.resarray_val[0].nfs_resop4_u.opcreate_session.CREATE_SESSION4res_u.csr_resok4;
+    CHECK_EQ(cr->csr_sequence, csseq);
+    /* clamped to the server's limits */
+    CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxrequests, 64);
+    CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxoperations, maxops < 16 ? maxops : 16);
+    CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxrequestsize, (1u << 20) + 16384);
+    CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxresponsesize_cached, 8192);
+    CHECK_EQ(cr->csr_flags, 0); /* no back channel yet */
+    memcpy(t->sid, cr->csr_sessionid, sizeof(t->sid));
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    memset(t->seq, 0, sizeof(t->seq));
+
+    /* EXCHANGE_ID again: the record is confirmed now */
+    op(&a, OP_EXCHANGE_ID);
+    memcpy(ea->eia_clientowner.co_verifier, "verf0001", NFS4_VERIFIER_SIZE);
+    ea->eia_clientowner.co_ownerid.co_ownerid_len = (u_int)strlen(t->owner);
+    ea->eia_clientowner.co_ownerid.co_ownerid_val = (char *)(uintptr_t)t->owner;
+    compound(t, &a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    er = &res.resarray.resarray_val[0].nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
+    CHECK_EQ(er->eir_clientid, t->cid);
+    CHECK_EQ(er->eir_flags, EXCHGID4_FLAG_USE_NON_PNFS | EXCHGID4_FLAG_CONFIRMED_R);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+}
+
+static void t4_open(struct t4 *t, const struct srv *v, const char *pcap)
+{
+    memset(t, 0, sizeof(*t));
+    t->v = v;
+    t->owner = OWNER;
+    t->fd = tcp_to(v->tcp);
+    t->xid = 0x40000;
+    if (pcap) {
+        struct sockaddr_in cl = {.sin_family = AF_INET, .sin_port = htons(876)};
+        struct sockaddr_in sv = {.sin_family = AF_INET, .sin_port = htons(2049)};
+        cl.sin_addr.s_addr = sv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        t->pc = uiw__pcap_open(pcap, (struct sockaddr *)&cl, (struct sockaddr *)&sv);
+        CHECK(t->pc != NULL);
+    }
+}
+
+static void t4_close(struct t4 *t)
+{
+    if (t->pc)
+        uiw__pcap_close(t->pc);
+    close(t->fd);
+}
+
+static void start(struct srv *v)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.nfs4 = 1;
+    srv_start(v, &o);
+}
+
+TEST(nfs4_off_by_default)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    int fd = tcp_to(v.tcp);
+    /* NULL and COMPOUND of version 4: PROG_MISMATCH naming version 3 alone */
+    expect_accept(fd, 100003, 4, 0, NULL, 0, PROG_MISMATCH);
+    expect_accept(fd, 100003, 4, 1, NULL, 0, PROG_MISMATCH);
+    close(fd);
+    srv_stop(&v);
+}
+
+static void expect_versions(int fd, uint32_t vers, uint32_t lo, uint32_t hi)
+{
+    size_t n;
+    char *r = call_raw(fd, 77, 100003, vers, 0, AUTH_SYS, NULL, 0, &n);
+    struct rpc_msg m;
+    decode_reply(r, n, 77, &m, NULL, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, PROG_MISMATCH);
+    CHECK_EQ(m.acpted_rply.ar_vers.low, lo);
+    CHECK_EQ(m.acpted_rply.ar_vers.high, hi);
+    free(r);
+}
+
+/* The attributes GETATTR asks for, and their values read back. */
+static const unsigned want_attrs[] = {
+    FATTR4_SUPPORTED_ATTRS,
+    FATTR4_TYPE,
+    FATTR4_FH_EXPIRE_TYPE,
+    FATTR4_CHANGE,
+    FATTR4_SIZE,
+    FATTR4_FSID,
+    FATTR4_LEASE_TIME,
+    FATTR4_FILEHANDLE,
+    FATTR4_FILEID,
+    FATTR4_MAXREAD,
+    FATTR4_MODE,
+    FATTR4_NUMLINKS,
+    FATTR4_OWNER,
+    FATTR4_OWNER_GROUP,
+    FATTR4_SPACE_USED,
+    FATTR4_TIME_ACCESS,
+    FATTR4_TIME_METADATA,
+    FATTR4_TIME_MODIFY,
+    FATTR4_MOUNTED_ON_FILEID,
+};
+
+static void getattr_op(nfs_argop4 *a, uint32_t mask[2])
+{
+    op(a, OP_GETATTR);
+    mask[0] = mask[1] = 0;
+    for (size_t i = 0; i < sizeof(want_attrs) / sizeof(want_attrs[0]); i++)
+        mask[want_attrs[i] / 32] |= 1u << (want_attrs[i] % 32);
+    a->nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 2;
+    a->nfs_argop4_u.opgetattr.attr_request.bitmap4_val = mask;
+}
+
+static void check_time(XDR *x, const struct timespec *ts)
+{
+    int64_t s;
+    uint32_t ns;
+    CHECK(xdr_int64_t(x, &s) && xdr_uint32_t(x, &ns));
+    CHECK_EQ(s, (int64_t)ts->tv_sec);
+    CHECK_EQ(ns, (uint32_t)ts->tv_nsec);
+}
+
+static void check_id(XDR *x, unsigned id)
+{
+    char buf[32], *p = buf, want[32];
+    CHECK(xdr_string(x, &p, sizeof(buf)));
+    snprintf(want, sizeof(want), "%u", id);
+    CHECK(strcmp(buf, want) == 0);
+}
+
+/* GETATTR's result against lstat of path, and the handle it names. */
+static void check_attrs(const GETATTR4resok *g, const char *path, const nfs_fh4 *fh, int dir)
+{
+    struct stat st;
+    CHECK_EQ(lstat(path, &st), 0);
+    const fattr4 *f = &g->obj_attributes;
+    CHECK_EQ(f->attrmask.bitmap4_len, 2);
+    uint32_t mask[2];
+    getattr_op(&(nfs_argop4){0}, mask);
+    CHECK_EQ(f->attrmask.bitmap4_val[0], mask[0]); /* every one asked for is supported */
+    CHECK_EQ(f->attrmask.bitmap4_val[1], mask[1]);
+    XDR x;
+    xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
+    uint32_t u32, w0, w1;
+    uint64_t u64, minor;
+    /* supported_attrs: at least the mandatory ones (0 to 11, 19) */
+    CHECK(xdr_uint32_t(&x, &u32) && u32 >= 1);
+    CHECK(xdr_uint32_t(&x, &w0));
+    w1 = 0;
+    if (u32 > 1)
+        CHECK(xdr_uint32_t(&x, &w1));
+    CHECK_EQ(w0 & 0x80fffu, 0x80fffu);
+    CHECK((w1 & mask[1]) == mask[1]);
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, dir ? NF4DIR : NF4REG);
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, FH4_PERSISTENT);
+    CHECK(xdr_uint64_t(&x, &u64)); /* change: the ctime */
+    CHECK_EQ(u64, (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec);
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, (uint64_t)st.st_size);
+    CHECK(xdr_uint64_t(&x, &u64) && xdr_uint64_t(&x, &minor)); /* fsid */
+    CHECK(u64 != 0 || minor != 0);
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, 90); /* lease_time */
+    char fhb[NFS4_FHSIZE], *fp = fhb;
+    u_int fl;
+    CHECK(xdr_bytes(&x, &fp, &fl, NFS4_FHSIZE));
+    CHECK_EQ(fl, fh->nfs_fh4_len);
+    CHECK(memcmp(fhb, fh->nfs_fh4_val, fl) == 0);
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, (uint64_t)st.st_ino); /* fileid */
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, 1u << 20); /* maxread */
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, st.st_mode & 07777);
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, (uint32_t)st.st_nlink);
+    check_id(&x, st.st_uid);
+    check_id(&x, st.st_gid);
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, (uint64_t)st.st_blocks * 512);
+    check_time(&x, &st.st_atim);
+    check_time(&x, &st.st_ctim);
+    check_time(&x, &st.st_mtim);
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, (uint64_t)st.st_ino);                   /* mounted_on_fileid */
+    CHECK_EQ(xdr_getpos(&x), f->attr_vals.attrlist4_len); /* nothing else */
+    xdr_destroy(&x);
+}
+
+/* Sessions, the root and a file: the attributes as lstat sees them; handles through
+ * SAVEFH, LOOKUPP, RESTOREFH; ACCESS and SECINFO_NO_NAME. */
+static void session_and_files(struct srv *v, struct t4 *t)
+{
+    put_file(v, "f", "hello, nfs4", 11);
+    /* the calls' AUTH_SYS identity (uid 1000) may search the export and write f */
+    CHECK_EQ(chmod(v->dir, 0755), 0);
+    CHECK_EQ(chmod(path_in(v, "f"), 0666), 0);
+    session(t, 32);
+    nfs_argop4 a[16];
+    uint32_t mask[2];
+    COMPOUND4res res;
+
+    /* SEQUENCE, PUTROOTFH, GETFH, GETATTR */
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_GETFH);
+    getattr_op(&a[3], mask);
+    compound(t, a, 4, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    CHECK_EQ(res.resarray.resarray_len, 4);
+    nfs_resop4 *r = res.resarray.resarray_val;
+    SEQUENCE4resok *sr = &r[0].nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4;
+    CHECK(memcmp(sr->sr_sessionid, t->sid, sizeof(t->sid)) == 0);
+    CHECK_EQ(sr->sr_sequenceid, 1);
+    CHECK_EQ(sr->sr_highest_slotid, 63);
+    nfs_fh4 *root = &r[2].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    char rootfh[NFS4_FHSIZE];
+    u_int rootlen = root->nfs_fh4_len;
+    memcpy(rootfh, root->nfs_fh4_val, rootlen);
+    check_attrs(&r[3].nfs_resop4_u.opgetattr.GETATTR4res_u.resok4, v->dir, root, 1);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* SEQUENCE, PUTFH (the root's), LOOKUP f, GETFH, GETATTR, ACCESS; PUTROOTFH, LOOKUP d,
+     * SAVEFH, LOOKUPP, GETFH, RESTOREFH, GETFH, SECINFO_NO_NAME */
+    CHECK_EQ(mkdir(path_in(v, "d"), 0755), 0);
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTFH);
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_len = rootlen;
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_val = rootfh;
+    op(&a[2], OP_LOOKUP);
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_len = 1;
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_val = "f";
+    op(&a[3], OP_GETFH);
+    getattr_op(&a[4], mask);
+    op(&a[5], OP_ACCESS);
+    a[5].nfs_argop4_u.opaccess.access = ACCESS4_READ | ACCESS4_MODIFY | ACCESS4_LOOKUP;
+    op(&a[6], OP_PUTROOTFH);
+    op(&a[7], OP_LOOKUP);
+    a[7].nfs_argop4_u.oplookup.objname.utf8string_len = 1;
+    a[7].nfs_argop4_u.oplookup.objname.utf8string_val = "d";
+    op(&a[8], OP_SAVEFH);
+    op(&a[9], OP_LOOKUPP);
+    op(&a[10], OP_GETFH);
+    op(&a[11], OP_RESTOREFH);
+    op(&a[12], OP_GETFH);
+    op(&a[13], OP_SECINFO_NO_NAME);
+    a[13].nfs_argop4_u.opsecinfo_no_name = SECINFO_STYLE4_CURRENT_FH;
+    compound(t, a, 14, &res);
+    r = res.resarray.resarray_val;
+    for (u_int i = 0; i < res.resarray.resarray_len; i++)
+        if (st_of(&r[i]) != NFS4_OK)
+            uiw_test_fail(__FILE__, __LINE__, "operation %u (%d): %d", i, (int)r[i].resop,
+                          (int)st_of(&r[i]));
+    CHECK_EQ(res.status, NFS4_OK);
+    CHECK_EQ(res.resarray.resarray_len, 14);
+    nfs_fh4 *ffh = &r[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    check_attrs(&r[4].nfs_resop4_u.opgetattr.GETATTR4res_u.resok4, path_in(v, "f"), ffh, 0);
+    ACCESS4resok *ar = &r[5].nfs_resop4_u.opaccess.ACCESS4res_u.resok4;
+    CHECK_EQ(ar->supported, ACCESS4_READ | ACCESS4_MODIFY | ACCESS4_LOOKUP);
+    CHECK_EQ(ar->access, ACCESS4_READ | ACCESS4_MODIFY); /* a file: no LOOKUP */
+    nfs_fh4 *up = &r[10].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    CHECK_EQ(up->nfs_fh4_len, rootlen); /* LOOKUPP of d: the root */
+    CHECK(memcmp(up->nfs_fh4_val, rootfh, rootlen) == 0);
+    nfs_fh4 *dfh = &r[12].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    CHECK(dfh->nfs_fh4_len != rootlen || memcmp(dfh->nfs_fh4_val, rootfh, rootlen) != 0);
+    SECINFO4resok *si = &r[13].nfs_resop4_u.opsecinfo_no_name.SECINFO4res_u.resok4;
+    CHECK_EQ(si->SECINFO4resok_len, 2);
+    CHECK_EQ(si->SECINFO4resok_val[0].flavor, AUTH_SYS);
+    CHECK_EQ(si->SECINFO4resok_val[1].flavor, AUTH_NONE);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* LOOKUP of a name not there, and LOOKUPP of the root: NFS4ERR_NOENT ends it */
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_LOOKUPP);
+    op(&a[3], OP_GETFH);
+    compound(t, a, 4, &res);
+    CHECK_EQ(res.status, NFS4ERR_NOENT);
+    CHECK_EQ(res.resarray.resarray_len, 3);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_LOOKUP);
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_len = 7;
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_val = "missing";
+    compound(t, a, 3, &res);
+    CHECK_EQ(res.status, NFS4ERR_NOENT);
+    CHECK_EQ(res.resarray.resarray_len, 3);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* an operation not served yet: NFS4ERR_NOTSUPP */
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_READLINK);
+    compound(t, a, 3, &res);
+    CHECK_EQ(res.status, NFS4ERR_NOTSUPP);
+    CHECK_EQ(res.resarray.resarray_len, 3);
+    CHECK_EQ(res.resarray.resarray_val[2].resop, OP_READLINK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+}
+
+TEST(nfs4_session_files)
+{
+    struct srv v;
+    start(&v);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    expect_versions(t.fd, 2, 3, 4); /* version 4 is named now */
+    size_t n;
+    char *r = call4(&t, 5, 0, NULL, 0, &n); /* NULL */
+    struct rpc_msg m;
+    decode_reply(r, n, 5, &m, NULL, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, SUCCESS);
+    free(r);
+    session_and_files(&v, &t);
+
+    /* DESTROY_SESSION, then DESTROY_CLIENTID; the session is gone */
+    nfs_argop4 a[2];
+    COMPOUND4res res;
+    op(&a[0], OP_DESTROY_CLIENTID);
+    a[0].nfs_argop4_u.opdestroy_clientid.dca_clientid = t.cid;
+    compound(&t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4ERR_CLIENTID_BUSY);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    op(&a[0], OP_DESTROY_SESSION);
+    memcpy(a[0].nfs_argop4_u.opdestroy_session.dsa_sessionid, t.sid, sizeof(t.sid));
+    compound(&t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    op(&a[0], OP_DESTROY_CLIENTID);
+    a[0].nfs_argop4_u.opdestroy_clientid.dca_clientid = t.cid;
+    compound(&t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    next_seq(&t, &a[0]);
+    compound(&t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4ERR_BADSESSION);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    t4_close(&t);
+    srv_stop(&v);
+}
+
+/* The COMPOUND and SEQUENCE errors, each provoked. */
+static void errors(struct t4 *t)
+{
+    session(t, 8);
+    nfs_argop4 a[16];
+    COMPOUND4res res;
+    char ops[4096];
+
+    /* an operation other than the session-less ones without SEQUENCE first */
+    op(&a[0], OP_PUTROOTFH);
+    compound(t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4ERR_OP_NOT_IN_SESSION);
+    CHECK_EQ(res.resarray.resarray_len, 1);
+    CHECK_EQ(res.resarray.resarray_val[0].resop, OP_PUTROOTFH);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* a slot beyond the table (64 granted) */
+    sequence(t, &a[0], 64, 1, 0);
+    compound(t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4ERR_BADSLOT);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* a seqid neither the slot's next nor its last */
+    sequence(t, &a[0], 0, t->seq[0] + 2, 0);
+    compound(t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4ERR_SEQ_MISORDERED);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* SEQUENCE other than first */
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTROOTFH);
+    sequence(t, &a[2], 1, 1, 0);
+    compound(t, a, 3, &res);
+    CHECK_EQ(res.status, NFS4ERR_SEQUENCE_POS);
+    CHECK_EQ(res.resarray.resarray_len, 3);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* more operations than the session's 8 */
+    next_seq(t, &a[0]);
+    for (int i = 1; i < 9; i++)
+        op(&a[i], OP_PUTROOTFH);
+    compound(t, a, 9, &res);
+    CHECK_EQ(res.status, NFS4ERR_TOO_MANY_OPS);
+    CHECK_EQ(res.resarray.resarray_len, 1);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    t->seq[0]--; /* the slot was not used */
+
+    /* an operation number that is none (99, and 2): the OP_ILLEGAL result */
+    uint32_t bad[] = {0, htonl(99)};
+    next_seq(t, &a[0]);
+    for (int k = 0; k < 2; k++) {
+        if (k) {
+            next_seq(t, &a[0]);
+            bad[1] = htonl(2);
+        }
+        size_t len = enc_ops(ops, sizeof(ops), a, 1);
+        memcpy(ops + len, &bad[1], 4);
+        compound_raw(t, 1, 2, ops, len + 4, &res, 0, NULL);
+        CHECK_EQ(res.status, NFS4ERR_OP_ILLEGAL);
+        CHECK_EQ(res.resarray.resarray_len, 2);
+        CHECK_EQ(st_of(&res.resarray.resarray_val[0]), NFS4_OK);
+        CHECK_EQ(res.resarray.resarray_val[1].resop, OP_ILLEGAL);
+        CHECK_EQ(res.resarray.resarray_val[1].nfs_resop4_u.opillegal.status, NFS4ERR_OP_ILLEGAL);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+
+    /* minor version 3 (and 0): no results, the tag echoed */
+    for (uint32_t minor = 0; minor < 4; minor += 3) {
+        next_seq(t, &a[0]);
+        size_t len = enc_ops(ops, sizeof(ops), a, 1);
+        compound_raw(t, minor, 1, ops, len, &res, 0, NULL);
+        CHECK_EQ(res.status, NFS4ERR_MINOR_VERS_MISMATCH);
+        CHECK_EQ(res.resarray.resarray_len, 0);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+        t->seq[0]--;
+    }
+
+    /* a retry with sa_cachethis: the first reply's bytes again, although the root
+     * changed in between (its change attribute), and under a new XID */
+    uint32_t chmask[1] = {1u << FATTR4_CHANGE};
+    sequence(t, &a[0], 3, 1, 1);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_GETATTR);
+    a[2].nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 1;
+    a[2].nfs_argop4_u.opgetattr.attr_request.bitmap4_val = chmask;
+    size_t len = enc_ops(ops, sizeof(ops), a, 3), n1, n2;
+    char *r1 = compound_raw(t, 1, 3, ops, len, &res, 1, &n1);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    usleep(20000);
+    put_file(t->v, "touched", "x", 1);
+    char *r2 = compound_raw(t, 1, 3, ops, len, &res, 1, &n2);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(n1, n2);
+    CHECK(memcmp(r1 + 4, r2 + 4, n1 - 4) == 0); /* all but the XID */
+    free(r2);
+    /* the slot's next request runs: the change shows */
+    sequence(t, &a[0], 3, 2, 1);
+    len = enc_ops(ops, sizeof(ops), a, 3);
+    r2 = compound_raw(t, 1, 3, ops, len, &res, 1, &n2);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(n1, n2);
+    CHECK(memcmp(r1 + 4, r2 + 4, n1 - 4) != 0);
+    free(r1);
+    free(r2);
+    /* the retry of a reply not kept: NFS4ERR_RETRY_UNCACHED_REP */
+    sequence(t, &a[0], 4, 1, 0);
+    compound(t, a, 3, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    compound(t, a, 3, &res);
+    CHECK_EQ(res.status, NFS4ERR_RETRY_UNCACHED_REP);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    /* the retry of a SEQUENCE alone is kept whatever sa_cachethis says */
+    sequence(t, &a[0], 5, 1, 0);
+    len = enc_ops(ops, sizeof(ops), a, 1);
+    r1 = compound_raw(t, 1, 1, ops, len, &res, 1, &n1);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    r2 = compound_raw(t, 1, 1, ops, len, &res, 1, &n2);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(n1, n2);
+    CHECK(memcmp(r1 + 4, r2 + 4, n1 - 4) == 0);
+    free(r1);
+    free(r2);
+}
+
+TEST(nfs4_compound_errors)
+{
+    struct srv v;
+    start(&v);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    errors(&t);
+    t4_close(&t);
+    srv_stop(&v);
+}
+
+/* The server's replies, every one of the tests above, decode in Wireshark's dissector
+ * without a malformed packet, each call answered. */
+TEST(tshark_nfs4_server)
+{
+    need_tshark();
+    char dir[512], pcap[600];
+    it_tmpdir(dir, sizeof(dir), "nfs4srv");
+    snprintf(pcap, sizeof(pcap), "%s/nfs4.pcap", dir);
+    struct srv v;
+    start(&v);
+    struct t4 t;
+    t4_open(&t, &v, pcap);
+    session_and_files(&v, &t);
+    struct t4 e;
+    t4_open(&e, &v, NULL);
+    e.pc = t.pc; /* the errors in the same capture, on the same stream */
+    e.xid = 0x80000;
+    e.owner = "uiw-nfs4-test-errors";
+    errors(&e);
+    unsigned calls = t.calls + e.calls;
+    close(e.fd);
+    t4_close(&t);
+    srv_stop(&v);
+    CHECK_EQ(it_tshark_malformed(pcap, NULL), 0);
+    CHECK_EQ(it_rpc_calls_answered(pcap), (int)calls);
+    /* NFS4ERR_OP_ILLEGAL as tshark reads it: twice (99 and 2) */
+    char *o = it_tshark_fields(pcap, "nfs.nfsstat4 == 10044 && rpc.msgtyp == 1", "rpc.xid");
+    CHECK_EQ(it_nlines(o), 2);
+    free(o);
+}
