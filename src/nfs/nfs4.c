@@ -18,7 +18,9 @@
  *     SAVEFH, RESTOREFH, LOOKUP, LOOKUPP, GETATTR (the mandatory attributes and those Linux
  *     asks for first; owners as numbers), ACCESS, SECINFO_NO_NAME; each through the
  *     export's access control as NFSv3 (access.c): NFS4ERR_WRONGSEC for a flavor the
- *     export's sec= leaves out, NFS4ERR_ACCESS for a caller it does not admit.
+ *     export's sec= leaves out (but not on PUTROOTFH or PUTFH followed by
+ *     SECINFO_NO_NAME, which names the flavors it takes), NFS4ERR_ACCESS for a caller
+ *     it does not admit.
  * Every other operation gets NFS4ERR_NOTSUPP.
  */
 #include <errno.h>
@@ -63,6 +65,7 @@ struct c4 {
     utf8str_cs tag;
     nfsstat4 status;
     uint32_t nargs, nres, cap;
+    uint32_t next_op; /* the operation after the one running (0: none) */
     nfs_argop4 *args;
     nfs_resop4 *res;
     struct mem *mem; /* reply memory, freed after the reply */
@@ -169,6 +172,15 @@ static nfsstat4 issue(struct c4 *c, struct uiw__vfs *v, struct uiw__nfs_export *
 
 /* ---- file handles ---- */
 
+/* A put-filehandle operation's check of the caller's access to the export (RFC 8881
+ * section 2.6.3.1.1): a flavor the export refuses gets NFS4ERR_WRONGSEC, unless
+ * SECINFO_NO_NAME comes next to tell the client which flavors it takes. */
+static nfsstat4 put_access(struct c4 *c, struct uiw__vfs *v, struct uiw__nfs_export *ex)
+{
+    nfsstat4 st = st4(uiw__nfsd_access(c->s, ex, c->rq, 0, &v->cred, &v->xo), ex, c->rq);
+    return st == NFS4ERR_WRONGSEC && c->next_op == OP_SECINFO_NO_NAME ? NFS4_OK : st;
+}
+
 static nfsstat4 op_putrootfh(struct c4 *c, struct uiw__vfs *v)
 {
     struct uiw__nfs_export *ex = NULL;
@@ -181,18 +193,18 @@ static nfsstat4 op_putrootfh(struct c4 *c, struct uiw__vfs *v)
     }
     if (!ex)
         return NFS4ERR_NOENT;
-    nfsstat3 s3 = uiw__nfsd_access(c->s, ex, c->rq, 0, &v->cred, &v->xo);
-    if (s3 != NFS3_OK)
-        return st4(s3, ex, c->rq);
+    nfsstat4 st = put_access(c, v, ex);
+    if (st != NFS4_OK)
+        return st;
     int fd = fcntl(ex->rootfd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0)
         return NFS4ERR_SERVERFAULT;
-    nfsstat4 st = issue(c, v, ex, -1, NULL, fd);
+    st = issue(c, v, ex, -1, NULL, fd);
     close(fd);
     return st;
 }
 
-static nfsstat4 op_putfh(struct c4 *c, const PUTFH4args *a)
+static nfsstat4 op_putfh(struct c4 *c, struct uiw__vfs *v, const PUTFH4args *a)
 {
     if (a->object.nfs_fh4_len == 0 || a->object.nfs_fh4_len > UIW__NFS_FH_MAX)
         return NFS4ERR_BADHANDLE;
@@ -200,11 +212,13 @@ static nfsstat4 op_putfh(struct c4 *c, const PUTFH4args *a)
     h.data.data_len = a->object.nfs_fh4_len;
     h.data.data_val = a->object.nfs_fh4_val;
     struct uiw__nfs_export *ex;
-    nfsstat3 st = uiw__nfs_fh_export(c->s, &h, &ex);
-    if (st != NFS3_OK)
-        return (nfsstat4)st;
-    set_fh(&c->cur, &h);
-    return NFS4_OK;
+    nfsstat3 s3 = uiw__nfs_fh_export(c->s, &h, &ex);
+    if (s3 != NFS3_OK)
+        return (nfsstat4)s3;
+    nfsstat4 st = put_access(c, v, ex);
+    if (st == NFS4_OK)
+        set_fh(&c->cur, &h);
+    return st;
 }
 
 static nfsstat4 op_getfh(struct c4 *c, GETFH4resok *r)
@@ -571,7 +585,7 @@ static nfsstat4 run_op(struct c4 *c, uint32_t i)
         st = op_putrootfh(c, &v);
         break;
     case OP_PUTFH:
-        st = op_putfh(c, &a->nfs_argop4_u.opputfh);
+        st = op_putfh(c, &v, &a->nfs_argop4_u.opputfh);
         break;
     case OP_GETFH:
         st = op_getfh(c, &r->nfs_resop4_u.opgetfh.GETFH4res_u.resok4);
@@ -659,6 +673,12 @@ static bool_t compound(XDR *x, void *p)
             set_status(r, c->status);
             return TRUE;
         }
+        /* the next operation's number, looked at (a put-filehandle operation lets
+         * SECINFO_NO_NAME after it answer for a flavor the export refuses) */
+        at = xdr_getpos(x);
+        c->next_op = 0;
+        if (i + 1 < count && (!xdr_uint32_t(x, &c->next_op) || !xdr_setpos(x, at)))
+            c->next_op = 0;
         c->status = run_op(c, i);
         set_status(r, c->status);
         if (c->replay || c->status != NFS4_OK)

@@ -166,6 +166,14 @@ pid_t nfsd_spawn_log(const char *const *argv, const char *errpath, FILE **out, c
 
 void srv_exports_text(struct srv *v, const char *text, unsigned max_handles)
 {
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.max_handles = max_handles;
+    srv_exports_opts(v, text, &o);
+}
+
+void srv_exports_opts(struct srv *v, const char *text, const struct uiw__nfsd_opts *opts)
+{
     if (!v->dir[0]) {
         snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs-handles.XXXXXX");
         CHECK(mkdtemp(v->dir) != NULL);
@@ -188,12 +196,10 @@ void srv_exports_text(struct srv *v, const char *text, unsigned max_handles)
     if (uiw__nfs_exports_parse(lines, "exports", &t, err, sizeof(err)) != 0)
         uiw_test_fail(__FILE__, __LINE__, "%s", err);
     nfsids = 0;
-    struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    struct uiw__nfsd_opts o = *opts;
     o.addr = "127.0.0.1";
     o.tcp_port = o.mount_port = 0;
     o.rdma_port = -1;
-    o.max_handles = max_handles;
     v->s = uiw__nfsd_create(&o);
     CHECK(v->s != NULL);
     if (uiw__nfsd_add_exports(v->s, &t, err, sizeof(err)) != 0)

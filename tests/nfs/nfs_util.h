@@ -25,6 +25,8 @@ void srv_stop(struct srv *v); /* also removes the export */
  * temporary directory when v->dir[0] is 0) exported by the exports file's lines `text`,
  * in which each %s is v->dir. */
 void srv_exports_text(struct srv *v, const char *text, unsigned max_handles);
+/* The same with the server's options o (its address and ports set as above). */
+void srv_exports_opts(struct srv *v, const char *text, const struct uiw__nfsd_opts *o);
 
 /* A client of the export's root, as uid/gid (AUTH_SYS). */
 struct uiw__nfs_client *srv_client(const struct srv *v, uint32_t uid, uint32_t gid);

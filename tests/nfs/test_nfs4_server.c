@@ -529,6 +529,54 @@ TEST(nfs4_session_files)
     srv_stop(&v);
 }
 
+/* An export whose sec= leaves out the caller's flavor (AUTH_SYS): NFS4ERR_WRONGSEC, but
+ * SECINFO_NO_NAME after the put-filehandle operation names the flavor it takes; an
+ * export the caller is no client of: NFS4ERR_ACCESS. */
+TEST(nfs4_export_access)
+{
+    static const struct {
+        const char *line;
+        nfsstat4 put;
+    } cases[] = {
+        {"%s 127.0.0.1(rw,sec=none)\n", NFS4ERR_WRONGSEC},
+        {"%s 192.0.2.1(rw)\n", NFS4ERR_ACCESS},
+    };
+    for (unsigned k = 0; k < 2; k++) {
+        struct srv v;
+        memset(&v, 0, sizeof(v));
+        struct uiw__nfsd_opts o;
+        uiw__nfsd_opts_default(&o);
+        o.nfs4 = 1;
+        srv_exports_opts(&v, cases[k].line, &o);
+        struct t4 t;
+        t4_open(&t, &v, NULL);
+        session(&t, 8);
+        nfs_argop4 a[3];
+        COMPOUND4res res;
+        next_seq(&t, &a[0]);
+        op(&a[1], OP_PUTROOTFH);
+        op(&a[2], OP_GETFH);
+        compound(&t, a, 3, &res);
+        CHECK_EQ(res.status, cases[k].put);
+        CHECK_EQ(res.resarray.resarray_len, 2);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+        next_seq(&t, &a[0]);
+        op(&a[2], OP_SECINFO_NO_NAME);
+        a[2].nfs_argop4_u.opsecinfo_no_name = SECINFO_STYLE4_CURRENT_FH;
+        compound(&t, a, 3, &res);
+        CHECK_EQ(res.status, cases[k].put == NFS4ERR_WRONGSEC ? NFS4_OK : NFS4ERR_ACCESS);
+        if (res.status == NFS4_OK) {
+            SECINFO4resok *si =
+                &res.resarray.resarray_val[2].nfs_resop4_u.opsecinfo_no_name.SECINFO4res_u.resok4;
+            CHECK_EQ(si->SECINFO4resok_len, 1);
+            CHECK_EQ(si->SECINFO4resok_val[0].flavor, AUTH_NONE);
+        }
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+        t4_close(&t);
+        srv_stop(&v);
+    }
+}
+
 /* The COMPOUND and SEQUENCE errors, each provoked. */
 static void errors(struct t4 *t)
 {
