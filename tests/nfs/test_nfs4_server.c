@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,7 @@ static size_t enc_ops(char *buf, size_t cap, nfs_argop4 *ops, unsigned n)
 static char *compound_raw(struct t4 *t, uint32_t minor, uint32_t nops, const void *ops, size_t olen,
                           COMPOUND4res *res, int keep, size_t *rlen)
 {
-    static char args[16384];
+    char args[16384];
     size_t alen = raw_args(args, sizeof(args), minor, nops, ops, olen);
     size_t n;
     uint32_t xid = ++t->xid;
@@ -113,7 +114,7 @@ static char *compound_raw(struct t4 *t, uint32_t minor, uint32_t nops, const voi
 
 static void compound(struct t4 *t, nfs_argop4 *ops, unsigned n, COMPOUND4res *res)
 {
-    static char buf[16384];
+    char buf[16384];
     size_t len = enc_ops(buf, sizeof(buf), ops, n);
     compound_raw(t, 1, n, buf, len, res, 0, NULL);
 }
@@ -712,6 +713,59 @@ TEST(nfs4_compound_errors)
     t4_open(&t, &v, NULL);
     errors(&t);
     t4_close(&t);
+    srv_stop(&v);
+}
+
+/* Slots used at once: each thread its own connection and slot of one session, the
+ * server's TCP threads running their COMPOUNDs together (for ThreadSanitizer). */
+struct slot_run {
+    struct t4 t;
+    uint32_t slot;
+};
+
+static void *slot_thread(void *p)
+{
+    struct slot_run *s = p;
+    for (uint32_t seq = 1; seq <= 50; seq++) {
+        nfs_argop4 a[3];
+        uint32_t mask[2];
+        sequence(&s->t, &a[0], s->slot, seq, seq % 2);
+        op(&a[1], OP_PUTROOTFH);
+        getattr_op(&a[2], mask);
+        COMPOUND4res res;
+        compound(&s->t, a, 3, &res);
+        CHECK_EQ(res.status, NFS4_OK);
+        SEQUENCE4resok *sr =
+            &res.resarray.resarray_val[0].nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4;
+        CHECK_EQ(sr->sr_slotid, s->slot);
+        CHECK_EQ(sr->sr_sequenceid, seq);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+    return NULL;
+}
+
+TEST(nfs4_slots_at_once)
+{
+    struct srv v;
+    start(&v);
+    struct t4 first;
+    t4_open(&first, &v, NULL);
+    session(&first, 8);
+    enum { N = 4 };
+    struct slot_run runs[N];
+    pthread_t th[N];
+    for (uint32_t i = 0; i < N; i++) {
+        t4_open(&runs[i].t, &v, NULL);
+        memcpy(runs[i].t.sid, first.sid, sizeof(first.sid));
+        runs[i].t.xid = 0x100000 * (i + 1);
+        runs[i].slot = i;
+        CHECK_EQ(pthread_create(&th[i], NULL, slot_thread, &runs[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        t4_close(&runs[i].t);
+    }
+    t4_close(&first);
     srv_stop(&v);
 }
 
