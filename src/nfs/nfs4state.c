@@ -12,8 +12,9 @@
  * record and its sessions. Principals are not compared (AUTH_SYS only, no state
  * protection). Each session's fore channel has a slot table with the seqid rules of
  * section 2.10.6.1; a slot keeps its last reply when the client asked for it (sa_cachethis)
- * or when the reply is the SEQUENCE alone. SEQUENCE and CREATE_SESSION renew the lease
- * (recorded; nothing expires yet: the records go with DESTROY_CLIENTID or the server).
+ * or when the reply is the SEQUENCE alone. SEQUENCE and CREATE_SESSION renew the lease;
+ * a client that renews it for a whole lease goes with its sessions (there is no other
+ * state yet to keep for it, nor courtesy for a client that comes back late).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -63,6 +64,7 @@ struct uiw__nfs4_state {
     uint32_t boot; /* the high word of client IDs: tells this server's from a former one's */
     uint32_t next_id, next_session;
     uint32_t lease;
+    int64_t scanned_ns; /* the last look for expired leases */
     char owner[64];
 };
 
@@ -162,6 +164,30 @@ void uiw__nfs4_limits(const struct uiw__nfsd *s, struct uiw__nfs4_limits *l)
     l->max_slots = 64;
 }
 
+/* Whether a session of clp has a request running (its slot taken). */
+static int busy(struct uiw__nfs4_state *st, struct client *clp)
+{
+    for (struct uiw__nfs4_session *s = st->sessions; s; s = s->next)
+        if (s->clp == clp && s->refs > 1)
+            return 1;
+    return 0;
+}
+
+/* Drop the clients whose lease ran out (not renewed for a lease; none with a request
+ * running), with their sessions: looked for at most four times a lease (lock held). */
+static void expire(struct uiw__nfs4_state *st)
+{
+    int64_t now = now_ns(), lease = (int64_t)st->lease * 1000000000;
+    if (now - st->scanned_ns < lease / 4)
+        return;
+    st->scanned_ns = now;
+    for (struct client *c = st->clients, *next; c; c = next) {
+        next = c->next;
+        if (now - c->renewed_ns > lease && !busy(st, c))
+            drop_client(st, c);
+    }
+}
+
 static struct client *find_id(struct uiw__nfs4_state *st, clientid4 id)
 {
     for (struct client *c = st->clients; c; c = c->next)
@@ -206,6 +232,7 @@ nfsstat4 uiw__nfs4_exchange_id(struct uiw__nfs4_state *st, const EXCHANGE_ID4arg
     int update = (a->eia_flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A) != 0;
     nfsstat4 rc = NFS4_OK;
     pthread_mutex_lock(&st->lock);
+    expire(st);
     struct client *conf = NULL, *unconf = NULL;
     for (struct client *c = st->clients; c; c = c->next) {
         if (c->ownerlen != o->co_ownerid.co_ownerid_len ||
@@ -265,6 +292,7 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
     const channel_attrs4 *f = &a->csa_fore_chan_attrs, *b = &a->csa_back_chan_attrs;
     nfsstat4 rc = NFS4_OK;
     pthread_mutex_lock(&st->lock);
+    expire(st);
     struct client *clp = find_id(st, a->csa_clientid);
     if (!clp) {
         rc = NFS4ERR_STALE_CLIENTID;
@@ -390,6 +418,7 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
     *cached = NULL;
     ref->ses = NULL;
     pthread_mutex_lock(&st->lock);
+    expire(st);
     struct uiw__nfs4_session *ses = find_session(st, a->sa_sessionid);
     if (!ses) {
         rc = NFS4ERR_BADSESSION;

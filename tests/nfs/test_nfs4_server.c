@@ -233,12 +233,14 @@ static void t4_close(struct t4 *t)
     close(t->fd);
 }
 
-static void start(struct srv *v)
+/* A server with NFSv4 on (lease: seconds, 0 for the default). */
+static void start(struct srv *v, unsigned lease)
 {
     struct uiw__nfsd_opts o;
     uiw__nfsd_opts_default(&o);
     o.no_root_squash = 1;
     o.nfs4 = 1;
+    o.lease_time = lease;
     srv_start(v, &o);
 }
 
@@ -492,7 +494,7 @@ static void session_and_files(struct srv *v, struct t4 *t)
 TEST(nfs4_session_files)
 {
     struct srv v;
-    start(&v);
+    start(&v, 0);
     struct t4 t;
     t4_open(&t, &v, NULL);
     expect_versions(t.fd, 2, 3, 4); /* version 4 is named now */
@@ -576,6 +578,46 @@ TEST(nfs4_export_access)
         t4_close(&t);
         srv_stop(&v);
     }
+}
+
+/* A lease of 2 s: SEQUENCE every 0.5 s keeps the client past it; 4.5 s without one and
+ * the client and its session are gone (NFS4ERR_BADSESSION), EXCHANGE_ID makes a new,
+ * unconfirmed record. */
+TEST(nfs4_lease_expiry)
+{
+    struct srv v;
+    start(&v, 2);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    nfs_argop4 a;
+    COMPOUND4res res;
+    for (int i = 0; i < 6; i++) {
+        usleep(500000);
+        next_seq(&t, &a);
+        compound(&t, &a, 1, &res);
+        CHECK_EQ(res.status, NFS4_OK);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+    usleep(4500000);
+    next_seq(&t, &a);
+    compound(&t, &a, 1, &res);
+    CHECK_EQ(res.status, NFS4ERR_BADSESSION);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    op(&a, OP_EXCHANGE_ID);
+    EXCHANGE_ID4args *ea = &a.nfs_argop4_u.opexchange_id;
+    memcpy(ea->eia_clientowner.co_verifier, "verf0001", NFS4_VERIFIER_SIZE);
+    ea->eia_clientowner.co_ownerid.co_ownerid_len = (u_int)strlen(t.owner);
+    ea->eia_clientowner.co_ownerid.co_ownerid_val = (char *)(uintptr_t)t.owner;
+    compound(&t, &a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    EXCHANGE_ID4resok *er =
+        &res.resarray.resarray_val[0].nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
+    CHECK(er->eir_clientid != t.cid);
+    CHECK_EQ(er->eir_flags, EXCHGID4_FLAG_USE_NON_PNFS); /* not confirmed */
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    t4_close(&t);
+    srv_stop(&v);
 }
 
 /* The COMPOUND and SEQUENCE errors, each provoked. */
@@ -708,7 +750,7 @@ static void errors(struct t4 *t)
 TEST(nfs4_compound_errors)
 {
     struct srv v;
-    start(&v);
+    start(&v, 0);
     struct t4 t;
     t4_open(&t, &v, NULL);
     errors(&t);
@@ -747,7 +789,7 @@ static void *slot_thread(void *p)
 TEST(nfs4_slots_at_once)
 {
     struct srv v;
-    start(&v);
+    start(&v, 0);
     struct t4 first;
     t4_open(&first, &v, NULL);
     session(&first, 8);
@@ -778,7 +820,7 @@ TEST(tshark_nfs4_server)
     it_tmpdir(dir, sizeof(dir), "nfs4srv");
     snprintf(pcap, sizeof(pcap), "%s/nfs4.pcap", dir);
     struct srv v;
-    start(&v);
+    start(&v, 0);
     struct t4 t;
     t4_open(&t, &v, pcap);
     session_and_files(&v, &t);
