@@ -287,7 +287,7 @@ static void *hammer_getattr(void *arg)
     int fd = tcp_from(9, 0, hm->port);
     for (uint32_t x = 1; !__atomic_load_n(&hm->stop, __ATOMIC_RELAXED); x++) {
         uint32_t st = getattr_raw(fd, x, AUTH_SYS, hm->h, hm->hl);
-        hm->calls++;
+        __atomic_fetch_add(&hm->calls, 1, __ATOMIC_RELAXED);
         hm->fails += st != NFS3_OK && st != NFS3ERR_ACCES;
     }
     close(fd);
@@ -316,6 +316,9 @@ TEST(access_exports_reload)
     memcpy(hm.h, h, hl);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, hammer_getattr, &hm), 0);
+    /* the reloads begin once its calls are running */
+    for (int i = 0; i < 10000 && !__atomic_load_n(&hm.calls, __ATOMIC_RELAXED); i++)
+        usleep(1000);
     char text[1024];
     /* read-only now, for the same connection */
     snprintf(text, sizeof(text),
