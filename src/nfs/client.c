@@ -564,19 +564,28 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
     return 0;
 }
 
+/* A call in flight that ended: its status (and c->err) as a synchronous call's. */
+static void async_ended(struct uiw__nfs_async *a, enum clnt_stat st)
+{
+    struct uiw__nfs_client *c = a->c;
+    if (st != RPC_SUCCESS)
+        snprintf(c->err, sizeof(c->err), "NFS call: %s", clnt_sperrno(st));
+    a->done(a->arg, st == RPC_SUCCESS ? 0 : UIW__NFS_ERPC);
+}
+
 #if UIW_NFS_HAVE_RDMA
 static void async_done(CLIENT *cl, void *arg, enum clnt_stat st, const struct rpc_err *e)
 {
     (void)cl;
     (void)e;
-    struct uiw__nfs_async *a = arg;
-    a->done(a->arg, st == RPC_SUCCESS ? 0 : UIW__NFS_ERPC);
+    async_ended(arg, st);
 }
 #endif
 
 int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a)
 {
+    a->c = c;
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma) {
         struct uiw_rpc_call_opts o;
@@ -592,13 +601,11 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
                                   a);
     }
 #endif
-    (void)c;
     (void)proc;
     (void)xargs;
     (void)args;
     (void)xres;
     (void)res;
-    (void)a;
     return -EOPNOTSUPP;
 }
 
@@ -915,6 +922,148 @@ const char *uiw__nfs_client_transport(const struct uiw__nfs_client *c)
     return c->transport;
 }
 
+/* ---- arguments and results, shared by the synchronous calls and those in flight ---- */
+
+static void lookup_args(LOOKUP3args *a, const struct uiw__nfs_fh *dir, const char *name)
+{
+    fh_in(&a->what.dir, dir);
+    a->what.name = (char *)name;
+}
+
+/* 0 with *fh (and *attr when asked for: *need_attr set when the reply brought none), or
+ * -status. */
+static int lookup_out(const LOOKUP3res *r, struct uiw__nfs_fh *fh, fattr3 *attr, int *need_attr)
+{
+    *need_attr = 0;
+    if (r->status != NFS3_OK)
+        return -(int)r->status;
+    const LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
+    int rc = fh_out(fh, &ok->object);
+    if (rc == 0 && attr) {
+        if (ok->obj_attributes.attributes_follow)
+            *attr = ok->obj_attributes.post_op_attr_u.attributes;
+        else
+            *need_attr = 1;
+    }
+    return rc;
+}
+
+static int getattr_out(const GETATTR3res *r, fattr3 *attr)
+{
+    if (r->status != NFS3_OK)
+        return -(int)r->status;
+    if (attr)
+        *attr = r->GETATTR3res_u.resok.obj_attributes;
+    return 0;
+}
+
+static void truncate_args(SETATTR3args *a, const struct uiw__nfs_fh *fh, uint64_t size)
+{
+    memset(a, 0, sizeof(*a));
+    fh_in(&a->object, fh);
+    a->new_attributes.size.set_it = 1;
+    a->new_attributes.size.set_size3_u.size = size;
+}
+
+static void create_args(CREATE3args *a, const struct uiw__nfs_fh *dir, const char *name,
+                        uint32_t mode, int excl)
+{
+    memset(a, 0, sizeof(*a));
+    fh_in(&a->where.dir, dir);
+    a->where.name = (char *)name;
+    a->how.mode = excl ? GUARDED : UNCHECKED;
+    a->how.createhow3_u.obj_attributes.mode.set_it = 1;
+    a->how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = mode;
+}
+
+/* The handle a CREATE or MKDIR gave: 0 (*need_lookup set when it gave none), or -status. */
+static int made_out(nfsstat3 status, const post_op_fh3 *obj, struct uiw__nfs_fh *fh,
+                    int *need_lookup)
+{
+    *need_lookup = 0;
+    if (status != NFS3_OK)
+        return -(int)status;
+    if (!fh)
+        return 0;
+    if (obj->handle_follows)
+        return fh_out(fh, &obj->post_op_fh3_u.handle);
+    *need_lookup = 1;
+    return 0;
+}
+
+static void write_args(WRITE3args *a, const struct uiw__nfs_fh *fh, uint64_t off, uint32_t count,
+                       const void *buf, stable_how stable)
+{
+    fh_in(&a->file, fh);
+    a->offset = off;
+    a->count = count;
+    a->stable = stable;
+    a->data.data_len = count;
+    a->data.data_val = (char *)buf;
+}
+
+/* The count written (and *verf), or -status. */
+static int write_out(const WRITE3res *r, char *verf)
+{
+    if (r->status != NFS3_OK)
+        return -(int)r->status;
+    if (verf)
+        memcpy(verf, r->WRITE3res_u.resok.verf, 8);
+    return (int)r->WRITE3res_u.resok.count;
+}
+
+static void commit_args(COMMIT3args *a, const struct uiw__nfs_fh *fh)
+{
+    fh_in(&a->file, fh);
+    a->offset = 0;
+    a->count = 0;
+}
+
+static int commit_out(const COMMIT3res *r, char *verf)
+{
+    if (r->status != NFS3_OK)
+        return -(int)r->status;
+    if (verf)
+        memcpy(verf, r->COMMIT3res_u.resok.verf, 8);
+    return 0;
+}
+
+static void read_args(READ3args *a, const struct uiw__nfs_fh *fh, uint64_t off, uint32_t count)
+{
+    fh_in(&a->file, fh);
+    a->offset = off;
+    a->count = count;
+}
+
+/* A READ decoded into the caller's buffer (over TCP): the count read (and *eof), or
+ * -status. */
+static int read_in_out(const struct uiw__nfs_read_into *r, int *eof)
+{
+    if (r->res.status != NFS3_OK)
+        return -(int)r->res.status;
+    if (eof)
+        *eof = r->res.READ3res_u.resok.eof;
+    return (int)r->res.READ3res_u.resok.data.data_len;
+}
+
+#if UIW_NFS_HAVE_RDMA
+/* A READ whose payload came by RDMA Write into buf: the count (and *eof), or -status, or
+ * UIW__NFS_ERPC when the result names other memory. */
+static int read_ddp_out(struct uiw__nfs_client *c, const READ3res *res, const void *buf,
+                        uint32_t count, int *eof)
+{
+    if (res->status != NFS3_OK)
+        return -(int)res->status;
+    if (res->READ3res_u.resok.data.data_val != buf || res->READ3res_u.resok.data.data_len > count) {
+        snprintf(c->err, sizeof(c->err), "READ reply outside the caller's buffer");
+        return UIW__NFS_ERPC;
+    }
+    if (eof)
+        *eof = res->READ3res_u.resok.eof;
+    return (int)res->READ3res_u.resok.data.data_len;
+}
+#endif
+
 /* Call, then free the result's allocations with xdr_free once `use` has read it. */
 #define CALL(c, proc, xa, a, xr, r)                                                                \
     uiw__nfs_call((c), (proc), UIW__XDRPROC(xa), (a), UIW__XDRPROC(xr), (r))
@@ -924,25 +1073,15 @@ int uiw__nfs_lookup(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, co
 {
     LOOKUP3args a;
     LOOKUP3res r;
-    fh_in(&a.what.dir, dir);
-    a.what.name = (char *)name;
+    lookup_args(&a, dir, name);
     memset(&r, 0, sizeof(r));
     int rc = CALL(c, NFSPROC3_LOOKUP, xdr_LOOKUP3args, &a, xdr_LOOKUP3res, &r);
     if (rc != 0)
         return rc;
-    if (r.status != NFS3_OK) {
-        rc = -(int)r.status;
-    } else {
-        rc = fh_out(fh, &r.LOOKUP3res_u.resok.object);
-        if (attr) {
-            if (r.LOOKUP3res_u.resok.obj_attributes.attributes_follow)
-                *attr = r.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes;
-            else
-                rc = rc ? rc : uiw__nfs_getattr(c, fh, attr);
-        }
-    }
+    int need_attr;
+    rc = lookup_out(&r, fh, attr, &need_attr);
     xdr_free(UIW__XDRPROC(xdr_LOOKUP3res), (caddr_t)&r);
-    return rc;
+    return rc == 0 && need_attr ? uiw__nfs_getattr(c, fh, attr) : rc;
 }
 
 int uiw__nfs_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw__nfs_fh *fh,
@@ -987,23 +1126,16 @@ int uiw__nfs_getattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fa
     int rc = CALL(c, NFSPROC3_GETATTR, xdr_GETATTR3args, &a, xdr_GETATTR3res, &r);
     if (rc != 0)
         return rc;
-    if (r.status != NFS3_OK)
-        rc = -(int)r.status;
-    else if (attr)
-        *attr = r.GETATTR3res_u.resok.obj_attributes;
+    rc = getattr_out(&r, attr);
     xdr_free(UIW__XDRPROC(xdr_GETATTR3res), (caddr_t)&r);
     return rc;
 }
 
-static int setattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, const sattr3 *sa)
+static int setattr(struct uiw__nfs_client *c, SETATTR3args *a)
 {
-    SETATTR3args a;
     SETATTR3res r;
-    memset(&a, 0, sizeof(a));
-    fh_in(&a.object, fh);
-    a.new_attributes = *sa;
     memset(&r, 0, sizeof(r));
-    int rc = CALL(c, NFSPROC3_SETATTR, xdr_SETATTR3args, &a, xdr_SETATTR3res, &r);
+    int rc = CALL(c, NFSPROC3_SETATTR, xdr_SETATTR3args, a, xdr_SETATTR3res, &r);
     if (rc != 0)
         return rc;
     rc = r.status == NFS3_OK ? 0 : -(int)r.status;
@@ -1013,30 +1145,26 @@ static int setattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, cons
 
 int uiw__nfs_truncate(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t size)
 {
-    sattr3 sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.size.set_it = 1;
-    sa.size.set_size3_u.size = size;
-    return setattr(c, fh, &sa);
+    SETATTR3args a;
+    truncate_args(&a, fh, size);
+    return setattr(c, &a);
 }
 
 int uiw__nfs_chmod(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint32_t mode)
 {
-    sattr3 sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.mode.set_it = 1;
-    sa.mode.set_mode3_u.mode = mode;
-    return setattr(c, fh, &sa);
+    SETATTR3args a;
+    memset(&a, 0, sizeof(a));
+    fh_in(&a.object, fh);
+    a.new_attributes.mode.set_it = 1;
+    a.new_attributes.mode.set_mode3_u.mode = mode;
+    return setattr(c, &a);
 }
 
 int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                   uint32_t count, void *buf, int *eof)
 {
     READ3args a;
-    struct uiw__nfs_read_into r;
-    fh_in(&a.file, fh);
-    a.offset = off;
-    a.count = count;
+    read_args(&a, fh, off, count);
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma) {
         /* The payload lands by RDMA Write in buf (a Write chunk on the caller's memory),
@@ -1060,29 +1188,15 @@ int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint6
             rpc_failed(c, "NFS READ");
             return UIW__NFS_ERPC;
         }
-        if (res.status != NFS3_OK)
-            return -(int)res.status;
-        if (res.READ3res_u.resok.data.data_val != buf ||
-            res.READ3res_u.resok.data.data_len > count) {
-            snprintf(c->err, sizeof(c->err), "READ reply outside the caller's buffer");
-            return UIW__NFS_ERPC;
-        }
-        if (eof)
-            *eof = res.READ3res_u.resok.eof;
-        return (int)res.READ3res_u.resok.data.data_len;
+        return read_ddp_out(c, &res, buf, count, eof);
     }
 #endif
+    struct uiw__nfs_read_into r;
     memset(&r, 0, sizeof(r));
     r.buf = buf;
     r.cap = count;
     int rc = CALL(c, NFSPROC3_READ, xdr_READ3args, &a, uiw__xdr_READ3res_into, &r);
-    if (rc != 0)
-        return rc;
-    if (r.res.status != NFS3_OK)
-        return -(int)r.res.status;
-    if (eof)
-        *eof = r.res.READ3res_u.resok.eof;
-    return (int)r.res.READ3res_u.resok.data.data_len;
+    return rc != 0 ? rc : read_in_out(&r, eof);
 }
 
 int uiw__nfs_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
@@ -1090,23 +1204,12 @@ int uiw__nfs_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint
 {
     WRITE3args a;
     WRITE3res r;
-    fh_in(&a.file, fh);
-    a.offset = off;
-    a.count = count;
-    a.stable = stable;
-    a.data.data_len = count;
-    a.data.data_val = (char *)buf;
+    write_args(&a, fh, off, count, buf, stable);
     memset(&r, 0, sizeof(r));
     int rc = CALL(c, NFSPROC3_WRITE, uiw__xdr_WRITE3args, &a, xdr_WRITE3res, &r);
     if (rc != 0)
         return rc;
-    if (r.status != NFS3_OK) {
-        rc = -(int)r.status;
-    } else {
-        rc = (int)r.WRITE3res_u.resok.count;
-        if (verf)
-            memcpy(verf, r.WRITE3res_u.resok.verf, 8);
-    }
+    rc = write_out(&r, verf);
     xdr_free(UIW__XDRPROC(xdr_WRITE3res), (caddr_t)&r);
     return rc;
 }
@@ -1115,30 +1218,14 @@ int uiw__nfs_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, cha
 {
     COMMIT3args a;
     COMMIT3res r;
-    fh_in(&a.file, fh);
-    a.offset = 0;
-    a.count = 0;
+    commit_args(&a, fh);
     memset(&r, 0, sizeof(r));
     int rc = CALL(c, NFSPROC3_COMMIT, xdr_COMMIT3args, &a, xdr_COMMIT3res, &r);
     if (rc != 0)
         return rc;
-    if (r.status != NFS3_OK)
-        rc = -(int)r.status;
-    else if (verf)
-        memcpy(verf, r.COMMIT3res_u.resok.verf, 8);
+    rc = commit_out(&r, verf);
     xdr_free(UIW__XDRPROC(xdr_COMMIT3res), (caddr_t)&r);
     return rc;
-}
-
-/* The handle of a CREATE / MKDIR result, or a LOOKUP when the server sent none. */
-static int made(struct uiw__nfs_client *c, const post_op_fh3 *obj, const struct uiw__nfs_fh *dir,
-                const char *name, struct uiw__nfs_fh *fh)
-{
-    if (!fh)
-        return 0;
-    if (obj->handle_follows)
-        return fh_out(fh, &obj->post_op_fh3_u.handle);
-    return uiw__nfs_lookup(c, dir, name, fh, NULL);
 }
 
 int uiw__nfs_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
@@ -1146,22 +1233,15 @@ int uiw__nfs_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, co
 {
     CREATE3args a;
     CREATE3res r;
-    memset(&a, 0, sizeof(a));
-    fh_in(&a.where.dir, dir);
-    a.where.name = (char *)name;
-    a.how.mode = excl ? GUARDED : UNCHECKED;
-    a.how.createhow3_u.obj_attributes.mode.set_it = 1;
-    a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = mode;
+    create_args(&a, dir, name, mode, excl);
     memset(&r, 0, sizeof(r));
     int rc = CALL(c, NFSPROC3_CREATE, xdr_CREATE3args, &a, xdr_CREATE3res, &r);
     if (rc != 0)
         return rc;
-    if (r.status != NFS3_OK)
-        rc = -(int)r.status;
-    else
-        rc = made(c, &r.CREATE3res_u.resok.obj, dir, name, fh);
+    int need_lookup;
+    rc = made_out(r.status, &r.CREATE3res_u.resok.obj, fh, &need_lookup);
     xdr_free(UIW__XDRPROC(xdr_CREATE3res), (caddr_t)&r);
-    return rc;
+    return rc == 0 && need_lookup ? uiw__nfs_lookup(c, dir, name, fh, NULL) : rc;
 }
 
 int uiw__nfs_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
@@ -1178,12 +1258,208 @@ int uiw__nfs_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, con
     int rc = CALL(c, NFSPROC3_MKDIR, xdr_MKDIR3args, &a, xdr_MKDIR3res, &r);
     if (rc != 0)
         return rc;
-    if (r.status != NFS3_OK)
-        rc = -(int)r.status;
-    else
-        rc = made(c, &r.MKDIR3res_u.resok.obj, dir, name, fh);
+    int need_lookup;
+    rc = made_out(r.status, &r.MKDIR3res_u.resok.obj, fh, &need_lookup);
     xdr_free(UIW__XDRPROC(xdr_MKDIR3res), (caddr_t)&r);
-    return rc;
+    return rc == 0 && need_lookup ? uiw__nfs_lookup(c, dir, name, fh, NULL) : rc;
+}
+
+/* ---- operations in flight (client.h) ---- */
+
+enum { OP_LOOKUP, OP_GETATTR, OP_SETATTR, OP_CREATE, OP_WRITE, OP_COMMIT, OP_READ };
+
+static const struct {
+    uint32_t proc;
+    xdrproc_t xargs, xres;
+} op_calls[] = {
+    [OP_LOOKUP] = {NFSPROC3_LOOKUP, UIW__XDRPROC(xdr_LOOKUP3args), UIW__XDRPROC(xdr_LOOKUP3res)},
+    [OP_GETATTR] = {NFSPROC3_GETATTR, UIW__XDRPROC(xdr_GETATTR3args),
+                    UIW__XDRPROC(xdr_GETATTR3res)},
+    [OP_SETATTR] = {NFSPROC3_SETATTR, UIW__XDRPROC(xdr_SETATTR3args),
+                    UIW__XDRPROC(xdr_SETATTR3res)},
+    [OP_CREATE] = {NFSPROC3_CREATE, UIW__XDRPROC(xdr_CREATE3args), UIW__XDRPROC(xdr_CREATE3res)},
+    [OP_WRITE] = {NFSPROC3_WRITE, UIW__XDRPROC(uiw__xdr_WRITE3args), UIW__XDRPROC(xdr_WRITE3res)},
+    [OP_COMMIT] = {NFSPROC3_COMMIT, UIW__XDRPROC(xdr_COMMIT3args), UIW__XDRPROC(xdr_COMMIT3res)},
+    [OP_READ] = {NFSPROC3_READ, UIW__XDRPROC(xdr_READ3args), UIW__XDRPROC(xdr_READ3res)},
+};
+
+static void op_ended(void *arg, int rc);
+
+/* Start op's call of kind with the arguments in op->args. */
+static int op_call(struct uiw__nfs_op *op, int kind)
+{
+    op->kind = kind;
+    memset(&op->a, 0, sizeof(op->a));
+    op->a.done = op_ended;
+    op->a.arg = op;
+    memset(&op->res, 0, sizeof(op->res));
+    xdrproc_t xres = op_calls[kind].xres;
+    if (kind == OP_READ && op->c->rdma) {
+        /* the payload by RDMA Write into buf, which the result names */
+        op->res.read.READ3res_u.resok.data.data_val = op->buf;
+        op->res.read.READ3res_u.resok.data.data_len = op->count;
+        op->a.result_buf = op->buf;
+        op->a.result_len = op->count;
+    } else if (kind == OP_READ) {
+        op->res.read_in.buf = op->buf;
+        op->res.read_in.cap = op->count;
+        xres = UIW__XDRPROC(uiw__xdr_READ3res_into);
+    }
+    return uiw__nfs_call_async(op->c, op_calls[kind].proc, op_calls[kind].xargs, &op->args, xres,
+                               &op->res, &op->a);
+}
+
+/* op's call ended: its result read (a second call started when it needs one), its
+ * allocations freed, then op->done. */
+static void op_ended(void *arg, int rc)
+{
+    struct uiw__nfs_op *op = arg;
+    int next = -1;
+    if (rc == 0) {
+        int more = 0;
+        switch (op->kind) {
+        case OP_LOOKUP:
+            rc = lookup_out(&op->res.lookup, op->out_fh, op->out_attr, &more);
+            next = more ? OP_GETATTR : -1;
+            break;
+        case OP_GETATTR:
+            rc = getattr_out(&op->res.getattr, op->out_attr);
+            break;
+        case OP_SETATTR:
+            rc = op->res.setattr.status == NFS3_OK ? 0 : -(int)op->res.setattr.status;
+            break;
+        case OP_CREATE:
+            rc = made_out(op->res.create.status, &op->res.create.CREATE3res_u.resok.obj, op->out_fh,
+                          &more);
+            next = more ? OP_LOOKUP : -1;
+            break;
+        case OP_WRITE:
+            rc = write_out(&op->res.write, op->out_verf);
+            break;
+        case OP_COMMIT:
+            rc = commit_out(&op->res.commit, op->out_verf);
+            break;
+        case OP_READ:
+#if UIW_NFS_HAVE_RDMA
+            if (op->c->rdma) {
+                rc = read_ddp_out(op->c, &op->res.read, op->buf, op->count, op->out_eof);
+                break;
+            }
+#endif
+            rc = read_in_out(&op->res.read_in, op->out_eof);
+            break;
+        }
+    }
+    if (op->kind != OP_READ) /* a READ's result holds nothing allocated */
+        xdr_free(op_calls[op->kind].xres, (caddr_t)&op->res);
+    if (rc == 0 && next >= 0) {
+        if (next == OP_GETATTR) {
+            fh_in(&op->args.getattr.object, op->out_fh);
+        } else {
+            lookup_args(&op->args.lookup, &op->fh, op->name);
+            op->out_attr = NULL;
+        }
+        int r = op_call(op, next);
+        if (r == 0)
+            return;
+        snprintf(op->c->err, sizeof(op->c->err), "NFS call: %s", strerror(-r));
+        rc = UIW__NFS_ERPC;
+    }
+    op->done(op, rc);
+}
+
+/* op set up for a call on c about fh (a file, or the directory of name). */
+static int op_init(struct uiw__nfs_op *op, struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
+                   const char *name)
+{
+    op->c = c;
+    op->fh = *fh;
+    op->name[0] = 0;
+    if (name) {
+        size_t n = strlen(name);
+        if (n >= sizeof(op->name))
+            return -ENAMETOOLONG;
+        memcpy(op->name, name, n + 1);
+    }
+    op->out_fh = NULL;
+    op->out_attr = NULL;
+    op->out_verf = NULL;
+    op->out_eof = NULL;
+    op->buf = NULL;
+    op->count = 0;
+    return 0;
+}
+
+int uiw__nfs_lookup_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                          const char *name, struct uiw__nfs_fh *fh, fattr3 *attr,
+                          struct uiw__nfs_op *op)
+{
+    int rc = op_init(op, c, dir, name);
+    if (rc != 0)
+        return rc;
+    op->out_fh = fh;
+    op->out_attr = attr;
+    lookup_args(&op->args.lookup, &op->fh, op->name);
+    return op_call(op, OP_LOOKUP);
+}
+
+int uiw__nfs_getattr_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fattr3 *attr,
+                           struct uiw__nfs_op *op)
+{
+    op_init(op, c, fh, NULL);
+    op->out_attr = attr;
+    fh_in(&op->args.getattr.object, &op->fh);
+    return op_call(op, OP_GETATTR);
+}
+
+int uiw__nfs_truncate_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t size,
+                            struct uiw__nfs_op *op)
+{
+    op_init(op, c, fh, NULL);
+    truncate_args(&op->args.setattr, &op->fh, size);
+    return op_call(op, OP_SETATTR);
+}
+
+int uiw__nfs_create_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                          const char *name, uint32_t mode, int excl, struct uiw__nfs_fh *fh,
+                          struct uiw__nfs_op *op)
+{
+    int rc = op_init(op, c, dir, name);
+    if (rc != 0)
+        return rc;
+    op->out_fh = fh;
+    create_args(&op->args.create, &op->fh, op->name, mode, excl);
+    return op_call(op, OP_CREATE);
+}
+
+int uiw__nfs_write_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                         uint32_t count, const void *buf, stable_how stable, char verf[8],
+                         struct uiw__nfs_op *op)
+{
+    op_init(op, c, fh, NULL);
+    op->out_verf = verf;
+    write_args(&op->args.write, &op->fh, off, count, buf, stable);
+    return op_call(op, OP_WRITE);
+}
+
+int uiw__nfs_commit_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8],
+                          struct uiw__nfs_op *op)
+{
+    op_init(op, c, fh, NULL);
+    op->out_verf = verf;
+    commit_args(&op->args.commit, &op->fh);
+    return op_call(op, OP_COMMIT);
+}
+
+int uiw__nfs_read_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                        uint32_t count, void *buf, int *eof, struct uiw__nfs_op *op)
+{
+    op_init(op, c, fh, NULL);
+    op->buf = buf;
+    op->count = count;
+    op->out_eof = eof;
+    read_args(&op->args.read, &op->fh, off, count);
+    return op_call(op, OP_READ);
 }
 
 static int unlink_call(struct uiw__nfs_client *c, uint32_t proc, const struct uiw__nfs_fh *dir,

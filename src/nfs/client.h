@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "nfs3.h"
+#include "nfs/xdr_data.h"
 
 #define UIW__NFS_ERPC (-100000)
 
@@ -106,18 +107,80 @@ int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                      uiw__nfs_dirent_fn fn, void *arg);
 
 /* Calls in flight (RPC-over-RDMA only): start a call and return; `a->done` runs with
- * a->arg and 0 or UIW__NFS_ERPC when it ends, from uiw__nfs_poll (it may start calls).
- * args, res and *a stay valid until then. 0, -EOPNOTSUPP over TCP, or a negative errno. */
+ * a->arg and 0 or UIW__NFS_ERPC (c->err saying why, as for a synchronous call) when it
+ * ends, from uiw__nfs_poll (it may start calls). args, res and *a stay valid until then.
+ * 0, -EOPNOTSUPP over TCP, or a negative errno. */
 struct uiw__nfs_async {
     void (*done)(void *arg, int rc);
     void *arg;
     void *result_buf; /* where a READ's payload lands (RDMA Write), or NULL */
     uint32_t result_len;
+    struct uiw__nfs_client *c; /* the client's */
 };
 int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a);
 /* Run completions for up to timeout_ms (-1: until one); returns how many calls ended. */
 int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
+
+/* Operations in flight: the procedures above started without waiting (over
+ * RPC-over-RDMA: -EOPNOTSUPP over TCP). op->done(op, rc) runs from uiw__nfs_poll with
+ * what the synchronous function returns (a LOOKUP that brought no attributes, or a
+ * CREATE no handle, makes its second call first); it may start the next operation on the
+ * same op. The op and what it is given to fill (fh, attr, verf, eof, buf) stay valid
+ * until then; a WRITE's buf too. 0, or a negative errno when the call could not start
+ * (done does not run). */
+struct uiw__nfs_op {
+    void (*done)(struct uiw__nfs_op *op, int rc);
+    void *arg;
+    /* the client's */
+    struct uiw__nfs_client *c;
+    struct uiw__nfs_async a;
+    int kind;
+    struct uiw__nfs_fh fh; /* the object, or the directory of name */
+    char name[256];
+    struct uiw__nfs_fh *out_fh;
+    fattr3 *out_attr;
+    char *out_verf;
+    int *out_eof;
+    void *buf;
+    uint32_t count;
+    union {
+        LOOKUP3args lookup;
+        GETATTR3args getattr;
+        SETATTR3args setattr;
+        CREATE3args create;
+        WRITE3args write;
+        COMMIT3args commit;
+        READ3args read;
+    } args;
+    union {
+        LOOKUP3res lookup;
+        GETATTR3res getattr;
+        SETATTR3res setattr;
+        CREATE3res create;
+        WRITE3res write;
+        COMMIT3res commit;
+        READ3res read;                     /* over RPC-over-RDMA: the payload in buf */
+        struct uiw__nfs_read_into read_in; /* over TCP: decoded into buf */
+    } res;
+};
+int uiw__nfs_lookup_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                          const char *name, struct uiw__nfs_fh *fh, fattr3 *attr,
+                          struct uiw__nfs_op *op);
+int uiw__nfs_getattr_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fattr3 *attr,
+                           struct uiw__nfs_op *op);
+int uiw__nfs_truncate_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t size,
+                            struct uiw__nfs_op *op);
+int uiw__nfs_create_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                          const char *name, uint32_t mode, int excl, struct uiw__nfs_fh *fh,
+                          struct uiw__nfs_op *op);
+int uiw__nfs_write_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                         uint32_t count, const void *buf, stable_how stable, char verf[8],
+                         struct uiw__nfs_op *op);
+int uiw__nfs_commit_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8],
+                          struct uiw__nfs_op *op);
+int uiw__nfs_read_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                        uint32_t count, void *buf, int *eof, struct uiw__nfs_op *op);
 
 /* Any procedure with rpcgen's routines (bench and tests): 0 or UIW__NFS_ERPC. */
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,

@@ -242,7 +242,7 @@ static void stopped_reader_body(void)
         args[i].count = 1u << 20;
         res[i].READ3res_u.resok.data.data_val = buf + ((size_t)i << 20);
         res[i].READ3res_u.resok.data.data_len = 1u << 20;
-        a[i] = (struct uiw__nfs_async){count_done, &done, buf + ((size_t)i << 20), 1u << 20};
+        a[i] = (struct uiw__nfs_async){count_done, &done, buf + ((size_t)i << 20), 1u << 20, NULL};
         CHECK_EQ(uiw__nfs_call_async(h.c, NFSPROC3_READ, UIW__XDRPROC(xdr_READ3args), &args[i],
                                      UIW__XDRPROC(xdr_READ3res), &res[i], &a[i]),
                  0);
@@ -298,7 +298,7 @@ static void reads_unanswered_body(void)
     args.data.data_len = 1u << 20;
     args.data.data_val = data;
     unsigned done = 0;
-    struct uiw__nfs_async a = {count_done, &done, NULL, 0};
+    struct uiw__nfs_async a = {count_done, &done, NULL, 0, NULL};
     CHECK_EQ(uiw__nfs_call_async(h.c, NFSPROC3_WRITE, UIW__XDRPROC(xdr_WRITE3args), &args,
                                  UIW__XDRPROC(xdr_WRITE3res), &res, &a),
              0);
@@ -326,7 +326,7 @@ static void half_fpdu_body(void)
     args.object.data.data_len = f.len;
     args.object.data.data_val = f.data;
     unsigned done = 0;
-    struct uiw__nfs_async a = {count_done, &done, NULL, 0};
+    struct uiw__nfs_async a = {count_done, &done, NULL, 0, NULL};
     CHECK_EQ(uiw__nfs_call_async(c, NFSPROC3_GETATTR, UIW__XDRPROC(xdr_GETATTR3args), &args,
                                  UIW__XDRPROC(xdr_GETATTR3res), &res, &a),
              0);
