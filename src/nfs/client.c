@@ -17,6 +17,7 @@
 
 #include "mount3.h"
 #include "nfs/client.h"
+#include "nfs/pipe.h"
 #include "nfs/xdr_data.h"
 
 #if UIW_NFS_HAVE_RDMA
@@ -44,9 +45,12 @@ struct uiw__nfs_client {
     char transport[16];
     char err[512];
     struct timeval timeout;
-    int nfs_port;         /* over TCP */
-    int rpcbind_nfs_port; /* NFS 3 over TCP as the server's rpcbind names it, or 0 */
-    unsigned reconnects;  /* TCP connections made again after one was lost */
+    int nfs_port;               /* over TCP */
+    int rpcbind_nfs_port;       /* NFS 3 over TCP as the server's rpcbind names it, or 0 */
+    unsigned reconnects;        /* TCP connections made again after one was lost */
+    struct uiw__nfs_pipe *pipe; /* over TCP: the calls in flight (made on the first) */
+    int pipe_attempt;           /* connections made again since a call last ended well */
+    int pipe_failing;           /* ending every call in flight: c->err says why */
     /* RPC-over-RDMA: READs of fewer bytes than read_inline offer no Write chunk (their
      * reply fits the receive buffers both sides agreed on; 0: every READ offers one) */
     uint32_t read_inline;
@@ -535,10 +539,15 @@ static int reconnect(struct uiw__nfs_client *c, int attempt)
     return -1;
 }
 
+static int pipe_sync(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                     xdrproc_t xres, void *res);
+
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                   xdrproc_t xres, void *res)
 {
     enum clnt_stat st = RPC_SUCCESS;
+    if (!c->rdma && c->pipe && uiw__nfs_pipe_pending(c->pipe))
+        return pipe_sync(c, proc, xargs, args, xres, res);
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma &&
         (proc == NFSPROC3_READDIR || proc == NFSPROC3_READDIRPLUS || proc == NFSPROC3_READLINK)) {
@@ -548,6 +557,9 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
         st = uiw_rpc_call(c->nfs, proc, xargs, args, xres, res, c->timeout, &o);
     } else
 #endif
+    {
+        if (c->pipe)
+            uiw__nfs_pipe_give_xid(c->pipe, c->nfs);
         for (int attempt = 0;; attempt++) {
             st = clnt_call(c->nfs, proc, xargs, args, xres, res, c->timeout);
             if (c->rdma || attempt == RECONNECTS ||
@@ -557,6 +569,7 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
             if (reconnect(c, attempt) != 0)
                 return UIW__NFS_ERPC;
         }
+    }
     if (st != RPC_SUCCESS) {
         rpc_failed(c, "NFS call");
         return UIW__NFS_ERPC;
@@ -568,8 +581,10 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
 static void async_ended(struct uiw__nfs_async *a, enum clnt_stat st)
 {
     struct uiw__nfs_client *c = a->c;
-    if (st != RPC_SUCCESS)
+    if (st != RPC_SUCCESS && !c->pipe_failing)
         snprintf(c->err, sizeof(c->err), "NFS call: %s", clnt_sperrno(st));
+    if (st == RPC_SUCCESS)
+        c->pipe_attempt = 0;
     a->done(a->arg, st == RPC_SUCCESS ? 0 : UIW__NFS_ERPC);
 }
 
@@ -581,6 +596,11 @@ static void async_done(CLIENT *cl, void *arg, enum clnt_stat st, const struct rp
     async_ended(arg, st);
 }
 #endif
+
+static void pipe_done(void *arg, enum clnt_stat st)
+{
+    async_ended(arg, st);
+}
 
 int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a)
@@ -601,12 +621,28 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
                                   a);
     }
 #endif
-    (void)proc;
-    (void)xargs;
-    (void)args;
-    (void)xres;
-    (void)res;
-    return -EOPNOTSUPP;
+    if (!c->pipe && !(c->pipe = uiw__nfs_pipe_create(NFS_PROG, 3)))
+        return -ENOMEM;
+    return uiw__nfs_pipe_call(c->pipe, c->nfs, proc, xargs, args, xres, res, pipe_done, a);
+}
+
+/* Over TCP: the pipe run; a connection lost (or a call unanswered for the client's
+ * timeout) is made again as a synchronous call's is, and every call in flight sent again
+ * with its XID (at most RECONNECTS times each). */
+static int pipe_poll(struct uiw__nfs_client *c, int timeout_ms)
+{
+    if (!c->pipe)
+        return 0;
+    int r = uiw__nfs_pipe_run(c->pipe, c->nfs, timeout_ms, (double)c->timeout.tv_sec);
+    if (r != UIW__NFS_PIPE_LOST)
+        return r;
+    if (reconnect(c, c->pipe_attempt < RECONNECTS ? c->pipe_attempt++ : RECONNECTS) != 0) {
+        c->pipe_failing = 1;
+        r = uiw__nfs_pipe_fail(c->pipe, RPC_CANTSEND);
+        c->pipe_failing = 0;
+        return r;
+    }
+    return uiw__nfs_pipe_resend(c->pipe, c->nfs, RECONNECTS);
 }
 
 int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
@@ -615,9 +651,39 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
     if (c->rdma)
         return uiw_rpc_clnt_poll(c->nfs, timeout_ms);
 #endif
-    (void)c;
-    (void)timeout_ms;
-    return -EOPNOTSUPP;
+    return pipe_poll(c, timeout_ms);
+}
+
+unsigned uiw__nfs_most_inflight(const struct uiw__nfs_client *c)
+{
+    return c->pipe ? uiw__nfs_pipe_most(c->pipe) : 0;
+}
+
+struct waiter {
+    int done, rc;
+};
+
+static void woken(void *arg, int rc)
+{
+    struct waiter *w = arg;
+    w->rc = rc;
+    w->done = 1;
+}
+
+/* A synchronous call over TCP while others are in flight: one more of them, waited for. */
+static int pipe_sync(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                     xdrproc_t xres, void *res)
+{
+    struct waiter w = {0, 0};
+    struct uiw__nfs_async a = {.done = woken, .arg = &w};
+    int rc = uiw__nfs_call_async(c, proc, xargs, args, xres, res, &a);
+    if (rc != 0) {
+        snprintf(c->err, sizeof(c->err), "NFS call: %s", strerror(-rc));
+        return UIW__NFS_ERPC;
+    }
+    while (!w.done)
+        pipe_poll(c, -1);
+    return w.rc;
 }
 
 static void fh_in(nfs_fh3 *out, const struct uiw__nfs_fh *fh)
@@ -838,6 +904,7 @@ void uiw__nfs_client_close(struct uiw__nfs_client *c)
         return;
     if (c->nfs)
         rpc_close(c->nfs);
+    uiw__nfs_pipe_destroy(c->pipe);
     if (c->mount_port) {
         char e[64];
         CLIENT *m = rpc_tcp(c, c->mount_port, MOUNT_PROG, 3, e, sizeof(e));

@@ -106,10 +106,15 @@ typedef int (*uiw__nfs_dirent_fn)(void *arg, const char *name, uint64_t fileid, 
 int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                      uiw__nfs_dirent_fn fn, void *arg);
 
-/* Calls in flight (RPC-over-RDMA only): start a call and return; `a->done` runs with
+/* Calls in flight, on either transport: start a call and return; `a->done` runs with
  * a->arg and 0 or UIW__NFS_ERPC (c->err saying why, as for a synchronous call) when it
- * ends, from uiw__nfs_poll (it may start calls). args, res and *a stay valid until then.
- * 0, -EOPNOTSUPP over TCP, or a negative errno. */
+ * ends, from uiw__nfs_poll (it may start calls, but not poll). args is encoded before
+ * this returns, except a WRITE's payload over RPC-over-RDMA (the server reads it from
+ * that memory): it, res and *a stay valid until done runs. One thread drives a client.
+ * Over TCP the calls go out together on the one connection (pipe.h) and a lost
+ * connection is made again, each call in flight sent again with its XID, as for a
+ * synchronous call; a synchronous call made while calls are in flight waits among them
+ * (their `done` may run meanwhile). 0, or a negative errno. */
 struct uiw__nfs_async {
     void (*done)(void *arg, int rc);
     void *arg;
@@ -119,16 +124,20 @@ struct uiw__nfs_async {
 };
 int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a);
-/* Run completions for up to timeout_ms (-1: until one); returns how many calls ended. */
+/* Send and run completions for up to timeout_ms (0: only what is ready; -1: until a call
+ * ends, or at once when none is in flight); returns how many calls ended (or, over
+ * RPC-over-RDMA, a negative code). */
 int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
+/* Over TCP: the most calls there were in flight at once (over RPC-over-RDMA the
+ * transport's counters say it: credits_max_inflight). */
+unsigned uiw__nfs_most_inflight(const struct uiw__nfs_client *c);
 
-/* Operations in flight: the procedures above started without waiting (over
- * RPC-over-RDMA: -EOPNOTSUPP over TCP). op->done(op, rc) runs from uiw__nfs_poll with
- * what the synchronous function returns (a LOOKUP that brought no attributes, or a
- * CREATE no handle, makes its second call first); it may start the next operation on the
- * same op. The op and what it is given to fill (fh, attr, verf, eof, buf) stay valid
- * until then; a WRITE's buf too. 0, or a negative errno when the call could not start
- * (done does not run). */
+/* Operations in flight: the procedures above started without waiting, on either
+ * transport. op->done(op, rc) runs from uiw__nfs_poll with what the synchronous function
+ * returns (a LOOKUP that brought no attributes, or a CREATE no handle, makes its second
+ * call first); it may start the next operation on the same op. The op and what it is
+ * given to fill (fh, attr, verf, eof, buf) stay valid until then; a WRITE's buf too.
+ * 0, or a negative errno when the call could not start (done does not run). */
 struct uiw__nfs_op {
     void (*done)(struct uiw__nfs_op *op, int rc);
     void *arg;

@@ -1,5 +1,7 @@
-/* The client's operations in flight (client.h): many at once on one connection over
- * RPC-over-RDMA, each ending with what the synchronous call returns. */
+/* The client's operations in flight (client.h): many at once on one connection, over TCP
+ * (the pipe, pipe.h) and over RPC-over-RDMA, each ending with what the synchronous call
+ * returns; over TCP a connection lost in the middle of a reply is made again and every
+ * call in flight sent again, the server's duplicate-reply cache answering those that ran. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +9,9 @@
 #include <sys/stat.h>
 
 #include "nfs/client.h"
+#include "nfs/server.h"
 #include "nfs_util.h"
+#include "relay.h"
 #include "test.h"
 
 #define FILES 16
@@ -61,7 +65,7 @@ static char data[FILES][2 * BLOCK];
 
 /* FILES files created, written (two blocks each), committed and read back, every
  * operation of a kind started before any ends; LOOKUPs, GETATTR, SETATTR among them. */
-static void ops_in_flight(struct srv *v, struct uiw__nfs_client *c)
+static void ops_in_flight(struct srv *v, struct uiw__nfs_client *c, int tcp)
 {
     static struct op ops[2 * FILES];
     static struct uiw__nfs_fh fh[FILES];
@@ -83,6 +87,8 @@ static void ops_in_flight(struct srv *v, struct uiw__nfs_client *c)
                                       data[i / 2] + (i % 2) * BLOCK, UNSTABLE, verf[i], &ops[i].op),
                  0);
     }
+    if (tcp) /* all of them queued on the connection before a reply was read */
+        CHECK(uiw__nfs_most_inflight(c) >= 2 * FILES);
     wait_ops(c, ops, 2 * FILES);
     for (int i = 0; i < 2 * FILES; i++) {
         CHECK_EQ(ops[i].rc, BLOCK);
@@ -108,7 +114,7 @@ static void ops_in_flight(struct srv *v, struct uiw__nfs_client *c)
                                      back[i / 2] + (i % 2) * BLOCK, &eof[i], &ops[i].op),
                  0);
     }
-    /* a synchronous call among them */
+    /* a synchronous call among them waits its turn (over TCP: in the pipe) */
     fattr3 a;
     CHECK_EQ(uiw__nfs_getattr(c, &fh[3], &a), 0);
     CHECK_EQ(a.size, 2 * BLOCK);
@@ -147,6 +153,16 @@ static void ops_in_flight(struct srv *v, struct uiw__nfs_client *c)
     CHECK_EQ(uiw__nfs_lookup_start(c, root, longname, &got, NULL, &ops[0].op), -ENAMETOOLONG);
 }
 
+TEST(client_ops_in_flight_tcp)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = client_of(v.url);
+    ops_in_flight(&v, c, 1);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
 TEST(client_ops_in_flight_rdma)
 {
 #if UIW_NFS_HAVE_RDMA
@@ -159,10 +175,59 @@ TEST(client_ops_in_flight_rdma)
     snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?mountport=%d&transport=rdma",
              uiw__nfsd_port(v.s, UIW__NFSD_RDMA), v.dir, v.mount);
     struct uiw__nfs_client *c = client_of(url);
-    ops_in_flight(&v, c);
+    ops_in_flight(&v, c, 0);
     uiw__nfs_client_close(c);
     srv_stop(&v);
 #else
     SKIP("built without the RPC layer");
 #endif
+}
+
+/* Over TCP through a relay that resets the connection a few bytes into a reply while
+ * WRITEs are in flight: the client connects again and sends every call in flight again
+ * with its XID; each WRITE ends once, with its count, the file is whole, and the server's
+ * duplicate-reply cache answered the calls that had already run. */
+TEST(client_pipe_connects_again)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct relay *r = relay_start(v.tcp);
+    char url[700];
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?mountport=%d", relay_port(r), v.dir, v.mount);
+    struct uiw__nfs_client *c = client_of(url);
+    struct uiw__nfs_fh fh;
+    CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), "f", 0644, 0, &fh), 0);
+    static struct op ops[2 * FILES];
+    static char verf[2 * FILES][8];
+    unsigned long hits = v.s->drc_hits;
+    /* the third reply from now on: cut a few bytes in */
+    relay_cut_at(r, RELAY_S2C, relay_bytes(r, RELAY_S2C) + 300, 1);
+    for (int i = 0; i < 2 * FILES; i++) {
+        for (int k = 0; k < BLOCK; k++)
+            data[i / 2][(i % 2) * BLOCK + k] = (char)(k * 7 + i);
+        op_ready(&ops[i]);
+        CHECK_EQ(uiw__nfs_write_start(c, &fh, (uint64_t)i * BLOCK, BLOCK,
+                                      data[i / 2] + (i % 2) * BLOCK, FILE_SYNC, verf[i],
+                                      &ops[i].op),
+                 0);
+    }
+    wait_ops(c, ops, 2 * FILES);
+    CHECK_EQ(relay_cuts(r), 1);
+    for (int i = 0; i < 2 * FILES; i++)
+        CHECK_EQ(ops[i].rc, BLOCK);
+    CHECK(v.s->drc_hits > hits);
+    FILE *f = fopen(path_in(&v, "f"), "rb");
+    CHECK(f != NULL);
+    static char back[2 * FILES * BLOCK];
+    CHECK_EQ(fread(back, 1, sizeof(back), f), sizeof(back));
+    fclose(f);
+    for (int i = 0; i < FILES; i++)
+        CHECK_MEM(back + (size_t)i * 2 * BLOCK, data[i], 2 * BLOCK);
+    /* the connection made again serves synchronous calls as before */
+    fattr3 a;
+    CHECK_EQ(uiw__nfs_getattr(c, &fh, &a), 0);
+    CHECK_EQ(a.size, sizeof(back));
+    uiw__nfs_client_close(c);
+    relay_stop(r);
+    srv_stop(&v);
 }
