@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/pcap.h"
@@ -24,6 +25,36 @@ struct relay {
     unsigned gen; /* raised by relay_cut_all */
     unsigned cuts, live;
     char capture[512]; /* the next connection's capture ("": none) */
+    /* relay_watch_rpc: the calls outstanding, and the WRITE reply held */
+    int watch;
+    double hold_secs, hold_until;
+    int hold_state; /* 0: no WRITE yet; 1: its reply is held; 2: released */
+    int released;   /* a WRITE of another file came */
+    uint32_t hold_xid;
+    struct call_seen *seen;
+    size_t nseen, capseen;
+    unsigned most_writes, calls, replies;
+};
+
+/* A call forwarded whose reply has not been: its XID, and a WRITE's file handle. */
+struct call_seen {
+    uint32_t xid;
+    int write;
+    unsigned fhlen;
+    uint8_t fh[64];
+};
+
+/* One direction of ONC RPC over TCP followed: where its records start (record marking),
+ * and the first bytes of each. */
+struct rpc_track {
+    uint64_t left; /* bytes of the current fragment still to come */
+    unsigned mark_got;
+    uint8_t mark[4];
+    int last;      /* the current fragment ends its record */
+    int in_record; /* a record's fragments are being followed */
+    int parsed;    /* its head was looked at */
+    uint8_t head[1024];
+    size_t head_len;
 };
 
 /* Where a client's MPA stream is: within the MPA Request (its 20-byte header, then its
@@ -73,14 +104,11 @@ struct pipe_pair {
     unsigned gen;
     struct uiw__pcap *pcap; /* or NULL */
     struct mpa_track c2s;   /* the client's MPA framing */
+    int watch;              /* relay_watch_rpc: */
+    struct rpc_track calls; /* the client's calls */
+    uint8_t *sbuf, *side;   /* the server's bytes not yet forwarded; a reply set aside */
+    size_t sn, scap, siden;
 };
-
-static void reset(int fd)
-{
-    struct linger lg = {1, 0};
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    close(fd);
-}
 
 static int send_all(int fd, const char *p, size_t n)
 {
@@ -95,6 +123,201 @@ static int send_all(int fd, const char *p, size_t n)
         n -= (size_t)k;
     }
     return 0;
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* A call's head (r->lock held): counted as outstanding, a WRITE with its file handle; the
+ * first WRITE's reply to be held, released by a WRITE of another file. */
+static void call_head(struct relay *r, const uint8_t *h, size_t n)
+{
+    if (n < 32 || be32(h + 4) != 0) /* xid, CALL */
+        return;
+    uint32_t proc = be32(h + 20);
+    size_t pos = 24;
+    for (int k = 0; k < 2; k++) { /* the credential and the verifier */
+        if (pos + 8 > n)
+            return;
+        pos += 8 + ((be32(h + pos + 4) + 3u) & ~3u);
+    }
+    struct call_seen c = {.xid = be32(h), .write = proc == 7 /* NFSPROC3_WRITE */};
+    if (c.write) {
+        if (pos + 4 > n || be32(h + pos) > 64 || pos + 4 + be32(h + pos) > n)
+            return;
+        c.fhlen = be32(h + pos);
+        memcpy(c.fh, h + pos + 4, c.fhlen);
+    }
+    if (r->nseen == r->capseen) {
+        size_t cap = r->capseen ? 2 * r->capseen : 256;
+        struct call_seen *v = realloc(r->seen, cap * sizeof(*v));
+        CHECK(v != NULL);
+        r->seen = v;
+        r->capseen = cap;
+    }
+    r->seen[r->nseen++] = c;
+    r->calls++;
+    if (!c.write)
+        return;
+    /* WRITEs of different files outstanding now */
+    unsigned files = 0;
+    for (size_t i = 0; i < r->nseen; i++) {
+        const struct call_seen *a = &r->seen[i];
+        int before = 0;
+        for (size_t k = 0; k < i && a->write && !before; k++)
+            before = r->seen[k].write && r->seen[k].fhlen == a->fhlen &&
+                     memcmp(r->seen[k].fh, a->fh, a->fhlen) == 0;
+        files += a->write && !before;
+    }
+    if (files > r->most_writes)
+        r->most_writes = files;
+    if (r->hold_secs > 0 && r->hold_state == 0) {
+        r->hold_state = 1;
+        r->hold_xid = c.xid;
+        r->hold_until = mono() + r->hold_secs;
+    } else if (r->hold_state == 1 && files > 1) {
+        r->released = 1;
+    }
+}
+
+/* A reply forwarded (r->lock held): its call no longer outstanding. */
+static void reply_seen(struct relay *r, uint32_t xid)
+{
+    for (size_t i = 0; i < r->nseen; i++)
+        if (r->seen[i].xid == xid) {
+            r->seen[i] = r->seen[--r->nseen];
+            r->replies++;
+            return;
+        }
+}
+
+/* The client's bytes: each call's head looked at as its record passes. */
+static void track_calls(struct relay *r, struct rpc_track *t, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0;;) {
+        if (t->in_record && !t->parsed &&
+            (t->head_len == sizeof(t->head) || (t->left == 0 && t->mark_got == 0 && t->last))) {
+            pthread_mutex_lock(&r->lock);
+            call_head(r, t->head, t->head_len);
+            pthread_mutex_unlock(&r->lock);
+            t->parsed = 1;
+        }
+        if (t->left == 0 && t->mark_got == 0 && t->last)
+            t->in_record = 0;
+        if (i >= n)
+            return;
+        if (t->left == 0) {
+            t->mark[t->mark_got++] = p[i++];
+            if (t->mark_got == 4) {
+                uint32_t m = be32(t->mark);
+                t->mark_got = 0;
+                t->left = m & 0x7fffffffu;
+                t->last = (m >> 31) != 0;
+                if (!t->in_record) {
+                    t->in_record = 1;
+                    t->parsed = 0;
+                    t->head_len = 0;
+                }
+            }
+            continue;
+        }
+        size_t k = (uint64_t)(n - i) < t->left ? n - i : (size_t)t->left;
+        size_t room = sizeof(t->head) - t->head_len;
+        memcpy(t->head + t->head_len, p + i, k < room ? k : room);
+        t->head_len += k < room ? k : room;
+        t->left -= k;
+        i += k;
+    }
+}
+
+/* The reply set aside goes once a WRITE of another file came, or its time is up. */
+static int release_side(struct pipe_pair *pp)
+{
+    struct relay *r = pp->r;
+    if (!pp->siden)
+        return 0;
+    pthread_mutex_lock(&r->lock);
+    int go = r->released || mono() >= r->hold_until;
+    if (go) {
+        r->hold_state = 2;
+        reply_seen(r, r->hold_xid);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (!go)
+        return 0;
+    int rc = send_all(pp->c, (const char *)pp->side, pp->siden);
+    pp->siden = 0;
+    return rc;
+}
+
+/* The server's bytes, whole records at a time: each forwarded, but the held WRITE's reply
+ * set aside. -1 when the client's end failed. */
+static int replies(struct pipe_pair *pp, const char *buf, size_t n)
+{
+    struct relay *r = pp->r;
+    if (pp->sn + n > pp->scap) {
+        size_t cap = pp->scap ? pp->scap : 1 << 16;
+        while (cap < pp->sn + n)
+            cap *= 2;
+        uint8_t *b = realloc(pp->sbuf, cap);
+        CHECK(b != NULL);
+        pp->sbuf = b;
+        pp->scap = cap;
+    }
+    memcpy(pp->sbuf + pp->sn, buf, n);
+    pp->sn += n;
+    size_t at = 0;
+    for (;;) {
+        size_t pos = at;
+        int whole = 0;
+        while (pp->sn - pos >= 4) {
+            uint32_t m = be32(pp->sbuf + pos);
+            if (pp->sn - pos - 4 < (m & 0x7fffffffu))
+                break;
+            pos += 4 + (m & 0x7fffffffu);
+            if (m >> 31) {
+                whole = 1;
+                break;
+            }
+        }
+        if (!whole)
+            break;
+        uint32_t xid = pos - at >= 8 ? be32(pp->sbuf + at + 4) : 0;
+        pthread_mutex_lock(&r->lock);
+        int aside = r->hold_state == 1 && xid == r->hold_xid && !r->released &&
+                    mono() < r->hold_until && !pp->siden;
+        if (!aside)
+            reply_seen(r, xid);
+        pthread_mutex_unlock(&r->lock);
+        if (aside) {
+            pp->side = malloc(pos - at);
+            CHECK(pp->side != NULL);
+            memcpy(pp->side, pp->sbuf + at, pos - at);
+            pp->siden = pos - at;
+        } else if (send_all(pp->c, (const char *)pp->sbuf + at, pos - at) != 0) {
+            return -1;
+        }
+        at = pos;
+    }
+    memmove(pp->sbuf, pp->sbuf + at, pp->sn - at);
+    pp->sn -= at;
+    return release_side(pp);
+}
+
+static void reset(int fd)
+{
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(fd);
 }
 
 static void *pump(void *arg)
@@ -113,6 +336,8 @@ static void *pump(void *arg)
         short in_c = r->hold[RELAY_C2S] ? 0 : POLLIN, in_s = r->hold[RELAY_S2C] ? 0 : POLLIN;
         pthread_mutex_unlock(&r->lock);
         if (stop || cut)
+            break;
+        if (pp->watch && release_side(pp) != 0)
             break;
         struct pollfd pf[2] = {{pp->c, in_c, 0}, {pp->s, in_s, 0}};
         if (poll(pf, 2, 100) <= 0)
@@ -145,10 +370,19 @@ static void *pump(void *arg)
             uiw__pcap_data(pp->pcap, 1, &(struct iovec){buf, fwd}, 1, fwd);
             if (fwd && send_all(pp->s, buf, fwd) != 0)
                 break;
+            if (pp->watch)
+                track_calls(r, &pp->calls, (const uint8_t *)buf, fwd);
             if (cut)
                 break;
         }
-        if (pf[1].revents) {
+        if (pf[1].revents && pp->watch) {
+            ssize_t n = recv(pp->s, buf, sizeof(buf), 0);
+            if (n <= 0 || replies(pp, buf, (size_t)n) != 0)
+                break;
+            pthread_mutex_lock(&r->lock);
+            r->s2c += (uint64_t)n;
+            pthread_mutex_unlock(&r->lock);
+        } else if (pf[1].revents) {
             ssize_t n = recv(pp->s, buf, sizeof(buf), 0);
             if (n <= 0)
                 break;
@@ -211,6 +445,8 @@ static void *pump(void *arg)
         }
     }
     uiw__pcap_close(pp->pcap);
+    free(pp->sbuf);
+    free(pp->side);
     if (cut) {
         reset(pp->c);
         reset(pp->s);
@@ -256,6 +492,7 @@ static void *accepter(void *arg)
         *pp = (struct pipe_pair){.r = r, .c = c, .s = s};
         pthread_mutex_lock(&r->lock);
         pp->gen = r->gen;
+        pp->watch = r->watch;
         if (r->capture[0]) {
             /* the client's address and port as the client sees them, and the server's */
             struct sockaddr_in from;
@@ -337,6 +574,37 @@ void relay_hold(struct relay *r, int dir, int on)
     pthread_mutex_unlock(&r->lock);
 }
 
+void relay_watch_rpc(struct relay *r, double hold_secs)
+{
+    pthread_mutex_lock(&r->lock);
+    r->watch = 1;
+    r->hold_secs = hold_secs;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static unsigned locked_read(struct relay *r, const unsigned *v)
+{
+    pthread_mutex_lock(&r->lock);
+    unsigned n = *v;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+unsigned relay_most_writes(struct relay *r)
+{
+    return locked_read(r, &r->most_writes);
+}
+
+unsigned relay_rpc_calls(struct relay *r)
+{
+    return locked_read(r, &r->calls);
+}
+
+unsigned relay_rpc_replies(struct relay *r)
+{
+    return locked_read(r, &r->replies);
+}
+
 unsigned relay_cuts(struct relay *r)
 {
     pthread_mutex_lock(&r->lock);
@@ -369,5 +637,6 @@ void relay_stop(struct relay *r)
         usleep(10000);
     }
     pthread_mutex_destroy(&r->lock);
+    free(r->seen);
     free(r);
 }

@@ -29,6 +29,19 @@ void relay_hold(struct relay *r, int dir, int on);
  * (relay_hold(RELAY_C2S) on): a peer that stops in the middle of a message and keeps its
  * connection open. Once. */
 void relay_half_fpdu(struct relay *r);
+/* Follow the ONC RPC calls and replies (TCP record marking) of the connections accepted
+ * from now on: which calls are outstanding (forwarded, their replies not yet), and the
+ * most WRITEs of different files (file handles) outstanding at once. With hold_secs > 0,
+ * the reply to the first WRITE is set aside (the replies after it go on, as a server may
+ * answer in any order) until a WRITE of another file has been forwarded, or hold_secs
+ * have passed: a client that keeps several files in flight shows two at once whatever the
+ * timing, one that moves one file at a time shows one. */
+void relay_watch_rpc(struct relay *r, double hold_secs);
+/* The most WRITEs of different files outstanding at once so far; calls and replies
+ * followed. */
+unsigned relay_most_writes(struct relay *r);
+unsigned relay_rpc_calls(struct relay *r);
+unsigned relay_rpc_replies(struct relay *r);
 /* Connections reset so far; bytes forwarded in direction dir. */
 unsigned relay_cuts(struct relay *r);
 uint64_t relay_bytes(struct relay *r, int dir);
