@@ -106,7 +106,9 @@ field() { # json-line key
 human() { # bytes -> 4 KiB, 64 MiB
   if [ "$1" -ge $((1 << 20)) ]; then echo "$(($1 >> 20)) MiB"; else echo "$(($1 >> 10)) KiB"; fi
 }
-nfs() { "$bin/uiw-nfs" --no-progress "$@"; }
+# One file at a time (--parallel 1): each row's MB/s and call latencies are those of one
+# file's calls with nothing beside them (bench-nfs compares many files in flight).
+nfs() { "$bin/uiw-nfs" --no-progress --parallel 1 "$@"; }
 hz=$(getconf CLK_TCK)
 srv_ticks() { # the server's CPU time so far (user and system, every thread), in clock ticks
   sed 's/.*) //' "/proc/$srv/stat" | awk '{print $12 + $13}'
@@ -125,7 +127,7 @@ status() { # text
 status_end() { [ -t 2 ] && printf '\r\033[K' >&2; return 0; }
 
 echo "uiw-nfsd on 127.0.0.1 (RPC-over-RDMA port $rdma, TCP $tcp, MOUNT $mnt), export $work/export"
-echo "put then get each file with uiw-nfs, SHA-256 verified; sizes $(human "${sizes[0]}") to" \
+echo "put then get each file with uiw-nfs, one at a time, SHA-256 verified; sizes $(human "${sizes[0]}") to" \
   "$(human "${sizes[-1]}"), RPC-over-RDMA Version Two and TCP"
 echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile;"
 echo "server CPU: uiw-nfsd's CPU seconds (user and system) per GiB put and got"

@@ -11,12 +11,13 @@
 #include <unistd.h>
 
 #include "nfs_util.h"
+#include "relay.h"
 #include "run.h"
 #include "test.h"
 
 struct daemon {
     pid_t pid;
-    int tcp, mount;
+    int tcp, mount, rdma; /* rdma: -1 when off */
     char dir[256];
 };
 
@@ -41,18 +42,24 @@ static pid_t nfsd_spawn(const char *dir, const char *rdma, bool stats, FILE **ou
     return nfsd_spawn_argv(argv, out, line, cap);
 }
 
-/* Start uiw-nfsd on a new temporary export; wait for its ready line. */
-static void daemon_start(struct daemon *d)
+/* Start uiw-nfsd on a new temporary export, RPC-over-RDMA on port rdma ("-1": none);
+ * wait for its ready line. */
+static void daemon_start_on(struct daemon *d, const char *rdma)
 {
     snprintf(d->dir, sizeof(d->dir), "/tmp/uiw-nfsd-test.XXXXXX");
     CHECK(mkdtemp(d->dir) != NULL);
     FILE *f;
     char line[256];
-    d->pid = nfsd_spawn(d->dir, "-1", false, &f, line, sizeof(line));
+    d->pid = nfsd_spawn(d->dir, rdma, false, &f, line, sizeof(line));
     fclose(f);
-    int rdma;
-    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &d->tcp, &d->mount, &rdma), 3);
+    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &d->tcp, &d->mount, &d->rdma),
+             3);
     CHECK(d->tcp > 0 && d->mount > 0);
+}
+
+static void daemon_start(struct daemon *d)
+{
+    daemon_start_on(d, "-1");
 }
 
 static void daemon_stop(struct daemon *d)
@@ -943,4 +950,255 @@ TEST(root_tools_rpcbind)
     if (!l || strstr(l + strlen("no rpcbind runs"), "no rpcbind runs"))
         uiw_test_fail(__FILE__, __LINE__, "the default said: %s", said);
     rm_tree(dir);
+}
+
+/* ---- uiw-nfs --parallel: several files in flight ---- */
+
+/* A URL of sub below d's export over a transport (rdma: RPC-over-RDMA; else TCP, through
+ * port when it is not 0), with more parameters (extra: "" or "&..."). */
+static void url_on(const struct daemon *d, int rdma, int port, const char *sub, const char *extra,
+                   char *out, size_t n)
+{
+    snprintf(out, n, "nfs://127.0.0.1:%d%s%s%s?mountport=%d%s%s",
+             port   ? port
+             : rdma ? d->rdma
+                    : d->tcp,
+             d->dir, *sub ? "/" : "", sub, d->mount, rdma ? "&transport=rdma" : "", extra);
+}
+
+/* Files of 0 B, 1 B, 4 KiB and 100 KiB in turn. */
+static size_t varied(unsigned i)
+{
+    static const size_t sizes[] = {0, 1, 4096, 102400};
+    return sizes[i % 4];
+}
+
+/* uiw-nfs with the options, then a list of n arguments (each list[i] of `each` bytes),
+ * then the last argument. */
+static void nfs_list(const char *const *opts, const char *list, size_t each, unsigned n,
+                     const char *last, struct tool_run *r)
+{
+    size_t k = 0;
+    const char **argv = calloc(n + 16, sizeof(*argv));
+    CHECK(argv != NULL);
+    argv[k++] = "uiw-nfs";
+    for (; *opts; opts++)
+        argv[k++] = *opts;
+    for (unsigned i = 0; i < n; i++)
+        argv[k++] = list + (size_t)i * each;
+    if (last)
+        argv[k++] = last;
+    tool_run(UIW_NFS, argv, NULL, 0, 120, r);
+    free(argv);
+}
+
+/* Each of the n names (between pre and post) occurs in s in their order. */
+static void in_order(const char *s, const char *names, size_t each, unsigned n, const char *pre,
+                     const char *post)
+{
+    const char *at = s;
+    for (unsigned i = 0; i < n; i++) {
+        char what[1024];
+        snprintf(what, sizeof(what), "%s%.*s%s", pre, (int)each, names + (size_t)i * each, post);
+        const char *p = strstr(at, what);
+        if (!p)
+            uiw_test_fail(__FILE__, __LINE__, "'%s' missing, or out of order", what);
+        at = p + strlen(what);
+    }
+}
+
+#define MANY 300
+
+/* 300 files of 0 B to 100 KiB put into a directory and got back with --parallel 8
+ * --verify --json, over TCP and over RPC-over-RDMA: every file the original, byte for
+ * byte, on the server and back here; each file's line (verified, JSON) in the order the
+ * files were named, then the total. */
+TEST(tools_parallel_many_files)
+{
+    struct daemon d;
+    daemon_start_on(&d, UIW_NFS_HAVE_RDMA ? "0" : "-1");
+    char src[300], back[300];
+    snprintf(src, sizeof(src), "%s.src", d.dir);
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    CHECK_EQ(mkdir(src, 0755), 0);
+    CHECK_EQ(mkdir(back, 0755), 0);
+    static char names[MANY][400], base[MANY][16], urls[MANY][700];
+    for (unsigned i = 0; i < MANY; i++) {
+        snprintf(base[i], sizeof(base[i]), "f%03u", i);
+        snprintf(names[i], sizeof(names[i]), "%s/%.15s", src, base[i]);
+        write_local(names[i], varied(i), i);
+    }
+    for (int rdma = 0; rdma <= UIW_NFS_HAVE_RDMA; rdma++) {
+        const char *tr = rdma ? "rdma" : "tcp";
+        char sub[600], u[700], there[1024], here[1024];
+        snprintf(sub, sizeof(sub), "%s/%s", d.dir, tr);
+        CHECK_EQ(mkdir(sub, 0755), 0);
+        url_on(&d, rdma, 0, tr, "", u, sizeof(u));
+        const char *put[] = {"--parallel", "8", "--verify", "--json", "put", NULL};
+        struct tool_run r;
+        nfs_list(put, names[0], sizeof(names[0]), MANY, u, &r);
+        if (r.status != 0)
+            uiw_test_fail(__FILE__, __LINE__, "put over %s: %d\n%s", tr, r.status, r.err);
+        CHECK_EQ(count_of(r.err, "verified"), MANY);
+        CHECK_EQ(count_of(r.out, "{\"op\":\"put\",\"file\":"), MANY);
+        in_order(r.err, base[0], sizeof(base[0]), MANY, "/", "?");
+        in_order(r.out, base[0], sizeof(base[0]), MANY, "/", "?");
+        const char *total = strstr(r.out, "{\"op\":\"put\",\"files\":300,");
+        CHECK(total != NULL && strstr(total, "\"elapsed_s\":") != NULL);
+        tool_run_free(&r);
+        for (unsigned i = 0; i < MANY; i++) {
+            snprintf(there, sizeof(there), "%s/%.15s", sub, base[i]);
+            CHECK_SAME_FILE(names[i], there);
+            char rel[64];
+            snprintf(rel, sizeof(rel), "%s/%.15s", tr, base[i]);
+            url_on(&d, rdma, 0, rel, "", urls[i], sizeof(urls[i]));
+        }
+        const char *get[] = {"--parallel", "8", "--verify", "--json", "get", NULL};
+        nfs_list(get, urls[0], sizeof(urls[0]), MANY, back, &r);
+        if (r.status != 0)
+            uiw_test_fail(__FILE__, __LINE__, "get over %s: %d\n%s", tr, r.status, r.err);
+        CHECK_EQ(count_of(r.err, "verified"), MANY);
+        in_order(r.out, base[0], sizeof(base[0]), MANY, "/", "\"");
+        CHECK(strstr(r.out, "{\"op\":\"get\",\"files\":300,") != NULL);
+        tool_run_free(&r);
+        for (unsigned i = 0; i < MANY; i++) {
+            snprintf(here, sizeof(here), "%s/%.15s", back, base[i]);
+            CHECK_SAME_FILE(names[i], here);
+            unlink(here);
+        }
+    }
+    rm_tree(src);
+    rm_tree(back);
+    daemon_stop(&d);
+}
+
+/* The files are in flight together. Over TCP, a relay follows the calls and replies and
+ * sets aside the reply to the first WRITE until a WRITE of another file has passed: with
+ * --parallel 8 two files' WRITEs are outstanding at once; with --parallel 1 never more
+ * than one (the relay gives up waiting after a second). Over RPC-over-RDMA, the client's
+ * transport counts its calls in flight (--stats): 8 at once, and 1 with --parallel 1. */
+TEST(tools_parallel_in_flight)
+{
+    struct daemon d;
+    daemon_start_on(&d, UIW_NFS_HAVE_RDMA ? "0" : "-1");
+    char src[300], names[16][400], u[700];
+    snprintf(src, sizeof(src), "%s.src", d.dir);
+    CHECK_EQ(mkdir(src, 0755), 0);
+    for (unsigned i = 0; i < 16; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s/g%u", src, i);
+        write_local(names[i], 4096 * (i + 1), i);
+    }
+    for (int parallel = 8; parallel >= 1; parallel -= 7) {
+        struct relay *rl = relay_start(d.tcp);
+        relay_watch_rpc(rl, parallel > 1 ? 30 : 1);
+        url_on(&d, 0, relay_port(rl), "", "", u, sizeof(u));
+        char p[8];
+        snprintf(p, sizeof(p), "%d", parallel);
+        const char *put[] = {"--parallel", p, "put", NULL};
+        struct tool_run r;
+        nfs_list(put, names[0], sizeof(names[0]), 16, u, &r);
+        CHECK_EQ(r.status, 0);
+        tool_run_free(&r);
+        printf("--parallel %d over TCP: %u calls, most WRITEs of different files at once %u\n",
+               parallel, relay_rpc_calls(rl), relay_most_writes(rl));
+        if (parallel > 1)
+            CHECK(relay_most_writes(rl) >= 2);
+        else
+            CHECK_EQ(relay_most_writes(rl), 1);
+        CHECK(relay_rpc_calls(rl) >= 16 * 4); /* LOOKUP, CREATE, WRITE, COMMIT */
+        relay_stop(rl);
+        for (unsigned i = 0; i < 16; i++) {
+            char there[1024];
+            snprintf(there, sizeof(there), "%s/g%u", d.dir, i);
+            CHECK_SAME_FILE(names[i], there);
+        }
+#if UIW_NFS_HAVE_RDMA
+        url_on(&d, 1, 0, "", "", u, sizeof(u));
+        const char *rput[] = {"--parallel", p, "--stats", "--json", "put", NULL};
+        nfs_list(rput, names[0], sizeof(names[0]), 16, u, &r);
+        CHECK_EQ(r.status, 0);
+        const char *m = strstr(r.out, "\"credits_max_inflight\":");
+        CHECK(m != NULL);
+        long most = strtol(m + strlen("\"credits_max_inflight\":"), NULL, 10);
+        printf("--parallel %d over RPC-over-RDMA: most calls in flight %ld\n", parallel, most);
+        CHECK_EQ(most, parallel);
+        tool_run_free(&r);
+#endif
+    }
+    rm_tree(src);
+    daemon_stop(&d);
+}
+
+/* One file that cannot be put (a directory has its name; another is read-only to the
+ * caller) or got (there is none of that name): each said with its name and why, in the
+ * order of the files, the exit status 1, and every other file moved. */
+TEST(tools_parallel_one_fails)
+{
+    struct daemon d;
+    daemon_start(&d);
+    char src[300], back[300], sub[600], u[700];
+    snprintf(src, sizeof(src), "%s.src", d.dir);
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    CHECK_EQ(mkdir(src, 0755), 0);
+    CHECK_EQ(mkdir(back, 0755), 0);
+    static char names[12][400], base[12][8];
+    for (unsigned i = 0; i < 12; i++) {
+        snprintf(base[i], sizeof(base[i]), "h%u", i);
+        snprintf(names[i], sizeof(names[i]), "%s/%.15s", src, base[i]);
+        write_local(names[i], varied(i) + i, i);
+    }
+    CHECK_EQ(chmod(d.dir, 0755), 0);
+    snprintf(sub, sizeof(sub), "%s/dir", d.dir);
+    CHECK_EQ(mkdir(sub, 0777), 0);
+    CHECK_EQ(chmod(sub, 0777), 0);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/h3", sub);
+    CHECK_EQ(mkdir(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s/h7", sub);
+    write_local(path, 10, 1);
+    CHECK_EQ(chmod(path, 0444), 0);
+    /* as root the server would write anyway: the calls come as nobody */
+    url_on(&d, 0, 0, "dir", geteuid() == 0 ? "&uid=65534&gid=65534" : "", u, sizeof(u));
+    const char *put[] = {"--parallel", "8", "put", NULL};
+    struct tool_run r;
+    nfs_list(put, names[0], sizeof(names[0]), 12, u, &r);
+    CHECK_EQ(r.status, 1);
+    const char *dir_line = strstr(r.err, "/dir/h3?"), *ro_line = strstr(r.err, "/dir/h7?");
+    if (!dir_line || !ro_line || dir_line > ro_line || !strstr(dir_line, "is a directory") ||
+        !strstr(ro_line, "NFS3ERR_ACCES"))
+        uiw_test_fail(__FILE__, __LINE__, "the failures as said:\n%s", r.err);
+    CHECK_EQ(count_of(r.err, "uiw-nfs: "), 2);
+    tool_run_free(&r);
+    for (unsigned i = 0; i < 12; i++) {
+        if (i == 3 || i == 7)
+            continue;
+        snprintf(path, sizeof(path), "%s/%.7s", sub, base[i]);
+        CHECK_SAME_FILE(names[i], path);
+    }
+    /* get: one URL of the five names nothing */
+    static char urls[5][700];
+    const char *which[5] = {"h0", "h1", "nothing", "h2", "h4"};
+    for (unsigned i = 0; i < 5; i++) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "dir/%s", which[i]);
+        url_on(&d, 0, 0, rel, "", urls[i], sizeof(urls[i]));
+    }
+    const char *get[] = {"--parallel", "8", "get", NULL};
+    nfs_list(get, urls[0], sizeof(urls[0]), 5, back, &r);
+    CHECK_EQ(r.status, 1);
+    const char *missing = strstr(r.err, "/dir/nothing?");
+    CHECK(missing != NULL && strstr(missing, "NFS3ERR_NOENT") != NULL);
+    CHECK_EQ(count_of(r.err, "uiw-nfs: "), 1);
+    tool_run_free(&r);
+    for (unsigned i = 0; i < 5; i++) {
+        if (i == 2)
+            continue;
+        char here[1024];
+        snprintf(here, sizeof(here), "%s/%s", back, which[i]);
+        snprintf(path, sizeof(path), "%s/%s", src, which[i]);
+        CHECK_SAME_FILE(path, here);
+    }
+    rm_tree(src);
+    rm_tree(back);
+    daemon_stop(&d);
 }

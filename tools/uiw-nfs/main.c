@@ -42,6 +42,9 @@ static const char usage[] =
     "      --progress / --no-progress   force the progress bar on or off (default: on a\n"
     "                       terminal, for transfers longer than a second)\n"
     "  -b, --block BYTES    transfer block (default: the server's maximum, at most 1 MiB)\n"
+    "  -P, --parallel N     get/put: files in flight at once, their calls interleaved on\n"
+    "                       the one connection (default 8: enough to keep the calls of\n"
+    "                       small files going out back to back; 1: one file at a time)\n"
     "  -s, --size BYTES     bench: file size (default 64M; K, M, G suffixes)\n"
     "      --inflight N     bench: calls in flight (default 1)\n"
     "  -D, --seconds S      bench: GETATTR and CREATE durations (default 2)\n"
@@ -307,7 +310,8 @@ static int run(const struct opts *o, const char *cmd, int n, char **args)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {.progress = -1, .size = 64ull << 20, .inflight = 1, .seconds = 2};
+    struct opts o = {
+        .progress = -1, .size = 64ull << 20, .inflight = 1, .parallel = 8, .seconds = 2};
     enum {
         O_VERIFY = 256,
         O_PROG,
@@ -328,6 +332,7 @@ int main(int argc, char **argv)
         {"block", required_argument, NULL, 'b'},
         {"size", required_argument, NULL, 's'},
         {"inflight", required_argument, NULL, O_INFLIGHT},
+        {"parallel", required_argument, NULL, 'P'},
         {"seconds", required_argument, NULL, 'D'},
         {"json", no_argument, NULL, O_JSON},
         {"stats", no_argument, NULL, O_STATS},
@@ -341,7 +346,7 @@ int main(int argc, char **argv)
     int ch;
     uint64_t v;
     /* Options may come before or after the command (getopt permutes). */
-    while ((ch = getopt_long(argc, argv, "vb:s:D:h", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "vb:s:P:D:h", lo, NULL)) != -1) {
         switch (ch) {
         case 'v':
             o.verbose++;
@@ -375,6 +380,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             o.inflight = (unsigned)v;
+            break;
+        case 'P':
+            if (parse_size(optarg, 1024, &v) != 0 || v == 0) {
+                fprintf(stderr, "uiw-nfs: bad --parallel '%s'\n", optarg);
+                return 2;
+            }
+            o.parallel = (unsigned)v;
             break;
         case 'D': {
             char *end;

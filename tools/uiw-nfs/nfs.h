@@ -17,6 +17,8 @@ struct opts {
     uint64_t size;  /* bench -s */
     uint32_t block; /* bench -b; transfers' block (0: the server's maximum, at most 1 MiB) */
     unsigned inflight;
+    unsigned parallel;                   /* get, put: files in flight at once */
+    int recursive;                       /* get, put -r: directories and what they hold */
     double seconds;                      /* bench: GETATTR duration */
     uint32_t inline_size, ddp_threshold; /* RPC-over-RDMA settings (0: the defaults) */
     int cpu_of; /* bench --cpu-of: a process whose CPU time each test reports (0: none) */
@@ -37,6 +39,13 @@ struct target {
  * serves the next URL of the same server and directory (no new MOUNT and connection). */
 int target_open(const char *url, const struct opts *o, struct target *t);
 void target_close(struct target *t);
+/* target_open up to the URL's directory: its handle in t->dir and the last name in
+ * t->name, which is not looked up (t->exists 0). */
+int target_open_dir(const char *url, const struct opts *o, struct target *t);
+/* The URL names something else in the directory of an open target (the same server,
+ * transport, identity and directory): 0 with t->url and t->name its own, or -1 (it
+ * needs a target of its own). */
+int target_next(struct target *t, const char *url);
 /* Close the client target_close kept (UMNT), adding its counters to those --stats prints. */
 void targets_release(void);
 /* --stats: the RPC-over-RDMA counters of every client closed (text, or a JSON line). */
@@ -52,17 +61,22 @@ void say_nfs(const struct target *t, const char *what, int rc);
 int is_url(const char *s);
 uint32_t block_size(const struct opts *o, struct uiw__nfs_client *c, int reading);
 
-/* Progress on standard error for transfers longer than a second (on a terminal). */
+/* Progress on standard error for transfers longer than a second (on a terminal): bytes,
+ * and for several files at once (files set) how many have ended. */
 struct progress {
-    int on, drawn;
+    int on, drawn, shown; /* drawn: on the line now; shown: at some time */
     const char *what;
     uint64_t total, done;
+    size_t files, files_done;
     double start, last;
 };
 double now_s(void);
 void progress_start(struct progress *p, const struct opts *o, const char *what, uint64_t total);
 void progress_update(struct progress *p, uint64_t done);
+/* The bar drawn a last time and its line ended (once: the bar is off afterwards). */
 void progress_end(struct progress *p);
+/* The bar's line wiped, for lines printed under it (it is drawn again on an update). */
+void progress_clear(struct progress *p);
 
 /* What transfers measured: bytes moved, seconds they took (checksums left out), and each
  * READ or WRITE call's latency in seconds. */
@@ -81,6 +95,55 @@ void lat_sort(double *v, size_t n);
 double lat_pct(const double *v, size_t n, double p);
 /* A JSON string (quoted, escaped) on f. */
 void json_str(FILE *f, const char *s);
+/* A transfer's figures as one JSON line on f: {"op":OP,"file":FILE,...}, or for several
+ * (file NULL) {"op":OP,"files":N,...}: bytes, seconds, MB/s, the calls' latencies (st's
+ * sorted), the SHA-256 when given, and when elapsed > 0 that and the files per second
+ * over it. */
+void xstats_json(FILE *f, const char *op, const char *file, unsigned files, const char *transport,
+                 struct xstats *st, const char *sha, double elapsed);
+
+/* Figures of several transfers: each one's added to the total (its seconds too: with
+ * several in flight the sum of times that overlap), printed at the end when there was
+ * more than one. elapsed: the time the files took from the first one's start to the
+ * last one's end, every step of theirs counted (looking up, creating, --verify). */
+struct totals {
+    struct xstats all;
+    char transport[16];
+    double elapsed;
+};
+void totals_add(struct totals *tt, struct xstats *st, struct uiw__nfs_client *c);
+/* The total as JSON (--json, more than one file), then freed. */
+void totals_end(const struct opts *o, struct totals *tt, const char *op);
+
+/* One end of a copy: a local file (c NULL) or a remote one. */
+struct end {
+    struct uiw__nfs_client *c;     /* remote: its client */
+    struct uiw__nfs_fh fh;         /* remote: the file, once known */
+    const struct uiw__nfs_fh *dir; /* remote, known by name: its directory, and */
+    char *name;                    /* the name there (NULL: fh is known) */
+    char *path;                    /* local: its path (NULL: standard input or output) */
+    char *label;                   /* how messages name it: a path or a URL */
+    uint64_t size;                 /* a source's size once known (0: unknown) */
+    int fd;
+};
+
+enum { JOB_WAITING, JOB_RUNNING, JOB_ENDED };
+
+/* A file to copy, and what became of it. */
+struct job {
+    struct end src, dst;
+    uint32_t bs;  /* the largest READ or WRITE */
+    size_t after; /* 1 + the index of an earlier job with the same destination (0: none):
+                   * this one starts once that one has ended */
+    int state, failed;
+    char *err, *out; /* what it printed, held for its turn */
+    size_t errlen, outlen;
+};
+/* Run the jobs, o->parallel at a time (op names them in --json: get, put, cp); returns
+ * how many failed. tt (or NULL) gets each one's figures. */
+int copy_run(const struct opts *o, const char *op, struct job *jobs, size_t n, struct totals *tt);
+/* A job's strings freed. */
+void job_free(struct job *j);
 
 /* SHA-256 as hex (65 bytes with the NUL). */
 struct sha;

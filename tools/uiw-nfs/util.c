@@ -66,7 +66,31 @@ void say_nfs(const struct target *t, const char *what, int rc)
     fprintf(stderr, "uiw-nfs: %s: %s\n", what, uiw__nfs_errtext(t->c, rc));
 }
 
-int target_open(const char *url, const struct opts *o, struct target *t)
+/* The client's path below the export split into its directory (into parent) and last
+ * name (into name): 0, or -NFS3ERR_NAMETOOLONG (a name cut to fit would be another
+ * file's). */
+static int split_subpath(const struct uiw__nfs_client *c, char parent[1024], char name[256])
+{
+    snprintf(parent, 1024, "%s", uiw__nfs_client_subpath(c));
+    size_t n = strlen(parent);
+    while (n > 0 && parent[n - 1] == '/')
+        parent[--n] = 0;
+    char *slash = strrchr(parent, '/');
+    const char *last = parent;
+    if (slash) {
+        *slash = 0;
+        last = slash + 1;
+    }
+    size_t len = strlen(last);
+    if (len >= 256)
+        return -NFS3ERR_NAMETOOLONG;
+    memmove(name, last, len + 1);
+    if (!slash)
+        parent[0] = 0;
+    return 0;
+}
+
+int target_open_dir(const char *url, const struct opts *o, struct target *t)
 {
     char err[512];
     memset(t, 0, sizeof(*t));
@@ -87,32 +111,23 @@ int target_open(const char *url, const struct opts *o, struct target *t)
         return 1;
     }
     /* The parent directory, then the last name in it. */
-    char sub[1024];
-    snprintf(sub, sizeof(sub), "%s", uiw__nfs_client_subpath(t->c));
-    size_t n = strlen(sub);
-    while (n > 0 && sub[n - 1] == '/')
-        sub[--n] = 0;
-    char *slash = strrchr(sub, '/');
-    const char *parent = "", *last = sub;
-    if (slash) {
-        *slash = 0;
-        parent = sub;
-        last = slash + 1;
-    }
-    /* a name cut to fit would be another file's */
-    size_t len = strlen(last);
-    if (len >= sizeof(t->name)) {
-        say_nfs(t, url, -NFS3ERR_NAMETOOLONG);
-        target_close(t);
-        return 1;
-    }
-    memcpy(t->name, last, len + 1);
-    int rc = uiw__nfs_lookup_path(t->c, parent, &t->dir, NULL);
+    char parent[1024];
+    int rc = split_subpath(t->c, parent, t->name);
+    if (rc == 0)
+        rc = uiw__nfs_lookup_path(t->c, parent, &t->dir, NULL);
     if (rc != 0) {
         say_nfs(t, url, rc);
         target_close(t);
         return 1;
     }
+    return 0;
+}
+
+int target_open(const char *url, const struct opts *o, struct target *t)
+{
+    if (target_open_dir(url, o, t) != 0)
+        return 1;
+    int rc;
     if (!t->name[0]) {
         t->fh = t->dir;
         rc = uiw__nfs_getattr(t->c, &t->fh, &t->attr);
@@ -126,6 +141,21 @@ int target_open(const char *url, const struct opts *o, struct target *t)
         target_close(t);
         return 1;
     }
+    return 0;
+}
+
+int target_next(struct target *t, const char *url)
+{
+    struct uiw__nfs_url u;
+    char err[512], parent[1024], name[256];
+    if (uiw__nfs_url_parse(url, &u, err, sizeof(err)) != 0)
+        return -1;
+    u.inline_size = t->url.inline_size; /* the options', as the target's */
+    u.ddp_threshold = t->url.ddp_threshold;
+    if (uiw__nfs_client_reuse(t->c, &u) != 0 || split_subpath(t->c, parent, name) != 0)
+        return -1;
+    t->url = u;
+    memcpy(t->name, name, sizeof(name));
     return 0;
 }
 
@@ -211,6 +241,59 @@ void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void xstats_json(FILE *f, const char *op, const char *file, unsigned files, const char *transport,
+                 struct xstats *st, const char *sha, double elapsed)
+{
+    lat_sort(st->lat, st->n);
+    fprintf(f, "{\"op\":\"%s\",", op);
+    if (file) {
+        fprintf(f, "\"file\":");
+        json_str(f, file);
+    } else {
+        fprintf(f, "\"files\":%u", files);
+    }
+    fprintf(f,
+            ",\"transport\":\"%s\",\"bytes\":%llu,\"secs\":%.6f,\"mbytes_per_sec\":%.2f,"
+            "\"calls\":%zu,\"p50_us\":%.1f,\"p99_us\":%.1f",
+            transport, (unsigned long long)st->bytes, st->secs,
+            st->secs > 0 ? (double)st->bytes / st->secs / 1e6 : 0.0, st->n,
+            lat_pct(st->lat, st->n, 0.50) * 1e6, lat_pct(st->lat, st->n, 0.99) * 1e6);
+    if (sha)
+        fprintf(f, ",\"sha256\":\"%s\"", sha);
+    if (elapsed > 0)
+        fprintf(f, ",\"elapsed_s\":%.6f,\"files_per_sec\":%.1f", elapsed, (double)files / elapsed);
+    fprintf(f, "}\n");
+    fflush(f);
+}
+
+void totals_add(struct totals *tt, struct xstats *st, struct uiw__nfs_client *c)
+{
+    if (!tt)
+        return;
+    if (!tt->all.files && c)
+        snprintf(tt->transport, sizeof(tt->transport), "%s", uiw__nfs_client_transport(c));
+    xstats_add(&tt->all, st);
+}
+
+void totals_end(const struct opts *o, struct totals *tt, const char *op)
+{
+    if (o->json && tt->all.files > 1)
+        xstats_json(stdout, op, NULL, tt->all.files, tt->transport, &tt->all, NULL, tt->elapsed);
+    xstats_free(&tt->all);
+}
+
+void job_free(struct job *j)
+{
+    free(j->src.name);
+    free(j->src.path);
+    free(j->src.label);
+    free(j->dst.name);
+    free(j->dst.path);
+    free(j->dst.label);
+    free(j->err);
+    free(j->out);
+}
+
 uint32_t block_size(const struct opts *o, struct uiw__nfs_client *c, int reading)
 {
     uint32_t max = reading ? uiw__nfs_client_rtmax(c) : uiw__nfs_client_wtmax(c);
@@ -236,6 +319,12 @@ void progress_start(struct progress *p, const struct opts *o, const char *what, 
 
 static void draw(struct progress *p, double t)
 {
+    char files[40];
+    const char *what = p->what;
+    if (p->files) {
+        snprintf(files, sizeof(files), "%zu/%zu %s", p->files_done, p->files, p->what);
+        what = files;
+    }
     double dt = t - p->start;
     double rate = dt > 0 ? (double)p->done / dt : 0;
     char pct[16] = "";
@@ -248,8 +337,8 @@ static void draw(struct progress *p, double t)
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
-    fprintf(stderr, "\r%-28.28s [%s] %s%8.1f MB/s %6.1f s", p->what, bar, pct, rate / 1e6, dt);
-    p->drawn = 1;
+    fprintf(stderr, "\r%-28.28s [%s] %s%8.1f MB/s %6.1f s", what, bar, pct, rate / 1e6, dt);
+    p->drawn = p->shown = 1;
 }
 
 void progress_update(struct progress *p, uint64_t done)
@@ -266,9 +355,19 @@ void progress_update(struct progress *p, uint64_t done)
 
 void progress_end(struct progress *p)
 {
-    if (p->on && p->drawn) {
+    if (p->on && p->shown) {
         draw(p, now_s());
         fputc('\n', stderr);
+    }
+    p->on = p->drawn = p->shown = 0;
+}
+
+void progress_clear(struct progress *p)
+{
+    if (p->on && p->drawn) {
+        fprintf(stderr, "\r%79s\r", "");
+        p->drawn = 0;
+        p->last = 0;
     }
 }
 

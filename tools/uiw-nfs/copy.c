@@ -1,0 +1,803 @@
+/*
+ * Copies in flight: each job moves one file between a local end and a remote one (or two
+ * remote ones), block by block, and up to --parallel jobs run at once on the client they
+ * share. A job is a sequence of steps; a remote step is an operation in flight on the
+ * client (client.h: LOOKUP, SETATTR or CREATE, READ, WRITE, COMMIT, GETATTR), a local one
+ * (open, read, write, fsync, checksums) is done at once. When no job can go on, the engine
+ * polls the client of the job that has waited longest, and the operations that ended
+ * make their jobs ready again: the calls of different files go out together, one call
+ * in flight per file.
+ *
+ * Each job does what a copy of one file always did: remote writes are UNSTABLE and end
+ * with a COMMIT whose verifier must match every WRITE's (else the server restarted in
+ * between and the copy is done again with FILE_SYNC writes); --verify reads the source
+ * and the destination again afterwards, each in a pass of its own, and fails unless both
+ * hold as many bytes as their sizes say and as were copied, with the same SHA-256.
+ * A failure ends its job only, with its message; the others go on.
+ *
+ * What a job prints (its messages on standard error, its --json object on standard
+ * output) comes out in the order of the jobs, whatever order they end in: with one job
+ * at a time as it happens, with several held until the jobs before have printed theirs.
+ * With several at a time there is one progress bar for them all.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nfs.h"
+
+enum step {
+    S_OPEN_SRC,
+    S_SRC_LOOKED,
+    S_OPEN_DST,
+    S_DST_LOOKED,
+    S_DST_MADE,
+    S_COPY,
+    S_READ,
+    S_READ_ENDED,
+    S_WRITE,
+    S_WRITE_ENDED,
+    S_COPIED,
+    S_COMMITTED,
+    S_SYNCED,
+    S_HASH,
+    S_HASH_READ,
+    S_HASH_READ_ENDED,
+    S_HASH_SIZED,
+    S_HASHED,
+    S_REPORT,
+    S_END,
+};
+
+struct engine;
+
+/* A job running. */
+struct slot {
+    struct engine *e;
+    struct job *j;
+    enum step step;
+    int waiting; /* an operation in flight */
+    int rc;      /* what the last one ended with */
+    double since;
+    struct uiw__nfs_client *wc; /* the client of the operation in flight */
+    struct uiw__nfs_op op;
+    struct slot *next_ready;
+    fattr3 attr;
+    char *buf;
+    uint32_t cap;
+    int attempt; /* 0: UNSTABLE writes; 1: again, FILE_SYNC */
+    uint64_t off;
+    uint32_t n, put; /* bytes in buf; of them written */
+    int eof;
+    char verf[8], first[8];
+    int have_verf, changed;
+    struct xstats st;
+    double t0, c0;
+    struct progress pr; /* one job at a time: its own bar */
+    /* --verify: each end hashed in turn (side 0 the source) */
+    int side, hfd;
+    struct sha *h;
+    uint64_t hlen[2], hsize[2];
+    char hex[2][65];
+    /* what it prints: straight out, or held (several jobs at a time) */
+    FILE *err, *out;
+    char *errbuf, *outbuf;
+    size_t errlen, outlen;
+};
+
+struct engine {
+    const struct opts *o;
+    const char *op;
+    struct job *jobs;
+    size_t n, next, flushed;
+    unsigned parallel, active;
+    struct slot *slots;
+    struct slot *ready;
+    int held; /* several jobs at a time: output held, one bar */
+    struct progress bar;
+    uint64_t moved; /* bytes copied by every job (the bar's) */
+    size_t ended;
+    struct totals *tt;
+    int failed;
+};
+
+static void vsay(struct slot *s, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void vsay(struct slot *s, const char *fmt, va_list ap)
+{
+    fputs("uiw-nfs: ", s->err);
+    vfprintf(s->err, fmt, ap);
+    fputc('\n', s->err);
+}
+
+static void say(struct slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct slot *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(s, fmt, ap);
+    va_end(ap);
+}
+
+/* The job fails with that message (its other steps skipped). */
+static void fail(struct slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct slot *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(s, fmt, ap);
+    va_end(ap);
+    s->j->failed = 1;
+    s->step = S_END;
+}
+
+static void op_ended(struct uiw__nfs_op *op, int rc)
+{
+    struct slot *s = op->arg;
+    s->rc = rc;
+    s->waiting = 0;
+    s->next_ready = s->e->ready;
+    s->e->ready = s;
+}
+
+/* An operation started (rc 0: the job waits for it, then goes on at `next`), or it could
+ * not start: the job fails. */
+static void started(struct slot *s, struct uiw__nfs_client *c, int rc, enum step next,
+                    const char *what, const char *label)
+{
+    if (rc != 0) {
+        fail(s, "%s %s: %s", what, label, strerror(-rc));
+        return;
+    }
+    s->waiting = 1;
+    s->wc = c;
+    s->since = now_s();
+    s->step = next;
+}
+
+/* Local reads: pread, or read for a pipe. The count, or -1 after saying why. */
+static int local_read(struct slot *s, int fd, const char *label, uint64_t off, char *buf,
+                      uint32_t n)
+{
+    ssize_t k;
+    do
+        k = pread(fd, buf, n, (off_t)off);
+    while (k < 0 && errno == EINTR);
+    if (k < 0 && errno == ESPIPE) /* a pipe: sequential */
+        k = read(fd, buf, n);
+    if (k < 0) {
+        fail(s, "read %s: %s", label, strerror(errno));
+        return -1;
+    }
+    return (int)k;
+}
+
+static int local_write(struct slot *s, int fd, const char *label, uint64_t off, const char *buf,
+                       uint32_t n)
+{
+    uint32_t done = 0;
+    while (done < n) {
+        ssize_t k = pwrite(fd, buf + done, n - done, (off_t)(off + done));
+        if (k < 0 && errno == ESPIPE)
+            k = write(fd, buf + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            fail(s, "write %s: %s", label, strerror(errno));
+            return -1;
+        }
+        if (k == 0) {
+            fail(s, "write %s: no progress", label);
+            return -1;
+        }
+        done += (uint32_t)k;
+    }
+    return 0;
+}
+
+/* The bytes the buffer takes at once: the block, or less for a file known to be smaller. */
+static uint32_t buffer_size(const struct job *j, uint32_t bs)
+{
+    uint64_t want = j->src.size > 4096 ? j->src.size : 4096;
+    return want < bs ? (uint32_t)want : bs;
+}
+
+/* A remote end known by its name is looked up (the job goes on at next): 1, or 0 for
+ * another end. */
+static int look_up(struct slot *s, struct end *e, enum step next)
+{
+    if (!e->c || !e->name)
+        return 0;
+    started(s, e->c, uiw__nfs_lookup_start(e->c, e->dir, e->name, &e->fh, &s->attr, &s->op), next,
+            "lookup", e->label);
+    return 1;
+}
+
+static void open_src(struct slot *s)
+{
+    struct end *e = &s->j->src;
+    if (look_up(s, e, S_SRC_LOOKED))
+        return;
+    if (!e->c) {
+        e->fd = e->path ? open(e->path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+        if (e->fd < 0) {
+            fail(s, "%s: %s", e->label, strerror(errno));
+            return;
+        }
+        struct stat st;
+        int bad = fstat(e->fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+        if (bad) {
+            fail(s, "%s: %s", e->label, strerror(bad));
+            return;
+        }
+        if (S_ISREG(st.st_mode))
+            e->size = (uint64_t)st.st_size;
+    }
+    s->step = S_OPEN_DST;
+}
+
+/* A remote source looked up: its size (the bar's, and the buffer's). */
+static void src_known(struct slot *s)
+{
+    s->j->src.size = s->attr.size;
+    s->step = S_OPEN_DST;
+}
+
+static void open_dst(struct slot *s)
+{
+    struct end *e = &s->j->dst;
+    if (look_up(s, e, S_DST_LOOKED))
+        return;
+    if (!e->c) {
+        e->fd =
+            e->path ? open(e->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : STDOUT_FILENO;
+        if (e->fd < 0) {
+            fail(s, "%s: %s", e->label, strerror(errno));
+            return;
+        }
+    }
+    s->step = S_COPY;
+}
+
+/* A remote destination looked up: a file there is truncated, none is created. */
+static void dst_looked(struct slot *s)
+{
+    struct end *e = &s->j->dst;
+    if (s->rc == 0 && s->attr.type == NF3DIR) {
+        fail(s, "%s is a directory", e->label);
+    } else if (s->rc == 0) {
+        started(s, e->c, uiw__nfs_truncate_start(e->c, &e->fh, 0, &s->op), S_DST_MADE, "truncate",
+                e->label);
+    } else if (s->rc == -NFS3ERR_NOENT) {
+        started(s, e->c, uiw__nfs_create_start(e->c, e->dir, e->name, 0644, 0, &e->fh, &s->op),
+                S_DST_MADE, "create", e->label);
+    } else {
+        fail(s, "%s: %s", e->label, uiw__nfs_errtext(e->c, s->rc));
+    }
+}
+
+/* The copy (again, with FILE_SYNC writes, after a restart of the server) from the start. */
+static void copy_start(struct slot *s)
+{
+    if (!s->buf) {
+        s->cap = buffer_size(s->j, s->j->bs);
+        s->buf = malloc(s->cap);
+        if (!s->buf) {
+            fail(s, "out of memory");
+            return;
+        }
+    }
+    s->off = 0;
+    s->have_verf = s->changed = 0;
+    xstats_free(&s->st);
+    if (!s->e->held)
+        progress_start(&s->pr, s->e->o, s->j->dst.label, s->j->src.size);
+    s->t0 = now_s();
+    s->step = S_READ;
+}
+
+static void read_block(struct slot *s)
+{
+    struct end *e = &s->j->src;
+    s->eof = 0;
+    if (e->c) {
+        s->c0 = now_s();
+        started(s, e->c, uiw__nfs_read_start(e->c, &e->fh, s->off, s->cap, s->buf, &s->eof, &s->op),
+                S_READ_ENDED, "read", e->label);
+        return;
+    }
+    s->rc = local_read(s, e->fd, e->label, s->off, s->buf, s->cap);
+    if (s->rc >= 0) {
+        s->eof = s->rc == 0;
+        s->step = S_READ_ENDED;
+    }
+}
+
+/* A remote READ or WRITE of the copy ended: 0 with its latency counted, or -1 when it
+ * failed (said). */
+static int call_ended(struct slot *s, const struct end *e, const char *what)
+{
+    if (s->rc < 0) {
+        fail(s, "%s %s: %s", what, e->label, uiw__nfs_errtext(e->c, s->rc));
+        return -1;
+    }
+    xstats_lat(&s->st, now_s() - s->c0);
+    return 0;
+}
+
+static void read_ended(struct slot *s)
+{
+    struct end *e = &s->j->src;
+    if (e->c && call_ended(s, e, "read") != 0)
+        return;
+    s->n = (uint32_t)s->rc;
+    s->put = 0;
+    s->step = s->n > 0 ? S_WRITE : S_COPIED;
+}
+
+static void write_block(struct slot *s)
+{
+    struct end *e = &s->j->dst;
+    if (e->c) {
+        s->c0 = now_s();
+        started(s, e->c,
+                uiw__nfs_write_start(e->c, &e->fh, s->off + s->put, s->n - s->put, s->buf + s->put,
+                                     s->attempt ? FILE_SYNC : UNSTABLE, s->verf, &s->op),
+                S_WRITE_ENDED, "write", e->label);
+        return;
+    }
+    if (local_write(s, e->fd, e->label, s->off, s->buf, s->n) == 0) {
+        s->rc = (int)s->n;
+        s->step = S_WRITE_ENDED;
+    }
+}
+
+static void write_ended(struct slot *s)
+{
+    struct end *e = &s->j->dst;
+    if (e->c) {
+        if (call_ended(s, e, "write") != 0)
+            return;
+        if (s->rc == 0) {
+            fail(s, "write %s: no progress", e->label);
+            return;
+        }
+        if (!s->have_verf)
+            memcpy(s->first, s->verf, 8);
+        else if (memcmp(s->first, s->verf, 8) != 0)
+            s->changed = 1;
+        s->have_verf = 1;
+    }
+    s->put += (uint32_t)s->rc;
+    if (s->put < s->n) {
+        s->step = S_WRITE;
+        return;
+    }
+    s->off += s->n;
+    s->e->moved += s->n;
+    if (s->e->held)
+        progress_update(&s->e->bar, s->e->moved);
+    else
+        progress_update(&s->pr, s->off);
+    /* a remote source says where its end is; a local one reads 0 there */
+    s->step = s->j->src.c && s->eof ? S_COPIED : S_READ;
+}
+
+/* Every block written: COMMIT (UNSTABLE writes), or fsync of a local file. */
+static void copied(struct slot *s)
+{
+    struct end *e = &s->j->dst;
+    if (e->c && !s->attempt && s->off > 0) {
+        started(s, e->c, uiw__nfs_commit_start(e->c, &e->fh, s->verf, &s->op), S_COMMITTED,
+                "commit", e->label);
+        return;
+    }
+    if (!e->c && fsync(e->fd) != 0 && errno != EINVAL) {
+        fail(s, "%s: %s", e->label, strerror(errno));
+        return;
+    }
+    s->step = S_SYNCED;
+}
+
+static void synced(struct slot *s)
+{
+    const struct opts *o = s->e->o;
+    struct job *j = s->j;
+    if (!s->e->held)
+        progress_end(&s->pr);
+    if (s->changed) {
+        if (s->attempt) {
+            fail(s, "%s: the server restarted again during the copy", j->dst.label);
+            return;
+        }
+        say(s,
+            "%s: the server restarted during the copy (write verifier changed): copying "
+            "again with FILE_SYNC",
+            j->dst.label);
+        s->e->moved -= s->off;
+        s->attempt = 1;
+        s->step = S_COPY;
+        return;
+    }
+    double dt = now_s() - s->t0;
+    s->st.files = 1;
+    s->st.bytes = s->off;
+    s->st.secs = dt;
+    if (o->verbose)
+        say(s, "%s: %llu bytes in %.3f s (%.1f MB/s)", j->dst.label, (unsigned long long)s->off, dt,
+            dt > 0 ? (double)s->off / dt / 1e6 : 0.0);
+    s->side = 0;
+    s->step = o->verify ? S_HASH : S_REPORT;
+}
+
+/* --verify: the SHA-256 of what an end holds now, read again from the start in a pass of
+ * its own (a local file opened again by its name, a remote one with new READ calls), its
+ * length, and the size the end reports for itself afterwards (fstat, GETATTR). */
+static void hash_start(struct slot *s)
+{
+    struct end *e = s->side ? &s->j->dst : &s->j->src;
+    if (!e->c && !e->path) {
+        fail(s, "verify: %s cannot be read again", e->label);
+        return;
+    }
+    s->h = sha_new();
+    s->hlen[s->side] = 0;
+    if (e->c) {
+        s->step = S_HASH_READ;
+        return;
+    }
+    s->hfd = open(e->path, O_RDONLY | O_CLOEXEC);
+    if (s->hfd < 0) {
+        fail(s, "verify: %s: %s", e->label, strerror(errno));
+        return;
+    }
+    for (;;) {
+        int k = local_read(s, s->hfd, e->label, s->hlen[s->side], s->buf, s->cap);
+        if (k <= 0)
+            break;
+        sha_update(s->h, s->buf, (size_t)k);
+        s->hlen[s->side] += (uint64_t)k;
+    }
+    struct stat st;
+    if (s->step != S_END && fstat(s->hfd, &st) != 0)
+        fail(s, "verify: %s: %s", e->label, strerror(errno));
+    close(s->hfd);
+    s->hfd = -1;
+    if (s->step == S_END)
+        return;
+    s->hsize[s->side] = (uint64_t)st.st_size;
+    s->step = S_HASHED;
+}
+
+static void hash_read(struct slot *s)
+{
+    struct end *e = s->side ? &s->j->dst : &s->j->src;
+    s->eof = 0;
+    started(s, e->c,
+            uiw__nfs_read_start(e->c, &e->fh, s->hlen[s->side], s->cap, s->buf, &s->eof, &s->op),
+            S_HASH_READ_ENDED, "read", e->label);
+}
+
+static void hash_read_ended(struct slot *s)
+{
+    struct end *e = s->side ? &s->j->dst : &s->j->src;
+    if (s->rc < 0) {
+        fail(s, "read %s: %s", e->label, uiw__nfs_errtext(e->c, s->rc));
+        return;
+    }
+    sha_update(s->h, s->buf, (size_t)s->rc);
+    s->hlen[s->side] += (uint64_t)s->rc;
+    if (s->rc > 0 && !s->eof) {
+        s->step = S_HASH_READ;
+        return;
+    }
+    started(s, e->c, uiw__nfs_getattr_start(e->c, &e->fh, &s->attr, &s->op), S_HASH_SIZED,
+            "getattr", e->label);
+}
+
+static void hash_sized(struct slot *s)
+{
+    struct end *e = s->side ? &s->j->dst : &s->j->src;
+    if (s->rc != 0) {
+        fail(s, "verify: getattr %s: %s", e->label, uiw__nfs_errtext(e->c, s->rc));
+        return;
+    }
+    s->hsize[s->side] = s->attr.size;
+    s->step = S_HASHED;
+}
+
+static void hashed(struct slot *s)
+{
+    struct job *j = s->j;
+    sha_hex(s->h, s->hex[s->side]);
+    s->h = NULL;
+    if (s->side++ == 0) {
+        s->step = S_HASH;
+        return;
+    }
+    uint64_t slen = s->hlen[0], ssize = s->hsize[0], dlen = s->hlen[1], dsize = s->hsize[1];
+    if (slen != ssize || dlen != dsize || slen != dlen || dlen != s->off) {
+        fail(s,
+             "verify FAILED: %s holds %llu bytes (size %llu), %s %llu (size %llu), %llu "
+             "copied",
+             j->src.label, (unsigned long long)slen, (unsigned long long)ssize, j->dst.label,
+             (unsigned long long)dlen, (unsigned long long)dsize, (unsigned long long)s->off);
+        return;
+    }
+    if (strcmp(s->hex[0], s->hex[1]) != 0) {
+        fail(s, "verify FAILED: %s has sha256 %s, %s has %s", j->src.label, s->hex[0], j->dst.label,
+             s->hex[1]);
+        return;
+    }
+    say(s, "verified %s: sha256 %s, %llu bytes", j->dst.label, s->hex[1], (unsigned long long)dlen);
+    s->step = S_REPORT;
+}
+
+static void report(struct slot *s)
+{
+    struct job *j = s->j;
+    const struct opts *o = s->e->o;
+    if (o->json) {
+        struct uiw__nfs_client *c = j->src.c ? j->src.c : j->dst.c;
+        xstats_json(s->out, s->e->op, j->dst.label, 0, c ? uiw__nfs_client_transport(c) : "local",
+                    &s->st, s->hex[1][0] ? s->hex[1] : NULL, 0);
+    }
+    totals_add(s->e->tt, &s->st, j->src.c ? j->src.c : j->dst.c);
+    s->step = S_END;
+}
+
+/* Run a job until it waits for an operation or has ended. */
+static void step(struct slot *s)
+{
+    while (!s->waiting && s->step != S_END) {
+        switch (s->step) {
+        case S_OPEN_SRC:
+            open_src(s);
+            break;
+        case S_SRC_LOOKED:
+            if (s->rc != 0)
+                fail(s, "%s: %s", s->j->src.label, uiw__nfs_errtext(s->j->src.c, s->rc));
+            else if (s->attr.type == NF3DIR)
+                fail(s, "%s: is a directory", s->j->src.label);
+            else
+                src_known(s);
+            break;
+        case S_OPEN_DST:
+            open_dst(s);
+            break;
+        case S_DST_LOOKED:
+            dst_looked(s);
+            break;
+        case S_DST_MADE:
+            if (s->rc != 0)
+                fail(s, "%s: %s", s->j->dst.label, uiw__nfs_errtext(s->j->dst.c, s->rc));
+            else
+                s->step = S_COPY;
+            break;
+        case S_COPY:
+            copy_start(s);
+            break;
+        case S_READ:
+            read_block(s);
+            break;
+        case S_READ_ENDED:
+            read_ended(s);
+            break;
+        case S_WRITE:
+            write_block(s);
+            break;
+        case S_WRITE_ENDED:
+            write_ended(s);
+            break;
+        case S_COPIED:
+            copied(s);
+            break;
+        case S_COMMITTED:
+            if (s->rc != 0) {
+                fail(s, "commit %s: %s", s->j->dst.label, uiw__nfs_errtext(s->j->dst.c, s->rc));
+                break;
+            }
+            if (memcmp(s->first, s->verf, 8) != 0)
+                s->changed = 1;
+            s->step = S_SYNCED;
+            break;
+        case S_SYNCED:
+            synced(s);
+            break;
+        case S_HASH:
+            hash_start(s);
+            break;
+        case S_HASH_READ:
+            hash_read(s);
+            break;
+        case S_HASH_READ_ENDED:
+            hash_read_ended(s);
+            break;
+        case S_HASH_SIZED:
+            hash_sized(s);
+            break;
+        case S_HASHED:
+            hashed(s);
+            break;
+        case S_REPORT:
+            report(s);
+            break;
+        case S_END:
+            break;
+        }
+    }
+}
+
+static void close_end(struct slot *s, struct end *e, int dst)
+{
+    if (e->c || e->fd < 0 || e->fd == STDIN_FILENO || e->fd == STDOUT_FILENO) {
+        e->fd = -1;
+        return;
+    }
+    if (close(e->fd) != 0 && dst && !s->j->failed)
+        fail(s, "%s: %s", e->label, strerror(errno));
+    e->fd = -1;
+}
+
+/* Start job j in slot s. */
+static void slot_start(struct engine *e, struct slot *s, struct job *j)
+{
+    memset(s, 0, sizeof(*s));
+    s->e = e;
+    s->j = j;
+    s->hfd = -1;
+    s->op.done = op_ended;
+    s->op.arg = s;
+    j->src.fd = j->dst.fd = -1;
+    j->state = JOB_RUNNING;
+    if (e->held) {
+        s->err = open_memstream(&s->errbuf, &s->errlen);
+        s->out = open_memstream(&s->outbuf, &s->outlen);
+        if (!s->err || !s->out) {
+            fprintf(stderr, "uiw-nfs: out of memory\n");
+            exit(1);
+        }
+    } else {
+        s->err = stderr;
+        s->out = stdout;
+    }
+    e->active++;
+}
+
+/* A job ended: its files closed, what it printed kept for its turn, the slot free. */
+static void slot_end(struct engine *e, struct slot *s)
+{
+    struct job *j = s->j;
+    close_end(s, &j->src, 0);
+    close_end(s, &j->dst, 1);
+    if (!e->held)
+        progress_end(&s->pr); /* a copy that failed: its bar ends here */
+    if (s->h) {
+        char hex[65];
+        sha_hex(s->h, hex);
+    }
+    if (e->held) {
+        fclose(s->err);
+        fclose(s->out);
+        j->err = s->errbuf;
+        j->errlen = s->errlen;
+        j->out = s->outbuf;
+        j->outlen = s->outlen;
+    } else {
+        fflush(stdout);
+    }
+    free(s->buf);
+    xstats_free(&s->st);
+    if (j->failed)
+        e->failed++;
+    j->state = JOB_ENDED;
+    s->j = NULL;
+    e->active--;
+    e->ended++;
+}
+
+/* What the jobs that ended print, in their order. */
+static void flush_ended(struct engine *e)
+{
+    while (e->flushed < e->next && e->jobs[e->flushed].state == JOB_ENDED) {
+        struct job *j = &e->jobs[e->flushed++];
+        if (j->errlen || j->outlen)
+            progress_clear(&e->bar);
+        if (j->errlen)
+            fwrite(j->err, 1, j->errlen, stderr);
+        if (j->outlen)
+            fwrite(j->out, 1, j->outlen, stdout);
+        fflush(stdout);
+        free(j->err);
+        free(j->out);
+        j->err = j->out = NULL;
+        j->errlen = j->outlen = 0;
+    }
+}
+
+/* The next job may start: a slot is free, and no earlier job has its destination. */
+static struct slot *free_slot(struct engine *e)
+{
+    if (e->next >= e->n || e->active >= e->parallel)
+        return NULL;
+    struct job *j = &e->jobs[e->next];
+    if (j->after && e->jobs[j->after - 1].state != JOB_ENDED)
+        return NULL;
+    for (unsigned i = 0; i < e->parallel; i++)
+        if (!e->slots[i].j)
+            return &e->slots[i];
+    return NULL;
+}
+
+/* The client of the job that has waited longest for an operation. */
+static struct uiw__nfs_client *oldest_wait(struct engine *e)
+{
+    struct slot *w = NULL;
+    for (unsigned i = 0; i < e->parallel; i++) {
+        struct slot *s = &e->slots[i];
+        if (s->j && s->waiting && (!w || s->since < w->since))
+            w = s;
+    }
+    return w ? w->wc : NULL;
+}
+
+int copy_run(const struct opts *o, const char *op, struct job *jobs, size_t n, struct totals *tt)
+{
+    struct engine e = {.o = o, .op = op, .jobs = jobs, .n = n, .tt = tt};
+    e.parallel = o->parallel ? o->parallel : 1;
+    if (e.parallel > n)
+        e.parallel = n ? (unsigned)n : 1;
+    e.held = e.parallel > 1;
+    e.slots = calloc(e.parallel, sizeof(*e.slots));
+    if (!e.slots) {
+        fprintf(stderr, "uiw-nfs: out of memory\n");
+        return (int)n;
+    }
+    if (e.held) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += jobs[i].src.size;
+        progress_start(&e.bar, o, "files", total);
+        e.bar.files = n;
+    }
+    double t0 = now_s();
+    while (e.flushed < n) {
+        struct slot *s;
+        while ((s = free_slot(&e)) != NULL) {
+            slot_start(&e, s, &jobs[e.next++]);
+            step(s);
+            if (s->step == S_END)
+                slot_end(&e, s);
+        }
+        while ((s = e.ready) != NULL) {
+            e.ready = s->next_ready;
+            step(s);
+            if (s->step == S_END)
+                slot_end(&e, s);
+        }
+        if (e.held) {
+            e.bar.files_done = e.ended;
+            progress_update(&e.bar, e.moved);
+        }
+        flush_ended(&e);
+        if (e.ready || free_slot(&e))
+            continue;
+        struct uiw__nfs_client *c = oldest_wait(&e);
+        if (!c && !e.active && e.next >= n)
+            break;
+        if (c && uiw__nfs_poll(c, 1000) < 0)
+            usleep(1000); /* the transport's trouble: its calls end by its timeout */
+    }
+    if (tt)
+        tt->elapsed += now_s() - t0;
+    if (e.held) {
+        e.bar.files_done = e.ended;
+        progress_end(&e.bar);
+    }
+    free(e.slots);
+    return e.failed;
+}
