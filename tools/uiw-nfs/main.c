@@ -28,6 +28,7 @@ static const char usage[] =
     "  get URL... [DIR]     copy files into a directory (default: the current one)\n"
     "  put LOCAL|- URL      copy a file there (URL: a file, or a directory to put it in)\n"
     "  put LOCAL... URL     copy files into the directory URL names\n"
+    "  get -r, put -r       directories too, with what they hold\n"
     "  cp SRC DST           copy; either or both may be URLs\n"
     "  mv URL URL           rename on one server\n"
     "  rm URL...            remove files\n"
@@ -38,6 +39,7 @@ static const char usage[] =
     "URL: nfs://HOST[:PORT]/EXPORT/PATH[?transport=rdma|tcp&rpcrdma=1|2&mountport=N&uid=N&gid=N]\n"
     "options:\n"
     "  -v, --verbose        say what happens (mount, transport, rates)\n"
+    "  -r, --recursive      get/put: a directory named is copied with what it holds\n"
     "      --verify         get/put/cp: read both ends again, compare sizes and SHA-256\n"
     "      --progress / --no-progress   force the progress bar on or off (default: on a\n"
     "                       terminal, for transfers longer than a second)\n"
@@ -333,6 +335,7 @@ int main(int argc, char **argv)
         {"size", required_argument, NULL, 's'},
         {"inflight", required_argument, NULL, O_INFLIGHT},
         {"parallel", required_argument, NULL, 'P'},
+        {"recursive", no_argument, NULL, 'r'},
         {"seconds", required_argument, NULL, 'D'},
         {"json", no_argument, NULL, O_JSON},
         {"stats", no_argument, NULL, O_STATS},
@@ -346,7 +349,7 @@ int main(int argc, char **argv)
     int ch;
     uint64_t v;
     /* Options may come before or after the command (getopt permutes). */
-    while ((ch = getopt_long(argc, argv, "vb:s:P:D:h", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "vrb:s:P:D:h", lo, NULL)) != -1) {
         switch (ch) {
         case 'v':
             o.verbose++;
@@ -380,6 +383,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             o.inflight = (unsigned)v;
+            break;
+        case 'r':
+            o.recursive = 1;
             break;
         case 'P':
             if (parse_size(optarg, 1024, &v) != 0 || v == 0) {

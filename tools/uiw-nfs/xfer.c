@@ -6,7 +6,11 @@
  * the median and 99th percentile latency of the READ or WRITE calls, and the time from
  * the first file's start to the last one's end with the files per second over it. A
  * file that fails is said so and the others go on; the exit status is 1 when any failed.
+ * With -r, a directory named is copied with what it holds: its directories made on the
+ * other side first, each before what it holds (MKDIR, or mkdir here), then its files run
+ * as jobs together.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -96,6 +100,50 @@ static void order_after_same(struct jobs *l)
     }
 }
 
+/* The handles of the directories a tree's jobs go into (or come from), each allocated
+ * once and freed after the jobs ran. */
+struct handles {
+    struct uiw__nfs_fh **v;
+    size_t n, cap;
+};
+
+static const struct uiw__nfs_fh *handle_keep(struct handles *h, const struct uiw__nfs_fh *fh)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        struct uiw__nfs_fh **v = realloc(h->v, cap * sizeof(*v));
+        if (!v) {
+            fprintf(stderr, "uiw-nfs: out of memory\n");
+            exit(1);
+        }
+        h->v = v;
+        h->cap = cap;
+    }
+    struct uiw__nfs_fh *k = malloc(sizeof(*k));
+    if (!k) {
+        fprintf(stderr, "uiw-nfs: out of memory\n");
+        exit(1);
+    }
+    *k = *fh;
+    h->v[h->n++] = k;
+    return k;
+}
+
+static void handles_free(struct handles *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        free(h->v[i]);
+    free(h->v);
+    memset(h, 0, sizeof(*h));
+}
+
+/* What -r leaves: neither a regular file nor a directory. */
+static int not_copied(const char *what)
+{
+    fprintf(stderr, "uiw-nfs: %s: not a regular file or directory: not copied\n", what);
+    return 1;
+}
+
 /* Run the jobs and free them: how many failed. */
 static int run_jobs(const struct opts *o, const char *op, struct jobs *l, struct totals *tt)
 {
@@ -130,8 +178,141 @@ static void get_job(struct jobs *l, struct target *t, const char *url, const cha
     order_after_same(l);
 }
 
+/* An entry of a remote directory (READDIRPLUS). */
+struct entry {
+    char *name;
+    int has_attr, has_fh;
+    fattr3 attr;
+    struct uiw__nfs_fh fh;
+};
+
+struct entries {
+    struct entry *v;
+    size_t n, cap;
+};
+
+static int entry_add(void *arg, const char *name, uint64_t fileid, const fattr3 *attr,
+                     const struct uiw__nfs_fh *fh)
+{
+    (void)fileid;
+    struct entries *e = arg;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return 0;
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? 2 * e->cap : 64;
+        struct entry *v = realloc(e->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        e->v = v;
+        e->cap = cap;
+    }
+    struct entry *x = &e->v[e->n];
+    memset(x, 0, sizeof(*x));
+    if (!(x->name = strdup(name)))
+        return -ENOMEM;
+    e->n++;
+    if (attr) {
+        x->has_attr = 1;
+        x->attr = *attr;
+    }
+    if (fh) {
+        x->has_fh = 1;
+        x->fh = *fh;
+    }
+    return 0;
+}
+
+static int entry_by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+}
+
+/* get -r: the remote directory dir (a handle kept; its URL: url) becomes the local
+ * directory local (made, or taken when there is one), with what it holds in the order
+ * of its names: directories made here (each before what it holds), files as jobs. 0, or
+ * 1 when something was not copied (said). */
+static int get_tree(struct jobs *l, struct handles *hs, struct uiw__nfs_client *c,
+                    const struct uiw__nfs_fh *dir, const char *url, const char *local,
+                    const struct opts *o)
+{
+    struct stat st;
+    if (mkdir(local, 0777) != 0 &&
+        (errno != EEXIST || stat(local, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "uiw-nfs: %s: %s\n", local,
+                errno == EEXIST ? "not a directory" : strerror(errno));
+        return 1;
+    }
+    struct entries es = {0};
+    int r = uiw__nfs_readdir(c, dir, entry_add, &es), rc = 0;
+    if (r != 0) {
+        fprintf(stderr, "uiw-nfs: %s: %s\n", url,
+                r == -ENOMEM ? strerror(ENOMEM) : uiw__nfs_errtext(c, r));
+        rc = 1;
+    } else if (es.n) {
+        qsort(es.v, es.n, sizeof(*es.v), entry_by_name);
+    }
+    for (size_t i = 0; i < es.n; i++) {
+        struct entry *e = &es.v[i];
+        char *path = join(local, e->name), *u = url_in(url, e->name);
+        if (!e->has_attr || !e->has_fh) /* the server sent neither: ask */
+            r = uiw__nfs_lookup(c, dir, e->name, &e->fh, &e->attr);
+        else
+            r = 0;
+        if (r != 0) {
+            fprintf(stderr, "uiw-nfs: %s: %s\n", u, uiw__nfs_errtext(c, r));
+            rc = 1;
+        } else if (e->attr.type == NF3DIR) {
+            rc |= get_tree(l, hs, c, handle_keep(hs, &e->fh), u, path, o);
+        } else if (e->attr.type == NF3REG) {
+            *job_add(l) = (struct job){
+                .src = {.c = c, .fh = e->fh, .size = e->attr.size, .label = u, .fd = -1},
+                .dst = {.path = path, .label = dup_or_die(path), .fd = -1},
+                .bs = block_size(o, c, 1)};
+            path = u = NULL; /* the job's */
+        } else {
+            rc |= not_copied(u);
+        }
+        free(path);
+        free(u);
+        free(e->name);
+    }
+    free(es.v);
+    return rc;
+}
+
+/* get -r of one URL, a directory or a file, as jobs: into local (a directory, or where
+ * nothing is yet the copy itself; NULL: the current directory) under its own name (the
+ * export's root: its contents into local). 0, or 1 when something was not copied (said). */
+static int get_url_tree(struct jobs *l, struct handles *hs, struct target *t, const char *url,
+                        const char *local, const struct opts *o)
+{
+    if (t->attr.type != NF3DIR) {
+        get_job(l, t, url, local, o);
+        return 0;
+    }
+    struct stat st;
+    char *to;
+    if (local && strcmp(local, "-") == 0) {
+        fprintf(stderr, "uiw-nfs: get -r: %s is a directory: not to standard output\n", url);
+        return 1;
+    } else if (!local && !t->name[0]) {
+        fprintf(stderr, "uiw-nfs: get -r: the export's root goes into a directory: name one\n");
+        return 1;
+    } else if (!local) {
+        to = dup_or_die(t->name);
+    } else if (stat(local, &st) == 0 && S_ISDIR(st.st_mode) && t->name[0]) {
+        to = join(local, t->name);
+    } else {
+        to = dup_or_die(local);
+    }
+    int rc = get_tree(l, hs, t->c, &t->fh, url, to, o);
+    free(to);
+    return rc;
+}
+
 /* get URL [LOCAL|-], get URL... LOCAL_DIR, get URL... (into the current directory). The
- * URLs of one directory one after the other share a client, and run as jobs together. */
+ * URLs of one directory one after the other share a client, and run as jobs together;
+ * with -r each URL's files run together. */
 int cmd_get(const struct opts *o, int argc, char **argv)
 {
     if (argc < 1) {
@@ -158,7 +339,20 @@ int cmd_get(const struct opts *o, int argc, char **argv)
     int rc = 0;
     struct totals tt = {0};
     struct jobs l = {0};
-    for (int i = 0; i < nurl;) {
+    for (int i = 0; o->recursive && i < nurl; i++) {
+        struct target t;
+        struct handles hs = {0};
+        if (target_open_existing(argv[i], o, &t) != 0) {
+            rc = 1;
+            continue;
+        }
+        rc |= get_url_tree(&l, &hs, &t, argv[i], local, o);
+        if (run_jobs(&oo, "get", &l, &tt))
+            rc = 1;
+        handles_free(&hs);
+        target_close(&t);
+    }
+    for (int i = 0; !o->recursive && i < nurl;) {
         struct target t;
         if (target_open_dir(argv[i], o, &t) != 0) {
             rc = 1;
@@ -252,7 +446,101 @@ static int put_job(struct jobs *l, const struct target *t, const char *url, cons
     return 0;
 }
 
-/* put LOCAL|- URL, put LOCAL... DIR_URL. */
+static int put_into(struct jobs *l, struct handles *hs, struct uiw__nfs_client *c,
+                    const struct uiw__nfs_fh *dir, const char *local, const char *url,
+                    const struct opts *o);
+
+/* put -r: the local directory becomes the directory name in dir (made, or taken when
+ * there is one), with what it holds; url is its URL. 0, or 1 when something was not
+ * copied (said). */
+static int put_dir(struct jobs *l, struct handles *hs, struct uiw__nfs_client *c,
+                   const struct uiw__nfs_fh *dir, const char *name, const char *local,
+                   const char *url, const struct opts *o)
+{
+    struct uiw__nfs_fh fh;
+    int r = uiw__nfs_mkdir(c, dir, name, 0755, &fh);
+    if (r == -NFS3ERR_EXIST) {
+        fattr3 a;
+        r = uiw__nfs_lookup(c, dir, name, &fh, &a);
+        if (r == 0 && a.type != NF3DIR) {
+            fprintf(stderr, "uiw-nfs: %s: not a directory\n", url);
+            return 1;
+        }
+    }
+    if (r != 0) {
+        fprintf(stderr, "uiw-nfs: mkdir %s: %s\n", url, uiw__nfs_errtext(c, r));
+        return 1;
+    }
+    return put_into(l, hs, c, handle_keep(hs, &fh), local, url, o);
+}
+
+/* What the local directory holds, in the order of its names: directories made there
+ * (each before what it holds), files as jobs into dir (a handle kept). */
+static int put_into(struct jobs *l, struct handles *hs, struct uiw__nfs_client *c,
+                    const struct uiw__nfs_fh *dir, const char *local, const char *url,
+                    const struct opts *o)
+{
+    struct dirent **ents;
+    int n = scandir(local, &ents, NULL, alphasort), rc = 0;
+    if (n < 0) {
+        fprintf(stderr, "uiw-nfs: %s: %s\n", local, strerror(errno));
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *name = ents[i]->d_name;
+        struct stat st;
+        char *path = join(local, name), *u = url_in(url, name);
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        } else if (lstat(path, &st) != 0) {
+            fprintf(stderr, "uiw-nfs: %s: %s\n", path, strerror(errno));
+            rc = 1;
+        } else if (S_ISDIR(st.st_mode)) {
+            rc |= put_dir(l, hs, c, dir, name, path, u, o);
+        } else if (S_ISREG(st.st_mode)) {
+            *job_add(l) = (struct job){
+                .src = {.path = path,
+                        .label = dup_or_die(path),
+                        .size = (uint64_t)st.st_size,
+                        .fd = -1},
+                .dst = {.c = c, .dir = dir, .name = dup_or_die(name), .label = u, .fd = -1},
+                .bs = block_size(o, c, 0)};
+            path = u = NULL; /* the job's */
+        } else {
+            rc |= not_copied(path);
+        }
+        free(path);
+        free(u);
+        free(ents[i]);
+    }
+    free(ents);
+    return rc;
+}
+
+/* put -r of a local directory into the open target: into the directory the URL names
+ * under the local one's name (its contents when that is . or ..), or, for one directory
+ * put where nothing is yet, as the URL itself. */
+static int put_tree(struct jobs *l, struct handles *hs, const struct target *t, const char *url,
+                    const char *local, int alone, const struct opts *o)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", local);
+    const char *base = basename(tmp);
+    if (t->exists && t->attr.type == NF3DIR) {
+        if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0)
+            return put_into(l, hs, t->c, &t->fh, local, url, o);
+        char *u = url_in(url, base);
+        int rc = put_dir(l, hs, t->c, &t->fh, base, local, u, o);
+        free(u);
+        return rc;
+    }
+    if (t->exists || !alone || !t->name[0]) {
+        fprintf(stderr, "uiw-nfs: put: %s is not a directory\n", url);
+        return 1;
+    }
+    return put_dir(l, hs, t->c, &t->dir, t->name, local, url, o);
+}
+
+/* put LOCAL|- URL, put LOCAL... DIR_URL (-r: directories too). */
 int cmd_put(const struct opts *o, int argc, char **argv)
 {
     if (argc < 2) {
@@ -271,12 +559,18 @@ int cmd_put(const struct opts *o, int argc, char **argv)
     int rc = 0;
     struct totals tt = {0};
     struct jobs l = {0};
-    for (int i = 0; i < argc - 1; i++)
-        if (put_job(&l, &t, url, argv[i], o) != 0)
+    struct handles hs = {0};
+    for (int i = 0; i < argc - 1; i++) {
+        struct stat st;
+        if (o->recursive && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
+            rc |= put_tree(&l, &hs, &t, url, argv[i], argc == 2, o);
+        else if (put_job(&l, &t, url, argv[i], o) != 0)
             rc = 1;
+    }
     if (run_jobs(o, "put", &l, &tt))
         rc = 1;
     free(l.v);
+    handles_free(&hs);
     totals_end(o, &tt, "put");
     target_close(&t);
     return rc;
