@@ -10,19 +10,26 @@
  *     time);
  *   - CREATEs per second of a `sync` export (metadata durable before each reply, the
  *     default of an exports file) against an `async` one, over TCP: what durability
- *     costs.
+ *     costs;
  *   - the crossover of RPC-over-RDMA Version Two's inline transfers: READs and WRITEs of
  *     4 KiB to 64 KiB with the receive buffers uiw-nfs and uiw-nfsd agree on by default
  *     (32 KiB: what fits goes inline, a Send each way) against 4 KiB ones with a DDP
  *     threshold of 1 KiB (the data in a Read or Write chunk, an RDMA Read or Write more),
  *     as ratios of MB/s and of p50 and p99 call latency, alternated within each
- *     repetition (--calls N per run).
- * Each repetition runs TCP then RDMA; each ratio is the median of the repetitions' ratios
- * (machines are shared and noisy). Targets: WRITE and READ >= 1.5x TCP's bandwidth
+ *     repetition (--calls N per run);
+ *   - many small files (--files N of 4 KiB, default 256) put with uiw-nfs put -r into a
+ *     new directory and got back with get -r, files per second (over the whole of each
+ *     command's files: every LOOKUP, CREATE, WRITE, COMMIT or READ), with --parallel 8
+ *     against --parallel 1 on each transport, and RDMA against TCP at --parallel 8, on a
+ *     server of their own whose export is in memory (/dev/shm) when there is room, as the
+ *     local files are.
+ * Each repetition runs TCP then RDMA (the files: the four runs in one order, then in the
+ * reverse order in the next repetition); each ratio is the median of the repetitions'
+ * ratios (machines are shared and noisy). Targets: WRITE and READ >= 1.5x TCP's bandwidth
  * (issue 17); GETATTR over RDMA >= 1.0x TCP's at the same number in flight; CPU per GiB
  * over RDMA <= 0.7x TCP's for 1 MiB calls and <= 1.0x for 4 KiB ones (issue 32).
  *
- *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] [--json]
+ *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] [--files N] [--json]
  * Exit 0 when the runs worked (whatever the ratios), 1 when one failed, 2 on usage.
  */
 #include <errno.h>
@@ -346,6 +353,55 @@ static void crossover_report(double *x[NX][NXF], int reps, int json)
     free(q);
 }
 
+/* uiw-nfsd started on 127.0.0.1 with its further arguments args (NULL-terminated): its
+ * pid, the ports of its ready line in ports (TCP, MOUNT, RDMA) and its standard output in
+ * *out (open until nfsd_stop); -1 when it did not start (said, with what it printed). */
+static pid_t nfsd_start(const char *const *args, int ports[3], FILE **out)
+{
+    const char *argv[24] = {"uiw-nfsd", "-a", "127.0.0.1", "--tcp-port", "0", "--mount-port", "0"};
+    size_t n = 7;
+    while (*args && n < 23)
+        argv[n++] = *args++;
+    argv[n] = NULL;
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], STDOUT_FILENO);
+        close(pfd[0]);
+        close(pfd[1]);
+        execv(UIW_NFSD_PATH, (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    FILE *f = fdopen(pfd[0], "r");
+    char line[256] = "";
+    if (pid > 0 && f && fgets(line, sizeof(line), f) &&
+        sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &ports[0], &ports[1], &ports[2]) ==
+            3) {
+        *out = f;
+        return pid;
+    }
+    fprintf(stderr, "bench-nfs: uiw-nfsd did not start (%s)\n", line);
+    if (f)
+        fclose(f);
+    else
+        close(pfd[0]);
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    return -1;
+}
+
+static void nfsd_stop(pid_t pid, FILE *out)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    fclose(out);
+}
+
 /* CREATEs per second on a sync and an async export of a second server: an exports file
  * with two lines, both open to 127.0.0.1 (insecure: the bench runs as anyone). */
 static int creates(const char *base, const char *secs, double *sync, double *async)
@@ -362,54 +418,198 @@ static int creates(const char *base, const char *secs, double *sync, double *asy
     fprintf(x, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", dsync);
     fprintf(x, "%s 127.0.0.1(rw,insecure,no_root_squash,async)\n", dasync);
     fclose(x);
-    int pfd[2];
-    if (pipe(pfd) != 0)
+    int ports[3] = {-1, -1, -1};
+    const char *args[] = {"-e", file, "-p", "-1", NULL};
+    FILE *f = NULL;
+    pid_t pid = nfsd_start(args, ports, &f);
+    if (pid < 0)
         return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pfd[1], STDOUT_FILENO);
-        close(pfd[0]);
-        close(pfd[1]);
-        execl(UIW_NFSD_PATH, "uiw-nfsd", "-e", file, "-a", "127.0.0.1", "-p", "-1", "--tcp-port",
-              "0", "--mount-port", "0", (char *)NULL);
-        _exit(127);
+    int tcp = ports[0], mnt = ports[1], rc = -1;
+    struct figures a = {0}, b = {0};
+    char us[512], ua[512];
+    snprintf(us, sizeof(us), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dsync, mnt);
+    snprintf(ua, sizeof(ua), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dasync, mnt);
+    if (bench(us, "64K", "64K", secs, 1, "create", &a) == 0 &&
+        bench(ua, "64K", "64K", secs, 1, "create", &b) == 0) {
+        *sync = a.create_cps;
+        *async = b.create_cps;
+        rc = 0;
     }
-    close(pfd[1]);
-    FILE *f = fdopen(pfd[0], "r");
-    char line[256] = "";
-    int tcp = -1, mnt = -1, rdma = -1, rc = -1;
-    if (f && fgets(line, sizeof(line), f) &&
-        sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mnt, &rdma) == 3) {
-        struct figures a = {0}, b = {0};
-        char us[512], ua[512];
-        snprintf(us, sizeof(us), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dsync, mnt);
-        snprintf(ua, sizeof(ua), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dasync, mnt);
-        if (bench(us, "64K", "64K", secs, 1, "create", &a) == 0 &&
-            bench(ua, "64K", "64K", secs, 1, "create", &b) == 0) {
-            *sync = a.create_cps;
-            *async = b.create_cps;
-            rc = 0;
+    nfsd_stop(pid, f);
+    return rc;
+}
+
+/* A number after `"key":` in the first line of out that starts with `start`; -1 if none. */
+static double field_in(const char *out, const char *start, const char *key)
+{
+    const char *line = strstr(out, start);
+    if (!line)
+        return -1;
+    char k[64];
+    snprintf(k, sizeof(k), "\"%s\":", key);
+    const char *p = strstr(line, k), *eol = strchr(line, '\n');
+    if (!p || (eol && p > eol))
+        return -1;
+    return strtod(p + strlen(k), NULL);
+}
+
+/* Many small files: the local directory src put with -r --parallel p as a new directory of
+ * the export dir (over RDMA on port rdma, else TCP on tcp), then got back with -r into
+ * the new local directory back; the files per second of each. 0, or -1 on a failure. */
+static int files_round(const char *dir, int port, int mnt, int rdma, const char *src,
+                       const char *back, int p, double *put_fps, double *get_fps)
+{
+    static unsigned round;
+    char url[1024], cmd[4096], *out = NULL;
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s/files-%u?mountport=%d%s", port, dir, round++,
+             mnt, rdma ? "&transport=rdma" : "");
+    int rc = -1;
+    snprintf(cmd, sizeof(cmd), "'%s' --json --no-progress -r --parallel %d put '%s' '%s'",
+             UIW_NFS_PATH, p, src, url);
+    if (run(cmd, &out) != 0 || !out ||
+        (*put_fps = field_in(out, "{\"op\":\"put\",\"files\":", "files_per_sec")) <= 0)
+        goto out;
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof(cmd), "'%s' --json --no-progress -r --parallel %d get '%s' '%s'",
+             UIW_NFS_PATH, p, url, back);
+    if (run(cmd, &out) != 0 || !out ||
+        (*get_fps = field_in(out, "{\"op\":\"get\",\"files\":", "files_per_sec")) <= 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc != 0)
+        fprintf(stderr, "bench-nfs: %s failed\n", cmd);
+    free(out);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'/files-*", back, dir);
+    if (run(cmd, &out) != 0)
+        rc = -1;
+    free(out);
+    return rc;
+}
+
+/* The median of n values, leaving v as it was. */
+static double median_of(const double *v, int n)
+{
+    double c[100];
+    memcpy(c, v, (size_t)n * sizeof(*v));
+    return bench_median(c, (size_t)n);
+}
+
+/* The many-small-files comparison: `files` files of 4 KiB put and got back with
+ * --parallel 8 and 1 over each transport, reps times, alternating the order. A server of
+ * its own, its export and the local files in memory when there is room (/dev/shm, as the
+ * demo's): what is measured is the calls, not a disk's syncs. */
+static int files_bench(int reps, int files, int json)
+{
+    char base[] = "/dev/shm/bench-nfs-files.XXXXXX";
+    char *top = mkdtemp(base);
+    if (!top) {
+        memcpy(base, "/tmp/bench-nfs-files.XXXXXX", sizeof("/tmp/bench-nfs-files.XXXXXX"));
+        top = mkdtemp(base);
+    }
+    if (!top)
+        return -1;
+    char local[sizeof(base) + 8], back[sizeof(base) + 8], dir[sizeof(base) + 8];
+    snprintf(local, sizeof(local), "%s/src", top);
+    snprintf(back, sizeof(back), "%s/back", top);
+    snprintf(dir, sizeof(dir), "%s/exp", top);
+    int rc = mkdir(local, 0755) != 0 || mkdir(dir, 0755) != 0 ? -1 : 0;
+    int ports[3] = {-1, -1, -1};
+    const char *args[] = {"-p", "0", "--no-root-squash", dir, NULL};
+    FILE *f = NULL;
+    pid_t pid = rc == 0 ? nfsd_start(args, ports, &f) : -1;
+    int tcp = ports[0], mnt = ports[1], rdma = ports[2];
+    if (pid < 0 || rdma <= 0)
+        rc = -1;
+    static char block[4096];
+    for (int i = 0; rc == 0 && i < files; i++) {
+        char path[sizeof(local) + 16];
+        snprintf(path, sizeof(path), "%s/f%05d", local, i);
+        for (size_t k = 0; k < sizeof(block); k++)
+            block[k] = (char)(k * 131 + (size_t)i * 7);
+        FILE *w = fopen(path, "w");
+        if (!w || fwrite(block, 1, sizeof(block), w) != sizeof(block))
+            rc = -1;
+        if (w && fclose(w) != 0)
+            rc = -1;
+    }
+    /* per repetition: files put and got per second, [0] rdma/8 [1] rdma/1 [2] tcp/8
+     * [3] tcp/1; and the ratios */
+    static const int par[4] = {8, 1, 8, 1}, on_rdma[4] = {1, 1, 0, 0};
+    static const char *const name[4] = {"rdma_8", "rdma_1", "tcp_8", "tcp_1"};
+    double put[4][100], get[4][100], r[6][100];
+    if (!json && rc == 0)
+        printf("%-4s %-24s %-24s\n%-4s %5s %5s %5s %5s  %5s %5s %5s %5s   (files/s, %d x 4 KiB)\n",
+               "rep", "put -r", "get -r", "", "rdma8", "rdma1", "tcp8", "tcp1", "rdma8", "rdma1",
+               "tcp8", "tcp1", files);
+    for (int i = 0; rc == 0 && i < reps; i++) {
+        for (int k = 0; rc == 0 && k < 4; k++) {
+            int c = i % 2 ? 3 - k : k;
+            rc = files_round(dir, on_rdma[c] ? rdma : tcp, mnt, on_rdma[c], local, back, par[c],
+                             &put[c][i], &get[c][i]);
         }
-    } else {
-        fprintf(stderr, "bench-nfs: uiw-nfsd -e did not start (%s)\n", line);
+        if (rc != 0)
+            break;
+        r[0][i] = put[0][i] / put[1][i]; /* --parallel 8 over 1, RDMA */
+        r[1][i] = put[2][i] / put[3][i]; /* ... TCP */
+        r[2][i] = put[0][i] / put[2][i]; /* RDMA over TCP, --parallel 8 */
+        r[3][i] = get[0][i] / get[1][i];
+        r[4][i] = get[2][i] / get[3][i];
+        r[5][i] = get[0][i] / get[2][i];
+        if (json) {
+            printf("{\"files_rep\":%d,\"files\":%d,\"put_fps\":{", i, files);
+            for (int k = 0; k < 4; k++)
+                printf("%s\"%s\":%.1f", k ? "," : "", name[k], put[k][i]);
+            printf("},\"get_fps\":{");
+            for (int k = 0; k < 4; k++)
+                printf("%s\"%s\":%.1f", k ? "," : "", name[k], get[k][i]);
+            printf("}}\n");
+        } else {
+            printf("%-4d %5.0f %5.0f %5.0f %5.0f  %5.0f %5.0f %5.0f %5.0f\n", i, put[0][i],
+                   put[1][i], put[2][i], put[3][i], get[0][i], get[1][i], get[2][i], get[3][i]);
+        }
+        fflush(stdout);
     }
-    if (f)
-        fclose(f);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    if (rc == 0) {
+        double m[6];
+        for (int k = 0; k < 6; k++)
+            m[k] = median_of(r[k], reps);
+        if (json)
+            printf("{\"files_ratio\":{\"files\":%d,\"size\":4096,\"put_p8_p1_rdma\":%.3f,"
+                   "\"put_p8_p1_tcp\":%.3f,\"put_rdma_tcp_p8\":%.3f,\"get_p8_p1_rdma\":%.3f,"
+                   "\"get_p8_p1_tcp\":%.3f,\"get_rdma_tcp_p8\":%.3f}}\n",
+                   files, m[0], m[1], m[2], m[3], m[4], m[5]);
+        else
+            printf("many small files (%d x 4 KiB, median of %d): put -r --parallel 8 over 1: "
+                   "rdma %.2fx, tcp %.2fx; rdma over tcp at 8: %.2fx\n"
+                   "                                     get -r --parallel 8 over 1: "
+                   "rdma %.2fx, tcp %.2fx; rdma over tcp at 8: %.2fx\n",
+                   files, reps, m[0], m[1], m[2], m[3], m[4], m[5]);
+    }
+    if (pid > 0)
+        nfsd_stop(pid, f);
+    char cmd[128], *o = NULL;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+    run(cmd, &o);
+    free(o);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
-    int reps = 5, json = 0;
+    int reps = 5, json = 0, files = 256;
     unsigned inflight = 64, xcalls = 2000;
     const char *size = "256M", *secs = "2";
-    static const struct option lo[] = {
-        {"reps", required_argument, NULL, 'r'},    {"size", required_argument, NULL, 's'},
-        {"seconds", required_argument, NULL, 'D'}, {"inflight", required_argument, NULL, 'i'},
-        {"calls", required_argument, NULL, 'c'},   {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"reps", required_argument, NULL, 'r'},
+                                       {"size", required_argument, NULL, 's'},
+                                       {"seconds", required_argument, NULL, 'D'},
+                                       {"inflight", required_argument, NULL, 'i'},
+                                       {"calls", required_argument, NULL, 'c'},
+                                       {"files", required_argument, NULL, 'f'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "r:s:D:h", lo, NULL)) != -1) {
         char *end;
@@ -441,11 +641,19 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'f':
+            files = (int)strtol(optarg, &end, 10);
+            if (*end || files < 1 || files > 100000) {
+                fprintf(stderr, "bench-nfs: bad --files\n");
+                return 2;
+            }
+            break;
         case 'j':
             json = 1;
             break;
         case 'h':
             printf("usage: bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] "
+                   "[--files N] "
                    "[--json]\n");
             return 0;
         default:
@@ -458,30 +666,17 @@ int main(int argc, char **argv)
         return 1;
     }
     /* The server: a child process on free ports; its ready line gives them. */
-    int pfd[2];
-    if (pipe(pfd) != 0)
-        return 1;
-    pid_t pid = fork();
+    int ports[3] = {-1, -1, -1}, rc = 1;
+    const char *args[] = {"-p", "0", "--no-root-squash", dir, NULL};
+    FILE *f = NULL;
+    pid_t pid = nfsd_start(args, ports, &f);
     server_pid = pid;
-    if (pid == 0) {
-        dup2(pfd[1], STDOUT_FILENO);
-        close(pfd[0]);
-        close(pfd[1]);
-        execl(UIW_NFSD_PATH, "uiw-nfsd", "-a", "127.0.0.1", "-p", "0", "--tcp-port", "0",
-              "--mount-port", "0", "--no-root-squash", dir, (char *)NULL);
-        _exit(127);
-    }
-    close(pfd[1]);
-    FILE *f = fdopen(pfd[0], "r");
-    char line[256] = "";
-    int tcp = -1, mnt = -1, rdma = -1, rc = 1;
+    int tcp = ports[0], mnt = ports[1], rdma = ports[2];
     double *rw = NULL, *rr = NULL, *rg = NULL, *rs = NULL;
     double *cpu[8] = {NULL}; /* CPU per GiB: 1 MiB write, read, 4 KiB write, read; tcp, rdma */
     double *xf[NX][NXF] = {{NULL}};
-    if (!f || !fgets(line, sizeof(line), f) ||
-        sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mnt, &rdma) != 3 ||
-        rdma <= 0) {
-        fprintf(stderr, "bench-nfs: uiw-nfsd did not start with RPC-over-RDMA (%s)\n", line);
+    if (pid < 0 || rdma <= 0) {
+        fprintf(stderr, "bench-nfs: uiw-nfsd did not start with RPC-over-RDMA\n");
         goto out;
     }
     char utcp[512], urdma[512];
@@ -584,6 +779,9 @@ int main(int argc, char **argv)
                "CREATE over TCP: %.0f/s on a sync export, %.0f/s on an async one (sync/async "
                "%.2fx: durable metadata's cost)\n",
                reps, mw, mr, ms, inflight, mg, csync, casync, casync > 0 ? csync / casync : 0);
+    fflush(stdout);
+    if (files_bench(reps, files, json) != 0)
+        goto out;
     rc = 0;
 out:
     free(rw);
@@ -595,10 +793,8 @@ out:
     for (int i = 0; i < NX; i++)
         for (int k = 0; k < NXF; k++)
             free(xf[i][k]);
-    if (f)
-        fclose(f);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    if (pid > 0)
+        nfsd_stop(pid, f);
     char cmd[128], *o = NULL;
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     run(cmd, &o);

@@ -315,7 +315,8 @@ static void quotient(const char *what, double ratio, double num, double den)
 
 /* bench-nfs compares like with like: GETATTR one call at a time on both transports and N
  * in flight on both (libnfs pipelining over TCP), and each ratio it prints is RDMA's
- * figure over TCP's (with one repetition, the median is that repetition's). */
+ * figure over TCP's (with one repetition, the median is that repetition's); the many
+ * small files' ratios are those of the files per second printed with them. */
 TEST(bench_nfs_fair_ratios)
 {
 #ifndef UIW_BENCH_NFS
@@ -325,7 +326,7 @@ TEST(bench_nfs_fair_ratios)
     struct tool_run r;
     tool_run(UIW_BENCH_NFS,
              (const char *[]){"bench-nfs", "-r", "1", "-s", "4M", "-D", "0.3", "--inflight", "64",
-                              "--calls", "50", "--json", NULL},
+                              "--calls", "50", "--files", "32", "--json", NULL},
              "", 0, 120, &r);
     if (r.status != 0)
         uiw_test_fail(__FILE__, __LINE__, "bench-nfs: %d\n%s%s", r.status, r.out, r.err);
@@ -362,5 +363,22 @@ TEST(bench_nfs_fair_ratios)
     const char *cr = "{\"creates_per_sec\":";
     quotient("creates", field(r.out, cr, "ratio"), field(r.out, cr, "sync"),
              field(r.out, cr, "async"));
+    /* many small files: --parallel 8 over 1 on each transport, RDMA over TCP at 8, put and
+     * get, each the quotient of the files per second printed */
+    const char *fr = "{\"files_ratio\":{\"files\":32,";
+    const char *fp = strstr(r.out, "{\"files_rep\":0,\"files\":32,\"put_fps\":");
+    CHECK(fp != NULL);
+    const char *gp = strstr(fp, "\"get_fps\":");
+    CHECK(gp != NULL);
+    const char *kinds2[2] = {"put", "get"}, *at[2] = {fp, gp};
+    for (int i = 0; i < 2; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "%s_p8_p1_rdma", kinds2[i]);
+        quotient(k, field(r.out, fr, k), field(at[i], "{", "rdma_8"), field(at[i], "{", "rdma_1"));
+        snprintf(k, sizeof(k), "%s_p8_p1_tcp", kinds2[i]);
+        quotient(k, field(r.out, fr, k), field(at[i], "{", "tcp_8"), field(at[i], "{", "tcp_1"));
+        snprintf(k, sizeof(k), "%s_rdma_tcp_p8", kinds2[i]);
+        quotient(k, field(r.out, fr, k), field(at[i], "{", "rdma_8"), field(at[i], "{", "tcp_8"));
+    }
     tool_run_free(&r);
 }
