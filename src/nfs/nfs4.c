@@ -32,9 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nfs/nfs4state.h"
-#include "nfs/server.h"
-#include "nfs/vfs.h"
+#include "nfs/nfs4int.h"
 #include "nfs/xdr_data.h"
 
 /* The reply's room: no READ or READDIR yet, so the replies are small. */
@@ -42,38 +40,14 @@
 /* A COMPOUND of more operations is refused before any runs. */
 #define OPS_MAX NFS4_OPS_DECODE
 
-struct fh4 {
-    u_int len; /* 0: none */
-    char data[UIW__NFS_FH_MAX];
-};
-
-struct mem {
-    struct mem *next;
+struct uiw__nfs4_mem {
+    struct uiw__nfs4_mem *next;
     max_align_t data[];
 };
 
-struct c4 {
-    struct uiw__nfsd *s;
-    struct svc_req *rq;
-    struct uiw__nfs4_limits lim;
-    uint32_t minor;
-    struct fh4 cur, saved;
-    struct uiw__nfs4_slotref ref; /* the SEQUENCE's slot (ref.ses NULL: none) */
-    int cachethis;
-    char *replay; /* a retry's reply, from its slot */
-    size_t replay_len;
-    utf8str_cs tag;
-    nfsstat4 status;
-    uint32_t nargs, nres, cap;
-    uint32_t next_op; /* the operation after the one running (0: none) */
-    nfs_argop4 *args;
-    nfs_resop4 *res;
-    struct mem *mem; /* reply memory, freed after the reply */
-};
-
-static void *alloc(struct c4 *c, size_t n)
+void *uiw__nfs4_alloc(struct uiw__nfs4_c *c, size_t n)
 {
-    struct mem *m = malloc(sizeof(*m) + n);
+    struct uiw__nfs4_mem *m = malloc(sizeof(*m) + n);
     if (!m)
         return NULL;
     m->next = c->mem;
@@ -85,14 +59,6 @@ static void *alloc(struct c4 *c, size_t n)
 static void set_status(nfs_resop4 *r, nfsstat4 st)
 {
     memcpy(&r->nfs_resop4_u, &st, sizeof(st));
-}
-
-static nfs_fh3 as_fh3(struct fh4 *f)
-{
-    nfs_fh3 h;
-    h.data.data_len = f->len;
-    h.data.data_val = f->data;
-    return h;
 }
 
 /* A caller its export refuses for its flavor (the export's sec=) rather than for who it
@@ -112,50 +78,40 @@ static int wrong_flavor(const struct uiw__nfs_export *ex, const struct svc_req *
     return rq->rq_cred.oa_flavor == AUTH_NONE && !(o->flags & UIW__X_SEC_NONE);
 }
 
-/* NFSv3's status as NFSv4's (the same numbers for the same errors), the refusal of an
- * export's access told apart. */
-static nfsstat4 st4(nfsstat3 st, const struct uiw__nfs_export *ex, const struct svc_req *rq)
+nfsstat4 uiw__nfs4_st4(nfsstat3 st, const struct uiw__nfs_export *ex, const struct svc_req *rq)
 {
     if (st == NFS3ERR_ACCES && ex && wrong_flavor(ex, rq))
         return NFS4ERR_WRONGSEC;
     return (nfsstat4)st;
 }
 
-/* The export a handle names and the caller's access to it. */
-static nfsstat4 check(struct c4 *c, struct uiw__vfs *v, struct fh4 *f, struct uiw__nfs_export **ex)
+nfsstat4 uiw__nfs4_check(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs4_fh *f,
+                         struct uiw__nfs_export **ex)
 {
     if (!f->len)
         return NFS4ERR_NOFILEHANDLE;
-    nfs_fh3 h = as_fh3(f);
+    nfs_fh3 h = uiw__nfs4_fh3(f);
     *ex = NULL;
     nfsstat3 st = uiw__nfs_fh_export(c->s, &h, ex);
     if (st == NFS3_OK)
         st = uiw__nfsd_access(c->s, *ex, c->rq, 0, &v->cred, &v->xo);
-    return st4(st, *ex, c->rq);
+    return uiw__nfs4_st4(st, *ex, c->rq);
 }
 
-/* The current handle's file: a new O_PATH descriptor (dir: it must be a directory). */
-static nfsstat4 resolve(struct c4 *c, struct uiw__vfs *v, int dir, int *fd,
-                        struct uiw__nfs_export **ex)
+nfsstat4 uiw__nfs4_resolve(struct uiw__nfs4_c *c, struct uiw__vfs *v, int dir, int *fd,
+                           struct uiw__nfs_export **ex)
 {
     *fd = -1;
-    nfsstat4 st = check(c, v, &c->cur, ex);
+    nfsstat4 st = uiw__nfs4_check(c, v, &c->cur, ex);
     if (st != NFS4_OK)
         return st;
-    nfs_fh3 h = as_fh3(&c->cur);
+    nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
     nfsstat3 s3 = uiw__vfs_resolve(v, &h, dir, fd, ex);
-    return st4(s3, *ex, c->rq);
+    return uiw__nfs4_st4(s3, *ex, c->rq);
 }
 
-static void set_fh(struct fh4 *f, const nfs_fh3 *h)
-{
-    f->len = h->data.data_len;
-    memcpy(f->data, h->data.data_val, f->len);
-}
-
-/* The handle of fd, `name` in dfd (NULL: dfd itself or its parent), as the current one. */
-static nfsstat4 issue(struct c4 *c, struct uiw__vfs *v, struct uiw__nfs_export *ex, int dfd,
-                      const char *name, int fd)
+nfsstat4 uiw__nfs4_issue(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex,
+                         int dfd, const char *name, int fd)
 {
     char buf[UIW__NFS_FH_MAX];
     nfs_fh3 h;
@@ -166,7 +122,7 @@ static nfsstat4 issue(struct c4 *c, struct uiw__vfs *v, struct uiw__nfs_export *
         return NFS4ERR_ACCESS;
     if (rc != 0)
         return (nfsstat4)uiw__nfsd_errno(-rc);
-    set_fh(&c->cur, &h);
+    uiw__nfs4_set_fh(&c->cur, &h);
     return NFS4_OK;
 }
 
@@ -175,13 +131,13 @@ static nfsstat4 issue(struct c4 *c, struct uiw__vfs *v, struct uiw__nfs_export *
 /* A put-filehandle operation's check of the caller's access to the export (RFC 8881
  * section 2.6.3.1.1): a flavor the export refuses gets NFS4ERR_WRONGSEC, unless
  * SECINFO_NO_NAME comes next to tell the client which flavors it takes. */
-static nfsstat4 put_access(struct c4 *c, struct uiw__vfs *v, struct uiw__nfs_export *ex)
+static nfsstat4 put_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex)
 {
-    nfsstat4 st = st4(uiw__nfsd_access(c->s, ex, c->rq, 0, &v->cred, &v->xo), ex, c->rq);
+    nfsstat4 st = uiw__nfs4_st4(uiw__nfsd_access(c->s, ex, c->rq, 0, &v->cred, &v->xo), ex, c->rq);
     return st == NFS4ERR_WRONGSEC && c->next_op == OP_SECINFO_NO_NAME ? NFS4_OK : st;
 }
 
-static nfsstat4 op_putrootfh(struct c4 *c, struct uiw__vfs *v)
+static nfsstat4 op_putrootfh(struct uiw__nfs4_c *c, struct uiw__vfs *v)
 {
     struct uiw__nfs_export *ex = NULL;
     for (unsigned i = 0; i < c->s->nexports; i++) {
@@ -199,12 +155,12 @@ static nfsstat4 op_putrootfh(struct c4 *c, struct uiw__vfs *v)
     int fd = fcntl(ex->rootfd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0)
         return NFS4ERR_SERVERFAULT;
-    st = issue(c, v, ex, -1, NULL, fd);
+    st = uiw__nfs4_issue(c, v, ex, -1, NULL, fd);
     close(fd);
     return st;
 }
 
-static nfsstat4 op_putfh(struct c4 *c, struct uiw__vfs *v, const PUTFH4args *a)
+static nfsstat4 op_putfh(struct uiw__nfs4_c *c, struct uiw__vfs *v, const PUTFH4args *a)
 {
     if (a->object.nfs_fh4_len == 0 || a->object.nfs_fh4_len > UIW__NFS_FH_MAX)
         return NFS4ERR_BADHANDLE;
@@ -217,15 +173,15 @@ static nfsstat4 op_putfh(struct c4 *c, struct uiw__vfs *v, const PUTFH4args *a)
         return (nfsstat4)s3;
     nfsstat4 st = put_access(c, v, ex);
     if (st == NFS4_OK)
-        set_fh(&c->cur, &h);
+        uiw__nfs4_set_fh(&c->cur, &h);
     return st;
 }
 
-static nfsstat4 op_getfh(struct c4 *c, GETFH4resok *r)
+static nfsstat4 op_getfh(struct uiw__nfs4_c *c, GETFH4resok *r)
 {
     if (!c->cur.len)
         return NFS4ERR_NOFILEHANDLE;
-    char *p = alloc(c, c->cur.len);
+    char *p = uiw__nfs4_alloc(c, c->cur.len);
     if (!p)
         return NFS4ERR_SERVERFAULT;
     memcpy(p, c->cur.data, c->cur.len);
@@ -234,9 +190,7 @@ static nfsstat4 op_getfh(struct c4 *c, GETFH4resok *r)
     return NFS4_OK;
 }
 
-/* RFC 8881 section 18.9.3 (LOOKUP's names): NFS4ERR_INVAL for an empty one,
- * NFS4ERR_BADNAME for "." and ".." and one with '/', NFS4ERR_NAMETOOLONG past NAME_MAX. */
-static nfsstat4 check_name(const component4 *n, char out[NAME_MAX + 1])
+nfsstat4 uiw__nfs4_name(const component4 *n, char out[NAME_MAX + 1])
 {
     if (n->utf8string_len == 0)
         return NFS4ERR_INVAL;
@@ -250,11 +204,11 @@ static nfsstat4 check_name(const component4 *n, char out[NAME_MAX + 1])
     return NFS4_OK;
 }
 
-static nfsstat4 lookup(struct c4 *c, struct uiw__vfs *v, const char *name)
+static nfsstat4 lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *name)
 {
     int dfd, fd = -1;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = resolve(c, v, 1, &dfd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex);
     if (st != NFS4_OK)
         return st;
     if (!name) {
@@ -274,27 +228,28 @@ static nfsstat4 lookup(struct c4 *c, struct uiw__vfs *v, const char *name)
     if (fd < 0)
         st = (nfsstat4)uiw__nfsd_errno(err);
     else
-        st = issue(c, v, ex, dfd, name, fd);
+        st = uiw__nfs4_issue(c, v, ex, dfd, name, fd);
     if (fd >= 0)
         close(fd);
     close(dfd);
     return st;
 }
 
-static nfsstat4 op_lookup(struct c4 *c, struct uiw__vfs *v, const LOOKUP4args *a)
+static nfsstat4 op_lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LOOKUP4args *a)
 {
     if (!c->cur.len)
         return NFS4ERR_NOFILEHANDLE;
     char name[NAME_MAX + 1];
-    nfsstat4 st = check_name(&a->objname, name);
+    nfsstat4 st = uiw__nfs4_name(&a->objname, name);
     return st != NFS4_OK ? st : lookup(c, v, name);
 }
 
-static nfsstat4 op_access(struct c4 *c, struct uiw__vfs *v, const ACCESS4args *a, ACCESS4resok *r)
+static nfsstat4 op_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, const ACCESS4args *a,
+                          ACCESS4resok *r)
 {
     int fd;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = resolve(c, v, 0, &fd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
     if (st != NFS4_OK)
         return st;
     struct stat sb;
@@ -312,13 +267,14 @@ static nfsstat4 op_access(struct c4 *c, struct uiw__vfs *v, const ACCESS4args *a
     return NFS4_OK;
 }
 
-static nfsstat4 op_secinfo_no_name(struct c4 *c, const SECINFO_NO_NAME4args *a, SECINFO4resok *r)
+static nfsstat4 op_secinfo_no_name(struct uiw__nfs4_c *c, const SECINFO_NO_NAME4args *a,
+                                   SECINFO4resok *r)
 {
     if (!c->cur.len)
         return NFS4ERR_NOFILEHANDLE;
     if (*a != SECINFO_STYLE4_CURRENT_FH && *a != SECINFO_STYLE4_PARENT)
         return NFS4ERR_INVAL;
-    nfs_fh3 h = as_fh3(&c->cur);
+    nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
     struct uiw__nfs_export *ex;
     nfsstat3 s3 = uiw__nfs_fh_export(c->s, &h, &ex);
     if (s3 != NFS3_OK)
@@ -334,7 +290,7 @@ static nfsstat4 op_secinfo_no_name(struct c4 *c, const SECINFO_NO_NAME4args *a, 
             return NFS4ERR_ACCESS;
         flags = o->flags;
     }
-    secinfo4 *v = alloc(c, 2 * sizeof(*v));
+    secinfo4 *v = uiw__nfs4_alloc(c, 2 * sizeof(*v));
     if (!v)
         return NFS4ERR_SERVERFAULT;
     memset(v, 0, 2 * sizeof(*v));
@@ -349,177 +305,6 @@ static nfsstat4 op_secinfo_no_name(struct c4 *c, const SECINFO_NO_NAME4args *a, 
     return NFS4_OK;
 }
 
-/* ---- attributes (RFC 8881 section 5) ---- */
-
-static const unsigned supported_attrs[] = {
-    FATTR4_SUPPORTED_ATTRS,
-    FATTR4_TYPE,
-    FATTR4_FH_EXPIRE_TYPE,
-    FATTR4_CHANGE,
-    FATTR4_SIZE,
-    FATTR4_LINK_SUPPORT,
-    FATTR4_SYMLINK_SUPPORT,
-    FATTR4_NAMED_ATTR,
-    FATTR4_FSID,
-    FATTR4_UNIQUE_HANDLES,
-    FATTR4_LEASE_TIME,
-    FATTR4_RDATTR_ERROR,
-    FATTR4_FILEHANDLE,
-    FATTR4_FILEID,
-    FATTR4_MAXREAD,
-    FATTR4_MAXWRITE,
-    FATTR4_MODE,
-    FATTR4_NUMLINKS,
-    FATTR4_OWNER,
-    FATTR4_OWNER_GROUP,
-    FATTR4_SPACE_USED,
-    FATTR4_TIME_ACCESS,
-    FATTR4_TIME_METADATA,
-    FATTR4_TIME_MODIFY,
-    FATTR4_MOUNTED_ON_FILEID,
-};
-#define ATTR_WORDS 2
-
-static void supported(uint32_t w[ATTR_WORDS])
-{
-    memset(w, 0, ATTR_WORDS * sizeof(uint32_t));
-    for (size_t i = 0; i < sizeof(supported_attrs) / sizeof(supported_attrs[0]); i++)
-        w[supported_attrs[i] / 32] |= 1u << (supported_attrs[i] % 32);
-}
-
-static bool_t put_time(XDR *x, const nfstime3 *t)
-{
-    int64_t sec = t->seconds;
-    uint32_t ns = t->nseconds;
-    return xdr_int64_t(x, &sec) && xdr_uint32_t(x, &ns);
-}
-
-static bool_t put_id(XDR *x, uint32_t id)
-{
-    char buf[16];
-    char *p = buf;
-    snprintf(buf, sizeof(buf), "%u", id);
-    return xdr_string(x, &p, sizeof(buf));
-}
-
-/* The value of attribute `n` of the file (a) into x. */
-static bool_t put_attr(struct c4 *c, XDR *x, unsigned n, const fattr3 *a)
-{
-    uint32_t u32;
-    uint64_t u64;
-    bool_t b;
-    switch (n) {
-    case FATTR4_SUPPORTED_ATTRS: {
-        uint32_t w[ATTR_WORDS];
-        supported(w);
-        u32 = ATTR_WORDS;
-        return xdr_uint32_t(x, &u32) && xdr_uint32_t(x, &w[0]) && xdr_uint32_t(x, &w[1]);
-    }
-    case FATTR4_TYPE: {
-        static const uint32_t t[] = {
-            [NF3REG] = NF4REG, [NF3DIR] = NF4DIR,   [NF3BLK] = NF4BLK,  [NF3CHR] = NF4CHR,
-            [NF3LNK] = NF4LNK, [NF3SOCK] = NF4SOCK, [NF3FIFO] = NF4FIFO};
-        u32 = a->type <= NF3FIFO ? t[a->type] : NF4REG;
-        return xdr_uint32_t(x, &u32);
-    }
-    case FATTR4_FH_EXPIRE_TYPE:
-        u32 = FH4_PERSISTENT;
-        return xdr_uint32_t(x, &u32);
-    case FATTR4_CHANGE:
-        u64 = (uint64_t)a->ctime.seconds * 1000000000u + a->ctime.nseconds;
-        return xdr_uint64_t(x, &u64);
-    case FATTR4_SIZE:
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->size);
-    case FATTR4_LINK_SUPPORT:
-    case FATTR4_SYMLINK_SUPPORT:
-    case FATTR4_UNIQUE_HANDLES:
-        b = TRUE;
-        return xdr_bool(x, &b);
-    case FATTR4_NAMED_ATTR:
-        b = FALSE;
-        return xdr_bool(x, &b);
-    case FATTR4_FSID:
-        u64 = 0;
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->fsid) && xdr_uint64_t(x, &u64);
-    case FATTR4_LEASE_TIME:
-        u32 = uiw__nfs4_lease(c->s->nfs4);
-        return xdr_uint32_t(x, &u32);
-    case FATTR4_RDATTR_ERROR:
-        u32 = NFS4_OK;
-        return xdr_uint32_t(x, &u32);
-    case FATTR4_FILEHANDLE: {
-        char *p = c->cur.data;
-        u_int len = c->cur.len;
-        return xdr_bytes(x, &p, &len, NFS4_FHSIZE);
-    }
-    case FATTR4_FILEID:
-    case FATTR4_MOUNTED_ON_FILEID:
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->fileid);
-    case FATTR4_MAXREAD:
-    case FATTR4_MAXWRITE:
-        u64 = uiw__nfsd_max_io(c->s);
-        return xdr_uint64_t(x, &u64);
-    case FATTR4_MODE:
-        u32 = a->mode & 07777;
-        return xdr_uint32_t(x, &u32);
-    case FATTR4_NUMLINKS:
-        u32 = a->nlink;
-        return xdr_uint32_t(x, &u32);
-    case FATTR4_OWNER:
-        return put_id(x, a->uid);
-    case FATTR4_OWNER_GROUP:
-        return put_id(x, a->gid);
-    case FATTR4_SPACE_USED:
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->used);
-    case FATTR4_TIME_ACCESS:
-        return put_time(x, &a->atime);
-    case FATTR4_TIME_METADATA:
-        return put_time(x, &a->ctime);
-    case FATTR4_TIME_MODIFY:
-        return put_time(x, &a->mtime);
-    default:
-        return FALSE;
-    }
-}
-
-static nfsstat4 op_getattr(struct c4 *c, struct uiw__vfs *v, const GETATTR4args *a,
-                           GETATTR4resok *r)
-{
-    struct uiw__nfs_export *ex;
-    nfsstat4 st = check(c, v, &c->cur, &ex);
-    if (st != NFS4_OK)
-        return st;
-    struct stat sb;
-    nfs_fh3 h = as_fh3(&c->cur);
-    nfsstat3 s3 = uiw__vfs_stat(v, &h, &sb, &ex);
-    if (s3 != NFS3_OK)
-        return st4(s3, ex, c->rq);
-    fattr3 f;
-    uiw__nfsd_fattr(&sb, ex, &f);
-    uint32_t sup[ATTR_WORDS], *mask = alloc(c, ATTR_WORDS * sizeof(uint32_t));
-    char *vals = alloc(c, 4096);
-    if (!mask || !vals)
-        return NFS4ERR_SERVERFAULT;
-    supported(sup);
-    const bitmap4 *req = &a->attr_request;
-    for (unsigned w = 0; w < ATTR_WORDS; w++)
-        mask[w] = w < req->bitmap4_len ? req->bitmap4_val[w] & sup[w] : 0;
-    XDR x;
-    xdrmem_create(&x, vals, 4096, XDR_ENCODE);
-    for (unsigned n = 0; n < 32 * ATTR_WORDS; n++) {
-        if ((mask[n / 32] & (1u << (n % 32))) && !put_attr(c, &x, n, &f)) {
-            xdr_destroy(&x);
-            return NFS4ERR_SERVERFAULT;
-        }
-    }
-    r->obj_attributes.attrmask.bitmap4_len = mask[1] ? 2 : 1;
-    r->obj_attributes.attrmask.bitmap4_val = mask;
-    r->obj_attributes.attr_vals.attrlist4_len = xdr_getpos(&x);
-    r->obj_attributes.attr_vals.attrlist4_val = vals;
-    xdr_destroy(&x);
-    return NFS4_OK;
-}
-
 /* ---- COMPOUND (RFC 8881 sections 2.10.6, 16.2) ---- */
 
 /* May come without SEQUENCE first, as the only operation (section 2.10.6.2 ff.). */
@@ -530,13 +315,13 @@ static int sessionless(uint32_t op)
 }
 
 /* Operation numbers of the COMPOUND's minor version (section 16.2.3, RFC 7862 section 15). */
-static int legal(const struct c4 *c, uint32_t op)
+static int legal(const struct uiw__nfs4_c *c, uint32_t op)
 {
     return op >= OP_ACCESS && op <= (c->minor == 1 ? OP_RECLAIM_COMPLETE : OP_CLONE);
 }
 
 /* Run operation i (its arguments decoded into c->args[i]); its result into c->res[i]. */
-static nfsstat4 run_op(struct c4 *c, uint32_t i)
+static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
 {
     nfs_argop4 *a = &c->args[i];
     nfs_resop4 *r = &c->res[i];
@@ -607,8 +392,8 @@ static nfsstat4 run_op(struct c4 *c, uint32_t i)
         st = c->cur.len ? lookup(c, &v, NULL) : NFS4ERR_NOFILEHANDLE;
         break;
     case OP_GETATTR:
-        st = op_getattr(c, &v, &a->nfs_argop4_u.opgetattr,
-                        &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4);
+        st = uiw__nfs4_getattr(c, &v, &a->nfs_argop4_u.opgetattr,
+                               &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4);
         break;
     case OP_ACCESS:
         st = op_access(c, &v, &a->nfs_argop4_u.opaccess,
@@ -629,7 +414,7 @@ static nfsstat4 run_op(struct c4 *c, uint32_t i)
  * fails only for what is not a COMPOUND's XDR before its operations). */
 static bool_t compound(XDR *x, void *p)
 {
-    struct c4 *c = p;
+    struct uiw__nfs4_c *c = p;
     if (x->x_op == XDR_FREE)
         return TRUE; /* freed by the dispatcher */
     uint32_t count;
@@ -688,7 +473,7 @@ static bool_t compound(XDR *x, void *p)
 }
 
 /* The results, encoded. */
-static bool_t enc_res(XDR *x, struct c4 *c)
+static bool_t enc_res(XDR *x, struct uiw__nfs4_c *c)
 {
     uint32_t st = c->status, n = c->nres;
     if (!xdr_uint32_t(x, &st) || !xdr_utf8str_cs(x, &c->tag) || !xdr_uint32_t(x, &n))
@@ -723,7 +508,7 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
         svcerr_noproc(xprt);
         return;
     }
-    struct c4 *c = calloc(1, sizeof(*c));
+    struct uiw__nfs4_c *c = calloc(1, sizeof(*c));
     if (!c) {
         svcerr_systemerr(xprt);
         return;
@@ -766,7 +551,7 @@ out:
         xdr_free(UIW__XDRPROC(xdr_nfs_argop4), (char *)&c->args[i]);
     xdr_free(UIW__XDRPROC(xdr_utf8str_cs), (char *)&c->tag);
     while (c->mem) {
-        struct mem *m = c->mem;
+        struct uiw__nfs4_mem *m = c->mem;
         c->mem = m->next;
         free(m);
     }
