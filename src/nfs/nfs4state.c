@@ -14,7 +14,8 @@
  * section 2.10.6.1; a slot keeps its last reply when the client asked for it (sa_cachethis)
  * or when the reply is the SEQUENCE alone. SEQUENCE and CREATE_SESSION renew the lease;
  * a client that renews it for a whole lease goes with its sessions (there is no other
- * state yet to keep for it, nor courtesy for a client that comes back late).
+ * state yet to keep for it, nor courtesy for a client that comes back late). What a
+ * client holds is bounded: sessions per client and client records (see below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +25,14 @@
 #include <unistd.h>
 
 #include "nfs/nfs4state.h"
+
+/* Sessions of one client at once: CREATE_SESSION past them gets NFS4ERR_NOSPC (section
+ * 18.36.4: the server lacks the resources), so that a client that makes sessions in a
+ * loop without destroying them holds a bounded part of the server. */
+#define SESSIONS_PER_CLIENT 16
+/* Client records at once: an EXCHANGE_ID past them drops the oldest unconfirmed record
+ * (it holds no state), or gets NFS4ERR_DELAY when every record is confirmed. */
+#define CLIENTS_MAX 4096
 
 struct slot {
     uint32_t seqid;
@@ -52,6 +61,7 @@ struct client {
     int confirmed;
     uint32_t cs_seq; /* the next CREATE_SESSION's csa_sequence */
     int have_last;   /* the last CREATE_SESSION's reply, for its retry */
+    nfsstat4 last_rc;
     CREATE_SESSION4resok last;
     int64_t renewed_ns; /* the lease's last renewal */
     unsigned nsessions;
@@ -59,7 +69,8 @@ struct client {
 
 struct uiw__nfs4_state {
     pthread_mutex_t lock;
-    struct client *clients;
+    struct client *clients; /* the newest first */
+    unsigned nclients;
     struct uiw__nfs4_session *sessions;
     uint32_t boot; /* the high word of client IDs: tells this server's from a former one's */
     uint32_t next_id, next_session;
@@ -132,6 +143,7 @@ static void drop_client(struct uiw__nfs4_state *st, struct client *clp)
     for (struct client **pp = &st->clients; *pp; pp = &(*pp)->next) {
         if (*pp == clp) {
             *pp = clp->next;
+            st->nclients--;
             break;
         }
     }
@@ -196,6 +208,21 @@ static struct client *find_id(struct uiw__nfs4_state *st, clientid4 id)
     return NULL;
 }
 
+/* Room for one more client record (lock held): 0, or -1 when every record is confirmed. */
+static int room(struct uiw__nfs4_state *st)
+{
+    if (st->nclients < CLIENTS_MAX)
+        return 0;
+    struct client *oldest = NULL;
+    for (struct client *c = st->clients; c; c = c->next)
+        if (!c->confirmed)
+            oldest = c;
+    if (!oldest)
+        return -1;
+    drop_client(st, oldest);
+    return 0;
+}
+
 static struct client *new_client(struct uiw__nfs4_state *st, const client_owner4 *o)
 {
     struct client *c = calloc(1, sizeof(*c));
@@ -214,6 +241,7 @@ static struct client *new_client(struct uiw__nfs4_state *st, const client_owner4
     c->renewed_ns = now_ns();
     c->next = st->clients;
     st->clients = c;
+    st->nclients++;
     return c;
 }
 
@@ -259,8 +287,9 @@ nfsstat4 uiw__nfs4_exchange_id(struct uiw__nfs4_state *st, const EXCHANGE_ID4arg
          * is confirmed) or unconfirmed again: a new record */
         if (unconf)
             drop_client(st, unconf);
-        got = new_client(st, o);
-        if (!got)
+        if (room(st) != 0)
+            rc = NFS4ERR_DELAY;
+        else if (!(got = new_client(st, o)))
             rc = NFS4ERR_SERVERFAULT;
     }
     if (got) {
@@ -300,6 +329,7 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
     }
     if (clp->have_last && a->csa_sequence == clp->cs_seq - 1) {
         *r = clp->last; /* the retry of the last one (section 18.36.4) */
+        rc = clp->last_rc;
         goto out;
     }
     if (a->csa_sequence != clp->cs_seq) {
@@ -310,6 +340,14 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
     if (f->ca_maxrequestsize < 256 || f->ca_maxresponsesize < 256 || f->ca_maxoperations < 1 ||
         f->ca_maxrequests < 1) {
         rc = NFS4ERR_TOOSMALL;
+        goto out;
+    }
+    if (clp->nsessions >= SESSIONS_PER_CLIENT) {
+        /* a result of this sequence, kept for its retry as a session would be (Linux's
+         * client takes the sequence as used by every error but DELAY and STALE_CLIENTID) */
+        rc = clp->last_rc = NFS4ERR_NOSPC;
+        clp->cs_seq++;
+        clp->have_last = 1;
         goto out;
     }
     uint32_t nslots = clamp(f->ca_maxrequests, l->max_slots);
@@ -361,6 +399,7 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
     r->csr_fore_chan_attrs = ses->fore;
     r->csr_back_chan_attrs = ses->back;
     clp->last = *r;
+    clp->last_rc = NFS4_OK;
     clp->have_last = 1;
 out:
     pthread_mutex_unlock(&st->lock);

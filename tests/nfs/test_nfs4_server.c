@@ -841,3 +841,102 @@ TEST(tshark_nfs4_server)
     CHECK_EQ(it_nlines(o), 2);
     free(o);
 }
+
+/* EXCHANGE_ID of `owner`: its status, the client ID and CREATE_SESSION's sequence. */
+static nfsstat4 exchange(struct t4 *t, const char *owner, clientid4 *cid, uint32_t *csseq)
+{
+    nfs_argop4 a;
+    op(&a, OP_EXCHANGE_ID);
+    EXCHANGE_ID4args *ea = &a.nfs_argop4_u.opexchange_id;
+    memcpy(ea->eia_clientowner.co_verifier, "verf0001", NFS4_VERIFIER_SIZE);
+    ea->eia_clientowner.co_ownerid.co_ownerid_len = (u_int)strlen(owner);
+    ea->eia_clientowner.co_ownerid.co_ownerid_val = (char *)(uintptr_t)owner;
+    COMPOUND4res res;
+    compound(t, &a, 1, &res);
+    nfsstat4 st = res.status;
+    if (st == NFS4_OK) {
+        EXCHANGE_ID4resok *er =
+            &res.resarray.resarray_val[0].nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
+        *cid = er->eir_clientid;
+        *csseq = er->eir_sequenceid;
+    }
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    return st;
+}
+
+/* CREATE_SESSION of client cid: its status (the session's id into sid when made). */
+static nfsstat4 create_session(struct t4 *t, clientid4 cid, uint32_t csseq, sessionid4 sid)
+{
+    nfs_argop4 a;
+    op(&a, OP_CREATE_SESSION);
+    CREATE_SESSION4args *ca = &a.nfs_argop4_u.opcreate_session;
+    ca->csa_clientid = cid;
+    ca->csa_sequence = csseq;
+    channel_attrs4 ch = {0, 65536, 65536, 4096, 8, 4, {0, NULL}};
+    ca->csa_fore_chan_attrs = ch;
+    ca->csa_back_chan_attrs = ch;
+    COMPOUND4res res;
+    compound(t, &a, 1, &res);
+    nfsstat4 st = res.status;
+    if (st == NFS4_OK)
+        memcpy(sid,
+               res.resarray.resarray_val[0]
+                   .nfs_resop4_u.opcreate_session.CREATE_SESSION4res_u.csr_resok4.csr_sessionid,
+               NFS4_SESSIONID_SIZE);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    return st;
+}
+
+/* What one client holds is bounded: 16 sessions at once (the 17th CREATE_SESSION gets
+ * NFS4ERR_NOSPC until one is destroyed), and 4,096 client records: past them an
+ * EXCHANGE_ID drops the oldest unconfirmed record (its CREATE_SESSION then gets
+ * NFS4ERR_STALE_CLIENTID), and with every record confirmed gets NFS4ERR_DELAY. */
+TEST(nfs4_state_bounded)
+{
+    struct srv v;
+    start(&v, 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    clientid4 cid;
+    uint32_t csseq;
+    sessionid4 sid[17];
+    CHECK_EQ(exchange(&t, "bounded-client", &cid, &csseq), NFS4_OK);
+    for (int i = 0; i < 16; i++)
+        CHECK_EQ(create_session(&t, cid, csseq++, sid[i]), NFS4_OK);
+    CHECK_EQ(create_session(&t, cid, csseq++, sid[16]), NFS4ERR_NOSPC);
+    nfs_argop4 a;
+    op(&a, OP_DESTROY_SESSION);
+    memcpy(a.nfs_argop4_u.opdestroy_session.dsa_sessionid, sid[3], NFS4_SESSIONID_SIZE);
+    COMPOUND4res res;
+    compound(&t, &a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(create_session(&t, cid, csseq++, sid[16]), NFS4_OK);
+
+    /* 4,095 more records, unconfirmed: the first of them is dropped by one more */
+    char owner[32];
+    clientid4 first = 0, c;
+    uint32_t s, first_seq = 0;
+    for (int i = 0; i < 4095; i++) {
+        snprintf(owner, sizeof(owner), "many-%d", i);
+        CHECK_EQ(exchange(&t, owner, &c, &s), NFS4_OK);
+        if (i == 0) {
+            first = c;
+            first_seq = s;
+        }
+    }
+    CHECK_EQ(exchange(&t, "many-last", &c, &s), NFS4_OK);
+    sessionid4 x;
+    CHECK_EQ(create_session(&t, first, first_seq, x), NFS4ERR_STALE_CLIENTID);
+    /* every record confirmed: the next owner waits */
+    for (int i = 1; i < 4095; i++) {
+        snprintf(owner, sizeof(owner), "many-%d", i);
+        CHECK_EQ(exchange(&t, owner, &c, &s), NFS4_OK);
+        CHECK_EQ(create_session(&t, c, s, x), NFS4_OK);
+    }
+    CHECK_EQ(exchange(&t, "many-last", &c, &s), NFS4_OK);
+    CHECK_EQ(create_session(&t, c, s, x), NFS4_OK);
+    CHECK_EQ(exchange(&t, "one-too-many", &c, &s), NFS4ERR_DELAY);
+    t4_close(&t);
+    srv_stop(&v);
+}
