@@ -172,15 +172,28 @@ static nfsstat4 op_putfh(struct uiw__nfs4_c *c, struct uiw__vfs *v, const PUTFH4
     if (s3 != NFS3_OK)
         return (nfsstat4)s3;
     nfsstat4 st = put_access(c, v, ex);
-    if (st == NFS4_OK)
+    if (st == NFS4_OK) {
         uiw__nfs4_set_fh(&c->cur, &h);
+        c->cur.trusted = 0; /* resolved by the operations that use it */
+    }
     return st;
 }
 
-static nfsstat4 op_getfh(struct uiw__nfs4_c *c, GETFH4resok *r)
+static nfsstat4 op_getfh(struct uiw__nfs4_c *c, struct uiw__vfs *v, GETFH4resok *r)
 {
     if (!c->cur.len)
         return NFS4ERR_NOFILEHANDLE;
+    if (!c->cur.trusted) {
+        /* a handle the client put is given back only if it names a file of its export
+         * (knfsd's GETFH verifies it likewise): a forged one gets its error */
+        int fd;
+        struct uiw__nfs_export *ex;
+        nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+        if (st != NFS4_OK)
+            return st;
+        close(fd);
+        c->cur.trusted = 1;
+    }
     char *p = uiw__nfs4_alloc(c, c->cur.len);
     if (!p)
         return NFS4ERR_SERVERFAULT;
@@ -373,7 +386,7 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
         st = op_putfh(c, &v, &a->nfs_argop4_u.opputfh);
         break;
     case OP_GETFH:
-        st = op_getfh(c, &r->nfs_resop4_u.opgetfh.GETFH4res_u.resok4);
+        st = op_getfh(c, &v, &r->nfs_resop4_u.opgetfh.GETFH4res_u.resok4);
         break;
     case OP_SAVEFH:
         st = c->cur.len ? NFS4_OK : NFS4ERR_NOFILEHANDLE;
@@ -438,32 +451,43 @@ static bool_t compound(XDR *x, void *p)
         c->status = NFS4ERR_SERVERFAULT;
         return TRUE;
     }
-    for (uint32_t i = 0; i < count && i < c->cap; i++) {
+    /* every operation decoded before any runs, as knfsd does: a COMPOUND whose operation
+     * numbers run out before its count gets GARBAGE_ARGS with nothing done; one whose
+     * operation is illegal or whose arguments do not decode runs the operations before
+     * it, and that one's result is its error */
+    uint32_t n = count < c->cap ? count : c->cap, bad = n;
+    nfsstat4 bad_st = NFS4_OK;
+    for (uint32_t i = 0; i < n; i++) {
         u_int at = xdr_getpos(x);
         uint32_t op;
-        if (!xdr_uint32_t(x, &op)) {
-            c->status = NFS4ERR_BADXDR;
-            return TRUE;
-        }
-        nfs_resop4 *r = &c->res[c->nres++];
+        if (!xdr_uint32_t(x, &op))
+            return FALSE;
         if (!legal(c, op)) {
-            r->resop = OP_ILLEGAL; /* section 15.2: the OP_ILLEGAL result */
-            c->status = NFS4ERR_OP_ILLEGAL;
-            set_status(r, c->status);
-            return TRUE;
+            bad = i;
+            bad_st = NFS4ERR_OP_ILLEGAL;
+            break;
         }
-        r->resop = op;
+        c->ndec = i + 1;
         if (!xdr_setpos(x, at) || !xdr_nfs_argop4(x, &c->args[i])) {
-            c->status = NFS4ERR_BADXDR;
+            c->args[i].argop = op;
+            bad = i;
+            bad_st = NFS4ERR_BADXDR;
+            break;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        nfs_resop4 *r = &c->res[c->nres++];
+        if (i == bad) {
+            /* section 15.2: an illegal operation's result is OP_ILLEGAL's */
+            r->resop = bad_st == NFS4ERR_OP_ILLEGAL ? OP_ILLEGAL : c->args[i].argop;
+            c->status = bad_st;
             set_status(r, c->status);
             return TRUE;
         }
-        /* the next operation's number, looked at (a put-filehandle operation lets
-         * SECINFO_NO_NAME after it answer for a flavor the export refuses) */
-        at = xdr_getpos(x);
-        c->next_op = 0;
-        if (i + 1 < count && (!xdr_uint32_t(x, &c->next_op) || !xdr_setpos(x, at)))
-            c->next_op = 0;
+        r->resop = c->args[i].argop;
+        /* the next operation's number (a put-filehandle operation lets SECINFO_NO_NAME
+         * after it answer for a flavor the export refuses) */
+        c->next_op = i + 1 < c->ndec ? c->args[i + 1].argop : 0;
         c->status = run_op(c, i);
         set_status(r, c->status);
         if (c->replay || c->status != NFS4_OK)
@@ -547,7 +571,7 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
         free(b.p);
 out:
     free(c->replay);
-    for (uint32_t i = 0; i < c->nres && c->args; i++)
+    for (uint32_t i = 0; i < c->ndec && c->args; i++)
         xdr_free(UIW__XDRPROC(xdr_nfs_argop4), (char *)&c->args[i]);
     xdr_free(UIW__XDRPROC(xdr_utf8str_cs), (char *)&c->tag);
     while (c->mem) {

@@ -14,7 +14,8 @@
 
 /* A file handle of the COMPOUND (the current or the saved one). */
 struct uiw__nfs4_fh {
-    u_int len; /* 0: none */
+    u_int len;   /* 0: none */
+    int trusted; /* issued by this COMPOUND (0: as a client put it, not yet resolved) */
     char data[UIW__NFS_FH_MAX];
 };
 
@@ -34,6 +35,7 @@ struct uiw__nfs4_c {
     utf8str_cs tag;
     nfsstat4 status;
     uint32_t nargs, nres, cap;
+    uint32_t ndec;    /* operations whose arguments were decoded (freed after the reply) */
     uint32_t next_op; /* the operation after the one running (0: none) */
     nfs_argop4 *args;
     nfs_resop4 *res;
@@ -54,6 +56,7 @@ static inline nfs_fh3 uiw__nfs4_fh3(struct uiw__nfs4_fh *f)
 static inline void uiw__nfs4_set_fh(struct uiw__nfs4_fh *f, const nfs_fh3 *h)
 {
     f->len = h->data.data_len;
+    f->trusted = 1;
     memcpy(f->data, h->data.data_val, f->len);
 }
 

@@ -257,6 +257,8 @@ nfsstat4 uiw__nfs4_exchange_id(struct uiw__nfs4_state *st, const EXCHANGE_ID4arg
                     EXCHGID4_FLAG_UPD_CONFIRMED_REC_A | EXCHGID4_FLAG_SUPP_FENCE_OPS))
         return NFS4ERR_INVAL;
     const client_owner4 *o = &a->eia_clientowner;
+    if (o->co_ownerid.co_ownerid_len == 0)
+        return NFS4ERR_INVAL; /* an owner that names nobody tells no client from another */
     int update = (a->eia_flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A) != 0;
     nfsstat4 rc = NFS4_OK;
     pthread_mutex_lock(&st->lock);

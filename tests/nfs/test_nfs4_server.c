@@ -6,6 +6,7 @@
  * without a malformed packet.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "interop.h"
 #include "io/pcap.h"
+#include "nfs/server.h"
 #include "nfs/xdr_data.h"
 #include "nfs4.h"
 #include "nfs_util.h"
@@ -887,9 +889,9 @@ static nfsstat4 create_session(struct t4 *t, clientid4 cid, uint32_t csseq, sess
     return st;
 }
 
-/* What one client holds is bounded: 16 sessions at once (the 17th CREATE_SESSION gets
- * NFS4ERR_NOSPC until one is destroyed), and 4,096 client records: past them an
- * EXCHANGE_ID drops the oldest unconfirmed record (its CREATE_SESSION then gets
+/* An empty owner gets NFS4ERR_INVAL. What one client holds is bounded: 16 sessions at once (the
+ * 17th CREATE_SESSION gets NFS4ERR_NOSPC until one is destroyed), and 4,096 client records: past
+ * them an EXCHANGE_ID drops the oldest unconfirmed record (its CREATE_SESSION then gets
  * NFS4ERR_STALE_CLIENTID), and with every record confirmed gets NFS4ERR_DELAY. */
 TEST(nfs4_state_bounded)
 {
@@ -900,6 +902,7 @@ TEST(nfs4_state_bounded)
     clientid4 cid;
     uint32_t csseq;
     sessionid4 sid[17];
+    CHECK_EQ(exchange(&t, "", &cid, &csseq), NFS4ERR_INVAL); /* an owner naming nobody */
     CHECK_EQ(exchange(&t, "bounded-client", &cid, &csseq), NFS4_OK);
     for (int i = 0; i < 16; i++)
         CHECK_EQ(create_session(&t, cid, csseq++, sid[i]), NFS4_OK);
@@ -938,5 +941,86 @@ TEST(nfs4_state_bounded)
     CHECK_EQ(create_session(&t, c, s, x), NFS4_OK);
     CHECK_EQ(exchange(&t, "one-too-many", &c, &s), NFS4ERR_DELAY);
     t4_close(&t);
+    srv_stop(&v);
+}
+
+/* Every operation of a COMPOUND is decoded before any runs: operation numbers that run
+ * out before the count get GARBAGE_ARGS with nothing done (the SEQUENCE in it did not
+ * take its slot: the same sequence ID then runs as new); arguments that do not decode
+ * let the operations before them run and end the COMPOUND with NFS4ERR_BADXDR. */
+TEST(nfs4_compound_decoded_first)
+{
+    struct srv v;
+    start(&v, 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    nfs_argop4 a[2];
+    sequence(&t, &a[0], 0, 1, 0);
+    char ops[512], args[600];
+    size_t olen = enc_ops(ops, sizeof(ops), a, 1);
+    size_t alen = raw_args(args, sizeof(args), 1, 2, ops, olen); /* count 2, one there */
+    expect_accept(t.fd, 100003, 4, 1, args, alen, GARBAGE_ARGS);
+    COMPOUND4res res;
+    compound(&t, a, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK); /* a new request: the first did not run */
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* SEQUENCE, PUTROOTFH, then LOOKUP whose name's length overruns the arguments */
+    sequence(&t, &a[0], 0, 2, 0);
+    op(&a[1], OP_PUTROOTFH);
+    olen = enc_ops(ops, sizeof(ops), a, 2);
+    uint32_t bad[] = {htonl(OP_LOOKUP), htonl(4000)};
+    memcpy(ops + olen, bad, sizeof(bad));
+    compound_raw(&t, 1, 3, ops, olen + sizeof(bad), &res, 0, NULL);
+    CHECK_EQ(res.status, NFS4ERR_BADXDR);
+    CHECK_EQ(res.resarray.resarray_len, 3);
+    CHECK_EQ(st_of(&res.resarray.resarray_val[1]), NFS4_OK);
+    CHECK_EQ(res.resarray.resarray_val[2].resop, OP_LOOKUP);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    t4_close(&t);
+    srv_stop(&v);
+}
+
+/* GETFH gives back a handle the client put only if it names a file of its export: one
+ * forged for a directory beside the export (its device and inode number under the
+ * export's id) gets NFS4ERR_STALE, as GETATTR of it does. */
+TEST(nfs4_forged_handle_not_given_back)
+{
+    struct srv v;
+    start(&v, 0);
+    char out[] = "/tmp/uiw-nfs4-out-XXXXXX";
+    CHECK(mkdtemp(out) != NULL);
+    int fd = open(out, O_PATH | O_CLOEXEC);
+    CHECK(fd >= 0);
+    struct uiw__nfsd_fh f;
+    CHECK_EQ(uiw__nfs_fh_of(v.s, &v.s->exports[0], fd, &f), 0);
+    close(fd);
+    char forged[UIW__NFS_FH_MAX];
+    nfs_fh3 h;
+    uiw__nfs_fh_encode(&f, &h, forged);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    for (int k = 0; k < 2; k++) {
+        nfs_argop4 a[3];
+        next_seq(&t, &a[0]);
+        op(&a[1], OP_PUTFH);
+        a[1].nfs_argop4_u.opputfh.object.nfs_fh4_len = h.data.data_len;
+        a[1].nfs_argop4_u.opputfh.object.nfs_fh4_val = forged;
+        if (k == 0) {
+            op(&a[2], OP_GETFH);
+        } else {
+            uint32_t mask[2] = {1u << FATTR4_TYPE, 0};
+            getattr_op(&a[2], mask);
+        }
+        COMPOUND4res res;
+        compound(&t, a, 3, &res);
+        CHECK_EQ(res.status, NFS4ERR_STALE);
+        CHECK_EQ(res.resarray.resarray_len, 3);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+    t4_close(&t);
+    rmdir(out);
     srv_stop(&v);
 }
