@@ -354,7 +354,7 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
     switch (op) {
     case OP_SEQUENCE: {
         SEQUENCE4args *sa = &a->nfs_argop4_u.opsequence;
-        st = uiw__nfs4_sequence(c->s->nfs4, sa, c->nargs,
+        st = uiw__nfs4_sequence(c->s->nfs4, sa, c->nargs, c->req_len,
                                 &r->nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4, &c->ref,
                                 &c->replay, &c->replay_len);
         c->cachethis = sa->sa_cachethis;
@@ -423,6 +423,25 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
     return st;
 }
 
+/* Section 2.10.6.4: a reply larger than the session's ca_maxresponsesize gets
+ * NFS4ERR_REP_TOO_BIG, and one the client asked the slot to keep (sa_cachethis) larger
+ * than ca_maxresponsesize_cached NFS4ERR_REP_TOO_BIG_TO_CACHE, in place of the result of
+ * the operation that made it so (its effects stay: the operations whose results grow
+ * large, READ, READDIR and GETATTR, have none). *size: the reply's bytes so far. */
+static nfsstat4 fits(struct uiw__nfs4_c *c, const nfs_resop4 *r, uint32_t *size)
+{
+    uint32_t max_resp, max_cached;
+    uiw__nfs4_session_sizes(&c->ref, &max_resp, &max_cached);
+    *size += (uint32_t)xdr_sizeof(UIW__XDRPROC(xdr_nfs_resop4), (void *)(uintptr_t)r);
+    /* the RPC reply's header: XID, direction, reply and accept status, a null verifier */
+    uint32_t total = *size + 24;
+    if (total > max_resp)
+        return NFS4ERR_REP_TOO_BIG;
+    if (c->cachethis && total > max_cached)
+        return NFS4ERR_REP_TOO_BIG_TO_CACHE;
+    return NFS4_OK;
+}
+
 /* The arguments, decoded and run one operation at a time: svc_getargs's routine (it
  * fails only for what is not a COMPOUND's XDR before its operations). */
 static bool_t compound(XDR *x, void *p)
@@ -457,6 +476,7 @@ static bool_t compound(XDR *x, void *p)
      * it, and that one's result is its error */
     uint32_t n = count < c->cap ? count : c->cap, bad = n;
     nfsstat4 bad_st = NFS4_OK;
+    u_int start = xdr_getpos(x);
     for (uint32_t i = 0; i < n; i++) {
         u_int at = xdr_getpos(x);
         uint32_t op;
@@ -475,6 +495,11 @@ static bool_t compound(XDR *x, void *p)
             break;
         }
     }
+    /* the operations' bytes, with the tag and the words before them: the request as the
+     * session's ca_maxrequestsize counts it, but for the RPC header (SEQUENCE refuses more
+     * with NFS4ERR_REQ_TOO_BIG) */
+    c->req_len = xdr_getpos(x) - start + 12 + c->tag.utf8string_len;
+    uint32_t size = 12 + ((c->tag.utf8string_len + 3) & ~3u); /* status, tag, count */
     for (uint32_t i = 0; i < n; i++) {
         nfs_resop4 *r = &c->res[c->nres++];
         if (i == bad) {
@@ -489,6 +514,8 @@ static bool_t compound(XDR *x, void *p)
          * after it answer for a flavor the export refuses) */
         c->next_op = i + 1 < c->ndec ? c->args[i + 1].argop : 0;
         c->status = run_op(c, i);
+        if (c->status == NFS4_OK && c->ref.ses)
+            c->status = fits(c, r, &size);
         set_status(r, c->status);
         if (c->replay || c->status != NFS4_OK)
             return TRUE;

@@ -36,6 +36,7 @@ struct uiw__nfs4_c {
     nfsstat4 status;
     uint32_t nargs, nres, cap;
     uint32_t ndec;    /* operations whose arguments were decoded (freed after the reply) */
+    uint32_t req_len; /* the COMPOUND's bytes (but for the RPC header) */
     uint32_t next_op; /* the operation after the one running (0: none) */
     nfs_argop4 *args;
     nfs_resop4 *res;

@@ -452,8 +452,8 @@ nfsstat4 uiw__nfs4_destroy_clientid(struct uiw__nfs4_state *st, clientid4 id)
 }
 
 nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, uint32_t nops,
-                            SEQUENCE4resok *r, struct uiw__nfs4_slotref *ref, char **cached,
-                            size_t *clen)
+                            uint32_t req_len, SEQUENCE4resok *r, struct uiw__nfs4_slotref *ref,
+                            char **cached, size_t *clen)
 {
     nfsstat4 rc = NFS4_OK;
     *cached = NULL;
@@ -467,6 +467,10 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
     }
     if (nops > ses->fore.ca_maxoperations) {
         rc = NFS4ERR_TOO_MANY_OPS;
+        goto out;
+    }
+    if (req_len > ses->fore.ca_maxrequestsize) {
+        rc = NFS4ERR_REQ_TOO_BIG;
         goto out;
     }
     if (a->sa_slotid >= ses->nslots) {
@@ -514,6 +518,13 @@ out:
 uint32_t uiw__nfs4_session_max_ops(const struct uiw__nfs4_slotref *ref)
 {
     return ref->ses->fore.ca_maxoperations;
+}
+
+void uiw__nfs4_session_sizes(const struct uiw__nfs4_slotref *ref, uint32_t *max_resp,
+                             uint32_t *max_cached)
+{
+    *max_resp = ref->ses->fore.ca_maxresponsesize;
+    *max_cached = ref->ses->fore.ca_maxresponsesize_cached;
 }
 
 void uiw__nfs4_slot_done(struct uiw__nfs4_state *st, struct uiw__nfs4_slotref *ref,

@@ -36,18 +36,22 @@ struct uiw__nfs4_slotref {
     uint32_t slot;
 };
 
-/* Section 18.46 and 2.10.6.1 for a COMPOUND of nops operations: NFS4_OK with *ref the
+/* Section 18.46 and 2.10.6.1 for a COMPOUND of nops operations and req_len bytes of
+ * arguments (more than the session takes: NFS4ERR_REQ_TOO_BIG): NFS4_OK with *ref the
  * slot, taken (a new request: run it, then uiw__nfs4_slot_done); NFS4_OK with *cached
  * the whole reply kept for this retry (malloc'd, *clen bytes: send it as it is); or the
  * error (BADSESSION, BADSLOT, SEQ_MISORDERED, RETRY_UNCACHED_REP, DELAY, TOO_MANY_OPS). */
 nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, uint32_t nops,
-                            SEQUENCE4resok *r, struct uiw__nfs4_slotref *ref, char **cached,
-                            size_t *clen);
+                            uint32_t req_len, SEQUENCE4resok *r, struct uiw__nfs4_slotref *ref,
+                            char **cached, size_t *clen);
 /* The request of ref is done: its reply (len bytes) kept for a retry when `keep`. */
 void uiw__nfs4_slot_done(struct uiw__nfs4_state *st, struct uiw__nfs4_slotref *ref,
                          const char *reply, size_t len, int keep);
 /* The session's limit of operations per COMPOUND (ref taken). */
 uint32_t uiw__nfs4_session_max_ops(const struct uiw__nfs4_slotref *ref);
+/* The session's largest reply, and largest reply a slot keeps (ref taken). */
+void uiw__nfs4_session_sizes(const struct uiw__nfs4_slotref *ref, uint32_t *max_resp,
+                             uint32_t *max_cached);
 
 /* The lease, seconds (the lease_time attribute). */
 uint32_t uiw__nfs4_lease(const struct uiw__nfs4_state *st);

@@ -866,8 +866,10 @@ static nfsstat4 exchange(struct t4 *t, const char *owner, clientid4 *cid, uint32
     return st;
 }
 
-/* CREATE_SESSION of client cid: its status (the session's id into sid when made). */
-static nfsstat4 create_session(struct t4 *t, clientid4 cid, uint32_t csseq, sessionid4 sid)
+/* CREATE_SESSION of client cid (fore channel ch; NULL: 64 KiB each way, 8 operations, 4
+ * slots): its status (the session's id into sid when made). */
+static nfsstat4 create_session_ch(struct t4 *t, clientid4 cid, uint32_t csseq, sessionid4 sid,
+                                  const channel_attrs4 *fore)
 {
     nfs_argop4 a;
     op(&a, OP_CREATE_SESSION);
@@ -875,7 +877,7 @@ static nfsstat4 create_session(struct t4 *t, clientid4 cid, uint32_t csseq, sess
     ca->csa_clientid = cid;
     ca->csa_sequence = csseq;
     channel_attrs4 ch = {0, 65536, 65536, 4096, 8, 4, {0, NULL}};
-    ca->csa_fore_chan_attrs = ch;
+    ca->csa_fore_chan_attrs = fore ? *fore : ch;
     ca->csa_back_chan_attrs = ch;
     COMPOUND4res res;
     compound(t, &a, 1, &res);
@@ -887,6 +889,11 @@ static nfsstat4 create_session(struct t4 *t, clientid4 cid, uint32_t csseq, sess
                NFS4_SESSIONID_SIZE);
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
     return st;
+}
+
+static nfsstat4 create_session(struct t4 *t, clientid4 cid, uint32_t csseq, sessionid4 sid)
+{
+    return create_session_ch(t, cid, csseq, sid, NULL);
 }
 
 /* An empty owner gets NFS4ERR_INVAL. What one client holds is bounded: 16 sessions at once (the
@@ -1022,5 +1029,73 @@ TEST(nfs4_forged_handle_not_given_back)
     }
     t4_close(&t);
     rmdir(out);
+    srv_stop(&v);
+}
+
+/* A session's sizes hold (RFC 8881 section 2.10.6.4): a COMPOUND larger than its
+ * ca_maxrequestsize gets NFS4ERR_REQ_TOO_BIG from SEQUENCE (nothing runs, the slot stays
+ * as it was); the operation whose result takes the reply past ca_maxresponsesize gets
+ * NFS4ERR_REP_TOO_BIG, and past ca_maxresponsesize_cached, when the client asked the
+ * slot to keep it, NFS4ERR_REP_TOO_BIG_TO_CACHE. */
+TEST(nfs4_session_sizes)
+{
+    struct srv v;
+    start(&v, 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    clientid4 cid;
+    uint32_t csseq;
+    CHECK_EQ(exchange(&t, "sizes-client", &cid, &csseq), NFS4_OK);
+    channel_attrs4 fore = {0, 600, 600, 300, 16, 4, {0, NULL}};
+    CHECK_EQ(create_session_ch(&t, cid, csseq, t.sid, &fore), NFS4_OK);
+    memset(t.seq, 0, sizeof(t.seq));
+    uint32_t all[2] = {0xffffffffu, 0xffffffffu};
+
+    /* three LOOKUPs of 250-byte names: some 800 bytes */
+    nfs_argop4 a[8];
+    char name[251];
+    memset(name, 'n', 250);
+    name[250] = 0;
+    sequence(&t, &a[0], 0, 1, 0);
+    op(&a[1], OP_PUTROOTFH);
+    for (int i = 2; i < 5; i++) {
+        op(&a[i], OP_LOOKUP);
+        a[i].nfs_argop4_u.oplookup.objname.utf8string_len = 250;
+        a[i].nfs_argop4_u.oplookup.objname.utf8string_val = name;
+    }
+    COMPOUND4res res;
+    compound(&t, a, 5, &res);
+    CHECK_EQ(res.status, NFS4ERR_REQ_TOO_BIG);
+    CHECK_EQ(res.resarray.resarray_len, 1);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* GETATTRs of every attribute until the reply passes 600 bytes */
+    sequence(&t, &a[0], 0, 1, 0); /* the same sequence ID: the slot did not move */
+    op(&a[1], OP_PUTROOTFH);
+    for (int i = 2; i < 8; i++)
+        getattr_op(&a[i], all);
+    compound(&t, a, 8, &res);
+    CHECK_EQ(res.status, NFS4ERR_REP_TOO_BIG);
+    u_int n = res.resarray.resarray_len;
+    CHECK(n > 3 && n < 8);
+    for (u_int i = 0; i + 1 < n; i++)
+        CHECK_EQ(st_of(&res.resarray.resarray_val[i]), NFS4_OK);
+    CHECK_EQ(res.resarray.resarray_val[n - 1].resop, OP_GETATTR);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* one GETATTR fits the reply but not the slot's cache */
+    sequence(&t, &a[0], 0, 2, 1);
+    op(&a[1], OP_PUTROOTFH);
+    getattr_op(&a[2], all);
+    op(&a[3], OP_GETFH);
+    compound(&t, a, 4, &res);
+    CHECK_EQ(res.status, NFS4ERR_REP_TOO_BIG_TO_CACHE);
+    CHECK(res.resarray.resarray_len >= 3);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    sequence(&t, &a[0], 0, 3, 0); /* not asked to keep it: it goes */
+    compound(&t, a, 4, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    t4_close(&t);
     srv_stop(&v);
 }
