@@ -1015,12 +1015,11 @@ TEST(nfs4_forged_handle_not_given_back)
         op(&a[1], OP_PUTFH);
         a[1].nfs_argop4_u.opputfh.object.nfs_fh4_len = h.data.data_len;
         a[1].nfs_argop4_u.opputfh.object.nfs_fh4_val = forged;
-        if (k == 0) {
+        uint32_t mask[2] = {1u << FATTR4_TYPE, 0};
+        if (k == 0)
             op(&a[2], OP_GETFH);
-        } else {
-            uint32_t mask[2] = {1u << FATTR4_TYPE, 0};
+        else
             getattr_op(&a[2], mask);
-        }
         COMPOUND4res res;
         compound(&t, a, 3, &res);
         CHECK_EQ(res.status, NFS4ERR_STALE);
