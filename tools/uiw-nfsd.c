@@ -8,6 +8,7 @@
  *            [--max-handles N] [--tcp-threads N]
  *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
  *            [--rpcbind | --no-rpcbind] [--nfs4-experimental] [--lease-time S]
+ *            [--state-dir DIR]
  *            [--stats] [-v]
  *            EXPORT_DIR...
  *
@@ -93,6 +94,10 @@ static const char usage[] =
     "                        every other operation (OPEN, READ, WRITE, READDIR, ...)\n"
     "                        answers NFS4ERR_NOTSUPP, so a client cannot mount yet\n"
     "      --lease-time S    NFSv4 lease in seconds (default 90)\n"
+    "      --state-dir DIR   keep NFSv4 client records in DIR (made if missing), so\n"
+    "                        that after a restart the clients reclaim their state in\n"
+    "                        a grace period of one lease, in which other new state\n"
+    "                        waits (default: no records, no grace period)\n"
     "      --rpcbind         register NFS (tcp, tcp6, rdma) and MOUNT (tcp, tcp6) with\n"
     "                        the host's rpcbind, or do not start (default: register\n"
     "                        when NFS is on TCP port 2049 and an rpcbind runs)\n"
@@ -184,7 +189,8 @@ int main(int argc, char **argv)
         O_RPCBIND,
         O_NO_RPCBIND,
         O_NFS4,
-        O_LEASE
+        O_LEASE,
+        O_STATEDIR
     };
     bool stats = false;
     static const struct option lo[] = {
@@ -214,6 +220,7 @@ int main(int argc, char **argv)
         {"no-rpcbind", no_argument, NULL, O_NO_RPCBIND},
         {"nfs4-experimental", no_argument, NULL, O_NFS4},
         {"lease-time", required_argument, NULL, O_LEASE},
+        {"state-dir", required_argument, NULL, O_STATEDIR},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -255,6 +262,9 @@ int main(int argc, char **argv)
         case O_LEASE:
             bad = parse_num(optarg, 10, 3600, &v);
             o.lease_time = (unsigned)v;
+            break;
+        case O_STATEDIR:
+            o.state_dir = optarg;
             break;
         case O_AUID:
             bad = parse_num(optarg, 0, 0xffffffffL, &v);

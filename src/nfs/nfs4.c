@@ -9,7 +9,8 @@
  *     first operation that fails ends it (section 16.2.3).
  *   - sessions (nfs4state.c): EXCHANGE_ID, CREATE_SESSION, SEQUENCE (with its slot's reply
  *     cache: a retry gets the bytes of the first reply), DESTROY_SESSION,
- *     DESTROY_CLIENTID, RECLAIM_COMPLETE (accepted: no grace period yet); an operation
+ *     DESTROY_CLIENTID, RECLAIM_COMPLETE (ending the client's part of the grace period:
+ *     nfs4grace.c); an operation
  *     other than those that may come alone without SEQUENCE first gets
  *     NFS4ERR_OP_NOT_IN_SESSION, SEQUENCE elsewhere than first NFS4ERR_SEQUENCE_POS, more
  *     operations than the session allows NFS4ERR_TOO_MANY_OPS.
@@ -377,7 +378,8 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
             uiw__nfs4_destroy_clientid(c->s->nfs4, a->nfs_argop4_u.opdestroy_clientid.dca_clientid);
         break;
     case OP_RECLAIM_COMPLETE:
-        st = NFS4_OK; /* no grace period yet: nothing to reclaim */
+        st = uiw__nfs4_reclaim_complete(c->s->nfs4, &c->ref,
+                                        a->nfs_argop4_u.opreclaim_complete.rca_one_fs);
         break;
     case OP_PUTROOTFH:
         st = op_putrootfh(c, &v);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nfs/nfs4grace.h"
 #include "nfs/nfs4state.h"
 
 /* Sessions of one client at once: CREATE_SESSION past them gets NFS4ERR_NOSPC (section
@@ -60,6 +61,7 @@ struct client {
     clientid4 id;
     int confirmed;
     uint32_t cs_seq; /* the next CREATE_SESSION's csa_sequence */
+    int reclaimed;   /* RECLAIM_COMPLETE received */
     int have_last;   /* the last CREATE_SESSION's reply, for its retry */
     nfsstat4 last_rc;
     CREATE_SESSION4resok last;
@@ -75,7 +77,8 @@ struct uiw__nfs4_state {
     uint32_t boot; /* the high word of client IDs: tells this server's from a former one's */
     uint32_t next_id, next_session;
     uint32_t lease;
-    int64_t scanned_ns; /* the last look for expired leases */
+    int64_t scanned_ns;            /* the last look for expired leases */
+    struct uiw__nfs4_grace *grace; /* client records and the grace period (NULL: none) */
     char owner[64];
 };
 
@@ -86,11 +89,15 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s)
+struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s, const char *state_dir)
 {
     struct uiw__nfs4_state *st = calloc(1, sizeof(*st));
     if (!st)
         return NULL;
+    if (state_dir && !(st->grace = uiw__nfs4_grace_open(state_dir, lease_s))) {
+        free(st);
+        return NULL;
+    }
     pthread_mutex_init(&st->lock, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -140,6 +147,8 @@ static void client_free(struct client *clp)
 static void drop_client(struct uiw__nfs4_state *st, struct client *clp)
 {
     drop_sessions(st, clp);
+    if (clp->confirmed)
+        uiw__nfs4_grace_forget(st->grace, clp->owner, clp->ownerlen);
     for (struct client **pp = &st->clients; *pp; pp = &(*pp)->next) {
         if (*pp == clp) {
             *pp = clp->next;
@@ -154,6 +163,9 @@ void uiw__nfs4_state_destroy(struct uiw__nfs4_state *st)
 {
     if (!st)
         return;
+    /* the records stay for the next instance: the clients are let go, not forgotten */
+    uiw__nfs4_grace_close(st->grace);
+    st->grace = NULL;
     while (st->clients)
         drop_client(st, st->clients);
     pthread_mutex_destroy(&st->lock);
@@ -388,6 +400,9 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
             }
         }
         clp->confirmed = 1;
+        /* on disk before the client hears it is confirmed (a failure to write leaves it
+         * without a reclaim after a restart, as knfsd's client tracking does) */
+        uiw__nfs4_grace_record(st->grace, clp->owner, clp->ownerlen);
     }
     ses->clp = clp;
     ses->next = st->sessions;
@@ -545,4 +560,47 @@ void uiw__nfs4_slot_done(struct uiw__nfs4_state *st, struct uiw__nfs4_slotref *r
     session_unref(ref->ses);
     ref->ses = NULL;
     pthread_mutex_unlock(&st->lock);
+}
+
+nfsstat4 uiw__nfs4_reclaim_complete(struct uiw__nfs4_state *st, const struct uiw__nfs4_slotref *ref,
+                                    int one_fs)
+{
+    nfsstat4 rc = NFS4_OK;
+    pthread_mutex_lock(&st->lock);
+    struct client *clp = ref->ses ? ref->ses->clp : NULL;
+    if (!clp)
+        rc = NFS4ERR_BADSESSION;
+    else if (one_fs)
+        rc = NFS4_OK; /* one file system's reclaims done: nothing per file system is kept */
+    else if (clp->reclaimed)
+        rc = NFS4ERR_COMPLETE_ALREADY;
+    else {
+        clp->reclaimed = 1;
+        uiw__nfs4_grace_done(st->grace, clp->owner, clp->ownerlen);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+nfsstat4 uiw__nfs4_grace_check(struct uiw__nfs4_state *st, const struct uiw__nfs4_slotref *ref,
+                               int reclaim)
+{
+    nfsstat4 rc = NFS4_OK;
+    pthread_mutex_lock(&st->lock);
+    struct client *clp = ref->ses ? ref->ses->clp : NULL;
+    if (!reclaim)
+        rc = uiw__nfs4_grace_active(st->grace) ? NFS4ERR_GRACE : NFS4_OK;
+    else if (!clp || clp->reclaimed ||
+             !uiw__nfs4_grace_may_reclaim(st->grace, clp->owner, clp->ownerlen))
+        rc = NFS4ERR_NO_GRACE;
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+unsigned uiw__nfs4_in_grace(struct uiw__nfs4_state *st)
+{
+    pthread_mutex_lock(&st->lock);
+    unsigned n = uiw__nfs4_grace_active(st->grace) ? uiw__nfs4_grace_pending(st->grace) : 0;
+    pthread_mutex_unlock(&st->lock);
+    return n;
 }

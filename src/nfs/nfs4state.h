@@ -53,6 +53,22 @@ uint32_t uiw__nfs4_session_max_ops(const struct uiw__nfs4_slotref *ref);
 void uiw__nfs4_session_sizes(const struct uiw__nfs4_slotref *ref, uint32_t *max_resp,
                              uint32_t *max_cached);
 
+/* RECLAIM_COMPLETE (RFC 8881 section 18.51) of the session's client: its reclaims are
+ * done (the grace period ends once every client of the last instance is); a second gets
+ * NFS4ERR_COMPLETE_ALREADY. one_fs (rca_one_fs): for one file system, accepted. */
+nfsstat4 uiw__nfs4_reclaim_complete(struct uiw__nfs4_state *st, const struct uiw__nfs4_slotref *ref,
+                                    int one_fs);
+/* Whether the session's client may make state now (section 8.4.2): a reclaim
+ * (CLAIM_PREVIOUS, a reclaim LOCK) only in the grace period by a client of the last
+ * instance before its RECLAIM_COMPLETE (else NFS4ERR_NO_GRACE); new state not in the grace
+ * period (NFS4ERR_GRACE). */
+nfsstat4 uiw__nfs4_grace_check(struct uiw__nfs4_state *st, const struct uiw__nfs4_slotref *ref,
+                               int reclaim);
+
+/* The clients of the last instance yet to reclaim while the grace period runs (0: not in
+ * grace). */
+unsigned uiw__nfs4_in_grace(struct uiw__nfs4_state *st);
+
 /* The lease, seconds (the lease_time attribute). */
 uint32_t uiw__nfs4_lease(const struct uiw__nfs4_state *st);
 

@@ -50,6 +50,9 @@ struct uiw__nfsd_opts {
      * PROG_MISMATCH (3, 3) */
     int nfs4;
     unsigned lease_time; /* NFSv4 lease, seconds; 0: 90 */
+    /* NFSv4 client records (NULL: none, and no grace period after a restart); made if
+     * missing */
+    const char *state_dir;
 };
 
 /* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */

@@ -64,7 +64,8 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
     atomic_init(&s->writeverf, verf);
     s->vfs = uiw__vfs_state_create();
     if (s->vfs && s->opts.nfs4) {
-        s->nfs4 = uiw__nfs4_state_create(s->opts.lease_time ? s->opts.lease_time : 90);
+        s->nfs4 =
+            uiw__nfs4_state_create(s->opts.lease_time ? s->opts.lease_time : 90, s->opts.state_dir);
         if (!s->nfs4) {
             uiw__vfs_state_destroy(s->vfs);
             s->vfs = NULL;

@@ -262,7 +262,9 @@ void uiw__mount3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt
 /* NFS version 4 (nfs4.c): NULL and COMPOUND, when opts.nfs4 is on. */
 void uiw__nfs4_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
 struct uiw__nfs4_state;
-struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s);
+/* The NFSv4 state; with state_dir, client records kept there and a grace period after a
+ * restart (nfs4grace.c). NULL and errno on failure. */
+struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s, const char *state_dir);
 void uiw__nfs4_state_destroy(struct uiw__nfs4_state *st);
 
 /* The monotonic clock in nanoseconds (deadlines, idle times, rechecks). */

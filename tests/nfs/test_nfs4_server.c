@@ -17,6 +17,7 @@
 
 #include "interop.h"
 #include "io/pcap.h"
+#include "nfs/nfs4state.h"
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
 #include "nfs4.h"
@@ -1097,4 +1098,117 @@ TEST(nfs4_session_sizes)
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
     t4_close(&t);
     srv_stop(&v);
+}
+
+/* A server with NFSv4 on, its client records in dir. */
+static void start_dir(struct srv *v, unsigned lease, const char *dir)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.nfs4 = 1;
+    o.lease_time = lease;
+    o.state_dir = dir;
+    srv_start(v, &o);
+}
+
+/* The number of client records in dir, and whether one holds owner. */
+static int records(const char *dir, const char *owner, int *found)
+{
+    char cmd[600], *out = NULL;
+    snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^c-'; grep -lx '%s' '%s'/c-* 2>/dev/null", dir,
+             owner, dir);
+    it_run(cmd, 1, 10, &out);
+    int n = atoi(out);
+    *found = strstr(out, "/c-") != NULL;
+    free(out);
+    return n;
+}
+
+/* RECLAIM_COMPLETE on the session of t: its status. */
+static nfsstat4 reclaim_complete(struct t4 *t)
+{
+    nfs_argop4 a[2];
+    next_seq(t, &a[0]);
+    op(&a[1], OP_RECLAIM_COMPLETE);
+    COMPOUND4res res;
+    compound(t, a, 2, &res);
+    nfsstat4 st = res.status;
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    return st;
+}
+
+/* With a state directory, a confirmed client is recorded on disk (an unconfirmed one is
+ * not; one destroyed is removed). After a restart the recorded clients hold the server
+ * in grace until each has sent RECLAIM_COMPLETE (a second gets NFS4ERR_COMPLETE_ALREADY;
+ * a new client's does not end it), or until a lease has passed, which removes the
+ * records of those that did not come back. */
+TEST(nfs4_grace_after_restart)
+{
+    char dir[] = "/tmp/uiw-nfs4-state-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    struct srv v;
+    start_dir(&v, 2, dir);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 0);
+    struct t4 a, c;
+    t4_open(&a, &v, NULL);
+    a.owner = "grace-a";
+    session(&a, 8);
+    t4_open(&c, &v, NULL);
+    c.owner = "grace-c";
+    session(&c, 8);
+    clientid4 cid;
+    uint32_t cs;
+    CHECK_EQ(exchange(&a, "grace-b", &cid, &cs), NFS4_OK); /* unconfirmed */
+    int found;
+    CHECK_EQ(records(dir, "grace-a", &found), 2);
+    CHECK(found);
+    CHECK_EQ(records(dir, "grace-b", &found), 2);
+    CHECK(!found);
+    nfs_argop4 op1;
+    op(&op1, OP_DESTROY_SESSION);
+    memcpy(op1.nfs_argop4_u.opdestroy_session.dsa_sessionid, c.sid, NFS4_SESSIONID_SIZE);
+    COMPOUND4res res;
+    compound(&c, &op1, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    op(&op1, OP_DESTROY_CLIENTID);
+    op1.nfs_argop4_u.opdestroy_clientid.dca_clientid = c.cid;
+    compound(&c, &op1, 1, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(records(dir, "grace-a", &found), 1);
+    t4_close(&a);
+    t4_close(&c);
+    srv_stop(&v);
+
+    /* restarted: in grace for grace-a */
+    start_dir(&v, 2, dir);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 1);
+    struct t4 d;
+    t4_open(&d, &v, NULL);
+    d.owner = "grace-d";
+    session(&d, 8);
+    CHECK_EQ(reclaim_complete(&d), NFS4_OK);
+    CHECK_EQ(reclaim_complete(&d), NFS4ERR_COMPLETE_ALREADY);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 1);
+    t4_open(&a, &v, NULL);
+    a.owner = "grace-a";
+    session(&a, 8);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 1);
+    CHECK_EQ(reclaim_complete(&a), NFS4_OK);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 0);
+    CHECK_EQ(records(dir, "grace-a", &found), 2); /* grace-a and grace-d */
+    t4_close(&a);
+    t4_close(&d);
+    srv_stop(&v);
+
+    /* restarted again: nobody comes back; after the lease the records are gone */
+    start_dir(&v, 2, dir);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 2);
+    usleep(2200000);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 0);
+    CHECK_EQ(records(dir, "grace-a", &found), 0);
+    srv_stop(&v);
+    it_rmtree(dir);
 }
