@@ -1,7 +1,8 @@
 /*
  * Registration with the host's rpcbind, so that a plain `mount server:/export` and
- * `showmount -e` find uiw-nfsd: NFS 3 on netids tcp (and tcp6 when the listener takes
- * IPv6 too) and rdma (the connection manager listens on IPv4), MOUNT 3 on tcp (and tcp6),
+ * `showmount -e` find uiw-nfsd: NFS 3 (and 4 when it is served) on netids tcp (and tcp6
+ * when the listener takes IPv6 too) and rdma (the connection manager listens on IPv4),
+ * MOUNT 3 on tcp (and tcp6),
  * which rpcbind answers in every version (portmap's GETPORT too); stale registrations of a server
  * that died are cleared first, and everything is unregistered at the end.
  *
@@ -60,14 +61,14 @@ static CLIENT *rpcbind_client(void)
 }
 
 /* SET or UNSET; TRUE when rpcbind did it. */
-static bool_t rpcb_do(CLIENT *cl, rpcproc_t proc, rpcprog_t prog, const char *netid,
+static bool_t rpcb_do(CLIENT *cl, rpcproc_t proc, rpcprog_t prog, rpcvers_t vers, const char *netid,
                       const char *uaddr)
 {
     char owner[16];
     snprintf(owner, sizeof(owner), "%u", (unsigned)geteuid());
     RPCB p = {
         .r_prog = prog,
-        .r_vers = 3,
+        .r_vers = vers,
         .r_netid = (char *)(uintptr_t)netid,
         .r_addr = (char *)(uintptr_t)uaddr,
         .r_owner = owner,
@@ -98,11 +99,12 @@ static void uaddr_of(char *out, size_t n, int family, const char *addr, int port
     snprintf(out, n, "%s.%d.%d", a, (port >> 8) & 0xff, port & 0xff);
 }
 
-/* Every registration of NFS 3 and MOUNT 3, whoever made it. */
+/* Every registration of NFS 3 and 4 and MOUNT 3, whoever made it. */
 static void unset_all(CLIENT *cl)
 {
-    rpcb_do(cl, RPCBPROC_UNSET, NFS_PROGRAM_NUM, "", "");
-    rpcb_do(cl, RPCBPROC_UNSET, MOUNT_PROGRAM_NUM, "", "");
+    rpcb_do(cl, RPCBPROC_UNSET, NFS_PROGRAM_NUM, 3, "", "");
+    rpcb_do(cl, RPCBPROC_UNSET, NFS_PROGRAM_NUM, 4, "", "");
+    rpcb_do(cl, RPCBPROC_UNSET, MOUNT_PROGRAM_NUM, 3, "", "");
 }
 
 int uiw__nfsd_rpcbind_register(struct uiw__nfsd *s, int loud)
@@ -117,14 +119,19 @@ int uiw__nfsd_rpcbind_register(struct uiw__nfsd *s, int loud)
     const char *addr = s->opts.addr;
     int v6 = !addr || strchr(addr, ':'), v4 = !addr || !strchr(addr, ':');
     unset_all(cl); /* a server that ended without saying so */
+    /* NFS 4 beside 3 when it is served (as knfsd registers both) */
+    int v4port = s->opts.nfs4 ? 1 : -1;
     const struct {
         rpcprog_t prog;
+        rpcvers_t vers;
         int port;
         const char *netid4, *netid6;
     } regs[] = {
-        {NFS_PROGRAM_NUM, s->ports[UIW__NFSD_TCP], "tcp", "tcp6"},
-        {MOUNT_PROGRAM_NUM, s->ports[UIW__NFSD_MOUNT], "tcp", "tcp6"},
-        {NFS_PROGRAM_NUM, s->ports[UIW__NFSD_RDMA], "rdma", NULL}, /* IPv4 only */
+        {NFS_PROGRAM_NUM, 3, s->ports[UIW__NFSD_TCP], "tcp", "tcp6"},
+        {NFS_PROGRAM_NUM, 4, v4port * s->ports[UIW__NFSD_TCP], "tcp", "tcp6"},
+        {MOUNT_PROGRAM_NUM, 3, s->ports[UIW__NFSD_MOUNT], "tcp", "tcp6"},
+        {NFS_PROGRAM_NUM, 3, s->ports[UIW__NFSD_RDMA], "rdma", NULL}, /* IPv4 only */
+        {NFS_PROGRAM_NUM, 4, v4port * s->ports[UIW__NFSD_RDMA], "rdma", NULL},
     };
     int done = 0, failed = 0;
     for (size_t i = 0; i < sizeof(regs) / sizeof(regs[0]); i++) {
@@ -135,7 +142,8 @@ int uiw__nfsd_rpcbind_register(struct uiw__nfsd *s, int loud)
                 continue;
             char ua[INET6_ADDRSTRLEN + 16];
             uaddr_of(ua, sizeof(ua), f ? AF_INET6 : AF_INET, addr, regs[i].port);
-            if (rpcb_do(cl, RPCBPROC_SET, regs[i].prog, f ? regs[i].netid6 : regs[i].netid4, ua))
+            if (rpcb_do(cl, RPCBPROC_SET, regs[i].prog, regs[i].vers,
+                        f ? regs[i].netid6 : regs[i].netid4, ua))
                 done++;
             else
                 failed++;

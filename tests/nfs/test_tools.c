@@ -811,9 +811,9 @@ TEST(root_tools_exports_file_secure)
     rm_tree(dir);
 }
 
-/* rpcinfo's list from the rpcbind at 127.0.0.1: whether it holds program `prog` version 3
- * on `netid` at `port` (any port: 0; any netid: NULL). */
-static bool rpcbind_has(unsigned prog, const char *netid, int port)
+/* rpcinfo's list from the rpcbind at 127.0.0.1: whether it holds program `prog` version
+ * `vers` on `netid` at `port` (any port: 0; any netid: NULL). */
+static bool rpcbind_has_v(unsigned prog, unsigned vers, const char *netid, int port)
 {
     const char *argv[] = {"rpcinfo", "127.0.0.1", NULL};
     struct tool_run r;
@@ -824,7 +824,7 @@ static bool rpcbind_has(unsigned prog, const char *netid, int port)
     for (char *line = strtok(r.out, "\n"); line && !found; line = strtok(NULL, "\n")) {
         unsigned p, v;
         char nid[32], ua[96];
-        if (sscanf(line, "%u %u %31s %95s", &p, &v, nid, ua) != 4 || p != prog || v != 3)
+        if (sscanf(line, "%u %u %31s %95s", &p, &v, nid, ua) != 4 || p != prog || v != vers)
             continue;
         if (netid && strcmp(nid, netid) != 0)
             continue;
@@ -835,6 +835,11 @@ static bool rpcbind_has(unsigned prog, const char *netid, int port)
     }
     tool_run_free(&r);
     return found;
+}
+
+static bool rpcbind_has(unsigned prog, const char *netid, int port)
+{
+    return rpcbind_has_v(prog, 3, netid, port);
 }
 
 static void stop_nfsd(pid_t pid, int sig)
@@ -850,7 +855,8 @@ static void stop_nfsd(pid_t pid, int sig)
  * namespace of the test's own, /run a fresh tmpfs): on port 2049 by default, NFS on tcp,
  * tcp6 and rdma and MOUNT on tcp and tcp6, so that showmount -e (nfs-common's, another
  * implementation) lists the export; a server killed leaves registrations that the next one
- * replaces; SIGTERM withdraws them; --rpcbind registers any port, and uiw-nfs given no port
+ * replaces; SIGTERM withdraws them; --rpcbind registers any port (NFS 4 too with
+ * --nfs4-experimental), and uiw-nfs given no port
  * finds NFS and MOUNT through rpcbind; --no-rpcbind registers nothing; --rpcbind without
  * an rpcbind does not start, and the default then says so once and starts. */
 TEST(root_tools_rpcbind)
@@ -886,6 +892,7 @@ TEST(root_tools_rpcbind)
     CHECK(rpcbind_has(100005, "tcp6", 20048));
     if (rdma > 0)
         CHECK(rpcbind_has(100003, "rdma", 20049));
+    CHECK(!rpcbind_has_v(100003, 4, NULL, 0)); /* version 4 is not served */
     const char *sm[] = {"showmount", "-e", "127.0.0.1", NULL};
     struct tool_run r;
     tool_run("/sbin/showmount", sm, NULL, 0, 30, &r);
@@ -895,14 +902,17 @@ TEST(root_tools_rpcbind)
     /* killed: its registrations stay, and the next server's replace them */
     stop_nfsd(pid, SIGKILL);
     CHECK(rpcbind_has(100003, "tcp", 2049));
-    const char *any[] = {"uiw-nfsd", "--rpcbind", "--tcp-port", "0", "--mount-port",
-                         "0",        "-p",        "-1",         dir, NULL};
+    const char *any[] = {
+        "uiw-nfsd", "--rpcbind",           "--tcp-port", "0", "--mount-port", "0", "-p",
+        "-1",       "--nfs4-experimental", dir,          NULL};
     pid = nfsd_spawn_argv(any, &out, line, sizeof(line));
     fclose(out);
     CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
     CHECK(tcp != 2049 && mount != 20048 && rdma == -1);
     CHECK(rpcbind_has(100003, "tcp", tcp));
     CHECK(rpcbind_has(100005, "tcp", mount));
+    CHECK(rpcbind_has_v(100003, 4, "tcp", tcp)); /* served: registered beside 3 */
+    CHECK(rpcbind_has_v(100003, 4, "tcp6", tcp));
     CHECK(!rpcbind_has(100003, "tcp", 2049));
     CHECK(!rpcbind_has(100003, "rdma", 0));
     char u[160];
@@ -913,6 +923,7 @@ TEST(root_tools_rpcbind)
     tool_run_free(&r);
     stop_nfsd(pid, SIGTERM);
     CHECK(!rpcbind_has(100003, NULL, 0));
+    CHECK(!rpcbind_has_v(100003, 4, NULL, 0));
     CHECK(!rpcbind_has(100005, NULL, 0));
     /* --no-rpcbind: nothing, even on 2049 */
     const char *none[] = {"uiw-nfsd", "--no-rpcbind", "-p", "-1", dir, NULL};
