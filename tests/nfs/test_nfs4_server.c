@@ -907,9 +907,9 @@ TEST(nfs4_state_bounded)
     start(&v, 0);
     struct t4 t;
     t4_open(&t, &v, NULL);
-    clientid4 cid;
-    uint32_t csseq;
-    sessionid4 sid[17];
+    clientid4 cid = 0;
+    uint32_t csseq = 0;
+    sessionid4 sid[17] = {{0}};
     CHECK_EQ(exchange(&t, "", &cid, &csseq), NFS4ERR_INVAL); /* an owner naming nobody */
     CHECK_EQ(exchange(&t, "bounded-client", &cid, &csseq), NFS4_OK);
     for (int i = 0; i < 16; i++)
@@ -926,8 +926,8 @@ TEST(nfs4_state_bounded)
 
     /* 4,095 more records, unconfirmed: the first of them is dropped by one more */
     char owner[32];
-    clientid4 first = 0, c;
-    uint32_t s, first_seq = 0;
+    clientid4 first = 0, c = 0;
+    uint32_t s = 0, first_seq = 0;
     for (int i = 0; i < 4095; i++) {
         snprintf(owner, sizeof(owner), "many-%d", i);
         CHECK_EQ(exchange(&t, owner, &c, &s), NFS4_OK);
@@ -937,7 +937,7 @@ TEST(nfs4_state_bounded)
         }
     }
     CHECK_EQ(exchange(&t, "many-last", &c, &s), NFS4_OK);
-    sessionid4 x;
+    sessionid4 x = {0};
     CHECK_EQ(create_session(&t, first, first_seq, x), NFS4ERR_STALE_CLIENTID);
     /* every record confirmed: the next owner waits */
     for (int i = 1; i < 4095; i++) {
@@ -1043,8 +1043,8 @@ TEST(nfs4_session_sizes)
     start(&v, 0);
     struct t4 t;
     t4_open(&t, &v, NULL);
-    clientid4 cid;
-    uint32_t csseq;
+    clientid4 cid = 0;
+    uint32_t csseq = 0;
     CHECK_EQ(exchange(&t, "sizes-client", &cid, &csseq), NFS4_OK);
     channel_attrs4 fore = {0, 600, 600, 300, 16, 4, {0, NULL}};
     CHECK_EQ(create_session_ch(&t, cid, csseq, t.sid, &fore), NFS4_OK);
@@ -1157,8 +1157,8 @@ TEST(nfs4_grace_after_restart)
     t4_open(&c, &v, NULL);
     c.owner = "grace-c";
     session(&c, 8);
-    clientid4 cid;
-    uint32_t cs;
+    clientid4 cid = 0;
+    uint32_t cs = 0;
     CHECK_EQ(exchange(&a, "grace-b", &cid, &cs), NFS4_OK); /* unconfirmed */
     int found;
     CHECK_EQ(records(dir, "grace-a", &found), 2);
