@@ -425,6 +425,98 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
     return st;
 }
 
+/* A decoding stream that gives back one word already read, then reads on from another:
+ * an operation's number, looked at before its arguments are decoded with it (the
+ * RPC-over-RDMA layer's streams do not move back). */
+struct pushback {
+    XDR x;
+    XDR *in;
+    long word;
+    int have;
+};
+
+static bool_t pb_getlong(XDR *x, long *lp)
+{
+    struct pushback *p = (struct pushback *)x;
+    if (!p->have)
+        return XDR_GETLONG(p->in, lp);
+    p->have = 0;
+    *lp = p->word;
+    return TRUE;
+}
+
+static bool_t pb_getbytes(XDR *x, char *cp, u_int n)
+{
+    struct pushback *p = (struct pushback *)x;
+    return !p->have && XDR_GETBYTES(p->in, cp, n);
+}
+
+static bool_t pb_put(XDR *x, const long *lp)
+{
+    (void)x;
+    (void)lp;
+    return FALSE;
+}
+
+static bool_t pb_putbytes(XDR *x, const char *cp, u_int n)
+{
+    (void)x;
+    (void)cp;
+    (void)n;
+    return FALSE;
+}
+
+static u_int pb_getpostn(XDR *x)
+{
+    struct pushback *p = (struct pushback *)x;
+    return XDR_GETPOS(p->in) - (p->have ? 4 : 0);
+}
+
+static bool_t pb_setpostn(XDR *x, u_int pos)
+{
+    struct pushback *p = (struct pushback *)x;
+    return !p->have && XDR_SETPOS(p->in, pos);
+}
+
+static int32_t *pb_inline(XDR *x, u_int n)
+{
+    struct pushback *p = (struct pushback *)x;
+    return p->have ? NULL : XDR_INLINE(p->in, n);
+}
+
+static void pb_destroy(XDR *x)
+{
+    (void)x;
+}
+
+static bool_t pb_control(XDR *x, int req, void *info)
+{
+    struct pushback *p = (struct pushback *)x;
+    return p->in->x_ops->x_control && p->in->x_ops->x_control(p->in, req, info);
+}
+
+static const struct xdr_ops pb_ops = {
+    .x_getlong = pb_getlong,
+    .x_putlong = pb_put,
+    .x_getbytes = pb_getbytes,
+    .x_putbytes = pb_putbytes,
+    .x_getpostn = pb_getpostn,
+    .x_setpostn = pb_setpostn,
+    .x_inline = pb_inline,
+    .x_destroy = pb_destroy,
+    .x_control = pb_control,
+};
+
+static void pushback_init(struct pushback *p, XDR *in, long word)
+{
+    memset(p, 0, sizeof(*p));
+    p->x.x_op = XDR_DECODE;
+    p->x.x_ops = &pb_ops;
+    p->in = in;
+    p->word = word;
+    p->have = 1;
+}
+
 /* Section 2.10.6.4: a reply larger than the session's ca_maxresponsesize gets
  * NFS4ERR_REP_TOO_BIG, and one the client asked the slot to keep (sa_cachethis) larger
  * than ca_maxresponsesize_cached NFS4ERR_REP_TOO_BIG_TO_CACHE, in place of the result of
@@ -480,17 +572,19 @@ static bool_t compound(XDR *x, void *p)
     nfsstat4 bad_st = NFS4_OK;
     u_int start = xdr_getpos(x);
     for (uint32_t i = 0; i < n; i++) {
-        u_int at = xdr_getpos(x);
-        uint32_t op;
-        if (!xdr_uint32_t(x, &op))
+        long w;
+        if (!XDR_GETLONG(x, &w))
             return FALSE;
+        uint32_t op = (uint32_t)w;
         if (!legal(c, op)) {
             bad = i;
             bad_st = NFS4ERR_OP_ILLEGAL;
             break;
         }
         c->ndec = i + 1;
-        if (!xdr_setpos(x, at) || !xdr_nfs_argop4(x, &c->args[i])) {
+        struct pushback pb;
+        pushback_init(&pb, x, w);
+        if (!xdr_nfs_argop4(&pb.x, &c->args[i])) {
             c->args[i].argop = op;
             bad = i;
             bad_st = NFS4ERR_BADXDR;
