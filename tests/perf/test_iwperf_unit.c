@@ -353,6 +353,9 @@ TEST(report_json)
     double v;
     CHECK(pu_json_str(t, "test", 0, s, sizeof(s)) && strcmp(s, "send") == 0);
     CHECK(pu_json_str(t, "mode", 0, s, sizeof(s)) && strcmp(s, "bw") == 0);
+    /* the progress mode that ran (the default follows the CPUs: whichever it chose) */
+    CHECK(pu_json_str(t, "progress", 0, s, sizeof(s)) &&
+          strcmp(s, o.no_thread ? "inline" : "thread") == 0);
     CHECK(pu_json_num(t, "bytes", 1, &v) && v == 4);
     CHECK(pu_json_num(t, "bw_avg_mib", 0, &v) && near(v, 1.0));
     CHECK(pu_json_num(t, "bw_peak_mib", 0, &v) && near(v, 2.0));

@@ -203,6 +203,11 @@ void iwp_report_finish(struct iwp_report *r)
             r->role, o->tcp ? "tcp" : "uiw", iwp_test_name(o->test));
     fprintf(f, "\"mode\": \"%s\", \"tx_depth\": %u, ", o->lat ? "lat" : "bw", o->tx_depth);
     if (!o->tcp)
+        fprintf(f, "\"progress\": \"%s\", ",
+                o->events      ? "events"
+                : o->no_thread ? "inline"
+                               : "thread");
+    if (!o->tcp)
         fprintf(f,
                 "\"mpa_rev\": %d, \"crc\": %s, \"markers\": %s, \"ird\": %u, \"ord\": %u, "
                 "\"mulpdu\": %u, ",
