@@ -6,11 +6,12 @@
  * process layout) back to back, RDMA first in every other round (the machine's speed
  * changes from second to second: a pair measured back to back shares it, and alternating
  * keeps the order from favouring either side). It prints the medians and the median of the
- * rounds' ratios:
- *   RDMA Write 1 MiB with CRC / TCP one-way stream of 1 MiB messages   (target >= 0.95)
- *   RDMA Read 1 MiB / TCP 1 MiB per request, same depth               (target >= 0.95)
- *   RDMA Read 1 MiB / the TCP one-way stream of the Write row (the limit for moving
- *     bytes: a Read's responder streams them; printed beside the request/response pair)
+ * rounds' ratios. Each RDMA bandwidth figure (Write 1 MiB with CRC; Read 1 MiB, 16 in
+ * flight) is printed over both TCP baselines, labelled:
+ *   the one-way stream of 1 MiB messages (-t write): the limit for moving bytes, which a
+ *     Write's and a Read's responder both stream          (Write's target >= 0.95)
+ *   request/response, 1 MiB per request, 16 requests in flight (-t read): the same
+ *     exchange as an RDMA Read                            (Read's target >= 0.95)
  *   Send ping-pong 64 B half RTT / TCP 64 B ping-pong half RTT         (target <= 1.00)
  *   payload bytes the stack copied in user space during the 1 MiB runs (target 0)
  * The TCP baseline is the strongest this machine gives: both ends spin on non-blocking
@@ -25,12 +26,14 @@
  *   program. How the RDMA side waits for completions:
  *     inline: no progress thread, the application busy-polls and so drives the stack
  *             (iwperf --no-thread);
- *     thread: the stack's progress thread, the application busy-polls (iwperf default);
+ *     thread: the stack's progress thread, the application busy-polls (iwperf --thread);
  *     events: the progress thread, the application sleeps on the completion channel
  *             (iwperf --events, like perftest -e); the TCP baseline then sleeps in the
  *             kernel too (no --busy-poll);
- *     auto:   inline (on a machine with few cores, spinning in one thread per process
- *             leaves each process a CPU; a second thread would steal it).
+ *     auto:   no option: iwperf's own default, as a user running iwperf gets it (no
+ *             progress thread with fewer than 4 CPUs, where spinning in one thread per
+ *             process leaves each process a CPU; a progress thread otherwise); the mode
+ *             iwperf reports (its JSON's "progress") is printed.
  *   The blocking TCP ping-pong (sleeping in recv) is printed for reference.
  * A full run with the defaults takes about 7 * (6 * 1 s + 3 latency runs + start-up).
  */
@@ -154,15 +157,30 @@ static void forward_stderr(int fd)
     close(fd);
 }
 
-static bool json_num(const char *doc, const char *key, double *v)
+/* Where the value of key starts in doc ("key": value), or NULL. */
+static const char *json_value(const char *doc, const char *key)
 {
     char pat[64];
     snprintf(pat, sizeof(pat), "\"%s\": ", key);
     const char *p = strstr(doc, pat);
-    if (!p)
+    return p ? p + strlen(pat) : NULL;
+}
+
+/* The string value of key in doc, into buf (cap bytes); false if absent. */
+static bool json_str(const char *doc, const char *key, char *buf, size_t cap)
+{
+    const char *p = json_value(doc, key), *e = p && *p == '"' ? strchr(++p, '"') : NULL;
+    if (!e || (size_t)(e - p) >= cap)
         return false;
-    p += strlen(pat);
-    if (strncmp(p, "null", 4) == 0)
+    memcpy(buf, p, (size_t)(e - p));
+    buf[e - p] = '\0';
+    return true;
+}
+
+static bool json_num(const char *doc, const char *key, double *v)
+{
+    const char *p = json_value(doc, key);
+    if (!p || strncmp(p, "null", 4) == 0)
         return false;
     char *end;
     *v = strtod(p, &end);
@@ -187,7 +205,11 @@ static int pair(const char *const extra[], bool tcp, const char *const tcp_extra
             cv[nc++] = tcp_extra[i];
         }
     } else {
-        const char *flag = mode == M_INLINE ? "--no-thread" : mode == M_EVENTS ? "--events" : NULL;
+        /* auto: no option, iwperf's own default (by the CPUs), as a user's run gets */
+        const char *flag = mode == M_INLINE   ? "--no-thread"
+                           : mode == M_THREAD ? "--thread"
+                           : mode == M_EVENTS ? "--events"
+                                              : NULL;
         if (flag) {
             sv[ns++] = flag;
             cv[nc++] = flag;
@@ -230,6 +252,10 @@ static int pair(const char *const extra[], bool tcp, const char *const tcp_extra
     return rc;
 }
 
+/* The progress mode the RDMA runs reported ("inline", "thread", "events"), for the
+ * header: with -m auto, iwperf chose it. */
+static char progress[16] = "?";
+
 /* One iwperf run and the number key of its JSON; false if it failed. */
 static bool measure(const char *const extra[], bool tcp, const char *const tcp_extra[],
                     const char *key, double *v, double *copied, bool *copied_known)
@@ -237,6 +263,8 @@ static bool measure(const char *const extra[], bool tcp, const char *const tcp_e
     static char out[1 << 16];
     if (pair(extra, tcp, tcp_extra, out, sizeof(out)) != 0 || !json_num(out, key, v))
         return false;
+    if (!tcp)
+        json_str(out, "progress", progress, sizeof(progress));
     double c;
     if (copied && json_num(out, "copied_payload_bytes", &c))
         *copied += c;
@@ -311,8 +339,6 @@ int main(int argc, char **argv)
     }
     if (reps < 1 || reps > MAXR)
         reps = 7;
-    if (mode == M_AUTO)
-        mode = M_INLINE;
     if (access(iwperf, X_OK) != 0) {
         fprintf(stderr, "bench-iwperf: no iwperf at %s (use -i)\n", iwperf);
         return 1;
@@ -356,40 +382,48 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *ww = bw_baseline(w64, w1m, reps, wt), *rw = bw_baseline(r64, r1m, reps, rt);
-    double qw[MAXR] = {0}, qr[MAXR] = {0}, qs[MAXR] = {0}, ql[MAXR] = {0}, qb[MAXR] = {0};
+    /* each RDMA bandwidth figure over both TCP baselines: the one-way stream (the limit for
+     * moving bytes) and request/response with 16 requests in flight */
+    double qww[MAXR] = {0}, qwr[MAXR] = {0}, qrw[MAXR] = {0}, qrr[MAXR] = {0}, ql[MAXR] = {0},
+           qb[MAXR] = {0};
     for (int i = 0; i < reps; i++) {
-        qw[i] = wr[i] / wt[i];
-        qr[i] = rr[i] / rt[i];
-        qs[i] = rr[i] / wt[i];
+        qww[i] = wr[i] / wt[i];
+        qwr[i] = wr[i] / rt[i];
+        qrw[i] = rr[i] / wt[i];
+        qrr[i] = rr[i] / rt[i];
         ql[i] = lr[i] / lt[i];
         qb[i] = lr[i] / lb[i];
     }
-    double mwr = bench_median(wr, (size_t)reps), mwt = bench_median(wt, (size_t)reps),
-           mrr = bench_median(rr, (size_t)reps), mrt = bench_median(rt, (size_t)reps),
-           mlr = bench_median(lr, (size_t)reps), mlt = bench_median(lt, (size_t)reps),
-           mlb = bench_median(lb, (size_t)reps), rw_ = bench_median(qw, (size_t)reps),
-           rrd = bench_median(qr, (size_t)reps), rrs = bench_median(qs, (size_t)reps),
-           rl = bench_median(ql, (size_t)reps), rb = bench_median(qb, (size_t)reps);
-    printf("\n%-48s %12s %12s %8s %8s\n", "measurement (medians; ratio: of the rounds' ratios)",
+    size_t n = (size_t)reps;
+    double mwr = bench_median(wr, n), mwt = bench_median(wt, n), mrr = bench_median(rr, n),
+           mrt = bench_median(rt, n), mlr = bench_median(lr, n), mlt = bench_median(lt, n),
+           mlb = bench_median(lb, n);
+    printf("\nRDMA: iwperf -t write|read -s 1M -D %s (write: --crc; read: --tx-depth 16), %s "
+           "progress%s\n",
+           dur, progress, mode == M_AUTO ? " (iwperf's default here)" : "");
+    printf("TCP baselines (iwperf --tcp%s, the same 1 MiB messages and duration):\n"
+           "  one-way stream: -t write, %s send() calls\n"
+           "  request/response: -t read, 16 requests in flight, %s send() calls\n",
+           mode == M_EVENTS ? "" : " --busy-poll", ww, rw);
+    printf("\n%-52s %10s %10s %8s %8s\n", "measurement (medians; ratio: of the rounds' ratios)",
            "uiw", "raw TCP", "ratio", "target");
-    char lw[64], lr_[64];
-    snprintf(lw, sizeof(lw), "RDMA Write 1 MiB, CRC on (TCP %s writes) [MiB/s]", ww);
-    snprintf(lr_, sizeof(lr_), "RDMA Read 1 MiB (TCP %s writes) [MiB/s]", rw);
-    printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", lw, mwr, mwt, rw_, ">= 0.95",
-           rw_ >= 0.95 ? "met" : "NOT met");
-    printf("%-48s %12.1f %12.1f %8.3f %8s %s\n", lr_, mrr, mrt, rrd, ">= 0.95",
-           rrd >= 0.95 ? "met" : "NOT met");
-    char ls[64];
-    snprintf(ls, sizeof(ls), "  RDMA Read 1 MiB / one-way TCP stream (%s)", ww);
-    printf("%-48s %12.1f %12.1f %8.3f %8s\n", ls, mrr, mwt, rrs, "-");
-    printf("%-48s %12.2f %12.2f %8.3f %8s %s\n", "Send ping-pong 64 B, half RTT [usec]", mlr, mlt,
+    printf("%-52s %10.1f %10.1f %8.3f %8s %s\n", "RDMA Write / TCP one-way stream [MiB/s]", mwr,
+           mwt, bench_median(qww, n), ">= 0.95", bench_median(qww, n) >= 0.95 ? "met" : "NOT met");
+    printf("%-52s %10.1f %10.1f %8.3f %8s\n", "RDMA Write / TCP request/response [MiB/s]", mwr, mrt,
+           bench_median(qwr, n), "-");
+    printf("%-52s %10.1f %10.1f %8.3f %8s\n", "RDMA Read / TCP one-way stream [MiB/s]", mrr, mwt,
+           bench_median(qrw, n), "-");
+    printf("%-52s %10.1f %10.1f %8.3f %8s %s\n", "RDMA Read / TCP request/response [MiB/s]", mrr,
+           mrt, bench_median(qrr, n), ">= 0.95", bench_median(qrr, n) >= 0.95 ? "met" : "NOT met");
+    double rl = bench_median(ql, n);
+    printf("%-52s %10.2f %10.2f %8.3f %8s %s\n", "Send ping-pong 64 B, half RTT [usec]", mlr, mlt,
            rl, "<= 1.00", rl <= 1.00 ? "met" : "NOT met");
-    printf("%-48s %12.2f %12.2f %8.3f %8s\n", "  (for reference: TCP sleeping in recv) [usec]", mlr,
-           mlb, rb, "-");
+    printf("%-52s %10.2f %10.2f %8.3f %8s\n", "  (for reference: TCP sleeping in recv) [usec]", mlr,
+           mlb, bench_median(qb, n), "-");
     if (copied_known)
-        printf("%-48s %12.0f %12s %8s %8s %s\n", "payload bytes copied (1 MiB runs, total)", copied,
+        printf("%-52s %10.0f %10s %8s %8s %s\n", "payload bytes copied (1 MiB runs, total)", copied,
                "-", "-", "0", copied == 0 ? "met" : "NOT met");
     else
-        printf("%-48s %12s\n", "payload bytes copied (1 MiB runs, total)", "unknown");
+        printf("%-52s %10s\n", "payload bytes copied (1 MiB runs, total)", "unknown");
     return 0;
 }
