@@ -22,7 +22,9 @@
  * luckier of two draws of the machine's noise, which no single RDMA run gets).
  *
  * usage: bench-iwperf [-r REPS] [-D SECS] [-m auto|inline|thread|events] [-i IWPERF]
- *   defaults: 7 rounds, 1 s bandwidth runs, -m auto, the iwperf built next to this
+ *   defaults: 7 rounds, 3 s bandwidth runs (as iwperf -D 3 run by hand: TCP's one-way
+ *   stream runs slower in its first second while RDMA's does not, so 1 s runs flattered
+ *   the ratio), -m auto, the iwperf built next to this
  *   program. How the RDMA side waits for completions:
  *     inline: no progress thread, the application busy-polls and so drives the stack
  *             (iwperf --no-thread);
@@ -35,7 +37,7 @@
  *             process leaves each process a CPU; a progress thread otherwise); the mode
  *             iwperf reports (its JSON's "progress") is printed.
  *   The blocking TCP ping-pong (sleeping in recv) is printed for reference.
- * A full run with the defaults takes about 7 * (6 * 1 s + 3 latency runs + start-up).
+ * A full run with the defaults takes about 7 * (6 * 3 s + 3 latency runs + start-up).
  */
 #include <errno.h>
 #include <poll.h>
@@ -313,7 +315,7 @@ static const char *bw_baseline(const double *t64, const double *t1m, int reps, d
 int main(int argc, char **argv)
 {
     int reps = 7, c;
-    const char *dur = "1";
+    const char *dur = "3";
     while ((c = getopt(argc, argv, "r:D:i:m:")) != -1) {
         switch (c) {
         case 'r':

@@ -149,6 +149,23 @@ TEST(bench_iwperf_both_baselines)
     CHECK_EQ(rdma, 2 * 3 * 3); /* servers and clients */
     CHECK(unlink(log) == 0);
 
+    /* without -D, the bandwidth runs last 3 s, as iwperf -D 3 by hand */
+    tool_run(UIW_BENCH_IWPERF, (const char *[]){"bench-iwperf", "-r", "1", "-i", fake, NULL}, "", 0,
+             60, &r);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    l = fopen(log, "r");
+    CHECK(l != NULL);
+    for (rdma = 0; fgets(line, sizeof(line), l);) {
+        if (strstr(line, "127.0.0.1") && !strstr(line, "--lat")) {
+            rdma++;
+            CHECK(strstr(line, "-D 3 ") != NULL);
+        }
+    }
+    fclose(l);
+    CHECK_EQ(rdma, 6); /* RDMA and TCP 64K and 1M, write and read */
+    CHECK(unlink(log) == 0);
+
     /* the sides swapped: every ratio inverts */
     const struct figures g = {"7000", "4000", "6500", "6000", "3000", "5000", "4", "5", "10"};
     write_fake(dir, "iwperf2", &g, fake, sizeof(fake));
