@@ -1,4 +1,5 @@
-/* The NFSv3 client of uiw-nfs (client.h). */
+/* The client of uiw-nfs (client.h): URLs, transports, the version, and NFSv3; NFSv4 is
+ * client4.c's. */
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -16,7 +17,7 @@
 #include <rpc/pmap_prot.h> /* after rpc.h: it needs XDR */
 
 #include "mount3.h"
-#include "nfs/client.h"
+#include "nfs/client_int.h"
 #include "nfs/pipe.h"
 #include "nfs/xdr_data.h"
 
@@ -26,35 +27,9 @@
 #include "rpc/clnt_hooks.h"
 #endif
 
-#define NFS_PROG 100003
 /* READDIRPLUS: the reply's size asked for (maxcount). */
 #define READDIR_MAXCOUNT 131072
 #define MOUNT_PROG       100005
-
-struct uiw__nfs_client {
-    struct uiw__nfs_url url;
-    int verbose;
-    CLIENT *nfs; /* libtirpc's over TCP, or the RPC layer's over RPC-over-RDMA */
-    int rdma;
-    struct uiw__nfs_fh root;
-    char export_path[1024];
-    char subpath[1024];
-    char mount_host[256];
-    int mount_port;
-    uint32_t rtmax, wtmax;
-    char transport[16];
-    char err[512];
-    struct timeval timeout;
-    int nfs_port;               /* over TCP */
-    int rpcbind_nfs_port;       /* NFS 3 over TCP as the server's rpcbind names it, or 0 */
-    unsigned reconnects;        /* TCP connections made again after one was lost */
-    struct uiw__nfs_pipe *pipe; /* over TCP: the calls in flight (made on the first) */
-    int pipe_attempt;           /* connections made again since a call last ended well */
-    int pipe_failing;           /* ending every call in flight: c->err says why */
-    /* RPC-over-RDMA: READs of fewer bytes than read_inline offer no Write chunk (their
-     * reply fits the receive buffers both sides agreed on; 0: every READ offers one) */
-    uint32_t read_inline;
-};
 
 static void say(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(char *err, size_t n, const char *fmt, ...)
@@ -201,6 +176,25 @@ int uiw__nfs_url_parse(const char *s, struct uiw__nfs_url *u, char *err, size_t 
                 return -1;
             }
             u->gid = (uint32_t)x;
+        } else if (kl == 7 && strncmp(p, "version", 7) == 0) {
+            static const struct {
+                const char *s;
+                int v;
+            } vs[] = {{"3", 3}, {"4", 4}, {"4.1", 41}, {"4.2", 42}};
+            u->version = -1;
+            for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
+                if (strlen(vs[i].s) == vl && strncmp(v, vs[i].s, vl) == 0)
+                    u->version = vs[i].v;
+            if (u->version < 0) {
+                say(err, errlen, "%s: version is 3, 4, 4.1 or 4.2", s);
+                return -1;
+            }
+        } else if (kl == 5 && strncmp(p, "owner", 5) == 0) {
+            if (vl == 0 || vl >= sizeof(u->owner) ||
+                unescape(v, vl, u->owner, sizeof(u->owner)) != 0) {
+                say(err, errlen, "%s: bad owner", s);
+                return -1;
+            }
         } else {
             say(err, errlen, "%s: unknown parameter '%.*s'", s, (int)kl, p);
             return -1;
@@ -330,11 +324,6 @@ static CLIENT *rpc_tcp(struct uiw__nfs_client *c, int port, uint32_t prog, uint3
 }
 
 #if UIW_NFS_HAVE_RDMA
-/* Room beside READ or WRITE data in an inline message: the RPC-over-RDMA and RPC headers
- * (AUTH_SYS credentials take up to 400 bytes), the handle and other arguments of a WRITE,
- * the attributes, count and eof of a READ's reply. */
-#define INLINE_ROOM 1024u
-
 /* What moves inline on the connection just made: over Version Two, once both sides have
  * offered receive buffers larger than the default 4 KiB, WRITE data that fits the
  * server's (the DDP threshold raised to match), and READ data that fits ours and the
@@ -352,8 +341,9 @@ static void inline_sizes(struct uiw__nfs_client *c, const struct uiw_rpc_conn_in
 }
 #endif
 
-/* NFS over RPC-over-RDMA: Version Two first (unless ?rpcrdma=1), Version One when the
- * server answers ERR_VERS. */
+/* NFS (version c->vers) over RPC-over-RDMA: Version Two first (unless ?rpcrdma=1),
+ * Version One when the server answers ERR_VERS. 0; -1 with a message in err; -2 when the
+ * server does not serve that NFS version (PROG_MISMATCH). */
 static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
 {
 #if UIW_NFS_HAVE_RDMA
@@ -374,7 +364,7 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
     a.xprt.inline_send = isz;
     a.xprt.ddp_threshold = c->url.ddp_threshold;
     a.no_vers_memory = 1; /* each run says what the server answers */
-    c->nfs = uiw_rpc_clnt_create(c->url.host, (uint16_t)port, NFS_PROG, 3, &a);
+    c->nfs = uiw_rpc_clnt_create(c->url.host, (uint16_t)port, NFS_PROG, (rpcvers_t)c->vers, &a);
     if (!c->nfs) {
         say(err, errlen, "%s:%d (rdma): %s", c->url.host, port, strerror(errno));
         return -1;
@@ -392,14 +382,15 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
     c->rdma = 1;
     /* A NULL call settles the version (and shows the fallback). */
     struct timeval tv = {30, 0};
-    if (clnt_call(c->nfs, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, tv) !=
-        RPC_SUCCESS) {
+    enum clnt_stat st =
+        clnt_call(c->nfs, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, tv);
+    if (st != RPC_SUCCESS) {
         say(err, errlen, "%s", clnt_sperror(c->nfs, "NFS NULL (rdma)"));
         auth_destroy(c->nfs->cl_auth);
         c->nfs->cl_auth = NULL;
         clnt_destroy(c->nfs);
         c->nfs = NULL;
-        return -1;
+        return st == RPC_PROGVERSMISMATCH || st == RPC_PROGUNAVAIL ? -2 : -1;
     }
     struct uiw_rpc_conn_info in;
     unsigned vers = 0;
@@ -419,9 +410,10 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
         inline_sizes(c, &in);
         if (c->verbose)
             fprintf(stderr,
-                    "uiw-nfs: NFS v3 at %s:%d (rdma, RPC-over-RDMA Version %u, %u credits, "
+                    "uiw-nfs: NFS v%d at %s:%d (rdma, RPC-over-RDMA Version %u, %u credits, "
                     "inline %u/%u)\n",
-                    c->url.host, port, in.vers, in.credits, in.inline_send, in.inline_recv);
+                    c->vers, c->url.host, port, in.vers, in.credits, in.inline_send,
+                    in.inline_recv);
     }
     snprintf(c->transport, sizeof(c->transport), "rdma-v%u", vers);
     return 0;
@@ -472,7 +464,7 @@ const char *uiw__nfs_errtext(const struct uiw__nfs_client *c, int rc)
     if (rc == UIW__NFS_ERPC)
         return c && c->err[0] ? c->err : "RPC failed";
     int st = -rc;
-    const char *name = nfsstat_name(st);
+    const char *name = c && c->vers == 4 ? uiw__nfs4c_errname(st) : nfsstat_name(st);
     if (!name) {
         snprintf(buf, sizeof(buf), "status %d", st);
         return buf;
@@ -513,7 +505,7 @@ static int reconnect(struct uiw__nfs_client *c, int attempt)
     clnt_control(c->nfs, CLGET_XID, (char *)&xid);
     char e[512];
     for (int i = 0; i < 50; i++) {
-        CLIENT *n = rpc_tcp(c, c->nfs_port, NFS_PROG, 3, e, sizeof(e));
+        CLIENT *n = rpc_tcp(c, c->nfs_port, NFS_PROG, (uint32_t)c->vers, e, sizeof(e));
         if (n) {
             /* the same credential (its stamp too): the call goes again byte for byte */
             auth_destroy(n->cl_auth);
@@ -577,6 +569,37 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
     return 0;
 }
 
+int uiw__nfs_call_ddp(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                      xdrproc_t xres, void *res, void *result_buf, uint32_t result_len,
+                      uint32_t reply_max)
+{
+#if UIW_NFS_HAVE_RDMA
+    if (c->rdma) {
+        struct uiw_rpc_call_opts o;
+        memset(&o, 0, sizeof(o));
+        o.reply_max = reply_max;
+        if (result_buf && result_len >= c->read_inline) {
+            /* the payload lands by RDMA Write in result_buf (a Write chunk) */
+            o.nresult_bufs = 1;
+            o.result_bufs[0].addr = result_buf;
+            o.result_bufs[0].len = result_len;
+        } else if (result_buf && o.reply_max < result_len + INLINE_ROOM) {
+            o.reply_max = result_len + INLINE_ROOM; /* should the server send less inline */
+        }
+        enum clnt_stat st = uiw_rpc_call(c->nfs, proc, xargs, args, xres, res, c->timeout, &o);
+        if (st != RPC_SUCCESS) {
+            rpc_failed(c, "NFS call");
+            return UIW__NFS_ERPC;
+        }
+        return 0;
+    }
+#endif
+    (void)result_buf;
+    (void)result_len;
+    (void)reply_max;
+    return uiw__nfs_call(c, proc, xargs, args, xres, res);
+}
+
 /* A call in flight that ended: its status (and c->err) as a synchronous call's. */
 static void async_ended(struct uiw__nfs_async *a, enum clnt_stat st)
 {
@@ -606,6 +629,8 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a)
 {
     a->c = c;
+    if (c->vers == 4)
+        return -EPROTONOSUPPORT; /* NFSv3's procedures */
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma) {
         struct uiw_rpc_call_opts o;
@@ -647,6 +672,19 @@ static int pipe_poll(struct uiw__nfs_client *c, int timeout_ms)
 
 int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
 {
+    if (c->vers == 4) {
+        /* the operations started have run: their done, in the order they started */
+        int n = 0;
+        while (c->v4_ended) {
+            struct uiw__nfs_op *op = c->v4_ended;
+            c->v4_ended = op->v4_next;
+            if (!c->v4_ended)
+                c->v4_ended_tail = &c->v4_ended;
+            op->done(op, op->v4_rc);
+            n++;
+        }
+        return n;
+    }
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma)
         return uiw_rpc_clnt_poll(c->nfs, timeout_ms);
@@ -834,6 +872,59 @@ static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
     return rc;
 }
 
+/* NFSv4 (the minor version the URL asks for, else 4.2 then 4.1) on the URL's port (else
+ * 2049 over TCP, 20049 over RPC-over-RDMA): no MOUNT, the path is walked from the
+ * server's root. 0; -1 with a message in err; -2 when the server does not speak it (its
+ * message in err: the caller may fall back to NFSv3). */
+static int open_v4(struct uiw__nfs_client *c, char *err, size_t errlen)
+{
+    c->vers = 4;
+    int minor = c->url.version == 41 ? 1 : c->url.version == 42 ? 2 : 0;
+    if (c->url.transport == UIW__NFS_RDMA) {
+        int r = rpc_rdma(c, err, errlen);
+        if (r != 0)
+            return r;
+    } else {
+        c->nfs_port = c->url.port ? c->url.port : 2049;
+        c->nfs = rpc_tcp(c, c->nfs_port, NFS_PROG, 4, err, errlen);
+        if (!c->nfs) /* no port named: NFSv3's may be elsewhere (rpcbind) */
+            return c->url.port ? -1 : -2;
+        struct timeval tv = {30, 0};
+        enum clnt_stat st =
+            clnt_call(c->nfs, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, tv);
+        if (st != RPC_SUCCESS) {
+            say(err, errlen, "%s", clnt_sperror(c->nfs, "NFS v4 NULL"));
+            char *nl = strchr(err, '\n');
+            if (nl)
+                *nl = 0;
+            rpc_close(c->nfs);
+            c->nfs = NULL;
+            return st == RPC_PROGVERSMISMATCH || st == RPC_PROGUNAVAIL ? -2 : -1;
+        }
+        snprintf(c->transport, sizeof(c->transport), "tcp");
+    }
+    int r = uiw__nfs4c_start(c, minor, err, errlen);
+    if (r != 0) {
+        rpc_close(c->nfs);
+        c->nfs = NULL;
+        c->rdma = 0;
+        return r == -2 && minor == 0 ? -2 : -1;
+    }
+    /* the whole path lies below the root */
+    snprintf(c->export_path, sizeof(c->export_path), "/");
+    const char *rest = c->url.path;
+    while (*rest == '/')
+        rest++;
+    snprintf(c->subpath, sizeof(c->subpath), "%s", rest);
+    if (c->verbose)
+        fprintf(stderr, "uiw-nfs: NFS v4.%d at %s:%d (%s)\n", uiw__nfs4c_minor(c), c->url.host,
+                c->url.port ? c->url.port
+                : c->rdma   ? 20049
+                            : 2049,
+                c->transport);
+    return 0;
+}
+
 /* libtirpc makes its AUTH_NONE singleton without holding its lock over the check, so
  * clients opened by several threads at once can each make one (all but one leak): make it
  * once, first. */
@@ -855,6 +946,19 @@ struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int v
     c->url = *u;
     c->verbose = verbose;
     c->timeout.tv_sec = 60;
+    c->v4_ended_tail = &c->v4_ended;
+    if (u->version != 3) {
+        int r = open_v4(c, err, errlen);
+        if (r == 0)
+            return c;
+        if (r == -1 || u->version != 0) {
+            free(c);
+            return NULL;
+        }
+        if (verbose)
+            fprintf(stderr, "uiw-nfs: %s: falling back to NFS v3\n", err);
+    }
+    c->vers = 3;
     if (do_mount(c, err, errlen) != 0) {
         free(c);
         return NULL;
@@ -902,6 +1006,8 @@ void uiw__nfs_client_close(struct uiw__nfs_client *c)
 {
     if (!c)
         return;
+    if (c->v4 && c->nfs)
+        uiw__nfs4c_stop(c);
     if (c->nfs)
         rpc_close(c->nfs);
     uiw__nfs_pipe_destroy(c->pipe);
@@ -937,7 +1043,8 @@ int uiw__nfs_client_reuse(struct uiw__nfs_client *c, const struct uiw__nfs_url *
     if (strcmp(o->host, u->host) != 0 || o->port != u->port || o->mount_port != u->mount_port ||
         o->transport != u->transport || o->rpcrdma != u->rpcrdma || o->uid != u->uid ||
         o->gid != u->gid || o->inline_size != u->inline_size ||
-        o->ddp_threshold != u->ddp_threshold || n != dir_len(u->path) ||
+        o->ddp_threshold != u->ddp_threshold || o->version != u->version ||
+        strcmp(o->owner, u->owner) != 0 || n != dir_len(u->path) ||
         strncmp(o->path, u->path, n) != 0)
         return -1;
     /* The same directory: the same export, and the same path below it but the name. */
@@ -987,6 +1094,11 @@ int uiw__nfs_client_xprt_stats(struct uiw__nfs_client *c, struct uiw_rpc_xprt_st
 const char *uiw__nfs_client_transport(const struct uiw__nfs_client *c)
 {
     return c->transport;
+}
+
+const char *uiw__nfs_client_version(const struct uiw__nfs_client *c)
+{
+    return c->vers == 3 ? "3" : uiw__nfs4c_minor(c) == 1 ? "4.1" : "4.2";
 }
 
 /* ---- arguments and results, shared by the synchronous calls and those in flight ---- */
@@ -1138,6 +1250,8 @@ static int read_ddp_out(struct uiw__nfs_client *c, const READ3res *res, const vo
 int uiw__nfs_lookup(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
                     struct uiw__nfs_fh *fh, fattr3 *attr)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_lookup(c, dir, name, fh, attr);
     LOOKUP3args a;
     LOOKUP3res r;
     lookup_args(&a, dir, name);
@@ -1154,6 +1268,8 @@ int uiw__nfs_lookup(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, co
 int uiw__nfs_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw__nfs_fh *fh,
                          fattr3 *attr)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_lookup_path(c, path, fh, attr);
     struct uiw__nfs_fh cur = c->root;
     fattr3 a;
     int rc = 0, looked = 0;
@@ -1186,6 +1302,8 @@ int uiw__nfs_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw
 
 int uiw__nfs_getattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fattr3 *attr)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_getattr(c, fh, attr);
     GETATTR3args a;
     GETATTR3res r;
     fh_in(&a.object, fh);
@@ -1212,6 +1330,8 @@ static int setattr(struct uiw__nfs_client *c, SETATTR3args *a)
 
 int uiw__nfs_truncate(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t size)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_setattr(c, fh, &size, NULL);
     SETATTR3args a;
     truncate_args(&a, fh, size);
     return setattr(c, &a);
@@ -1219,6 +1339,8 @@ int uiw__nfs_truncate(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, u
 
 int uiw__nfs_chmod(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint32_t mode)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_setattr(c, fh, NULL, &mode);
     SETATTR3args a;
     memset(&a, 0, sizeof(a));
     fh_in(&a.object, fh);
@@ -1230,6 +1352,8 @@ int uiw__nfs_chmod(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint
 int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                   uint32_t count, void *buf, int *eof)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_read(c, fh, off, count, buf, eof);
     READ3args a;
     read_args(&a, fh, off, count);
 #if UIW_NFS_HAVE_RDMA
@@ -1269,6 +1393,8 @@ int uiw__nfs_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint6
 int uiw__nfs_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                    uint32_t count, const void *buf, stable_how stable, char verf[8])
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_write(c, fh, off, count, buf, stable, verf);
     WRITE3args a;
     WRITE3res r;
     write_args(&a, fh, off, count, buf, stable);
@@ -1283,6 +1409,8 @@ int uiw__nfs_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint
 
 int uiw__nfs_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8])
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_commit(c, fh, verf);
     COMMIT3args a;
     COMMIT3res r;
     commit_args(&a, fh);
@@ -1298,6 +1426,8 @@ int uiw__nfs_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, cha
 int uiw__nfs_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
                     uint32_t mode, int excl, struct uiw__nfs_fh *fh)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_create(c, dir, name, mode, excl, fh);
     CREATE3args a;
     CREATE3res r;
     create_args(&a, dir, name, mode, excl);
@@ -1314,6 +1444,8 @@ int uiw__nfs_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, co
 int uiw__nfs_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
                    uint32_t mode, struct uiw__nfs_fh *fh)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_mkdir(c, dir, name, mode, fh);
     MKDIR3args a;
     MKDIR3res r;
     memset(&a, 0, sizeof(a));
@@ -1435,6 +1567,18 @@ static void op_ended(void *arg, int rc)
     op->done(op, rc);
 }
 
+/* NFSv4: an operation started has run (rc its result): its done waits for
+ * uiw__nfs_poll, as a call in flight's would. */
+static int v4_ended(struct uiw__nfs_op *op, int rc)
+{
+    struct uiw__nfs_client *c = op->c;
+    op->v4_rc = rc;
+    op->v4_next = NULL;
+    *c->v4_ended_tail = op;
+    c->v4_ended_tail = &op->v4_next;
+    return 0;
+}
+
 /* op set up for a call on c about fh (a file, or the directory of name). */
 static int op_init(struct uiw__nfs_op *op, struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
                    const char *name)
@@ -1466,6 +1610,8 @@ int uiw__nfs_lookup_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *d
         return rc;
     op->out_fh = fh;
     op->out_attr = attr;
+    if (c->vers == 4)
+        return v4_ended(op, uiw__nfs4c_lookup(c, dir, name, fh, attr));
     lookup_args(&op->args.lookup, &op->fh, op->name);
     return op_call(op, OP_LOOKUP);
 }
@@ -1475,6 +1621,8 @@ int uiw__nfs_getattr_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *
 {
     op_init(op, c, fh, NULL);
     op->out_attr = attr;
+    if (c->vers == 4)
+        return v4_ended(op, uiw__nfs4c_getattr(c, fh, attr));
     fh_in(&op->args.getattr.object, &op->fh);
     return op_call(op, OP_GETATTR);
 }
@@ -1483,6 +1631,8 @@ int uiw__nfs_truncate_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh 
                             struct uiw__nfs_op *op)
 {
     op_init(op, c, fh, NULL);
+    if (c->vers == 4)
+        return v4_ended(op, uiw__nfs4c_setattr(c, fh, &size, NULL));
     truncate_args(&op->args.setattr, &op->fh, size);
     return op_call(op, OP_SETATTR);
 }
@@ -1495,6 +1645,8 @@ int uiw__nfs_create_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *d
     if (rc != 0)
         return rc;
     op->out_fh = fh;
+    if (c->vers == 4)
+        return v4_ended(op, uiw__nfs4c_create(c, dir, name, mode, excl, fh));
     create_args(&op->args.create, &op->fh, op->name, mode, excl);
     return op_call(op, OP_CREATE);
 }
@@ -1505,6 +1657,8 @@ int uiw__nfs_write_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh
 {
     op_init(op, c, fh, NULL);
     op->out_verf = verf;
+    if (c->vers == 4)
+        return v4_ended(op, uiw__nfs4c_write(c, fh, off, count, buf, stable, verf));
     write_args(&op->args.write, &op->fh, off, count, buf, stable);
     return op_call(op, OP_WRITE);
 }
@@ -1514,6 +1668,8 @@ int uiw__nfs_commit_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *f
 {
     op_init(op, c, fh, NULL);
     op->out_verf = verf;
+    if (c->vers == 4)
+        return v4_ended(op, uiw__nfs4c_commit(c, fh, verf));
     commit_args(&op->args.commit, &op->fh);
     return op_call(op, OP_COMMIT);
 }
@@ -1525,6 +1681,8 @@ int uiw__nfs_read_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
     op->buf = buf;
     op->count = count;
     op->out_eof = eof;
+    if (c->vers == 4)
+        return v4_ended(op, uiw__nfs4c_read(c, fh, off, count, buf, eof));
     read_args(&op->args.read, &op->fh, off, count);
     return op_call(op, OP_READ);
 }
@@ -1547,17 +1705,23 @@ static int unlink_call(struct uiw__nfs_client *c, uint32_t proc, const struct ui
 
 int uiw__nfs_remove(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_remove(c, dir, name);
     return unlink_call(c, NFSPROC3_REMOVE, dir, name);
 }
 
 int uiw__nfs_rmdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_remove(c, dir, name);
     return unlink_call(c, NFSPROC3_RMDIR, dir, name);
 }
 
 int uiw__nfs_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, const char *from,
                     const struct uiw__nfs_fh *tdir, const char *to)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_rename(c, fdir, from, tdir, to);
     RENAME3args a;
     RENAME3res r;
     fh_in(&a.from.dir, fdir);
@@ -1576,6 +1740,8 @@ int uiw__nfs_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, c
 int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                      uiw__nfs_dirent_fn fn, void *arg)
 {
+    if (c->vers == 4)
+        return uiw__nfs4c_readdir(c, dir, fn, arg);
     READDIRPLUS3args a;
     memset(&a, 0, sizeof(a));
     fh_in(&a.dir, dir);

@@ -1,15 +1,19 @@
 /*
- * The NFSv3 client of uiw-nfs: libnfs-style URLs, MOUNT over TCP for an export's root
- * handle, then NFSv3 calls over TCP (libtirpc) or RPC-over-RDMA.
+ * The NFS client of uiw-nfs: libnfs-style URLs; NFSv4.2 or 4.1 (client4.c: a session,
+ * paths walked from the server's root), or NFSv3 (MOUNT over TCP for an export's root
+ * handle), over TCP (libtirpc) or RPC-over-RDMA. The version is the URL's ?version=, by
+ * default 4.2, falling back to 4.1 and then 3 as the server answers.
  *
  * Functions return 0 (or a count) on success, and on failure a negative value: -status
- * for an NFS3ERR_* / MNT3ERR_* status from the server, or UIW__NFS_ERPC when the call
- * itself failed (connection, timeout, garbage); uiw__nfs_errtext() says which, with the
- * RPC layer's message.
+ * for an NFS3ERR_* / MNT3ERR_* / NFS4ERR_* status from the server (the errors the
+ * versions share have the same numbers), or UIW__NFS_ERPC when the call itself failed
+ * (connection, timeout, garbage); uiw__nfs_errtext() says which, with the RPC layer's
+ * message.
  */
 #ifndef UIW_NFS_CLIENT_H
 #define UIW_NFS_CLIENT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,29 +32,38 @@ struct uiw__nfs_url {
     enum uiw__nfs_transport transport; /* ?transport=tcp|rdma (default tcp) */
     int rpcrdma;                       /* ?rpcrdma=1|2; 0: Version Two, falling back to One */
     uint32_t uid, gid; /* ?uid= ?gid=: the AUTH_SYS identity (default: the caller's) */
+    /* ?version=3|4|4.1|4.2 (libnfs's name): 3, 41 or 42 (4 is 42 falling back to 41);
+     * 0 (none given): 4.2, falling back to 4.1 and then 3 */
+    int version;
+    /* ?owner=: NFSv4's client owner (co_ownerid); "": one of this host and run */
+    char owner[128];
     /* RPC-over-RDMA receive buffers and largest inline message, and DDP threshold
      * (uiw_rpc_xprt_attr's inline_recv / inline_send and ddp_threshold; not in the URL:
      * 0, the transport's defaults, unless the caller sets them after parsing) */
     uint32_t inline_size, ddp_threshold;
 };
 
-/* Parse nfs://HOST[:PORT]/PATH[?transport=rdma|tcp&rpcrdma=1|2&mountport=N&uid=N&gid=N].
+/* Parse nfs://HOST[:PORT]/PATH[?transport=rdma|tcp&rpcrdma=1|2&mountport=N&uid=N&gid=N
+ * &version=3|4|4.1|4.2&owner=NAME].
  * HOST may be an IPv6 literal in brackets. 0, or -1 with a message in err. */
 int uiw__nfs_url_parse(const char *s, struct uiw__nfs_url *u, char *err, size_t errlen);
 
 struct uiw__nfs_fh {
     uint32_t len;
-    char data[NFS3_FHSIZE];
+    char data[128]; /* NFSv4's NFS4_FHSIZE (NFSv3's are at most 64) */
 };
 
 struct uiw__nfs_client;
 
-/* Mount the export holding u->path (the longest export that is a prefix of it, from the
- * server's EXPORT list), connect the NFS transport and read FSINFO. NULL with a message
- * in err on failure. verbose > 0 prints the steps on stderr. */
+/* NFSv4: connect, make a session, and take the server's root handle (u->path is walked
+ * from it). NFSv3: mount the export holding u->path (the longest export that is a prefix
+ * of it, from the server's EXPORT list), connect the NFS transport and read FSINFO. NULL
+ * with a message in err on failure. verbose > 0 prints the steps (and the version) on
+ * stderr. */
 struct uiw__nfs_client *uiw__nfs_client_open(const struct uiw__nfs_url *u, int verbose, char *err,
                                              size_t errlen);
-/* UMNT and close. */
+/* NFSv4: CLOSE the files open, DESTROY_SESSION and DESTROY_CLIENTID; NFSv3: UMNT. Then
+ * close. */
 void uiw__nfs_client_close(struct uiw__nfs_client *c);
 /* Point an open client at another URL of the same server, transport, identity and
  * directory (only the last name differs): 0, or -1 when u needs a client of its own. */
@@ -67,6 +80,8 @@ struct uiw_rpc_xprt_stats;
 int uiw__nfs_client_xprt_stats(struct uiw__nfs_client *c, struct uiw_rpc_xprt_stats *st);
 /* Transport in use, e.g. "tcp", "rdma-v2", "rdma-v1". */
 const char *uiw__nfs_client_transport(const struct uiw__nfs_client *c);
+/* NFS version in use: "3", "4.1" or "4.2". */
+const char *uiw__nfs_client_version(const struct uiw__nfs_client *c);
 
 /* Text for a negative return (NFS3ERR_NOENT -> "No such file or directory (NFS3ERR_NOENT)"). */
 const char *uiw__nfs_errtext(const struct uiw__nfs_client *c, int rc);
@@ -106,7 +121,8 @@ typedef int (*uiw__nfs_dirent_fn)(void *arg, const char *name, uint64_t fileid, 
 int uiw__nfs_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                      uiw__nfs_dirent_fn fn, void *arg);
 
-/* Calls in flight, on either transport: start a call and return; `a->done` runs with
+/* Calls in flight, on either transport (NFSv3's procedures: -EPROTONOSUPPORT over
+ * NFSv4): start a call and return; `a->done` runs with
  * a->arg and 0 or UIW__NFS_ERPC (c->err saying why, as for a synchronous call) when it
  * ends, from uiw__nfs_poll (it may start calls, but not poll). args is encoded before
  * this returns, except a WRITE's payload over RPC-over-RDMA (the server reads it from
@@ -133,7 +149,8 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
 unsigned uiw__nfs_most_inflight(const struct uiw__nfs_client *c);
 
 /* Operations in flight: the procedures above started without waiting, on either
- * transport. op->done(op, rc) runs from uiw__nfs_poll with what the synchronous function
+ * transport (over NFSv4 each runs when started, one at a time, and its done waits for
+ * uiw__nfs_poll). op->done(op, rc) runs from uiw__nfs_poll with what the synchronous function
  * returns (a LOOKUP that brought no attributes, or a CREATE no handle, makes its second
  * call first); it may start the next operation on the same op. The op and what it is
  * given to fill (fh, attr, verf, eof, buf) stay valid until then; a WRITE's buf too.
@@ -145,6 +162,8 @@ struct uiw__nfs_op {
     struct uiw__nfs_client *c;
     struct uiw__nfs_async a;
     int kind;
+    struct uiw__nfs_op *v4_next; /* NFSv4: ended, waiting for uiw__nfs_poll */
+    int v4_rc;
     struct uiw__nfs_fh fh; /* the object, or the directory of name */
     char name[256];
     struct uiw__nfs_fh *out_fh;
@@ -190,6 +209,23 @@ int uiw__nfs_commit_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *f
                           struct uiw__nfs_op *op);
 int uiw__nfs_read_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                         uint32_t count, void *buf, int *eof, struct uiw__nfs_op *op);
+
+/* NFSv4: a byte-range write lock of len bytes at off (len 0: to the end of the file) on
+ * the file fh: OPEN, then LOCK with open_to_lock_owner4; while another holds the range
+ * (NFS4ERR_DENIED) it is asked again after 1 s, then 2, 4 ... up to 30 s, as Linux asks
+ * for a blocking lock. Once held, held(arg) runs, the lease is renewed (a SEQUENCE alone
+ * each third of it) until *stop is nonzero (a signal handler sets it), then LOCKU and
+ * CLOSE. 0; -status; -NFS3ERR_NOTSUPP over NFSv3 (whose locks are NLM's, not served
+ * here); -EINTR when *stop was set before the lock was had. */
+int uiw__nfs_lock(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                  uint64_t len, volatile sig_atomic_t *stop, void (*held)(void *arg), void *arg);
+
+/* NFSv4.2 COPY, synchronous, of the whole file src into dst (both on this client's
+ * server, dst made empty first by the caller): the bytes copied, or -status
+ * (-NFS3ERR_NOTSUPP over NFSv3 and 4.1, and where the server does not serve COPY: the
+ * caller then reads and writes). */
+int64_t uiw__nfs_copy(struct uiw__nfs_client *c, const struct uiw__nfs_fh *src,
+                      const struct uiw__nfs_fh *dst, uint64_t count);
 
 /* Any procedure with rpcgen's routines (bench and tests): 0 or UIW__NFS_ERPC. */
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,

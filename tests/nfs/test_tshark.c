@@ -316,7 +316,8 @@ TEST(tshark_nfs_tcp)
     struct relay *rl = relay_start(v.tcp);
     relay_capture(rl, pcap);
     char url[700], err[512];
-    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?mountport=%d", relay_port(rl), v.dir, v.mount);
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?mountport=%d&version=3", relay_port(rl), v.dir,
+             v.mount);
     struct uiw__nfs_url u;
     CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
     u.uid = geteuid() == 0 ? 1234 : geteuid();
@@ -348,8 +349,9 @@ TEST(tshark_nfs_rdma_v1)
     it_tmpdir(dir, sizeof(dir), "nfscap");
     int port = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
     char url[700], err[512];
-    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?mountport=%d&transport=rdma&rpcrdma=1", port,
-             v.dir, v.mount);
+    snprintf(url, sizeof(url),
+             "nfs://127.0.0.1:%d%s?mountport=%d&transport=rdma&rpcrdma=1&version=3", port, v.dir,
+             v.mount);
     struct uiw__nfs_url u;
     CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
     u.uid = geteuid() == 0 ? 1234 : geteuid();

@@ -1,0 +1,1506 @@
+/*
+ * The NFSv4.1 and NFSv4.2 client of uiw-nfs (RFC 8881, RFC 7862), behind client.h's
+ * functions when the URL's ?version= (or the fallback from 4.2) chose version 4:
+ *   - the session: EXCHANGE_ID (SP4_NONE; co_ownerid unique per host and process run
+ *     unless ?owner= names it), CREATE_SESSION (the fore channel sized for the largest
+ *     READ and WRITE), RECLAIM_COMPLETE, and at the end DESTROY_SESSION and
+ *     DESTROY_CLIENTID;
+ *   - every COMPOUND after those begins with SEQUENCE on a slot of the session's table;
+ *     NFS4ERR_DELAY is retried with a backoff, NFS4ERR_BADSESSION / DEADSESSION make a
+ *     new session, NFS4ERR_STALE_CLIENTID / EXPIRED a new client record (then the
+ *     COMPOUND goes again); a client idle for a third of the lease renews it with a
+ *     SEQUENCE alone (uiw__nfs_lock, which holds a lock while nothing else is sent);
+ *   - paths from PUTROOTFH with LOOKUPs (as many per COMPOUND as the session allows);
+ *     GETATTR, SETATTR, REMOVE, RENAME, CREATE (directories), READDIR with attributes;
+ *   - files: OPEN (CLAIM_NULL with create UNCHECKED4, or GUARDED4 for an exclusive create,
+ *     or CLAIM_FH to open a file known by its handle), READ and WRITE with the open
+ *     stateid, COMMIT, CLOSE. The open files are a small table (OPENS_MAX, the least
+ *     recently used closed first): client.h's calls name files by handle and never say
+ *     when they are done with one, so each is closed when the table needs room or the
+ *     client closes. Delegations are declined (OPEN4_SHARE_ACCESS_WANT_NO_DELEG): this
+ *     client serves no back channel yet;
+ *   - LOCK (open_to_lock_owner4) and LOCKU, NFS4ERR_DENIED polled with a backoff as Linux
+ *     does for a blocking lock; COPY (4.2, synchronous) within one server.
+ * Over RPC-over-RDMA a READ's data lands straight in the caller's buffer (a Write chunk,
+ * the result decoded in place) and a WRITE's data leaves from it (a Read chunk), as the
+ * v3 client's do. Errors are -nfsstat4: the values NFSv4 shares with NFSv3 (NOENT,
+ * EXIST, NOTDIR, ...) are the same numbers, so callers comparing with -NFS3ERR_* work.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rpc/rpc.h>
+
+#include "nfs/client_int.h"
+#include "nfs4.h"
+
+/* Slots asked for on the fore channel (calls in flight at once). */
+#define SLOTS 16
+/* Open files kept (each an OPEN the server holds for us). */
+#define OPENS_MAX 64
+/* Operations in one COMPOUND asked for (the server may allow fewer). */
+#define MAXOPS 16
+/* READDIR: the reply's size asked for. */
+#define READDIR_MAXCOUNT 65536u
+/* NFS4ERR_DELAY: attempts, and the first wait (doubling, at most 2 s). */
+#define DELAY_TRIES    12
+#define DELAY_FIRST_MS 50
+/* Headroom of the fore channel's requests and replies beside READ/WRITE data. */
+#define CHAN_ROOM 16384u
+
+struct open_file {
+    struct uiw__nfs_fh fh;
+    stateid4 sid;
+    uint32_t access; /* OPEN4_SHARE_ACCESS_* held */
+    uint64_t used;   /* when last used (a counter): the oldest is closed first */
+};
+
+struct uiw__nfs4c {
+    int minor;
+    char owner[160]; /* co_ownerid */
+    verifier4 verf;  /* co_verifier: this run's */
+    clientid4 cid;
+    sequenceid4 csseq; /* CREATE_SESSION's next csa_sequence */
+    sessionid4 sid;
+    int have_session;
+    uint32_t seq[SLOTS]; /* each slot's last sequenceid */
+    uint32_t nslots;     /* the server's ca_maxrequests, at most SLOTS */
+    uint32_t maxops;
+    uint32_t lease; /* seconds */
+    uint32_t maxreq, maxresp;
+    struct open_file opens[OPENS_MAX];
+    unsigned nopens;
+    uint64_t tick;
+    unsigned renewals; /* new sessions or clients made on the server's word */
+    uint64_t last_ms;  /* when the last COMPOUND was answered: the lease runs from it */
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000u, (long)(ms % 1000u) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- error names ---- */
+
+static const struct {
+    int st;
+    const char *name;
+} errnames[] = {
+#define N(x)                                                                                       \
+    {                                                                                              \
+        x, #x                                                                                      \
+    }
+    N(NFS4ERR_PERM),
+    N(NFS4ERR_NOENT),
+    N(NFS4ERR_IO),
+    N(NFS4ERR_NXIO),
+    N(NFS4ERR_ACCESS),
+    N(NFS4ERR_EXIST),
+    N(NFS4ERR_XDEV),
+    N(NFS4ERR_NOTDIR),
+    N(NFS4ERR_ISDIR),
+    N(NFS4ERR_INVAL),
+    N(NFS4ERR_FBIG),
+    N(NFS4ERR_NOSPC),
+    N(NFS4ERR_ROFS),
+    N(NFS4ERR_MLINK),
+    N(NFS4ERR_NAMETOOLONG),
+    N(NFS4ERR_NOTEMPTY),
+    N(NFS4ERR_DQUOT),
+    N(NFS4ERR_STALE),
+    N(NFS4ERR_BADHANDLE),
+    N(NFS4ERR_BAD_COOKIE),
+    N(NFS4ERR_NOTSUPP),
+    N(NFS4ERR_TOOSMALL),
+    N(NFS4ERR_SERVERFAULT),
+    N(NFS4ERR_BADTYPE),
+    N(NFS4ERR_DELAY),
+    N(NFS4ERR_SAME),
+    N(NFS4ERR_DENIED),
+    N(NFS4ERR_EXPIRED),
+    N(NFS4ERR_LOCKED),
+    N(NFS4ERR_GRACE),
+    N(NFS4ERR_FHEXPIRED),
+    N(NFS4ERR_SHARE_DENIED),
+    N(NFS4ERR_WRONGSEC),
+    N(NFS4ERR_CLID_INUSE),
+    N(NFS4ERR_MOVED),
+    N(NFS4ERR_NOFILEHANDLE),
+    N(NFS4ERR_MINOR_VERS_MISMATCH),
+    N(NFS4ERR_STALE_CLIENTID),
+    N(NFS4ERR_STALE_STATEID),
+    N(NFS4ERR_OLD_STATEID),
+    N(NFS4ERR_BAD_STATEID),
+    N(NFS4ERR_BAD_SEQID),
+    N(NFS4ERR_LOCK_RANGE),
+    N(NFS4ERR_SYMLINK),
+    N(NFS4ERR_RESTOREFH),
+    N(NFS4ERR_ATTRNOTSUPP),
+    N(NFS4ERR_NO_GRACE),
+    N(NFS4ERR_RECLAIM_BAD),
+    N(NFS4ERR_BADXDR),
+    N(NFS4ERR_LOCKS_HELD),
+    N(NFS4ERR_OPENMODE),
+    N(NFS4ERR_BADOWNER),
+    N(NFS4ERR_BADCHAR),
+    N(NFS4ERR_BADNAME),
+    N(NFS4ERR_BAD_RANGE),
+    N(NFS4ERR_LOCK_NOTSUPP),
+    N(NFS4ERR_OP_ILLEGAL),
+    N(NFS4ERR_DEADLOCK),
+    N(NFS4ERR_FILE_OPEN),
+    N(NFS4ERR_ADMIN_REVOKED),
+    N(NFS4ERR_CB_PATH_DOWN),
+    N(NFS4ERR_BADSESSION),
+    N(NFS4ERR_BADSLOT),
+    N(NFS4ERR_DEADSESSION),
+    N(NFS4ERR_SEQ_MISORDERED),
+    N(NFS4ERR_SEQUENCE_POS),
+    N(NFS4ERR_REQ_TOO_BIG),
+    N(NFS4ERR_REP_TOO_BIG),
+    N(NFS4ERR_TOO_MANY_OPS),
+    N(NFS4ERR_OP_NOT_IN_SESSION),
+    N(NFS4ERR_SEQ_FALSE_RETRY),
+    N(NFS4ERR_RETRY_UNCACHED_REP),
+    N(NFS4ERR_NOT_ONLY_OP),
+    N(NFS4ERR_WRONG_TYPE),
+    N(NFS4ERR_OFFLOAD_DENIED),
+    N(NFS4ERR_OFFLOAD_NO_REQS),
+#undef N
+};
+
+const char *uiw__nfs4c_errname(int status)
+{
+    for (size_t i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++)
+        if (errnames[i].st == status)
+            return errnames[i].name;
+    return NULL;
+}
+
+/* ---- the COMPOUND's reply, decoded with a READ's data into the caller's buffer ---- */
+
+struct cres {
+    COMPOUND4res r;
+    const nfs_argop4 *ops; /* what was sent: each result must answer it */
+    u_int nops;
+    char *rbuf; /* a READ's data goes here (rcap bytes at most), or NULL */
+    u_int rcap;
+    u_int rlen; /* how much came */
+};
+
+/* One result: the operation it answers, then its result with rpcgen's routine; a READ's
+ * data decoded straight into rbuf (over RPC-over-RDMA it was written there already). */
+static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
+{
+    if (!xdr_nfs_opnum4(x, &o->resop))
+        return FALSE;
+    if (o->resop != cr->ops[i].argop && o->resop != OP_ILLEGAL)
+        return FALSE;
+    if (o->resop == OP_READ && cr->rbuf) {
+        READ4res *r = &o->nfs_resop4_u.opread;
+        if (!xdr_nfsstat4(x, &r->status))
+            return FALSE;
+        if (r->status != NFS4_OK)
+            return TRUE;
+        u_int len;
+        if (!xdr_bool(x, &r->READ4res_u.resok4.eof) || !xdr_u_int(x, &len) || len > cr->rcap)
+            return FALSE;
+        if (!xdr_opaque(x, cr->rbuf, len))
+            return FALSE;
+        cr->rlen = len;
+        return TRUE; /* data_val stays NULL: nothing for xdr_free */
+    }
+    /* the union's arm after the number rpcgen's routine decodes first: decode the whole
+     * result with it from a copy of the number */
+    switch (o->resop) {
+#define ARM(OPN, member, fn)                                                                       \
+    case OPN:                                                                                      \
+        return fn(x, &o->nfs_resop4_u.member);
+        ARM(OP_SEQUENCE, opsequence, xdr_SEQUENCE4res)
+        ARM(OP_EXCHANGE_ID, opexchange_id, xdr_EXCHANGE_ID4res)
+        ARM(OP_CREATE_SESSION, opcreate_session, xdr_CREATE_SESSION4res)
+        ARM(OP_DESTROY_SESSION, opdestroy_session, xdr_DESTROY_SESSION4res)
+        ARM(OP_DESTROY_CLIENTID, opdestroy_clientid, xdr_DESTROY_CLIENTID4res)
+        ARM(OP_RECLAIM_COMPLETE, opreclaim_complete, xdr_RECLAIM_COMPLETE4res)
+        ARM(OP_PUTFH, opputfh, xdr_PUTFH4res)
+        ARM(OP_PUTROOTFH, opputrootfh, xdr_PUTROOTFH4res)
+        ARM(OP_LOOKUP, oplookup, xdr_LOOKUP4res)
+        ARM(OP_GETFH, opgetfh, xdr_GETFH4res)
+        ARM(OP_GETATTR, opgetattr, xdr_GETATTR4res)
+        ARM(OP_SETATTR, opsetattr, xdr_SETATTR4res)
+        ARM(OP_SAVEFH, opsavefh, xdr_SAVEFH4res)
+        ARM(OP_RESTOREFH, oprestorefh, xdr_RESTOREFH4res)
+        ARM(OP_OPEN, opopen, xdr_OPEN4res)
+        ARM(OP_CLOSE, opclose, xdr_CLOSE4res)
+        ARM(OP_READ, opread, xdr_READ4res)
+        ARM(OP_WRITE, opwrite, xdr_WRITE4res)
+        ARM(OP_COMMIT, opcommit, xdr_COMMIT4res)
+        ARM(OP_READDIR, opreaddir, xdr_READDIR4res)
+        ARM(OP_CREATE, opcreate, xdr_CREATE4res)
+        ARM(OP_REMOVE, opremove, xdr_REMOVE4res)
+        ARM(OP_RENAME, oprename, xdr_RENAME4res)
+        ARM(OP_LOCK, oplock, xdr_LOCK4res)
+        ARM(OP_LOCKU, oplocku, xdr_LOCKU4res)
+        ARM(OP_COPY, opcopy, xdr_COPY4res)
+        ARM(OP_ILLEGAL, opillegal, xdr_ILLEGAL4res)
+#undef ARM
+    default:
+        return FALSE; /* an operation this client never sends */
+    }
+}
+
+/* COMPOUND4res, with at most as many results as operations were sent. */
+static bool_t xdr_cres(XDR *x, struct cres *cr)
+{
+    COMPOUND4res *r = &cr->r;
+    if (x->x_op == XDR_FREE)
+        return xdr_COMPOUND4res(x, r);
+    if (x->x_op != XDR_DECODE)
+        return FALSE;
+    u_int n;
+    if (!xdr_nfsstat4(x, &r->status) || !xdr_utf8str_cs(x, &r->tag) || !xdr_u_int(x, &n) ||
+        n > cr->nops)
+        return FALSE;
+    r->resarray.resarray_val = calloc(cr->nops ? cr->nops : 1, sizeof(nfs_resop4));
+    if (!r->resarray.resarray_val)
+        return FALSE;
+    for (u_int i = 0; i < n; i++) {
+        r->resarray.resarray_len = i + 1; /* what xdr_free must look at */
+        if (!xdr_one_res(x, cr, &r->resarray.resarray_val[i], i))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+static void cres_free(struct cres *cr)
+{
+    xdr_free(UIW__XDRPROC(xdr_cres), (caddr_t)cr);
+    memset(&cr->r, 0, sizeof(cr->r));
+}
+
+/* Every result starts with its status (RFC 8881 section 16.2.3). */
+static nfsstat4 st_of(const nfs_resop4 *r)
+{
+    nfsstat4 st;
+    memcpy(&st, &r->nfs_resop4_u, sizeof(st));
+    return st;
+}
+
+/* The result of operation i, or NULL when the COMPOUND stopped before it. */
+static nfs_resop4 *res_at(struct cres *cr, u_int i)
+{
+    return i < cr->r.resarray.resarray_len ? &cr->r.resarray.resarray_val[i] : NULL;
+}
+
+/* ---- calls ---- */
+
+static void op_init(nfs_argop4 *a, nfs_opnum4 n)
+{
+    memset(a, 0, sizeof(*a));
+    a->argop = n;
+}
+
+static void putfh(nfs_argop4 *a, const struct uiw__nfs_fh *fh)
+{
+    op_init(a, OP_PUTFH);
+    a->nfs_argop4_u.opputfh.object.nfs_fh4_len = fh->len;
+    a->nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)fh->data;
+}
+
+static int fh_out(struct uiw__nfs_fh *fh, const nfs_fh4 *in)
+{
+    if (in->nfs_fh4_len == 0 || in->nfs_fh4_len > sizeof(fh->data))
+        return -NFS4ERR_BADHANDLE;
+    fh->len = in->nfs_fh4_len;
+    memcpy(fh->data, in->nfs_fh4_val, fh->len);
+    return 0;
+}
+
+/* One COMPOUND as it is: 0 with cr decoded (its status may be an error), or
+ * UIW__NFS_ERPC. */
+static int send_compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct cres *cr,
+                         uint32_t reply_max)
+{
+    COMPOUND4args a;
+    memset(&a, 0, sizeof(a));
+    a.minorversion = (uint32_t)c->v4->minor;
+    a.argarray.argarray_len = n;
+    a.argarray.argarray_val = ops;
+    memset(&cr->r, 0, sizeof(cr->r));
+    cr->ops = ops;
+    cr->nops = n;
+    cr->rlen = 0;
+    return uiw__nfs_call_ddp(c, 1, UIW__XDRPROC(xdr_COMPOUND4args), &a, UIW__XDRPROC(xdr_cres), cr,
+                             cr->rbuf, cr->rcap, reply_max);
+}
+
+static int new_session(struct uiw__nfs_client *c);
+static int new_client(struct uiw__nfs_client *c);
+
+/* A COMPOUND whose ops[0] is left for SEQUENCE (on slot 0: this client has one call in
+ * flight at a time), sent until it is not answered NFS4ERR_DELAY, with a new session or
+ * client record when the server has lost ours. 0 (cr holds the results, ops 1.. all
+ * NFS4_OK), -nfsstat4 of the first that failed (cr holds the results up to it: the caller
+ * frees it either way), or UIW__NFS_ERPC (cr empty). */
+static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct cres *cr,
+                    uint32_t reply_max)
+{
+    struct uiw__nfs4c *s = c->v4;
+    unsigned wait = DELAY_FIRST_MS;
+    int remade = 0;
+    for (int attempt = 0;; attempt++) {
+        op_init(&ops[0], OP_SEQUENCE);
+        SEQUENCE4args *sa = &ops[0].nfs_argop4_u.opsequence;
+        memcpy(sa->sa_sessionid, s->sid, sizeof(s->sid));
+        sa->sa_sequenceid = s->seq[0] + 1;
+        sa->sa_slotid = 0;
+        sa->sa_highest_slotid = 0;
+        sa->sa_cachethis = 0;
+        int rc = send_compound(c, ops, n, cr, reply_max);
+        if (rc != 0)
+            return rc;
+        nfs_resop4 *r0 = res_at(cr, 0);
+        nfsstat4 st = cr->r.status;
+        s->last_ms = now_ms();
+        if (r0 && st_of(r0) == NFS4_OK)
+            s->seq[0]++; /* the slot moved on, whatever the operations after did */
+        if (st == NFS4_OK)
+            return 0;
+        if (st == NFS4ERR_DELAY && attempt < DELAY_TRIES) {
+            cres_free(cr);
+            sleep_ms(wait);
+            wait = wait * 2 > 2000 ? 2000 : wait * 2;
+            continue;
+        }
+        if ((st == NFS4ERR_BADSESSION || st == NFS4ERR_DEADSESSION) && !remade) {
+            cres_free(cr);
+            remade = 1;
+            if ((rc = new_session(c)) != 0)
+                return rc;
+            continue;
+        }
+        if ((st == NFS4ERR_STALE_CLIENTID || st == NFS4ERR_EXPIRED) && r0 && st_of(r0) != NFS4_OK &&
+            !remade) {
+            cres_free(cr);
+            remade = 1;
+            if ((rc = new_client(c)) != 0)
+                return rc;
+            continue;
+        }
+        if (st == NFS4ERR_SEQ_MISORDERED && r0 && st_of(r0) == st && !remade) {
+            /* the slot's sequence went astray (a reply lost with a connection): the
+             * session is made again rather than guessed at */
+            cres_free(cr);
+            remade = 1;
+            if ((rc = new_session(c)) != 0)
+                return rc;
+            continue;
+        }
+        if (st == NFS4_OK)
+            return 0;
+        return -(int)st;
+    }
+}
+
+/* An operation alone (no SEQUENCE: EXCHANGE_ID, CREATE_SESSION, DESTROY_*): its status,
+ * NFS4ERR_DELAY retried. */
+static int alone(struct uiw__nfs_client *c, nfs_argop4 *op, struct cres *cr)
+{
+    unsigned wait = DELAY_FIRST_MS;
+    for (int attempt = 0;; attempt++) {
+        int rc = send_compound(c, op, 1, cr, 0);
+        if (rc != 0)
+            return rc;
+        if (cr->r.status == NFS4ERR_DELAY && attempt < DELAY_TRIES) {
+            cres_free(cr);
+            sleep_ms(wait);
+            wait = wait * 2 > 2000 ? 2000 : wait * 2;
+            continue;
+        }
+        return cr->r.status == NFS4_OK ? 0 : -(int)cr->r.status;
+    }
+}
+
+/* ---- the session ---- */
+
+static int exchange_id(struct uiw__nfs_client *c)
+{
+    struct uiw__nfs4c *s = c->v4;
+    nfs_argop4 a;
+    op_init(&a, OP_EXCHANGE_ID);
+    EXCHANGE_ID4args *ea = &a.nfs_argop4_u.opexchange_id;
+    memcpy(ea->eia_clientowner.co_verifier, s->verf, sizeof(s->verf));
+    ea->eia_clientowner.co_ownerid.co_ownerid_len = (u_int)strlen(s->owner);
+    ea->eia_clientowner.co_ownerid.co_ownerid_val = s->owner;
+    ea->eia_state_protect.spa_how = SP4_NONE;
+    struct cres cr = {0};
+    int rc = alone(c, &a, &cr);
+    if (rc == 0) {
+        EXCHANGE_ID4resok *ok =
+            &cr.r.resarray.resarray_val[0].nfs_resop4_u.opexchange_id.EXCHANGE_ID4res_u.eir_resok4;
+        s->cid = ok->eir_clientid;
+        s->csseq = ok->eir_sequenceid;
+        if (c->verbose)
+            fprintf(stderr, "uiw-nfs: EXCHANGE_ID: client %016" PRIx64 " (owner %s)\n",
+                    (uint64_t)s->cid, s->owner);
+    }
+    cres_free(&cr);
+    return rc;
+}
+
+static int create_session(struct uiw__nfs_client *c)
+{
+    struct uiw__nfs4c *s = c->v4;
+    nfs_argop4 a;
+    op_init(&a, OP_CREATE_SESSION);
+    CREATE_SESSION4args *ca = &a.nfs_argop4_u.opcreate_session;
+    ca->csa_clientid = s->cid;
+    ca->csa_sequence = s->csseq;
+    ca->csa_flags = 0; /* no back channel: this client serves no callbacks yet */
+    /* the fore channel: the largest READ and WRITE (1 MiB) and their COMPOUND's other
+     * operations; replies are not cached (sa_cachethis is never set) */
+    channel_attrs4 fore = {
+        0, (1u << 20) + CHAN_ROOM, (1u << 20) + CHAN_ROOM, 4096, MAXOPS, SLOTS, {0, NULL}};
+    channel_attrs4 back = {0, 4096, 4096, 0, 2, 1, {0, NULL}};
+    ca->csa_fore_chan_attrs = fore;
+    ca->csa_back_chan_attrs = back;
+    ca->csa_cb_program = 0x40000000;
+    callback_sec_parms4 sec;
+    memset(&sec, 0, sizeof(sec));
+    sec.cb_secflavor = AUTH_NONE;
+    ca->csa_sec_parms.csa_sec_parms_len = 1;
+    ca->csa_sec_parms.csa_sec_parms_val = &sec;
+    struct cres cr = {0};
+    int rc = alone(c, &a, &cr);
+    if (rc == 0) {
+        CREATE_SESSION4resok *ok =
+            &cr.r.resarray.resarray_val[0]
+                 .nfs_resop4_u.opcreate_session.CREATE_SESSION4res_u.csr_resok4;
+        memcpy(s->sid, ok->csr_sessionid, sizeof(s->sid));
+        s->csseq++;
+        s->have_session = 1;
+        memset(s->seq, 0, sizeof(s->seq));
+        channel_attrs4 *f = &ok->csr_fore_chan_attrs;
+        s->nslots = f->ca_maxrequests < SLOTS ? f->ca_maxrequests : SLOTS;
+        s->maxops = f->ca_maxoperations;
+        s->maxreq = f->ca_maxrequestsize;
+        s->maxresp = f->ca_maxresponsesize;
+        if (s->nslots == 0 || s->maxops < 2) {
+            snprintf(c->err, sizeof(c->err), "CREATE_SESSION: the server allows no calls");
+            rc = UIW__NFS_ERPC;
+        }
+        if (c->verbose)
+            fprintf(stderr,
+                    "uiw-nfs: CREATE_SESSION: %u slots, %u operations, requests %u, replies "
+                    "%u bytes\n",
+                    f->ca_maxrequests, f->ca_maxoperations, f->ca_maxrequestsize,
+                    f->ca_maxresponsesize);
+    }
+    cres_free(&cr);
+    return rc;
+}
+
+/* What the server held of our opens is gone with the client record. */
+static void forget_opens(struct uiw__nfs4c *s)
+{
+    s->nopens = 0;
+}
+
+static int new_session(struct uiw__nfs_client *c)
+{
+    struct uiw__nfs4c *s = c->v4;
+    s->have_session = 0;
+    s->renewals++;
+    if (c->verbose)
+        fprintf(stderr, "uiw-nfs: the server lost the session: a new one\n");
+    int rc = create_session(c);
+    if (rc == -NFS4ERR_STALE_CLIENTID || rc == -NFS4ERR_EXPIRED)
+        return new_client(c);
+    return rc;
+}
+
+static int new_client(struct uiw__nfs_client *c)
+{
+    struct uiw__nfs4c *s = c->v4;
+    s->have_session = 0;
+    s->renewals++;
+    forget_opens(s);
+    if (c->verbose)
+        fprintf(stderr, "uiw-nfs: the server lost the client record: a new one\n");
+    int rc = exchange_id(c);
+    return rc != 0 ? rc : create_session(c);
+}
+
+/* ---- attributes ---- */
+
+/* Asked of every object (RFC 8881 section 5.8): bit numbers, in order. */
+static const uint32_t attr_bits[] = {
+    FATTR4_TYPE,       FATTR4_CHANGE,      FATTR4_SIZE,          FATTR4_FSID,        FATTR4_FILEID,
+    FATTR4_MODE,       FATTR4_NUMLINKS,    FATTR4_OWNER,         FATTR4_OWNER_GROUP, FATTR4_RAWDEV,
+    FATTR4_SPACE_USED, FATTR4_TIME_ACCESS, FATTR4_TIME_METADATA, FATTR4_TIME_MODIFY};
+
+static uint32_t attr_words[2];
+
+static void attr_request(bitmap4 *b, const uint32_t *extra, unsigned nextra)
+{
+    memset(attr_words, 0, sizeof(attr_words));
+    for (size_t i = 0; i < sizeof(attr_bits) / sizeof(attr_bits[0]); i++)
+        attr_words[attr_bits[i] / 32] |= 1u << (attr_bits[i] % 32);
+    for (unsigned i = 0; i < nextra; i++)
+        attr_words[extra[i] / 32] |= 1u << (extra[i] % 32);
+    b->bitmap4_len = 2;
+    b->bitmap4_val = attr_words;
+}
+
+/* What the setup asks of the root beside the rest. */
+struct root_attrs {
+    uint32_t lease;
+    uint64_t maxread, maxwrite;
+};
+
+/* An owner string as a number ("1000", as servers send them under AUTH_SYS), or the
+ * caller's id when it is a name. */
+static uint32_t owner_id(const char *s, u_int n, uint32_t dflt)
+{
+    if (n == 0 || n > 10)
+        return dflt;
+    uint64_t v = 0;
+    for (u_int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return dflt;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    return v > 0xffffffffu ? dflt : (uint32_t)v;
+}
+
+static bool_t xdr_time(XDR *x, nfstime3 *t)
+{
+    int64_t sec;
+    uint32_t nsec;
+    if (!xdr_int64_t(x, &sec) || !xdr_uint32_t(x, &nsec))
+        return FALSE;
+    t->seconds = (uint32_t)sec;
+    t->nseconds = nsec;
+    return TRUE;
+}
+
+/* fattr4 into NFSv3's fattr3 (and the root's extra ones into ra): 0 or -NFS4ERR_BADXDR
+ * (a bit this client did not ask for, or values that do not decode). */
+static int attrs_out(struct uiw__nfs_client *c, const fattr4 *f, fattr3 *a, struct root_attrs *ra)
+{
+    fattr3 tmp;
+    if (!a)
+        a = &tmp;
+    memset(a, 0, sizeof(*a));
+    XDR x;
+    xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
+    int ok = 1;
+    for (u_int w = 0; w < f->attrmask.bitmap4_len && ok; w++) {
+        for (unsigned b = 0; b < 32 && ok; b++) {
+            if (!(f->attrmask.bitmap4_val[w] & (1u << b)))
+                continue;
+            uint32_t bit = w * 32 + b, u32;
+            uint64_t u64 = 0, u64b = 0;
+            char *str = NULL;
+            switch (bit) {
+            case FATTR4_TYPE:
+                ok = xdr_uint32_t(&x, &u32);
+                /* nfs_ftype4's first seven match ftype3's; attribute directories and
+                 * named attributes are none of uiw-nfs's */
+                a->type = u32 >= NF4REG && u32 <= NF4FIFO ? (ftype3)u32 : (ftype3)0;
+                break;
+            case FATTR4_CHANGE:
+            case FATTR4_SIZE:
+            case FATTR4_FILEID:
+            case FATTR4_SPACE_USED:
+            case FATTR4_MAXREAD:
+            case FATTR4_MAXWRITE:
+                ok = xdr_uint64_t(&x, &u64);
+                if (bit == FATTR4_SIZE)
+                    a->size = u64;
+                else if (bit == FATTR4_FILEID)
+                    a->fileid = u64;
+                else if (bit == FATTR4_SPACE_USED)
+                    a->used = u64;
+                else if (bit == FATTR4_MAXREAD && ra)
+                    ra->maxread = u64;
+                else if (bit == FATTR4_MAXWRITE && ra)
+                    ra->maxwrite = u64;
+                break;
+            case FATTR4_FSID:
+                ok = xdr_uint64_t(&x, &u64) && xdr_uint64_t(&x, &u64b);
+                a->fsid = u64 ^ (u64b << 32 | u64b >> 32);
+                break;
+            case FATTR4_LEASE_TIME:
+                ok = xdr_uint32_t(&x, &u32);
+                if (ra)
+                    ra->lease = u32;
+                break;
+            case FATTR4_MODE:
+                ok = xdr_uint32_t(&x, &u32);
+                a->mode = u32 & 07777;
+                break;
+            case FATTR4_NUMLINKS:
+                ok = xdr_uint32_t(&x, &a->nlink);
+                break;
+            case FATTR4_OWNER:
+            case FATTR4_OWNER_GROUP: {
+                u_int n = 0;
+                ok = xdr_bytes(&x, &str, &n, 1024);
+                if (ok && bit == FATTR4_OWNER)
+                    a->uid = owner_id(str, n, c->url.uid);
+                else if (ok)
+                    a->gid = owner_id(str, n, c->url.gid);
+                free(str);
+                break;
+            }
+            case FATTR4_RAWDEV:
+                ok = xdr_uint32_t(&x, &a->rdev.specdata1) && xdr_uint32_t(&x, &a->rdev.specdata2);
+                break;
+            case FATTR4_TIME_ACCESS:
+                ok = xdr_time(&x, &a->atime);
+                break;
+            case FATTR4_TIME_METADATA:
+                ok = xdr_time(&x, &a->ctime);
+                break;
+            case FATTR4_TIME_MODIFY:
+                ok = xdr_time(&x, &a->mtime);
+                break;
+            default:
+                ok = 0; /* not asked for: its size is unknown here */
+            }
+        }
+    }
+    xdr_destroy(&x);
+    return ok ? 0 : -NFS4ERR_BADXDR;
+}
+
+/* fattr4 of a mode and/or a size (SETATTR, CREATE, OPEN's createattrs): its values in
+ * buf (at least 16 bytes), its bitmap in words[2]. */
+static void attrs_in(fattr4 *f, uint32_t words[2], char *buf, const uint64_t *size,
+                     const uint32_t *mode)
+{
+    words[0] = words[1] = 0;
+    XDR x;
+    xdrmem_create(&x, buf, 16, XDR_ENCODE);
+    uint64_t sz = size ? *size : 0;
+    uint32_t md = mode ? *mode : 0;
+    if (size) {
+        words[0] |= 1u << FATTR4_SIZE;
+        xdr_uint64_t(&x, &sz);
+    }
+    if (mode) {
+        words[1] |= 1u << (FATTR4_MODE - 32);
+        xdr_uint32_t(&x, &md);
+    }
+    f->attrmask.bitmap4_len = 2;
+    f->attrmask.bitmap4_val = words;
+    f->attr_vals.attrlist4_len = xdr_getpos(&x);
+    f->attr_vals.attrlist4_val = buf;
+    xdr_destroy(&x);
+}
+
+static void getattr_op(nfs_argop4 *a)
+{
+    op_init(a, OP_GETATTR);
+    attr_request(&a->nfs_argop4_u.opgetattr.attr_request, NULL, 0);
+}
+
+static int getattr_out(struct uiw__nfs_client *c, const nfs_resop4 *r, fattr3 *attr)
+{
+    if (!attr)
+        return 0;
+    return attrs_out(c, &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes, attr, NULL);
+}
+
+/* ---- setup ---- */
+
+int uiw__nfs4c_minor(const struct uiw__nfs_client *c)
+{
+    return c->v4 ? c->v4->minor : 0;
+}
+
+/* RECLAIM_COMPLETE (nothing to reclaim: a new client), then the root's handle,
+ * attributes and limits. */
+static int root_setup(struct uiw__nfs_client *c, char *err, size_t errlen)
+{
+    struct uiw__nfs4c *s = c->v4;
+    nfs_argop4 ops[2];
+    struct cres cr = {0};
+    op_init(&ops[1], OP_RECLAIM_COMPLETE);
+    int rc = compound(c, ops, 2, &cr, 0);
+    cres_free(&cr);
+    if (rc != 0 && rc != -NFS4ERR_COMPLETE_ALREADY) {
+        snprintf(err, errlen, "RECLAIM_COMPLETE: %s", uiw__nfs_errtext(c, rc));
+        return -1;
+    }
+    nfs_argop4 r[4];
+    op_init(&r[1], OP_PUTROOTFH);
+    op_init(&r[2], OP_GETFH);
+    op_init(&r[3], OP_GETATTR);
+    static const uint32_t extra[] = {FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE};
+    attr_request(&r[3].nfs_argop4_u.opgetattr.attr_request, extra, 3);
+    rc = compound(c, r, 4, &cr, 0);
+    struct root_attrs ra = {90, 0, 0};
+    fattr3 fa;
+    if (rc == 0)
+        rc = fh_out(&c->root,
+                    &cr.r.resarray.resarray_val[2].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
+    if (rc == 0)
+        rc = attrs_out(c,
+                       &cr.r.resarray.resarray_val[3]
+                            .nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes,
+                       &fa, &ra);
+    cres_free(&cr);
+    if (rc != 0) {
+        snprintf(err, errlen, "PUTROOTFH: %s", uiw__nfs_errtext(c, rc));
+        return -1;
+    }
+    s->lease = ra.lease ? ra.lease : 90;
+    /* READ and WRITE: the server's maximum, within what the session carries */
+    uint64_t rt = ra.maxread ? ra.maxread : 1u << 20, wt = ra.maxwrite ? ra.maxwrite : 1u << 20;
+    uint32_t rroom = s->maxresp > CHAN_ROOM ? s->maxresp - CHAN_ROOM : 4096;
+    uint32_t wroom = s->maxreq > CHAN_ROOM ? s->maxreq - CHAN_ROOM : 4096;
+    c->rtmax = (uint32_t)(rt < rroom ? rt : rroom);
+    c->wtmax = (uint32_t)(wt < wroom ? wt : wroom);
+    if (c->rtmax > (8u << 20))
+        c->rtmax = 8u << 20;
+    if (c->wtmax > (8u << 20))
+        c->wtmax = 8u << 20;
+    if (c->verbose)
+        fprintf(stderr,
+                "uiw-nfs: root handle of %u bytes, lease %u s, READ up to %u, WRITE up to %u "
+                "bytes\n",
+                c->root.len, s->lease, c->rtmax, c->wtmax);
+    return 0;
+}
+
+int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t errlen)
+{
+    struct uiw__nfs4c *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    c->v4 = s;
+    /* co_ownerid: the host and this run (pid and start time), unless the URL names one;
+     * co_verifier: this run's, so a restarted client's state is replaced */
+    char host[64];
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (c->url.owner[0])
+        snprintf(s->owner, sizeof(s->owner), "%s", c->url.owner);
+    else
+        snprintf(s->owner, sizeof(s->owner), "uiw-nfs/%s/%ld/%lld.%09ld", host, (long)getpid(),
+                 (long long)ts.tv_sec, ts.tv_nsec);
+    uint64_t v = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid();
+    memcpy(s->verf, &v, sizeof(s->verf));
+    int tries[2] = {minor ? minor : 2, minor ? -1 : 1};
+    int rc = -1;
+    for (int i = 0; i < 2 && tries[i] > 0; i++) {
+        s->minor = tries[i];
+        rc = exchange_id(c);
+        if (rc != -NFS4ERR_MINOR_VERS_MISMATCH)
+            break;
+        if (c->verbose)
+            fprintf(stderr, "uiw-nfs: NFS v4.%d: NFS4ERR_MINOR_VERS_MISMATCH\n", s->minor);
+    }
+    if (rc == -NFS4ERR_MINOR_VERS_MISMATCH) {
+        snprintf(err, errlen, "%s: NFS v4.%d not served (NFS4ERR_MINOR_VERS_MISMATCH)", c->url.host,
+                 s->minor);
+        free(s);
+        c->v4 = NULL;
+        return -2;
+    }
+    if (rc == 0)
+        rc = create_session(c);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s", uiw__nfs_errtext(c, rc));
+        if (s->cid && rc != UIW__NFS_ERPC)
+            uiw__nfs4c_stop(c);
+        else {
+            free(s);
+            c->v4 = NULL;
+        }
+        return -1;
+    }
+    if (root_setup(c, err, errlen) != 0) {
+        uiw__nfs4c_stop(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- open files ---- */
+
+static struct open_file *open_find(struct uiw__nfs4c *s, const struct uiw__nfs_fh *fh)
+{
+    for (unsigned i = 0; i < s->nopens; i++)
+        if (s->opens[i].fh.len == fh->len && memcmp(s->opens[i].fh.data, fh->data, fh->len) == 0)
+            return &s->opens[i];
+    return NULL;
+}
+
+static int close_file(struct uiw__nfs_client *c, struct open_file *f)
+{
+    struct uiw__nfs4c *s = c->v4;
+    nfs_argop4 ops[3];
+    putfh(&ops[1], &f->fh);
+    op_init(&ops[2], OP_CLOSE);
+    ops[2].nfs_argop4_u.opclose.open_stateid = f->sid;
+    struct cres cr = {0};
+    int rc = compound(c, ops, 3, &cr, 0);
+    cres_free(&cr);
+    *f = s->opens[--s->nopens];
+    return rc;
+}
+
+/* Keep the stateid of an OPEN of fh (access: what it opened for). */
+static struct open_file *open_keep(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
+                                   const stateid4 *sid, uint32_t access)
+{
+    struct uiw__nfs4c *s = c->v4;
+    struct open_file *f = open_find(s, fh);
+    if (!f) {
+        if (s->nopens == OPENS_MAX) {
+            unsigned old = 0;
+            for (unsigned i = 1; i < s->nopens; i++)
+                if (s->opens[i].used < s->opens[old].used)
+                    old = i;
+            close_file(c, &s->opens[old]);
+        }
+        f = &s->opens[s->nopens++];
+        f->fh = *fh;
+        f->access = 0;
+    }
+    f->sid = *sid;
+    f->access |= access;
+    f->used = ++s->tick;
+    return f;
+}
+
+/* The open-owner: one per client (its opens are never sent in parallel). */
+static void open_owner(struct uiw__nfs4c *s, open_owner4 *o)
+{
+    static char name[] = "uiw-nfs open";
+    o->clientid = s->cid;
+    o->owner.owner_len = sizeof(name) - 1;
+    o->owner.owner_val = name;
+}
+
+static void open_args(struct uiw__nfs4c *s, nfs_argop4 *a, uint32_t access)
+{
+    op_init(a, OP_OPEN);
+    OPEN4args *o = &a->nfs_argop4_u.opopen;
+    o->seqid = 0; /* ignored in 4.1 (RFC 8881 section 18.16.3) */
+    o->share_access = access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
+    o->share_deny = OPEN4_SHARE_DENY_NONE;
+    open_owner(s, &o->owner);
+}
+
+/* The open stateid of fh for access, opening it (CLAIM_FH) when it is not open so. */
+static int open_fh(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint32_t access,
+                   stateid4 *sid)
+{
+    struct uiw__nfs4c *s = c->v4;
+    struct open_file *f = open_find(s, fh);
+    if (f && (f->access & access) == access) {
+        f->used = ++s->tick;
+        *sid = f->sid;
+        return 0;
+    }
+    if (f)
+        access |= f->access; /* an upgrade: the same stateid, for both */
+    nfs_argop4 ops[3];
+    putfh(&ops[1], fh);
+    open_args(s, &ops[2], access);
+    ops[2].nfs_argop4_u.opopen.openhow.opentype = OPEN4_NOCREATE;
+    ops[2].nfs_argop4_u.opopen.claim.claim = CLAIM_FH;
+    struct cres cr = {0};
+    int rc = compound(c, ops, 3, &cr, 0);
+    if (rc == 0) {
+        OPEN4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
+        *sid = ok->stateid;
+        open_keep(c, fh, sid, access);
+    }
+    cres_free(&cr);
+    return rc;
+}
+
+/* ---- operations ---- */
+
+int uiw__nfs4c_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw__nfs_fh *fh,
+                           fattr3 *attr)
+{
+    struct uiw__nfs4c *s = c->v4;
+    struct uiw__nfs_fh cur = c->root;
+    int first = 1;
+    /* SEQUENCE, PUTROOTFH or PUTFH, LOOKUPs, GETFH, GETATTR: as many LOOKUPs as the
+     * session's operations leave room for, then the next COMPOUND from where it got */
+    u_int per = s->maxops > MAXOPS ? MAXOPS - 4 : s->maxops > 4 ? s->maxops - 4 : 1;
+    char names[MAXOPS][256];
+    for (;;) {
+        u_int n = 0;
+        while (*path && n < per) {
+            while (*path == '/')
+                path++;
+            size_t len = strcspn(path, "/");
+            if (len == 0)
+                break;
+            if (len >= sizeof(names[0]))
+                return -NFS4ERR_NAMETOOLONG;
+            memcpy(names[n], path, len);
+            names[n][len] = 0;
+            path += len;
+            n++;
+        }
+        while (*path == '/')
+            path++;
+        nfs_argop4 ops[MAXOPS];
+        u_int k = 1;
+        if (first)
+            op_init(&ops[k++], OP_PUTROOTFH);
+        else
+            putfh(&ops[k++], &cur);
+        for (u_int i = 0; i < n; i++) {
+            op_init(&ops[k], OP_LOOKUP);
+            ops[k].nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(names[i]);
+            ops[k].nfs_argop4_u.oplookup.objname.utf8string_val = names[i];
+            k++;
+        }
+        op_init(&ops[k++], OP_GETFH);
+        getattr_op(&ops[k++]);
+        struct cres cr = {0};
+        int rc = compound(c, ops, k, &cr, 0);
+        if (rc == 0)
+            rc = fh_out(
+                &cur,
+                &cr.r.resarray.resarray_val[k - 2].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
+        if (rc == 0 && !*path && attr)
+            rc = getattr_out(c, &cr.r.resarray.resarray_val[k - 1], attr);
+        cres_free(&cr);
+        if (rc != 0)
+            return rc;
+        first = 0;
+        if (!*path)
+            break;
+    }
+    *fh = cur;
+    return 0;
+}
+
+int uiw__nfs4c_lookup(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                      struct uiw__nfs_fh *fh, fattr3 *attr)
+{
+    size_t len = strlen(name);
+    if (len > 255)
+        return -NFS4ERR_NAMETOOLONG;
+    if (len == 0 || strchr(name, '/'))
+        return -NFS4ERR_INVAL;
+    nfs_argop4 ops[5];
+    putfh(&ops[1], dir);
+    op_init(&ops[2], OP_LOOKUP);
+    ops[2].nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)len;
+    ops[2].nfs_argop4_u.oplookup.objname.utf8string_val = (char *)name;
+    op_init(&ops[3], OP_GETFH);
+    getattr_op(&ops[4]);
+    struct cres cr = {0};
+    int rc = compound(c, ops, 5, &cr, 0);
+    struct uiw__nfs_fh out;
+    if (rc == 0)
+        rc = fh_out(&out,
+                    &cr.r.resarray.resarray_val[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
+    if (rc == 0)
+        rc = getattr_out(c, &cr.r.resarray.resarray_val[4], attr);
+    cres_free(&cr);
+    if (rc == 0 && fh)
+        *fh = out;
+    return rc;
+}
+
+int uiw__nfs4c_getattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fattr3 *attr)
+{
+    nfs_argop4 ops[3];
+    putfh(&ops[1], fh);
+    getattr_op(&ops[2]);
+    struct cres cr = {0};
+    int rc = compound(c, ops, 3, &cr, 0);
+    if (rc == 0)
+        rc = getattr_out(c, &cr.r.resarray.resarray_val[2], attr);
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_setattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
+                       const uint64_t *size, const uint32_t *mode)
+{
+    nfs_argop4 ops[3];
+    putfh(&ops[1], fh);
+    op_init(&ops[2], OP_SETATTR);
+    SETATTR4args *sa = &ops[2].nfs_argop4_u.opsetattr;
+    stateid4 sid;
+    memset(&sid, 0, sizeof(sid)); /* the anonymous stateid: no open needed for a mode */
+    int rc = 0;
+    if (size && (rc = open_fh(c, fh, OPEN4_SHARE_ACCESS_WRITE, &sid)) != 0)
+        return rc; /* a size change is a write (RFC 8881 section 18.30.3) */
+    sa->stateid = sid;
+    uint32_t words[2];
+    char buf[16];
+    attrs_in(&sa->obj_attributes, words, buf, size, mode);
+    struct cres cr = {0};
+    rc = compound(c, ops, 3, &cr, 0);
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                    uint32_t count, void *buf, int *eof)
+{
+    stateid4 sid;
+    int rc = open_fh(c, fh, OPEN4_SHARE_ACCESS_READ, &sid);
+    if (rc != 0)
+        return rc;
+    nfs_argop4 ops[3];
+    putfh(&ops[1], fh);
+    op_init(&ops[2], OP_READ);
+    ops[2].nfs_argop4_u.opread.stateid = sid;
+    ops[2].nfs_argop4_u.opread.offset = off;
+    ops[2].nfs_argop4_u.opread.count = count;
+    struct cres cr = {0};
+    cr.rbuf = buf;
+    cr.rcap = count;
+    /* over RPC-over-RDMA the data comes by RDMA Write into buf (a Write chunk), or
+     * inline when it fits the buffers agreed on (uiw__nfs_call_ddp) */
+    rc = compound(c, ops, 3, &cr, 0);
+    if (rc == 0) {
+        if (eof)
+            *eof = cr.r.resarray.resarray_val[2].nfs_resop4_u.opread.READ4res_u.resok4.eof;
+        rc = (int)cr.rlen;
+    }
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                     uint32_t count, const void *buf, stable_how stable, char verf[8])
+{
+    stateid4 sid;
+    int rc = open_fh(c, fh, OPEN4_SHARE_ACCESS_WRITE, &sid);
+    if (rc != 0)
+        return rc;
+    nfs_argop4 ops[3];
+    putfh(&ops[1], fh);
+    op_init(&ops[2], OP_WRITE);
+    WRITE4args *w = &ops[2].nfs_argop4_u.opwrite;
+    w->stateid = sid;
+    w->offset = off;
+    w->stable = (stable_how4)stable; /* UNSTABLE4, DATA_SYNC4, FILE_SYNC4: NFSv3's values */
+    w->data.data_len = count;
+    w->data.data_val = (char *)buf; /* over RPC-over-RDMA a Read chunk of this memory */
+    struct cres cr = {0};
+    rc = compound(c, ops, 3, &cr, 0);
+    if (rc == 0) {
+        WRITE4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opwrite.WRITE4res_u.resok4;
+        if (verf)
+            memcpy(verf, ok->writeverf, NFS4_VERIFIER_SIZE);
+        rc = ok->count > count ? -NFS4ERR_SERVERFAULT : (int)ok->count;
+    }
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8])
+{
+    nfs_argop4 ops[3];
+    putfh(&ops[1], fh);
+    op_init(&ops[2], OP_COMMIT); /* offset 0, count 0: the whole file */
+    struct cres cr = {0};
+    int rc = compound(c, ops, 3, &cr, 0);
+    if (rc == 0 && verf)
+        memcpy(verf,
+               cr.r.resarray.resarray_val[2].nfs_resop4_u.opcommit.COMMIT4res_u.resok4.writeverf,
+               NFS4_VERIFIER_SIZE);
+    cres_free(&cr);
+    return rc;
+}
+
+static int name_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len > 255)
+        return -NFS4ERR_NAMETOOLONG;
+    if (len == 0 || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return -NFS4ERR_BADNAME;
+    return 0;
+}
+
+/* OPEN with create: UNCHECKED4 (a file there is opened and kept), or GUARDED4 when excl
+ * (NFS4ERR_EXIST when there is one), with the mode; the file stays open for the WRITEs
+ * that follow. */
+int uiw__nfs4c_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                      uint32_t mode, int excl, struct uiw__nfs_fh *fh)
+{
+    int rc = name_ok(name);
+    if (rc != 0)
+        return rc;
+    struct uiw__nfs4c *s = c->v4;
+    nfs_argop4 ops[4];
+    putfh(&ops[1], dir);
+    open_args(s, &ops[2], OPEN4_SHARE_ACCESS_BOTH);
+    OPEN4args *o = &ops[2].nfs_argop4_u.opopen;
+    o->openhow.opentype = OPEN4_CREATE;
+    createhow4 *how = &o->openhow.openflag4_u.how;
+    how->mode = excl ? GUARDED4 : UNCHECKED4;
+    uint32_t words[2];
+    char buf[16];
+    attrs_in(&how->createhow4_u.createattrs, words, buf, NULL, &mode);
+    o->claim.claim = CLAIM_NULL;
+    o->claim.open_claim4_u.file.utf8string_len = (u_int)strlen(name);
+    o->claim.open_claim4_u.file.utf8string_val = (char *)name;
+    op_init(&ops[3], OP_GETFH);
+    struct cres cr = {0};
+    rc = compound(c, ops, 4, &cr, 0);
+    struct uiw__nfs_fh out;
+    if (rc == 0)
+        rc = fh_out(&out,
+                    &cr.r.resarray.resarray_val[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
+    if (rc == 0) {
+        OPEN4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
+        open_keep(c, &out, &ok->stateid, OPEN4_SHARE_ACCESS_BOTH);
+        if (fh)
+            *fh = out;
+    } else if (res_at(&cr, 2) && st_of(res_at(&cr, 2)) == NFS4_OK) {
+        /* opened, but no handle: nothing to name it by, so closed again */
+        OPEN4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
+        nfs_argop4 cl[3];
+        putfh(&cl[1], dir);
+        op_init(&cl[2], OP_CLOSE);
+        cl[2].nfs_argop4_u.opclose.open_stateid = ok->stateid;
+        struct cres cc = {0};
+        compound(c, cl, 3, &cc, 0);
+        cres_free(&cc);
+    }
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                     uint32_t mode, struct uiw__nfs_fh *fh)
+{
+    int rc = name_ok(name);
+    if (rc != 0)
+        return rc;
+    nfs_argop4 ops[4];
+    putfh(&ops[1], dir);
+    op_init(&ops[2], OP_CREATE);
+    CREATE4args *ca = &ops[2].nfs_argop4_u.opcreate;
+    ca->objtype.type = NF4DIR;
+    ca->objname.utf8string_len = (u_int)strlen(name);
+    ca->objname.utf8string_val = (char *)name;
+    uint32_t words[2];
+    char buf[16];
+    attrs_in(&ca->createattrs, words, buf, NULL, &mode);
+    op_init(&ops[3], OP_GETFH);
+    struct cres cr = {0};
+    rc = compound(c, ops, 4, &cr, 0);
+    if (rc == 0 && fh)
+        rc = fh_out(fh,
+                    &cr.r.resarray.resarray_val[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_remove(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name)
+{
+    int rc = name_ok(name);
+    if (rc != 0)
+        return rc;
+    nfs_argop4 ops[3];
+    putfh(&ops[1], dir);
+    op_init(&ops[2], OP_REMOVE);
+    ops[2].nfs_argop4_u.opremove.target.utf8string_len = (u_int)strlen(name);
+    ops[2].nfs_argop4_u.opremove.target.utf8string_val = (char *)name;
+    struct cres cr = {0};
+    rc = compound(c, ops, 3, &cr, 0);
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, const char *from,
+                      const struct uiw__nfs_fh *tdir, const char *to)
+{
+    int rc = name_ok(from);
+    if (rc == 0)
+        rc = name_ok(to);
+    if (rc != 0)
+        return rc;
+    nfs_argop4 ops[5];
+    putfh(&ops[1], fdir);
+    op_init(&ops[2], OP_SAVEFH);
+    putfh(&ops[3], tdir);
+    op_init(&ops[4], OP_RENAME);
+    ops[4].nfs_argop4_u.oprename.oldname.utf8string_len = (u_int)strlen(from);
+    ops[4].nfs_argop4_u.oprename.oldname.utf8string_val = (char *)from;
+    ops[4].nfs_argop4_u.oprename.newname.utf8string_len = (u_int)strlen(to);
+    ops[4].nfs_argop4_u.oprename.newname.utf8string_val = (char *)to;
+    struct cres cr = {0};
+    rc = compound(c, ops, 5, &cr, 0);
+    cres_free(&cr);
+    return rc;
+}
+
+int uiw__nfs4c_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                       uiw__nfs_dirent_fn fn, void *arg)
+{
+    nfs_argop4 ops[3];
+    putfh(&ops[1], dir);
+    op_init(&ops[2], OP_READDIR);
+    READDIR4args *ra = &ops[2].nfs_argop4_u.opreaddir;
+    ra->dircount = READDIR_MAXCOUNT / 2;
+    ra->maxcount = READDIR_MAXCOUNT;
+    attr_request(&ra->attr_request, NULL, 0);
+    for (;;) {
+        struct cres cr = {0};
+        int rc = compound(c, ops, 3, &cr, READDIR_MAXCOUNT + 8192);
+        if (rc != 0) {
+            cres_free(&cr);
+            return rc;
+        }
+        READDIR4resok *ok =
+            &cr.r.resarray.resarray_val[2].nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+        int n = 0;
+        char name[256];
+        for (entry4 *e = ok->reply.entries; e && rc == 0; e = e->nextentry, n++) {
+            fattr3 a;
+            int have = attrs_out(c, &e->attrs, &a, NULL) == 0 && e->attrs.attrmask.bitmap4_len;
+            u_int len = e->name.utf8string_len;
+            if (len == 0 || len >= sizeof(name) || memchr(e->name.utf8string_val, 0, len) ||
+                memchr(e->name.utf8string_val, '/', len)) {
+                rc = -NFS4ERR_BADNAME; /* a name no file of ours could have */
+                break;
+            }
+            memcpy(name, e->name.utf8string_val, len);
+            name[len] = 0;
+            rc = fn(arg, name, have ? a.fileid : 0, have ? &a : NULL, NULL);
+            ra->cookie = e->cookie;
+        }
+        memcpy(ra->cookieverf, ok->cookieverf, sizeof(ra->cookieverf));
+        int eof = ok->reply.eof;
+        cres_free(&cr);
+        if (rc != 0)
+            return rc;
+        if (eof)
+            return 0;
+        if (n == 0)
+            return -NFS4ERR_TOOSMALL;
+    }
+}
+
+/* ---- locks ---- */
+
+/* LOCK of the range (a new lock-owner from the open stateid): 0 with *lsid, -status. */
+static int lock_once(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, const stateid4 *osid,
+                     uint64_t off, uint64_t len, stateid4 *lsid)
+{
+    struct uiw__nfs4c *s = c->v4;
+    char owner[64];
+    snprintf(owner, sizeof(owner), "uiw-nfs lock %ld", (long)getpid());
+    nfs_argop4 ops[3];
+    putfh(&ops[1], fh);
+    op_init(&ops[2], OP_LOCK);
+    LOCK4args *l = &ops[2].nfs_argop4_u.oplock;
+    l->locktype = WRITEW_LT; /* a blocking lock's: the server may queue us fairly */
+    l->reclaim = 0;
+    l->offset = off;
+    l->length = len;
+    l->locker.new_lock_owner = 1;
+    open_to_lock_owner4 *o = &l->locker.locker4_u.open_owner;
+    o->open_seqid = 0; /* seqids are the session's business in 4.1 */
+    o->open_stateid = *osid;
+    o->lock_seqid = 0;
+    o->lock_owner.clientid = s->cid;
+    o->lock_owner.owner.owner_len = (u_int)strlen(owner);
+    o->lock_owner.owner.owner_val = owner;
+    struct cres cr = {0};
+    int rc = compound(c, ops, 3, &cr, 0);
+    if (rc == 0)
+        *lsid = cr.r.resarray.resarray_val[2].nfs_resop4_u.oplock.LOCK4res_u.resok4.lock_stateid;
+    cres_free(&cr);
+    return rc;
+}
+
+/* Wait ms, or less when *stop is set. */
+static void wait_stop(unsigned ms, volatile sig_atomic_t *stop)
+{
+    for (unsigned t = 0; t < ms && !*stop; t += 100)
+        sleep_ms(ms - t < 100 ? ms - t : 100);
+}
+
+int uiw__nfs_lock(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                  uint64_t len, volatile sig_atomic_t *stop, void (*held)(void *arg), void *arg)
+{
+    if (c->vers != 4)
+        return -NFS4ERR_NOTSUPP;
+    struct uiw__nfs4c *s = c->v4;
+    if (len == 0)
+        len = NFS4_UINT64_MAX; /* to the end of the file, however long it grows */
+    stateid4 osid, lsid;
+    int rc = open_fh(c, fh, OPEN4_SHARE_ACCESS_BOTH, &osid);
+    if (rc != 0)
+        return rc;
+    unsigned wait = 1000;
+    while ((rc = lock_once(c, fh, &osid, off, len, &lsid)) == -NFS4ERR_DENIED) {
+        if (c->verbose)
+            fprintf(stderr, "uiw-nfs: lock: held by another (NFS4ERR_DENIED): again in %u s\n",
+                    wait / 1000);
+        wait_stop(wait, stop);
+        if (*stop) {
+            rc = -EINTR;
+            break;
+        }
+        wait = wait * 2 > 30000 ? 30000 : wait * 2;
+    }
+    if (rc == 0) {
+        held(arg);
+        /* nothing else goes to the server meanwhile: a SEQUENCE alone keeps the lease */
+        uint64_t every = (uint64_t)s->lease * 1000u / 3u;
+        while (!*stop && rc == 0) {
+            wait_stop(100, stop);
+            if (!*stop && now_ms() - s->last_ms >= every) {
+                nfs_argop4 seq[1];
+                struct cres cr = {0};
+                rc = compound(c, seq, 1, &cr, 0);
+                cres_free(&cr);
+                if (c->verbose > 1)
+                    fprintf(stderr, "uiw-nfs: lease renewed\n");
+            }
+        }
+        nfs_argop4 ops[3];
+        putfh(&ops[1], fh);
+        op_init(&ops[2], OP_LOCKU);
+        LOCKU4args *u = &ops[2].nfs_argop4_u.oplocku;
+        u->locktype = WRITE_LT;
+        u->seqid = 0;
+        u->lock_stateid = lsid;
+        u->offset = off;
+        u->length = len;
+        struct cres cr = {0};
+        int ru = compound(c, ops, 3, &cr, 0);
+        cres_free(&cr);
+        if (rc == 0)
+            rc = ru;
+    }
+    struct open_file *f = open_find(s, fh);
+    if (f) {
+        int rcl = close_file(c, f);
+        if (rc == 0)
+            rc = rcl;
+    }
+    return rc;
+}
+
+/* ---- COPY (NFSv4.2) ---- */
+
+int64_t uiw__nfs_copy(struct uiw__nfs_client *c, const struct uiw__nfs_fh *src,
+                      const struct uiw__nfs_fh *dst, uint64_t count)
+{
+    if (c->vers != 4 || c->v4->minor < 2)
+        return -NFS4ERR_NOTSUPP;
+    stateid4 ssid, dsid;
+    int rc = open_fh(c, src, OPEN4_SHARE_ACCESS_READ, &ssid);
+    if (rc == 0)
+        rc = open_fh(c, dst, OPEN4_SHARE_ACCESS_WRITE, &dsid);
+    if (rc != 0)
+        return rc;
+    uint64_t done = 0;
+    int unstable = 0;
+    while (done < count) {
+        nfs_argop4 ops[5];
+        putfh(&ops[1], src);
+        op_init(&ops[2], OP_SAVEFH);
+        putfh(&ops[3], dst);
+        op_init(&ops[4], OP_COPY);
+        COPY4args *a = &ops[4].nfs_argop4_u.opcopy;
+        a->ca_src_stateid = ssid;
+        a->ca_dst_stateid = dsid;
+        a->ca_src_offset = done;
+        a->ca_dst_offset = done;
+        a->ca_count = count - done;
+        a->ca_consecutive = 1;
+        a->ca_synchronous = 1;
+        struct cres cr = {0};
+        rc = compound(c, ops, 5, &cr, 0);
+        uint64_t n = 0;
+        if (rc == 0) {
+            write_response4 *w =
+                &cr.r.resarray.resarray_val[4].nfs_resop4_u.opcopy.COPY4res_u.cr_resok4.cr_response;
+            if (w->wr_callback_id.wr_callback_id_len) {
+                /* asked for a synchronous copy: one going on in the background would need
+                 * CB_OFFLOAD, which this client does not serve */
+                rc = -NFS4ERR_SERVERFAULT;
+            } else {
+                n = w->wr_count;
+                if (w->wr_committed == UNSTABLE4)
+                    unstable = 1;
+            }
+        }
+        cres_free(&cr);
+        if (rc != 0)
+            return rc;
+        if (n == 0 || n > count - done)
+            return n == 0 ? (int64_t)done : -NFS4ERR_SERVERFAULT; /* the source ended */
+        done += n;
+    }
+    if (unstable && (rc = uiw__nfs4c_commit(c, dst, NULL)) != 0)
+        return rc;
+    return (int64_t)done;
+}
+
+/* ---- the end ---- */
+
+void uiw__nfs4c_stop(struct uiw__nfs_client *c)
+{
+    struct uiw__nfs4c *s = c->v4;
+    if (!s)
+        return;
+    if (s->have_session) {
+        while (s->nopens)
+            close_file(c, &s->opens[s->nopens - 1]);
+        nfs_argop4 a;
+        op_init(&a, OP_DESTROY_SESSION);
+        memcpy(a.nfs_argop4_u.opdestroy_session.dsa_sessionid, s->sid, sizeof(s->sid));
+        struct cres cr = {0};
+        alone(c, &a, &cr);
+        cres_free(&cr);
+        s->have_session = 0;
+    }
+    if (s->cid) {
+        nfs_argop4 a;
+        op_init(&a, OP_DESTROY_CLIENTID);
+        a.nfs_argop4_u.opdestroy_clientid.dca_clientid = s->cid;
+        struct cres cr = {0};
+        int rc = alone(c, &a, &cr);
+        cres_free(&cr);
+        if (c->verbose)
+            fprintf(stderr, "uiw-nfs: DESTROY_SESSION, DESTROY_CLIENTID: %s\n",
+                    rc == 0 ? "done" : uiw__nfs_errtext(c, rc));
+    }
+    free(s);
+    c->v4 = NULL;
+}

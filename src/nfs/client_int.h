@@ -1,0 +1,97 @@
+/*
+ * Inside uiw-nfs's client: the state of a client, which client.c (NFSv3, the transports,
+ * the version chosen) and client4.c (NFSv4.1 and 4.2 over the same transports) share,
+ * and what client.c's public functions call in client4.c when the client speaks v4.
+ */
+#ifndef UIW_NFS_CLIENT_INT_H
+#define UIW_NFS_CLIENT_INT_H
+
+#include <stdint.h>
+
+#include <rpc/rpc.h>
+
+#include "nfs/client.h"
+
+#define NFS_PROG 100003
+
+/* Room beside READ or WRITE data in an inline message: the RPC-over-RDMA and RPC headers
+ * (AUTH_SYS credentials take up to 400 bytes), the handle and other arguments of a WRITE,
+ * the attributes, count and eof of a READ's reply (and an NFSv4 COMPOUND's SEQUENCE,
+ * PUTFH and status words, which fit too). */
+#define INLINE_ROOM 1024u
+
+struct uiw__nfs4c;
+
+struct uiw__nfs_client {
+    struct uiw__nfs_url url;
+    int verbose;
+    CLIENT *nfs; /* libtirpc's over TCP, or the RPC layer's over RPC-over-RDMA */
+    int rdma;
+    int vers;              /* NFS version spoken: 3 or 4 */
+    struct uiw__nfs4c *v4; /* NFSv4: the session and open files (client4.c) */
+    struct uiw__nfs_fh root;
+    char export_path[1024];
+    char subpath[1024];
+    char mount_host[256];
+    int mount_port;
+    uint32_t rtmax, wtmax;
+    char transport[16];
+    char err[512];
+    struct timeval timeout;
+    int nfs_port;               /* over TCP */
+    int rpcbind_nfs_port;       /* NFS 3 over TCP as the server's rpcbind names it, or 0 */
+    unsigned reconnects;        /* TCP connections made again after one was lost */
+    struct uiw__nfs_pipe *pipe; /* over TCP: the calls in flight (made on the first) */
+    int pipe_attempt;           /* connections made again since a call last ended well */
+    int pipe_failing;           /* ending every call in flight: c->err says why */
+    /* RPC-over-RDMA: READs of fewer bytes than read_inline offer no Write chunk (their
+     * reply fits the receive buffers both sides agreed on; 0: every READ offers one) */
+    uint32_t read_inline;
+    /* NFSv4: operations started (client.h's *_start), run, and waiting for uiw__nfs_poll
+     * to call their done */
+    struct uiw__nfs_op *v4_ended, **v4_ended_tail;
+};
+
+/* An RPC call on the client's transport with what RPC-over-RDMA may use: result_buf
+ * (result_len bytes) where a DDP-eligible result lands (NULL: none), reply_max the
+ * largest reply (0: what fits inline). Over TCP as uiw__nfs_call. 0 or UIW__NFS_ERPC. */
+int uiw__nfs_call_ddp(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                      xdrproc_t xres, void *res, void *result_buf, uint32_t result_len,
+                      uint32_t reply_max);
+
+/* ---- client4.c ---- */
+
+/* The transport is connected in version 4 (c->nfs): EXCHANGE_ID and CREATE_SESSION in
+ * minor version 2 then 1 (only `minor` when it is not 0), RECLAIM_COMPLETE, the root's
+ * handle (PUTROOTFH) and the largest READ and WRITE. 0; -1 with a message in err;
+ * -2 when the server speaks no minor version asked for. */
+int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t errlen);
+/* CLOSE what is open, DESTROY_SESSION, DESTROY_CLIENTID; frees c->v4. */
+void uiw__nfs4c_stop(struct uiw__nfs_client *c);
+/* The minor version in use. */
+int uiw__nfs4c_minor(const struct uiw__nfs_client *c);
+const char *uiw__nfs4c_errname(int status);
+
+int uiw__nfs4c_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw__nfs_fh *fh,
+                           fattr3 *attr);
+int uiw__nfs4c_lookup(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                      struct uiw__nfs_fh *fh, fattr3 *attr);
+int uiw__nfs4c_getattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, fattr3 *attr);
+int uiw__nfs4c_setattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
+                       const uint64_t *size, const uint32_t *mode);
+int uiw__nfs4c_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                    uint32_t count, void *buf, int *eof);
+int uiw__nfs4c_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
+                     uint32_t count, const void *buf, stable_how stable, char verf[8]);
+int uiw__nfs4c_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, char verf[8]);
+int uiw__nfs4c_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                      uint32_t mode, int excl, struct uiw__nfs_fh *fh);
+int uiw__nfs4c_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name,
+                     uint32_t mode, struct uiw__nfs_fh *fh);
+int uiw__nfs4c_remove(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name);
+int uiw__nfs4c_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, const char *from,
+                      const struct uiw__nfs_fh *tdir, const char *to);
+int uiw__nfs4c_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
+                       uiw__nfs_dirent_fn fn, void *arg);
+
+#endif
