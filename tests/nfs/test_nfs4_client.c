@@ -1,0 +1,330 @@
+/*
+ * uiw-nfs's NFSv4.1 / 4.2 client (src/nfs/client4.c) against uiw-nfsd's NFSv4 (on with
+ * uiw__nfsd_opts.nfs4): ?version= in URLs; the session made, used and ended; attributes
+ * by GETATTR after a path walked from PUTROOTFH, checked against lstat; the fallback to
+ * NFSv3 when the server does not speak version 4, and none when the URL asks for 4; a
+ * server that lost the session and the client record (restarted, or the lease ran out)
+ * served again through a new session and client.
+ *
+ * The server exports "/" read-only here: until it has a pseudo file system its root is
+ * its one export's, and a path from "/" is the same whichever way it is walked.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfs/exports.h"
+#include "nfs_util.h"
+#include "run.h"
+#include "test.h"
+
+/* A server exporting "/" read-only with NFSv4 on (lease seconds; 0: the default), on
+ * tcp_port (0: any free one), and a file "f" of 1234 bytes in v->dir. */
+static void start4(struct srv *v, unsigned lease, int tcp_port)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.nfs4 = 1;
+    o.lease_time = lease;
+    if (!v->dir[0]) {
+        snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs4-client.XXXXXX");
+        CHECK(mkdtemp(v->dir) != NULL);
+        char data[1234];
+        memset(data, 'x', sizeof(data));
+        put_file(v, "f", data, sizeof(data));
+    }
+    struct uiw__nfs_xtable t;
+    char err[512];
+    if (uiw__nfs_exports_parse("/ 127.0.0.1(ro,no_root_squash,insecure)\n", "exports", &t, err,
+                               sizeof(err)) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    o.addr = "127.0.0.1";
+    o.tcp_port = tcp_port;
+    o.mount_port = 0;
+    o.rdma_port = -1;
+    /* a port just given up may take the kernel a moment to hand out again */
+    for (int i = 0; i < 50 && !(v->s = uiw__nfsd_create(&o)); i++)
+        usleep(100000);
+    CHECK(v->s != NULL);
+    if (uiw__nfsd_add_exports(v->s, &t, err, sizeof(err)) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    int rc = -1;
+    for (int i = 0; i < 50 && (rc = uiw__nfsd_start(v->s)) != 0; i++)
+        usleep(100000);
+    CHECK_EQ(rc, 0);
+    v->tcp = uiw__nfsd_port(v->s, UIW__NFSD_TCP);
+    CHECK(v->tcp > 0);
+}
+
+/* nfs://127.0.0.1:PORT/DIR/SUB?QUERY */
+static void url4(const struct srv *v, const char *sub, const char *query, char *out, size_t n)
+{
+    snprintf(out, n, "nfs://127.0.0.1:%d%s/%s%s%s", v->tcp, v->dir, sub, *query ? "?" : "", query);
+}
+
+static struct tool_run nfs(const char *a1, const char *a2, const char *a3)
+{
+    const char *argv[] = {"uiw-nfs", a1, a2, a3, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
+    return r;
+}
+
+TEST(nfs4cli_url_version)
+{
+    struct uiw__nfs_url u;
+    char err[256];
+    static const struct {
+        const char *q;
+        int v;
+    } ok[] = {{"", 0},
+              {"?version=3", 3},
+              {"?version=4", 4},
+              {"?version=4.1", 41},
+              {"?version=4.2", 42},
+              {"?transport=tcp&version=4.1&uid=7", 41}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char s[128];
+        snprintf(s, sizeof(s), "nfs://h/e/f%s", ok[i].q);
+        CHECK_EQ(uiw__nfs_url_parse(s, &u, err, sizeof(err)), 0);
+        CHECK_EQ(u.version, ok[i].v);
+        CHECK_STR(u.path, "/e/f");
+    }
+    CHECK_EQ(u.uid, 7);
+    static const char *bad[] = {"nfs://h/e?version=2", "nfs://h/e?version=4.3",
+                                "nfs://h/e?version=", "nfs://h/e?version=41", "nfs://h/e?owner="};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_EQ(uiw__nfs_url_parse(bad[i], &u, err, sizeof(err)), -1);
+        CHECK(err[0] != 0);
+    }
+    CHECK_EQ(uiw__nfs_url_parse("nfs://h/e?owner=me%2Fthere&version=4.2", &u, err, sizeof(err)), 0);
+    CHECK_STR(u.owner, "me/there");
+    CHECK_EQ(u.version, 42);
+}
+
+/* stat's lines against lstat of the file. */
+static void check_stat_out(const char *out, const char *path)
+{
+    struct stat st = lstat_ok(path);
+    char want[128];
+    snprintf(want, sizeof(want), "Size: %lld\t", (long long)st.st_size);
+    CHECK(strstr(out, want) != NULL);
+    snprintf(want, sizeof(want), "Fileid: %llu\t", (unsigned long long)st.st_ino);
+    CHECK(strstr(out, want) != NULL);
+    snprintf(want, sizeof(want), "Mode: (%04o/", (unsigned)st.st_mode & 07777);
+    CHECK(strstr(out, want) != NULL);
+    snprintf(want, sizeof(want), "Links: %u\tUid: %u\tGid: %u", (unsigned)st.st_nlink,
+             (unsigned)st.st_uid, (unsigned)st.st_gid);
+    CHECK(strstr(out, want) != NULL);
+    snprintf(want, sizeof(want), "Modify: %lld.%09ld", (long long)st.st_mtim.tv_sec,
+             st.st_mtim.tv_nsec);
+    CHECK(strstr(out, want) != NULL);
+    CHECK(strstr(out, "Type: regular file") != NULL);
+}
+
+TEST(nfs4cli_stat_tcp)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    start4(&v, 0, 0);
+    char u[600], path[400];
+    snprintf(path, sizeof(path), "%s/f", v.dir);
+    /* ?version=4.1, 4.2, and the default (4.2): each says its version with -v, and the
+     * session's making and ending */
+    static const struct {
+        const char *q, *says;
+    } cases[] = {{"version=4.1", "NFS v4.1 at"},
+                 {"version=4.2", "NFS v4.2 at"},
+                 {"", "NFS v4.2 at"},
+                 {"version=4", "NFS v4.2 at"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        url4(&v, "f", cases[i].q, u, sizeof(u));
+        struct tool_run r = nfs("-v", "stat", u);
+        CHECK_EQ(r.status, 0);
+        check_stat_out(r.out, path);
+        CHECK(strstr(r.err, cases[i].says) != NULL);
+        CHECK(strstr(r.err, "EXCHANGE_ID: client") != NULL);
+        CHECK(strstr(r.err, "CREATE_SESSION:") != NULL);
+        CHECK(strstr(r.err, "DESTROY_SESSION, DESTROY_CLIENTID: done") != NULL);
+        CHECK(strstr(r.err, "MOUNT") == NULL); /* no MOUNT protocol over v4 */
+        tool_run_free(&r);
+    }
+    /* the directory itself, and a missing name: NFSv4's error */
+    url4(&v, "", "version=4.1", u, sizeof(u));
+    struct tool_run r = nfs("stat", u, NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "Type: directory") != NULL);
+    tool_run_free(&r);
+    url4(&v, "nope", "version=4.1", u, sizeof(u));
+    r = nfs("stat", u, NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "NFS4ERR_NOENT") != NULL);
+    tool_run_free(&r);
+    /* a file where the path wants a directory */
+    url4(&v, "f/g", "version=4.2", u, sizeof(u));
+    r = nfs("stat", u, NULL);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "NFS4ERR_NOTDIR") != NULL);
+    tool_run_free(&r);
+    uiw__nfsd_destroy(v.s);
+    rm_tree(v.dir);
+}
+
+/* A path deeper than one COMPOUND's operations: walked in several. */
+TEST(nfs4cli_deep_path)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    start4(&v, 0, 0);
+    char rel[256] = "", path[600];
+    for (int i = 0; i < 20; i++) {
+        size_t n = strlen(rel);
+        snprintf(rel + n, sizeof(rel) - n, "%sd%d", i ? "/" : "", i);
+        snprintf(path, sizeof(path), "%s/%s", v.dir, rel);
+        CHECK_EQ(mkdir(path, 0755), 0);
+    }
+    char sub[300];
+    snprintf(sub, sizeof(sub), "%s/leaf", rel);
+    put_file(&v, sub, "leaf\n", 5);
+    char u[900];
+    url4(&v, sub, "version=4.1", u, sizeof(u));
+    struct tool_run r = nfs("stat", u, NULL);
+    CHECK_EQ(r.status, 0);
+    check_stat_out(r.out, path_in(&v, sub));
+    tool_run_free(&r);
+    uiw__nfsd_destroy(v.s);
+    rm_tree(v.dir);
+}
+
+TEST(nfs4cli_falls_back_to_v3)
+{
+    struct srv v;
+    srv_start(&v, NULL); /* NFSv4 off: version 4 gets PROG_MISMATCH */
+    put_file(&v, "f", "hello\n", 6);
+    char u[700], path[400];
+    snprintf(path, sizeof(path), "%s/f", v.dir);
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/f?mountport=%d", v.tcp, v.dir, v.mount);
+    struct tool_run r = nfs("-v", "stat", u);
+    CHECK_EQ(r.status, 0);
+    check_stat_out(r.out, path);
+    CHECK(strstr(r.err, "Program/version mismatch") != NULL);
+    CHECK(strstr(r.err, "falling back to NFS v3") != NULL);
+    CHECK(strstr(r.err, "NFS v3 at") != NULL);
+    tool_run_free(&r);
+    /* version=3: no version 4 tried */
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/f?mountport=%d&version=3", v.tcp, v.dir, v.mount);
+    r = nfs("-v", "stat", u);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.err, "v4") == NULL);
+    CHECK(strstr(r.err, "NFS v3 at") != NULL);
+    tool_run_free(&r);
+    /* version 4 asked for: no fallback */
+    static const char *v4[] = {"4", "4.1", "4.2"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/f?version=%s", v.tcp, v.dir, v4[i]);
+        r = nfs("-v", "stat", u);
+        CHECK_EQ(r.status, 1);
+        CHECK(strstr(r.err, "Program/version mismatch") != NULL);
+        CHECK(strstr(r.err, "NFS v3 at") == NULL);
+        tool_run_free(&r);
+    }
+    srv_stop(&v);
+}
+
+/* The client API over NFSv4.1: a client of 127.0.0.1:port. */
+static struct uiw__nfs_client *client4(const struct srv *v, const char *query)
+{
+    char u[600], err[512];
+    url4(v, "", query, u, sizeof(u));
+    struct uiw__nfs_url url;
+    CHECK_EQ(uiw__nfs_url_parse(u, &url, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&url, 0, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    return c;
+}
+
+/* GETATTR of "f" below the client's path: its size. */
+static uint64_t size_of_f(struct uiw__nfs_client *c, const struct srv *v)
+{
+    char sub[600];
+    snprintf(sub, sizeof(sub), "%s/f", uiw__nfs_client_subpath(c));
+    struct uiw__nfs_fh fh;
+    fattr3 a;
+    int rc = uiw__nfs_lookup_path(c, sub, &fh, &a);
+    if (rc != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", uiw__nfs_errtext(c, rc));
+    CHECK_FATTR_PATH("GETATTR of f", &a, path_in(v, "f"));
+    return a.size;
+}
+
+/* A client of version vers answered, then again after `between` made the server lose
+ * what it held of it. */
+static void served_again(unsigned lease, const char *vers, void (*between)(struct srv *v))
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    start4(&v, lease, 0);
+    char q[32];
+    snprintf(q, sizeof(q), "version=%s", vers);
+    struct uiw__nfs_client *c = client4(&v, q);
+    CHECK_STR(uiw__nfs_client_version(c), vers);
+    CHECK_EQ(size_of_f(c, &v), 1234);
+    between(&v);
+    CHECK_EQ(size_of_f(c, &v), 1234);
+    CHECK_EQ(size_of_f(c, &v), 1234);
+    uiw__nfs_client_close(c);
+    uiw__nfsd_destroy(v.s);
+    rm_tree(v.dir);
+}
+
+static void restart(struct srv *v)
+{
+    int port = v->tcp;
+    uiw__nfsd_destroy(v->s);
+    start4(v, 0, port);
+}
+
+static void idle(struct srv *v)
+{
+    (void)v;
+    sleep(3); /* three leases: the server has dropped us */
+}
+
+/* The server restarted (on its port, its state gone): the client's next call finds its
+ * session unknown (NFS4ERR_BADSESSION), makes a new one, finds its client record unknown
+ * too (NFS4ERR_STALE_CLIENTID), makes a new record and session, and is answered. */
+TEST(nfs4cli_server_restart)
+{
+    served_again(0, "4.1", restart);
+}
+
+/* The lease ran out while the client was idle (the server dropped it and its session):
+ * the next call makes a new client record and session. */
+TEST(nfs4cli_lease_expired)
+{
+    served_again(1, "4.2", idle);
+}
+
+/* The v3 calls the client offers for bench are refused over v4 rather than sent. */
+TEST(nfs4cli_v3_calls_refused)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    start4(&v, 0, 0);
+    struct uiw__nfs_client *c = client4(&v, "");
+    CHECK_STR(uiw__nfs_client_version(c), "4.2");
+    struct uiw__nfs_async a;
+    memset(&a, 0, sizeof(a));
+    CHECK_EQ(
+        uiw__nfs_call_async(c, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, &a),
+        -EPROTONOSUPPORT);
+    uiw__nfs_client_close(c);
+    uiw__nfsd_destroy(v.s);
+    rm_tree(v.dir);
+}
