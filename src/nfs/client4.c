@@ -39,6 +39,10 @@
 #include "nfs/client_int.h"
 #include "nfs4.h"
 
+#if UIW_NFS_HAVE_RDMA
+#include <uiw/rpc.h>
+#endif
+
 /* Slots asked for on the fore channel (calls in flight at once). */
 #define SLOTS 16
 /* Open files kept (each an OPEN the server holds for us). */
@@ -58,6 +62,25 @@ struct open_file {
     stateid4 sid;
     uint32_t access; /* OPEN4_SHARE_ACCESS_* held */
     uint64_t used;   /* when last used (a counter): the oldest is closed first */
+    /* a delegation the server granted although none was wanted, and whether CB_RECALL
+     * asked for it back (DELEGRETURN goes before the next COMPOUND) */
+    stateid4 deleg;
+    int has_deleg, recalled;
+};
+
+/* The back channel's slots (ca_maxrequests asked for) and operations per CB_COMPOUND. */
+#define CB_SLOTS   2
+#define CB_OPS_MAX 4
+
+/* A back-channel slot: its last sequenceid and that CB_COMPOUND's results (statuses: the
+ * operations this client serves return nothing else), sent again for a retry. */
+struct cb_slot {
+    uint32_t seq;
+    int done; /* a CB_COMPOUND ran on it */
+    nfsstat4 status;
+    u_int nres;
+    nfs_cb_opnum4 op[CB_OPS_MAX];
+    nfsstat4 st[CB_OPS_MAX];
 };
 
 struct uiw__nfs4c {
@@ -78,6 +101,11 @@ struct uiw__nfs4c {
     uint64_t tick;
     unsigned renewals; /* new sessions or clients made on the server's word */
     uint64_t last_ms;  /* when the last COMPOUND was answered: the lease runs from it */
+    uint32_t cb_prog;  /* the callback program served (0: no back channel) */
+    int back_chan;     /* the server bound the connection to the back channel */
+    struct cb_slot cb[CB_SLOTS];
+    unsigned cb_runs; /* back-channel operations run (a retry answered from its slot: not) */
+    int returning;    /* DELEGRETURNs going out (not again from inside them) */
 };
 
 static uint64_t now_ms(void)
@@ -255,6 +283,7 @@ static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
         ARM(OP_LOCK, oplock, xdr_LOCK4res)
         ARM(OP_LOCKU, oplocku, xdr_LOCKU4res)
         ARM(OP_COPY, opcopy, xdr_COPY4res)
+        ARM(OP_DELEGRETURN, opdelegreturn, xdr_DELEGRETURN4res)
         ARM(OP_ILLEGAL, opillegal, xdr_ILLEGAL4res)
 #undef ARM
     default:
@@ -349,6 +378,9 @@ static int send_compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, st
 
 static int new_session(struct uiw__nfs_client *c);
 static int new_client(struct uiw__nfs_client *c);
+static void return_recalled(struct uiw__nfs_client *c);
+static void cb_register(struct uiw__nfs_client *c);
+static void cb_unregister(struct uiw__nfs_client *c);
 
 /* A COMPOUND whose ops[0] is left for SEQUENCE (on slot 0: this client has one call in
  * flight at a time), sent until it is not answered NFS4ERR_DELAY, with a new session or
@@ -361,6 +393,7 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
     struct uiw__nfs4c *s = c->v4;
     unsigned wait = DELAY_FIRST_MS;
     int remade = 0;
+    return_recalled(c);
     for (int attempt = 0;; attempt++) {
         op_init(&ops[0], OP_SEQUENCE);
         SEQUENCE4args *sa = &ops[0].nfs_argop4_u.opsequence;
@@ -469,15 +502,16 @@ static int create_session(struct uiw__nfs_client *c)
     CREATE_SESSION4args *ca = &a.nfs_argop4_u.opcreate_session;
     ca->csa_clientid = s->cid;
     ca->csa_sequence = s->csseq;
-    ca->csa_flags = 0; /* no back channel: this client serves no callbacks yet */
+    /* a back channel when the transport serves backward calls (RPC-over-RDMA) */
+    ca->csa_flags = s->cb_prog ? CREATE_SESSION4_FLAG_CONN_BACK_CHAN : 0;
     /* the fore channel: the largest READ and WRITE (1 MiB) and their COMPOUND's other
      * operations; replies are not cached (sa_cachethis is never set) */
     channel_attrs4 fore = {
         0, (1u << 20) + CHAN_ROOM, (1u << 20) + CHAN_ROOM, 4096, MAXOPS, SLOTS, {0, NULL}};
-    channel_attrs4 back = {0, 4096, 4096, 0, 2, 1, {0, NULL}};
+    channel_attrs4 back = {0, 4096, 4096, 0, CB_OPS_MAX, CB_SLOTS, {0, NULL}};
     ca->csa_fore_chan_attrs = fore;
     ca->csa_back_chan_attrs = back;
-    ca->csa_cb_program = 0x40000000;
+    ca->csa_cb_program = s->cb_prog ? s->cb_prog : NFS4_CALLBACK;
     callback_sec_parms4 sec;
     memset(&sec, 0, sizeof(sec));
     sec.cb_secflavor = AUTH_NONE;
@@ -493,6 +527,8 @@ static int create_session(struct uiw__nfs_client *c)
         s->csseq++;
         s->have_session = 1;
         memset(s->seq, 0, sizeof(s->seq));
+        memset(s->cb, 0, sizeof(s->cb));
+        s->back_chan = (ok->csr_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN) != 0;
         channel_attrs4 *f = &ok->csr_fore_chan_attrs;
         s->nslots = f->ca_maxrequests < SLOTS ? f->ca_maxrequests : SLOTS;
         s->maxops = f->ca_maxoperations;
@@ -505,9 +541,12 @@ static int create_session(struct uiw__nfs_client *c)
         if (c->verbose)
             fprintf(stderr,
                     "uiw-nfs: CREATE_SESSION: %u slots, %u operations, requests %u, replies "
-                    "%u bytes\n",
+                    "%u bytes; back channel %s\n",
                     f->ca_maxrequests, f->ca_maxoperations, f->ca_maxrequestsize,
-                    f->ca_maxresponsesize);
+                    f->ca_maxresponsesize,
+                    s->back_chan ? "bound"
+                    : s->cb_prog ? "asked for, not bound"
+                                 : "none (the transport serves no backward calls)");
     }
     cres_free(&cr);
     return rc;
@@ -811,6 +850,8 @@ int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t err
                  (long long)ts.tv_sec, ts.tv_nsec);
     uint64_t v = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid();
     memcpy(s->verf, &v, sizeof(s->verf));
+    if (c->rdma)
+        cb_register(c);
     int tries[2] = {minor ? minor : 2, minor ? -1 : 1};
     int rc = -1;
     for (int i = 0; i < 2 && tries[i] > 0; i++) {
@@ -824,6 +865,7 @@ int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t err
     if (rc == -NFS4ERR_MINOR_VERS_MISMATCH) {
         snprintf(err, errlen, "%s: NFS v4.%d not served (NFS4ERR_MINOR_VERS_MISMATCH)", c->url.host,
                  s->minor);
+        cb_unregister(c);
         free(s);
         c->v4 = NULL;
         return -2;
@@ -835,6 +877,7 @@ int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t err
         if (s->cid && rc != UIW__NFS_ERPC)
             uiw__nfs4c_stop(c);
         else {
+            cb_unregister(c);
             free(s);
             c->v4 = NULL;
         }
@@ -857,9 +900,38 @@ static struct open_file *open_find(struct uiw__nfs4c *s, const struct uiw__nfs_f
     return NULL;
 }
 
+static int delegreturn(struct uiw__nfs_client *c, struct open_file *f)
+{
+    nfs_argop4 ops[3];
+    putfh(&ops[1], &f->fh);
+    op_init(&ops[2], OP_DELEGRETURN);
+    ops[2].nfs_argop4_u.opdelegreturn.deleg_stateid = f->deleg;
+    struct cres cr = {0};
+    c->v4->returning = 1;
+    int rc = compound(c, ops, 3, &cr, 0);
+    c->v4->returning = 0;
+    cres_free(&cr);
+    f->has_deleg = f->recalled = 0;
+    return rc;
+}
+
+/* The delegations CB_RECALL asked for: returned (this client caches no data, so there
+ * is nothing to write first: every WRITE went out when it was made). */
+static void return_recalled(struct uiw__nfs_client *c)
+{
+    struct uiw__nfs4c *s = c->v4;
+    if (s->returning)
+        return;
+    for (unsigned i = 0; i < s->nopens; i++)
+        if (s->opens[i].has_deleg && s->opens[i].recalled)
+            delegreturn(c, &s->opens[i]);
+}
+
 static int close_file(struct uiw__nfs_client *c, struct open_file *f)
 {
     struct uiw__nfs4c *s = c->v4;
+    if (f->has_deleg)
+        delegreturn(c, f);
     nfs_argop4 ops[3];
     putfh(&ops[1], &f->fh);
     op_init(&ops[2], OP_CLOSE);
@@ -873,7 +945,7 @@ static int close_file(struct uiw__nfs_client *c, struct open_file *f)
 
 /* Keep the stateid of an OPEN of fh (access: what it opened for). */
 static struct open_file *open_keep(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
-                                   const stateid4 *sid, uint32_t access)
+                                   const stateid4 *sid, uint32_t access, const open_delegation4 *dg)
 {
     struct uiw__nfs4c *s = c->v4;
     struct open_file *f = open_find(s, fh);
@@ -888,10 +960,18 @@ static struct open_file *open_keep(struct uiw__nfs_client *c, const struct uiw__
         f = &s->opens[s->nopens++];
         f->fh = *fh;
         f->access = 0;
+        f->has_deleg = f->recalled = 0;
     }
     f->sid = *sid;
     f->access |= access;
     f->used = ++s->tick;
+    if (dg &&
+        (dg->delegation_type == OPEN_DELEGATE_READ || dg->delegation_type == OPEN_DELEGATE_WRITE)) {
+        f->deleg = dg->delegation_type == OPEN_DELEGATE_READ ? dg->open_delegation4_u.read.stateid
+                                                             : dg->open_delegation4_u.write.stateid;
+        f->has_deleg = 1;
+        f->recalled = 0;
+    }
     return f;
 }
 
@@ -937,7 +1017,7 @@ static int open_fh(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint
     if (rc == 0) {
         OPEN4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
         *sid = ok->stateid;
-        open_keep(c, fh, sid, access);
+        open_keep(c, fh, sid, access, &ok->delegation);
     }
     cres_free(&cr);
     return rc;
@@ -1182,7 +1262,7 @@ int uiw__nfs4c_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, 
                     &cr.r.resarray.resarray_val[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
     if (rc == 0) {
         OPEN4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
-        open_keep(c, &out, &ok->stateid, OPEN4_SHARE_ACCESS_BOTH);
+        open_keep(c, &out, &ok->stateid, OPEN4_SHARE_ACCESS_BOTH, &ok->delegation);
         if (fh)
             *fh = out;
     } else if (res_at(&cr, 2) && st_of(res_at(&cr, 2)) == NFS4_OK) {
@@ -1472,6 +1552,205 @@ int64_t uiw__nfs_copy(struct uiw__nfs_client *c, const struct uiw__nfs_fh *src,
     return (int64_t)done;
 }
 
+/* ---- the back channel ---- */
+
+/* One operation of a CB_COMPOUND after its CB_SEQUENCE. */
+static nfsstat4 cb_op(struct uiw__nfs_client *c, const nfs_cb_argop4 *a)
+{
+    struct uiw__nfs4c *s = c->v4;
+    s->cb_runs++;
+    if (a->argop != OP_CB_RECALL)
+        return NFS4ERR_NOTSUPP; /* no layouts, notifications, ... asked for */
+    const CB_RECALL4args *r = &a->nfs_cb_argop4_u.opcbrecall;
+    for (unsigned i = 0; i < s->nopens; i++) {
+        struct open_file *f = &s->opens[i];
+        if (f->has_deleg && memcmp(f->deleg.other, r->stateid.other, NFS4_OTHER_SIZE) == 0 &&
+            f->fh.len == r->fh.nfs_fh4_len &&
+            memcmp(f->fh.data, r->fh.nfs_fh4_val, f->fh.len) == 0) {
+            f->recalled = 1; /* DELEGRETURN once this reply has gone */
+            return NFS4_OK;
+        }
+    }
+    /* RFC 8881 section 20.2.3: not a delegation this client holds */
+    return NFS4ERR_BADHANDLE;
+}
+
+static int cb_known(nfs_cb_opnum4 op)
+{
+    return (op >= OP_CB_GETATTR && op <= OP_CB_NOTIFY_DEVICEID) || op == OP_CB_OFFLOAD;
+}
+
+int uiw__nfs4c_cb_compound(struct uiw__nfs_client *c, const CB_COMPOUND4args *a, CB_COMPOUND4res *r)
+{
+    struct uiw__nfs4c *s = c->v4;
+    memset(r, 0, sizeof(*r));
+    r->tag = a->tag;
+    if (a->minorversion != (uint32_t)s->minor) {
+        r->status = NFS4ERR_MINOR_VERS_MISMATCH; /* no results (section 20.9.3) */
+        return 0;
+    }
+    u_int n = a->argarray.argarray_len;
+    if (n == 0)
+        return 0;
+    r->resarray.resarray_val = calloc(n < CB_OPS_MAX ? n : CB_OPS_MAX, sizeof(nfs_cb_resop4));
+    if (!r->resarray.resarray_val)
+        return -ENOMEM;
+    nfs_cb_resop4 *out = r->resarray.resarray_val;
+    const nfs_cb_argop4 *op = a->argarray.argarray_val;
+    r->resarray.resarray_len = 1;
+    out[0].resop = cb_known(op[0].argop) ? op[0].argop : OP_CB_ILLEGAL;
+    if (!cb_known(op[0].argop)) {
+        r->status = out[0].nfs_cb_resop4_u.opcbillegal.status = NFS4ERR_OP_ILLEGAL;
+        return 0;
+    }
+    if (op[0].argop != OP_CB_SEQUENCE) {
+        r->status = NFS4ERR_OP_NOT_IN_SESSION;
+        memcpy(&out[0].nfs_cb_resop4_u, &r->status, sizeof(r->status));
+        return 0;
+    }
+    const CB_SEQUENCE4args *sa = &op[0].nfs_cb_argop4_u.opcbsequence;
+    CB_SEQUENCE4res *sr = &out[0].nfs_cb_resop4_u.opcbsequence;
+    nfsstat4 st = NFS4_OK;
+    struct cb_slot *slot = NULL;
+    if (!s->have_session || memcmp(sa->csa_sessionid, s->sid, sizeof(s->sid)) != 0)
+        st = NFS4ERR_BADSESSION;
+    else if (sa->csa_slotid >= CB_SLOTS)
+        st = NFS4ERR_BADSLOT;
+    else if (n > CB_OPS_MAX)
+        st = NFS4ERR_TOO_MANY_OPS;
+    else {
+        slot = &s->cb[sa->csa_slotid];
+        if (sa->csa_sequenceid == slot->seq && slot->done) {
+            /* a retry: the first reply again, nothing run twice */
+            for (u_int i = 1; i < slot->nres; i++) {
+                out[i].resop = slot->op[i];
+                memcpy(&out[i].nfs_cb_resop4_u, &slot->st[i], sizeof(slot->st[i]));
+            }
+            r->resarray.resarray_len = slot->nres;
+            r->status = slot->status;
+        } else if (sa->csa_sequenceid != slot->seq + 1) {
+            st = NFS4ERR_SEQ_MISORDERED;
+        }
+    }
+    sr->csr_status = st;
+    if (st != NFS4_OK) {
+        r->status = st;
+        return 0;
+    }
+    CB_SEQUENCE4resok *ok = &sr->CB_SEQUENCE4res_u.csr_resok4;
+    memcpy(ok->csr_sessionid, s->sid, sizeof(s->sid));
+    ok->csr_sequenceid = sa->csa_sequenceid;
+    ok->csr_slotid = sa->csa_slotid;
+    ok->csr_highest_slotid = CB_SLOTS - 1;
+    ok->csr_target_highest_slotid = CB_SLOTS - 1;
+    if (sa->csa_sequenceid == slot->seq && slot->done)
+        return 0; /* answered from the slot */
+    for (u_int i = 1; i < n && r->status == NFS4_OK; i++) {
+        nfsstat4 x;
+        if (!cb_known(op[i].argop)) {
+            out[i].resop = OP_CB_ILLEGAL;
+            x = NFS4ERR_OP_ILLEGAL;
+        } else {
+            out[i].resop = op[i].argop;
+            x = op[i].argop == OP_CB_SEQUENCE ? NFS4ERR_SEQUENCE_POS : cb_op(c, &op[i]);
+        }
+        memcpy(&out[i].nfs_cb_resop4_u, &x, sizeof(x));
+        r->resarray.resarray_len = i + 1;
+        r->status = x;
+    }
+    slot->seq = sa->csa_sequenceid;
+    slot->done = 1;
+    slot->status = r->status;
+    slot->nres = r->resarray.resarray_len;
+    for (u_int i = 1; i < slot->nres; i++) {
+        slot->op[i] = out[i].resop;
+        memcpy(&slot->st[i], &out[i].nfs_cb_resop4_u, sizeof(slot->st[i]));
+    }
+    return 0;
+}
+
+int uiw__nfs4c_session(const struct uiw__nfs_client *c, char id[16])
+{
+    if (!c->v4 || !c->v4->have_session)
+        return -1;
+    memcpy(id, c->v4->sid, sizeof(c->v4->sid));
+    return 0;
+}
+
+unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c)
+{
+    return c->v4 ? c->v4->cb_runs : 0;
+}
+
+#if UIW_NFS_HAVE_RDMA
+/* The clients serving a callback program, by its number (NFS4_CALLBACK + index): the
+ * dispatch routine is told the program, not the client. */
+#define CB_CLIENTS 64
+static struct uiw__nfs_client *cb_clients[CB_CLIENTS];
+
+static void cb_dispatch(struct svc_req *rq, SVCXPRT *xprt)
+{
+    uint32_t i = (uint32_t)rq->rq_prog - NFS4_CALLBACK;
+    struct uiw__nfs_client *c = i < CB_CLIENTS ? cb_clients[i] : NULL;
+    if (!c || !c->v4) {
+        svcerr_noprog(xprt);
+        return;
+    }
+    if (rq->rq_proc == CB_NULL) {
+        svc_getargs(xprt, UIW__XDRPROC(xdr_void), NULL);
+        svc_sendreply(xprt, UIW__XDRPROC(xdr_void), NULL);
+        return;
+    }
+    if (rq->rq_proc != CB_COMPOUND) {
+        svcerr_noproc(xprt);
+        return;
+    }
+    CB_COMPOUND4args a;
+    memset(&a, 0, sizeof(a));
+    if (!svc_getargs(xprt, UIW__XDRPROC(xdr_CB_COMPOUND4args), (caddr_t)&a)) {
+        svcerr_decode(xprt);
+        return;
+    }
+    CB_COMPOUND4res r;
+    if (uiw__nfs4c_cb_compound(c, &a, &r) != 0)
+        svcerr_systemerr(xprt);
+    else
+        svc_sendreply(xprt, UIW__XDRPROC(xdr_CB_COMPOUND4res), (caddr_t)&r);
+    free(r.resarray.resarray_val);
+    svc_freeargs(xprt, UIW__XDRPROC(xdr_CB_COMPOUND4args), (caddr_t)&a);
+}
+
+/* Serve the callback program on the client's RPC-over-RDMA connection. */
+static void cb_register(struct uiw__nfs_client *c)
+{
+    for (uint32_t i = 0; i < CB_CLIENTS; i++) {
+        if (cb_clients[i])
+            continue;
+        if (uiw_rpc_clnt_bc_register(c->nfs, NFS4_CALLBACK + i, NFS_CB, cb_dispatch) != 0)
+            return;
+        cb_clients[i] = c;
+        c->v4->cb_prog = NFS4_CALLBACK + i;
+        return;
+    }
+}
+
+static void cb_unregister(struct uiw__nfs_client *c)
+{
+    if (c->v4->cb_prog)
+        cb_clients[c->v4->cb_prog - NFS4_CALLBACK] = NULL;
+}
+#else
+static void cb_register(struct uiw__nfs_client *c)
+{
+    (void)c;
+}
+
+static void cb_unregister(struct uiw__nfs_client *c)
+{
+    (void)c;
+}
+#endif
+
 /* ---- the end ---- */
 
 void uiw__nfs4c_stop(struct uiw__nfs_client *c)
@@ -1501,6 +1780,7 @@ void uiw__nfs4c_stop(struct uiw__nfs_client *c)
             fprintf(stderr, "uiw-nfs: DESTROY_SESSION, DESTROY_CLIENTID: %s\n",
                     rc == 0 ? "done" : uiw__nfs_errtext(c, rc));
     }
+    cb_unregister(c);
     free(s);
     c->v4 = NULL;
 }

@@ -91,6 +91,22 @@ int uiw__nfs4c_mkdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, c
 int uiw__nfs4c_remove(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, const char *name);
 int uiw__nfs4c_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, const char *from,
                       const struct uiw__nfs_fh *tdir, const char *to);
+/* The back channel: a CB_COMPOUND run (the RPC layer's dispatch routine calls it for
+ * backward calls over RPC-over-RDMA; tests feed it calls). CB_SEQUENCE first, on this
+ * session, on a slot of CB_SLOTS, with the slot's next sequenceid (the last one again:
+ * the first reply again without running anything); CB_RECALL of a delegation held marks
+ * it for DELEGRETURN before the next COMPOUND, NFS4ERR_BADHANDLE for another; other
+ * callbacks NFS4ERR_NOTSUPP. r's result array is malloc'd (free it), its tag a's. 0, or
+ * -ENOMEM. */
+struct CB_COMPOUND4args;
+struct CB_COMPOUND4res;
+int uiw__nfs4c_cb_compound(struct uiw__nfs_client *c, const struct CB_COMPOUND4args *a,
+                           struct CB_COMPOUND4res *r);
+/* The session's id: 0, or -1 when there is none. */
+int uiw__nfs4c_session(const struct uiw__nfs_client *c, char id[16]);
+/* Back-channel operations run (not those answered from a slot). */
+unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c);
+
 int uiw__nfs4c_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                        uiw__nfs_dirent_fn fn, void *arg);
 

@@ -4,7 +4,9 @@
  * by GETATTR after a path walked from PUTROOTFH, checked against lstat; the fallback to
  * NFSv3 when the server does not speak version 4, and none when the URL asks for 4; a
  * server that lost the session and the client record (restarted, or the lease ran out)
- * served again through a new session and client.
+ * served again through a new session and client; the back channel's CB_COMPOUNDs fed to
+ * the client as the RPC layer would (CB_SEQUENCE's slots and their replayed replies,
+ * and each error the RFC names).
  *
  * The server exports "/" read-only here: until it has a pseudo file system its root is
  * its one export's, and a path from "/" is the same whichever way it is walked.
@@ -17,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nfs/client_int.h"
 #include "nfs/exports.h"
+#include "nfs4.h"
 #include "nfs_util.h"
 #include "run.h"
 #include "test.h"
@@ -324,6 +328,133 @@ TEST(nfs4cli_v3_calls_refused)
     CHECK_EQ(
         uiw__nfs_call_async(c, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, &a),
         -EPROTONOSUPPORT);
+    uiw__nfs_client_close(c);
+    uiw__nfsd_destroy(v.s);
+    rm_tree(v.dir);
+}
+
+/* A CB_COMPOUND of ops: its status and each result's (st[], *n of them). */
+static nfsstat4 cb_run(struct uiw__nfs_client *c, uint32_t minor, nfs_cb_argop4 *ops, u_int nops,
+                       nfs_cb_opnum4 *resop, nfsstat4 *st, u_int *n)
+{
+    CB_COMPOUND4args a;
+    memset(&a, 0, sizeof(a));
+    a.minorversion = minor;
+    a.argarray.argarray_len = nops;
+    a.argarray.argarray_val = ops;
+    CB_COMPOUND4res r;
+    CHECK_EQ(uiw__nfs4c_cb_compound(c, &a, &r), 0);
+    *n = r.resarray.resarray_len;
+    CHECK(*n <= nops);
+    for (u_int i = 0; i < *n; i++) {
+        resop[i] = r.resarray.resarray_val[i].resop;
+        memcpy(&st[i], &r.resarray.resarray_val[i].nfs_cb_resop4_u, sizeof(st[i]));
+    }
+    if (*n) /* the status is the last result's */
+        CHECK_EQ(r.status, st[*n - 1]);
+    nfsstat4 status = r.status;
+    free(r.resarray.resarray_val);
+    return status;
+}
+
+static void cb_seq(nfs_cb_argop4 *o, const char sid[16], uint32_t slot, uint32_t seq)
+{
+    memset(o, 0, sizeof(*o));
+    o->argop = OP_CB_SEQUENCE;
+    memcpy(o->nfs_cb_argop4_u.opcbsequence.csa_sessionid, sid, 16);
+    o->nfs_cb_argop4_u.opcbsequence.csa_slotid = slot;
+    o->nfs_cb_argop4_u.opcbsequence.csa_sequenceid = seq;
+}
+
+static void cb_recall(nfs_cb_argop4 *o, struct uiw__nfs_fh *fh)
+{
+    memset(o, 0, sizeof(*o));
+    o->argop = OP_CB_RECALL;
+    memset(o->nfs_cb_argop4_u.opcbrecall.stateid.other, 7, NFS4_OTHER_SIZE);
+    o->nfs_cb_argop4_u.opcbrecall.fh.nfs_fh4_len = fh->len;
+    o->nfs_cb_argop4_u.opcbrecall.fh.nfs_fh4_val = fh->data;
+}
+
+TEST(nfs4cli_callbacks)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    start4(&v, 0, 0);
+    struct uiw__nfs_client *c = client4(&v, "version=4.1");
+    char sid[16], other[16];
+    CHECK_EQ(uiw__nfs4c_session(c, sid), 0);
+    memcpy(other, sid, 16);
+    other[15] ^= 1;
+    struct uiw__nfs_fh fh = *uiw__nfs_client_root(c);
+    nfs_cb_argop4 ops[6];
+    nfs_cb_opnum4 ro[6];
+    nfsstat4 st[6];
+    u_int n;
+    /* CB_RECALL of a delegation this client does not hold: NFS4ERR_BADHANDLE (RFC 8881
+     * section 20.2.3), run once */
+    cb_seq(&ops[0], sid, 0, 1);
+    cb_recall(&ops[1], &fh);
+    CHECK_EQ(cb_run(c, 1, ops, 2, ro, st, &n), NFS4ERR_BADHANDLE);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(ro[0], OP_CB_SEQUENCE);
+    CHECK_EQ(st[0], NFS4_OK);
+    CHECK_EQ(ro[1], OP_CB_RECALL);
+    CHECK_EQ(uiw__nfs4c_cb_runs(c), 1);
+    /* the same sequenceid again (a retry): the same reply, nothing run */
+    CHECK_EQ(cb_run(c, 1, ops, 2, ro, st, &n), NFS4ERR_BADHANDLE);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(uiw__nfs4c_cb_runs(c), 1);
+    /* a sequenceid skipped: NFS4ERR_SEQ_MISORDERED */
+    cb_seq(&ops[0], sid, 0, 3);
+    CHECK_EQ(cb_run(c, 1, ops, 2, ro, st, &n), NFS4ERR_SEQ_MISORDERED);
+    CHECK_EQ(n, 1);
+    /* the next one: CB_SEQUENCE alone */
+    cb_seq(&ops[0], sid, 0, 2);
+    CHECK_EQ(cb_run(c, 1, ops, 1, ro, st, &n), NFS4_OK);
+    CHECK_EQ(n, 1);
+    /* slot 1 has its own sequence; a slot beyond the table: NFS4ERR_BADSLOT */
+    cb_seq(&ops[0], sid, 1, 1);
+    CHECK_EQ(cb_run(c, 1, ops, 1, ro, st, &n), NFS4_OK);
+    cb_seq(&ops[0], sid, 9, 1);
+    CHECK_EQ(cb_run(c, 1, ops, 1, ro, st, &n), NFS4ERR_BADSLOT);
+    /* another session's: NFS4ERR_BADSESSION */
+    cb_seq(&ops[0], other, 0, 3);
+    CHECK_EQ(cb_run(c, 1, ops, 1, ro, st, &n), NFS4ERR_BADSESSION);
+    /* not CB_SEQUENCE first: NFS4ERR_OP_NOT_IN_SESSION; CB_SEQUENCE later:
+     * NFS4ERR_SEQUENCE_POS; an operation number that is none: NFS4ERR_OP_ILLEGAL with
+     * the CB_ILLEGAL result */
+    cb_recall(&ops[0], &fh);
+    CHECK_EQ(cb_run(c, 1, ops, 1, ro, st, &n), NFS4ERR_OP_NOT_IN_SESSION);
+    cb_seq(&ops[0], sid, 0, 3);
+    cb_seq(&ops[1], sid, 0, 3);
+    CHECK_EQ(cb_run(c, 1, ops, 2, ro, st, &n), NFS4ERR_SEQUENCE_POS);
+    CHECK_EQ(n, 2);
+    memset(&ops[0], 0, sizeof(ops[0]));
+    ops[0].argop = (nfs_cb_opnum4)9999;
+    CHECK_EQ(cb_run(c, 1, ops, 1, ro, st, &n), NFS4ERR_OP_ILLEGAL);
+    CHECK_EQ(ro[0], OP_CB_ILLEGAL);
+    cb_seq(&ops[0], sid, 0, 4);
+    memset(&ops[1], 0, sizeof(ops[1]));
+    ops[1].argop = (nfs_cb_opnum4)9999;
+    CHECK_EQ(cb_run(c, 1, ops, 2, ro, st, &n), NFS4ERR_OP_ILLEGAL);
+    CHECK_EQ(ro[1], OP_CB_ILLEGAL);
+    /* a callback this client does not serve: NFS4ERR_NOTSUPP */
+    cb_seq(&ops[0], sid, 0, 5);
+    memset(&ops[1], 0, sizeof(ops[1]));
+    ops[1].argop = OP_CB_GETATTR;
+    CHECK_EQ(cb_run(c, 1, ops, 2, ro, st, &n), NFS4ERR_NOTSUPP);
+    /* more operations than the back channel allows: NFS4ERR_TOO_MANY_OPS */
+    cb_seq(&ops[0], sid, 0, 6);
+    for (int i = 1; i < 6; i++)
+        cb_recall(&ops[i], &fh);
+    CHECK_EQ(cb_run(c, 1, ops, 6, ro, st, &n), NFS4ERR_TOO_MANY_OPS);
+    CHECK_EQ(n, 1);
+    /* another minor version than the session's: no results */
+    cb_seq(&ops[0], sid, 0, 6);
+    CHECK_EQ(cb_run(c, 2, ops, 1, ro, st, &n), NFS4ERR_MINOR_VERS_MISMATCH);
+    CHECK_EQ(n, 0);
+    /* the client goes on with its own calls */
+    CHECK_EQ(size_of_f(c, &v), 1234);
     uiw__nfs_client_close(c);
     uiw__nfsd_destroy(v.s);
     rm_tree(v.dir);
