@@ -6,10 +6,11 @@
  *     READ and WRITE), RECLAIM_COMPLETE, and at the end DESTROY_SESSION and
  *     DESTROY_CLIENTID;
  *   - every COMPOUND after those begins with SEQUENCE on a slot of the session's table;
- *     NFS4ERR_DELAY is retried with a backoff, NFS4ERR_BADSESSION / DEADSESSION make a
- *     new session, NFS4ERR_STALE_CLIENTID / EXPIRED a new client record (then the
- *     COMPOUND goes again); a client idle for a third of the lease renews it with a
- *     SEQUENCE alone (uiw__nfs_lock, which holds a lock while nothing else is sent);
+ *     NFS4ERR_DELAY is retried with a backoff (NFS4ERR_GRACE each second),
+ *     NFS4ERR_BADSESSION / DEADSESSION make a new session, NFS4ERR_STALE_CLIENTID /
+ *     EXPIRED a new client record (then the COMPOUND goes again); a client idle for a
+ *     third of the lease renews it with a SEQUENCE alone (uiw__nfs_lock, which holds a
+ *     lock while nothing else is sent);
  *   - paths from PUTROOTFH with LOOKUPs (as many per COMPOUND as the session allows);
  *     GETATTR, SETATTR, REMOVE, RENAME, CREATE (directories), READDIR with attributes;
  *   - files: OPEN (CLAIM_NULL with create UNCHECKED4, or GUARDED4 for an exclusive create,
@@ -54,6 +55,8 @@
 /* NFS4ERR_DELAY: attempts, and the first wait (doubling, at most 2 s). */
 #define DELAY_TRIES    12
 #define DELAY_FIRST_MS 50
+/* NFS4ERR_GRACE: how long to keep asking (a grace period lasts a lease, often 90 s). */
+#define GRACE_MAX_MS 200000u
 /* Headroom of the fore channel's requests and replies beside READ/WRITE data. */
 #define CHAN_ROOM 16384u
 
@@ -391,7 +394,7 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
                     uint32_t reply_max)
 {
     struct uiw__nfs4c *s = c->v4;
-    unsigned wait = DELAY_FIRST_MS;
+    unsigned wait = DELAY_FIRST_MS, grace_ms = 0;
     int remade = 0;
     return_recalled(c);
     for (int attempt = 0;; attempt++) {
@@ -416,6 +419,17 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
             cres_free(cr);
             sleep_ms(wait);
             wait = wait * 2 > 2000 ? 2000 : wait * 2;
+            continue;
+        }
+        if (st == NFS4ERR_GRACE && grace_ms < GRACE_MAX_MS) {
+            /* a server just started takes back what its clients held before opening
+             * or locking anew (RFC 8881 section 8.4.2): asked again each second */
+            if (c->verbose && grace_ms == 0)
+                fprintf(stderr, "uiw-nfs: the server is in its grace period: waiting\n");
+            cres_free(cr);
+            sleep_ms(1000);
+            grace_ms += 1000;
+            attempt = 0;
             continue;
         }
         if ((st == NFS4ERR_BADSESSION || st == NFS4ERR_DEADSESSION) && !remade) {
