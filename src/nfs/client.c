@@ -476,6 +476,13 @@ const char *uiw__nfs_errtext(const struct uiw__nfs_client *c, int rc)
         text = "Bad file handle";
     else if (st == NFS3ERR_NOTSUPP)
         text = "Operation not supported";
+    /* NFS's numbers that are other errnos on Linux */
+    else if (st == NFS3ERR_NAMETOOLONG)
+        text = "File name too long";
+    else if (st == NFS3ERR_NOTEMPTY)
+        text = "Directory not empty";
+    else if (st == NFS3ERR_DQUOT)
+        text = "Disk quota exceeded";
     if (text)
         snprintf(buf, sizeof(buf), "%s (%s)", text, name);
     else
