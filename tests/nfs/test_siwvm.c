@@ -14,6 +14,8 @@
  *    entries and removes what it put: over TCP and, with the RPC layer, over RDMA, where
  *    its first message is Version Two, the kernel answers ERR_VERS and it goes on in
  *    Version One (its verbose output says so); RDMA again with CRC required by siw.
+ *    The same in NFSv3 (?version=3, the export by its path through MOUNT) and in
+ *    NFSv4.1 (?version=4.1: a session, the export being knfsd's pseudo root, fsid=0).
  * Exits 77 (skipped) where the rig is not available; a rig that fails fails the test.
  */
 #include <stdio.h>
@@ -53,9 +55,10 @@ static void touch(const char *dir, const char *name)
 }
 
 /* uiw-nfs against the guest's knfsd: put and get with --verify, ls of 1,000 entries, rm.
- * `query` selects the transport; `expect` is text its verbose output must hold. */
+ * `query` selects the transport and version; `expect` is text its verbose output must
+ * hold; `noent` the error a stat of what was removed gets. */
 static void against_knfsd(const char *vmdir, const char *base, const char *query, const char *tag,
-                          const char *expect)
+                          const char *expect, const char *noent)
 {
     long sizes[] = {0, 4096, 1048576 + 3, 4194304};
     char local[700], back[700], url[900], cmd[1200], *out = NULL;
@@ -90,7 +93,7 @@ static void against_knfsd(const char *vmdir, const char *base, const char *query
     }
     snprintf(url, sizeof(url), "%s/%s0?%s", base, tag, query);
     CHECK_EQ(uiw_nfs("stat", url, NULL, &out), 1);
-    CHECK(strstr(out, "NFS3ERR_NOENT") != NULL);
+    CHECK(strstr(out, noent) != NULL);
     free(out);
 }
 
@@ -233,20 +236,26 @@ TEST(siwvm_kernel)
     wait_marker(console, runlog, "KNFSD-READY", pid, 300);
     char base[200], q[200];
     snprintf(base, sizeof(base), "nfs://127.0.0.1:%d/export", kt);
-    snprintf(q, sizeof(q), "mountport=%d", km);
-    against_knfsd(vmdir, base, q, "t", NULL);
+    snprintf(q, sizeof(q), "mountport=%d&version=3", km);
+    against_knfsd(vmdir, base, q, "t", NULL, "NFS3ERR_NOENT");
+    snprintf(base, sizeof(base), "nfs://127.0.0.1:%d", kt);
+    against_knfsd(vmdir, base, "version=4.1", "t4", "NFS v4.1 at", "NFS4ERR_NOENT");
     if (rdma > 0) {
+        snprintf(base, sizeof(base), "nfs://127.0.0.1:%d", kr);
+        against_knfsd(vmdir, base, "version=4.1&transport=rdma", "r4", "NFS v4.1 at",
+                      "NFS4ERR_NOENT");
         snprintf(base, sizeof(base), "nfs://127.0.0.1:%d/export", kr);
-        snprintf(q, sizeof(q), "mountport=%d&transport=rdma", km);
+        snprintf(q, sizeof(q), "mountport=%d&transport=rdma&version=3", km);
         against_knfsd(vmdir, base, q, "r",
                       "sent Version 2, the server answered ERR_VERS (versions 1 to 1): "
-                      "going on in Version 1");
+                      "going on in Version 1",
+                      "NFS3ERR_NOENT");
     }
     wait_marker(console, runlog, "PHASE1-DONE", pid, 400);
     touch(vmdir, "host1");
     if (rdma > 0) {
         wait_marker(console, runlog, "CRC-ON", pid, 120);
-        against_knfsd(vmdir, base, q, "c", "going on in Version 1");
+        against_knfsd(vmdir, base, q, "c", "going on in Version 1", "NFS3ERR_NOENT");
     }
     wait_marker(console, runlog, "GUEST-CLIENT-DONE", pid, 400);
     touch(vmdir, "host2");
