@@ -808,20 +808,6 @@ out:
  * and made again) gets NFS3ERR_BAD_COOKIE. A zero verifier is accepted with any cookie,
  * as RFC 1813 leaves room for. */
 
-static void dir_verf(int dfd, cookieverf3 v)
-{
-    uint64_t t = uiw__nfs_fh_tag(dfd);
-    for (int i = 0; i < 8; i++)
-        v[i] = (char)(t >> (56 - 8 * i));
-}
-
-static int verf_ok(const cookieverf3 got, const cookieverf3 mine, cookie3 cookie)
-{
-    static const char zero[NFS3_COOKIEVERFSIZE];
-    return cookie == 0 || memcmp(got, zero, sizeof(zero)) == 0 ||
-           memcmp(got, mine, NFS3_COOKIEVERFSIZE) == 0;
-}
-
 struct plus_ent {
     entryplus3 e;
     char fh[UIW__NFS_FH_MAX];
@@ -855,8 +841,8 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
     if (*status != NFS3_OK)
         return;
     cookieverf3 mine = {0};
-    dir_verf(dfd, mine);
-    if (!verf_ok(verf, mine, cookie)) {
+    uiw__vfs_dir_verf(dfd, mine);
+    if (!uiw__vfs_verf_ok(verf, mine, cookie)) {
         *status = NFS3ERR_BAD_COOKIE;
         goto out;
     }

@@ -660,3 +660,16 @@ nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd)
     lost_writes(v->s);
     return uiw__nfsd_errno(err);
 }
+
+void uiw__vfs_dir_verf(int dfd, char v[8])
+{
+    uint64_t t = uiw__nfs_fh_tag(dfd);
+    for (int i = 0; i < 8; i++)
+        v[i] = (char)(t >> (56 - 8 * i));
+}
+
+int uiw__vfs_verf_ok(const char got[8], const char mine[8], uint64_t cookie)
+{
+    static const char zero[8];
+    return cookie == 0 || memcmp(got, zero, sizeof(zero)) == 0 || memcmp(got, mine, 8) == 0;
+}

@@ -124,4 +124,12 @@ nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd);
  * cache lets it go. */
 void uiw__vfs_forget(struct uiw__nfsd *s, dev_t dev, ino_t ino);
 
+/* A directory's cookie verifier (READDIR, NFSv3's and NFSv4's): its generation tag, so
+ * that a cookie of another directory (or of one removed and made again) is refused. */
+void uiw__vfs_dir_verf(int dfd, char v[8]);
+/* Whether a READDIR's cookie goes with the verifier it came with (mine: the directory's
+ * now): any for cookie 0, and a zero verifier with any cookie, as RFC 1813 leaves room
+ * for. */
+int uiw__vfs_verf_ok(const char got[8], const char mine[8], uint64_t cookie);
+
 #endif
