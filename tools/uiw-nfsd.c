@@ -9,6 +9,7 @@
  *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
  *            [--rpcbind | --no-rpcbind] [--nfs4-experimental] [--lease-time S]
  *            [--state-dir DIR]
+ *            [--idmap-domain DOMAIN]
  *            [--stats] [-v]
  *            EXPORT_DIR...
  *
@@ -98,6 +99,7 @@ static const char usage[] =
     "                        that after a restart the clients reclaim their state in\n"
     "                        a grace period of one lease, in which other new state\n"
     "                        waits (default: no records, no grace period)\n"
+    "      --idmap-domain D  NFSv4 owners as name@D (default: as numbers)\n"
     "      --rpcbind         register NFS (tcp, tcp6, rdma) and MOUNT (tcp, tcp6) with\n"
     "                        the host's rpcbind, or do not start (default: register\n"
     "                        when NFS is on TCP port 2049 and an rpcbind runs)\n"
@@ -190,7 +192,8 @@ int main(int argc, char **argv)
         O_NO_RPCBIND,
         O_NFS4,
         O_LEASE,
-        O_STATEDIR
+        O_STATEDIR,
+        O_IDMAP,
     };
     bool stats = false;
     static const struct option lo[] = {
@@ -221,6 +224,7 @@ int main(int argc, char **argv)
         {"nfs4-experimental", no_argument, NULL, O_NFS4},
         {"lease-time", required_argument, NULL, O_LEASE},
         {"state-dir", required_argument, NULL, O_STATEDIR},
+        {"idmap-domain", required_argument, NULL, O_IDMAP},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -265,6 +269,10 @@ int main(int argc, char **argv)
             break;
         case O_STATEDIR:
             o.state_dir = optarg;
+            break;
+        case O_IDMAP:
+            bad = !*optarg || strchr(optarg, '@') != NULL;
+            o.idmap_domain = optarg;
             break;
         case O_AUID:
             bad = parse_num(optarg, 0, 0xffffffffL, &v);

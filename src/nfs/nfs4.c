@@ -16,12 +16,13 @@
  *     operations than the session allows NFS4ERR_TOO_MANY_OPS.
  *   - file handles (NFSv3's, fh.c) and attributes: PUTROOTFH (the root of the one export;
  *     NFS4ERR_NOENT with none or several: no pseudo file system yet), PUTFH, GETFH,
- *     SAVEFH, RESTOREFH, LOOKUP, LOOKUPP, GETATTR (the mandatory attributes and those Linux
- *     asks for first; owners as numbers), ACCESS, SECINFO_NO_NAME; each through the
- *     export's access control as NFSv3 (access.c): NFS4ERR_WRONGSEC for a flavor the
- *     export's sec= leaves out (but not on PUTROOTFH or PUTFH followed by
- *     SECINFO_NO_NAME, which names the flavors it takes), NFS4ERR_ACCESS for a caller
- *     it does not admit.
+ *     SAVEFH, RESTOREFH, LOOKUP, LOOKUPP, GETATTR (nfs4attr.c), ACCESS, SECINFO_NO_NAME;
+ *     each through the export's access control as NFSv3 (access.c): NFS4ERR_WRONGSEC for
+ *     a flavor the export's sec= leaves out (but not on PUTROOTFH or PUTFH followed by
+ *     SECINFO_NO_NAME or SECINFO, which name the flavors it takes), NFS4ERR_ACCESS for a caller
+ *     it does not admit; PUTPUBFH is PUTROOTFH.
+ *   - the namespace (nfs4ns.c): CREATE, REMOVE, RENAME, LINK, READLINK, SETATTR, READDIR,
+ *     SECINFO; VERIFY and NVERIFY (nfs4attr.c compares the encoded attributes).
  * Every other operation gets NFS4ERR_NOTSUPP.
  */
 #include <errno.h>
@@ -131,11 +132,13 @@ nfsstat4 uiw__nfs4_issue(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__
 
 /* A put-filehandle operation's check of the caller's access to the export (RFC 8881
  * section 2.6.3.1.1): a flavor the export refuses gets NFS4ERR_WRONGSEC, unless
- * SECINFO_NO_NAME comes next to tell the client which flavors it takes. */
+ * SECINFO_NO_NAME or SECINFO comes next to tell the client which flavors it takes. */
 static nfsstat4 put_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex)
 {
     nfsstat4 st = uiw__nfs4_st4(uiw__nfsd_access(c->s, ex, c->rq, 0, &v->cred, &v->xo), ex, c->rq);
-    return st == NFS4ERR_WRONGSEC && c->next_op == OP_SECINFO_NO_NAME ? NFS4_OK : st;
+    return st == NFS4ERR_WRONGSEC && (c->next_op == OP_SECINFO_NO_NAME || c->next_op == OP_SECINFO)
+               ? NFS4_OK
+               : st;
 }
 
 static nfsstat4 op_putrootfh(struct uiw__nfs4_c *c, struct uiw__vfs *v)
@@ -281,18 +284,9 @@ static nfsstat4 op_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, const ACCES
     return NFS4_OK;
 }
 
-static nfsstat4 op_secinfo_no_name(struct uiw__nfs4_c *c, const SECINFO_NO_NAME4args *a,
-                                   SECINFO4resok *r)
+nfsstat4 uiw__nfs4_flavors(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex,
+                           SECINFO4resok *r)
 {
-    if (!c->cur.len)
-        return NFS4ERR_NOFILEHANDLE;
-    if (*a != SECINFO_STYLE4_CURRENT_FH && *a != SECINFO_STYLE4_PARENT)
-        return NFS4ERR_INVAL;
-    nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
-    struct uiw__nfs_export *ex;
-    nfsstat3 s3 = uiw__nfs_fh_export(c->s, &h, &ex);
-    if (s3 != NFS3_OK)
-        return (nfsstat4)s3;
     /* the flavors the export takes from this client, whatever this call's flavor is */
     unsigned flags = UIW__X_SEC_SYS | UIW__X_SEC_NONE;
     if (ex->access) {
@@ -315,6 +309,24 @@ static nfsstat4 op_secinfo_no_name(struct uiw__nfs4_c *c, const SECINFO_NO_NAME4
         v[n++].flavor = AUTH_NONE;
     r->SECINFO4resok_len = n;
     r->SECINFO4resok_val = v;
+    return NFS4_OK;
+}
+
+static nfsstat4 op_secinfo_no_name(struct uiw__nfs4_c *c, const SECINFO_NO_NAME4args *a,
+                                   SECINFO4resok *r)
+{
+    if (!c->cur.len)
+        return NFS4ERR_NOFILEHANDLE;
+    if (*a != SECINFO_STYLE4_CURRENT_FH && *a != SECINFO_STYLE4_PARENT)
+        return NFS4ERR_INVAL;
+    nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
+    struct uiw__nfs_export *ex;
+    nfsstat3 s3 = uiw__nfs_fh_export(c->s, &h, &ex);
+    if (s3 != NFS3_OK)
+        return (nfsstat4)s3;
+    nfsstat4 st = uiw__nfs4_flavors(c, ex, r);
+    if (st != NFS4_OK)
+        return st;
     c->cur.len = 0; /* section 18.45.3: it consumes the current handle */
     return NFS4_OK;
 }
@@ -382,6 +394,7 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
                                         a->nfs_argop4_u.opreclaim_complete.rca_one_fs);
         break;
     case OP_PUTROOTFH:
+    case OP_PUTPUBFH: /* the public handle is the root's (section 18.20.3) */
         st = op_putrootfh(c, &v);
         break;
     case OP_PUTFH:
@@ -418,6 +431,47 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
         st = op_secinfo_no_name(c, &a->nfs_argop4_u.opsecinfo_no_name,
                                 &r->nfs_resop4_u.opsecinfo_no_name.SECINFO4res_u.resok4);
         break;
+    case OP_SECINFO:
+        st = uiw__nfs4_secinfo(c, &v, &a->nfs_argop4_u.opsecinfo,
+                               &r->nfs_resop4_u.opsecinfo.SECINFO4res_u.resok4);
+        break;
+    case OP_CREATE:
+        st = uiw__nfs4_create(c, &v, &a->nfs_argop4_u.opcreate,
+                              &r->nfs_resop4_u.opcreate.CREATE4res_u.resok4);
+        break;
+    case OP_REMOVE:
+        st = uiw__nfs4_remove(c, &v, &a->nfs_argop4_u.opremove,
+                              &r->nfs_resop4_u.opremove.REMOVE4res_u.resok4);
+        break;
+    case OP_RENAME:
+        st = uiw__nfs4_rename(c, &v, &a->nfs_argop4_u.oprename,
+                              &r->nfs_resop4_u.oprename.RENAME4res_u.resok4);
+        break;
+    case OP_LINK:
+        st = uiw__nfs4_link(c, &v, &a->nfs_argop4_u.oplink,
+                            &r->nfs_resop4_u.oplink.LINK4res_u.resok4);
+        break;
+    case OP_READLINK:
+        st = uiw__nfs4_readlink(c, &v, &r->nfs_resop4_u.opreadlink.READLINK4res_u.resok4);
+        break;
+    case OP_SETATTR:
+        st = uiw__nfs4_setattr(c, &v, &a->nfs_argop4_u.opsetattr, &r->nfs_resop4_u.opsetattr);
+        break;
+    case OP_READDIR:
+        st = uiw__nfs4_readdir(c, &v, &a->nfs_argop4_u.opreaddir,
+                               &r->nfs_resop4_u.opreaddir.READDIR4res_u.resok4);
+        break;
+    case OP_VERIFY:
+    case OP_NVERIFY: {
+        int same = 0;
+        st = uiw__nfs4_verify(c, &v,
+                              op == OP_VERIFY ? &a->nfs_argop4_u.opverify.obj_attributes
+                                              : &a->nfs_argop4_u.opnverify.obj_attributes,
+                              &same);
+        if (st == NFS4_OK && same != (op == OP_VERIFY))
+            st = op == OP_VERIFY ? NFS4ERR_NOT_SAME : NFS4ERR_SAME;
+        break;
+    }
     default:
         break;
     }

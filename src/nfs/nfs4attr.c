@@ -1,9 +1,25 @@
 /*
- * NFSv4 attributes (RFC 8881 section 5): the mandatory ones and those Linux asks for
- * first, owners as numbers; GETATTR.
+ * NFSv4 attributes (RFC 8881 section 5):
+ *   - the mandatory ones, the recommended ones Linux's client asks for on mount and for
+ *     its statfs and pathconf (the file system's counts, sizes and limits), owners as
+ *     numbers or, with uiw__nfsd_opts.idmap_domain, as name@domain through the system's
+ *     passwd and group (as knfsd with and without nfs4_disable_idmapping);
+ *   - their encoding for a file (GETATTR, READDIR's entries, VERIFY and NVERIFY, which
+ *     compare the encoded values), GETATTR itself;
+ *   - the decoding of the settable ones (SETATTR, CREATE's createattrs) into the file-system
+ *     layer's uiw__vfs_sattr.
+ * Attributes the server does not support are left out of GETATTR's mask (section 5.4);
+ * asked to set or verify one, the answer is NFS4ERR_ATTRNOTSUPP.
  */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "nfs/nfs4int.h"
 
@@ -20,158 +36,507 @@ static const unsigned supported_attrs[] = {
     FATTR4_UNIQUE_HANDLES,
     FATTR4_LEASE_TIME,
     FATTR4_RDATTR_ERROR,
+    FATTR4_ACLSUPPORT,
+    FATTR4_CANSETTIME,
+    FATTR4_CASE_INSENSITIVE,
+    FATTR4_CASE_PRESERVING,
+    FATTR4_CHOWN_RESTRICTED,
     FATTR4_FILEHANDLE,
     FATTR4_FILEID,
+    FATTR4_FILES_AVAIL,
+    FATTR4_FILES_FREE,
+    FATTR4_FILES_TOTAL,
+    FATTR4_HOMOGENEOUS,
+    FATTR4_MAXFILESIZE,
+    FATTR4_MAXLINK,
+    FATTR4_MAXNAME,
     FATTR4_MAXREAD,
     FATTR4_MAXWRITE,
     FATTR4_MODE,
+    FATTR4_NO_TRUNC,
     FATTR4_NUMLINKS,
     FATTR4_OWNER,
     FATTR4_OWNER_GROUP,
+    FATTR4_RAWDEV,
+    FATTR4_SPACE_AVAIL,
+    FATTR4_SPACE_FREE,
+    FATTR4_SPACE_TOTAL,
     FATTR4_SPACE_USED,
     FATTR4_TIME_ACCESS,
+    FATTR4_TIME_ACCESS_SET,
+    FATTR4_TIME_DELTA,
     FATTR4_TIME_METADATA,
     FATTR4_TIME_MODIFY,
+    FATTR4_TIME_MODIFY_SET,
     FATTR4_MOUNTED_ON_FILEID,
+    FATTR4_FS_LAYOUT_TYPES,
+    FATTR4_SUPPATTR_EXCLCREAT,
 };
-#define ATTR_WORDS 2
 
-static void supported(uint32_t w[ATTR_WORDS])
+/* The attributes SETATTR sets (the others supported are read-only: NFS4ERR_INVAL). */
+#define SETTABLE(n)                                                                                \
+    ((n) == FATTR4_SIZE || (n) == FATTR4_MODE || (n) == FATTR4_OWNER ||                            \
+     (n) == FATTR4_OWNER_GROUP || (n) == FATTR4_TIME_ACCESS_SET || (n) == FATTR4_TIME_MODIFY_SET)
+/* Write-only: GETATTR, READDIR and VERIFY asking for them get NFS4ERR_INVAL. */
+#define WRITE_ONLY(n) ((n) == FATTR4_TIME_ACCESS_SET || (n) == FATTR4_TIME_MODIFY_SET)
+/* Of the file system rather than the file: fstatfs is asked only for these. */
+#define OF_FS(n)                                                                                   \
+    ((n) == FATTR4_FILES_AVAIL || (n) == FATTR4_FILES_FREE || (n) == FATTR4_FILES_TOTAL ||         \
+     (n) == FATTR4_SPACE_AVAIL || (n) == FATTR4_SPACE_FREE || (n) == FATTR4_SPACE_TOTAL ||         \
+     (n) == FATTR4_MAXNAME)
+
+static void supported(uint32_t w[UIW__NFS4_ATTR_WORDS])
 {
-    memset(w, 0, ATTR_WORDS * sizeof(uint32_t));
+    memset(w, 0, UIW__NFS4_ATTR_WORDS * sizeof(uint32_t));
     for (size_t i = 0; i < sizeof(supported_attrs) / sizeof(supported_attrs[0]); i++)
         w[supported_attrs[i] / 32] |= 1u << (supported_attrs[i] % 32);
 }
 
-static bool_t put_time(XDR *x, const nfstime3 *t)
+void uiw__nfs4_bitmap(bitmap4 *b, uint32_t w[UIW__NFS4_ATTR_WORDS])
 {
-    int64_t sec = t->seconds;
-    uint32_t ns = t->nseconds;
+    u_int n = UIW__NFS4_ATTR_WORDS;
+    while (n > 0 && !w[n - 1])
+        n--;
+    b->bitmap4_len = n;
+    b->bitmap4_val = w;
+}
+
+static int has(const bitmap4 *b, unsigned n)
+{
+    return n / 32 < b->bitmap4_len && (b->bitmap4_val[n / 32] & (1u << (n % 32)));
+}
+
+uint64_t uiw__nfs4_change(const struct stat *st)
+{
+    return (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
+}
+
+/* The domain of name@domain owners: the option, or the host's DNS domain (what follows
+ * the first dot of its name), or "localdomain". */
+static const char *domain(const struct uiw__nfsd *s, char buf[256])
+{
+    if (s->opts.idmap_domain)
+        return s->opts.idmap_domain;
+    char host[256];
+    if (gethostname(host, sizeof(host)) == 0) {
+        host[sizeof(host) - 1] = 0;
+        const char *dot = strchr(host, '.');
+        if (dot && dot[1]) {
+            snprintf(buf, 256, "%s", dot + 1);
+            return buf;
+        }
+    }
+    return "localdomain";
+}
+
+static bool_t put_time(XDR *x, const struct timespec *t)
+{
+    int64_t sec = t->tv_sec;
+    uint32_t ns = (uint32_t)t->tv_nsec;
     return xdr_int64_t(x, &sec) && xdr_uint32_t(x, &ns);
 }
 
-static bool_t put_id(XDR *x, uint32_t id)
+/* An owner (group: an owner group): name@domain with the option and a name for it, else
+ * the number. */
+static bool_t put_id(const struct uiw__nfsd *s, XDR *x, uint32_t id, int group)
 {
-    char buf[16];
+    char buf[512], pwbuf[1024];
     char *p = buf;
-    snprintf(buf, sizeof(buf), "%u", id);
+    const char *name = NULL;
+    if (s->opts.idmap_domain) {
+        struct passwd pw, *pr = NULL;
+        struct group gr, *gp = NULL;
+        if (!group && getpwuid_r(id, &pw, pwbuf, sizeof(pwbuf), &pr) == 0 && pr)
+            name = pr->pw_name;
+        if (group && getgrgid_r(id, &gr, pwbuf, sizeof(pwbuf), &gp) == 0 && gp)
+            name = gp->gr_name;
+    }
+    if (name)
+        snprintf(buf, sizeof(buf), "%s@%s", name, s->opts.idmap_domain);
+    else
+        snprintf(buf, sizeof(buf), "%u", id);
     return xdr_string(x, &p, sizeof(buf));
 }
 
-/* The value of attribute `n` of the file (a) into x. */
-static bool_t put_attr(struct uiw__nfs4_c *c, XDR *x, unsigned n, const fattr3 *a)
+/* An owner's string (of len bytes) as an id: a number, or name@domain of the server's
+ * domain known to passwd (group: group). -1: none (NFS4ERR_BADOWNER). */
+static int64_t get_id(const struct uiw__nfsd *s, const char *str, u_int len, int group)
 {
+    char in[512], dom[256], pwbuf[1024];
+    if (len == 0 || len >= sizeof(in))
+        return -1;
+    memcpy(in, str, len);
+    in[len] = 0;
+    if (strlen(in) != len)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(in, &end, 10);
+    if (in[0] >= '0' && in[0] <= '9' && !*end && !errno && n < 0xffffffffull)
+        return (int64_t)n;
+    char *at = strrchr(in, '@');
+    if (!at || at == in || strcasecmp(at + 1, domain(s, dom)) != 0)
+        return -1;
+    *at = 0;
+    if (group) {
+        struct group gr, *gp = NULL;
+        if (getgrnam_r(in, &gr, pwbuf, sizeof(pwbuf), &gp) == 0 && gp)
+            return gp->gr_gid;
+    } else {
+        struct passwd pw, *pr = NULL;
+        if (getpwnam_r(in, &pw, pwbuf, sizeof(pwbuf), &pr) == 0 && pr)
+            return pr->pw_uid;
+    }
+    return -1;
+}
+
+static bool_t put_bitmap(XDR *x, uint32_t w[UIW__NFS4_ATTR_WORDS])
+{
+    bitmap4 b;
+    uiw__nfs4_bitmap(&b, w);
+    return xdr_bitmap4(x, &b);
+}
+
+/* The file whose attributes are encoded. */
+struct obj {
+    struct uiw__nfs4_c *c;
+    const struct stat *sb;
+    const struct uiw__nfs_export *ex;
+    const struct uiw__nfs4_fh *fh;
+    const struct statfs *sf; /* NULL: not asked */
+    uint64_t mounted_on;
+};
+
+/* The value of attribute `n` of the file into x. */
+static bool_t put_attr(const struct obj *o, XDR *x, unsigned n)
+{
+    const struct stat *sb = o->sb;
     uint32_t u32;
     uint64_t u64;
     bool_t b;
+    fattr3 a;
+    uiw__nfsd_fattr(sb, o->ex, &a);
     switch (n) {
     case FATTR4_SUPPORTED_ATTRS: {
-        uint32_t w[ATTR_WORDS];
+        uint32_t w[UIW__NFS4_ATTR_WORDS];
         supported(w);
-        u32 = ATTR_WORDS;
-        return xdr_uint32_t(x, &u32) && xdr_uint32_t(x, &w[0]) && xdr_uint32_t(x, &w[1]);
+        return put_bitmap(x, w);
+    }
+    case FATTR4_SUPPATTR_EXCLCREAT: {
+        /* what an exclusive create sets with its verifier kept in the times */
+        uint32_t w[UIW__NFS4_ATTR_WORDS] = {0};
+        w[FATTR4_SIZE / 32] |= 1u << (FATTR4_SIZE % 32);
+        w[FATTR4_MODE / 32] |= 1u << (FATTR4_MODE % 32);
+        w[FATTR4_OWNER / 32] |= 1u << (FATTR4_OWNER % 32);
+        w[FATTR4_OWNER_GROUP / 32] |= 1u << (FATTR4_OWNER_GROUP % 32);
+        return put_bitmap(x, w);
     }
     case FATTR4_TYPE: {
         static const uint32_t t[] = {
             [NF3REG] = NF4REG, [NF3DIR] = NF4DIR,   [NF3BLK] = NF4BLK,  [NF3CHR] = NF4CHR,
             [NF3LNK] = NF4LNK, [NF3SOCK] = NF4SOCK, [NF3FIFO] = NF4FIFO};
-        u32 = a->type <= NF3FIFO ? t[a->type] : NF4REG;
+        u32 = a.type <= NF3FIFO ? t[a.type] : NF4REG;
         return xdr_uint32_t(x, &u32);
     }
     case FATTR4_FH_EXPIRE_TYPE:
         u32 = FH4_PERSISTENT;
         return xdr_uint32_t(x, &u32);
     case FATTR4_CHANGE:
-        u64 = (uint64_t)a->ctime.seconds * 1000000000u + a->ctime.nseconds;
+        u64 = uiw__nfs4_change(sb);
         return xdr_uint64_t(x, &u64);
     case FATTR4_SIZE:
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->size);
+        return xdr_uint64_t(x, &a.size);
     case FATTR4_LINK_SUPPORT:
     case FATTR4_SYMLINK_SUPPORT:
     case FATTR4_UNIQUE_HANDLES:
+    case FATTR4_CANSETTIME:
+    case FATTR4_CASE_PRESERVING:
+    case FATTR4_CHOWN_RESTRICTED:
+    case FATTR4_HOMOGENEOUS:
+    case FATTR4_NO_TRUNC:
         b = TRUE;
         return xdr_bool(x, &b);
     case FATTR4_NAMED_ATTR:
+    case FATTR4_CASE_INSENSITIVE:
         b = FALSE;
         return xdr_bool(x, &b);
     case FATTR4_FSID:
         u64 = 0;
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->fsid) && xdr_uint64_t(x, &u64);
+        return xdr_uint64_t(x, &a.fsid) && xdr_uint64_t(x, &u64);
     case FATTR4_LEASE_TIME:
-        u32 = uiw__nfs4_lease(c->s->nfs4);
+        u32 = uiw__nfs4_lease(o->c->s->nfs4);
         return xdr_uint32_t(x, &u32);
     case FATTR4_RDATTR_ERROR:
         u32 = NFS4_OK;
         return xdr_uint32_t(x, &u32);
+    case FATTR4_ACLSUPPORT:
+        u32 = 0; /* no ACLs */
+        return xdr_uint32_t(x, &u32);
+    case FATTR4_FS_LAYOUT_TYPES:
+        u32 = 0; /* no pNFS */
+        return xdr_uint32_t(x, &u32);
     case FATTR4_FILEHANDLE: {
-        char *p = c->cur.data;
-        u_int len = c->cur.len;
+        char *p = (char *)(uintptr_t)o->fh->data;
+        u_int len = o->fh->len;
         return xdr_bytes(x, &p, &len, NFS4_FHSIZE);
     }
     case FATTR4_FILEID:
+        return xdr_uint64_t(x, &a.fileid);
     case FATTR4_MOUNTED_ON_FILEID:
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->fileid);
+        u64 = o->mounted_on;
+        return xdr_uint64_t(x, &u64);
+    case FATTR4_FILES_AVAIL:
+    case FATTR4_FILES_FREE:
+        u64 = (uint64_t)o->sf->f_ffree;
+        return xdr_uint64_t(x, &u64);
+    case FATTR4_FILES_TOTAL:
+        u64 = (uint64_t)o->sf->f_files;
+        return xdr_uint64_t(x, &u64);
+    case FATTR4_SPACE_AVAIL:
+        u64 = (uint64_t)o->sf->f_bavail * (uint64_t)o->sf->f_bsize;
+        return xdr_uint64_t(x, &u64);
+    case FATTR4_SPACE_FREE:
+        u64 = (uint64_t)o->sf->f_bfree * (uint64_t)o->sf->f_bsize;
+        return xdr_uint64_t(x, &u64);
+    case FATTR4_SPACE_TOTAL:
+        u64 = (uint64_t)o->sf->f_blocks * (uint64_t)o->sf->f_bsize;
+        return xdr_uint64_t(x, &u64);
+    case FATTR4_MAXNAME:
+        /* as NFSv3's PATHCONF says */
+        u32 = NAME_MAX;
+        if (o->sf->f_namelen > 0 && o->sf->f_namelen < NAME_MAX)
+            u32 = (uint32_t)o->sf->f_namelen;
+        return xdr_uint32_t(x, &u32);
+    case FATTR4_MAXLINK:
+        u32 = 65000; /* as NFSv3's PATHCONF says */
+        return xdr_uint32_t(x, &u32);
+    case FATTR4_MAXFILESIZE:
+        u64 = (uint64_t)INT64_MAX;
+        return xdr_uint64_t(x, &u64);
     case FATTR4_MAXREAD:
     case FATTR4_MAXWRITE:
-        u64 = uiw__nfsd_max_io(c->s);
+        u64 = uiw__nfsd_max_io(o->c->s);
         return xdr_uint64_t(x, &u64);
     case FATTR4_MODE:
-        u32 = a->mode & 07777;
+        u32 = a.mode & 07777;
         return xdr_uint32_t(x, &u32);
     case FATTR4_NUMLINKS:
-        u32 = a->nlink;
+        u32 = a.nlink;
         return xdr_uint32_t(x, &u32);
     case FATTR4_OWNER:
-        return put_id(x, a->uid);
+        return put_id(o->c->s, x, a.uid, 0);
     case FATTR4_OWNER_GROUP:
-        return put_id(x, a->gid);
+        return put_id(o->c->s, x, a.gid, 1);
+    case FATTR4_RAWDEV:
+        u32 = major(sb->st_rdev);
+        b = xdr_uint32_t(x, &u32);
+        u32 = minor(sb->st_rdev);
+        return b && xdr_uint32_t(x, &u32);
     case FATTR4_SPACE_USED:
-        return xdr_uint64_t(x, (uint64_t *)(uintptr_t)&a->used);
+        return xdr_uint64_t(x, &a.used);
     case FATTR4_TIME_ACCESS:
-        return put_time(x, &a->atime);
+        return put_time(x, &sb->st_atim);
+    case FATTR4_TIME_DELTA: {
+        struct timespec d = {0, 1};
+        return put_time(x, &d);
+    }
     case FATTR4_TIME_METADATA:
-        return put_time(x, &a->ctime);
+        return put_time(x, &sb->st_ctim);
     case FATTR4_TIME_MODIFY:
-        return put_time(x, &a->mtime);
+        return put_time(x, &sb->st_mtim);
     default:
         return FALSE;
     }
 }
 
-nfsstat4 uiw__nfs4_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const GETATTR4args *a,
-                           GETATTR4resok *r)
+nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
+                          const struct uiw__nfs_export *ex, const struct uiw__nfs4_fh *fh,
+                          uint64_t mounted_on, const bitmap4 *req, fattr4 *out, size_t room)
 {
-    struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_check(c, v, &c->cur, &ex);
-    if (st != NFS4_OK)
-        return st;
-    struct stat sb;
-    nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
-    nfsstat3 s3 = uiw__vfs_stat(v, &h, &sb, &ex);
-    if (s3 != NFS3_OK)
-        return uiw__nfs4_st4(s3, ex, c->rq);
-    fattr3 f;
-    uiw__nfsd_fattr(&sb, ex, &f);
-    uint32_t sup[ATTR_WORDS], *mask = uiw__nfs4_alloc(c, ATTR_WORDS * sizeof(uint32_t));
-    char *vals = uiw__nfs4_alloc(c, 4096);
+    uint32_t sup[UIW__NFS4_ATTR_WORDS], *mask = uiw__nfs4_alloc(c, sizeof(sup));
+    char *vals = uiw__nfs4_alloc(c, room);
     if (!mask || !vals)
         return NFS4ERR_SERVERFAULT;
     supported(sup);
-    const bitmap4 *req = &a->attr_request;
-    for (unsigned w = 0; w < ATTR_WORDS; w++)
+    int fs = 0;
+    for (unsigned w = 0; w < UIW__NFS4_ATTR_WORDS; w++)
         mask[w] = w < req->bitmap4_len ? req->bitmap4_val[w] & sup[w] : 0;
+    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS; n++) {
+        if (!(mask[n / 32] & (1u << (n % 32))))
+            continue;
+        if (WRITE_ONLY(n))
+            return NFS4ERR_INVAL;
+        fs |= OF_FS(n);
+    }
+    struct statfs sf;
+    if (fs && fstatfs(fd, &sf) != 0)
+        return (nfsstat4)uiw__nfsd_errno(errno);
+    struct obj o = {c, sb, ex, fh, fs ? &sf : NULL, mounted_on};
     XDR x;
-    xdrmem_create(&x, vals, 4096, XDR_ENCODE);
-    for (unsigned n = 0; n < 32 * ATTR_WORDS; n++) {
-        if ((mask[n / 32] & (1u << (n % 32))) && !put_attr(c, &x, n, &f)) {
+    xdrmem_create(&x, vals, (u_int)room, XDR_ENCODE);
+    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS; n++) {
+        if ((mask[n / 32] & (1u << (n % 32))) && !put_attr(&o, &x, n)) {
             xdr_destroy(&x);
-            return NFS4ERR_SERVERFAULT;
+            return NFS4ERR_RESOURCE; /* larger than room */
         }
     }
-    r->obj_attributes.attrmask.bitmap4_len = mask[1] ? 2 : 1;
-    r->obj_attributes.attrmask.bitmap4_val = mask;
-    r->obj_attributes.attr_vals.attrlist4_len = xdr_getpos(&x);
-    r->obj_attributes.attr_vals.attrlist4_val = vals;
+    uiw__nfs4_bitmap(&out->attrmask, mask);
+    out->attr_vals.attrlist4_len = xdr_getpos(&x);
+    out->attr_vals.attrlist4_val = vals;
     xdr_destroy(&x);
+    return NFS4_OK;
+}
+
+nfsstat4 uiw__nfs4_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const GETATTR4args *a,
+                           GETATTR4resok *r)
+{
+    int fd;
+    struct uiw__nfs_export *ex;
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+    if (st != NFS4_OK)
+        return st;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        st = (nfsstat4)uiw__nfsd_errno(errno);
+    else
+        st = uiw__nfs4_encode(c, fd, &sb, ex, &c->cur, (uint64_t)sb.st_ino, &a->attr_request,
+                              &r->obj_attributes, 4096);
+    close(fd);
+    return st;
+}
+
+/* ---- setting them ---- */
+
+static bool_t get_settime(XDR *x, struct timespec *t)
+{
+    uint32_t how;
+    if (!xdr_uint32_t(x, &how))
+        return FALSE;
+    if (how == SET_TO_SERVER_TIME4) {
+        t->tv_sec = 0;
+        t->tv_nsec = UTIME_NOW;
+        return TRUE;
+    }
+    int64_t sec;
+    uint32_t ns;
+    if (how != SET_TO_CLIENT_TIME4 || !xdr_int64_t(x, &sec) || !xdr_uint32_t(x, &ns))
+        return FALSE;
+    if (ns >= 1000000000u)
+        return FALSE;
+    t->tv_sec = (time_t)sec;
+    t->tv_nsec = ns;
+    return TRUE;
+}
+
+nfsstat4 uiw__nfs4_sattr(struct uiw__nfs4_c *c, const fattr4 *in, struct uiw__vfs_sattr *out,
+                         uint32_t set[UIW__NFS4_ATTR_WORDS])
+{
+    memset(out, 0, sizeof(*out));
+    memset(set, 0, UIW__NFS4_ATTR_WORDS * sizeof(uint32_t));
+    uint32_t sup[UIW__NFS4_ATTR_WORDS];
+    supported(sup);
+    const bitmap4 *m = &in->attrmask;
+    /* every bit first: an unsupported attribute refuses the whole (section 18.30.3) */
+    nfsstat4 st = NFS4_OK;
+    for (u_int w = 0; w < m->bitmap4_len; w++) {
+        for (unsigned b = 0; b < 32; b++) {
+            if (!(m->bitmap4_val[w] & (1u << b)))
+                continue;
+            unsigned n = 32 * w + b;
+            if (w >= UIW__NFS4_ATTR_WORDS || !(sup[w] & (1u << b)))
+                return NFS4ERR_ATTRNOTSUPP;
+            if (!SETTABLE(n))
+                st = NFS4ERR_INVAL;
+        }
+    }
+    if (st != NFS4_OK)
+        return st;
+    XDR x;
+    xdrmem_create(&x, in->attr_vals.attrlist4_val, in->attr_vals.attrlist4_len, XDR_DECODE);
+    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS && st == NFS4_OK; n++) {
+        if (!has(m, n))
+            continue;
+        uint32_t u32;
+        uint64_t u64;
+        char *str = NULL;
+        int64_t id;
+        switch (n) {
+        case FATTR4_SIZE:
+            if (!xdr_uint64_t(&x, &u64))
+                st = NFS4ERR_BADXDR;
+            out->set |= UIW__VFS_SIZE;
+            out->size = u64;
+            break;
+        case FATTR4_MODE:
+            if (!xdr_uint32_t(&x, &u32))
+                st = NFS4ERR_BADXDR;
+            else if (u32 & ~07777u)
+                st = NFS4ERR_INVAL;
+            out->set |= UIW__VFS_MODE;
+            out->mode = (mode_t)u32;
+            break;
+        case FATTR4_OWNER:
+        case FATTR4_OWNER_GROUP:
+            if (!xdr_string(&x, &str, NFS4_NAME_DECODE)) {
+                st = NFS4ERR_BADXDR;
+                break;
+            }
+            id = get_id(c->s, str, (u_int)strlen(str), n == FATTR4_OWNER_GROUP);
+            free(str);
+            if (id < 0) {
+                st = NFS4ERR_BADOWNER;
+            } else if (n == FATTR4_OWNER) {
+                out->set |= UIW__VFS_UID;
+                out->uid = (uid_t)id;
+            } else {
+                out->set |= UIW__VFS_GID;
+                out->gid = (gid_t)id;
+            }
+            break;
+        case FATTR4_TIME_ACCESS_SET:
+            if (!get_settime(&x, &out->atime))
+                st = NFS4ERR_BADXDR;
+            out->set |= UIW__VFS_ATIME;
+            break;
+        case FATTR4_TIME_MODIFY_SET:
+            if (!get_settime(&x, &out->mtime))
+                st = NFS4ERR_BADXDR;
+            out->set |= UIW__VFS_MTIME;
+            break;
+        default:
+            st = NFS4ERR_INVAL;
+        }
+        if (st == NFS4_OK)
+            set[n / 32] |= 1u << (n % 32);
+    }
+    /* values past the attributes are not a fattr4's */
+    if (st == NFS4_OK && xdr_getpos(&x) != in->attr_vals.attrlist4_len)
+        st = NFS4ERR_BADXDR;
+    xdr_destroy(&x);
+    if (st != NFS4_OK)
+        memset(set, 0, UIW__NFS4_ATTR_WORDS * sizeof(uint32_t));
+    return st;
+}
+
+nfsstat4 uiw__nfs4_verify(struct uiw__nfs4_c *c, struct uiw__vfs *v, const fattr4 *in, int *same)
+{
+    uint32_t sup[UIW__NFS4_ATTR_WORDS];
+    supported(sup);
+    const bitmap4 *m = &in->attrmask;
+    for (u_int w = 0; w < m->bitmap4_len; w++) {
+        if (w >= UIW__NFS4_ATTR_WORDS ? m->bitmap4_val[w] != 0 : (m->bitmap4_val[w] & ~sup[w]))
+            return NFS4ERR_ATTRNOTSUPP;
+    }
+    if (has(m, FATTR4_RDATTR_ERROR))
+        return NFS4ERR_INVAL; /* section 18.31.3 */
+    GETATTR4args ga = {*m};
+    GETATTR4resok r;
+    memset(&r, 0, sizeof(r));
+    nfsstat4 st = uiw__nfs4_getattr(c, v, &ga, &r);
+    if (st != NFS4_OK)
+        return st;
+    *same = r.obj_attributes.attr_vals.attrlist4_len == in->attr_vals.attrlist4_len &&
+            memcmp(r.obj_attributes.attr_vals.attrlist4_val, in->attr_vals.attrlist4_val,
+                   in->attr_vals.attrlist4_len) == 0;
     return NFS4_OK;
 }

@@ -82,4 +82,59 @@ nfsstat4 uiw__nfs4_name(const component4 *n, char out[NAME_MAX + 1]);
 nfsstat4 uiw__nfs4_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const GETATTR4args *a,
                            GETATTR4resok *r);
 
+/* ---- attributes (nfs4attr.c) ---- */
+
+/* The words of the attribute bitmaps the server knows (up to suppattr_exclcreat, 75). */
+#define UIW__NFS4_ATTR_WORDS 3
+
+/* w as a bitmap4, without its trailing zero words. */
+void uiw__nfs4_bitmap(bitmap4 *b, uint32_t w[UIW__NFS4_ATTR_WORDS]);
+/* The change attribute of a file: its ctime in nanoseconds. */
+uint64_t uiw__nfs4_change(const struct stat *st);
+/* The attributes of req the server supports, of the file sb (fd: an O_PATH descriptor of
+ * it, for the file system's; fh its handle; mounted_on its mounted_on_fileid), encoded
+ * into out in at most room bytes (NFS4ERR_RESOURCE past that; NFS4ERR_INVAL for a
+ * write-only attribute asked for). */
+nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
+                          const struct uiw__nfs_export *ex, const struct uiw__nfs4_fh *fh,
+                          uint64_t mounted_on, const bitmap4 *req, fattr4 *out, size_t room);
+/* The settable attributes of in (SETATTR, CREATE) as the file-system layer takes them,
+ * and their bitmap in set: NFS4ERR_ATTRNOTSUPP for one the server does not support,
+ * NFS4ERR_INVAL for a read-only one or a bad value, NFS4ERR_BADOWNER for an owner it
+ * cannot map, NFS4ERR_BADXDR for values that do not decode. */
+nfsstat4 uiw__nfs4_sattr(struct uiw__nfs4_c *c, const fattr4 *in, struct uiw__vfs_sattr *out,
+                         uint32_t set[UIW__NFS4_ATTR_WORDS]);
+/* VERIFY and NVERIFY: whether the current file's attributes encode as in's (*same). */
+nfsstat4 uiw__nfs4_verify(struct uiw__nfs4_c *c, struct uiw__vfs *v, const fattr4 *in, int *same);
+
+/* ---- namespace operations (nfs4ns.c) ---- */
+
+/* Whether SETATTR of a size may go ahead with this stateid: for now the special stateids
+ * (anonymous, READ bypass) only, every other NFS4ERR_BAD_STATEID (open stateids are
+ * checked here once OPEN gives them out). */
+nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *sid);
+
+/* READDIR's reply is kept within this many bytes (maxcount clamped to it): the COMPOUND's
+ * reply is encoded into 64 KiB (nfs4.c's REPLY_MAX), with room for the other results. */
+#define UIW__NFS4_READDIR_MAX 60000u
+
+nfsstat4 uiw__nfs4_create(struct uiw__nfs4_c *c, struct uiw__vfs *v, const CREATE4args *a,
+                          CREATE4resok *r);
+nfsstat4 uiw__nfs4_remove(struct uiw__nfs4_c *c, struct uiw__vfs *v, const REMOVE4args *a,
+                          REMOVE4resok *r);
+nfsstat4 uiw__nfs4_rename(struct uiw__nfs4_c *c, struct uiw__vfs *v, const RENAME4args *a,
+                          RENAME4resok *r);
+nfsstat4 uiw__nfs4_link(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LINK4args *a,
+                        LINK4resok *r);
+nfsstat4 uiw__nfs4_readlink(struct uiw__nfs4_c *c, struct uiw__vfs *v, READLINK4resok *r);
+nfsstat4 uiw__nfs4_setattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SETATTR4args *a,
+                           SETATTR4res *r);
+nfsstat4 uiw__nfs4_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READDIR4args *a,
+                           READDIR4resok *r);
+nfsstat4 uiw__nfs4_secinfo(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SECINFO4args *a,
+                           SECINFO4resok *r);
+/* The flavors the export takes from the caller, as SECINFO's list (SECINFO_NO_NAME's too). */
+nfsstat4 uiw__nfs4_flavors(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex,
+                           SECINFO4resok *r);
+
 #endif

@@ -53,6 +53,10 @@ struct uiw__nfsd_opts {
     /* NFSv4 client records (NULL: none, and no grace period after a restart); made if
      * missing */
     const char *state_dir;
+    /* NFSv4 owners as name@domain in GETATTR (through the system's passwd and group);
+     * NULL: as numbers, as knfsd with nfs4_disable_idmapping. SETATTR takes numbers and
+     * name@ this domain (NULL: the host's DNS domain, or "localdomain") */
+    const char *idmap_domain;
 };
 
 /* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */

@@ -1,0 +1,689 @@
+/*
+ * uiw-nfsd's NFSv4.1 namespace operations (src/nfs/nfs4ns.c) and attributes (nfs4attr.c)
+ * over raw TCP COMPOUNDs: CREATE, REMOVE, RENAME, LINK, READLINK and SETATTR checked on
+ * disk with their change_info4 against the directories' ctime; READDIR of 1,000 entries
+ * over several calls, its cookies and verifier; VERIFY and NVERIFY; owners as name@domain;
+ * the exact error of each refusal.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfs/xdr_data.h"
+#include "nfs4.h"
+#include "nfs4_util.h"
+#include "nfs_util.h"
+#include "rawrpc.h"
+#include "test.h"
+
+static void name4(component4 *c, const char *s)
+{
+    c->utf8string_len = (u_int)strlen(s);
+    c->utf8string_val = (char *)(uintptr_t)s;
+}
+
+static void lookup_op(nfs_argop4 *a, const char *name)
+{
+    op(a, OP_LOOKUP);
+    name4(&a->nfs_argop4_u.oplookup.objname, name);
+}
+
+/* The operations after a SEQUENCE (a[0], filled here); the COMPOUND's status. */
+static nfsstat4 run(struct t4 *t, nfs_argop4 *a, unsigned n, COMPOUND4res *res)
+{
+    next_seq(t, &a[0]);
+    compound(t, a, n, res);
+    return res->status;
+}
+
+/* A COMPOUND whose result is only its status. */
+static nfsstat4 run_st(struct t4 *t, nfs_argop4 *a, unsigned n)
+{
+    COMPOUND4res res;
+    nfsstat4 st = run(t, a, n, &res);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    return st;
+}
+
+static uint64_t change_of(const struct stat *st)
+{
+    return (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
+}
+
+/* A change_info4 against the directory's lstat before the call and now. */
+static void check_cinfo(const change_info4 *ci, const struct stat *before, const char *dir)
+{
+    struct stat now = lstat_ok(dir);
+    CHECK(ci->atomic);
+    CHECK_EQ(ci->before, change_of(before));
+    CHECK_EQ(ci->after, change_of(&now));
+}
+
+/* A server of a new export, every one allowed to change it, and a session. */
+static void setup(struct srv *v, struct t4 *t, const char *idmap)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.nfs4 = 1;
+    o.idmap_domain = idmap;
+    srv_start(v, &o);
+    CHECK_EQ(chmod(v->dir, 0777), 0);
+    t4_open(t, v, NULL);
+    session(t, 16);
+}
+
+static void done(struct srv *v, struct t4 *t)
+{
+    t4_close(t);
+    srv_stop(v);
+}
+
+static void create_op(nfs_argop4 *a, nfs_ftype4 type, const char *name)
+{
+    op(a, OP_CREATE);
+    a->nfs_argop4_u.opcreate.objtype.type = type;
+    name4(&a->nfs_argop4_u.opcreate.objname, name);
+}
+
+/* CREATE of each type it makes, checked on disk; its change_info4 and attrset; the new
+ * object as the current handle; the refusals. */
+TEST(nfs4_ns_create)
+{
+    struct srv v;
+    struct t4 t;
+    setup(&v, &t, NULL);
+    nfs_argop4 a[6];
+    COMPOUND4res res;
+    /* a directory with mode 0750 (createattrs), then GETATTR of it: its fileid */
+    struct stat before = lstat_ok(v.dir);
+    uint32_t mode = 0750, fmask[2] = {0, 1u << (FATTR4_MODE - 32)};
+    uint32_t mv = htonl(mode);
+    op(&a[1], OP_PUTROOTFH);
+    create_op(&a[2], NF4DIR, "d");
+    fattr4 *ca = &a[2].nfs_argop4_u.opcreate.createattrs;
+    ca->attrmask.bitmap4_len = 2;
+    ca->attrmask.bitmap4_val = fmask;
+    ca->attr_vals.attrlist4_len = 4;
+    ca->attr_vals.attrlist4_val = (char *)&mv;
+    op(&a[3], OP_GETATTR);
+    uint32_t gmask[1] = {1u << FATTR4_FILEID};
+    a[3].nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 1;
+    a[3].nfs_argop4_u.opgetattr.attr_request.bitmap4_val = gmask;
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    struct stat d = lstat_ok(path_in(&v, "d"));
+    CHECK(S_ISDIR(d.st_mode));
+    CHECK_EQ(d.st_mode & 07777, 0750);
+    CREATE4resok *cr = &res.resarray.resarray_val[2].nfs_resop4_u.opcreate.CREATE4res_u.resok4;
+    check_cinfo(&cr->cinfo, &before, v.dir);
+    CHECK_EQ(cr->attrset.bitmap4_len, 2);
+    CHECK_EQ(cr->attrset.bitmap4_val[0], 0);
+    CHECK_EQ(cr->attrset.bitmap4_val[1], fmask[1]);
+    fattr4 *ga =
+        &res.resarray.resarray_val[3].nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+    CHECK_EQ(ga->attr_vals.attrlist4_len, 8);
+    uint64_t fileid;
+    memcpy(&fileid, ga->attr_vals.attrlist4_val, 8);
+    CHECK_EQ(be64toh(fileid), (uint64_t)d.st_ino); /* the current handle is the new one */
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* a symbolic link, a FIFO and a socket inside d */
+    op(&a[1], OP_PUTROOTFH);
+    lookup_op(&a[2], "d");
+    create_op(&a[3], NF4LNK, "l");
+    a[3].nfs_argop4_u.opcreate.objtype.createtype4_u.linkdata.linktext4_len = 9;
+    a[3].nfs_argop4_u.opcreate.objtype.createtype4_u.linkdata.linktext4_val = "../target";
+    op(&a[4], OP_READLINK);
+    CHECK_EQ(run(&t, a, 5, &res), NFS4_OK);
+    READLINK4resok *rl =
+        &res.resarray.resarray_val[4].nfs_resop4_u.opreadlink.READLINK4res_u.resok4;
+    CHECK_EQ(rl->link.linktext4_len, 9);
+    CHECK(memcmp(rl->link.linktext4_val, "../target", 9) == 0);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    char buf[64];
+    ssize_t n = readlink(path_in(&v, "d/l"), buf, sizeof(buf));
+    CHECK_EQ(n, 9);
+    CHECK(memcmp(buf, "../target", 9) == 0);
+    create_op(&a[3], NF4FIFO, "p");
+    CHECK_EQ(run_st(&t, a, 4), NFS4_OK);
+    CHECK(S_ISFIFO(lstat_ok(path_in(&v, "d/p")).st_mode));
+    create_op(&a[3], NF4SOCK, "s");
+    CHECK_EQ(run_st(&t, a, 4), NFS4_OK);
+    CHECK(S_ISSOCK(lstat_ok(path_in(&v, "d/s")).st_mode));
+
+    /* refusals: a regular file (OPEN's), a name there, bad names, a file as directory,
+     * an empty link, no handle */
+    create_op(&a[3], NF4REG, "r");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BADTYPE);
+    create_op(&a[3], NF4DIR, "p");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_EXIST);
+    create_op(&a[3], NF4DIR, "..");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BADNAME);
+    create_op(&a[3], NF4DIR, "a/b");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BADNAME);
+    create_op(&a[3], NF4DIR, "");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_INVAL);
+    char longname[NAME_MAX + 2];
+    memset(longname, 'x', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = 0;
+    create_op(&a[3], NF4DIR, longname);
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_NAMETOOLONG);
+    create_op(&a[3], NF4LNK, "l2");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_INVAL);
+    lookup_op(&a[3], "p");
+    create_op(&a[4], NF4DIR, "x");
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_NOTDIR);
+    create_op(&a[1], NF4DIR, "x");
+    CHECK_EQ(run_st(&t, a, 2), NFS4ERR_NOFILEHANDLE);
+    /* an attribute it does not support (acl), and a read-only one (type) */
+    uint32_t acl = 1u << FATTR4_ACL, type = 1u << FATTR4_TYPE;
+    op(&a[1], OP_PUTROOTFH);
+    create_op(&a[2], NF4DIR, "e");
+    a[2].nfs_argop4_u.opcreate.createattrs.attrmask.bitmap4_len = 1;
+    a[2].nfs_argop4_u.opcreate.createattrs.attrmask.bitmap4_val = &acl;
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ATTRNOTSUPP);
+    a[2].nfs_argop4_u.opcreate.createattrs.attrmask.bitmap4_val = &type;
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_INVAL);
+    CHECK(access(path_in(&v, "e"), F_OK) != 0);
+    done(&v, &t);
+}
+
+/* REMOVE, RENAME, LINK and READLINK, checked on disk, with their change_info4. */
+TEST(nfs4_ns_remove_rename_link)
+{
+    struct srv v;
+    struct t4 t;
+    setup(&v, &t, NULL);
+    put_file(&v, "f", "data", 4);
+    CHECK_EQ(chown(path_in(&v, "f"), 1000, 1000), 0); /* the caller's: it may link it */
+    CHECK_EQ(mkdir(path_in(&v, "d"), 0777), 0);
+    CHECK_EQ(chmod(path_in(&v, "d"), 0777), 0); /* past the umask */
+    CHECK_EQ(mkdir(path_in(&v, "full"), 0777), 0);
+    CHECK_EQ(chmod(path_in(&v, "full"), 0777), 0);
+    put_file(&v, "full/x", "x", 1);
+    nfs_argop4 a[8];
+    COMPOUND4res res;
+    char dpath[512];
+    snprintf(dpath, sizeof(dpath), "%s", path_in(&v, "d"));
+
+    /* LINK: SAVEFH the file, then the directory current */
+    struct stat before = lstat_ok(dpath);
+    op(&a[1], OP_PUTROOTFH);
+    lookup_op(&a[2], "f");
+    op(&a[3], OP_SAVEFH);
+    op(&a[4], OP_PUTROOTFH);
+    lookup_op(&a[5], "d");
+    op(&a[6], OP_LINK);
+    name4(&a[6].nfs_argop4_u.oplink.newname, "g");
+    CHECK_EQ(run(&t, a, 7, &res), NFS4_OK);
+    check_cinfo(&res.resarray.resarray_val[6].nfs_resop4_u.oplink.LINK4res_u.resok4.cinfo, &before,
+                dpath);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(lstat_ok(path_in(&v, "f")).st_nlink, 2);
+    CHECK_EQ(lstat_ok(path_in(&v, "d/g")).st_ino, lstat_ok(path_in(&v, "f")).st_ino);
+    /* again: the name is there; of a directory: NFS4ERR_ISDIR */
+    CHECK_EQ(run_st(&t, a, 7), NFS4ERR_EXIST);
+    lookup_op(&a[2], "full");
+    name4(&a[6].nfs_argop4_u.oplink.newname, "h");
+    CHECK_EQ(run_st(&t, a, 7), NFS4ERR_ISDIR);
+    /* no saved handle */
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_LINK);
+    name4(&a[2].nfs_argop4_u.oplink.newname, "h");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_NOFILEHANDLE);
+
+    /* RENAME f (root) to d/moved: both change_info4 */
+    struct stat rb = lstat_ok(v.dir), db = lstat_ok(dpath);
+    ino_t ino = lstat_ok(path_in(&v, "f")).st_ino;
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_SAVEFH);
+    lookup_op(&a[3], "d");
+    op(&a[4], OP_RENAME);
+    name4(&a[4].nfs_argop4_u.oprename.oldname, "f");
+    name4(&a[4].nfs_argop4_u.oprename.newname, "moved");
+    CHECK_EQ(run(&t, a, 5, &res), NFS4_OK);
+    RENAME4resok *rr = &res.resarray.resarray_val[4].nfs_resop4_u.oprename.RENAME4res_u.resok4;
+    check_cinfo(&rr->source_cinfo, &rb, v.dir);
+    check_cinfo(&rr->target_cinfo, &db, dpath);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK(access(path_in(&v, "f"), F_OK) != 0);
+    CHECK_EQ(lstat_ok(path_in(&v, "d/moved")).st_ino, ino);
+    /* the source gone: NFS4ERR_NOENT; a directory over one not empty: NFS4ERR_EXIST */
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_NOENT);
+    name4(&a[4].nfs_argop4_u.oprename.oldname, "..");
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_BADNAME);
+    op(&a[3], OP_PUTROOTFH);
+    name4(&a[4].nfs_argop4_u.oprename.oldname, "d");
+    name4(&a[4].nfs_argop4_u.oprename.newname, "full");
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_EXIST);
+
+    /* REMOVE: a file, a directory not empty, a name not there, "." */
+    before = lstat_ok(dpath);
+    op(&a[1], OP_PUTROOTFH);
+    lookup_op(&a[2], "d");
+    op(&a[3], OP_REMOVE);
+    name4(&a[3].nfs_argop4_u.opremove.target, "moved");
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    check_cinfo(&res.resarray.resarray_val[3].nfs_resop4_u.opremove.REMOVE4res_u.resok4.cinfo,
+                &before, dpath);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK(access(path_in(&v, "d/moved"), F_OK) != 0);
+    CHECK_EQ(lstat_ok(path_in(&v, "d/g")).st_nlink, 1);
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_NOENT);
+    name4(&a[3].nfs_argop4_u.opremove.target, ".");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BADNAME);
+    op(&a[2], OP_REMOVE);
+    name4(&a[2].nfs_argop4_u.opremove.target, "full");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_NOTEMPTY);
+    CHECK_EQ(unlink(path_in(&v, "full/x")), 0);
+    CHECK_EQ(run_st(&t, a, 3), NFS4_OK);
+    CHECK(access(path_in(&v, "full"), F_OK) != 0);
+    /* REMOVE with a file as the directory: NFS4ERR_NOTDIR */
+    lookup_op(&a[2], "d");
+    lookup_op(&a[3], "g");
+    op(&a[4], OP_REMOVE);
+    name4(&a[4].nfs_argop4_u.opremove.target, "x");
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_NOTDIR);
+    /* READLINK of a file: NFS4ERR_INVAL */
+    op(&a[4], OP_READLINK);
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_INVAL);
+    done(&v, &t);
+}
+
+/* A read-only export: every change NFS4ERR_ROFS, nothing changed on disk. */
+TEST(nfs4_ns_rofs)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.nfs4 = 1;
+    srv_exports_opts(&v, "%s 127.0.0.1(ro,insecure,no_root_squash)\n", &o);
+    CHECK_EQ(chmod(v.dir, 0777), 0);
+    put_file(&v, "f", "data", 4);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 16);
+    nfs_argop4 a[5];
+    op(&a[1], OP_PUTROOTFH);
+    create_op(&a[2], NF4DIR, "d");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ROFS);
+    op(&a[2], OP_REMOVE);
+    name4(&a[2].nfs_argop4_u.opremove.target, "f");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ROFS);
+    op(&a[2], OP_SAVEFH);
+    op(&a[3], OP_RENAME);
+    name4(&a[3].nfs_argop4_u.oprename.oldname, "f");
+    name4(&a[3].nfs_argop4_u.oprename.newname, "g");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_ROFS);
+    lookup_op(&a[2], "f");
+    op(&a[3], OP_SETATTR);
+    uint32_t m[2] = {0, 1u << (FATTR4_MODE - 32)}, mv = htonl(0600);
+    a[3].nfs_argop4_u.opsetattr.obj_attributes.attrmask.bitmap4_len = 2;
+    a[3].nfs_argop4_u.opsetattr.obj_attributes.attrmask.bitmap4_val = m;
+    a[3].nfs_argop4_u.opsetattr.obj_attributes.attr_vals.attrlist4_len = 4;
+    a[3].nfs_argop4_u.opsetattr.obj_attributes.attr_vals.attrlist4_val = (char *)&mv;
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_ROFS);
+    CHECK(access(path_in(&v, "d"), F_OK) != 0);
+    CHECK_EQ(access(path_in(&v, "f"), F_OK), 0);
+    CHECK((lstat_ok(path_in(&v, "f")).st_mode & 07777) != 0600);
+    done(&v, &t);
+}
+
+/* XDR of attribute values, for SETATTR and VERIFY. */
+struct vals {
+    char buf[512];
+    XDR x;
+    uint32_t mask[3];
+};
+
+static void vals_init(struct vals *w)
+{
+    memset(w, 0, sizeof(*w));
+    xdrmem_create(&w->x, w->buf, sizeof(w->buf), XDR_ENCODE);
+}
+
+static void vals_bit(struct vals *w, unsigned n)
+{
+    w->mask[n / 32] |= 1u << (n % 32);
+}
+
+static void vals_attr(struct vals *w, fattr4 *f)
+{
+    f->attrmask.bitmap4_len = w->mask[2] ? 3 : w->mask[1] ? 2 : 1;
+    f->attrmask.bitmap4_val = w->mask;
+    f->attr_vals.attrlist4_len = xdr_getpos(&w->x);
+    f->attr_vals.attrlist4_val = w->buf;
+}
+
+static void setattr_op(nfs_argop4 *a, struct vals *w)
+{
+    op(a, OP_SETATTR);
+    vals_attr(w, &a->nfs_argop4_u.opsetattr.obj_attributes);
+}
+
+/* The owner GETATTR gives for the current handle (out: at least 256 bytes). */
+static void owner_of(struct t4 *t, const char *file, char *out)
+{
+    nfs_argop4 a[4];
+    COMPOUND4res res;
+    uint32_t m[2] = {0, 1u << (FATTR4_OWNER - 32)};
+    op(&a[1], OP_PUTROOTFH);
+    lookup_op(&a[2], file);
+    op(&a[3], OP_GETATTR);
+    a[3].nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 2;
+    a[3].nfs_argop4_u.opgetattr.attr_request.bitmap4_val = m;
+    CHECK_EQ(run(t, a, 4, &res), NFS4_OK);
+    fattr4 *f =
+        &res.resarray.resarray_val[3].nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+    XDR x;
+    xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
+    CHECK(xdr_string(&x, &out, 256));
+    xdr_destroy(&x);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+}
+
+/* SETATTR of mode, size, times and owners, checked on disk; attrsset; its refusals. */
+TEST(nfs4_ns_setattr)
+{
+    struct srv v;
+    struct t4 t;
+    setup(&v, &t, "uiw.test");
+    put_file(&v, "f", "0123456789", 10);
+    CHECK_EQ(chown(path_in(&v, "f"), 1000, 1000), 0);
+    nfs_argop4 a[4];
+    COMPOUND4res res;
+    op(&a[1], OP_PUTROOTFH);
+    lookup_op(&a[2], "f");
+
+    /* size 3 (anonymous stateid), mode 0640, atime the client's, mtime the server's */
+    struct vals w;
+    vals_init(&w);
+    uint64_t size = 3;
+    uint32_t mode = 0640, how = SET_TO_CLIENT_TIME4, ns = 5000;
+    int64_t sec = 1000000000;
+    vals_bit(&w, FATTR4_SIZE);
+    CHECK(xdr_uint64_t(&w.x, &size));
+    vals_bit(&w, FATTR4_MODE);
+    CHECK(xdr_uint32_t(&w.x, &mode));
+    vals_bit(&w, FATTR4_TIME_ACCESS_SET);
+    CHECK(xdr_uint32_t(&w.x, &how) && xdr_int64_t(&w.x, &sec) && xdr_uint32_t(&w.x, &ns));
+    vals_bit(&w, FATTR4_TIME_MODIFY_SET);
+    how = SET_TO_SERVER_TIME4;
+    CHECK(xdr_uint32_t(&w.x, &how));
+    setattr_op(&a[3], &w);
+    struct timespec t0;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    SETATTR4res *sr = &res.resarray.resarray_val[3].nfs_resop4_u.opsetattr;
+    CHECK_EQ(sr->attrsset.bitmap4_len, 2);
+    CHECK_EQ(sr->attrsset.bitmap4_val[0], w.mask[0]);
+    CHECK_EQ(sr->attrsset.bitmap4_val[1], w.mask[1]);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    struct stat st = lstat_ok(path_in(&v, "f"));
+    CHECK_EQ(st.st_size, 3);
+    CHECK_EQ(st.st_mode & 07777, 0640);
+    CHECK_EQ(st.st_atim.tv_sec, 1000000000);
+    CHECK_EQ(st.st_atim.tv_nsec, 5000);
+    CHECK(st.st_mtim.tv_sec >= t0.tv_sec - 1);
+
+    /* a size with a stateid that is no special one: NFS4ERR_BAD_STATEID, nothing set */
+    a[3].nfs_argop4_u.opsetattr.stateid.seqid = 1;
+    a[3].nfs_argop4_u.opsetattr.stateid.other[0] = 7;
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BAD_STATEID);
+    memset(&a[3].nfs_argop4_u.opsetattr.stateid, 0, sizeof(stateid4));
+    /* unsupported (acl), read-only (type), a bad mode, values that do not decode */
+    vals_init(&w);
+    vals_bit(&w, FATTR4_ACL);
+    setattr_op(&a[3], &w);
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_ATTRNOTSUPP);
+    vals_init(&w);
+    vals_bit(&w, FATTR4_TYPE);
+    uint32_t u32 = NF4REG;
+    CHECK(xdr_uint32_t(&w.x, &u32));
+    setattr_op(&a[3], &w);
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_INVAL);
+    vals_init(&w);
+    vals_bit(&w, FATTR4_MODE);
+    setattr_op(&a[3], &w); /* no value */
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BADXDR);
+    /* a size of a directory */
+    vals_init(&w);
+    vals_bit(&w, FATTR4_SIZE);
+    CHECK(xdr_uint64_t(&w.x, &size));
+    setattr_op(&a[2], &w);
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ISDIR);
+    lookup_op(&a[2], "f");
+
+    /* owners: GETATTR as name@domain (the option), SETATTR of name@domain and numbers;
+     * a name not known or of another domain: NFS4ERR_BADOWNER */
+    struct passwd *pw = getpwuid(1000);
+    char got[256], want[300];
+    owner_of(&t, "f", got);
+    if (pw)
+        snprintf(want, sizeof(want), "%s@uiw.test", pw->pw_name);
+    else
+        snprintf(want, sizeof(want), "1000");
+    CHECK_STR(got, want);
+    const char *owners[] = {want, "1000", "no-such-user-uiw@uiw.test", "root@other.domain", "0"};
+    const nfsstat4 codes[] = {NFS4_OK, NFS4_OK, NFS4ERR_BADOWNER, NFS4ERR_BADOWNER, NFS4ERR_PERM};
+    for (unsigned i = 0; i < 5; i++) {
+        vals_init(&w);
+        vals_bit(&w, FATTR4_OWNER);
+        char *p = (char *)(uintptr_t)owners[i];
+        CHECK(xdr_string(&w.x, &p, 256));
+        setattr_op(&a[3], &w);
+        nfsstat4 got_st = run_st(&t, a, 4);
+        if (got_st != codes[i])
+            uiw_test_fail(__FILE__, __LINE__, "owner %s: %d, not %d", owners[i], (int)got_st,
+                          (int)codes[i]);
+        CHECK_EQ(lstat_ok(path_in(&v, "f")).st_uid, 1000);
+    }
+    done(&v, &t);
+}
+
+/* VERIFY and NVERIFY: the current file's attributes compared as encoded. */
+TEST(nfs4_ns_verify)
+{
+    struct srv v;
+    struct t4 t;
+    setup(&v, &t, NULL);
+    put_file(&v, "f", "0123456789", 10);
+    nfs_argop4 a[5];
+    op(&a[1], OP_PUTROOTFH);
+    lookup_op(&a[2], "f");
+    op(&a[4], OP_GETFH);
+    struct vals w;
+    uint64_t size = 10;
+    uint32_t type = NF4REG;
+    vals_init(&w);
+    vals_bit(&w, FATTR4_TYPE);
+    vals_bit(&w, FATTR4_SIZE);
+    CHECK(xdr_uint32_t(&w.x, &type) && xdr_uint64_t(&w.x, &size));
+    op(&a[3], OP_VERIFY);
+    vals_attr(&w, &a[3].nfs_argop4_u.opverify.obj_attributes);
+    CHECK_EQ(run_st(&t, a, 5), NFS4_OK);
+    op(&a[3], OP_NVERIFY);
+    vals_attr(&w, &a[3].nfs_argop4_u.opnverify.obj_attributes);
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_SAME);
+    /* the file changes size: the other way round */
+    CHECK_EQ(truncate(path_in(&v, "f"), 4), 0);
+    CHECK_EQ(run_st(&t, a, 5), NFS4_OK);
+    op(&a[3], OP_VERIFY);
+    vals_attr(&w, &a[3].nfs_argop4_u.opverify.obj_attributes);
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_NOT_SAME);
+    /* rdattr_error asked: NFS4ERR_INVAL; an unsupported one: NFS4ERR_ATTRNOTSUPP */
+    vals_init(&w);
+    vals_bit(&w, FATTR4_RDATTR_ERROR);
+    uint32_t ok = NFS4_OK;
+    CHECK(xdr_uint32_t(&w.x, &ok));
+    vals_attr(&w, &a[3].nfs_argop4_u.opverify.obj_attributes);
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_INVAL);
+    vals_init(&w);
+    vals_bit(&w, FATTR4_ACL);
+    vals_attr(&w, &a[3].nfs_argop4_u.opverify.obj_attributes);
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_ATTRNOTSUPP);
+    done(&v, &t);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* READDIR of 1,000 entries over several calls: every name once, no "." or "..", each
+ * entry's fileid and type as on disk, the cookies resuming; the verifier checked;
+ * NFS4ERR_TOOSMALL when not one entry fits. */
+TEST(nfs4_ns_readdir)
+{
+    struct srv v;
+    struct t4 t;
+    setup(&v, &t, NULL);
+    enum { N = 1000 };
+    CHECK_EQ(mkdir(path_in(&v, "big"), 0777), 0);
+    for (int i = 0; i < N; i++) {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "big/entry-%04d", i);
+        if (i % 10 == 0)
+            CHECK_EQ(mkdir(path_in(&v, rel), 0755), 0);
+        else
+            put_file(&v, rel, "x", 1);
+    }
+    nfs_argop4 a[4];
+    COMPOUND4res res;
+    uint32_t mask[2] = {(1u << FATTR4_TYPE) | (1u << FATTR4_RDATTR_ERROR), 0};
+    mask[FATTR4_FILEID / 32] |= 1u << (FATTR4_FILEID % 32);
+    op(&a[1], OP_PUTROOTFH);
+    lookup_op(&a[2], "big");
+    op(&a[3], OP_READDIR);
+    READDIR4args *ra = &a[3].nfs_argop4_u.opreaddir;
+    ra->maxcount = 8192;
+    ra->dircount = 4096;
+    ra->attr_request.bitmap4_len = 1;
+    ra->attr_request.bitmap4_val = mask;
+    char *names[N + 1];
+    unsigned got = 0, calls = 0;
+    char verf[NFS4_VERIFIER_SIZE] = {0};
+    for (int eof = 0; !eof;) {
+        CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+        READDIR4resok *r =
+            &res.resarray.resarray_val[3].nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+        if (calls > 0)
+            CHECK(memcmp(verf, r->cookieverf, sizeof(verf)) == 0);
+        memcpy(verf, r->cookieverf, sizeof(verf));
+        CHECK(r->reply.entries != NULL);
+        for (entry4 *e = r->reply.entries; e; e = e->nextentry) {
+            CHECK(got < N);
+            char *nm = malloc(e->name.utf8string_len + 1);
+            memcpy(nm, e->name.utf8string_val, e->name.utf8string_len);
+            nm[e->name.utf8string_len] = 0;
+            names[got++] = nm;
+            char rel[300];
+            snprintf(rel, sizeof(rel), "big/%s", nm);
+            struct stat st = lstat_ok(path_in(&v, rel));
+            CHECK_EQ(e->attrs.attrmask.bitmap4_len, 1);
+            CHECK_EQ(e->attrs.attrmask.bitmap4_val[0], mask[0]);
+            XDR x;
+            xdrmem_create(&x, e->attrs.attr_vals.attrlist4_val, e->attrs.attr_vals.attrlist4_len,
+                          XDR_DECODE);
+            uint32_t type, err;
+            uint64_t fileid;
+            CHECK(xdr_uint32_t(&x, &type) && xdr_uint32_t(&x, &err) && xdr_uint64_t(&x, &fileid));
+            CHECK_EQ(type, S_ISDIR(st.st_mode) ? NF4DIR : NF4REG);
+            CHECK_EQ(err, NFS4_OK);
+            CHECK_EQ(fileid, (uint64_t)st.st_ino);
+            xdr_destroy(&x);
+            ra->cookie = e->cookie;
+        }
+        eof = r->reply.eof;
+        memcpy(ra->cookieverf, verf, sizeof(verf));
+        calls++;
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+    CHECK(calls > 3); /* 8 KiB at a time */
+    CHECK_EQ(got, N);
+    qsort(names, got, sizeof(names[0]), cmp_str);
+    for (unsigned i = 0; i < got; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "entry-%04u", i);
+        CHECK_STR(names[i], want); /* every one once: no ".", "..", or repeats */
+        free(names[i]);
+    }
+
+    /* a cookie with another directory's verifier: NFS4ERR_NOT_SAME; the reserved cookies
+     * 1 and 2: NFS4ERR_BAD_COOKIE; a maxcount no entry fits: NFS4ERR_TOOSMALL */
+    memset(ra->cookieverf, 0x5a, sizeof(ra->cookieverf));
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_NOT_SAME);
+    ra->cookie = 2;
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BAD_COOKIE);
+    ra->cookie = 0;
+    ra->maxcount = 40;
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_TOOSMALL);
+    /* of a file: NFS4ERR_NOTDIR */
+    ra->maxcount = 8192;
+    lookup_op(&a[2], "big");
+    op(&a[1], OP_PUTROOTFH);
+    nfs_argop4 b[5];
+    memcpy(b, a, sizeof(a));
+    lookup_op(&b[3], "entry-0001");
+    b[4] = a[3];
+    CHECK_EQ(run_st(&t, b, 5), NFS4ERR_NOTDIR);
+    /* an empty directory: eof and no entries */
+    CHECK_EQ(mkdir(path_in(&v, "empty"), 0755), 0);
+    lookup_op(&a[2], "empty");
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    READDIR4resok *r = &res.resarray.resarray_val[3].nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+    CHECK(r->reply.entries == NULL);
+    CHECK(r->reply.eof);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    done(&v, &t);
+}
+
+/* SECINFO of a name: the export's flavors, the current handle consumed; a name not there:
+ * NFS4ERR_NOENT. PUTPUBFH: the root's handle. */
+TEST(nfs4_ns_secinfo_putpubfh)
+{
+    struct srv v;
+    struct t4 t;
+    setup(&v, &t, NULL);
+    put_file(&v, "f", "x", 1);
+    nfs_argop4 a[4];
+    COMPOUND4res res;
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_SECINFO);
+    name4(&a[2].nfs_argop4_u.opsecinfo.name, "f");
+    op(&a[3], OP_GETFH);
+    CHECK_EQ(run(&t, a, 4, &res), NFS4ERR_NOFILEHANDLE); /* consumed */
+    CHECK_EQ(res.resarray.resarray_len, 4);
+    SECINFO4resok *si = &res.resarray.resarray_val[2].nfs_resop4_u.opsecinfo.SECINFO4res_u.resok4;
+    CHECK_EQ(si->SECINFO4resok_len, 2);
+    CHECK_EQ(si->SECINFO4resok_val[0].flavor, AUTH_SYS);
+    CHECK_EQ(si->SECINFO4resok_val[1].flavor, AUTH_NONE);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    name4(&a[2].nfs_argop4_u.opsecinfo.name, "missing");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_NOENT);
+    name4(&a[2].nfs_argop4_u.opsecinfo.name, "..");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_BADNAME);
+    /* PUTPUBFH and PUTROOTFH: one handle */
+    op(&a[1], OP_PUTPUBFH);
+    op(&a[2], OP_GETFH);
+    op(&a[3], OP_PUTROOTFH);
+    nfs_argop4 b[5];
+    memcpy(b, a, sizeof(a));
+    op(&b[4], OP_GETFH);
+    CHECK_EQ(run(&t, b, 5, &res), NFS4_OK);
+    nfs_fh4 *p = &res.resarray.resarray_val[2].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    nfs_fh4 *q = &res.resarray.resarray_val[4].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    CHECK_EQ(p->nfs_fh4_len, q->nfs_fh4_len);
+    CHECK(memcmp(p->nfs_fh4_val, q->nfs_fh4_val, p->nfs_fh4_len) == 0);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    done(&v, &t);
+}
