@@ -57,6 +57,8 @@
 #define FH_KERNEL        1  /* v2 kinds: the kernel's handle follows */
 #define FH_TAG           2  /* a generation tag follows */
 #define FH_V2_HEAD       24 /* magic, version, kind, klen, export id, fsid, inode */
+#define FH_PSEUDO        3  /* v2 kind: a directory of NFSv4's pseudo file system */
+#define FH_PSEUDO_LEN    16 /* magic, version, kind, 0, export id 0, the node */
 #define NBUCKETS         (1u << 16)
 #define MAX_DEPTH        256
 #define MAX_FS           64
@@ -426,6 +428,29 @@ int uiw__nfs_fh_decode(const nfs_fh3 *h, struct uiw__nfsd_fh *fh)
     memcpy(fh->kh, p + FH_V2_HEAD + 4, fh->klen);
     fh->tag = khash(fh->kh, fh->klen, fh->ktype);
     return 0;
+}
+
+void uiw__nfs_fh_pseudo(uint64_t node, nfs_fh3 *out, char buf[UIW__NFS_FH_MAX])
+{
+    unsigned char *p = (unsigned char *)buf;
+    p[0] = FH_MAGIC;
+    p[1] = FH_V2;
+    p[2] = FH_PSEUDO;
+    p[3] = 0;
+    put32(p + 4, 0);
+    put64(p + 8, node);
+    out->data.data_len = FH_PSEUDO_LEN;
+    out->data.data_val = buf;
+}
+
+int uiw__nfs_fh_pseudo_node(const nfs_fh3 *h, uint64_t *node)
+{
+    const unsigned char *p = (const unsigned char *)h->data.data_val;
+    if (!p || h->data.data_len != FH_PSEUDO_LEN || p[0] != FH_MAGIC || p[1] != FH_V2 ||
+        p[2] != FH_PSEUDO || p[3] != 0 || get32(p + 4) != 0)
+        return 0;
+    *node = get64(p + 8);
+    return 1;
 }
 
 /* ---- file systems ---- */

@@ -14,8 +14,8 @@
  *     other than those that may come alone without SEQUENCE first gets
  *     NFS4ERR_OP_NOT_IN_SESSION, SEQUENCE elsewhere than first NFS4ERR_SEQUENCE_POS, more
  *     operations than the session allows NFS4ERR_TOO_MANY_OPS.
- *   - file handles (NFSv3's, fh.c) and attributes: PUTROOTFH (the root of the one export;
- *     NFS4ERR_NOENT with none or several: no pseudo file system yet), PUTFH, GETFH,
+ *   - file handles (NFSv3's, fh.c) and attributes: PUTROOTFH (the root of the one export,
+ *     or with several the pseudo file system's, nfs4pseudo.c), PUTFH, GETFH,
  *     SAVEFH, RESTOREFH, LOOKUP, LOOKUPP, GETATTR (nfs4attr.c), ACCESS, SECINFO_NO_NAME;
  *     each through the export's access control as NFSv3 (access.c): NFS4ERR_WRONGSEC for
  *     a flavor the export's sec= leaves out (but not on PUTROOTFH or PUTFH followed by
@@ -92,8 +92,10 @@ nfsstat4 uiw__nfs4_check(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__
 {
     if (!f->len)
         return NFS4ERR_NOFILEHANDLE;
-    nfs_fh3 h = uiw__nfs4_fh3(f);
     *ex = NULL;
+    if (uiw__nfs4_is_pseudo(f, NULL))
+        return v->write ? NFS4ERR_ROFS : NFS4ERR_ISDIR; /* read-only, and no file */
+    nfs_fh3 h = uiw__nfs4_fh3(f);
     nfsstat3 st = uiw__nfs_fh_export(c->s, &h, ex);
     if (st == NFS3_OK)
         st = uiw__nfsd_access(c->s, *ex, c->rq, 0, &v->cred, &v->xo);
@@ -128,6 +130,16 @@ nfsstat4 uiw__nfs4_issue(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__
     return NFS4_OK;
 }
 
+nfsstat4 uiw__nfs4_issue_root(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex)
+{
+    int fd = fcntl(ex->rootfd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return NFS4ERR_SERVERFAULT;
+    nfsstat4 st = uiw__nfs4_issue(c, v, ex, -1, NULL, fd);
+    close(fd);
+    return st;
+}
+
 /* ---- file handles ---- */
 
 /* A put-filehandle operation's check of the caller's access to the export (RFC 8881
@@ -141,27 +153,36 @@ static nfsstat4 put_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw
                : st;
 }
 
+/* PUTROOTFH's export without a pseudo file system: one at "/", else the one export, else
+ * the one of several the caller may see (NULL: none). */
+static struct uiw__nfs_export *root_export(struct uiw__nfs4_c *c, struct uiw__vfs *v)
+{
+    struct uiw__nfs_export *one = NULL, *seen = NULL;
+    unsigned n = 0;
+    for (unsigned i = 0; i < c->s->nexports; i++) {
+        struct uiw__nfs_export *e = &c->s->exports[i];
+        if (e->removed)
+            continue;
+        if (strcmp(e->path, "/") == 0)
+            return e;
+        one = e;
+        n++;
+        nfsstat3 st = uiw__nfsd_access(c->s, e, c->rq, 0, &v->cred, &v->xo);
+        if (uiw__nfs4_st4(st, e, c->rq) != NFS4ERR_ACCESS)
+            seen = e;
+    }
+    return n == 1 ? one : seen;
+}
+
 static nfsstat4 op_putrootfh(struct uiw__nfs4_c *c, struct uiw__vfs *v)
 {
-    struct uiw__nfs_export *ex = NULL;
-    for (unsigned i = 0; i < c->s->nexports; i++) {
-        if (c->s->exports[i].removed)
-            continue;
-        if (ex)
-            return NFS4ERR_NOENT; /* several: no pseudo file system joins them yet */
-        ex = &c->s->exports[i];
-    }
+    if (uiw__nfs4_pseudo_active(c, v))
+        return uiw__nfs4_pseudo_root(c); /* several: the pseudo file system joins them */
+    struct uiw__nfs_export *ex = root_export(c, v);
     if (!ex)
         return NFS4ERR_NOENT;
     nfsstat4 st = put_access(c, v, ex);
-    if (st != NFS4_OK)
-        return st;
-    int fd = fcntl(ex->rootfd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        return NFS4ERR_SERVERFAULT;
-    st = uiw__nfs4_issue(c, v, ex, -1, NULL, fd);
-    close(fd);
-    return st;
+    return st != NFS4_OK ? st : uiw__nfs4_issue_root(c, v, ex);
 }
 
 static nfsstat4 op_putfh(struct uiw__nfs4_c *c, struct uiw__vfs *v, const PUTFH4args *a)
@@ -171,6 +192,8 @@ static nfsstat4 op_putfh(struct uiw__nfs4_c *c, struct uiw__vfs *v, const PUTFH4
     nfs_fh3 h;
     h.data.data_len = a->object.nfs_fh4_len;
     h.data.data_val = a->object.nfs_fh4_val;
+    if (uiw__nfs_fh_pseudo_node(&h, &(uint64_t){0}))
+        return uiw__nfs4_pseudo_put(c, v, &h);
     struct uiw__nfs_export *ex;
     nfsstat3 s3 = uiw__nfs_fh_export(c->s, &h, &ex);
     if (s3 != NFS3_OK)
@@ -223,6 +246,8 @@ nfsstat4 uiw__nfs4_name(const component4 *n, char out[NAME_MAX + 1])
 
 static nfsstat4 lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *name)
 {
+    if (uiw__nfs4_is_pseudo(&c->cur, NULL))
+        return uiw__nfs4_pseudo_lookup(c, v, name);
     int dfd, fd = -1;
     struct uiw__nfs_export *ex;
     nfsstat4 st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex);
@@ -232,7 +257,7 @@ static nfsstat4 lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *na
         struct stat sb;
         if (fstat(dfd, &sb) == 0 && sb.st_dev == ex->dev && sb.st_ino == ex->ino) {
             close(dfd);
-            return NFS4ERR_NOENT; /* nothing above an export's root (section 18.14.3) */
+            return uiw__nfs4_pseudo_up(c, v, ex); /* back into the pseudo file system */
         }
     }
     if (uiw__vfs_enter(v) != 0) {
@@ -264,6 +289,13 @@ static nfsstat4 op_lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LOOKU
 static nfsstat4 op_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, const ACCESS4args *a,
                           ACCESS4resok *r)
 {
+    if (uiw__nfs4_is_pseudo(&c->cur, NULL)) {
+        /* a pseudo directory: read and search, never changed */
+        r->supported = a->access & (ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_MODIFY |
+                                    ACCESS4_EXTEND | ACCESS4_DELETE | ACCESS4_EXECUTE);
+        r->access = r->supported & (ACCESS4_READ | ACCESS4_LOOKUP);
+        return NFS4_OK;
+    }
     int fd;
     struct uiw__nfs_export *ex;
     nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
@@ -289,7 +321,7 @@ nfsstat4 uiw__nfs4_flavors(struct uiw__nfs4_c *c, const struct uiw__nfs_export *
 {
     /* the flavors the export takes from this client, whatever this call's flavor is */
     unsigned flags = UIW__X_SEC_SYS | UIW__X_SEC_NONE;
-    if (ex->access) {
+    if (ex && ex->access) {
         const struct netbuf *nb = svc_getrpccaller(c->rq->rq_xprt);
         const struct uiw__nfs_xopts *o = NULL;
         if (!ex->removed && nb && nb->buf && nb->len >= sizeof(sa_family_t))
@@ -320,8 +352,8 @@ static nfsstat4 op_secinfo_no_name(struct uiw__nfs4_c *c, const SECINFO_NO_NAME4
     if (*a != SECINFO_STYLE4_CURRENT_FH && *a != SECINFO_STYLE4_PARENT)
         return NFS4ERR_INVAL;
     nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
-    struct uiw__nfs_export *ex;
-    nfsstat3 s3 = uiw__nfs_fh_export(c->s, &h, &ex);
+    struct uiw__nfs_export *ex = NULL;
+    nfsstat3 s3 = uiw__nfs4_is_pseudo(&c->cur, NULL) ? NFS3_OK : uiw__nfs_fh_export(c->s, &h, &ex);
     if (s3 != NFS3_OK)
         return (nfsstat4)s3;
     nfsstat4 st = uiw__nfs4_flavors(c, ex, r);

@@ -215,7 +215,16 @@ static bool_t put_attr(const struct obj *o, XDR *x, unsigned n)
     uint64_t u64;
     bool_t b;
     fattr3 a;
-    uiw__nfsd_fattr(sb, o->ex, &a);
+    if (o->ex) {
+        uiw__nfsd_fattr(sb, o->ex, &a);
+    } else {
+        /* a pseudo directory (nfs4pseudo.c): no export, its own fsid */
+        memset(&a, 0, sizeof(a));
+        a.type = NF3DIR;
+        a.mode = sb->st_mode & 07777;
+        a.nlink = (uint32_t)sb->st_nlink;
+        a.fileid = (uint64_t)sb->st_ino;
+    }
     switch (n) {
     case FATTR4_SUPPORTED_ATTRS: {
         uint32_t w[UIW__NFS4_ATTR_WORDS];
@@ -261,7 +270,7 @@ static bool_t put_attr(const struct obj *o, XDR *x, unsigned n)
         b = FALSE;
         return xdr_bool(x, &b);
     case FATTR4_FSID:
-        u64 = 0;
+        u64 = o->ex ? 0 : 1; /* the pseudo file system's minor: 1 */
         return xdr_uint64_t(x, &a.fsid) && xdr_uint64_t(x, &u64);
     case FATTR4_LEASE_TIME:
         u32 = uiw__nfs4_lease(o->c->s->nfs4);
@@ -369,7 +378,8 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
         fs |= OF_FS(n);
     }
     struct statfs sf;
-    if (fs && fstatfs(fd, &sf) != 0)
+    memset(&sf, 0, sizeof(sf)); /* a pseudo directory's (fd -1): nothing free, no files */
+    if (fs && fd >= 0 && fstatfs(fd, &sf) != 0)
         return (nfsstat4)uiw__nfsd_errno(errno);
     struct obj o = {c, sb, ex, fh, fs ? &sf : NULL, mounted_on};
     XDR x;
@@ -390,6 +400,8 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
 nfsstat4 uiw__nfs4_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const GETATTR4args *a,
                            GETATTR4resok *r)
 {
+    if (uiw__nfs4_is_pseudo(&c->cur, NULL))
+        return uiw__nfs4_pseudo_getattr(c, v, &a->attr_request, &r->obj_attributes);
     int fd;
     struct uiw__nfs_export *ex;
     nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
@@ -399,10 +411,36 @@ nfsstat4 uiw__nfs4_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const GETA
     if (fstat(fd, &sb) != 0)
         st = (nfsstat4)uiw__nfsd_errno(errno);
     else
-        st = uiw__nfs4_encode(c, fd, &sb, ex, &c->cur, (uint64_t)sb.st_ino, &a->attr_request,
-                              &r->obj_attributes, 4096);
+        st = uiw__nfs4_encode(c, fd, &sb, ex, &c->cur,
+                              sb.st_dev == ex->dev && sb.st_ino == ex->ino
+                                  ? uiw__nfs4_pseudo_mounted_on(c, v, ex, (uint64_t)sb.st_ino)
+                                  : (uint64_t)sb.st_ino,
+                              &a->attr_request, &r->obj_attributes, 4096);
     close(fd);
     return st;
+}
+
+nfsstat4 uiw__nfs4_rdattr_error(struct uiw__nfs4_c *c, nfsstat4 st, const bitmap4 *req, fattr4 *out)
+{
+    if (!has(req, FATTR4_RDATTR_ERROR))
+        return st;
+    uint32_t *mask = uiw__nfs4_alloc(c, sizeof(uint32_t));
+    char *val = uiw__nfs4_alloc(c, 4);
+    if (!mask || !val)
+        return NFS4ERR_SERVERFAULT;
+    *mask = 1u << FATTR4_RDATTR_ERROR;
+    XDR x;
+    xdrmem_create(&x, val, 4, XDR_ENCODE);
+    uint32_t e = (uint32_t)st;
+    bool_t ok = xdr_uint32_t(&x, &e);
+    xdr_destroy(&x);
+    if (!ok)
+        return NFS4ERR_SERVERFAULT;
+    out->attrmask.bitmap4_len = 1;
+    out->attrmask.bitmap4_val = mask;
+    out->attr_vals.attrlist4_len = 4;
+    out->attr_vals.attrlist4_val = val;
+    return NFS4_OK;
 }
 
 /* ---- setting them ---- */

@@ -73,6 +73,9 @@ nfsstat4 uiw__nfs4_resolve(struct uiw__nfs4_c *c, struct uiw__vfs *v, int dir, i
 /* The handle of fd, `name` in dfd (NULL: dfd itself or its parent), as the current one. */
 nfsstat4 uiw__nfs4_issue(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex,
                          int dfd, const char *name, int fd);
+/* The root of export ex as the current handle. */
+nfsstat4 uiw__nfs4_issue_root(struct uiw__nfs4_c *c, struct uiw__vfs *v,
+                              struct uiw__nfs_export *ex);
 /* RFC 8881 section 18.9.3's checks of a component name, copied into out: NFS4ERR_INVAL
  * for an empty one, NFS4ERR_BADNAME for "." and ".." and one with '/' or NUL,
  * NFS4ERR_NAMETOOLONG past NAME_MAX. */
@@ -133,8 +136,38 @@ nfsstat4 uiw__nfs4_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ
                            READDIR4resok *r);
 nfsstat4 uiw__nfs4_secinfo(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SECINFO4args *a,
                            SECINFO4resok *r);
-/* The flavors the export takes from the caller, as SECINFO's list (SECINFO_NO_NAME's too). */
+/* The flavors the export takes from the caller, as SECINFO's list (SECINFO_NO_NAME's too;
+ * ex NULL: a pseudo directory's, AUTH_SYS and AUTH_NONE). */
 nfsstat4 uiw__nfs4_flavors(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex,
                            SECINFO4resok *r);
+/* An entry's attributes as READDIR gives them when st failed them: rdattr_error alone
+ * when req asks for it (section 18.23.3; NFS4_OK), else st, which fails the READDIR. */
+nfsstat4 uiw__nfs4_rdattr_error(struct uiw__nfs4_c *c, nfsstat4 st, const bitmap4 *req,
+                                fattr4 *out);
+
+/* ---- the pseudo file system (nfs4pseudo.c) ---- */
+
+/* Whether PUTROOTFH gives the pseudo root: more than one export the caller may see, none
+ * at "/". */
+int uiw__nfs4_pseudo_active(struct uiw__nfs4_c *c, struct uiw__vfs *v);
+/* Whether f is a pseudo directory's handle (its node in *node, which may be NULL). */
+int uiw__nfs4_is_pseudo(const struct uiw__nfs4_fh *f, uint64_t *node);
+/* PUTROOTFH's pseudo root, PUTFH of a pseudo handle (NFS4ERR_STALE when it joins nothing
+ * now), as the current handle. */
+nfsstat4 uiw__nfs4_pseudo_root(struct uiw__nfs4_c *c);
+nfsstat4 uiw__nfs4_pseudo_put(struct uiw__nfs4_c *c, struct uiw__vfs *v, const nfs_fh3 *h);
+/* LOOKUP of name in the current pseudo directory (NULL: LOOKUPP), and LOOKUPP from the
+ * root of export ex (NFS4ERR_NOENT with no pseudo file system). */
+nfsstat4 uiw__nfs4_pseudo_lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *name);
+nfsstat4 uiw__nfs4_pseudo_up(struct uiw__nfs4_c *c, struct uiw__vfs *v,
+                             const struct uiw__nfs_export *ex);
+/* The mounted_on_fileid of export ex's root (fileid: its own): its directory's in the
+ * pseudo file system. */
+uint64_t uiw__nfs4_pseudo_mounted_on(struct uiw__nfs4_c *c, struct uiw__vfs *v,
+                                     const struct uiw__nfs_export *ex, uint64_t fileid);
+nfsstat4 uiw__nfs4_pseudo_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const bitmap4 *req,
+                                  fattr4 *out);
+nfsstat4 uiw__nfs4_pseudo_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READDIR4args *a,
+                                  READDIR4resok *r);
 
 #endif

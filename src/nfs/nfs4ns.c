@@ -452,21 +452,9 @@ static nfsstat4 entry_attrs(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct ui
         st = uiw__nfs4_encode(c, fd, &sb, ex, &fh, (uint64_t)sb.st_ino, req, out, 1024);
     if (fd >= 0)
         close(fd);
-    if (st == NFS4_OK || st == NFS4ERR_SERVERFAULT || st == NFS4ERR_INVAL ||
-        req->bitmap4_len == 0 || !(req->bitmap4_val[0] & (1u << FATTR4_RDATTR_ERROR)))
+    if (st == NFS4_OK || st == NFS4ERR_SERVERFAULT || st == NFS4ERR_INVAL)
         return st;
-    /* the entry with its error alone (section 18.23.3) */
-    uint32_t *mask = uiw__nfs4_alloc(c, sizeof(uint32_t));
-    uint32_t *val = uiw__nfs4_alloc(c, sizeof(uint32_t));
-    if (!mask || !val)
-        return NFS4ERR_SERVERFAULT;
-    *mask = 1u << FATTR4_RDATTR_ERROR;
-    *val = htonl((uint32_t)st);
-    out->attrmask.bitmap4_len = 1;
-    out->attrmask.bitmap4_val = mask;
-    out->attr_vals.attrlist4_len = 4;
-    out->attr_vals.attrlist4_val = (char *)val;
-    return NFS4_OK;
+    return uiw__nfs4_rdattr_error(c, st, req, out);
 }
 
 nfsstat4 uiw__nfs4_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READDIR4args *a,
@@ -476,6 +464,8 @@ nfsstat4 uiw__nfs4_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ
         return NFS4ERR_NOFILEHANDLE;
     if (a->cookie == 1 || a->cookie == 2)
         return NFS4ERR_BAD_COOKIE; /* reserved (section 18.23.3) */
+    if (uiw__nfs4_is_pseudo(&c->cur, NULL))
+        return uiw__nfs4_pseudo_readdir(c, v, a, r);
     int dfd;
     struct uiw__nfs_export *ex;
     nfsstat4 st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex);
@@ -569,6 +559,23 @@ nfsstat4 uiw__nfs4_secinfo(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SECI
     nfsstat4 st = uiw__nfs4_name(&a->name, name);
     if (st != NFS4_OK)
         return st;
+    if (uiw__nfs4_is_pseudo(&c->cur, NULL)) {
+        /* the entry's: an export's, or a pseudo directory's */
+        st = uiw__nfs4_pseudo_lookup(c, v, name);
+        struct uiw__nfs_export *ex = NULL;
+        nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
+        if (st == NFS4ERR_WRONGSEC || st == NFS4ERR_ACCESS) {
+            return st;
+        }
+        if (st == NFS4_OK && !uiw__nfs4_is_pseudo(&c->cur, NULL) &&
+            uiw__nfs_fh_export(c->s, &h, &ex) != NFS3_OK)
+            st = NFS4ERR_STALE;
+        if (st == NFS4_OK)
+            st = uiw__nfs4_flavors(c, ex, r);
+        if (st == NFS4_OK)
+            c->cur.len = 0;
+        return st;
+    }
     int dfd;
     struct uiw__nfs_export *ex;
     nfs_fh3 h = uiw__nfs4_fh3(&c->cur);

@@ -75,6 +75,11 @@ uint64_t uiw__nfs_fh_tag(int fd);
  * ours). */
 void uiw__nfs_fh_encode(const struct uiw__nfsd_fh *fh, nfs_fh3 *out, char buf[UIW__NFS_FH_MAX]);
 int uiw__nfs_fh_decode(const nfs_fh3 *h, struct uiw__nfsd_fh *fh);
+/* A handle of a directory of NFSv4's pseudo file system (nfs4pseudo.c), named by its node
+ * (a hash of its path); no NFSv3 call takes it (uiw__nfs_fh_decode refuses it). */
+void uiw__nfs_fh_pseudo(uint64_t node, nfs_fh3 *out, char buf[UIW__NFS_FH_MAX]);
+/* Whether h is such a handle, and its node. */
+int uiw__nfs_fh_pseudo_node(const nfs_fh3 *h, uint64_t *node);
 /* What a handle of export ex names for the open file fd (wherever it is). 0 or -errno. */
 int uiw__nfs_fh_of(struct uiw__nfsd *s, const struct uiw__nfs_export *ex, int fd,
                    struct uiw__nfsd_fh *fh);

@@ -687,3 +687,161 @@ TEST(nfs4_ns_secinfo_putpubfh)
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
     done(&v, &t);
 }
+
+/* One attribute (fsid, fileid, mounted_on_fileid: 64-bit words) of a GETATTR's result. */
+struct fsattrs {
+    uint32_t type, mode;
+    uint64_t fsid_major, fsid_minor, fileid, mounted_on;
+};
+
+static void getattr_fs_op(nfs_argop4 *a, uint32_t mask[2])
+{
+    op(a, OP_GETATTR);
+    mask[0] = (1u << FATTR4_TYPE) | (1u << FATTR4_FSID) | (1u << FATTR4_FILEID);
+    mask[1] = (1u << (FATTR4_MODE - 32)) | (1u << (FATTR4_MOUNTED_ON_FILEID - 32));
+    a->nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 2;
+    a->nfs_argop4_u.opgetattr.attr_request.bitmap4_val = mask;
+}
+
+static struct fsattrs fsattrs_of(const nfs_resop4 *r)
+{
+    const fattr4 *f = &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+    struct fsattrs o;
+    XDR x;
+    xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
+    CHECK(xdr_uint32_t(&x, &o.type) && xdr_uint64_t(&x, &o.fsid_major) &&
+          xdr_uint64_t(&x, &o.fsid_minor) && xdr_uint64_t(&x, &o.fileid) &&
+          xdr_uint32_t(&x, &o.mode) && xdr_uint64_t(&x, &o.mounted_on));
+    CHECK_EQ(xdr_getpos(&x), f->attr_vals.attrlist4_len);
+    xdr_destroy(&x);
+    return o;
+}
+
+/* The pseudo file system of two exports (and a third this client may not see): LOOKUP
+ * from the pseudo root down the exports' paths, READDIR of its directories, the fsid
+ * changing into an export, LOOKUPP back out, read-only. */
+TEST(nfs4_ns_pseudo_fs)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    snprintf(v.dir, sizeof(v.dir), "/tmp/uiw-nfs4-pseudo.XXXXXX");
+    CHECK(mkdtemp(v.dir) != NULL);
+    CHECK_EQ(chmod(v.dir, 0755), 0);
+    const char *subs[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(mkdir(path_in(&v, subs[i]), 0755), 0);
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.nfs4 = 1;
+    srv_exports_opts(&v,
+                     "%s/a 127.0.0.1(rw,insecure)\n%s/b 127.0.0.1(ro,insecure)\n"
+                     "%s/c 192.0.2.1(rw)\n",
+                     &o);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 16);
+    nfs_argop4 a[16];
+    COMPOUND4res res;
+    uint32_t m0[2], m1[2], m2[2];
+
+    /* the root: a directory 0555 of its own fsid, with one entry on the way to the
+     * exports (their path's first component) */
+    char comps[8][64];
+    unsigned nc = 0;
+    char tmp[256];
+    snprintf(tmp, sizeof(tmp), "%s", v.dir);
+    for (char *s = strtok(tmp, "/"); s && nc < 8; s = strtok(NULL, "/"))
+        snprintf(comps[nc++], sizeof(comps[0]), "%s", s);
+    CHECK(nc >= 2 && nc <= 8);
+    op(&a[1], OP_PUTROOTFH);
+    getattr_fs_op(&a[2], m0);
+    op(&a[3], OP_READDIR);
+    uint32_t rmask = 1u << FATTR4_TYPE;
+    a[3].nfs_argop4_u.opreaddir.maxcount = 4096;
+    a[3].nfs_argop4_u.opreaddir.attr_request.bitmap4_len = 1;
+    a[3].nfs_argop4_u.opreaddir.attr_request.bitmap4_val = &rmask;
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    struct fsattrs root = fsattrs_of(&res.resarray.resarray_val[2]);
+    CHECK_EQ(root.type, NF4DIR);
+    CHECK_EQ(root.mode, 0555);
+    CHECK_EQ(root.fsid_minor, 1);
+    CHECK_EQ(root.mounted_on, root.fileid);
+    READDIR4resok *rd = &res.resarray.resarray_val[3].nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+    CHECK(rd->reply.eof);
+    CHECK(rd->reply.entries != NULL && rd->reply.entries->nextentry == NULL);
+    CHECK_EQ(rd->reply.entries->name.utf8string_len, strlen(comps[0]));
+    CHECK(memcmp(rd->reply.entries->name.utf8string_val, comps[0], strlen(comps[0])) == 0);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* down to the directory of the exports: READDIR there shows a and b, not c */
+    op(&a[1], OP_PUTROOTFH);
+    for (unsigned i = 0; i < nc; i++)
+        lookup_op(&a[2 + i], comps[i]);
+    unsigned k = 2 + nc;
+    op(&a[k], OP_GETFH);
+    getattr_fs_op(&a[k + 1], m1);
+    op(&a[k + 2], OP_READDIR);
+    a[k + 2].nfs_argop4_u.opreaddir.maxcount = 4096;
+    a[k + 2].nfs_argop4_u.opreaddir.attr_request.bitmap4_len = 1;
+    a[k + 2].nfs_argop4_u.opreaddir.attr_request.bitmap4_val = &rmask;
+    CHECK_EQ(run(&t, a, k + 3, &res), NFS4_OK);
+    nfs_fh4 *pf = &res.resarray.resarray_val[k].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    char pfh[NFS4_FHSIZE];
+    u_int pfl = pf->nfs_fh4_len;
+    memcpy(pfh, pf->nfs_fh4_val, pfl);
+    struct fsattrs pd = fsattrs_of(&res.resarray.resarray_val[k + 1]);
+    CHECK_EQ(pd.fsid_minor, 1);
+    CHECK(pd.fileid != root.fileid);
+    rd = &res.resarray.resarray_val[k + 2].nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+    unsigned seen = 0;
+    for (entry4 *e = rd->reply.entries; e; e = e->nextentry) {
+        CHECK_EQ(e->name.utf8string_len, 1);
+        CHECK(e->name.utf8string_val[0] == 'a' || e->name.utf8string_val[0] == 'b');
+        seen |= 1u << (e->name.utf8string_val[0] - 'a');
+    }
+    CHECK_EQ(seen, 3u);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* into a: another fsid (a mount point), its own fileid, mounted on the pseudo
+     * directory's entry; LOOKUPP back out gives the pseudo directory */
+    op(&a[1], OP_PUTFH);
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_len = pfl;
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_val = pfh;
+    lookup_op(&a[2], "a");
+    getattr_fs_op(&a[3], m2);
+    op(&a[4], OP_LOOKUPP);
+    op(&a[5], OP_GETFH);
+    CHECK_EQ(run(&t, a, 6, &res), NFS4_OK);
+    struct fsattrs ea = fsattrs_of(&res.resarray.resarray_val[3]);
+    CHECK_EQ(ea.fsid_minor, 0);
+    CHECK_EQ(ea.type, NF4DIR);
+    CHECK_EQ(ea.fileid, (uint64_t)lstat_ok(path_in(&v, "a")).st_ino);
+    CHECK(ea.mounted_on != ea.fileid); /* the pseudo directory's entry's */
+    nfs_fh4 *back = &res.resarray.resarray_val[5].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    CHECK_EQ(back->nfs_fh4_len, pfl);
+    CHECK(memcmp(back->nfs_fh4_val, pfh, pfl) == 0);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+
+    /* c is not there for this client; pseudo directories are read-only */
+    lookup_op(&a[2], "c");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_NOENT);
+    create_op(&a[2], NF4DIR, "new");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ROFS);
+    op(&a[2], OP_REMOVE);
+    name4(&a[2].nfs_argop4_u.opremove.target, "a");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ROFS);
+    op(&a[2], OP_READLINK);
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ISDIR);
+    op(&a[2], OP_ACCESS);
+    a[2].nfs_argop4_u.opaccess.access = ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_MODIFY;
+    CHECK_EQ(run(&t, a, 3, &res), NFS4_OK);
+    ACCESS4resok *ac = &res.resarray.resarray_val[2].nfs_resop4_u.opaccess.ACCESS4res_u.resok4;
+    CHECK_EQ(ac->access, ACCESS4_READ | ACCESS4_LOOKUP);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    /* LOOKUPP of the root: NFS4ERR_NOENT */
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_LOOKUPP);
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_NOENT);
+    t4_close(&t);
+    srv_stop(&v);
+}
