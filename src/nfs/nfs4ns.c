@@ -146,7 +146,7 @@ nfsstat4 uiw__nfs4_create(struct uiw__nfs4_c *c, struct uiw__vfs *v, const CREAT
     if (st == NFS4_OK && a->objtype.type == NF4LNK &&
         a->objtype.createtype4_u.linkdata.linktext4_len == 0)
         st = NFS4ERR_INVAL; /* section 18.4.3 */
-    struct uiw__vfs_sattr sa;
+    struct uiw__vfs_sattr sa = {0};
     uint32_t *set = uiw__nfs4_alloc(c, UIW__NFS4_ATTR_WORDS * sizeof(uint32_t));
     if (st == NFS4_OK && !set)
         st = NFS4ERR_SERVERFAULT;
