@@ -93,7 +93,7 @@ static int is_dot(const char *n)
 }
 
 /* sattr3 as the file-system layer takes it. */
-static nfsstat3 setattr3(struct call *c, int fd, const sattr3 *a)
+static void sattr_of(const sattr3 *a, struct uiw__vfs_sattr *out)
 {
     struct uiw__vfs_sattr v = {0};
     if (a->mode.set_it) {
@@ -128,6 +128,13 @@ static nfsstat3 setattr3(struct call *c, int fd, const sattr3 *a)
             v.mtime.tv_nsec = a->mtime.set_mtime_u.mtime.nseconds;
         }
     }
+    *out = v;
+}
+
+static nfsstat3 setattr3(struct call *c, int fd, const sattr3 *a)
+{
+    struct uiw__vfs_sattr v;
+    sattr_of(a, &v);
     return uiw__vfs_setattr(&c->v, fd, &v);
 }
 
@@ -458,77 +465,19 @@ static void made(struct call *c, struct uiw__nfs_export *ex, int dfd, const char
     close(fd);
 }
 
-/* CREATE's making of the file `name` in dfd, as the caller. */
+/* CREATE's making of the file `name` in dfd, as the caller (vfs.c, shared with NFSv4's
+ * OPEN). */
 static nfsstat3 make_file(struct call *c, int dfd, const char *name, const void *how)
 {
     const CREATE3args *a = how;
-    nfsstat3 st = NFS3_OK;
-    int fd = -1;
-    const sattr3 *sa = &a->how.createhow3_u.obj_attributes;
-    switch (a->how.mode) {
-    case UNCHECKED:
-    case GUARDED: {
-        mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
-        int fl = O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-        fd = openat(dfd, name, fl, mode);
-        if (fd < 0 && errno == EEXIST && a->how.mode == UNCHECKED) {
-            /* UNCHECKED of a file that is there: only its size is set, as knfsd does
-             * (not its mode or owner: another's file keeps them) */
-            fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-            struct stat sb;
-            if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
-                st = NFS3ERR_EXIST;
-                break;
-            }
-            if (fd >= 0) {
-                sattr3 size_only;
-                memset(&size_only, 0, sizeof(size_only));
-                size_only.size = sa->size;
-                st = setattr3(c, fd, &size_only);
-                break;
-            }
-        }
-        if (fd < 0) {
-            st = uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
-            break;
-        }
-        st = setattr3(c, fd, sa); /* the mode again: past the umask */
-        if (st != NFS3_OK)
-            unlinkat(dfd, name, 0); /* made but not as asked (a chown refused): undone */
-        break;
-    }
-    case EXCLUSIVE: {
-        /* The verifier lives in the new file's atime and mtime (seconds) until the
-         * client's SETATTR that follows sets real ones: a retransmitted CREATE finds it
-         * and succeeds, anyone else's gets NFS3ERR_EXIST. */
-        const unsigned char *v = (const unsigned char *)a->how.createhow3_u.verf;
-        struct timespec ts[2] = {
-            {(time_t)((uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 | (uint32_t)v[2] << 8 | v[3]), 0},
-            {(time_t)((uint32_t)v[4] << 24 | (uint32_t)v[5] << 16 | (uint32_t)v[6] << 8 | v[7]),
-             0}};
-        fd = openat(dfd, name, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            if (futimens(fd, ts) != 0)
-                st = uiw__nfsd_errno(errno);
-            break;
-        }
-        if (errno != EEXIST) {
-            st = uiw__nfsd_errno(errno);
-            break;
-        }
-        struct stat was;
-        if (fstatat(dfd, name, &was, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(was.st_mode) &&
-            was.st_atim.tv_sec == ts[0].tv_sec && was.st_mtim.tv_sec == ts[1].tv_sec &&
-            was.st_atim.tv_nsec == 0 && was.st_mtim.tv_nsec == 0)
-            break; /* our own earlier reply was lost */
-        st = NFS3ERR_EXIST;
-        break;
-    }
-    default:
-        st = NFS3ERR_INVAL;
-    }
-    closefd(fd);
-    return st;
+    if (a->how.mode > EXCLUSIVE)
+        return NFS3ERR_INVAL;
+    struct uiw__vfs_sattr sa = {0};
+    if (a->how.mode != EXCLUSIVE)
+        sattr_of(&a->how.createhow3_u.obj_attributes, &sa);
+    int made;
+    return uiw__vfs_create(&c->v, dfd, name, (int)a->how.mode, &sa, a->how.createhow3_u.verf,
+                           &made);
 }
 
 /* MKDIR's, as the caller. */

@@ -398,6 +398,69 @@ void uiw__vfs_file_counts(struct uiw__nfsd *s, unsigned long *hits, unsigned lon
     *opens = atomic_load_explicit(&s->vfs->file_opens, memory_order_relaxed);
 }
 
+nfsstat3 uiw__vfs_create(struct uiw__vfs *v, int dfd, const char *name, int how,
+                         const struct uiw__vfs_sattr *sa, const char verf[8], int *made)
+{
+    nfsstat3 st = NFS3_OK;
+    int fd = -1;
+    *made = 0;
+    if (how == UIW__VFS_EXCLUSIVE) {
+        /* The verifier lives in the new file's atime and mtime (seconds) until the
+         * client's SETATTR that follows sets real ones: a retransmitted create finds it
+         * and succeeds, anyone else's gets NFS3ERR_EXIST. */
+        const unsigned char *b = (const unsigned char *)verf;
+        struct timespec ts[2] = {
+            {(time_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]), 0},
+            {(time_t)((uint32_t)b[4] << 24 | (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7]),
+             0}};
+        fd = openat(dfd, name, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            *made = 1;
+            if (futimens(fd, ts) != 0)
+                st = uiw__nfsd_errno(errno);
+            close(fd);
+            return st;
+        }
+        if (errno != EEXIST)
+            return uiw__nfsd_errno(errno);
+        struct stat was;
+        if (fstatat(dfd, name, &was, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(was.st_mode) &&
+            was.st_atim.tv_sec == ts[0].tv_sec && was.st_mtim.tv_sec == ts[1].tv_sec &&
+            was.st_atim.tv_nsec == 0 && was.st_mtim.tv_nsec == 0)
+            return NFS3_OK; /* our own earlier reply was lost */
+        return NFS3ERR_EXIST;
+    }
+    mode_t mode = sa->set & UIW__VFS_MODE ? sa->mode & 07777 : 0644;
+    int fl = O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    fd = openat(dfd, name, fl, mode);
+    if (fd < 0 && errno == EEXIST && how == UIW__VFS_UNCHECKED) {
+        /* UNCHECKED of a file that is there: only its size is set, as knfsd does (not
+         * its mode or owner: another's file keeps them) */
+        fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat sb;
+        if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+            close(fd);
+            return NFS3ERR_EXIST;
+        }
+        if (fd >= 0) {
+            struct uiw__vfs_sattr size_only = {0};
+            size_only.set = sa->set & UIW__VFS_SIZE;
+            size_only.size = sa->size;
+            st = uiw__vfs_setattr(v, fd, &size_only);
+            close(fd);
+            return st;
+        }
+    }
+    if (fd < 0)
+        return uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
+    *made = 1;
+    st = uiw__vfs_setattr(v, fd, sa); /* the mode again: past the umask */
+    if (st != NFS3_OK)
+        unlinkat(dfd, name, 0); /* made but not as asked (a chown refused): undone */
+    close(fd);
+    return st;
+}
+
 nfsstat3 uiw__vfs_setattr(struct uiw__vfs *v, int fd, const struct uiw__vfs_sattr *a)
 {
     struct stat sb;

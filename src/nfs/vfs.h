@@ -94,6 +94,15 @@ struct uiw__vfs_sattr {
 /* Apply a to the file behind fd, as the caller (entered by the caller of this). */
 nfsstat3 uiw__vfs_setattr(struct uiw__vfs *v, int fd, const struct uiw__vfs_sattr *a);
 
+/* Create the regular file `name` in dfd, as the caller (entered by the caller of this):
+ * how UIW__VFS_UNCHECKED (a regular file there is kept, only a's size applied to it),
+ * UIW__VFS_GUARDED (NFS3ERR_EXIST when there) or UIW__VFS_EXCLUSIVE (verf kept in the
+ * file's atime and mtime: a file there with that verifier is this create's, made before
+ * and answered NFS3_OK; a not applied). *made: whether the file was made now. */
+enum { UIW__VFS_UNCHECKED = 0, UIW__VFS_GUARDED = 1, UIW__VFS_EXCLUSIVE = 2 };
+nfsstat3 uiw__vfs_create(struct uiw__vfs *v, int dfd, const char *name, int how,
+                         const struct uiw__vfs_sattr *a, const char verf[8], int *made);
+
 /* A change to the object behind fd, on a `sync` export, reaches stable storage now. */
 void uiw__vfs_durable(struct uiw__vfs *v, int fd);
 
