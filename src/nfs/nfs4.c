@@ -23,6 +23,9 @@
  *     it does not admit; PUTPUBFH is PUTROOTFH.
  *   - the namespace (nfs4ns.c): CREATE, REMOVE, RENAME, LINK, READLINK, SETATTR, READDIR,
  *     SECINFO; VERIFY and NVERIFY (nfs4attr.c compares the encoded attributes).
+ *   - opens and I/O (nfs4open.c, their state nfs4stid.c): OPEN, OPEN_DOWNGRADE, CLOSE,
+ *     READ, WRITE, COMMIT, TEST_STATEID, FREE_STATEID; SAVEFH and RESTOREFH carry the
+ *     current stateid with the current handle. A reply holds its READs' data.
  * Every other operation gets NFS4ERR_NOTSUPP.
  */
 #include <errno.h>
@@ -37,7 +40,7 @@
 #include "nfs/nfs4int.h"
 #include "nfs/xdr_data.h"
 
-/* The reply's room: no READ or READDIR yet, so the replies are small. */
+/* The reply's room past the data of its READs (c->read_bytes). */
 #define REPLY_MAX 65536u
 /* A COMPOUND of more operations is refused before any runs. */
 #define OPS_MAX NFS4_OPS_DECODE
@@ -437,13 +440,17 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
         break;
     case OP_SAVEFH:
         st = c->cur.len ? NFS4_OK : NFS4ERR_NOFILEHANDLE;
-        if (st == NFS4_OK)
+        if (st == NFS4_OK) {
             c->saved = c->cur;
+            uiw__nfs4_sid_save(c);
+        }
         break;
     case OP_RESTOREFH:
         st = c->saved.len ? NFS4_OK : NFS4ERR_RESTOREFH;
-        if (st == NFS4_OK)
+        if (st == NFS4_OK) {
             c->cur = c->saved;
+            uiw__nfs4_sid_restore(c);
+        }
         break;
     case OP_LOOKUP:
         st = op_lookup(c, &v, &a->nfs_argop4_u.oplookup);
@@ -504,6 +511,38 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
             st = op == OP_VERIFY ? NFS4ERR_NOT_SAME : NFS4ERR_SAME;
         break;
     }
+    case OP_OPEN:
+        st = uiw__nfs4_open(c, &v, &a->nfs_argop4_u.opopen,
+                            &r->nfs_resop4_u.opopen.OPEN4res_u.resok4);
+        break;
+    case OP_OPEN_DOWNGRADE:
+        st =
+            uiw__nfs4_open_downgrade(c, &v, &a->nfs_argop4_u.opopen_downgrade,
+                                     &r->nfs_resop4_u.opopen_downgrade.OPEN_DOWNGRADE4res_u.resok4);
+        break;
+    case OP_CLOSE:
+        st = uiw__nfs4_close(c, &v, &a->nfs_argop4_u.opclose,
+                             &r->nfs_resop4_u.opclose.CLOSE4res_u.open_stateid);
+        break;
+    case OP_READ:
+        st = uiw__nfs4_read(c, &v, &a->nfs_argop4_u.opread,
+                            &r->nfs_resop4_u.opread.READ4res_u.resok4);
+        break;
+    case OP_WRITE:
+        st = uiw__nfs4_write(c, &v, &a->nfs_argop4_u.opwrite,
+                             &r->nfs_resop4_u.opwrite.WRITE4res_u.resok4);
+        break;
+    case OP_COMMIT:
+        st = uiw__nfs4_commit(c, &v, &a->nfs_argop4_u.opcommit,
+                              &r->nfs_resop4_u.opcommit.COMMIT4res_u.resok4);
+        break;
+    case OP_TEST_STATEID:
+        st = uiw__nfs4_test_stateid(c, &a->nfs_argop4_u.optest_stateid,
+                                    &r->nfs_resop4_u.optest_stateid.TEST_STATEID4res_u.tsr_resok4);
+        break;
+    case OP_FREE_STATEID:
+        st = uiw__nfs4_free_stateid(c, &a->nfs_argop4_u.opfree_stateid);
+        break;
     default:
         break;
     }
@@ -757,9 +796,9 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     if (c->replay) {
         b.p = c->replay; /* a retry: the bytes of the first reply */
         b.len = (u_int)c->replay_len;
-    } else if ((b.p = malloc(REPLY_MAX)) != NULL) {
+    } else if ((b.p = malloc(REPLY_MAX + c->read_bytes)) != NULL) {
         XDR x;
-        xdrmem_create(&x, b.p, REPLY_MAX, XDR_ENCODE);
+        xdrmem_create(&x, b.p, (u_int)(REPLY_MAX + c->read_bytes), XDR_ENCODE);
         if (enc_res(&x, c))
             b.len = xdr_getpos(&x);
         xdr_destroy(&x);

@@ -41,6 +41,12 @@ struct uiw__nfs4_c {
     nfs_argop4 *args;
     nfs_resop4 *res;
     struct uiw__nfs4_mem *mem; /* reply memory, freed after the reply */
+    /* the current stateid (RFC 8881 section 16.2.3.1.2), of the file whose handle was
+     * current when an operation set it (cur_sid_fh.len 0: none) */
+    stateid4 cur_sid;
+    struct uiw__nfs4_fh cur_sid_fh, saved_sid_fh;
+    stateid4 saved_sid;
+    size_t read_bytes; /* READ data in the results, for the reply's room */
 };
 
 /* n bytes that live until the reply is sent (NULL: no memory). */
@@ -169,5 +175,58 @@ nfsstat4 uiw__nfs4_pseudo_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, con
                                   fattr4 *out);
 nfsstat4 uiw__nfs4_pseudo_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READDIR4args *a,
                                   READDIR4resok *r);
+
+/* ---- open state (nfs4stid.c) and its operations (nfs4open.c) ---- */
+
+/* The stateids (and owners) one client may hold: past it, OPEN gets NFS4ERR_RESOURCE. */
+#define UIW__NFS4_STIDS_MAX 4096u
+
+struct uiw__nfs4_stids;
+struct uiw__nfs4_stids *uiw__nfs4_stids_create(void);
+void uiw__nfs4_stids_destroy(struct uiw__nfs4_stids *t);
+/* The cap of stateids and owners per client (tests). */
+void uiw__nfs4_stids_set_max(struct uiw__nfs4_stids *t, unsigned max);
+/* The client went (its lease ran out, or it was destroyed): its state goes with it. */
+void uiw__nfs4_stids_client_gone(struct uiw__nfs4_stids *t, clientid4 cid);
+/* The server's stateids, and the client ID of the COMPOUND's session (0: none). */
+struct uiw__nfs4_stids *uiw__nfs4_state_stids(struct uiw__nfs4_state *st);
+clientid4 uiw__nfs4_session_client(struct uiw__nfs4_state *st, const struct uiw__nfs4_slotref *ref);
+
+/* Whether s is one of the special stateids (its `other` all zeros or all ones). */
+int uiw__nfs4_stid_special(const stateid4 *s);
+/* OPEN's state: a new open of owner o on (dev, ino), or the upgrade of its open there;
+ * NFS4ERR_SHARE_DENIED against another open's share reservation. */
+nfsstat4 uiw__nfs4_stid_open(struct uiw__nfs4_stids *t, clientid4 cid, const open_owner4 *o,
+                             dev_t dev, ino_t ino, uint32_t access, uint32_t deny, stateid4 *out);
+nfsstat4 uiw__nfs4_stid_downgrade(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                                  const stateid4 *in, uint32_t access, uint32_t deny,
+                                  stateid4 *out);
+nfsstat4 uiw__nfs4_stid_close(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const stateid4 *in);
+/* May the stateid `in` read (write 0) or write the file (dev, ino)? */
+nfsstat4 uiw__nfs4_stid_io(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                           const stateid4 *in, int write);
+nfsstat4 uiw__nfs4_stid_test(struct uiw__nfs4_stids *t, clientid4 cid, const stateid4 *in);
+nfsstat4 uiw__nfs4_stid_free(struct uiw__nfs4_stids *t, clientid4 cid, const stateid4 *in);
+
+/* The operations of nfs4open.c, for run_op: operation i of the COMPOUND. */
+nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4args *a,
+                        OPEN4resok *r);
+nfsstat4 uiw__nfs4_open_downgrade(struct uiw__nfs4_c *c, struct uiw__vfs *v,
+                                  const OPEN_DOWNGRADE4args *a, OPEN_DOWNGRADE4resok *r);
+nfsstat4 uiw__nfs4_close(struct uiw__nfs4_c *c, struct uiw__vfs *v, const CLOSE4args *a,
+                         stateid4 *r);
+nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4args *a,
+                        READ4resok *r);
+nfsstat4 uiw__nfs4_write(struct uiw__nfs4_c *c, struct uiw__vfs *v, const WRITE4args *a,
+                         WRITE4resok *r);
+nfsstat4 uiw__nfs4_commit(struct uiw__nfs4_c *c, struct uiw__vfs *v, const COMMIT4args *a,
+                          COMMIT4resok *r);
+nfsstat4 uiw__nfs4_test_stateid(struct uiw__nfs4_c *c, const TEST_STATEID4args *a,
+                                TEST_STATEID4resok *r);
+nfsstat4 uiw__nfs4_free_stateid(struct uiw__nfs4_c *c, const FREE_STATEID4args *a);
+/* SAVEFH and RESTOREFH carry the current stateid with the handle. */
+void uiw__nfs4_sid_save(struct uiw__nfs4_c *c);
+void uiw__nfs4_sid_restore(struct uiw__nfs4_c *c);
 
 #endif

@@ -13,9 +13,9 @@
  * protection). Each session's fore channel has a slot table with the seqid rules of
  * section 2.10.6.1; a slot keeps its last reply when the client asked for it (sa_cachethis)
  * or when the reply is the SEQUENCE alone. SEQUENCE and CREATE_SESSION renew the lease;
- * a client that renews it for a whole lease goes with its sessions (there is no other
- * state yet to keep for it, nor courtesy for a client that comes back late). What a
- * client holds is bounded: sessions per client and client records (see below).
+ * a client that does not renew it for a whole lease goes with its sessions and its
+ * opens (nfs4stid.c; no courtesy for a client that comes back late). What a client
+ * holds is bounded: sessions per client and client records (see below).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "nfs/nfs4grace.h"
-#include "nfs/nfs4state.h"
+#include "nfs/nfs4int.h"
 
 /* Sessions of one client at once: CREATE_SESSION past them gets NFS4ERR_NOSPC (section
  * 18.36.4: the server lacks the resources), so that a client that makes sessions in a
@@ -80,6 +80,7 @@ struct uiw__nfs4_state {
     int64_t scanned_ns;            /* the last look for expired leases */
     struct uiw__nfs4_grace *grace; /* client records and the grace period (NULL: none) */
     char owner[64];
+    struct uiw__nfs4_stids *stids; /* the open state (nfs4stid.c) */
 };
 
 static int64_t now_ns(void)
@@ -105,6 +106,12 @@ struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s, const char *sta
     st->next_id = 1;
     st->next_session = 1;
     st->lease = lease_s;
+    st->stids = uiw__nfs4_stids_create();
+    if (!st->stids) {
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+        return NULL;
+    }
     char host[48] = "";
     gethostname(host, sizeof(host) - 1);
     strcpy(st->owner, "uiw-nfsd:");
@@ -149,6 +156,7 @@ static void drop_client(struct uiw__nfs4_state *st, struct client *clp)
     drop_sessions(st, clp);
     if (clp->confirmed)
         uiw__nfs4_grace_forget(st->grace, clp->owner, clp->ownerlen);
+    uiw__nfs4_stids_client_gone(st->stids, clp->id);
     for (struct client **pp = &st->clients; *pp; pp = &(*pp)->next) {
         if (*pp == clp) {
             *pp = clp->next;
@@ -168,6 +176,7 @@ void uiw__nfs4_state_destroy(struct uiw__nfs4_state *st)
     st->grace = NULL;
     while (st->clients)
         drop_client(st, st->clients);
+    uiw__nfs4_stids_destroy(st->stids);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
@@ -528,6 +537,21 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
 out:
     pthread_mutex_unlock(&st->lock);
     return rc;
+}
+
+struct uiw__nfs4_stids *uiw__nfs4_state_stids(struct uiw__nfs4_state *st)
+{
+    return st->stids;
+}
+
+clientid4 uiw__nfs4_session_client(struct uiw__nfs4_state *st, const struct uiw__nfs4_slotref *ref)
+{
+    clientid4 id = 0;
+    pthread_mutex_lock(&st->lock);
+    if (ref->ses && ref->ses->clp)
+        id = ref->ses->clp->id;
+    pthread_mutex_unlock(&st->lock);
+    return id;
 }
 
 uint32_t uiw__nfs4_session_max_ops(const struct uiw__nfs4_slotref *ref)

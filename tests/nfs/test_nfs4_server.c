@@ -17,6 +17,7 @@
 
 #include "interop.h"
 #include "io/pcap.h"
+#include "nfs/nfs4int.h"
 #include "nfs/nfs4state.h"
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
@@ -992,4 +993,582 @@ TEST(nfs4_grace_after_restart)
     CHECK_EQ(records(dir, "grace-a", &found), 0);
     srv_stop(&v);
     it_rmtree(dir);
+}
+
+/* ---- opens, stateids and I/O (nfs4open.c, nfs4stid.c) ---- */
+
+/* SEQUENCE (slot 0) as a[0], then a[1..n-1]; the COMPOUND's status. */
+static nfsstat4 run(struct t4 *t, nfs_argop4 *a, unsigned n, COMPOUND4res *res)
+{
+    next_seq(t, &a[0]);
+    compound(t, a, n, res);
+    return res->status;
+}
+
+static nfs_resop4 *res_at(COMPOUND4res *res, unsigned i)
+{
+    CHECK(i < res->resarray.resarray_len);
+    return &res->resarray.resarray_val[i];
+}
+
+static void done(COMPOUND4res *res)
+{
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)res);
+}
+
+/* OPEN of `name` in the current directory (NULL: CLAIM_FH, the current file) by owner,
+ * without creating. */
+static void open_arg(nfs_argop4 *a, const char *owner, uint32_t access, uint32_t deny,
+                     const char *name)
+{
+    op(a, OP_OPEN);
+    OPEN4args *o = &a->nfs_argop4_u.opopen;
+    o->share_access = access;
+    o->share_deny = deny;
+    o->owner.owner.owner_len = (u_int)strlen(owner);
+    o->owner.owner.owner_val = (char *)(uintptr_t)owner;
+    o->openhow.opentype = OPEN4_NOCREATE;
+    o->claim.claim = name ? CLAIM_NULL : CLAIM_FH;
+    if (name) {
+        o->claim.open_claim4_u.file.utf8string_len = (u_int)strlen(name);
+        o->claim.open_claim4_u.file.utf8string_val = (char *)(uintptr_t)name;
+    }
+}
+
+/* The createattrs of a mode, in vals (8 bytes) and mask (2 words). */
+static void mode_attr(fattr4 *f, uint32_t mask[2], char vals[4], uint32_t mode)
+{
+    mask[0] = 0;
+    mask[1] = 1u << (FATTR4_MODE - 32);
+    uint32_t be = htonl(mode);
+    memcpy(vals, &be, 4);
+    f->attrmask.bitmap4_len = 2;
+    f->attrmask.bitmap4_val = mask;
+    f->attr_vals.attrlist4_len = 4;
+    f->attr_vals.attrlist4_val = vals;
+}
+
+static void stateid_op(nfs_argop4 *a, nfs_opnum4 n, const stateid4 *s)
+{
+    op(a, n);
+    switch (n) {
+    case OP_READ:
+        a->nfs_argop4_u.opread.stateid = *s;
+        break;
+    case OP_WRITE:
+        a->nfs_argop4_u.opwrite.stateid = *s;
+        break;
+    case OP_CLOSE:
+        a->nfs_argop4_u.opclose.open_stateid = *s;
+        break;
+    case OP_OPEN_DOWNGRADE:
+        a->nfs_argop4_u.opopen_downgrade.open_stateid = *s;
+        break;
+    default:
+        a->nfs_argop4_u.opfree_stateid.fsa_stateid = *s;
+        break;
+    }
+}
+
+static void read_arg(nfs_argop4 *a, const stateid4 *s, uint64_t off, uint32_t count)
+{
+    stateid_op(a, OP_READ, s);
+    a->nfs_argop4_u.opread.offset = off;
+    a->nfs_argop4_u.opread.count = count;
+}
+
+static void write_arg(nfs_argop4 *a, const stateid4 *s, uint64_t off, stable_how4 how,
+                      const char *data)
+{
+    stateid_op(a, OP_WRITE, s);
+    a->nfs_argop4_u.opwrite.offset = off;
+    a->nfs_argop4_u.opwrite.stable = how;
+    a->nfs_argop4_u.opwrite.data.data_len = (u_int)strlen(data);
+    a->nfs_argop4_u.opwrite.data.data_val = (char *)(uintptr_t)data;
+}
+
+static void putfh_arg(nfs_argop4 *a, const nfs_fh4 *fh)
+{
+    op(a, OP_PUTFH);
+    a->nfs_argop4_u.opputfh.object = *fh;
+}
+
+static const stateid4 current_sid = {1, {0}};
+static const stateid4 anon_sid = {0, {0}};
+
+static stateid4 open_sid(COMPOUND4res *res, unsigned i)
+{
+    return res_at(res, i)->nfs_resop4_u.opopen.OPEN4res_u.resok4.stateid;
+}
+
+/* The handle of `name` in the root (a root's LOOKUP). */
+static void handle_of(struct t4 *t, const char *name, nfs_fh4 *fh, char buf[NFS4_FHSIZE])
+{
+    nfs_argop4 a[4];
+    COMPOUND4res res;
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_LOOKUP);
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(name);
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_val = (char *)(uintptr_t)name;
+    op(&a[3], OP_GETFH);
+    CHECK_EQ(run(t, a, 4, &res), NFS4_OK);
+    nfs_fh4 *h = &res_at(&res, 3)->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    memcpy(buf, h->nfs_fh4_val, h->nfs_fh4_len);
+    fh->nfs_fh4_len = h->nfs_fh4_len;
+    fh->nfs_fh4_val = buf;
+    done(&res);
+}
+
+/* An OPEN of `name` in the root by owner: its status, and the stateid in *s. */
+static nfsstat4 open_name(struct t4 *t, const char *owner, uint32_t access, uint32_t deny,
+                          const char *name, stateid4 *s)
+{
+    nfs_argop4 a[3];
+    COMPOUND4res res;
+    op(&a[1], OP_PUTROOTFH);
+    open_arg(&a[2], owner, access, deny, name);
+    nfsstat4 st = run(t, a, 3, &res);
+    if (st == NFS4_OK && s)
+        *s = open_sid(&res, 2);
+    done(&res);
+    return st;
+}
+
+/* One operation on the file fh (PUTFH, then a[2]): its status. */
+static nfsstat4 on_file(struct t4 *t, const nfs_fh4 *fh, nfs_argop4 *a, COMPOUND4res *res)
+{
+    putfh_arg(&a[1], fh);
+    nfsstat4 st = run(t, a, 3, res);
+    CHECK_EQ(st_of(res_at(res, res->resarray.resarray_len - 1)), st);
+    return st;
+}
+
+static nfsstat4 on_file_st(struct t4 *t, const nfs_fh4 *fh, nfs_argop4 *a)
+{
+    COMPOUND4res res;
+    nfsstat4 st = on_file(t, fh, a, &res);
+    done(&res);
+    return st;
+}
+
+static void slurp(const char *path, char *buf, size_t cap, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    *n = fread(buf, 1, cap, f);
+    fclose(f);
+}
+
+/* OPEN4_CREATE, WRITE, READ and CLOSE in one COMPOUND through the current stateid,
+ * checked against the file on disk; then the stateid's seqid rules, upgrade and
+ * downgrade, and the errors of OPEN. */
+TEST(nfs4_open_create_write_read_close)
+{
+    struct srv v;
+    start(&v, 0);
+    CHECK_EQ(chmod(v.dir, 0777), 0); /* the calls' uid 1000 makes files there */
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 16);
+    nfs_argop4 a[16];
+    COMPOUND4res res;
+    uint32_t mask[2];
+    char vals[4];
+
+    /* SEQUENCE PUTROOTFH OPEN(create "new", 0640) GETFH WRITE READ CLOSE */
+    op(&a[1], OP_PUTROOTFH);
+    open_arg(&a[2], "o1", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE, "new");
+    OPEN4args *o = &a[2].nfs_argop4_u.opopen;
+    o->openhow.opentype = OPEN4_CREATE;
+    o->openhow.openflag4_u.how.mode = UNCHECKED4;
+    mode_attr(&o->openhow.openflag4_u.how.createhow4_u.createattrs, mask, vals, 0640);
+    op(&a[3], OP_GETFH);
+    write_arg(&a[4], &current_sid, 0, FILE_SYNC4, "hello, open");
+    read_arg(&a[5], &current_sid, 0, 100);
+    stateid_op(&a[6], OP_CLOSE, &current_sid);
+    CHECK_EQ(run(&t, a, 7, &res), NFS4_OK);
+    OPEN4resok * or = &res_at(&res, 2)->nfs_resop4_u.opopen.OPEN4res_u.resok4;
+    CHECK_EQ(or->stateid.seqid, 1);
+    CHECK_EQ(or->rflags, OPEN4_RESULT_LOCKTYPE_POSIX);
+    CHECK_EQ(or->delegation.delegation_type, OPEN_DELEGATE_NONE);
+    CHECK_EQ(or->attrset.bitmap4_len, 2);
+    CHECK_EQ(or->attrset.bitmap4_val[1], 1u << (FATTR4_MODE - 32));
+    CHECK(or->cinfo.atomic);
+    CHECK(or->cinfo.after != or->cinfo.before); /* the root changed: "new" is in it */
+    stateid4 first = or->stateid;
+    WRITE4resok *wr = &res_at(&res, 4)->nfs_resop4_u.opwrite.WRITE4res_u.resok4;
+    CHECK_EQ(wr->count, 11);
+    CHECK_EQ(wr->committed, FILE_SYNC4);
+    READ4resok *rr = &res_at(&res, 5)->nfs_resop4_u.opread.READ4res_u.resok4;
+    CHECK_EQ(rr->data.data_len, 11);
+    CHECK(memcmp(rr->data.data_val, "hello, open", 11) == 0);
+    CHECK(rr->eof);
+    stateid4 *cl = &res_at(&res, 6)->nfs_resop4_u.opclose.CLOSE4res_u.open_stateid;
+    CHECK_EQ(cl->seqid, UINT32_MAX); /* the invalid special stateid */
+    for (int i = 0; i < NFS4_OTHER_SIZE; i++)
+        CHECK_EQ(cl->other[i], 0);
+    char fhbuf[NFS4_FHSIZE];
+    nfs_fh4 fh = res_at(&res, 3)->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    memcpy(fhbuf, fh.nfs_fh4_val, fh.nfs_fh4_len);
+    fh.nfs_fh4_val = fhbuf;
+    done(&res);
+    struct stat sb = lstat_ok(path_in(&v, "new"));
+    CHECK_EQ(sb.st_mode & 07777, 0640);
+    CHECK_EQ(sb.st_uid, 1000);
+    char disk[64];
+    size_t n;
+    slurp(path_in(&v, "new"), disk, sizeof(disk), &n);
+    CHECK_EQ(n, 11);
+    CHECK(memcmp(disk, "hello, open", 11) == 0);
+
+    /* the closed open's stateid: NFS4ERR_BAD_STATEID; the current stateid without an
+     * operation that set it: the same */
+    read_arg(&a[2], &first, 0, 10);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_BAD_STATEID);
+    read_arg(&a[2], &current_sid, 0, 10);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_BAD_STATEID);
+    /* the anonymous stateid reads and writes (no share reservation refuses it) */
+    read_arg(&a[2], &anon_sid, 6, 10);
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    rr = &res_at(&res, 2)->nfs_resop4_u.opread.READ4res_u.resok4;
+    CHECK_EQ(rr->data.data_len, 5);
+    CHECK(memcmp(rr->data.data_val, " open", 5) == 0);
+    done(&res);
+
+    /* open for reading, then the same owner for writing: an upgrade (the same stateid,
+     * seqid 2) */
+    stateid4 s1, s2;
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_READ, 0, "new", &s1), NFS4_OK);
+    CHECK_EQ(s1.seqid, 1);
+    write_arg(&a[2], &s1, 0, UNSTABLE4, "HELLO");
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_OPENMODE);
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_WRITE, 0, "new", &s2), NFS4_OK);
+    CHECK_EQ(s2.seqid, 2);
+    CHECK(memcmp(s1.other, s2.other, NFS4_OTHER_SIZE) == 0);
+    /* seqid rules (section 8.2.2): older OLD_STATEID, newer BAD_STATEID, 0 the latest */
+    write_arg(&a[2], &s1, 0, UNSTABLE4, "HELLO");
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_OLD_STATEID);
+    stateid4 s3 = s2;
+    s3.seqid = 3;
+    write_arg(&a[2], &s3, 0, UNSTABLE4, "HELLO");
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_BAD_STATEID);
+    stateid4 s0 = s2;
+    s0.seqid = 0;
+    write_arg(&a[2], &s0, 0, UNSTABLE4, "HELLO");
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    wr = &res_at(&res, 2)->nfs_resop4_u.opwrite.WRITE4res_u.resok4;
+    CHECK_EQ(wr->committed, UNSTABLE4);
+    char verf[NFS4_VERIFIER_SIZE];
+    memcpy(verf, wr->writeverf, sizeof(verf));
+    done(&res);
+    op(&a[2], OP_COMMIT);
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    CHECK(memcmp(res_at(&res, 2)->nfs_resop4_u.opcommit.COMMIT4res_u.resok4.writeverf, verf,
+                 sizeof(verf)) == 0);
+    done(&res);
+    slurp(path_in(&v, "new"), disk, sizeof(disk), &n);
+    CHECK(memcmp(disk, "HELLO, open", 11) == 0);
+    /* another stateid's `other` of this server: BAD_STATEID; of another boot: STALE */
+    stateid4 bad = s2;
+    bad.other[8] ^= 0x5a;
+    write_arg(&a[2], &bad, 0, UNSTABLE4, "x");
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_BAD_STATEID);
+    bad = s2;
+    bad.other[0] ^= 0x5a;
+    write_arg(&a[2], &bad, 0, UNSTABLE4, "x");
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_STALE_STATEID);
+    /* TEST_STATEID: each its own status */
+    op(&a[2], OP_TEST_STATEID);
+    stateid4 tests[3] = {s2, first, bad};
+    a[2].nfs_argop4_u.optest_stateid.ts_stateids.ts_stateids_len = 3;
+    a[2].nfs_argop4_u.optest_stateid.ts_stateids.ts_stateids_val = tests;
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    TEST_STATEID4resok *tr =
+        &res_at(&res, 2)->nfs_resop4_u.optest_stateid.TEST_STATEID4res_u.tsr_resok4;
+    CHECK_EQ(tr->tsr_status_codes.tsr_status_codes_len, 3);
+    CHECK_EQ(tr->tsr_status_codes.tsr_status_codes_val[0], NFS4_OK);
+    CHECK_EQ(tr->tsr_status_codes.tsr_status_codes_val[1], NFS4ERR_BAD_STATEID);
+    CHECK_EQ(tr->tsr_status_codes.tsr_status_codes_val[2], NFS4ERR_STALE_STATEID);
+    done(&res);
+    /* FREE_STATEID of an open: CLOSE frees it, not this */
+    stateid_op(&a[2], OP_FREE_STATEID, &s2);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_LOCKS_HELD);
+
+    /* OPEN_DOWNGRADE to reading: seqid 3, then a WRITE through it NFS4ERR_OPENMODE; to
+     * more than it has NFS4ERR_INVAL */
+    stateid_op(&a[2], OP_OPEN_DOWNGRADE, &s2);
+    a[2].nfs_argop4_u.opopen_downgrade.share_access = OPEN4_SHARE_ACCESS_READ;
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    stateid4 s4 =
+        res_at(&res, 2)->nfs_resop4_u.opopen_downgrade.OPEN_DOWNGRADE4res_u.resok4.open_stateid;
+    CHECK_EQ(s4.seqid, 3);
+    done(&res);
+    write_arg(&a[2], &s4, 0, UNSTABLE4, "x");
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_OPENMODE);
+    stateid_op(&a[2], OP_OPEN_DOWNGRADE, &s4);
+    a[2].nfs_argop4_u.opopen_downgrade.share_access = OPEN4_SHARE_ACCESS_BOTH;
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_INVAL);
+    /* CLOSE with the old seqid: OLD_STATEID; then with the latest; then again BAD */
+    stateid_op(&a[2], OP_CLOSE, &s2);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_OLD_STATEID);
+    stateid_op(&a[2], OP_CLOSE, &s4);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4_OK);
+    stateid_op(&a[2], OP_CLOSE, &s4);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_BAD_STATEID);
+
+    /* OPEN's errors */
+    CHECK_EQ(mkdir(path_in(&v, "dir"), 0777), 0);
+    CHECK_EQ(symlink("new", path_in(&v, "link")), 0);
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_READ, 0, "dir", NULL), NFS4ERR_ISDIR);
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_READ, 0, "link", NULL), NFS4ERR_SYMLINK);
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_READ, 0, "none", NULL), NFS4ERR_NOENT);
+    CHECK_EQ(open_name(&t, "o1", 0, 0, "new", NULL), NFS4ERR_INVAL);
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_READ, 4, "new", NULL), NFS4ERR_INVAL);
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_READ, 0, "..", NULL), NFS4ERR_BADNAME);
+    put_file(&v, "secret", "s", 1);
+    CHECK_EQ(chmod(path_in(&v, "secret"), 0600), 0); /* root's: uid 1000 may not read it */
+    CHECK_EQ(open_name(&t, "o1", OPEN4_SHARE_ACCESS_READ, 0, "secret", NULL), NFS4ERR_ACCESS);
+    /* GUARDED4 of a file there: NFS4ERR_EXIST */
+    op(&a[1], OP_PUTROOTFH);
+    open_arg(&a[2], "o1", OPEN4_SHARE_ACCESS_READ, 0, "new");
+    o = &a[2].nfs_argop4_u.opopen;
+    o->openhow.opentype = OPEN4_CREATE;
+    o->openhow.openflag4_u.how.mode = GUARDED4;
+    CHECK_EQ(run(&t, a, 3, &res), NFS4ERR_EXIST);
+    done(&res);
+    /* CLAIM_FH: the current file (and never a create); CLAIM_PREVIOUS: no grace */
+    open_arg(&a[2], "o1", OPEN4_SHARE_ACCESS_READ, 0, NULL);
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    stateid4 s5 = open_sid(&res, 2);
+    done(&res);
+    a[2].nfs_argop4_u.opopen.openhow.opentype = OPEN4_CREATE;
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_INVAL);
+    open_arg(&a[2], "o1", OPEN4_SHARE_ACCESS_READ, 0, NULL);
+    a[2].nfs_argop4_u.opopen.claim.claim = CLAIM_PREVIOUS;
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4ERR_NO_GRACE);
+    /* a delegation asked for: none, and why */
+    open_arg(&a[2], "o1", OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG, 0, NULL);
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    open_delegation4 *d = &res_at(&res, 2)->nfs_resop4_u.opopen.OPEN4res_u.resok4.delegation;
+    CHECK_EQ(d->delegation_type, OPEN_DELEGATE_NONE_EXT);
+    CHECK_EQ(d->open_delegation4_u.od_whynone.ond_why, WND4_CONTENTION);
+    s5 = open_sid(&res, 2);
+    done(&res);
+    /* READ and WRITE of a directory: NFS4ERR_ISDIR */
+    nfs_fh4 dfh;
+    char dbuf[NFS4_FHSIZE];
+    handle_of(&t, "dir", &dfh, dbuf);
+    read_arg(&a[2], &anon_sid, 0, 10);
+    CHECK_EQ(on_file_st(&t, &dfh, a), NFS4ERR_ISDIR);
+    stateid_op(&a[2], OP_CLOSE, &s5);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4_OK);
+    t4_close(&t);
+    srv_stop(&v);
+}
+
+/* A server (lease: seconds, 0 for the default) with the file "f" that uid 1000 may
+ * read and write, and two clients of it with a session each. */
+static void two_clients(struct srv *v, unsigned lease, struct t4 *t1, struct t4 *t2)
+{
+    start(v, lease);
+    CHECK_EQ(chmod(v->dir, 0755), 0); /* the calls' uid 1000 searches it */
+    put_file(v, "f", "shared", 6);
+    CHECK_EQ(chmod(path_in(v, "f"), 0666), 0);
+    t4_open(t1, v, NULL);
+    session(t1, 8);
+    t4_open(t2, v, NULL);
+    t2->owner = "uiw-nfs4-test-client-2";
+    t2->xid = 0x90000;
+    session(t2, 8);
+}
+
+/* Share reservations between two clients (section 9.7): a deny refuses the other's
+ * open (NFS4ERR_SHARE_DENIED) and its I/O without an open (NFS4ERR_LOCKED), until the
+ * open that denies is closed. */
+TEST(nfs4_open_share_deny)
+{
+    struct srv v;
+    struct t4 t1, t2;
+    two_clients(&v, 0, &t1, &t2);
+    stateid4 s1, s2;
+    CHECK_EQ(open_name(&t1, "a", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_WRITE, "f", &s1),
+             NFS4_OK);
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_WRITE, 0, "f", NULL), NFS4ERR_SHARE_DENIED);
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_READ, "f", NULL),
+             NFS4ERR_SHARE_DENIED); /* the first has it open for reading */
+    /* the same client's other owner is refused alike */
+    CHECK_EQ(open_name(&t1, "c", OPEN4_SHARE_ACCESS_BOTH, 0, "f", NULL), NFS4ERR_SHARE_DENIED);
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_READ, 0, "f", &s2), NFS4_OK);
+    nfs_argop4 a[3];
+    nfs_fh4 fh;
+    char fhbuf[NFS4_FHSIZE];
+    handle_of(&t2, "f", &fh, fhbuf);
+    /* I/O without an open: the write is denied, the read is not */
+    write_arg(&a[2], &anon_sid, 0, FILE_SYNC4, "x");
+    CHECK_EQ(on_file_st(&t2, &fh, a), NFS4ERR_LOCKED);
+    read_arg(&a[2], &anon_sid, 0, 6);
+    CHECK_EQ(on_file_st(&t2, &fh, a), NFS4_OK);
+    /* another client's stateid is not this one's */
+    read_arg(&a[2], &s1, 0, 6);
+    CHECK_EQ(on_file_st(&t2, &fh, a), NFS4ERR_BAD_STATEID);
+    /* the upgrade of the second to writing is denied as well */
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_WRITE, 0, "f", NULL), NFS4ERR_SHARE_DENIED);
+    stateid_op(&a[2], OP_CLOSE, &s1);
+    CHECK_EQ(on_file_st(&t1, &fh, a), NFS4_OK);
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_WRITE, 0, "f", &s2), NFS4_OK);
+    CHECK_EQ(s2.seqid, 2);
+    write_arg(&a[2], &anon_sid, 0, FILE_SYNC4, "S");
+    CHECK_EQ(on_file_st(&t1, &fh, a), NFS4_OK);
+    t4_close(&t1);
+    t4_close(&t2);
+    srv_stop(&v);
+}
+
+/* EXCLUSIVE4_1 (section 18.16.3): the verifier makes a retry succeed on the file it
+ * made, another verifier gets NFS4ERR_EXIST; its attributes are applied. */
+TEST(nfs4_open_exclusive)
+{
+    struct srv v;
+    start(&v, 0);
+    CHECK_EQ(chmod(v.dir, 0777), 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    nfs_argop4 a[4];
+    COMPOUND4res res;
+    uint32_t mask[2];
+    char vals[4];
+    stateid4 sids[2];
+    for (int i = 0; i < 3; i++) {
+        op(&a[1], OP_PUTROOTFH);
+        open_arg(&a[2], "x", OPEN4_SHARE_ACCESS_BOTH, 0, "excl");
+        OPEN4args *o = &a[2].nfs_argop4_u.opopen;
+        o->openhow.opentype = OPEN4_CREATE;
+        o->openhow.openflag4_u.how.mode = EXCLUSIVE4_1;
+        creatverfattr *cv = &o->openhow.openflag4_u.how.createhow4_u.ch_createboth;
+        memcpy(cv->cva_verf, i < 2 ? "verifier" : "another!", NFS4_VERIFIER_SIZE);
+        mode_attr(&cv->cva_attrs, mask, vals, 0604);
+        nfsstat4 st = run(&t, a, 3, &res);
+        if (i == 2) {
+            CHECK_EQ(st, NFS4ERR_EXIST);
+        } else {
+            CHECK_EQ(st, NFS4_OK);
+            OPEN4resok * or = &res_at(&res, 2)->nfs_resop4_u.opopen.OPEN4res_u.resok4;
+            sids[i] = or->stateid;
+            /* made by the first: its mode set; the retry made nothing */
+            CHECK_EQ(or->attrset.bitmap4_len, i == 0 ? 2u : 0u);
+        }
+        done(&res);
+    }
+    /* the retry is the same open: an upgrade of the stateid */
+    CHECK(memcmp(sids[0].other, sids[1].other, NFS4_OTHER_SIZE) == 0);
+    CHECK_EQ(sids[1].seqid, 2);
+    struct stat sb = lstat_ok(path_in(&v, "excl"));
+    CHECK_EQ(sb.st_mode & 07777, 0604);
+    CHECK_EQ(sb.st_size, 0);
+    t4_close(&t);
+    srv_stop(&v);
+}
+
+/* A READ of 1 MiB (the server's maxread) in one COMPOUND over TCP, the data as on disk,
+ * and the end of the file (eof) after a short one. */
+TEST(nfs4_read_1m)
+{
+    struct srv v;
+    start(&v, 0);
+    CHECK_EQ(chmod(v.dir, 0755), 0); /* the calls' uid 1000 searches it */
+    size_t len = (1u << 20) + (1u << 19);
+    char *data = malloc(len);
+    CHECK(data != NULL);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (char)(i * 7 + (i >> 12));
+    put_file(&v, "big", data, len);
+    CHECK_EQ(chmod(path_in(&v, "big"), 0644), 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    nfs_argop4 a[5];
+    COMPOUND4res res;
+    op(&a[1], OP_PUTROOTFH);
+    open_arg(&a[2], "r", OPEN4_SHARE_ACCESS_READ, 0, "big");
+    read_arg(&a[3], &current_sid, 0, 1u << 20);
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    READ4resok *rr = &res_at(&res, 3)->nfs_resop4_u.opread.READ4res_u.resok4;
+    CHECK_EQ(rr->data.data_len, 1u << 20);
+    CHECK(memcmp(rr->data.data_val, data, 1u << 20) == 0);
+    CHECK(!rr->eof);
+    stateid4 s = open_sid(&res, 2);
+    done(&res);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_LOOKUP);
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_len = 3;
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_val = "big";
+    read_arg(&a[3], &s, 1u << 20, 1u << 20);
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    rr = &res_at(&res, 3)->nfs_resop4_u.opread.READ4res_u.resok4;
+    CHECK_EQ(rr->data.data_len, 1u << 19);
+    CHECK(memcmp(rr->data.data_val, data + (1u << 20), 1u << 19) == 0);
+    CHECK(rr->eof);
+    done(&res);
+    free(data);
+    t4_close(&t);
+    srv_stop(&v);
+}
+
+/* A client whose lease runs out loses its opens: their share reservations no longer
+ * refuse another client. */
+TEST(nfs4_open_lease_expiry)
+{
+    struct srv v;
+    struct t4 t1, t2;
+    two_clients(&v, 2, &t1, &t2);
+    stateid4 s1;
+    CHECK_EQ(open_name(&t1, "a", OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_DENY_BOTH, "f", &s1),
+             NFS4_OK);
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_READ, 0, "f", NULL), NFS4ERR_SHARE_DENIED);
+    /* the second renews its lease, the first does not */
+    for (int i = 0; i < 10; i++) {
+        usleep(500000);
+        nfs_argop4 a;
+        COMPOUND4res res;
+        CHECK_EQ(run(&t2, &a, 1, &res), NFS4_OK);
+        done(&res);
+    }
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_BOTH, 0, "f", NULL), NFS4_OK);
+    t4_close(&t1);
+    t4_close(&t2);
+    srv_stop(&v);
+}
+
+/* The stateids a client may hold are capped: past the cap OPEN gets NFS4ERR_RESOURCE,
+ * and a CLOSE makes room again. */
+TEST(nfs4_open_cap)
+{
+    struct srv v;
+    start(&v, 0);
+    CHECK_EQ(chmod(v.dir, 0755), 0); /* the calls' uid 1000 searches it */
+    uiw__nfs4_stids_set_max(uiw__nfs4_state_stids(v.s->nfs4), 4);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    stateid4 s[4];
+    char name[8];
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof(name), "f%d", i);
+        put_file(&v, name, "x", 1);
+        CHECK_EQ(chmod(path_in(&v, name), 0666), 0);
+        CHECK_EQ(open_name(&t, "o", OPEN4_SHARE_ACCESS_READ, 0, name, i < 4 ? &s[i] : NULL),
+                 i < 4 ? NFS4_OK : NFS4ERR_RESOURCE);
+    }
+    /* a new owner is refused alike: the stateid would be past the cap */
+    CHECK_EQ(open_name(&t, "other", OPEN4_SHARE_ACCESS_READ, 0, "f0", NULL), NFS4ERR_RESOURCE);
+    nfs_argop4 a[3];
+    nfs_fh4 fh;
+    char fhbuf[NFS4_FHSIZE];
+    handle_of(&t, "f0", &fh, fhbuf);
+    stateid_op(&a[2], OP_CLOSE, &s[0]);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4_OK);
+    CHECK_EQ(open_name(&t, "o", OPEN4_SHARE_ACCESS_READ, 0, "f4", NULL), NFS4_OK);
+    t4_close(&t);
+    srv_stop(&v);
 }

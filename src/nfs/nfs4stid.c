@@ -1,0 +1,500 @@
+/*
+ * NFSv4.1 stateids and the open state they name (RFC 8881 sections 8.2, 9.7, 18.16,
+ * 18.18, 18.2, 18.48, 18.38): what OPEN, OPEN_DOWNGRADE, CLOSE, TEST_STATEID,
+ * FREE_STATEID and the I/O operations' stateid checks keep, under one lock of its own.
+ *
+ *   - A stateid's `other` is this server's boot verifier (random, so that a former
+ *     server's stateids are told apart: NFS4ERR_STALE_STATEID), the stateid's index in
+ *     a hash table and a random word (a guessed stateid is NFS4ERR_BAD_STATEID); its
+ *     seqid starts at 1 and goes up with each change of the open (an upgrade, a
+ *     downgrade). A seqid above the open's is NFS4ERR_BAD_STATEID, below it
+ *     NFS4ERR_OLD_STATEID, 0 the open as it is now (section 8.2.2).
+ *   - An open is of one open-owner (client ID and owner bytes) on one file (device and
+ *     inode): a second OPEN of the same owner and file upgrades it (the union of the
+ *     access and deny bits, the same stateid with its seqid up). The share reservations
+ *     of the opens of a file are checked against each other: access that another open
+ *     denies, or deny of access another open has, is NFS4ERR_SHARE_DENIED (section 9.7).
+ *   - Each client holds at most UIW__NFS4_STIDS_MAX stateids and as many owners: past
+ *     that OPEN gets NFS4ERR_RESOURCE, which no wait clears (the client must close some
+ *     first), so that a client cannot grow the server's memory without bound. A client
+ *     that goes (its lease expired, DESTROY_CLIENTID, a restart's new record) loses its
+ *     opens and owners with it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "nfs/nfs4int.h"
+
+#define HASH 256u
+
+enum { ST_OPEN = 1 };
+
+struct owner {
+    struct owner *next;
+    clientid4 cid;
+    u_int len;
+    unsigned nstids;
+    char bytes[];
+};
+
+struct sfile {
+    struct sfile *next;
+    dev_t dev;
+    ino_t ino;
+    struct stid *opens;
+};
+
+struct stid {
+    struct stid *hnext; /* the hash bucket's */
+    struct stid *fnext; /* the file's opens */
+    uint32_t idx, rnd, seqid;
+    int type;
+    clientid4 cid;
+    struct owner *ow;
+    struct sfile *f;
+    uint32_t access, deny; /* OPEN4_SHARE_ACCESS_*, OPEN4_SHARE_DENY_* */
+};
+
+/* What one client holds, counted against its caps. */
+struct holder {
+    struct holder *next;
+    clientid4 cid;
+    unsigned nstids, nowners;
+};
+
+struct uiw__nfs4_stids {
+    pthread_mutex_t lock;
+    uint32_t boot, next_idx, rnd;
+    unsigned max; /* stateids (and owners) a client may hold */
+    struct stid *hash[HASH];
+    struct sfile *files[HASH];
+    struct owner *owners;
+    struct holder *holders;
+};
+
+struct uiw__nfs4_stids *uiw__nfs4_stids_create(void)
+{
+    struct uiw__nfs4_stids *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    pthread_mutex_init(&t->lock, NULL);
+    uint32_t r[2];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r[0] = (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec;
+        r[1] = r[0] * 2654435761u;
+    }
+    t->boot = r[0];
+    t->rnd = r[1] | 1;
+    t->next_idx = 1;
+    t->max = UIW__NFS4_STIDS_MAX;
+    return t;
+}
+
+static void free_stid(struct uiw__nfs4_stids *t, struct stid *s);
+
+void uiw__nfs4_stids_destroy(struct uiw__nfs4_stids *t)
+{
+    if (!t)
+        return;
+    for (unsigned i = 0; i < HASH; i++)
+        while (t->hash[i])
+            free_stid(t, t->hash[i]);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+void uiw__nfs4_stids_set_max(struct uiw__nfs4_stids *t, unsigned max)
+{
+    pthread_mutex_lock(&t->lock);
+    t->max = max;
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* xorshift32: the stateids' random words, seeded from the kernel's randomness. */
+static uint32_t next_rnd(struct uiw__nfs4_stids *t)
+{
+    uint32_t x = t->rnd;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return t->rnd = x;
+}
+
+static struct holder *holder(struct uiw__nfs4_stids *t, clientid4 cid, int make)
+{
+    for (struct holder *h = t->holders; h; h = h->next)
+        if (h->cid == cid)
+            return h;
+    if (!make)
+        return NULL;
+    struct holder *h = calloc(1, sizeof(*h));
+    if (!h)
+        return NULL;
+    h->cid = cid;
+    h->next = t->holders;
+    t->holders = h;
+    return h;
+}
+
+static void holder_put(struct uiw__nfs4_stids *t, struct holder *h)
+{
+    if (h->nstids || h->nowners)
+        return;
+    for (struct holder **pp = &t->holders; *pp; pp = &(*pp)->next)
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    free(h);
+}
+
+static unsigned file_hash(dev_t dev, ino_t ino)
+{
+    return (unsigned)(((uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev) >> 56) % HASH;
+}
+
+static struct sfile *find_file(struct uiw__nfs4_stids *t, dev_t dev, ino_t ino, int make)
+{
+    unsigned h = file_hash(dev, ino);
+    for (struct sfile *f = t->files[h]; f; f = f->next)
+        if (f->dev == dev && f->ino == ino)
+            return f;
+    if (!make)
+        return NULL;
+    struct sfile *f = calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    f->dev = dev;
+    f->ino = ino;
+    f->next = t->files[h];
+    t->files[h] = f;
+    return f;
+}
+
+static void file_put(struct uiw__nfs4_stids *t, struct sfile *f)
+{
+    if (f->opens)
+        return;
+    for (struct sfile **pp = &t->files[file_hash(f->dev, f->ino)]; *pp; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    free(f);
+}
+
+static struct owner *find_owner(struct uiw__nfs4_stids *t, clientid4 cid, const state_owner4 *o,
+                                struct holder *h, nfsstat4 *st)
+{
+    for (struct owner *w = t->owners; w; w = w->next)
+        if (w->cid == cid && w->len == o->owner.owner_len &&
+            memcmp(w->bytes, o->owner.owner_val, w->len) == 0)
+            return w;
+    if (h->nowners >= t->max) {
+        *st = NFS4ERR_RESOURCE;
+        return NULL;
+    }
+    struct owner *w = calloc(1, sizeof(*w) + o->owner.owner_len);
+    if (!w) {
+        *st = NFS4ERR_DELAY;
+        return NULL;
+    }
+    w->cid = cid;
+    w->len = o->owner.owner_len;
+    memcpy(w->bytes, o->owner.owner_val, w->len);
+    w->next = t->owners;
+    t->owners = w;
+    h->nowners++;
+    return w;
+}
+
+/* An owner with no stateid left goes (section 8.3: its state ends with its last open). */
+static void owner_put(struct uiw__nfs4_stids *t, struct owner *w)
+{
+    if (w->nstids)
+        return;
+    for (struct owner **pp = &t->owners; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    struct holder *h = holder(t, w->cid, 0);
+    if (h) {
+        h->nowners--;
+        holder_put(t, h);
+    }
+    free(w);
+}
+
+static void free_stid(struct uiw__nfs4_stids *t, struct stid *s)
+{
+    for (struct stid **pp = &t->hash[s->idx % HASH]; *pp; pp = &(*pp)->hnext)
+        if (*pp == s) {
+            *pp = s->hnext;
+            break;
+        }
+    for (struct stid **pp = &s->f->opens; *pp; pp = &(*pp)->fnext)
+        if (*pp == s) {
+            *pp = s->fnext;
+            break;
+        }
+    file_put(t, s->f);
+    s->ow->nstids--;
+    struct holder *h = holder(t, s->cid, 0);
+    if (h) {
+        h->nstids--;
+        holder_put(t, h);
+    }
+    owner_put(t, s->ow);
+    free(s);
+}
+
+void uiw__nfs4_stids_client_gone(struct uiw__nfs4_stids *t, clientid4 cid)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->lock);
+    for (unsigned i = 0; i < HASH; i++)
+        for (struct stid **pp = &t->hash[i]; *pp;) {
+            if ((*pp)->cid == cid)
+                free_stid(t, *pp);
+            else
+                pp = &(*pp)->hnext;
+        }
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void stateid_of(const struct uiw__nfs4_stids *t, const struct stid *s, stateid4 *out)
+{
+    out->seqid = s->seqid;
+    memcpy(out->other, &t->boot, 4);
+    memcpy(out->other + 4, &s->idx, 4);
+    memcpy(out->other + 8, &s->rnd, 4);
+}
+
+static int other_all(const stateid4 *s, unsigned char b)
+{
+    for (unsigned i = 0; i < NFS4_OTHER_SIZE; i++)
+        if ((unsigned char)s->other[i] != b)
+            return 0;
+    return 1;
+}
+
+int uiw__nfs4_stid_special(const stateid4 *s)
+{
+    return other_all(s, 0) || other_all(s, 0xff);
+}
+
+/* The stateid s of client cid (lock held), with section 8.2.2's errors. */
+static nfsstat4 find(struct uiw__nfs4_stids *t, clientid4 cid, const stateid4 *s, struct stid **out)
+{
+    if (uiw__nfs4_stid_special(s))
+        return NFS4ERR_BAD_STATEID;
+    uint32_t boot, idx, rnd;
+    memcpy(&boot, s->other, 4);
+    memcpy(&idx, s->other + 4, 4);
+    memcpy(&rnd, s->other + 8, 4);
+    if (boot != t->boot)
+        return NFS4ERR_STALE_STATEID;
+    struct stid *x = t->hash[idx % HASH];
+    while (x && x->idx != idx)
+        x = x->hnext;
+    if (!x || x->rnd != rnd || x->cid != cid)
+        return NFS4ERR_BAD_STATEID;
+    if (s->seqid != 0 && s->seqid > x->seqid)
+        return NFS4ERR_BAD_STATEID;
+    if (s->seqid != 0 && s->seqid < x->seqid)
+        return NFS4ERR_OLD_STATEID;
+    *out = x;
+    return NFS4_OK;
+}
+
+static void bump(struct stid *s)
+{
+    if (++s->seqid == 0)
+        s->seqid = 1; /* 0 means "the latest" (section 8.2.2): skipped on a wrap */
+}
+
+/* The union of access (which 0) or deny (1) of the opens of f other than `but`. */
+static uint32_t share_of(const struct sfile *f, const struct stid *but, int which)
+{
+    uint32_t u = 0;
+    for (const struct stid *s = f ? f->opens : NULL; s; s = s->fnext)
+        if (s != but)
+            u |= which ? s->deny : s->access;
+    return u;
+}
+
+nfsstat4 uiw__nfs4_stid_open(struct uiw__nfs4_stids *t, clientid4 cid, const open_owner4 *o,
+                             dev_t dev, ino_t ino, uint32_t access, uint32_t deny, stateid4 *out)
+{
+    nfsstat4 st = NFS4_OK;
+    pthread_mutex_lock(&t->lock);
+    struct holder *h = holder(t, cid, 1);
+    struct sfile *f = find_file(t, dev, ino, 0);
+    struct stid *s = NULL;
+    if (!h) {
+        st = NFS4ERR_DELAY;
+        goto out;
+    }
+    for (s = f ? f->opens : NULL; s; s = s->fnext)
+        if (s->cid == cid && s->ow->len == o->owner.owner_len &&
+            memcmp(s->ow->bytes, o->owner.owner_val, s->ow->len) == 0)
+            break;
+    uint32_t a = access | (s ? s->access : 0), d = deny | (s ? s->deny : 0);
+    if ((a & share_of(f, s, 1)) || (d & share_of(f, s, 0))) {
+        st = NFS4ERR_SHARE_DENIED;
+        goto out;
+    }
+    if (s) {
+        /* an upgrade: the same stateid, its seqid up (section 18.16.3) */
+        s->access = a;
+        s->deny = d;
+        bump(s);
+        stateid_of(t, s, out);
+        goto out;
+    }
+    if (h->nstids >= t->max) {
+        st = NFS4ERR_RESOURCE;
+        goto out;
+    }
+    struct owner *w = find_owner(t, cid, o, h, &st);
+    if (!w)
+        goto out;
+    if (!f)
+        f = find_file(t, dev, ino, 1);
+    s = calloc(1, sizeof(*s));
+    if (!f || !s) {
+        free(s);
+        owner_put(t, w);
+        if (f)
+            file_put(t, f);
+        st = NFS4ERR_DELAY;
+        goto out;
+    }
+    s->idx = t->next_idx++;
+    if (t->next_idx == 0)
+        t->next_idx = 1;
+    s->rnd = next_rnd(t);
+    s->seqid = 1;
+    s->type = ST_OPEN;
+    s->cid = cid;
+    s->ow = w;
+    s->f = f;
+    s->access = access;
+    s->deny = deny;
+    s->hnext = t->hash[s->idx % HASH];
+    t->hash[s->idx % HASH] = s;
+    s->fnext = f->opens;
+    f->opens = s;
+    w->nstids++;
+    h->nstids++;
+    stateid_of(t, s, out);
+out:
+    if (h)
+        holder_put(t, h);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+/* The open stateid `in` of cid on (dev, ino) (lock held). */
+static nfsstat4 find_open(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                          const stateid4 *in, struct stid **s)
+{
+    nfsstat4 st = find(t, cid, in, s);
+    if (st == NFS4_OK && ((*s)->type != ST_OPEN || (*s)->f->dev != dev || (*s)->f->ino != ino))
+        st = NFS4ERR_BAD_STATEID;
+    return st;
+}
+
+nfsstat4 uiw__nfs4_stid_downgrade(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                                  const stateid4 *in, uint32_t access, uint32_t deny, stateid4 *out)
+{
+    pthread_mutex_lock(&t->lock);
+    struct stid *s;
+    nfsstat4 st = find_open(t, cid, dev, ino, in, &s);
+    /* only to a subset of what the open has (section 18.18.3) */
+    if (st == NFS4_OK && ((access & ~s->access) || (deny & ~s->deny)))
+        st = NFS4ERR_INVAL;
+    if (st == NFS4_OK) {
+        s->access = access;
+        s->deny = deny;
+        bump(s);
+        stateid_of(t, s, out);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+nfsstat4 uiw__nfs4_stid_close(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const stateid4 *in)
+{
+    pthread_mutex_lock(&t->lock);
+    struct stid *s;
+    nfsstat4 st = find_open(t, cid, dev, ino, in, &s);
+    if (st == NFS4_OK)
+        free_stid(t, s);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+nfsstat4 uiw__nfs4_stid_io(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                           const stateid4 *in, int write)
+{
+    nfsstat4 st = NFS4_OK;
+    pthread_mutex_lock(&t->lock);
+    if (uiw__nfs4_stid_special(in)) {
+        /* section 8.2.3: the anonymous stateid, and the bypass one (all ones) that a
+         * READ may use past share reservations; any other special one is no stateid */
+        int anon = other_all(in, 0) && in->seqid == 0;
+        int bypass = other_all(in, 0xff) && in->seqid == UINT32_MAX;
+        if (!anon && !bypass)
+            st = NFS4ERR_BAD_STATEID;
+        else if (write || anon) {
+            /* I/O without an open: another's deny of that access refuses it */
+            uint32_t deny = share_of(find_file(t, dev, ino, 0), NULL, 1);
+            if (deny & (write ? OPEN4_SHARE_DENY_WRITE : OPEN4_SHARE_DENY_READ))
+                st = NFS4ERR_LOCKED;
+        }
+        goto out;
+    }
+    struct stid *s;
+    st = find(t, cid, in, &s);
+    if (st != NFS4_OK)
+        goto out;
+    if (s->f->dev != dev || s->f->ino != ino)
+        st = NFS4ERR_BAD_STATEID;
+    else if (write && !(s->access & OPEN4_SHARE_ACCESS_WRITE))
+        st = NFS4ERR_OPENMODE;
+    /* a READ through an open for writing alone is let through, as knfsd does: a client
+     * reads around the pages it writes */
+out:
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+nfsstat4 uiw__nfs4_stid_test(struct uiw__nfs4_stids *t, clientid4 cid, const stateid4 *in)
+{
+    pthread_mutex_lock(&t->lock);
+    struct stid *s;
+    nfsstat4 st = find(t, cid, in, &s);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+nfsstat4 uiw__nfs4_stid_free(struct uiw__nfs4_stids *t, clientid4 cid, const stateid4 *in)
+{
+    pthread_mutex_lock(&t->lock);
+    struct stid *s;
+    nfsstat4 st = find(t, cid, in, &s);
+    /* section 18.38.3: an open stateid is freed by CLOSE, not by FREE_STATEID */
+    if (st == NFS4_OK && s->type == ST_OPEN)
+        st = NFS4ERR_LOCKS_HELD;
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
