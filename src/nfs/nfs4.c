@@ -758,6 +758,11 @@ static bool_t enc_res(XDR *x, struct uiw__nfs4_c *c)
     return TRUE;
 }
 
+static bool_t enc_reply(XDR *x, void *c)
+{
+    return enc_res(x, c);
+}
+
 struct blob {
     char *p;
     u_int len;
@@ -793,6 +798,17 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
         goto out;
     }
     struct blob b = {0};
+    /* the slot keeps the reply when the client asked, or when it is the SEQUENCE alone */
+    int keep = c->cachethis || c->nres == 1;
+    if (!c->replay && !keep && c->read_bytes) {
+        /* READ data, not kept: encoded from where it was read, with no copy of ours
+         * (the transport references its lent buffer, or RDMA Writes it into the
+         * client's Write chunk) */
+        if (!svc_sendreply(xprt, UIW__XDRPROC(enc_reply), (caddr_t)c) && s->opts.verbose)
+            fprintf(stderr, "uiw-nfsd: COMPOUND: reply not sent\n");
+        uiw__nfs4_slot_done(s->nfs4, &c->ref, NULL, 0, 0);
+        goto out;
+    }
     if (c->replay) {
         b.p = c->replay; /* a retry: the bytes of the first reply */
         b.len = (u_int)c->replay_len;
@@ -813,8 +829,7 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     }
     if (s->opts.verbose > 1)
         fprintf(stderr, "uiw-nfsd: COMPOUND of %u -> %d\n", c->nres, (int)c->status);
-    /* the slot keeps the reply when the client asked, or when it is the SEQUENCE alone */
-    uiw__nfs4_slot_done(s->nfs4, &c->ref, b.p, b.len, c->cachethis || c->nres == 1);
+    uiw__nfs4_slot_done(s->nfs4, &c->ref, b.p, b.len, keep);
     if (!c->replay)
         free(b.p);
 out:

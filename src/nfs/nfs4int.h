@@ -47,6 +47,7 @@ struct uiw__nfs4_c {
     struct uiw__nfs4_fh cur_sid_fh, saved_sid_fh;
     stateid4 saved_sid;
     size_t read_bytes; /* READ data in the results, for the reply's room */
+    int read_lent;     /* a READ's data is in the transport's lent buffer */
 };
 
 /* n bytes that live until the reply is sent (NULL: no memory). */

@@ -463,7 +463,14 @@ nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4ar
         count = 0;
     else if (count > (uint64_t)INT64_MAX - a->offset)
         count = (uint32_t)((uint64_t)INT64_MAX - a->offset);
-    char *buf = uiw__nfs4_alloc(c, count ? count : 1);
+    /* the first READ's data where the reply goes out from without a copy (as NFSv3's
+     * READ: registered memory RDMA Writes from, or the TCP reply's pooled buffer); the
+     * others' in the COMPOUND's memory */
+    char *buf = NULL;
+    if (!c->read_lent && (buf = uiw__nfs_xprt_getbuf(c->rq->rq_xprt, count ? count : 1)))
+        c->read_lent = 1;
+    else
+        buf = uiw__nfs4_alloc(c, count ? count : 1);
     struct uiw__vfs_file *of = NULL;
     nfsstat3 s3 = NFS3_OK;
     if (!buf)
