@@ -119,10 +119,10 @@ nfsstat4 uiw__nfs4_verify(struct uiw__nfs4_c *c, struct uiw__vfs *v, const fattr
 
 /* ---- namespace operations (nfs4ns.c) ---- */
 
-/* Whether SETATTR of a size may go ahead with this stateid: for now the special stateids
- * (anonymous, READ bypass) only, every other NFS4ERR_BAD_STATEID (open stateids are
- * checked here once OPEN gives them out). */
-nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *sid);
+/* Whether SETATTR of the size of the file sb may go ahead with this stateid: as WRITE's
+ * (an open of this client for writing, or a special stateid; nfs4open.c). */
+nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *sid,
+                                      const struct stat *sb);
 
 /* READDIR's reply is kept within this many bytes (maxcount clamped to it): the COMPOUND's
  * reply is encoded into 64 KiB (nfs4.c's REPLY_MAX), with room for the other results. */

@@ -7,13 +7,11 @@
  *     source directory), LINK (SAVED_FH the file), each with change_info4 of the
  *     directories: the change attribute before and after, atomic as no other call of the
  *     server changes the directory between (uiw__vfs_begin);
- *   - READLINK, SETATTR (with uiw__nfs4_setattr_stateid_ok's check of the stateid for a
- *     size), READDIR (cookies and verifier as NFSv3's READDIRPLUS: the file system's
- *     offsets and the directory's generation; the requested attributes per entry, with
- *     rdattr_error), SECINFO.
- * Errors are the RFC's: NFS4ERR_NOTDIR for a current handle that is no directory,
- * NFS4ERR_ROFS on a read-only export, NFS4ERR_XDEV across exports, and NFSv3's errno
- * mapping for the rest (the same numbers).
+ *   - READLINK, SETATTR (a size through the stateid's check of WRITE: nfs4open.c), READDIR (cookies
+ * and verifier as NFSv3's READDIRPLUS: the file system's offsets and the directory's generation;
+ * the requested attributes per entry, with rdattr_error), SECINFO. Errors are the RFC's:
+ * NFS4ERR_NOTDIR for a current handle that is no directory, NFS4ERR_ROFS on a read-only export,
+ * NFS4ERR_XDEV across exports, and NFSv3's errno mapping for the rest (the same numbers).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -28,20 +26,6 @@
 #include <unistd.h>
 
 #include "nfs/nfs4int.h"
-
-nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *sid)
-{
-    (void)c;
-    static const char zero[NFS4_OTHER_SIZE];
-    char ones[NFS4_OTHER_SIZE];
-    memset(ones, 0xff, sizeof(ones));
-    /* anonymous (all zeros) and READ bypass (all ones): section 8.2.3 */
-    if (sid->seqid == 0 && memcmp(sid->other, zero, sizeof(zero)) == 0)
-        return NFS4_OK;
-    if (sid->seqid == 0xffffffffu && memcmp(sid->other, ones, sizeof(ones)) == 0)
-        return NFS4_OK;
-    return NFS4ERR_BAD_STATEID;
-}
 
 /* A directory's change_info4 around a change: i is its place in ch, fd the directory. */
 static void cinfo(const struct uiw__vfs_change *ch, int i, int fd, change_info4 *ci)
@@ -397,7 +381,7 @@ nfsstat4 uiw__nfs4_setattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SETA
         else if (!S_ISREG(sb.st_mode))
             st = NFS4ERR_INVAL;
         else
-            st = uiw__nfs4_setattr_stateid_ok(c, &a->stateid);
+            st = uiw__nfs4_setattr_stateid_ok(c, &a->stateid, &sb);
     }
     if (st == NFS4_OK) {
         struct uiw__vfs_change ch;

@@ -446,6 +446,16 @@ static nfsstat4 io_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid
     return st;
 }
 
+nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *in,
+                                      const struct stat *sb)
+{
+    stateid4 sid;
+    nfsstat4 st = sid_in(c, in, &sid);
+    if (st == NFS4_OK)
+        st = uiw__nfs4_stid_io(stids(c), client(c), sb->st_dev, sb->st_ino, &sid, 1);
+    return st;
+}
+
 nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4args *a,
                         READ4resok *r)
 {

@@ -435,10 +435,11 @@ TEST(nfs4_ns_setattr)
     CHECK_EQ(st.st_atim.tv_nsec, 5000);
     CHECK(st.st_mtim.tv_sec >= t0.tv_sec - 1);
 
-    /* a size with a stateid that is no special one: NFS4ERR_BAD_STATEID, nothing set */
+    /* a size with a stateid this server never gave out (not of its boot): checked as a
+     * WRITE's, NFS4ERR_STALE_STATEID, nothing set */
     a[3].nfs_argop4_u.opsetattr.stateid.seqid = 1;
     a[3].nfs_argop4_u.opsetattr.stateid.other[0] = 7;
-    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_BAD_STATEID);
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_STALE_STATEID);
     memset(&a[3].nfs_argop4_u.opsetattr.stateid, 0, sizeof(stateid4));
     /* unsupported (acl), read-only (type), a bad mode, values that do not decode */
     vals_init(&w);

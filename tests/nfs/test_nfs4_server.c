@@ -1165,7 +1165,7 @@ static void slurp(const char *path, char *buf, size_t cap, size_t *n)
 TEST(nfs4_open_create_write_read_close)
 {
     struct srv v;
-    start(&v, 0);
+    t4_start(&v, 0);
     CHECK_EQ(chmod(v.dir, 0777), 0); /* the calls' uid 1000 makes files there */
     struct t4 t;
     t4_open(&t, &v, NULL);
@@ -1370,7 +1370,7 @@ TEST(nfs4_open_create_write_read_close)
  * read and write, and two clients of it with a session each. */
 static void two_clients(struct srv *v, unsigned lease, struct t4 *t1, struct t4 *t2)
 {
-    start(v, lease);
+    t4_start(v, lease);
     CHECK_EQ(chmod(v->dir, 0755), 0); /* the calls' uid 1000 searches it */
     put_file(v, "f", "shared", 6);
     CHECK_EQ(chmod(path_in(v, "f"), 0666), 0);
@@ -1429,7 +1429,7 @@ TEST(nfs4_open_share_deny)
 TEST(nfs4_open_exclusive)
 {
     struct srv v;
-    start(&v, 0);
+    t4_start(&v, 0);
     CHECK_EQ(chmod(v.dir, 0777), 0);
     struct t4 t;
     t4_open(&t, &v, NULL);
@@ -1475,7 +1475,7 @@ TEST(nfs4_open_exclusive)
 TEST(nfs4_read_1m)
 {
     struct srv v;
-    start(&v, 0);
+    t4_start(&v, 0);
     CHECK_EQ(chmod(v.dir, 0755), 0); /* the calls' uid 1000 searches it */
     size_t len = (1u << 20) + (1u << 19);
     char *data = malloc(len);
@@ -1545,7 +1545,7 @@ TEST(nfs4_open_lease_expiry)
 TEST(nfs4_open_cap)
 {
     struct srv v;
-    start(&v, 0);
+    t4_start(&v, 0);
     CHECK_EQ(chmod(v.dir, 0755), 0); /* the calls' uid 1000 searches it */
     uiw__nfs4_stids_set_max(uiw__nfs4_state_stids(v.s->nfs4), 4);
     struct t4 t;
