@@ -59,6 +59,7 @@ struct tcall {
     int lent_used;             /* getbuf handed it out */
     struct uiw__nfs_reply *out;
     int replied;
+    struct uiw__nfs4_conn *conn4; /* the connection's back channel (the peer's) */
 };
 
 static const struct xp_ops tcp_ops;
@@ -308,6 +309,11 @@ int uiw__nfs_xprt_is_tcp(SVCXPRT *xprt)
     return xprt && xprt->xp_ops == &tcp_ops;
 }
 
+struct uiw__nfs4_conn *uiw__nfs_xprt_conn4(SVCXPRT *xprt)
+{
+    return uiw__nfs_xprt_is_tcp(xprt) ? ((struct tcall *)xprt->xp_p1)->conn4 : NULL;
+}
+
 void *uiw__nfs_tcp_getbuf(SVCXPRT *xprt, size_t len)
 {
     struct tcall *c = xprt->xp_p1;
@@ -406,6 +412,7 @@ int uiw__nfs_call_run(struct uiw__nfsd *s, struct uiw__nfs_pool *pool,
     c.lent_used = 0;
     c.out = out;
     c.replied = 0;
+    c.conn4 = peer ? peer->conn4 : NULL;
     memset(out, 0, sizeof(*out));
     struct sockaddr_storage none = {.ss_family = AF_UNSPEC};
     uiw__rpc_svcxprt_init(&c.xprt, &tcp_ops, &tcp_ops2, &c, "tcp", &c.raddr,

@@ -10,7 +10,8 @@
  *   - sessions (nfs4state.c): EXCHANGE_ID, CREATE_SESSION, SEQUENCE (with its slot's reply
  *     cache: a retry gets the bytes of the first reply), DESTROY_SESSION,
  *     DESTROY_CLIENTID, RECLAIM_COMPLETE (ending the client's part of the grace period:
- *     nfs4grace.c); an operation
+ *     nfs4grace.c); the back channel (nfs4cb.c): CREATE_SESSION's CONN_BACK_CHAN,
+ *     BIND_CONN_TO_SESSION, BACKCHANNEL_CTL, and SEQUENCE's CB_PATH_DOWN flags; an operation
  *     other than those that may come alone without SEQUENCE first gets
  *     NFS4ERR_OP_NOT_IN_SESSION, SEQUENCE elsewhere than first NFS4ERR_SEQUENCE_POS, more
  *     operations than the session allows NFS4ERR_TOO_MANY_OPS.
@@ -37,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nfs/nfs4cb.h"
 #include "nfs/nfs4int.h"
 #include "nfs/xdr_data.h"
 
@@ -414,8 +416,18 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
         break;
     case OP_CREATE_SESSION:
         st = uiw__nfs4_create_session(
-            c->s->nfs4, &c->lim, &a->nfs_argop4_u.opcreate_session,
+            c->s->nfs4, &c->lim, uiw__nfs_xprt_conn4(c->rq->rq_xprt),
+            &a->nfs_argop4_u.opcreate_session,
             &r->nfs_resop4_u.opcreate_session.CREATE_SESSION4res_u.csr_resok4);
+        break;
+    case OP_BIND_CONN_TO_SESSION:
+        st = uiw__nfs4_bind_conn(
+            c->s->nfs4, uiw__nfs_xprt_conn4(c->rq->rq_xprt),
+            &a->nfs_argop4_u.opbind_conn_to_session,
+            &r->nfs_resop4_u.opbind_conn_to_session.BIND_CONN_TO_SESSION4res_u.bctsr_resok4);
+        break;
+    case OP_BACKCHANNEL_CTL:
+        st = uiw__nfs4_backchannel_ctl(c->s->nfs4, &c->ref, &a->nfs_argop4_u.opbackchannel_ctl);
         break;
     case OP_DESTROY_SESSION:
         st = uiw__nfs4_destroy_session(c->s->nfs4, a->nfs_argop4_u.opdestroy_session.dsa_sessionid);

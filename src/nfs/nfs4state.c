@@ -15,7 +15,9 @@
  * or when the reply is the SEQUENCE alone. SEQUENCE and CREATE_SESSION renew the lease;
  * a client that does not renew it for a whole lease goes with its sessions and its
  * opens (nfs4stid.c; no courtesy for a client that comes back late). What a client
- * holds is bounded: sessions per client and client records (see below).
+ * holds is bounded: sessions per client and client records (see below). Each session
+ * has its back channel's state in nfs4cb.c (the program, flavor, slots and connection
+ * of its callbacks), made by CREATE_SESSION and ended with the session.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nfs/nfs4cb.h"
 #include "nfs/nfs4grace.h"
 #include "nfs/nfs4int.h"
 
@@ -47,8 +50,8 @@ struct uiw__nfs4_session {
     char id[NFS4_SESSIONID_SIZE];
     struct client *clp;
     channel_attrs4 fore, back; /* as granted (ca_rdma_ird empty) */
-    uint32_t cb_program;
-    unsigned refs; /* the list's (until destroyed) and each taken slot's */
+    struct uiw__nfs4_cb *cb;   /* its back channel (nfs4cb.c) */
+    unsigned refs;             /* the list's (until destroyed) and each taken slot's */
     uint32_t nslots;
     struct slot slots[];
 };
@@ -77,6 +80,7 @@ struct uiw__nfs4_state {
     uint32_t boot; /* the high word of client IDs: tells this server's from a former one's */
     uint32_t next_id, next_session;
     uint32_t lease;
+    struct uiw__nfs4_cbs *cbs;     /* callbacks (nfs4cb.c) */
     int64_t scanned_ns;            /* the last look for expired leases */
     struct uiw__nfs4_grace *grace; /* client records and the grace period (NULL: none) */
     char owner[64];
@@ -107,11 +111,20 @@ struct uiw__nfs4_state *uiw__nfs4_state_create(unsigned lease_s, const char *sta
     st->next_session = 1;
     st->lease = lease_s;
     st->stids = uiw__nfs4_stids_create();
-    if (!st->stids) {
+    st->cbs = uiw__nfs4_cbs_create();
+    if (!st->stids || !st->cbs) {
+        if (st->stids)
+            uiw__nfs4_stids_destroy(st->stids);
+        if (st->cbs)
+            uiw__nfs4_cbs_destroy(st->cbs);
+        uiw__nfs4_grace_close(st->grace);
         pthread_mutex_destroy(&st->lock);
         free(st);
         return NULL;
     }
+    /* a callback unanswered for 5 s marks its path down; one without a path for a lease
+     * ends (its delegation may then be revoked, section 10.2) */
+    uiw__nfs4_cb_set_timeout(st->cbs, 5000, lease_s * 1000);
     char host[48] = "";
     gethostname(host, sizeof(host) - 1);
     strcpy(st->owner, "uiw-nfsd:");
@@ -128,6 +141,15 @@ static void session_unref(struct uiw__nfs4_session *ses)
     free(ses);
 }
 
+/* The list's reference to an unlinked session: its back channel ends (lock held). */
+static void session_end(struct uiw__nfs4_session *ses)
+{
+    ses->clp = NULL;
+    uiw__nfs4_cb_put(ses->cb, 1);
+    ses->cb = NULL;
+    session_unref(ses);
+}
+
 /* Unlink and drop the sessions of clp (lock held). */
 static void drop_sessions(struct uiw__nfs4_state *st, struct client *clp)
 {
@@ -138,8 +160,7 @@ static void drop_sessions(struct uiw__nfs4_state *st, struct client *clp)
             continue;
         }
         *pp = ses->next;
-        ses->clp = NULL;
-        session_unref(ses);
+        session_end(ses);
     }
     clp->nsessions = 0;
 }
@@ -174,9 +195,12 @@ void uiw__nfs4_state_destroy(struct uiw__nfs4_state *st)
     /* the records stay for the next instance: the clients are let go, not forgotten */
     uiw__nfs4_grace_close(st->grace);
     st->grace = NULL;
+    pthread_mutex_lock(&st->lock);
     while (st->clients)
         drop_client(st, st->clients);
+    pthread_mutex_unlock(&st->lock);
     uiw__nfs4_stids_destroy(st->stids);
+    uiw__nfs4_cbs_destroy(st->cbs);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
@@ -339,7 +363,8 @@ static uint32_t clamp(uint32_t v, uint32_t max)
 }
 
 nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__nfs4_limits *l,
-                                  const CREATE_SESSION4args *a, CREATE_SESSION4resok *r)
+                                  struct uiw__nfs4_conn *conn, const CREATE_SESSION4args *a,
+                                  CREATE_SESSION4resok *r)
 {
     const channel_attrs4 *f = &a->csa_fore_chan_attrs, *b = &a->csa_back_chan_attrs;
     nfsstat4 rc = NFS4_OK;
@@ -373,6 +398,15 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
         clp->have_last = 1;
         goto out;
     }
+    int sec = uiw__nfs4_cb_sec_pick(a->csa_sec_parms.csa_sec_parms_val,
+                                    a->csa_sec_parms.csa_sec_parms_len);
+    if (sec == -1) {
+        /* callbacks in RPCSEC_GSS alone; the sequence used, as for NOSPC above */
+        rc = clp->last_rc = NFS4ERR_ENCR_ALG_UNSUPP;
+        clp->cs_seq++;
+        clp->have_last = 1;
+        goto out;
+    }
     uint32_t nslots = clamp(f->ca_maxrequests, l->max_slots);
     struct uiw__nfs4_session *ses = calloc(1, sizeof(*ses) + nslots * sizeof(struct slot));
     if (!ses) {
@@ -387,18 +421,24 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
     ses->fore.ca_maxresponsesize_cached = clamp(f->ca_maxresponsesize_cached, l->max_cached);
     ses->fore.ca_maxoperations = clamp(f->ca_maxoperations, l->max_ops);
     ses->fore.ca_maxrequests = nslots;
-    /* the back channel's, recorded for the callbacks to come (none are sent yet) */
+    /* the back channel's: callbacks are small (a CB_SEQUENCE and a CB_RECALL) */
     ses->back = *b;
     ses->back.ca_headerpadsize = 0;
-    ses->back.ca_maxrequests = clamp(b->ca_maxrequests, 16);
+    ses->back.ca_maxrequests = b->ca_maxrequests < 1 ? 1 : clamp(b->ca_maxrequests, 16);
     ses->back.ca_rdma_ird.ca_rdma_ird_len = 0;
     ses->back.ca_rdma_ird.ca_rdma_ird_val = NULL;
-    ses->cb_program = a->csa_cb_program;
     uint64_t id = clp->id;
     uint32_t n = st->next_session++;
     memcpy(ses->id, &id, 8);
     memcpy(ses->id + 8, &n, 4);
     memcpy(ses->id + 12, &st->boot, 4);
+    ses->cb = uiw__nfs4_cb_new(st->cbs, ses->id, &ses->back, a->csa_cb_program,
+                               sec >= 0 ? &a->csa_sec_parms.csa_sec_parms_val[sec] : NULL);
+    if (!ses->cb) {
+        free(ses);
+        rc = NFS4ERR_SERVERFAULT;
+        goto out;
+    }
     if (!clp->confirmed) {
         /* the owner's older record (a client that restarted) goes with its sessions */
         for (struct client *c = st->clients; c; c = c->next) {
@@ -420,8 +460,12 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
     clp->renewed_ns = now_ns();
     memcpy(r->csr_sessionid, ses->id, NFS4_SESSIONID_SIZE);
     r->csr_sequence = clp->cs_seq++;
-    /* no back channel on this connection yet: callbacks are not sent */
+    /* the connection of this call is the back channel when asked and its transport can
+     * carry callbacks (a CB_NULL probes it) */
     r->csr_flags = 0;
+    if ((a->csa_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN) &&
+        uiw__nfs4_cb_bind(ses->cb, conn) == 0)
+        r->csr_flags = CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
     r->csr_fore_chan_attrs = ses->fore;
     r->csr_back_chan_attrs = ses->back;
     clp->last = *r;
@@ -451,8 +495,7 @@ nfsstat4 uiw__nfs4_destroy_session(struct uiw__nfs4_state *st, const char id[NFS
             continue;
         *pp = ses->next;
         ses->clp->nsessions--;
-        ses->clp = NULL;
-        session_unref(ses);
+        session_end(ses);
         rc = NFS4_OK;
         break;
     }
@@ -533,7 +576,15 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
     r->sr_slotid = a->sa_slotid;
     r->sr_highest_slotid = ses->nslots - 1;
     r->sr_target_highest_slotid = ses->nslots - 1;
-    r->sr_status_flags = 0;
+    /* section 18.46.3: the session's back channel down, and the client's on all of them */
+    r->sr_status_flags = uiw__nfs4_cb_flags(ses->cb);
+    if (r->sr_status_flags) {
+        int up = 0;
+        for (struct uiw__nfs4_session *o = st->sessions; o && !up; o = o->next)
+            up = o->clp == ses->clp && uiw__nfs4_cb_up(o->cb);
+        if (!up)
+            r->sr_status_flags |= SEQ4_STATUS_CB_PATH_DOWN;
+    }
 out:
     pthread_mutex_unlock(&st->lock);
     return rc;
@@ -627,4 +678,52 @@ unsigned uiw__nfs4_in_grace(struct uiw__nfs4_state *st)
     unsigned n = uiw__nfs4_grace_active(st->grace) ? uiw__nfs4_grace_pending(st->grace) : 0;
     pthread_mutex_unlock(&st->lock);
     return n;
+}
+
+struct uiw__nfs4_cb *uiw__nfs4_session_cb(struct uiw__nfs4_state *st,
+                                          const char id[NFS4_SESSIONID_SIZE])
+{
+    pthread_mutex_lock(&st->lock);
+    struct uiw__nfs4_session *ses = find_session(st, id);
+    struct uiw__nfs4_cb *cb = ses ? ses->cb : NULL;
+    if (cb)
+        uiw__nfs4_cb_get(cb);
+    pthread_mutex_unlock(&st->lock);
+    return cb;
+}
+
+struct uiw__nfs4_cb *uiw__nfs4_slot_cb(struct uiw__nfs4_state *st,
+                                       const struct uiw__nfs4_slotref *ref)
+{
+    pthread_mutex_lock(&st->lock);
+    struct uiw__nfs4_cb *cb = ref->ses ? ref->ses->cb : NULL;
+    if (cb)
+        uiw__nfs4_cb_get(cb);
+    pthread_mutex_unlock(&st->lock);
+    return cb;
+}
+
+struct uiw__nfs4_cb *uiw__nfs4_client_cb(struct uiw__nfs4_state *st, clientid4 clid)
+{
+    pthread_mutex_lock(&st->lock);
+    struct uiw__nfs4_cb *best = NULL;
+    int rank = 0;
+    for (struct uiw__nfs4_session *s = st->sessions; s; s = s->next) {
+        if (!s->clp || s->clp->id != clid || !s->cb)
+            continue;
+        int r = uiw__nfs4_cb_up(s->cb) ? 3 : uiw__nfs4_cb_flags(s->cb) ? 2 : 1;
+        if (r > rank) {
+            rank = r;
+            best = s->cb;
+        }
+    }
+    if (best)
+        uiw__nfs4_cb_get(best);
+    pthread_mutex_unlock(&st->lock);
+    return best;
+}
+
+struct uiw__nfs4_cbs *uiw__nfs4_state_cbs(struct uiw__nfs4_state *st)
+{
+    return st->cbs;
 }

@@ -24,8 +24,10 @@ nfsstat4 uiw__nfs4_exchange_id(struct uiw__nfs4_state *st, const EXCHANGE_ID4arg
                                EXCHANGE_ID4resok *r);
 /* Section 18.36: a new session of a confirmed or unconfirmed client (confirming it), or
  * the reply of the last one when csa_sequence is the one before. */
+struct uiw__nfs4_conn;
 nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__nfs4_limits *l,
-                                  const CREATE_SESSION4args *a, CREATE_SESSION4resok *r);
+                                  struct uiw__nfs4_conn *conn, const CREATE_SESSION4args *a,
+                                  CREATE_SESSION4resok *r);
 nfsstat4 uiw__nfs4_destroy_session(struct uiw__nfs4_state *st, const char id[NFS4_SESSIONID_SIZE]);
 nfsstat4 uiw__nfs4_destroy_clientid(struct uiw__nfs4_state *st, clientid4 id);
 
@@ -68,6 +70,9 @@ nfsstat4 uiw__nfs4_grace_check(struct uiw__nfs4_state *st, const struct uiw__nfs
 /* The clients of the last instance yet to reclaim while the grace period runs (0: not in
  * grace). */
 unsigned uiw__nfs4_in_grace(struct uiw__nfs4_state *st);
+
+/* The callbacks of this server (nfs4cb.c). */
+struct uiw__nfs4_cbs *uiw__nfs4_state_cbs(struct uiw__nfs4_state *st);
 
 /* The lease, seconds (the lease_time attribute). */
 uint32_t uiw__nfs4_lease(const struct uiw__nfs4_state *st);

@@ -97,6 +97,15 @@ int uiw__nfsd_port(const struct uiw__nfsd *s, enum uiw__nfsd_port which);
 struct uiw_rpc_xprt_stats;
 int uiw__nfsd_xprt_stats(struct uiw__nfsd *s, struct uiw_rpc_xprt_stats *st);
 
+/* NFSv4.1's callbacks (nfs4cb.c): call records sent (first sends and resends; CB_RECALLs
+ * among them, and the resends), replies matched to their calls, callbacks that ended in
+ * an error, calls unanswered for the timeout, replies dropped (no call of theirs, or not
+ * RPC). 0, or -ENOTSUP (NFSv4 off). */
+struct uiw__nfsd_cb_counts {
+    uint64_t sent, recalls, resent, replies, errors, timeouts, dropped;
+};
+int uiw__nfsd_cb_counts(struct uiw__nfsd *s, struct uiw__nfsd_cb_counts *n);
+
 /* Stop listening, close every connection, wait for every thread, free everything. */
 void uiw__nfsd_destroy(struct uiw__nfsd *s);
 

@@ -409,13 +409,18 @@ struct uiw__nfs_reply {
     int large; /* large buffers it holds */
 };
 
+struct uiw__nfs4_conn;
 struct uiw__nfs_peer {
     struct sockaddr_storage addr;
     socklen_t len;
+    struct uiw__nfs4_conn *conn4; /* its NFSv4.1 back channel (nfs4cb.h; NULL: none) */
 };
 
 /* Is xprt a call's of this TCP service, and its memory for a READ's payload. */
 int uiw__nfs_xprt_is_tcp(SVCXPRT *xprt);
+/* The connection of xprt's call as an NFSv4.1 back channel (NULL: its transport carries
+ * no callbacks). */
+struct uiw__nfs4_conn *uiw__nfs_xprt_conn4(SVCXPRT *xprt);
 void *uiw__nfs_tcp_getbuf(SVCXPRT *xprt, size_t len);
 
 /* Run one call; 1 with the reply in *out (its buffers the caller's, freed by

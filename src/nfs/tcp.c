@@ -28,6 +28,10 @@
  * until some are done, so one client cannot take every thread or buffer. Several calls of
  * one connection run at once, as on knfsd, and their replies go out as each is done.
  *
+ * NFSv4.1's back channel (nfs4cb.c) uses the connections clients bound to their
+ * sessions: its call records go out through a connection's queue as replies do, and the
+ * REPLY records that come back are handed to it by the event thread instead of run.
+ *
  * A connection is freed when the event thread has closed it and no call of it runs
  * (reference counted); its socket is closed then, so no thread writes to a reused
  * descriptor.
@@ -47,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nfs/nfs4cb.h"
 #include "nfs/server.h"
 
 #define UIW__NFS_CONN_CALLS 32 /* calls of one connection running at once */
@@ -159,6 +164,7 @@ static void conn_put(struct conn *c)
     if (!last)
         return;
     close(c->fd);
+    uiw__nfs4_conn_put(c->peer.conn4);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -315,6 +321,7 @@ static void conn_close(struct conn *c)
     }
     c->txq_tail = NULL;
     pthread_mutex_unlock(&c->lock);
+    uiw__nfs4_conn_closed(c->peer.conn4); /* its callbacks wait for another connection */
     epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
     uiw__nfs_rm_fini(&c->rm);
     shutdown(c->fd, SHUT_RDWR);
@@ -333,6 +340,67 @@ static void conn_close(struct conn *c)
     works_done(t, done);
     conn_put(c); /* the list's reference */
 }
+
+/* Under c->lock: w's reply queued on c and written as far as the socket takes it. */
+static void queue_locked(struct conn *c, struct work *w, struct work **done)
+{
+    int was_empty = c->txq == NULL;
+    w->next = NULL;
+    if (c->txq_tail)
+        c->txq_tail->next = w;
+    else
+        c->txq = w;
+    c->txq_tail = w;
+    if (was_empty) {
+        c->tx_since_ns = uiw__nfsd_now_ns();
+        if (tx_flush_locked(c, done) != 0) {
+            c->err = errno;
+            c->doomed = 1;
+            notify_locked(c);
+        }
+    }
+    if (c->txq && was_empty && !c->doomed)
+        notify_locked(c); /* the event thread watches for room */
+}
+
+/* The NFSv4.1 back channel's send (nfs4cb.h): a call record goes out on the connection
+ * as a reply does, after the replies queued before it. */
+static int bc_send(void *tp, const char *rec, size_t len)
+{
+    struct conn *c = tp;
+    struct uiw__nfs_tcp *t = c->t;
+    if (len > UIW__NFS_SMALL)
+        return -EMSGSIZE;
+    struct work *w = work_get(t);
+    struct uiw__nfs_buf *b = w ? uiw__nfs_pool_small(t->pool) : NULL;
+    if (!b) {
+        if (w)
+            work_put(t, w);
+        return -ENOMEM;
+    }
+    memcpy(b->data, rec, len);
+    w->c = c;
+    w->reply.own[0] = b;
+    w->reply.nown = 1;
+    w->reply.iov[0] = (struct iovec){b->data, len};
+    w->reply.niov = 1;
+    w->reply.len = len;
+    struct work *done = NULL;
+    pthread_mutex_lock(&c->lock);
+    if (c->dead || c->doomed) {
+        pthread_mutex_unlock(&c->lock);
+        uiw__nfs_reply_free(t->pool, &w->reply);
+        work_put(t, w);
+        return -ENOTCONN;
+    }
+    c->refs++; /* the queued work's */
+    queue_locked(c, w, &done);
+    pthread_mutex_unlock(&c->lock);
+    works_done(t, done);
+    return 0;
+}
+
+static const struct uiw__nfs4_conn_ops bc_ops = {.send = bc_send};
 
 static void peer_name(struct conn *c)
 {
@@ -383,6 +451,8 @@ static void conn_add(struct uiw__nfs_tcp *t, int fd, const struct sockaddr_stora
     memcpy(&c->peer.addr, ss, sl <= sizeof(c->peer.addr) ? sl : sizeof(c->peer.addr));
     c->peer.len = sl <= sizeof(c->peer.addr) ? sl : sizeof(c->peer.addr);
     peer_name(c);
+    if (t->s->nfs4)
+        c->peer.conn4 = uiw__nfs4_conn_new(&bc_ops, c); /* NULL: no callbacks on it */
     pthread_mutex_init(&c->lock, NULL);
     uiw__nfs_rm_init(&c->rm, t->pool, uiw__nfsd_max_io(t->s) + 8192);
     atomic_store_explicit(&c->active_ns, uiw__nfsd_now_ns(), memory_order_relaxed);
@@ -391,6 +461,7 @@ static void conn_add(struct uiw__nfs_tcp *t, int fd, const struct sockaddr_stora
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
     if (epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &e) != 0) {
         close(fd);
+        uiw__nfs4_conn_put(c->peer.conn4);
         pthread_mutex_destroy(&c->lock);
         free(c);
         uiw__nfsd_conn_give(t->s);
@@ -490,6 +561,16 @@ static void run_deferred(struct uiw__nfs_tcp *t)
 
 static void dispatch(struct uiw__nfs_tcp *t, struct conn *c, const struct uiw__nfs_rec *rec)
 {
+    uint32_t mtype = 0;
+    if (rec->len >= 8)
+        memcpy(&mtype, rec->buf->data + rec->off + 4, 4);
+    if (ntohl(mtype) == 1) {
+        /* a REPLY: the answer to a callback sent on this connection (NFSv4.1's back
+         * channel), matched by its xid; with no back channel, or unmatched, dropped */
+        uiw__nfs4_conn_reply(c->peer.conn4, rec->buf->data + rec->off, rec->len);
+        uiw__nfs_pool_put(t->pool, rec->buf);
+        return;
+    }
     struct work *w = work_get(t);
     if (!w) {
         uiw__nfs_pool_put(t->pool, rec->buf);
@@ -794,24 +875,8 @@ static void run_work(struct uiw__nfs_tcp *t, struct work *w)
     c->inflight--;
     if (has && !c->dead) {
         c->large += (unsigned)w->reply.large;
-        int was_empty = c->txq == NULL;
-        w->next = NULL;
-        if (c->txq_tail)
-            c->txq_tail->next = w;
-        else
-            c->txq = w;
-        c->txq_tail = w;
+        queue_locked(c, w, &done);
         queued = 1;
-        if (was_empty) {
-            c->tx_since_ns = uiw__nfsd_now_ns();
-            if (tx_flush_locked(c, &done) != 0) {
-                c->err = errno;
-                c->doomed = 1;
-                notify_locked(c);
-            }
-        }
-        if (c->txq && was_empty && !c->doomed)
-            notify_locked(c); /* the event thread watches for room */
     }
     if (was_held && !c->dead && !c->doomed)
         notify_locked(c); /* below its limits again: read on */
