@@ -107,7 +107,9 @@ static const char usage[] =
     "      --stats           print the RPC-over-RDMA counters (calls, replies, DRC hits,\n"
     "                        credits, chunks, bytes by RDMA and inline, errors) and the\n"
     "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
-    "                        standard output on SIGUSR1 and when it ends\n"
+    "                        standard output on SIGUSR1 and when it ends; with\n"
+    "                        --nfs4-experimental also NFSv4.1's callbacks (sent,\n"
+    "                        CB_RECALLs, replies, errors, timeouts)\n"
     "      --pid-file FILE   write the server's process id there once it serves (removed\n"
     "                        when it ends)\n"
     "      --check-exports FILE\n"
@@ -129,7 +131,7 @@ static int parse_num(const char *s, long min, long max, long *v)
     return 0;
 }
 
-/* --stats: the RPC-over-RDMA transport's counters, with the RNIC's. */
+/* --stats: the RPC-over-RDMA transport's counters, with the RNIC's; NFSv4.1's callbacks. */
 static void print_stats(struct uiw__nfsd *s)
 {
     struct uiw_rpc_xprt_stats st;
@@ -138,6 +140,14 @@ static void print_stats(struct uiw__nfsd *s)
         rpcstats_text(stdout, "server", &st);
     else
         printf("uiw-nfsd: no RPC-over-RDMA counters: %s\n", strerror(-r));
+    struct uiw__nfsd_cb_counts cb;
+    if (uiw__nfsd_cb_counts(s, &cb) == 0)
+        printf("uiw-nfsd: NFSv4.1 callbacks: sent %llu (CB_RECALL %llu, resent %llu), "
+               "replies %llu, errors %llu, timeouts %llu, dropped replies %llu\n",
+               (unsigned long long)cb.sent, (unsigned long long)cb.recalls,
+               (unsigned long long)cb.resent, (unsigned long long)cb.replies,
+               (unsigned long long)cb.errors, (unsigned long long)cb.timeouts,
+               (unsigned long long)cb.dropped);
     fflush(stdout);
 }
 
