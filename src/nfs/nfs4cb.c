@@ -87,6 +87,7 @@ struct uiw__nfs4_cb {
     uint32_t sys_gids[16];
     int wanted;                  /* the client asked for a back channel */
     int nosec;                   /* no flavor given for callbacks */
+    int probed;                  /* the probe of the connection bound now came back */
     int down;                    /* the probe or a callback failed on the connection bound now */
     int ended;                   /* the session is gone */
     struct uiw__nfs4_conn *conn; /* bound now (NULL: none) */
@@ -99,6 +100,7 @@ struct uiw__nfs4_cb {
 
 struct uiw__nfs4_cbs {
     struct uiw__nfs4_cb *cbs;
+    struct call *finished; /* ended, their completions for the timer to run */
     uint32_t xid;
     int64_t timeout_ns, give_up_ns;
     struct uiw__nfsd_cb_counts n;
@@ -166,8 +168,8 @@ static void requeue(struct call *c)
 }
 
 /* c ends with status: off every list, its slot free (the seqid kept as used), onto
- * *done for its completion (lock held). */
-static void finish(struct call *c, nfsstat4 status, struct call **done)
+ * *done for its completion (lock held); uncounted. */
+static void end_call(struct call *c, nfsstat4 status, struct call **done)
 {
     struct uiw__nfs4_cb *cb = c->cb;
     unsend(c);
@@ -181,10 +183,39 @@ static void finish(struct call *c, nfsstat4 status, struct call **done)
         cb->busy[c->slot] = NULL;
     cb->ncalls--;
     c->status = status;
-    if (status != NFS4_OK)
-        cb->cbs->n.errors++;
     c->next = *done;
     *done = c;
+}
+
+/* c ends with status, an error counted (lock held). */
+static void finish(struct call *c, nfsstat4 status, struct call **done)
+{
+    if (status != NFS4_OK)
+        c->cb->cbs->n.errors++;
+    end_call(c, status, done);
+}
+
+/* c's connection went, or another was bound: a callback goes again on the next one with
+ * its slot and seqid; a probe is dropped (the next bind sends its own) (lock held). */
+static void take_back(struct call *c, struct call **done)
+{
+    if (c->kind == K_NULL)
+        end_call(c, NFS4ERR_CB_PATH_DOWN, done);
+    else
+        requeue(c);
+}
+
+/* Completions for the timer thread to run, from callers that may hold the sessions' lock
+ * or the API caller's own (lock held). */
+static void defer(struct uiw__nfs4_cbs *cbs, struct call *done)
+{
+    while (done) {
+        struct call *c = done;
+        done = c->next;
+        c->next = cbs->finished;
+        cbs->finished = c;
+    }
+    pthread_cond_signal(&cbs->cv);
 }
 
 /* Run the completions of calls that ended (no lock held). */
@@ -462,8 +493,10 @@ void uiw__nfs4_conn_reply(struct uiw__nfs4_conn *cn, const char *rec, size_t len
             cb->seq[c->slot]--;
         finish(c, NFS4ERR_CB_PATH_DOWN, &done);
     } else if (c->kind == K_NULL) {
-        if (cn == cb->conn)
+        if (cn == cb->conn) {
             cb->down = 0; /* the probe came back: the path is up */
+            cb->probed = 1;
+        }
         finish(c, NFS4_OK, &done);
     } else {
         compound_done(c, &x, &done);
@@ -481,10 +514,9 @@ void uiw__nfs4_conn_closed(struct uiw__nfs4_conn *cn)
     pthread_mutex_lock(&lk);
     cn->tp = NULL;
     /* its calls go again, with their slots and seqids, on the next connection bound */
-    while (cn->sent) {
-        struct call *c = cn->sent;
-        requeue(c);
-    }
+    struct call *done = NULL;
+    while (cn->sent)
+        take_back(cn->sent, &done);
     if (cn->cbs) {
         for (struct uiw__nfs4_cb *cb = cn->cbs->cbs; cb; cb = cb->next) {
             if (cb->conn == cn) {
@@ -494,6 +526,7 @@ void uiw__nfs4_conn_closed(struct uiw__nfs4_conn *cn)
         }
     }
     pthread_mutex_unlock(&lk);
+    complete(done);
 }
 
 /* ---------------------------------------------------------------- sessions */
@@ -579,7 +612,7 @@ int uiw__nfs4_cb_bind(struct uiw__nfs4_cb *cb, struct uiw__nfs4_conn *cn)
             for (struct call *c = cb->conn->sent, *next; c; c = next) {
                 next = c->next;
                 if (c->cb == cb)
-                    requeue(c);
+                    take_back(c, &done);
             }
             conn_unref(cb->conn);
         }
@@ -588,6 +621,7 @@ int uiw__nfs4_cb_bind(struct uiw__nfs4_cb *cb, struct uiw__nfs4_conn *cn)
     }
     cn->cbs = cb->cbs;
     cb->down = 0;
+    cb->probed = 0;
     /* the probe first (section 2.10.3.1 lets the server test the path), then the calls
      * that waited for a path */
     struct call *p = calloc(1, sizeof(*p));
@@ -597,15 +631,15 @@ int uiw__nfs4_cb_bind(struct uiw__nfs4_cb *cb, struct uiw__nfs4_conn *cn)
             free(p);
     }
     kick(cb, &done);
+    defer(cb->cbs, done); /* the caller holds the sessions' lock */
     pthread_mutex_unlock(&lk);
-    complete(done);
     return 0;
 }
 
 int uiw__nfs4_cb_up(struct uiw__nfs4_cb *cb)
 {
     pthread_mutex_lock(&lk);
-    int up = cb->conn && cb->conn->tp && !cb->down;
+    int up = cb->conn && cb->conn->tp && !cb->down && cb->probed;
     pthread_mutex_unlock(&lk);
     return up;
 }
@@ -713,11 +747,11 @@ static int queue(struct uiw__nfs4_state *st, clientid4 clid, struct call *c)
     struct call *done = NULL;
     pthread_mutex_lock(&lk);
     int rc = start_call(cb, c, 0, &done);
+    defer(cb->cbs, done); /* never inside the caller's call */
     cb_unref(cb);
     pthread_mutex_unlock(&lk);
     if (rc != 0)
         free(c);
-    complete(done);
     return rc;
 }
 
@@ -806,7 +840,8 @@ static void *timer_main(void *arg)
             ts.tv_nsec -= 1000000000l;
         }
         pthread_cond_timedwait(&cbs->cv, &lk, &ts);
-        struct call *done = NULL;
+        struct call *done = cbs->finished;
+        cbs->finished = NULL;
         tick(cbs, &done);
         if (done) {
             pthread_mutex_unlock(&lk);
@@ -851,8 +886,9 @@ void uiw__nfs4_cbs_destroy(struct uiw__nfs4_cbs *cbs)
     pthread_mutex_unlock(&lk);
     pthread_join(cbs->timer, NULL);
     /* what is left: every call ends; the sessions were dropped before */
-    struct call *done = NULL;
     pthread_mutex_lock(&lk);
+    struct call *done = cbs->finished;
+    cbs->finished = NULL;
     for (struct uiw__nfs4_cb *cb = cbs->cbs; cb; cb = cb->next) {
         cb->ended = 1;
         cb->refs++;
@@ -902,4 +938,14 @@ void uiw__nfs4_cb_set_timeout(struct uiw__nfs4_cbs *cbs, unsigned ms, unsigned g
     cbs->timeout_ns = (int64_t)ms * 1000000;
     cbs->give_up_ns = (int64_t)give_up_ms * 1000000;
     pthread_mutex_unlock(&lk);
+}
+
+int uiw__nfs4_cb_client_up(struct uiw__nfs4_state *st, clientid4 clid)
+{
+    struct uiw__nfs4_cb *cb = uiw__nfs4_client_cb(st, clid);
+    if (!cb)
+        return 0;
+    int up = uiw__nfs4_cb_up(cb);
+    uiw__nfs4_cb_put(cb, 0);
+    return up;
 }

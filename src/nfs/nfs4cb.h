@@ -61,7 +61,7 @@ int uiw__nfs4_cb_bind(struct uiw__nfs4_cb *cb, struct uiw__nfs4_conn *cn);
 /* SEQUENCE's sr_status_flags for the session (section 18.46.3): CB_PATH_DOWN_SESSION when
  * a back channel was asked for and none works now. */
 uint32_t uiw__nfs4_cb_flags(struct uiw__nfs4_cb *cb);
-/* Whether the session has a working back channel. */
+/* Whether the session has a working back channel (bound, its probe answered). */
 int uiw__nfs4_cb_up(struct uiw__nfs4_cb *cb);
 void uiw__nfs4_cb_get(struct uiw__nfs4_cb *cb);
 /* A reference given back; the session's own (it ended) fails its waiting calls
@@ -106,6 +106,9 @@ typedef void (*uiw__nfs4_cb_done_fn)(void *arg, nfsstat4 status);
  * -EINVAL (fh longer than a handle), -ENOMEM. */
 int uiw__nfs4_cb_recall(struct uiw__nfs4_state *st, clientid4 clid, const stateid4 *sid,
                         const nfs_fh4 *fh, int truncate, uiw__nfs4_cb_done_fn done, void *arg);
+/* Whether client clid has a session whose back channel works now (the probe answered,
+ * nothing failed since): what OPEN asks before it grants a delegation. */
+int uiw__nfs4_cb_client_up(struct uiw__nfs4_state *st, clientid4 clid);
 /* CB_RECALL_ANY (section 20.6): keep at most `keep` objects of the types of mask
  * (RCA4_TYPE_MASK_* bits of the first word). As uiw__nfs4_cb_recall. */
 int uiw__nfs4_cb_recall_any(struct uiw__nfs4_state *st, clientid4 clid, uint32_t keep,

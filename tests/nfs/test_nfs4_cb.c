@@ -444,9 +444,11 @@ static void start_bc(struct cbt *t, const char *owner)
     CHECK_EQ(session(t, owner, CREATE_SESSION4_FLAG_CONN_BACK_CHAN, sec, 2, &cr), NFS4_OK);
     CHECK_EQ(cr.csr_flags, CREATE_SESSION4_FLAG_CONN_BACK_CHAN);
     CHECK_EQ(cr.csr_back_chan_attrs.ca_maxrequests, 4);
+    CHECK(!uiw__nfs4_cb_client_up(t->v.s->nfs4, t->cid)); /* until the probe comes back */
     answer_probe(t);
     COUNTS_BECOME(t, n_.replies == 1);
     CHECK_EQ(seq_flags(t), 0);
+    CHECK(uiw__nfs4_cb_client_up(t->v.s->nfs4, t->cid));
 }
 
 TEST(nfs4_cb_recall_tcp)
@@ -531,6 +533,7 @@ TEST(nfs4_cb_reconnect_tcp)
     close(t.fd);
     t.fd = tcp_to(t.v.tcp);
     flags_become(&t, SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION);
+    CHECK(!uiw__nfs4_cb_client_up(t.v.s->nfs4, t.cid)); /* no delegation would be granted */
 
     /* a recall meanwhile waits for a path */
     struct result r;
