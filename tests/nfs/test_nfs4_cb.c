@@ -7,10 +7,12 @@
  * reaches the API's completion; a lost connection makes SEQUENCE say CB_PATH_DOWN until
  * BIND_CONN_TO_SESSION binds another, on which the unanswered call goes again with the
  * same slot and seqid; unanswered calls time out; replies to nothing are dropped;
- * BACKCHANNEL_CTL changes the program and flavor; RPCSEC_GSS alone is refused.
+ * BACKCHANNEL_CTL changes the program and flavor; RPCSEC_GSS alone is refused. A capture
+ * of the exchange decodes in tshark's NFS CB dissector.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "interop.h"
+#include "io/pcap.h"
 #include "nfs/nfs4cb.h"
 #include "nfs/nfs4state.h"
 #include "nfs/server.h"
@@ -41,7 +45,21 @@ struct cbt {
     char *calls[8];
     size_t clen[8];
     unsigned ncalls;
+    struct uiw__pcap *pc; /* both directions' records, for tshark (NULL: none) */
 };
+
+/* A record (its mark first) into the capture: from the client (1) or the server (0). */
+static void cap(struct cbt *t, int from_client, const char *rec, size_t len, int marked)
+{
+    if (!t->pc)
+        return;
+    uint32_t mark = htonl(0x80000000u | (uint32_t)len);
+    struct iovec iov[2] = {{&mark, 4}, {(char *)(uintptr_t)rec, len}};
+    if (marked)
+        uiw__pcap_data(t->pc, from_client, iov + 1, 1, len);
+    else
+        uiw__pcap_data(t->pc, from_client, iov, 2, 4 + len);
+}
 
 static uint32_t word(const char *r, size_t n, size_t at)
 {
@@ -67,9 +85,11 @@ static void call(struct cbt *t, uint32_t proc, xdrproc_t xargs, void *args, xdrp
     uint32_t mark = htonl(0x80000000u | (uint32_t)len);
     memcpy(rec, &mark, 4);
     send_all(t->fd, rec, 4 + len);
+    cap(t, 1, rec, 4 + len, 1);
     for (;;) {
         size_t n;
         char *r = recv_record(t->fd, &n);
+        cap(t, 0, r, n, 0);
         if (word(r, n, 4) == 0) { /* a CALL: the server's */
             CHECK(t->ncalls < 8);
             t->calls[t->ncalls] = r;
@@ -247,6 +267,7 @@ static void next_call(struct cbt *t, struct cbcall *c)
         struct pollfd pf = {t->fd, POLLIN, 0};
         CHECK(poll(&pf, 1, 5000) == 1);
         c->rec = recv_record(t->fd, &c->len);
+        cap(t, 0, c->rec, c->len, 0);
     }
     XDR x;
     xdrmem_create(&x, c->rec, (u_int)c->len, XDR_DECODE);
@@ -301,6 +322,7 @@ static void reply(struct cbt *t, uint32_t xid, uint32_t st, xdrproc_t xres, void
     xdr_destroy(&x);
     memcpy(rec, &mark, 4);
     send_all(t->fd, rec, 4 + len);
+    cap(t, 1, rec, 4 + len, 1);
 }
 
 /* CB_NULL next, answered. */
@@ -424,6 +446,8 @@ static void start(struct cbt *t)
 
 static void stop(struct cbt *t)
 {
+    if (t->pc)
+        uiw__pcap_close(t->pc);
     while (t->ncalls)
         free(t->calls[--t->ncalls]);
     close(t->fd);
@@ -690,4 +714,44 @@ TEST(nfs4_cb_backchannel_ctl)
     nfs_fh4 h = {2, (char *)(uintptr_t) "fh"};
     CHECK_EQ(uiw__nfs4_cb_recall(t.v.s->nfs4, t.cid + 1000, &sid, &h, 0, on_done, &r), -ENOENT);
     stop(&t);
+}
+
+/* Wireshark's NFS dissector (its NFS CB part, not ours) reads the back channel as sent:
+ * the probe, a CB_COMPOUND of CB_SEQUENCE and CB_RECALL and their replies, on the
+ * connection of the fore channel's calls; nothing is malformed, every call answered. */
+TEST(tshark_nfs4_callbacks)
+{
+    need_tshark();
+    char dir[512], pcap[600];
+    it_tmpdir(dir, sizeof(dir), "nfs4cb");
+    snprintf(pcap, sizeof(pcap), "%s/cb.pcap", dir);
+    struct cbt t;
+    start(&t);
+    struct sockaddr_in cl = {.sin_family = AF_INET, .sin_port = htons(876)};
+    struct sockaddr_in sv = {.sin_family = AF_INET, .sin_port = htons(2049)};
+    cl.sin_addr.s_addr = sv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    t.pc = uiw__pcap_open(pcap, (struct sockaddr *)&cl, (struct sockaddr *)&sv);
+    CHECK(t.pc != NULL);
+    callback_sec_parms4 sec = sys_sec();
+    CHECK_EQ(session(&t, "cb-tshark", CREATE_SESSION4_FLAG_CONN_BACK_CHAN, &sec, 1, NULL), NFS4_OK);
+    answer_probe(&t);
+    struct result r;
+    recall(&t, &r, "handle-tshark");
+    struct cbcall c;
+    next_call(&t, &c);
+    answer_compound(&t, &c, 0, 1, NFS4_OK, NFS4_OK);
+    call_free(&c);
+    CHECK_EQ(wait_done(&r, 5000), NFS4_OK);
+    uiw__pcap_close(t.pc);
+    t.pc = NULL;
+
+    CHECK_EQ(it_tshark_malformed(pcap, NULL), 0);
+    CHECK_EQ(it_rpc_calls_answered(pcap), 4); /* EXCHANGE_ID, CREATE_SESSION, CB_NULL, CB */
+    /* the CB_COMPOUND and its reply: CB_SEQUENCE (11) then CB_RECALL (4) */
+    char *o = it_tshark_fields(pcap, "nfs.cb.operation", "nfs.cb.operation");
+    if (it_count_lines(o, "11,4") != 2)
+        uiw_test_fail(__FILE__, __LINE__, "the callbacks in %s:\n%s", pcap, o);
+    free(o);
+    stop(&t);
+    it_rmtree(dir);
 }
