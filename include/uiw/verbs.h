@@ -479,6 +479,15 @@ struct uiw_recv_wr {
  * receive completes at once with UIW_WC_WR_FLUSH_ERR (return 0). */
 UIW_EXTERN int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
                              struct uiw_recv_wr **bad_wr);
+/* Give the memory of posted receives that wait idle back to the system: the whole pages
+ * of the SGEs of every posted receive but the oldest (into which a Send may be landing),
+ * up to max of them, oldest first, are discarded (madvise MADV_DONTNEED: the receives
+ * stay posted, their memory registered, and read as zeros until a Send lands there).
+ * For memory of private anonymous mappings (malloc, mmap): a connection idle after a
+ * burst keeps its receives posted for its peer's credits without the memory the burst
+ * wrote. Their wr_ids go to wr_ids[]; returns the count, or -EINVAL. A QP on an SRQ has
+ * none (0). */
+UIW_EXTERN int uiw_discard_recv(struct uiw_qp *qp, uint64_t *wr_ids, int max);
 
 /* ---------------------------------------------------------------------------------------
  * Shared receive queues (as ibv_srq)

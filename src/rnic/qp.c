@@ -863,3 +863,24 @@ UIW__DATAPATH int uiw_post_recv(struct uiw_qp *qp, struct uiw_recv_wr *wr,
     uiw__qp_unlock(qp);
     return r;
 }
+
+int uiw_discard_recv(struct uiw_qp *qp, uint64_t *wr_ids, int max)
+{
+    if (!qp || max < 0 || (max && !wr_ids))
+        return -EINVAL;
+    int n = 0;
+    uiw__lock_take(&qp->lock);
+    /* the oldest receive is the one a Send may be landing in (io reads into it without
+     * the lock, rx_placing); the others take nothing before it completes, and it cannot
+     * complete while the lock is held */
+    for (uint32_t i = qp->rq_head + 1; !qp->srq && n < max && (int32_t)(qp->rq_tail - i) > 0; i++) {
+        struct uiw__rqe *r = &qp->rq[i & (qp->rq_size - 1)];
+        if (uiw__rqe_resolve(qp, r) != 0)
+            continue; /* not valid memory (the arrival will say so): not ours to touch */
+        for (unsigned s = 0; s < r->num_sge; s++)
+            uiw__pages_discard(r->ptr[s], r->sge[s].length);
+        wr_ids[n++] = r->wr_id;
+    }
+    uiw__qp_unlock(qp);
+    return n;
+}

@@ -303,6 +303,11 @@ CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
     return uiw__rpc_bc_create(c, prog, vers, s->resp->threshold);
 }
 
+struct uiw__rr_dev *uiw__rpc_svc_dev(struct uiw_rpc_svc *svc)
+{
+    return svc->dev;
+}
+
 int uiw__rpc_svc_admission(struct uiw_rpc_svc *svc,
                            bool (*admit)(void *arg, const struct sockaddr *peer),
                            void (*gone)(void *arg), void *arg)

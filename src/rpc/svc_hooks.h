@@ -17,6 +17,10 @@ struct uiw_rpc_svc;
  * told once a connection admit let in is freed (or failed to come up). Both run on the
  * server's listener thread. Set before uiw_rpc_svc_start / uiw_rpc_svc_run: 0, or -EBUSY
  * (the server runs), -EINVAL. */
+struct uiw__rr_dev;
+/* The server's transport device (tests). */
+struct uiw__rr_dev *uiw__rpc_svc_dev(struct uiw_rpc_svc *svc);
+
 int uiw__rpc_svc_admission(struct uiw_rpc_svc *svc,
                            bool (*admit)(void *arg, const struct sockaddr *peer),
                            void (*gone)(void *arg), void *arg);

@@ -247,6 +247,7 @@ static void conn_free(struct uiw__rr_conn *c)
         uiw__nic_conn_destroy(c->nc);
     struct uiw__rr_listener *l = c->server ? c->owner_listener : NULL;
     free(c->xtab);
+    free(c->discard_ids);
     uiw__pages_free(c->calls, c->ncalls * c->call_size);
     free(c);
     if (l)
@@ -326,6 +327,29 @@ int uiw__rr_post_recvs(struct uiw__rr_conn *c)
         }
     }
     return r;
+}
+
+void uiw__rr_conn_trim(struct uiw__rr_conn *c)
+{
+    uint64_t rx = atomic_load_explicit(&c->n_inl_rx, memory_order_relaxed);
+    bool idle = rx == c->trim_rx;
+    c->trim_rx = rx;
+    int st = atomic_load(&c->state);
+    if (!idle || rx == c->discard_rx || st != UIW__RR_C_READY || atomic_load(&c->closing))
+        return;
+    /* once per connection (the leader's, every few seconds at most): not per message */
+    if (!c->discard_ids && !(c->discard_ids = calloc(c->nrecv, sizeof(*c->discard_ids))))
+        return;
+    c->discard_rx = rx;
+    int n = uiw__nic_discard_recv(c->nc, c->discard_ids, (int)c->nrecv);
+    struct uiw__rr_dev *d = c->dev;
+    for (int i = 0; i < n; i++) {
+        struct uiw__rr_ibuf *b = (struct uiw__rr_ibuf *)(uintptr_t)c->discard_ids[i];
+        if (b->resident) {
+            b->resident = false;
+            atomic_fetch_sub_explicit(&d->ibuf_resident, 1, memory_order_relaxed);
+        }
+    }
 }
 
 static int pre_recv(struct uiw__nic_conn *nc, void *arg)

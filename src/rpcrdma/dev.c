@@ -144,6 +144,12 @@ UIW__DATAPATH struct uiw__rr_ibuf *uiw__rr_ibuf_get(struct uiw__rr_dev *d)
     }
     struct uiw__rr_ibuf *b = d->ibuf_free;
     d->ibuf_free = b->next;
+    if (++d->ibuf_taken > d->ibuf_peak)
+        d->ibuf_peak = d->ibuf_taken;
+    if (!b->resident) {
+        b->resident = true;
+        atomic_fetch_add_explicit(&d->ibuf_resident, 1, memory_order_relaxed);
+    }
     uiw__lock_give(&d->pool_lock);
     b->next = NULL;
     b->conn = NULL;
@@ -159,6 +165,44 @@ UIW__DATAPATH void uiw__rr_ibuf_put(struct uiw__rr_dev *d, struct uiw__rr_ibuf *
     uiw__lock_take(&d->pool_lock);
     b->next = d->ibuf_free;
     d->ibuf_free = b;
+    d->ibuf_taken--;
+    uiw__lock_give(&d->pool_lock);
+}
+
+void uiw__rr_ibuf_discard(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b)
+{
+    if (!b->resident)
+        return;
+    uiw__pages_discard(b->data - UIW__RR_HDR_ROOM, UIW__RR_HDR_ROOM + d->ibuf_size);
+    b->resident = false;
+    atomic_fetch_sub_explicit(&d->ibuf_resident, 1, memory_order_relaxed);
+}
+
+/* The free inline buffers beyond those needed at once since the last trim give their
+ * memory back (a burst's replies and receives): they stay pooled and registered, their
+ * pages untouched until used again (the list's tail: used last). */
+static void ibuf_trim(struct uiw__rr_dev *d)
+{
+    uiw__lock_take(&d->pool_lock);
+    uint32_t keep = d->ibuf_peak - d->ibuf_taken;
+    d->ibuf_peak = d->ibuf_taken;
+    struct uiw__rr_ibuf **pp = &d->ibuf_free;
+    for (uint32_t i = 0; *pp && i < keep; i++)
+        pp = &(*pp)->next;
+    struct uiw__rr_ibuf *cold = *pp;
+    *pp = NULL;
+    uiw__lock_give(&d->pool_lock);
+    if (!cold)
+        return;
+    for (struct uiw__rr_ibuf *b = cold; b; b = b->next)
+        uiw__rr_ibuf_discard(d, b);
+    /* back at the end of the list (taken meanwhile: the list's head changed, not its
+     * order) */
+    uiw__lock_take(&d->pool_lock);
+    pp = &d->ibuf_free;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = cold;
     uiw__lock_give(&d->pool_lock);
 }
 
@@ -269,6 +313,7 @@ void uiw__rr_bulk_trim(struct uiw__rr_dev *d)
         drop = b->next;
         bulk_free_one(b);
     }
+    ibuf_trim(d);
 }
 
 uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len)
@@ -465,8 +510,14 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
         return true;
     uint64_t now = uiw__rr_now_ns();
     if (now >= d->bulk_trim_ns) {
-        if (d->bulk_trim_ns)
+        if (d->bulk_trim_ns) {
             uiw__rr_bulk_trim(d);
+            pthread_mutex_lock(&d->mu);
+            struct uiw__rr_conn *head = d->conns;
+            pthread_mutex_unlock(&d->mu);
+            for (struct uiw__rr_conn *c = head; c; c = c->next)
+                uiw__rr_conn_trim(c);
+        }
         d->bulk_trim_ns = now + BULK_TRIM_NS;
     }
     if (d->spin_us > 0) {

@@ -868,6 +868,10 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
             return;
         }
         ib->len = wc->byte_len;
+        if (!ib->resident) { /* a message landed in a buffer given back (uiw__rr_conn_trim) */
+            ib->resident = true;
+            atomic_fetch_add_explicit(&c->dev->ibuf_resident, 1, memory_order_relaxed);
+        }
         UIW__RR_COUNT(c->n_inl_rx, wc->byte_len);
         ib->with_inv = wc->with_inv;
         ib->inv_rkey = wc->inv_rkey;

@@ -148,6 +148,9 @@ struct uiw__nic_wc {
 int uiw__nic_post_send(struct uiw__nic_conn *c, struct uiw__nic_send *wr,
                        struct uiw__nic_send **bad);
 int uiw__nic_post_recv(struct uiw__nic_conn *c, struct uiw__nic_recv *wr);
+/* Give back the memory of posted receives but the oldest, up to max, their ids into
+ * wr_ids (they stay posted): the count, or -errno. */
+int uiw__nic_discard_recv(struct uiw__nic_conn *c, uint64_t *wr_ids, int max);
 /* Transmit what lists posted with `more` left waiting. */
 void uiw__nic_flush(struct uiw__nic_conn *c);
 

@@ -267,6 +267,11 @@ int uiw__nic_post_recv(struct uiw__nic_conn *c, struct uiw__nic_recv *wr)
     return 0;
 }
 
+int uiw__nic_discard_recv(struct uiw__nic_conn *c, uint64_t *wr_ids, int max)
+{
+    return uiw_discard_recv(c->qp, wr_ids, max);
+}
+
 static enum uiw__nic_wc_op wc_op(enum uiw_wc_opcode o)
 {
     switch (o) {

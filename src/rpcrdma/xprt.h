@@ -91,6 +91,9 @@ struct uiw__rr_ibuf {
     uint32_t len;      /* received bytes */
     bool with_inv;     /* received by Send With Invalidate ... */
     uint32_t inv_rkey; /* ... of this STag */
+    /* its memory may be resident: taken (uiw__rr_ibuf_get), or a message landed in it,
+     * since it was last discarded (counted in the device's ibuf_resident) */
+    bool resident;
 };
 
 /* A bulk buffer of the pool (size class cls), or a temporary one (cls < 0). */
@@ -318,6 +321,10 @@ struct uiw__rr_conn {
     /* receives */
     uint32_t nrecv;           /* receives kept posted */
     _Atomic uint32_t rposted; /* receives outstanding on the QP */
+    /* the leader's, at each trim (uiw__rr_conn_trim): n_inl_rx then, and when the memory of
+     * its posted receives was last given back; room for the nrecv ids that gives back */
+    uint64_t trim_rx, discard_rx;
+    uint64_t *discard_ids;
     /* requester */
     uint32_t credits;   /* granted by the peer (>= 1) */
     bool credits_known; /* a valid message that is not an RDMA_ERROR set them (draft 7) */
@@ -432,6 +439,10 @@ struct uiw__rr_dev {
     /* taken now, and the most taken at once since the last trim (uiw__rr_bulk_trim) */
     uint32_t bulk_taken[UIW__RR_NCLS], bulk_peak[UIW__RR_NCLS];
     uint64_t bulk_trim_ns; /* the leader's: when it trims next */
+    /* inline buffers taken now and the most at once since the last trim; those whose
+     * memory may be resident (taken, or written, since they were last discarded) */
+    uint32_t ibuf_taken, ibuf_peak;
+    _Atomic uint32_t ibuf_resident;
     /* connections and the poller */
     pthread_mutex_t mu;
     pthread_cond_t cv;  /* threads waiting for a condition (uiw__rr_dev_wait) */
@@ -490,6 +501,13 @@ void uiw__rr_bulk_put(struct uiw__rr_dev *d, struct uiw__rr_bulk *b);
  * trim: the pool follows the recent load, not its highest. The leader trims every few
  * seconds. */
 void uiw__rr_bulk_trim(struct uiw__rr_dev *d);
+/* The memory of an inline buffer goes back to the system (its contents are lost). */
+void uiw__rr_ibuf_discard(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
+/* The leader, at each trim: a connection on which nothing arrived since the last trim,
+ * and something did before, gives the memory of its posted receives back to the system
+ * (they stay posted: the peer's credits are untouched; the pages come back as messages
+ * land in them). */
+void uiw__rr_conn_trim(struct uiw__rr_conn *c);
 /* Fast-register MRs of c's own pool (its protection domain: only c's peer can use or
  * invalidate what they register). An MR taken holds a reference on c, so the pool lives
  * until every MR is back; the pool is freed with c. */

@@ -1,0 +1,116 @@
+/* A connection's receive buffers follow its recent load: a burst of large inline calls
+ * writes every receive posted for the server's grant (80 of 32 KiB here), and once the
+ * connection has been idle for two trims their memory goes back to the system while they
+ * stay posted (the credits granted are untouched: a call after the idle time lands in
+ * one), as do the reply buffers the burst left in the pool. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uiw/wire.h>
+
+#include "rpc/svc_hooks.h"
+#include "rpc_util.h"
+#include "rpcrdma/xprt.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(UIW__ASAN) ||         \
+    defined(UIW__TSAN)
+#define JUDGE_RSS 0
+#else
+#define JUDGE_RSS 1
+#endif
+
+#define INLINE  32768u
+#define CREDITS 64u
+#define ARG     (28u * 1024u) /* inline: within the 32 KiB receive buffers */
+
+struct sink {
+    u_int crc;
+    enum clnt_stat st;
+    int done;
+};
+
+static void sink_done(CLIENT *c, void *arg, enum clnt_stat st, const struct rpc_err *e)
+{
+    (void)c;
+    (void)e;
+    struct sink *k = arg;
+    k->st = st;
+    k->done++;
+}
+
+/* CREDITS calls of ARG bytes in flight at once, rounds times; each answered with the
+ * CRC of its bytes. */
+static void burst(CLIENT *c, struct tbuf *arg, int rounds)
+{
+    u_int want = uiw_crc32c(0, arg->val, arg->len);
+    struct sink k[CREDITS];
+    for (int r = 0; r < rounds; r++) {
+        memset(k, 0, sizeof(k));
+        for (unsigned i = 0; i < CREDITS; i++)
+            CHECK_EQ(uiw_rpc_call_async(c, TP_SINK, (xdrproc_t)xdr_tbuf, arg, (xdrproc_t)xdr_u_int,
+                                        &k[i].crc, TMO, NULL, sink_done, &k[i]),
+                     0);
+        while (uiw_rpc_clnt_pending(c))
+            CHECK(uiw_rpc_clnt_poll(c, 5000) >= 0);
+        for (unsigned i = 0; i < CREDITS; i++) {
+            CHECK_EQ(k[i].done, 1);
+            CHECK_EQ(k[i].st, RPC_SUCCESS);
+            CHECK_EQ(k[i].crc, want);
+        }
+    }
+}
+
+static uint32_t resident(struct uiw__rr_dev *d)
+{
+    return atomic_load(&d->ibuf_resident);
+}
+
+TEST(rpc_idle_connection_gives_back_receive_buffers)
+{
+    struct uiw_rpc_svc_attr sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.xprt.inline_recv = sa.xprt.inline_send = INLINE;
+    sa.xprt.credits = CREDITS;
+    struct tsrv t;
+    tsrv_start(&t, &sa);
+    struct uiw__rr_dev *sd = uiw__rpc_svc_dev(t.svc);
+    struct uiw_rpc_clnt_attr ca;
+    memset(&ca, 0, sizeof(ca));
+    ca.xprt.inline_recv = ca.xprt.inline_send = INLINE;
+    ca.xprt.credits = CREDITS;
+    ca.xprt.ddp_threshold = INLINE; /* the argument goes inline, into a receive buffer */
+    CLIENT *c = tclnt(t.port, &ca);
+    struct tbuf arg = {ARG, malloc(ARG)};
+    CHECK(arg.val != NULL);
+    for (u_int i = 0; i < ARG; i++)
+        arg.val[i] = (char)(i * 13 + 1);
+    long before = uiw_test_vm_kib("VmRSS");
+    /* every posted receive written: the server's receives take the calls in turn */
+    burst(c, &arg, 4);
+    long busy = uiw_test_vm_kib("VmRSS");
+    uint32_t r_busy = resident(sd);
+    CHECK(r_busy >= CREDITS);
+    /* idle for two trims and a bit (one every 5 s), led by the server's workers and, on
+     * the client, by this thread */
+    for (uint64_t end = uiw__rr_now_ns() + 11500000000ull; uiw__rr_now_ns() < end;)
+        CHECK(uiw_rpc_clnt_poll(c, 100) >= 0);
+    long idle = uiw_test_vm_kib("VmRSS");
+    uint32_t r_idle = resident(sd);
+    fprintf(stderr,
+            "receive buffers: RSS %ld KiB before, %ld after bursts of %u calls of %u KiB, %ld "
+            "idle; the server's inline buffers resident: %u busy, %u idle\n",
+            before, busy, CREDITS, ARG / 1024, idle, r_busy, r_idle);
+    /* the oldest posted receive (a message may be landing in it) and what the idle
+     * connection holds besides (a reply buffer or so) */
+    CHECK(r_idle <= 4);
+    /* the server's 80 receives and the client's calls' buffers: some 4 MiB written */
+    if (JUDGE_RSS)
+        CHECK(idle < busy - 2048);
+    /* the receives are still posted, the credits as granted: another burst is served */
+    burst(c, &arg, 2);
+    CHECK(resident(sd) >= CREDITS);
+    free(arg.val);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
