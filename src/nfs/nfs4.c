@@ -27,6 +27,8 @@
  *   - opens and I/O (nfs4open.c, their state nfs4stid.c): OPEN, OPEN_DOWNGRADE, CLOSE,
  *     READ, WRITE, COMMIT, TEST_STATEID, FREE_STATEID; SAVEFH and RESTOREFH carry the
  *     current stateid with the current handle. A reply holds its READs' data.
+ *   - minor version 2 (nfs4v42.c): SEEK, ALLOCATE, DEALLOCATE, COPY (within the server,
+ *     synchronous), CLONE.
  * Every other operation gets NFS4ERR_NOTSUPP.
  */
 #include <errno.h>
@@ -554,6 +556,23 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
         break;
     case OP_FREE_STATEID:
         st = uiw__nfs4_free_stateid(c, &a->nfs_argop4_u.opfree_stateid);
+        break;
+    case OP_SEEK:
+        st = uiw__nfs4_seek(c, &v, &a->nfs_argop4_u.opseek,
+                            &r->nfs_resop4_u.opseek.SEEK4res_u.resok4);
+        break;
+    case OP_ALLOCATE:
+        st = uiw__nfs4_allocate(c, &v, &a->nfs_argop4_u.opallocate);
+        break;
+    case OP_DEALLOCATE:
+        st = uiw__nfs4_deallocate(c, &v, &a->nfs_argop4_u.opdeallocate);
+        break;
+    case OP_COPY:
+        st = uiw__nfs4_copy(c, &v, &a->nfs_argop4_u.opcopy,
+                            &r->nfs_resop4_u.opcopy.COPY4res_u.cr_resok4);
+        break;
+    case OP_CLONE:
+        st = uiw__nfs4_clone(c, &v, &a->nfs_argop4_u.opclone);
         break;
     default:
         break;

@@ -428,8 +428,8 @@ nfsstat4 uiw__nfs4_close(struct uiw__nfs4_c *c, struct uiw__vfs *v, const CLOSE4
 /* ---- READ, WRITE, COMMIT ---- */
 
 /* The current file for I/O through stateid `in`: fd (O_PATH) and its export. */
-static nfsstat4 io_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *in, int write,
-                        int *fd, struct uiw__nfs_export **ex, struct stat *sb)
+nfsstat4 uiw__nfs4_io_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *in, int write,
+                           int *fd, struct uiw__nfs_export **ex, struct stat *sb)
 {
     stateid4 sid;
     v->write = write;
@@ -462,7 +462,7 @@ nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4ar
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
     struct stat sb;
-    nfsstat4 st = io_file(c, v, &a->stateid, 0, &fd, &ex, &sb);
+    nfsstat4 st = uiw__nfs4_io_file(c, v, &a->stateid, 0, &fd, &ex, &sb);
     if (st != NFS4_OK)
         return st;
     uint32_t count = a->count;
@@ -521,7 +521,7 @@ nfsstat4 uiw__nfs4_write(struct uiw__nfs4_c *c, struct uiw__vfs *v, const WRITE4
     int fd, dfd;
     struct uiw__nfs_export *ex;
     struct stat sb;
-    nfsstat4 st = io_file(c, v, &a->stateid, 1, &fd, &ex, &sb);
+    nfsstat4 st = uiw__nfs4_io_file(c, v, &a->stateid, 1, &fd, &ex, &sb);
     if (st != NFS4_OK)
         return st;
     if (a->data.data_len > uiw__nfsd_max_io(c->s))

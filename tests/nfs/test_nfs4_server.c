@@ -1572,3 +1572,100 @@ TEST(nfs4_open_cap)
     t4_close(&t);
     srv_stop(&v);
 }
+
+/* One COMPOUND of minor version 2 on t's session: SEQUENCE, PUTROOTFH, LOOKUP name, then
+ * the operation o; its result into *res. */
+static void v42(struct t4 *t, const char *name, nfs_argop4 *o, COMPOUND4res *res)
+{
+    nfs_argop4 a[4];
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_LOOKUP);
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(name);
+    a[2].nfs_argop4_u.oplookup.objname.utf8string_val = (char *)(uintptr_t)name;
+    a[3] = *o;
+    char buf[4096];
+    size_t len = enc_ops(buf, sizeof(buf), a, 4);
+    compound_raw(t, 2, 4, buf, len, res, 0, NULL);
+}
+
+/* NFSv4.2's SEEK (data at 0; a hole, or the end where the file system keeps none, past
+ * the first 4 KiB; NFS4ERR_NXIO past the end), ALLOCATE (the size grows to cover it) and
+ * DEALLOCATE (the range reads as zeros, the size stays), with the anonymous stateid, each
+ * checked against the file on disk. */
+TEST(nfs4_v42_seek_allocate)
+{
+    struct srv v;
+    t4_start(&v, 0);
+    CHECK_EQ(chmod(v.dir, 0755), 0); /* the calls' uid 1000 searches it */
+    char data[4096];
+    memset(data, 'd', sizeof(data));
+    put_file(&v, "sparse", data, sizeof(data));
+    const char *p = path_in(&v, "sparse");
+    int fd = open(p, O_WRONLY);
+    CHECK(fd >= 0);
+    CHECK_EQ(pwrite(fd, data, sizeof(data), 1 << 20), (ssize_t)sizeof(data));
+    close(fd);
+    CHECK_EQ(chmod(p, 0666), 0);
+    off_t size = (1 << 20) + 4096;
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    nfs_argop4 o;
+    COMPOUND4res res;
+    uint64_t at[] = {0, 4096, (uint64_t)size};
+    data_content4 what[] = {NFS4_CONTENT_DATA, NFS4_CONTENT_HOLE, NFS4_CONTENT_DATA};
+    for (int i = 0; i < 3; i++) {
+        op(&o, OP_SEEK);
+        o.nfs_argop4_u.opseek.sa_offset = at[i];
+        o.nfs_argop4_u.opseek.sa_what = what[i];
+        v42(&t, "sparse", &o, &res);
+        if (i == 2) {
+            CHECK_EQ(res.status, NFS4ERR_NXIO);
+        } else {
+            CHECK_EQ(res.status, NFS4_OK);
+            seek_res4 *r = &res.resarray.resarray_val[3].nfs_resop4_u.opseek.SEEK4res_u.resok4;
+            if (i == 0) {
+                CHECK_EQ(r->sr_offset, 0);
+                CHECK(!r->sr_eof);
+            } else {
+                CHECK(r->sr_offset >= 4096 && r->sr_offset <= (uint64_t)size);
+                CHECK_EQ(r->sr_eof, r->sr_offset == (uint64_t)size);
+            }
+        }
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+    op(&o, OP_ALLOCATE);
+    o.nfs_argop4_u.opallocate.aa_offset = (uint64_t)size;
+    o.nfs_argop4_u.opallocate.aa_length = 8192;
+    v42(&t, "sparse", &o, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    struct stat sb;
+    CHECK_EQ(stat(p, &sb), 0);
+    CHECK_EQ(sb.st_size, size + 8192);
+    op(&o, OP_DEALLOCATE);
+    o.nfs_argop4_u.opdeallocate.da_offset = 0;
+    o.nfs_argop4_u.opdeallocate.da_length = 4096;
+    v42(&t, "sparse", &o, &res);
+    CHECK_EQ(res.status, NFS4_OK);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(stat(p, &sb), 0);
+    CHECK_EQ(sb.st_size, size + 8192);
+    char back[4096];
+    fd = open(p, O_RDONLY);
+    CHECK_EQ(pread(fd, back, sizeof(back), 0), (ssize_t)sizeof(back));
+    close(fd);
+    for (size_t i = 0; i < sizeof(back); i++)
+        CHECK_EQ(back[i], 0);
+    /* SEEK is no operation of minor version 1 */
+    op(&o, OP_SEEK);
+    nfs_argop4 a[2];
+    next_seq(&t, &a[0]);
+    a[1] = o;
+    compound(&t, a, 2, &res);
+    CHECK_EQ(res.status, NFS4ERR_OP_ILLEGAL);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    t4_close(&t);
+    srv_stop(&v);
+}
