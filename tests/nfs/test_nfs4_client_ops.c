@@ -1,0 +1,266 @@
+/*
+ * uiw-nfs's verbs over NFSv4.1 and 4.2 against uiw-nfsd --nfs4-experimental, over TCP
+ * and RPC-over-RDMA: put and get (SHA-256 of both ends, --verify), mkdir, ls, stat, mv,
+ * rm, rmdir, put -r with files in flight, cp by COPY within the server (4.2) and by READ
+ * and WRITE (4.1). The one export is the root of the server's NFSv4 namespace, so the
+ * URLs name files from "/". (uiw-nfs lock waits for the server's LOCK.)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfs_util.h"
+#include "run.h"
+#include "test.h"
+
+struct d4 {
+    pid_t pid;
+    int tcp, rdma;
+    char dir[256];
+};
+
+/* uiw-nfsd with NFSv4 (lease seconds) exporting a new temporary directory. */
+static void d4_start(struct d4 *d, const char *lease)
+{
+    snprintf(d->dir, sizeof(d->dir), "/tmp/uiw-nfs4-ops.XXXXXX");
+    CHECK(mkdtemp(d->dir) != NULL);
+    const char *argv[] = {"uiw-nfsd",
+                          "-a",
+                          "127.0.0.1",
+                          "-p",
+                          "0",
+                          "--tcp-port",
+                          "0",
+                          "--mount-port",
+                          "0",
+                          "--no-root-squash",
+                          "--nfs4-experimental",
+                          "--lease-time",
+                          lease,
+                          d->dir,
+                          NULL};
+    FILE *f;
+    char line[256];
+    int mount;
+    d->pid = nfsd_spawn_argv(argv, &f, line, sizeof(line));
+    fclose(f);
+    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &d->tcp, &mount, &d->rdma), 3);
+}
+
+static void d4_stop(struct d4 *d)
+{
+    CHECK_EQ(kill(d->pid, SIGTERM), 0);
+    int st;
+    CHECK_EQ(waitpid(d->pid, &st, 0), d->pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    rm_tree(d->dir);
+}
+
+/* A URL of sub in the export over the transport (rdma 0/1) in version vers. */
+static void u4(const struct d4 *d, int rdma, const char *vers, const char *sub, char *out, size_t n)
+{
+    /* the one export is the root of the server's NFSv4 namespace */
+    (void)d->dir;
+    snprintf(out, n, "nfs://127.0.0.1:%d/%s?version=%s%s", rdma ? d->rdma : d->tcp, sub, vers,
+             rdma ? "&transport=rdma" : "");
+}
+
+static struct tool_run nfs(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+    const char *argv[] = {"uiw-nfs", a1, a2, a3, a4, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 120, &r);
+    return r;
+}
+
+static void write_local(const char *path, size_t n, unsigned seed)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (size_t i = 0; i < n; i++)
+        fputc((int)((i * 2654435761u + seed) >> 13) & 0xff, f);
+    fclose(f);
+}
+
+static const char *versions[] = {"4.1", "4.2"};
+
+/* put and get of sizes around the inline and DDP thresholds, both versions, both
+ * transports: the bytes in the export and back here are those sent. */
+static void put_get(int rdma)
+{
+    struct d4 d;
+    d4_start(&d, "90");
+    char local[300], back[300], u[700], path[700];
+    snprintf(local, sizeof(local), "%s.src", d.dir);
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    size_t sizes[] = {0, 1, 4096, 40000, 1048576 + 3, 3 * 1048576 + 17};
+    for (int v = 0; v < 2; v++) {
+        for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            write_local(local, sizes[i], i + 10u * (unsigned)v);
+            char name[32];
+            snprintf(name, sizeof(name), "f%d-%u", v, i);
+            u4(&d, rdma, versions[v], name, u, sizeof(u));
+            struct tool_run r;
+            const char *argv[] = {"uiw-nfs", "-v", "--verify", "put", local, u, NULL};
+            tool_run(UIW_NFS, argv, NULL, 0, 120, &r);
+            CHECK_EQ(r.status, 0);
+            CHECK(strstr(r.err, "verified") != NULL);
+            char says[32];
+            snprintf(says, sizeof(says), "NFS v%s at", versions[v]);
+            CHECK(strstr(r.err, says) != NULL);
+            tool_run_free(&r);
+            snprintf(path, sizeof(path), "%s/%s", d.dir, name);
+            CHECK_SAME_FILE(local, path);
+            r = nfs("--verify", "get", u, back);
+            CHECK_EQ(r.status, 0);
+            CHECK(strstr(r.err, "verified") != NULL);
+            tool_run_free(&r);
+            CHECK_SAME_FILE(local, back);
+        }
+    }
+    unlink(local);
+    unlink(back);
+    d4_stop(&d);
+}
+
+TEST(nfs4ops_put_get_tcp)
+{
+    put_get(0);
+}
+
+TEST(nfs4ops_put_get_rdma)
+{
+    put_get(1);
+}
+
+/* mkdir, put into it, ls, stat, mv, rm, rmdir: each checked in the export. */
+TEST(nfs4ops_namespace)
+{
+    struct d4 d;
+    d4_start(&d, "90");
+    for (int v = 0; v < 2; v++) {
+        char u[700], u2[700], p[700], local[300];
+        u4(&d, 0, versions[v], "sub", u, sizeof(u));
+        struct tool_run r = nfs("mkdir", u, NULL, NULL);
+        CHECK_EQ(r.status, 0);
+        tool_run_free(&r);
+        snprintf(p, sizeof(p), "%s/sub", d.dir);
+        struct stat st = lstat_ok(p);
+        CHECK(S_ISDIR(st.st_mode));
+        CHECK_EQ(st.st_mode & 0777, 0755);
+        snprintf(local, sizeof(local), "%s.x", d.dir);
+        write_local(local, 5000, 3);
+        r = nfs("put", local, u, NULL);
+        CHECK_EQ(r.status, 0);
+        tool_run_free(&r);
+        const char *base = strrchr(local, '/') + 1;
+        r = nfs("ls", u, NULL, NULL);
+        CHECK_EQ(r.status, 0);
+        CHECK(strstr(r.out, base) != NULL);
+        CHECK(strstr(r.out, " 5000 ") != NULL);
+        tool_run_free(&r);
+        char sub[400];
+        snprintf(sub, sizeof(sub), "sub/%s", base);
+        u4(&d, 0, versions[v], sub, u, sizeof(u));
+        r = nfs("stat", u, NULL, NULL);
+        CHECK_EQ(r.status, 0);
+        CHECK(strstr(r.out, "Size: 5000") != NULL);
+        tool_run_free(&r);
+        u4(&d, 0, versions[v], "sub/moved", u2, sizeof(u2));
+        r = nfs("mv", u, u2, NULL);
+        CHECK_EQ(r.status, 0);
+        tool_run_free(&r);
+        snprintf(p, sizeof(p), "%s/sub/moved", d.dir);
+        CHECK_SAME_FILE(local, p);
+        u4(&d, 0, versions[v], "sub", u, sizeof(u));
+        r = nfs("rmdir", u, NULL, NULL);
+        CHECK_EQ(r.status, 1);
+        CHECK(strstr(r.err, "NFS4ERR_NOTEMPTY") != NULL);
+        tool_run_free(&r);
+        r = nfs("rm", u2, NULL, NULL);
+        CHECK_EQ(r.status, 0);
+        tool_run_free(&r);
+        CHECK(access(p, F_OK) != 0);
+        r = nfs("rmdir", u, NULL, NULL);
+        CHECK_EQ(r.status, 0);
+        tool_run_free(&r);
+        snprintf(p, sizeof(p), "%s/sub", d.dir);
+        CHECK(access(p, F_OK) != 0);
+        unlink(local);
+    }
+    d4_stop(&d);
+}
+
+/* put -r of a tree with 8 files in flight, get -r back. */
+TEST(nfs4ops_tree_parallel)
+{
+    struct d4 d;
+    d4_start(&d, "90");
+    char src[300], p[700], u[700], back[300];
+    snprintf(src, sizeof(src), "%s.tree", d.dir);
+    CHECK_EQ(mkdir(src, 0755), 0);
+    for (int i = 0; i < 40; i++) {
+        snprintf(p, sizeof(p), "%s/f%d", src, i);
+        write_local(p, (size_t)i * 3001, (unsigned)i);
+    }
+    u4(&d, 0, "4.2", "", u, sizeof(u));
+    struct tool_run r;
+    const char *argv[] = {"uiw-nfs", "-r", "-P", "8", "put", src, u, NULL};
+    tool_run(UIW_NFS, argv, NULL, 0, 120, &r);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    const char *base = strrchr(src, '/') + 1;
+    for (int i = 0; i < 40; i++) {
+        char a[700], b[700];
+        snprintf(a, sizeof(a), "%s/f%d", src, i);
+        snprintf(b, sizeof(b), "%s/%s/f%d", d.dir, base, i);
+        CHECK_SAME_FILE(a, b);
+    }
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    CHECK_EQ(mkdir(back, 0755), 0);
+    u4(&d, 0, "4.2", base, u, sizeof(u));
+    const char *gv[] = {"uiw-nfs", "-r", "-P", "8", "get", u, back, NULL};
+    tool_run(UIW_NFS, gv, NULL, 0, 120, &r);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    for (int i = 0; i < 40; i++) {
+        char a[700], b[700];
+        snprintf(a, sizeof(a), "%s/f%d", src, i);
+        snprintf(b, sizeof(b), "%s/%s/f%d", back, base, i);
+        CHECK_SAME_FILE(a, b);
+    }
+    rm_tree(src);
+    rm_tree(back);
+    d4_stop(&d);
+}
+
+/* cp within the server: COPY over 4.2 (-v says so), READ and WRITE over 4.1. */
+TEST(nfs4ops_cp_copy)
+{
+    struct d4 d;
+    d4_start(&d, "90");
+    char p[700], a[700], b[700];
+    snprintf(p, sizeof(p), "%s/src", d.dir);
+    write_local(p, 2 * 1048576 + 5, 9);
+    for (int v = 0; v < 2; v++) {
+        char name[16];
+        snprintf(name, sizeof(name), "dst%d", v);
+        u4(&d, 0, versions[v], "src", a, sizeof(a));
+        u4(&d, 0, versions[v], name, b, sizeof(b));
+        struct tool_run r = nfs("-v", "cp", a, b);
+        CHECK_EQ(r.status, 0);
+        CHECK((strstr(r.err, "by COPY on the server") != NULL) == (v == 1));
+        tool_run_free(&r);
+        char q[700];
+        snprintf(q, sizeof(q), "%s/%s", d.dir, name);
+        CHECK_SAME_FILE(p, q);
+    }
+    d4_stop(&d);
+}
