@@ -9,6 +9,10 @@
  *    SHA-256), and this host checks the same SHA-256 in the export; `ls -l` of a
  *    directory of 1,000 entries made through the mount, mkdir, rename, rm, ln -s,
  *    truncate and chmod, each checked in the export; a clean umount;
+ *  - the same with NFSv4 (uiw-nfsd with version 4 on, its one export the root of its
+ *    namespace, mounted as 10.0.2.2:/): over TCP with no version asked for, so that 4.2
+ *    is negotiated (/proc/mounts says vers=4.2), and over RDMA with vers=4.1 and siw's
+ *    mpa_crc_required=1 (vers=4.1);
  *  - meanwhile uiw-nfs on this host puts and gets files (--verify: SHA-256 of both ends)
  *    to and from the guest kernel's NFS server (siwvm-nfsd), lists a directory of 1,000
  *    entries and removes what it put: over TCP and, with the RPC layer, over RDMA, where
@@ -152,6 +156,7 @@ TEST(siwvm_kernel)
     struct uiw__nfsd_opts o;
     uiw__nfsd_opts_default(&o);
     o.no_root_squash = 1; /* the guest writes as root */
+    o.nfs4 = 1;
     struct srv v;
     srv_start(&v, &o);
     CHECK_EQ(chmod(v.dir, 0777), 0);
@@ -179,7 +184,7 @@ TEST(siwvm_kernel)
             "n=$((n+1)); done; }\n"
             "files() {\n"
             "  tag=$1; o=$2; shift 2\n"
-            "  mount -t nfs -o $o 10.0.2.2:%s /mnt/x\n"
+            "  mount -t nfs -o $o 10.0.2.2:${at:-%s} /mnt/x\n"
             "  mkdir /mnt/x/$tag\n"
             "  for s in \"$@\"; do\n"
             "    head -c $s /dev/urandom > /tmp/f$s\n"
@@ -187,7 +192,7 @@ TEST(siwvm_kernel)
             "    else cp /tmp/f$s /mnt/x/$tag/f$s; fi\n"
             "  done\n"
             "  umount /mnt/x\n"
-            "  mount -t nfs -o $o 10.0.2.2:%s /mnt/x\n"
+            "  mount -t nfs -o $o 10.0.2.2:${at:-%s} /mnt/x\n"
             "  for s in \"$@\"; do\n"
             "    a=$(sha256sum < /mnt/x/$tag/f$s | cut -c1-64); b=$(sha256sum < /tmp/f$s | cut "
             "-c1-64)\n"
@@ -205,8 +210,12 @@ TEST(siwvm_kernel)
             "all='0 1 4096 1048576 16777216'\n"
             "files tcp vers=3,proto=tcp,port=%d,mountport=%d,mountproto=tcp,nolock $all\n"
             "ops tcp\n"
-            "umount /mnt/x && echo 'UMOUNT-OK tcp'\n",
-            v.dir, v.dir, v.tcp, v.mount);
+            "umount /mnt/x && echo 'UMOUNT-OK tcp'\n"
+            "at=/; files v4t proto=tcp,port=%d $all; at=\n"
+            "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4t /'\n"
+            "ops v4t\n"
+            "umount /mnt/x && echo 'UMOUNT-OK v4t'\n",
+            v.dir, v.dir, v.tcp, v.mount, v.tcp);
     if (rdma > 0)
         fprintf(f,
                 "r=vers=3,proto=rdma,port=%d,mountport=%d,mountproto=tcp,nolock\n"
@@ -218,8 +227,12 @@ TEST(siwvm_kernel)
                 "echo 1 > /sys/module/siw/parameters/mpa_crc_required\n"
                 "echo CRC-ON\n"
                 "files crc $r $all\n"
-                "umount /mnt/x && echo 'UMOUNT-OK crc'\n",
-                rdma, v.mount);
+                "umount /mnt/x && echo 'UMOUNT-OK crc'\n"
+                "at=/; files v4r vers=4.1,proto=rdma,port=%d $all; at=\n"
+                "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4r /'\n"
+                "ops v4r\n"
+                "umount /mnt/x && echo 'UMOUNT-OK v4r'\n",
+                rdma, v.mount, rdma);
     else
         fprintf(f, "echo PHASE1-DONE\nwait_host host1\n");
     fprintf(f, "echo GUEST-CLIENT-DONE\nwait_host host2\necho GUEST-END\n");
@@ -241,9 +254,6 @@ TEST(siwvm_kernel)
     snprintf(base, sizeof(base), "nfs://127.0.0.1:%d", kt);
     against_knfsd(vmdir, base, "version=4.1", "t4", "NFS v4.1 at", "NFS4ERR_NOENT");
     if (rdma > 0) {
-        snprintf(base, sizeof(base), "nfs://127.0.0.1:%d", kr);
-        against_knfsd(vmdir, base, "version=4.1&transport=rdma", "r4", "NFS v4.1 at",
-                      "NFS4ERR_NOENT");
         snprintf(base, sizeof(base), "nfs://127.0.0.1:%d/export", kr);
         snprintf(q, sizeof(q), "mountport=%d&transport=rdma&version=3", km);
         against_knfsd(vmdir, base, q, "r",
@@ -263,9 +273,14 @@ TEST(siwvm_kernel)
 
     char *log = it_slurp(runlog);
     check_client(&v, log, "tcp", 1);
+    /* NFSv4: 4.2 negotiated over TCP with no version asked for; 4.1 over RDMA */
+    check_client(&v, log, "v4t", 1);
+    CHECK(strstr(log, "PROC v4t ") && strstr(strstr(log, "PROC v4t "), "vers=4.2"));
     if (rdma > 0) {
         check_client(&v, log, "rdma", 1);
         check_client(&v, log, "crc", 0);
+        check_client(&v, log, "v4r", 1);
+        CHECK(strstr(log, "PROC v4r ") && strstr(strstr(log, "PROC v4r "), "vers=4.1"));
     }
     free(log);
     srv_stop(&v);
