@@ -574,7 +574,8 @@ nfsstat4 uiw__nfs4_verify(struct uiw__nfs4_c *c, struct uiw__vfs *v, const fattr
     if (st != NFS4_OK)
         return st;
     *same = r.obj_attributes.attr_vals.attrlist4_len == in->attr_vals.attrlist4_len &&
-            memcmp(r.obj_attributes.attr_vals.attrlist4_val, in->attr_vals.attrlist4_val,
-                   in->attr_vals.attrlist4_len) == 0;
+            (in->attr_vals.attrlist4_len == 0 ||
+             memcmp(r.obj_attributes.attr_vals.attrlist4_val, in->attr_vals.attrlist4_val,
+                    in->attr_vals.attrlist4_len) == 0);
     return NFS4_OK;
 }

@@ -193,7 +193,7 @@ static struct owner *find_owner(struct uiw__nfs4_stids *t, clientid4 cid, const 
 {
     for (struct owner *w = t->owners; w; w = w->next)
         if (w->cid == cid && w->len == o->owner.owner_len &&
-            memcmp(w->bytes, o->owner.owner_val, w->len) == 0)
+            (w->len == 0 || memcmp(w->bytes, o->owner.owner_val, w->len) == 0))
             return w;
     if (h->nowners >= t->max) {
         *st = NFS4ERR_RESOURCE;
@@ -206,7 +206,8 @@ static struct owner *find_owner(struct uiw__nfs4_stids *t, clientid4 cid, const 
     }
     w->cid = cid;
     w->len = o->owner.owner_len;
-    memcpy(w->bytes, o->owner.owner_val, w->len);
+    if (w->len) /* an empty owner is one too (RFC 8881 leaves it the client's) */
+        memcpy(w->bytes, o->owner.owner_val, w->len);
     w->next = t->owners;
     t->owners = w;
     h->nowners++;
@@ -344,7 +345,7 @@ nfsstat4 uiw__nfs4_stid_open(struct uiw__nfs4_stids *t, clientid4 cid, const ope
     }
     for (s = f ? f->opens : NULL; s; s = s->fnext)
         if (s->cid == cid && s->ow->len == o->owner.owner_len &&
-            memcmp(s->ow->bytes, o->owner.owner_val, s->ow->len) == 0)
+            (s->ow->len == 0 || memcmp(s->ow->bytes, o->owner.owner_val, s->ow->len) == 0))
             break;
     uint32_t a = access | (s ? s->access : 0), d = deny | (s ? s->deny : 0);
     if ((a & share_of(f, s, 1)) || (d & share_of(f, s, 0))) {
