@@ -567,7 +567,7 @@ TEST(nfs4_cb_reconnect_tcp)
 
     /* BIND_CONN_TO_SESSION: errors first */
     channel_dir_from_server4 dir;
-    sessionid4 bogus;
+    sessionid4 bogus = {0};
     memset(bogus, 0x5a, sizeof(bogus));
     CHECK_EQ(bind_conn(&t, bogus, CDFC4_BACK_OR_BOTH, &dir), NFS4ERR_BADSESSION);
     CHECK_EQ(bind_conn(&t, t.sid, (channel_dir_from_client4)5, &dir), NFS4ERR_INVAL);

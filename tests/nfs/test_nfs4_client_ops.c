@@ -95,7 +95,7 @@ static const char *versions[] = {"4.1", "4.2"};
  * transports: the bytes in the export and back here are those sent. */
 static void put_get(int rdma)
 {
-    struct d4 d;
+    struct d4 d = {0};
     d4_start(&d, "90");
     char local[300], back[300], u[700], path[700];
     snprintf(local, sizeof(local), "%s.src", d.dir);
@@ -143,7 +143,7 @@ TEST(nfs4ops_put_get_rdma)
 /* mkdir, put into it, ls, stat, mv, rm, rmdir: each checked in the export. */
 TEST(nfs4ops_namespace)
 {
-    struct d4 d;
+    struct d4 d = {0};
     d4_start(&d, "90");
     for (int v = 0; v < 2; v++) {
         char u[700], u2[700], p[700], local[300];
@@ -201,7 +201,7 @@ TEST(nfs4ops_namespace)
 /* put -r of a tree with 8 files in flight, get -r back. */
 TEST(nfs4ops_tree_parallel)
 {
-    struct d4 d;
+    struct d4 d = {0};
     d4_start(&d, "90");
     char src[300], p[700], u[700], back[300];
     snprintf(src, sizeof(src), "%s.tree", d.dir);
@@ -244,7 +244,7 @@ TEST(nfs4ops_tree_parallel)
 /* cp within the server: COPY over 4.2 (-v says so), READ and WRITE over 4.1. */
 TEST(nfs4ops_cp_copy)
 {
-    struct d4 d;
+    struct d4 d = {0};
     d4_start(&d, "90");
     char p[700], a[700], b[700];
     snprintf(p, sizeof(p), "%s/src", d.dir);

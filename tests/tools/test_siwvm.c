@@ -189,13 +189,14 @@ TEST(siwvm_rpcrdma_knfsd)
     snprintf(d, sizeof(d), "%s/nfs", vmdir);
     CHECK_EQ(mkdir(d, 0700), 0);
     char *o = NULL;
-    snprintf(cmd, sizeof(cmd),
-             "UIW_PCAP_DIR='%s' '%s' --verify get "
-             "'nfs://127.0.0.1:%d/export/m1?mountport=%d&transport=rdma&rpcrdma=1' '%s/m1' && "
-             "UIW_PCAP_DIR='%s' '%s' --verify put '%s/m1' "
-             "'nfs://127.0.0.1:%d/export/m1.back?mountport=%d&transport=rdma&rpcrdma=1' && "
-             "test $(stat -c %%s '%s/m1') = 1048576",
-             d, UIW_NFS, kr, km, vmdir, d, UIW_NFS, vmdir, kr, km, vmdir);
+    snprintf(
+        cmd, sizeof(cmd),
+        "UIW_PCAP_DIR='%s' '%s' --verify get "
+        "'nfs://127.0.0.1:%d/export/m1?mountport=%d&transport=rdma&rpcrdma=1&version=3' '%s/m1' && "
+        "UIW_PCAP_DIR='%s' '%s' --verify put '%s/m1' "
+        "'nfs://127.0.0.1:%d/export/m1.back?mountport=%d&transport=rdma&rpcrdma=1&version=3' && "
+        "test $(stat -c %%s '%s/m1') = 1048576",
+        d, UIW_NFS, kr, km, vmdir, d, UIW_NFS, vmdir, kr, km, vmdir);
     int rc = it_run(cmd, 1, 300, &o);
     if (rc != 0)
         uiw_test_fail(__FILE__, __LINE__, "uiw-nfs against knfsd: %d\n%s", rc, o);
