@@ -13,6 +13,14 @@
 #include "run.h"
 #include "test.h"
 
+/* bench-iwperf's path, where the benchmarks are built (UIW_BENCH=ON) */
+#ifdef UIW_BENCH_IWPERF
+#define HAVE_BENCH_IWPERF 1
+#else
+#define HAVE_BENCH_IWPERF 0
+#define UIW_BENCH_IWPERF  ""
+#endif
+
 /* The figures a stand-in reports: RDMA Write and Read, TCP one-way stream with 64 KiB and
  * 1 MiB send() calls, TCP request/response likewise (MiB/s); 64 B half round trips of RDMA,
  * busy-polled TCP and blocking TCP (usec). */
@@ -97,10 +105,8 @@ static void run_bench(const char *fake, const char *mode, struct tool_run *r)
 
 TEST(bench_iwperf_both_baselines)
 {
-#ifndef UIW_BENCH_IWPERF
-    SKIP("built without the benchmarks (UIW_BENCH=OFF)");
-#define UIW_BENCH_IWPERF ""
-#endif
+    if (!HAVE_BENCH_IWPERF)
+        SKIP("built without the benchmarks (UIW_BENCH=OFF)");
     char dir[] = "/tmp/uiw-bench-iwperf.XXXXXX", fake[256], log[256];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(log, sizeof(log), "%s/log", dir);
