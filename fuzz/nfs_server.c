@@ -265,6 +265,7 @@ static void server(void)
     o.max_io = 65536;
     o.max_handles = 4096;
     o.nfs4 = 1;
+    o.nfs4_cmdline_root = 1; /* PUTROOTFH reaches the export's files in one operation */
     srv = uiw__nfsd_create(&o);
     must(srv != NULL, "nfsd_create");
     char p[128];

@@ -15,8 +15,8 @@
  *     other than those that may come alone without SEQUENCE first gets
  *     NFS4ERR_OP_NOT_IN_SESSION, SEQUENCE elsewhere than first NFS4ERR_SEQUENCE_POS, more
  *     operations than the session allows NFS4ERR_TOO_MANY_OPS.
- *   - file handles (NFSv3's, fh.c) and attributes: PUTROOTFH (the root of the one export,
- *     or with several the pseudo file system's, nfs4pseudo.c), PUTFH, GETFH,
+ *   - file handles (NFSv3's, fh.c) and attributes: PUTROOTFH (the pseudo file system's
+ *     root, or that of an export at "/" or fsid=root: nfs4pseudo.c), PUTFH, GETFH,
  *     SAVEFH, RESTOREFH, LOOKUP, LOOKUPP, GETATTR (nfs4attr.c), ACCESS, SECINFO_NO_NAME;
  *     each through the export's access control as NFSv3 (access.c): NFS4ERR_WRONGSEC for
  *     a flavor the export's sec= leaves out (but not on PUTROOTFH or PUTFH followed by
@@ -160,31 +160,31 @@ static nfsstat4 put_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw
                : st;
 }
 
-/* PUTROOTFH's export without a pseudo file system: one at "/", else the one export, else
- * the one of several the caller may see (NULL: none). */
+/* PUTROOTFH's export without a pseudo file system: the first the caller may see that is
+ * at "/" or fsid=root; when the caller may see none, the first export, whose access
+ * control then answers (NULL: there is none). */
 static struct uiw__nfs_export *root_export(struct uiw__nfs4_c *c, struct uiw__vfs *v)
 {
-    struct uiw__nfs_export *one = NULL, *seen = NULL;
-    unsigned n = 0;
+    struct uiw__nfs_export *first = NULL;
     for (unsigned i = 0; i < c->s->nexports; i++) {
         struct uiw__nfs_export *e = &c->s->exports[i];
         if (e->removed)
             continue;
-        if (strcmp(e->path, "/") == 0)
-            return e;
-        one = e;
-        n++;
+        if (!first)
+            first = e;
+        if (!uiw__nfs4_export_is_root(c, e))
+            continue;
         nfsstat3 st = uiw__nfsd_access(c->s, e, c->rq, 0, &v->cred, &v->xo);
         if (uiw__nfs4_st4(st, e, c->rq) != NFS4ERR_ACCESS)
-            seen = e;
+            return e;
     }
-    return n == 1 ? one : seen;
+    return first;
 }
 
 static nfsstat4 op_putrootfh(struct uiw__nfs4_c *c, struct uiw__vfs *v)
 {
     if (uiw__nfs4_pseudo_active(c, v))
-        return uiw__nfs4_pseudo_root(c); /* several: the pseudo file system joins them */
+        return uiw__nfs4_pseudo_root(c); /* the pseudo file system joins the exports */
     struct uiw__nfs_export *ex = root_export(c, v);
     if (!ex)
         return NFS4ERR_NOENT;

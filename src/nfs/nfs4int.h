@@ -154,9 +154,13 @@ nfsstat4 uiw__nfs4_rdattr_error(struct uiw__nfs4_c *c, nfsstat4 st, const bitmap
 
 /* ---- the pseudo file system (nfs4pseudo.c) ---- */
 
-/* Whether PUTROOTFH gives the pseudo root: more than one export the caller may see, none
- * at "/". */
+/* Whether PUTROOTFH gives the pseudo root: an export the caller may see, and none of
+ * those at "/" or marked fsid=root. */
 int uiw__nfs4_pseudo_active(struct uiw__nfs4_c *c, struct uiw__vfs *v);
+/* Whether ex is the NFSv4 root in place of the pseudo file system for the caller: at "/",
+ * fsid=root in the options of the caller's client of its line, or of the command line
+ * with the server's nfs4_cmdline_root. */
+int uiw__nfs4_export_is_root(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex);
 /* Whether f is a pseudo directory's handle (its node in *node, which may be NULL). */
 int uiw__nfs4_is_pseudo(const struct uiw__nfs4_fh *f, uint64_t *node);
 /* PUTROOTFH's pseudo root, PUTFH of a pseudo handle (NFS4ERR_STALE when it joins nothing

@@ -1,11 +1,12 @@
 /*
- * NFSv4's pseudo file system (RFC 8881 section 7.3), as knfsd presents its exports: with
- * more than one export the caller may see, PUTROOTFH (and PUTPUBFH) gives a read-only
- * directory "/" whose tree of directories joins the exports' paths (/srv/a and /data/b:
- * pseudo directories /, /srv and /data; the exports' roots at their paths), so that a
- * client mounting "/" finds every export it may use; an export whose access control
- * refuses the caller (NFS4ERR_ACCESS) is not in it. With one export (or one exported at
- * "/") PUTROOTFH gives that export's root, as before.
+ * NFSv4's pseudo file system (RFC 8881 section 7.3), as knfsd presents its exports:
+ * PUTROOTFH (and PUTPUBFH) gives a read-only directory "/" whose tree of directories joins
+ * the exports' paths (/srv/a and /data/b: pseudo directories /, /srv and /data; the
+ * exports' roots at their paths), so that a client mounts an export by the same path over
+ * NFSv3 and NFSv4, and one mounting "/" finds every export it may use; an export whose
+ * access control refuses the caller (NFS4ERR_ACCESS) is not in it. An export at "/", or
+ * one marked fsid=root (knfsd's fsid=0) that the caller may see, is the root instead:
+ * PUTROOTFH gives that export's root, and the other exports are not reached over NFSv4.
  *   - a pseudo directory's handle (fh.c's FH_PSEUDO kind) names it by a hash of its path,
  *     which is also its fileid; PUTFH of one whose directory no longer joins exports
  *     gets NFS4ERR_STALE;
@@ -52,6 +53,19 @@ static int visible(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_ex
     return uiw__nfs4_st4(st, ex, c->rq) != NFS4ERR_ACCESS;
 }
 
+int uiw__nfs4_export_is_root(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex)
+{
+    if (strcmp(ex->path, "/") == 0)
+        return 1;
+    if (!ex->access)
+        return c->s->opts.nfs4_cmdline_root; /* of the command line: no options */
+    const struct netbuf *nb = svc_getrpccaller(c->rq->rq_xprt);
+    if (!nb || !nb->buf || nb->len < sizeof(sa_family_t))
+        return 0;
+    const struct uiw__nfs_xopts *o = uiw__nfs_xentry_match(ex->access, nb->buf);
+    return o && (o->flags & UIW__X_FSID_ROOT);
+}
+
 int uiw__nfs4_pseudo_active(struct uiw__nfs4_c *c, struct uiw__vfs *v)
 {
     unsigned n = 0;
@@ -59,11 +73,11 @@ int uiw__nfs4_pseudo_active(struct uiw__nfs4_c *c, struct uiw__vfs *v)
         struct uiw__nfs_export *ex = &c->s->exports[i];
         if (!visible(c, v, ex))
             continue;
-        if (strcmp(ex->path, "/") == 0)
+        if (uiw__nfs4_export_is_root(c, ex))
             return 0; /* the pseudo root is that export's root */
         n++;
     }
-    return n > 1;
+    return n > 0;
 }
 
 int uiw__nfs4_is_pseudo(const struct uiw__nfs4_fh *f, uint64_t *node)

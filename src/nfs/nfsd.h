@@ -57,6 +57,11 @@ struct uiw__nfsd_opts {
      * NULL: as numbers, as knfsd with nfs4_disable_idmapping. SETATTR takes numbers and
      * name@ this domain (NULL: the host's DNS domain, or "localdomain") */
     const char *idmap_domain;
+    /* The exports of the command line (uiw__nfsd_add_export) are the NFSv4 root in place
+     * of the pseudo file system, the first the caller may see, as an exports file's
+     * fsid=root makes its export (knfsd's fsid=0); 0 (the default): each at its path
+     * under the pseudo root, as over NFSv3 */
+    int nfs4_cmdline_root;
 };
 
 /* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */

@@ -209,6 +209,14 @@ void t4_close(struct t4 *t)
     close(t->fd);
 }
 
+void t4_exports(struct srv *v, const char *text)
+{
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.nfs4 = 1;
+    srv_exports_opts(v, text, &o);
+}
+
 /* A server with NFSv4 on (lease: seconds, 0 for the default). */
 void t4_start(struct srv *v, unsigned lease)
 {

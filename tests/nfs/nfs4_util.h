@@ -47,5 +47,7 @@ void t4_open(struct t4 *t, const struct srv *v, const char *pcap);
 void t4_close(struct t4 *t);
 /* A server with NFSv4 on (lease: seconds, 0 for the default). */
 void t4_start(struct srv *v, unsigned lease);
+/* A server with NFSv4 on, exporting by an exports file's lines (srv_exports_opts). */
+void t4_exports(struct srv *v, const char *text);
 
 #endif

@@ -52,6 +52,8 @@ void srv_start(struct srv *v, const struct uiw__nfsd_opts *o)
     /* RDMA on a free port when the test asks for it (vers1_only set, or a caller's
      * options), off for the TCP tests' defaults. */
     d.rdma_port = o ? 0 : -1;
+    /* NFSv4 tests' PUTROOTFH is the export's root (as fsid=root): handles from there */
+    d.nfs4_cmdline_root = d.nfs4;
     v->s = uiw__nfsd_create(&d);
     CHECK(v->s != NULL);
     CHECK_EQ(uiw__nfsd_add_export(v->s, v->dir), 0);
@@ -199,7 +201,7 @@ void srv_exports_opts(struct srv *v, const char *text, const struct uiw__nfsd_op
     struct uiw__nfsd_opts o = *opts;
     o.addr = "127.0.0.1";
     o.tcp_port = o.mount_port = 0;
-    o.rdma_port = -1;
+    o.rdma_port = opts->rdma_port == 0 ? 0 : -1; /* RDMA when asked for, on a free port */
     v->s = uiw__nfsd_create(&o);
     CHECK(v->s != NULL);
     if (uiw__nfsd_add_exports(v->s, &t, err, sizeof(err)) != 0)

@@ -66,10 +66,9 @@ static void d4_stop(struct d4 *d)
 /* A URL of sub in the export over the transport (rdma 0/1) in version vers. */
 static void u4(const struct d4 *d, int rdma, const char *vers, const char *sub, char *out, size_t n)
 {
-    /* the one export is the root of the server's NFSv4 namespace */
-    (void)d->dir;
-    snprintf(out, n, "nfs://127.0.0.1:%d/%s?version=%s%s", rdma ? d->rdma : d->tcp, sub, vers,
-             rdma ? "&transport=rdma" : "");
+    /* the export at its path under the pseudo root, as over NFSv3 */
+    snprintf(out, n, "nfs://127.0.0.1:%d%s/%s?version=%s%s", rdma ? d->rdma : d->tcp, d->dir, sub,
+             vers, rdma ? "&transport=rdma" : "");
 }
 
 static struct tool_run nfs(const char *a1, const char *a2, const char *a3, const char *a4)

@@ -303,10 +303,7 @@ TEST(nfs4_ns_rofs)
 {
     struct srv v;
     memset(&v, 0, sizeof(v));
-    struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
-    o.nfs4 = 1;
-    srv_exports_opts(&v, "%s 127.0.0.1(ro,insecure,no_root_squash)\n", &o);
+    t4_exports(&v, "%s 127.0.0.1(ro,insecure,no_root_squash,fsid=root)\n");
     CHECK_EQ(chmod(v.dir, 0777), 0);
     put_file(&v, "f", "data", 4);
     struct t4 t;
@@ -718,6 +715,17 @@ static struct fsattrs fsattrs_of(const nfs_resop4 *r)
     return o;
 }
 
+/* The components of an absolute path (at most 8 of 63 bytes); their number. */
+static unsigned path_comps(const char *path, char comps[8][64])
+{
+    char tmp[256];
+    unsigned nc = 0;
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *s = strtok(tmp, "/"); s && nc < 8; s = strtok(NULL, "/"))
+        snprintf(comps[nc++], sizeof(comps[0]), "%s", s);
+    return nc;
+}
+
 /* The pseudo file system of two exports (and a third this client may not see): LOOKUP
  * from the pseudo root down the exports' paths, READDIR of its directories, the fsid
  * changing into an export, LOOKUPP back out, read-only. */
@@ -731,13 +739,8 @@ TEST(nfs4_ns_pseudo_fs)
     const char *subs[] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++)
         CHECK_EQ(mkdir(path_in(&v, subs[i]), 0755), 0);
-    struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
-    o.nfs4 = 1;
-    srv_exports_opts(&v,
-                     "%s/a 127.0.0.1(rw,insecure)\n%s/b 127.0.0.1(ro,insecure)\n"
-                     "%s/c 192.0.2.1(rw)\n",
-                     &o);
+    t4_exports(&v, "%s/a 127.0.0.1(rw,insecure)\n%s/b 127.0.0.1(ro,insecure)\n"
+                   "%s/c 192.0.2.1(rw)\n");
     struct t4 t;
     t4_open(&t, &v, NULL);
     session(&t, 16);
@@ -748,11 +751,7 @@ TEST(nfs4_ns_pseudo_fs)
     /* the root: a directory 0555 of its own fsid, with one entry on the way to the
      * exports (their path's first component) */
     char comps[8][64];
-    unsigned nc = 0;
-    char tmp[256];
-    snprintf(tmp, sizeof(tmp), "%s", v.dir);
-    for (char *s = strtok(tmp, "/"); s && nc < 8; s = strtok(NULL, "/"))
-        snprintf(comps[nc++], sizeof(comps[0]), "%s", s);
+    unsigned nc = path_comps(v.dir, comps);
     CHECK(nc >= 2 && nc <= 8);
     op(&a[1], OP_PUTROOTFH);
     getattr_fs_op(&a[2], m0);
@@ -845,4 +844,49 @@ TEST(nfs4_ns_pseudo_fs)
     CHECK_EQ(run_st(&t, a, 3), NFS4ERR_NOENT);
     t4_close(&t);
     srv_stop(&v);
+}
+
+/* One export: under the pseudo root at its path, as over NFSv3 (the fsid changing where
+ * it is entered); with fsid=root, the root itself. */
+TEST(nfs4_ns_pseudo_one_export)
+{
+    for (int asroot = 0; asroot < 2; asroot++) {
+        struct srv v;
+        memset(&v, 0, sizeof(v));
+        t4_exports(&v, asroot ? "%s 127.0.0.1(rw,insecure,fsid=root)\n"
+                              : "%s 127.0.0.1(rw,insecure)\n");
+        struct t4 t;
+        t4_open(&t, &v, NULL);
+        session(&t, 16);
+        nfs_argop4 a[12];
+        COMPOUND4res res;
+        uint32_t m0[2], m1[2];
+        char comps[8][64];
+        unsigned nc = path_comps(v.dir, comps);
+        CHECK(nc >= 1 && nc <= 8);
+        op(&a[1], OP_PUTROOTFH);
+        getattr_fs_op(&a[2], m0);
+        for (unsigned i = 0; i < nc; i++)
+            lookup_op(&a[3 + i], comps[i]);
+        getattr_fs_op(&a[3 + nc], m1);
+        nfsstat4 st = run(&t, a, 4 + nc, &res);
+        struct fsattrs root = fsattrs_of(&res.resarray.resarray_val[2]);
+        uint64_t ino = (uint64_t)lstat_ok(v.dir).st_ino;
+        if (asroot) {
+            /* the export's root; its path is not found below it */
+            CHECK_EQ(st, NFS4ERR_NOENT);
+            CHECK_EQ(root.fsid_minor, 0);
+            CHECK_EQ(root.fileid, ino);
+        } else {
+            CHECK_EQ(st, NFS4_OK);
+            CHECK_EQ(root.fsid_minor, 1);
+            CHECK_EQ(root.mode, 0555);
+            struct fsattrs ex = fsattrs_of(&res.resarray.resarray_val[3 + nc]);
+            CHECK_EQ(ex.fsid_minor, 0);
+            CHECK_EQ(ex.fileid, ino);
+        }
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+        t4_close(&t);
+        srv_stop(&v);
+    }
 }

@@ -317,25 +317,22 @@ TEST(nfs4_session_files)
     srv_stop(&v);
 }
 
-/* An export whose sec= leaves out the caller's flavor (AUTH_SYS): NFS4ERR_WRONGSEC, but
- * SECINFO_NO_NAME after the put-filehandle operation names the flavor it takes; an
- * export the caller is no client of: NFS4ERR_ACCESS. */
+/* An export (the root: fsid=root) whose sec= leaves out the caller's flavor (AUTH_SYS):
+ * NFS4ERR_WRONGSEC, but SECINFO_NO_NAME after the put-filehandle operation names the
+ * flavor it takes; with no export the caller is a client of: NFS4ERR_ACCESS. */
 TEST(nfs4_export_access)
 {
     static const struct {
         const char *line;
         nfsstat4 put;
     } cases[] = {
-        {"%s 127.0.0.1(rw,sec=none)\n", NFS4ERR_WRONGSEC},
+        {"%s 127.0.0.1(rw,sec=none,fsid=root)\n", NFS4ERR_WRONGSEC},
         {"%s 192.0.2.1(rw)\n", NFS4ERR_ACCESS},
     };
     for (unsigned k = 0; k < 2; k++) {
         struct srv v;
         memset(&v, 0, sizeof(v));
-        struct uiw__nfsd_opts o;
-        uiw__nfsd_opts_default(&o);
-        o.nfs4 = 1;
-        srv_exports_opts(&v, cases[k].line, &o);
+        t4_exports(&v, cases[k].line);
         struct t4 t;
         t4_open(&t, &v, NULL);
         session(&t, 8);

@@ -9,8 +9,8 @@
  *    SHA-256), and this host checks the same SHA-256 in the export; `ls -l` of a
  *    directory of 1,000 entries made through the mount, mkdir, rename, rm, ln -s,
  *    truncate and chmod, each checked in the export; a clean umount;
- *  - the same with NFSv4 (uiw-nfsd with version 4 on, its one export the root of its
- *    namespace, mounted as 10.0.2.2:/): over TCP with no version asked for, so that 4.2
+ *  - the same with NFSv4 (uiw-nfsd with version 4 on, its export mounted by its path,
+ *    which NFSv4 finds under the pseudo root): over TCP with no version asked for, so that 4.2
  *    is negotiated (/proc/mounts says vers=4.2), and over RDMA with vers=4.1 and siw's
  *    mpa_crc_required=1 (vers=4.1);
  *  - meanwhile uiw-nfs on this host puts and gets files (--verify: SHA-256 of both ends)
@@ -157,9 +157,11 @@ TEST(siwvm_kernel)
     uiw__nfsd_opts_default(&o);
     o.no_root_squash = 1; /* the guest writes as root */
     o.nfs4 = 1;
+    o.rdma_port = 0;
+    /* an exports file's line: the export at its path under NFSv4's pseudo root */
     struct srv v;
-    srv_start(&v, &o);
-    CHECK_EQ(chmod(v.dir, 0777), 0);
+    memset(&v, 0, sizeof(v));
+    srv_exports_opts(&v, "%s *(rw,no_root_squash,insecure)\n", &o);
     int rdma = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
     char vmdir[512], console[600], runlog[600], script[600];
     it_tmpdir(vmdir, sizeof(vmdir), "nfsvm");
@@ -184,7 +186,7 @@ TEST(siwvm_kernel)
             "n=$((n+1)); done; }\n"
             "files() {\n"
             "  tag=$1; o=$2; shift 2\n"
-            "  mount -t nfs -o $o 10.0.2.2:${at:-%s} /mnt/x\n"
+            "  mount -t nfs -o $o 10.0.2.2:%s /mnt/x\n"
             "  mkdir /mnt/x/$tag\n"
             "  for s in \"$@\"; do\n"
             "    head -c $s /dev/urandom > /tmp/f$s\n"
@@ -192,7 +194,7 @@ TEST(siwvm_kernel)
             "    else cp /tmp/f$s /mnt/x/$tag/f$s; fi\n"
             "  done\n"
             "  umount /mnt/x\n"
-            "  mount -t nfs -o $o 10.0.2.2:${at:-%s} /mnt/x\n"
+            "  mount -t nfs -o $o 10.0.2.2:%s /mnt/x\n"
             "  for s in \"$@\"; do\n"
             "    a=$(sha256sum < /mnt/x/$tag/f$s | cut -c1-64); b=$(sha256sum < /tmp/f$s | cut "
             "-c1-64)\n"
@@ -211,7 +213,7 @@ TEST(siwvm_kernel)
             "files tcp vers=3,proto=tcp,port=%d,mountport=%d,mountproto=tcp,nolock $all\n"
             "ops tcp\n"
             "umount /mnt/x && echo 'UMOUNT-OK tcp'\n"
-            "at=/; files v4t proto=tcp,port=%d $all; at=\n"
+            "files v4t proto=tcp,port=%d $all\n"
             "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4t /'\n"
             "ops v4t\n"
             "umount /mnt/x && echo 'UMOUNT-OK v4t'\n",
@@ -228,7 +230,7 @@ TEST(siwvm_kernel)
                 "echo CRC-ON\n"
                 "files crc $r $all\n"
                 "umount /mnt/x && echo 'UMOUNT-OK crc'\n"
-                "at=/; files v4r vers=4.1,proto=rdma,port=%d $all; at=\n"
+                "files v4r vers=4.1,proto=rdma,port=%d $all\n"
                 "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4r /'\n"
                 "ops v4r\n"
                 "umount /mnt/x && echo 'UMOUNT-OK v4r'\n",
