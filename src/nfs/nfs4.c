@@ -834,10 +834,10 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     if (!c->replay && !keep && c->read_bytes) {
         /* READ data, not kept: encoded from where it was read, with no copy of ours
          * (the transport references its lent buffer, or RDMA Writes it into the
-         * client's Write chunk) */
+         * client's Write chunk); the slot free first, as below */
+        uiw__nfs4_slot_done(s->nfs4, &c->ref, NULL, 0, 0);
         if (!svc_sendreply(xprt, UIW__XDRPROC(enc_reply), (caddr_t)c) && s->opts.verbose)
             fprintf(stderr, "uiw-nfsd: COMPOUND: reply not sent\n");
-        uiw__nfs4_slot_done(s->nfs4, &c->ref, NULL, 0, 0);
         goto out;
     }
     if (c->replay) {
@@ -850,17 +850,20 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
             b.len = xdr_getpos(&x);
         xdr_destroy(&x);
     }
-    if (!b.len) {
-        if (!c->replay)
-            free(b.p);
+    if (!b.len && !c->replay)
+        free(b.p);
+    if (!b.len)
         b.p = NULL;
+    /* the slot is free (its reply kept) before the reply goes: a client may send its
+     * next call on the slot the moment the reply is in, and must not find it in use
+     * (NFS4ERR_SEQ_MISORDERED) */
+    uiw__nfs4_slot_done(s->nfs4, &c->ref, b.p, b.len, keep);
+    if (!b.len)
         svcerr_systemerr(xprt);
-    } else if (!svc_sendreply(xprt, UIW__XDRPROC(xdr_blob), (caddr_t)&b) && s->opts.verbose) {
+    else if (!svc_sendreply(xprt, UIW__XDRPROC(xdr_blob), (caddr_t)&b) && s->opts.verbose)
         fprintf(stderr, "uiw-nfsd: COMPOUND: reply not sent\n");
-    }
     if (s->opts.verbose > 1)
         fprintf(stderr, "uiw-nfsd: COMPOUND of %u -> %d\n", c->nres, (int)c->status);
-    uiw__nfs4_slot_done(s->nfs4, &c->ref, b.p, b.len, keep);
     if (!c->replay)
         free(b.p);
 out:
