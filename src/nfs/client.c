@@ -636,8 +636,8 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a)
 {
     a->c = c;
-    if (c->vers == 4)
-        return -EPROTONOSUPPORT; /* NFSv3's procedures */
+    if (c->vers == 4 && !c->rdma)
+        return -EPROTONOSUPPORT; /* the TCP pipe is NFSv3's */
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma) {
         struct uiw_rpc_call_opts o;
@@ -677,20 +677,33 @@ static int pipe_poll(struct uiw__nfs_client *c, int timeout_ms)
     return uiw__nfs_pipe_resend(c->pipe, c->nfs, RECONNECTS);
 }
 
+static int v4_run(struct uiw__nfs_op *op);
+
 int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
 {
     if (c->vers == 4) {
-        /* the operations started have run: their done, in the order they started */
+        /* the operations ended: their done, in the order they ended; those in flight
+         * waited for when none has */
         int n = 0;
-        while (c->v4_ended) {
-            struct uiw__nfs_op *op = c->v4_ended;
-            c->v4_ended = op->v4_next;
+        for (;;) {
+            uiw__nfs4c_resume(c);
+            while (c->v4_ended) {
+                struct uiw__nfs_op *op = c->v4_ended;
+                c->v4_ended = op->v4_next;
+                if (!c->v4_ended)
+                    c->v4_ended_tail = &c->v4_ended;
+                op->done(op, op->v4_again ? v4_run(op) : op->v4_rc);
+                n++;
+            }
+            if (n || !uiw__nfs4c_inflight(c))
+                return n;
+#if UIW_NFS_HAVE_RDMA
+            if (uiw_rpc_clnt_poll(c->nfs, timeout_ms) < 0)
+                return -1;
+#endif
             if (!c->v4_ended)
-                c->v4_ended_tail = &c->v4_ended;
-            op->done(op, op->v4_rc);
-            n++;
+                return 0;
         }
-        return n;
     }
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma)
@@ -1574,16 +1587,46 @@ static void op_ended(void *arg, int rc)
     op->done(op, rc);
 }
 
+void uiw__nfs_op_ended(struct uiw__nfs_op *op, int rc, int again)
+{
+    struct uiw__nfs_client *c = op->c;
+    op->v4_rc = rc;
+    op->v4_again = again;
+    op->v4_next = NULL;
+    *c->v4_ended_tail = op;
+    c->v4_ended_tail = &op->v4_next;
+}
+
 /* NFSv4: an operation started has run (rc its result): its done waits for
  * uiw__nfs_poll, as a call in flight's would. */
 static int v4_ended(struct uiw__nfs_op *op, int rc)
 {
-    struct uiw__nfs_client *c = op->c;
-    op->v4_rc = rc;
-    op->v4_next = NULL;
-    *c->v4_ended_tail = op;
-    c->v4_ended_tail = &op->v4_next;
+    uiw__nfs_op_ended(op, rc, 0);
     return 0;
+}
+
+/* NFSv4: op (one that goes in flight) run synchronously: its result. */
+static int v4_run(struct uiw__nfs_op *op)
+{
+    struct uiw__nfs_client *c = op->c;
+    switch (op->kind) {
+    case UIW__NFS4C_GETATTR:
+        return uiw__nfs4c_getattr(c, &op->fh, op->out_attr);
+    case UIW__NFS4C_READ:
+        return uiw__nfs4c_read(c, &op->fh, op->off, op->count, op->buf, op->out_eof);
+    default:
+        return uiw__nfs4c_write(c, &op->fh, op->off, op->count, op->buf, (stable_how)op->stable,
+                                op->out_verf);
+    }
+}
+
+/* NFSv4: op of kind in flight, else run now; its done waits for uiw__nfs_poll. */
+static int v4_start(struct uiw__nfs_op *op, enum uiw__nfs4c_kind kind)
+{
+    op->kind = (int)kind;
+    if (uiw__nfs4c_op_start(op->c, op, kind))
+        return 0;
+    return v4_ended(op, v4_run(op));
 }
 
 /* op set up for a call on c about fh (a file, or the directory of name). */
@@ -1629,7 +1672,7 @@ int uiw__nfs_getattr_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *
     op_init(op, c, fh, NULL);
     op->out_attr = attr;
     if (c->vers == 4)
-        return v4_ended(op, uiw__nfs4c_getattr(c, fh, attr));
+        return v4_start(op, UIW__NFS4C_GETATTR);
     fh_in(&op->args.getattr.object, &op->fh);
     return op_call(op, OP_GETATTR);
 }
@@ -1664,8 +1707,13 @@ int uiw__nfs_write_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh
 {
     op_init(op, c, fh, NULL);
     op->out_verf = verf;
-    if (c->vers == 4)
-        return v4_ended(op, uiw__nfs4c_write(c, fh, off, count, buf, stable, verf));
+    if (c->vers == 4) {
+        op->buf = (void *)(uintptr_t)buf;
+        op->count = count;
+        op->off = off;
+        op->stable = (int)stable;
+        return v4_start(op, UIW__NFS4C_WRITE);
+    }
     write_args(&op->args.write, &op->fh, off, count, buf, stable);
     return op_call(op, OP_WRITE);
 }
@@ -1688,8 +1736,10 @@ int uiw__nfs_read_start(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
     op->buf = buf;
     op->count = count;
     op->out_eof = eof;
-    if (c->vers == 4)
-        return v4_ended(op, uiw__nfs4c_read(c, fh, off, count, buf, eof));
+    if (c->vers == 4) {
+        op->off = off;
+        return v4_start(op, UIW__NFS4C_READ);
+    }
     read_args(&op->args.read, &op->fh, off, count);
     return op_call(op, OP_READ);
 }

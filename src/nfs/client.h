@@ -149,12 +149,13 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
 unsigned uiw__nfs_most_inflight(const struct uiw__nfs_client *c);
 
 /* Operations in flight: the procedures above started without waiting, on either
- * transport (over NFSv4 each runs when started, one at a time, and its done waits for
- * uiw__nfs_poll). op->done(op, rc) runs from uiw__nfs_poll with what the synchronous function
- * returns (a LOOKUP that brought no attributes, or a CREATE no handle, makes its second
- * call first); it may start the next operation on the same op. The op and what it is
- * given to fill (fh, attr, verf, eof, buf) stay valid until then; a WRITE's buf too.
- * 0, or a negative errno when the call could not start (done does not run). */
+ * transport (over NFSv4, GETATTR, READ and WRITE go in flight over RPC-over-RDMA, each on
+ * a slot of the session, once their file is open; the others, and all over TCP, run when
+ * started, one at a time, and their done waits for uiw__nfs_poll). op->done(op, rc) runs from
+ * uiw__nfs_poll with what the synchronous function returns (a LOOKUP that brought no attributes, or
+ * a CREATE no handle, makes its second call first); it may start the next operation on the same op.
+ * The op and what it is given to fill (fh, attr, verf, eof, buf) stay valid until then; a WRITE's
+ * buf too. 0, or a negative errno when the call could not start (done does not run). */
 struct uiw__nfs_op {
     void (*done)(struct uiw__nfs_op *op, int rc);
     void *arg;
@@ -164,6 +165,9 @@ struct uiw__nfs_op {
     int kind;
     struct uiw__nfs_op *v4_next; /* NFSv4: ended, waiting for uiw__nfs_poll */
     int v4_rc;
+    int v4_again;          /* NFSv4: to run synchronously from uiw__nfs_poll */
+    uint64_t off;          /* READ, WRITE */
+    int stable;            /* WRITE: stable_how */
     struct uiw__nfs_fh fh; /* the object, or the directory of name */
     char name[256];
     struct uiw__nfs_fh *out_fh;

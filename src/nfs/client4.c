@@ -44,8 +44,9 @@
 #include <uiw/rpc.h>
 #endif
 
-/* Slots asked for on the fore channel (calls in flight at once). */
-#define SLOTS 16
+/* Slots asked for on the fore channel (calls in flight at once: slot 0 the synchronous
+ * calls', the others those in flight). */
+#define SLOTS 64
 /* Open files kept (each an OPEN the server holds for us). */
 #define OPENS_MAX 64
 /* Operations in one COMPOUND asked for (the server may allow fewer). */
@@ -86,6 +87,26 @@ struct cb_slot {
     nfsstat4 st[CB_OPS_MAX];
 };
 
+struct cres {
+    COMPOUND4res r;
+    const nfs_argop4 *ops; /* what was sent: each result must answer it */
+    u_int nops;
+    char *rbuf; /* a READ's data goes here (rcap bytes at most), or NULL */
+    u_int rcap;
+    u_int rlen; /* how much came */
+};
+
+/* A COMPOUND in flight on a fore-channel slot other than 0 (uiw__nfs4c_op_start): SEQUENCE,
+ * PUTFH and one GETATTR, READ or WRITE. */
+struct acall {
+    struct uiw__nfs_op *op;
+    enum uiw__nfs4c_kind kind;
+    nfs_argop4 ops[3];
+    struct cres cr;
+    struct uiw__nfs_async a;
+    unsigned gen; /* the session it went on (uiw__nfs4c.gen) */
+};
+
 struct uiw__nfs4c {
     int minor;
     char owner[160]; /* co_ownerid */
@@ -109,6 +130,14 @@ struct uiw__nfs4c {
     struct cb_slot cb[CB_SLOTS];
     unsigned cb_runs; /* back-channel operations run (a retry answered from its slot: not) */
     int returning;    /* DELEGRETURNs going out (not again from inside them) */
+    /* COMPOUNDs in flight on slots 1.. (busy); slot 0 is the synchronous
+     * calls', which may go while these are out (a call in flight's reply is taken while
+     * a synchronous call waits) */
+    struct acall calls[SLOTS];
+    uint64_t busy; /* bit k - 1: slot k */
+    /* operations started while every slot was busy, in order (uiw__nfs_op.v4_next) */
+    struct uiw__nfs_op *wait_head, **wait_tail;
+    unsigned gen; /* sessions made: a reply of an older one moves no slot of this */
 };
 
 static uint64_t now_ms(void)
@@ -222,15 +251,6 @@ const char *uiw__nfs4c_errname(int status)
 }
 
 /* ---- the COMPOUND's reply, decoded with a READ's data into the caller's buffer ---- */
-
-struct cres {
-    COMPOUND4res r;
-    const nfs_argop4 *ops; /* what was sent: each result must answer it */
-    u_int nops;
-    char *rbuf; /* a READ's data goes here (rcap bytes at most), or NULL */
-    u_int rcap;
-    u_int rlen; /* how much came */
-};
 
 /* One result: the operation it answers, then its result with rpcgen's routine; a READ's
  * data decoded straight into rbuf (over RPC-over-RDMA it was written there already). */
@@ -385,11 +405,11 @@ static void return_recalled(struct uiw__nfs_client *c);
 static void cb_register(struct uiw__nfs_client *c);
 static void cb_unregister(struct uiw__nfs_client *c);
 
-/* A COMPOUND whose ops[0] is left for SEQUENCE (on slot 0: this client has one call in
- * flight at a time), sent until it is not answered NFS4ERR_DELAY, with a new session or
- * client record when the server has lost ours. 0 (cr holds the results, ops 1.. all
- * NFS4_OK), -nfsstat4 of the first that failed (cr holds the results up to it: the caller
- * frees it either way), or UIW__NFS_ERPC (cr empty). */
+/* A COMPOUND whose ops[0] is left for SEQUENCE (on slot 0: the client's synchronous calls
+ * go one at a time; those in flight take the other slots), sent until it is not answered
+ * NFS4ERR_DELAY, with a new session or client record when the server has lost ours. 0 (cr holds the
+ * results, ops 1.. all NFS4_OK), -nfsstat4 of the first that failed (cr holds the results up to it:
+ * the caller frees it either way), or UIW__NFS_ERPC (cr empty). */
 static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct cres *cr,
                     uint32_t reply_max)
 {
@@ -403,7 +423,7 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
         memcpy(sa->sa_sessionid, s->sid, sizeof(s->sid));
         sa->sa_sequenceid = s->seq[0] + 1;
         sa->sa_slotid = 0;
-        sa->sa_highest_slotid = 0;
+        sa->sa_highest_slotid = s->busy ? s->nslots - 1 : 0;
         sa->sa_cachethis = 0;
         int rc = send_compound(c, ops, n, cr, reply_max);
         if (rc != 0)
@@ -541,6 +561,7 @@ static int create_session(struct uiw__nfs_client *c)
         s->csseq++;
         s->have_session = 1;
         memset(s->seq, 0, sizeof(s->seq));
+        s->gen++;
         memset(s->cb, 0, sizeof(s->cb));
         s->back_chan = (ok->csr_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN) != 0;
         channel_attrs4 *f = &ok->csr_fore_chan_attrs;
@@ -849,6 +870,7 @@ int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t err
         return -1;
     }
     c->v4 = s;
+    s->wait_tail = &s->wait_head;
     /* co_ownerid: the host and this run (pid and start time), unless the URL names one;
      * co_verifier: this run's, so a restarted client's state is replaced */
     char host[64];
@@ -1232,6 +1254,193 @@ int uiw__nfs4c_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, c
                NFS4_VERIFIER_SIZE);
     cres_free(&cr);
     return rc;
+}
+
+/* ---- operations in flight (RPC-over-RDMA) ---- */
+
+#if UIW_NFS_HAVE_RDMA
+/* Whether a delegation waits to be returned: that goes first, by a synchronous call. */
+static int recall_pending(const struct uiw__nfs4c *s)
+{
+    for (unsigned i = 0; i < s->nopens; i++)
+        if (s->opens[i].recalled)
+            return 1;
+    return 0;
+}
+
+/* What an ended call's operation gave (its SEQUENCE and PUTFH went well). */
+static int acall_result(struct uiw__nfs_client *c, struct acall *q)
+{
+    struct uiw__nfs_op *op = q->op;
+    nfs_resop4 *r = res_at(&q->cr, 2);
+    if (!r)
+        return -NFS4ERR_SERVERFAULT;
+    switch (q->kind) {
+    case UIW__NFS4C_GETATTR:
+        return getattr_out(c, r, op->out_attr);
+    case UIW__NFS4C_READ:
+        if (op->out_eof)
+            *op->out_eof = r->nfs_resop4_u.opread.READ4res_u.resok4.eof;
+        return (int)q->cr.rlen;
+    case UIW__NFS4C_WRITE: {
+        WRITE4resok *ok = &r->nfs_resop4_u.opwrite.WRITE4res_u.resok4;
+        if (op->out_verf)
+            memcpy(op->out_verf, ok->writeverf, NFS4_VERIFIER_SIZE);
+        return ok->count > op->count ? -NFS4ERR_SERVERFAULT : (int)ok->count;
+    }
+    }
+    return -NFS4ERR_SERVERFAULT;
+}
+
+/* A call in flight ended (from the RPC layer's poll, perhaps inside a synchronous call's
+ * wait: nothing here sends). Its slot moves on when its SEQUENCE went well; what the
+ * synchronous path recovers from (the session, the client record, DELAY, GRACE, a stale
+ * stateid, the connection) makes the operation run again that way from uiw__nfs_poll. */
+static void acall_done(void *arg, int rc)
+{
+    struct acall *q = arg;
+    struct uiw__nfs_op *op = q->op;
+    struct uiw__nfs_client *c = op->c;
+    struct uiw__nfs4c *s = c->v4;
+    unsigned k = (unsigned)(q - s->calls);
+    nfs_resop4 *r0 = rc == 0 ? res_at(&q->cr, 0) : NULL;
+    int seq_ok = r0 && st_of(r0) == NFS4_OK;
+    if (seq_ok && q->gen == s->gen) {
+        s->seq[k]++;
+        s->last_ms = now_ms();
+    }
+    s->busy &= ~(1ull << (k - 1));
+    nfsstat4 st = rc == 0 ? q->cr.r.status : NFS4ERR_IO;
+    int again = !seq_ok || q->gen != s->gen || st == NFS4ERR_DELAY || st == NFS4ERR_GRACE ||
+                st == NFS4ERR_OLD_STATEID || st == NFS4ERR_BAD_STATEID ||
+                st == NFS4ERR_STALE_STATEID || st == NFS4ERR_EXPIRED ||
+                st == NFS4ERR_DELEG_REVOKED || st == NFS4ERR_ADMIN_REVOKED;
+    int out = again ? 0 : st != NFS4_OK ? -(int)st : acall_result(c, q);
+    cres_free(&q->cr);
+    uiw__nfs_op_ended(op, out, again);
+}
+#endif
+
+#if UIW_NFS_HAVE_RDMA
+/* op sent on a free slot: 1; 0 when it is to run synchronously; -1 when no slot is free. */
+static int acall_send(struct uiw__nfs_client *c, struct uiw__nfs_op *op, enum uiw__nfs4c_kind kind)
+{
+    struct uiw__nfs4c *s = c->v4;
+    if (!s->have_session || s->returning || recall_pending(s))
+        return 0;
+    unsigned k = 1;
+    while (k < s->nslots && (s->busy & (1ull << (k - 1))))
+        k++;
+    if (k >= s->nslots)
+        return s->nslots > 1 ? -1 : 0;
+    stateid4 sid;
+    memset(&sid, 0, sizeof(sid));
+    if (kind != UIW__NFS4C_GETATTR) {
+        uint32_t need =
+            kind == UIW__NFS4C_READ ? OPEN4_SHARE_ACCESS_READ : OPEN4_SHARE_ACCESS_WRITE;
+        struct open_file *f = open_find(s, &op->fh);
+        if (!f || (f->access & need) != need)
+            return 0; /* the OPEN first, synchronously */
+        f->used = ++s->tick;
+        sid = f->sid;
+        sid.seqid = 0; /* the current one, whatever an upgrade made it (RFC 8881 8.2.2) */
+    }
+    struct acall *q = &s->calls[k];
+    q->op = op;
+    q->kind = kind;
+    q->gen = s->gen;
+    op_init(&q->ops[0], OP_SEQUENCE);
+    SEQUENCE4args *sa = &q->ops[0].nfs_argop4_u.opsequence;
+    memcpy(sa->sa_sessionid, s->sid, sizeof(s->sid));
+    sa->sa_sequenceid = s->seq[k] + 1;
+    sa->sa_slotid = k;
+    sa->sa_highest_slotid = s->nslots - 1;
+    putfh(&q->ops[1], &op->fh);
+    memset(&q->cr, 0, sizeof(q->cr));
+    memset(&q->a, 0, sizeof(q->a));
+    if (kind == UIW__NFS4C_GETATTR) {
+        getattr_op(&q->ops[2]);
+    } else if (kind == UIW__NFS4C_READ) {
+        op_init(&q->ops[2], OP_READ);
+        READ4args *r = &q->ops[2].nfs_argop4_u.opread;
+        r->stateid = sid;
+        r->offset = op->off;
+        r->count = op->count;
+        q->cr.rbuf = op->buf; /* the data lands there: a Write chunk, or decoded inline */
+        q->cr.rcap = op->count;
+        q->a.result_buf = op->buf;
+        q->a.result_len = op->count;
+    } else {
+        op_init(&q->ops[2], OP_WRITE);
+        WRITE4args *w = &q->ops[2].nfs_argop4_u.opwrite;
+        w->stateid = sid;
+        w->offset = op->off;
+        w->stable = (stable_how4)op->stable;
+        w->data.data_len = op->count;
+        w->data.data_val = op->buf; /* a Read chunk of this memory */
+    }
+    q->cr.ops = q->ops;
+    q->cr.nops = 3;
+    COMPOUND4args a;
+    memset(&a, 0, sizeof(a));
+    a.minorversion = (uint32_t)s->minor;
+    a.argarray.argarray_len = 3;
+    a.argarray.argarray_val = q->ops;
+    q->a.done = acall_done;
+    q->a.arg = q;
+    if (uiw__nfs_call_async(c, 1, UIW__XDRPROC(xdr_COMPOUND4args), &a, UIW__XDRPROC(xdr_cres),
+                            &q->cr, &q->a) != 0)
+        return 0; /* it runs synchronously instead */
+    s->busy |= 1ull << (k - 1);
+    return 1;
+}
+#endif
+
+int uiw__nfs4c_op_start(struct uiw__nfs_client *c, struct uiw__nfs_op *op,
+                        enum uiw__nfs4c_kind kind)
+{
+#if UIW_NFS_HAVE_RDMA
+    struct uiw__nfs4c *s = c->v4;
+    if (!c->rdma)
+        return 0;
+    int r = s->wait_head ? -1 : acall_send(c, op, kind); /* none passes those waiting */
+    if (r >= 0)
+        return r;
+    op->v4_next = NULL;
+    *s->wait_tail = op;
+    s->wait_tail = &op->v4_next;
+    return 1;
+#else
+    (void)c;
+    (void)op;
+    (void)kind;
+    return 0;
+#endif
+}
+
+void uiw__nfs4c_resume(struct uiw__nfs_client *c)
+{
+#if UIW_NFS_HAVE_RDMA
+    struct uiw__nfs4c *s = c->v4;
+    while (s && s->wait_head) {
+        struct uiw__nfs_op *op = s->wait_head;
+        int r = acall_send(c, op, (enum uiw__nfs4c_kind)op->kind);
+        if (r < 0)
+            return;
+        s->wait_head = op->v4_next;
+        if (!s->wait_head)
+            s->wait_tail = &s->wait_head;
+        if (r == 0)
+            uiw__nfs_op_ended(op, 0, 1); /* run synchronously from uiw__nfs_poll */
+    }
+#else
+    (void)c;
+#endif
+}
+
+int uiw__nfs4c_inflight(const struct uiw__nfs_client *c)
+{
+    return c->v4 && (c->v4->busy != 0 || c->v4->wait_head);
 }
 
 static int name_ok(const char *name)
@@ -1772,6 +1981,11 @@ void uiw__nfs4c_stop(struct uiw__nfs_client *c)
     struct uiw__nfs4c *s = c->v4;
     if (!s)
         return;
+#if UIW_NFS_HAVE_RDMA
+    while (s->busy) /* the calls in flight end first: they use what is freed below */
+        if (uiw_rpc_clnt_poll(c->nfs, 1000) < 0)
+            break;
+#endif
     if (s->have_session) {
         while (s->nopens)
             close_file(c, &s->opens[s->nopens - 1]);

@@ -66,6 +66,22 @@ int uiw__nfs_call_ddp(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs,
  * handle (PUTROOTFH) and the largest READ and WRITE. 0; -1 with a message in err;
  * -2 when the server speaks no minor version asked for. */
 int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t errlen);
+/* An operation of client.h's *_start over NFSv4 (op's fh, buf, count, off, stable and
+ * out_* set): started on a free slot of the session over RPC-over-RDMA, 1, its end queued
+ * for uiw__nfs_poll by uiw__nfs_op_ended, or queued until a slot is free; 0 when it cannot
+ * go in flight (over TCP, its file not open for it yet, a delegation to return first),
+ * and the caller runs it synchronously. */
+enum uiw__nfs4c_kind { UIW__NFS4C_GETATTR, UIW__NFS4C_READ, UIW__NFS4C_WRITE };
+int uiw__nfs4c_op_start(struct uiw__nfs_client *c, struct uiw__nfs_op *op,
+                        enum uiw__nfs4c_kind kind);
+/* Operations that waited for a slot sent on those free now (from uiw__nfs_poll). */
+void uiw__nfs4c_resume(struct uiw__nfs_client *c);
+/* Whether operations are in flight or waiting for a slot (uiw__nfs_poll waits for them). */
+int uiw__nfs4c_inflight(const struct uiw__nfs_client *c);
+/* NFSv4: op ended with rc (its synchronous function's result), its done to run from
+ * uiw__nfs_poll; again: it is to run there synchronously instead (what it met is
+ * recovered from on that path). */
+void uiw__nfs_op_ended(struct uiw__nfs_op *op, int rc, int again);
 /* CLOSE what is open, DESTROY_SESSION, DESTROY_CLIENTID; frees c->v4. */
 void uiw__nfs4c_stop(struct uiw__nfs_client *c);
 /* The minor version in use. */

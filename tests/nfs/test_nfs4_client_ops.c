@@ -139,6 +139,36 @@ TEST(nfs4ops_put_get_rdma)
     put_get(1);
 }
 
+/* uiw-nfs bench with 64 calls in flight over RPC-over-RDMA and NFSv4.1: WRITEs, READs and
+ * GETATTRs each on a slot of the session (a slot used again the moment its reply is in:
+ * the server frees it before replying), every byte moved and every call answered. */
+TEST(nfs4ops_bench_inflight)
+{
+    struct d4 d = {0};
+    d4_start(&d, "90");
+    CHECK_EQ(chmod(d.dir, 0777), 0);
+    char u[700];
+    u4(&d, 1, "4.1", "", u, sizeof(u));
+    struct tool_run r;
+    const char *argv[] = {"uiw-nfs", "bench", "--json", "--inflight", "64", "-s", "4M",
+                          "-b",      "4096",  "-D",     "1",          u,    NULL};
+    tool_run(UIW_NFS, argv, NULL, 0, 120, &r);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "bench: %s%s", r.out, r.err);
+    static const char *tests[] = {"write", "read", "getattr"};
+    for (unsigned i = 0; i < 3; i++) {
+        char key[64];
+        snprintf(key, sizeof(key), "{\"test\":\"%s\"", tests[i]);
+        const char *l = strstr(r.out, key);
+        CHECK(l != NULL);
+        CHECK(strstr(l, "\"inflight\":64") != NULL);
+        if (i < 2)
+            CHECK(strncmp(strstr(l, "\"size\":"), "\"size\":4194304,", 15) == 0);
+    }
+    tool_run_free(&r);
+    d4_stop(&d);
+}
+
 /* mkdir, put into it, ls, stat, mv, rm, rmdir: each checked in the export. */
 TEST(nfs4ops_namespace)
 {

@@ -97,28 +97,20 @@ static void report(const struct opts *o, struct target *t, struct result *r)
     fflush(stdout);
 }
 
-/* ---- many calls in flight (RPC-over-RDMA's asynchronous calls) ---- */
+/* ---- many calls in flight (RPC-over-RDMA's asynchronous calls; over NFSv4 each on a
+ * slot of the session) ---- */
 
 enum kind { K_WRITE, K_READ, K_GETATTR };
 
 struct engine;
 struct slot {
-    struct uiw__nfs_async a;
+    struct uiw__nfs_op op;
     struct engine *e;
     double t0;
-    uint32_t n;
     char *buf;
-    nfs_fh3 fh;
-    union {
-        GETATTR3args g;
-        READ3args r;
-        WRITE3args w;
-    } args;
-    union {
-        GETATTR3res g;
-        READ3res r;
-        WRITE3res w;
-    } res;
+    fattr3 attr;
+    char verf[8];
+    int eof;
 };
 
 struct engine {
@@ -133,7 +125,7 @@ struct engine {
     size_t cap;
 };
 
-static void slot_done(void *arg, int rc);
+static void slot_done(struct uiw__nfs_op *op, int rc);
 
 static void slot_start(struct slot *s)
 {
@@ -148,72 +140,44 @@ static void slot_start(struct slot *s)
     }
     if (e->r->calls + e->running >= e->cap)
         return;
-    uint32_t proc;
-    xdrproc_t xa, xr;
-    memset(&s->res, 0, sizeof(s->res));
-    s->fh.data.data_len = e->t->fh.len;
-    s->fh.data.data_val = e->t->fh.data;
-    if (e->kind == K_GETATTR) {
-        s->args.g.object = s->fh;
-        proc = NFSPROC3_GETATTR;
-        xa = UIW__XDRPROC(xdr_GETATTR3args);
-        xr = UIW__XDRPROC(xdr_GETATTR3res);
-    } else {
-        s->n = e->size - e->next < e->block ? (uint32_t)(e->size - e->next) : e->block;
-        if (e->kind == K_READ) {
-            s->args.r.file = s->fh;
-            s->args.r.offset = e->next;
-            s->args.r.count = s->n;
-            /* The payload's place: this slot's buffer (also the Write chunk). */
-            s->res.r.READ3res_u.resok.data.data_val = s->buf;
-            s->res.r.READ3res_u.resok.data.data_len = s->n;
-            proc = NFSPROC3_READ;
-            xa = UIW__XDRPROC(xdr_READ3args);
-            xr = UIW__XDRPROC(xdr_READ3res);
-        } else {
-            s->args.w.file = s->fh;
-            s->args.w.offset = e->next;
-            s->args.w.count = s->n;
-            s->args.w.stable = UNSTABLE;
-            s->args.w.data.data_val = s->buf;
-            s->args.w.data.data_len = s->n;
-            proc = NFSPROC3_WRITE;
-            xa = UIW__XDRPROC(uiw__xdr_WRITE3args);
-            xr = UIW__XDRPROC(xdr_WRITE3res);
-        }
-        e->next += s->n;
-    }
-    s->a.done = slot_done;
-    s->a.arg = s;
-    s->a.result_buf = e->kind == K_READ ? s->buf : NULL;
-    s->a.result_len = s->n;
+    struct uiw__nfs_client *c = e->t->c;
+    s->op.done = slot_done;
+    s->op.arg = s;
     s->t0 = now_s();
-    int rc = uiw__nfs_call_async(e->t->c, proc, xa, &s->args, xr, &s->res, &s->a);
+    e->running++;
+    int rc;
+    if (e->kind == K_GETATTR) {
+        rc = uiw__nfs_getattr_start(c, &e->t->fh, &s->attr, &s->op);
+    } else {
+        uint32_t n = e->size - e->next < e->block ? (uint32_t)(e->size - e->next) : e->block;
+        uint64_t off = e->next;
+        e->next += n;
+        if (e->kind == K_READ)
+            rc = uiw__nfs_read_start(c, &e->t->fh, off, n, s->buf, &s->eof, &s->op);
+        else
+            rc = uiw__nfs_write_start(c, &e->t->fh, off, n, s->buf, UNSTABLE, s->verf, &s->op);
+    }
     if (rc != 0) {
         fprintf(stderr, "uiw-nfs: bench: call: %s\n", strerror(-rc));
+        e->running--;
         e->failed = 1;
-        return;
     }
-    e->running++;
 }
 
-static void slot_done(void *arg, int rc)
+static void slot_done(struct uiw__nfs_op *op, int rc)
 {
-    struct slot *s = arg;
+    struct slot *s = op->arg;
     struct engine *e = s->e;
     e->running--;
-    nfsstat3 st = s->res.g.status; /* first in every result */
-    if (rc != 0 || st != NFS3_OK) {
+    if (rc < 0) {
         if (!e->failed)
-            fprintf(stderr, "uiw-nfs: bench: %s\n", uiw__nfs_errtext(e->t->c, rc ? rc : -(int)st));
+            fprintf(stderr, "uiw-nfs: bench: %s\n", uiw__nfs_errtext(e->t->c, rc));
         e->failed = 1;
         return;
     }
     e->r->lat[e->r->calls++] = now_s() - s->t0;
-    if (e->kind == K_READ)
-        e->r->bytes += s->res.r.READ3res_u.resok.count;
-    else if (e->kind == K_WRITE)
-        e->r->bytes += s->res.w.WRITE3res_u.resok.count;
+    if (e->kind != K_GETATTR)
+        e->r->bytes += (uint64_t)rc;
     slot_start(s);
 }
 
