@@ -692,6 +692,31 @@ static nfsstat4 fits(struct uiw__nfs4_c *c, const nfs_resop4 *r, uint32_t *size)
     return NFS4_OK;
 }
 
+/* WRITE's arguments (its number read), decoded on the call's own stream: the payload
+ * stays where the transport received it (uiw__nfs_xdr_payload), as NFSv3's. */
+static bool_t write_args(XDR *x, nfs_argop4 *a)
+{
+    a->argop = OP_WRITE;
+    WRITE4args *w = &a->nfs_argop4_u.opwrite;
+    return xdr_stateid4(x, &w->stateid) && xdr_offset4(x, &w->offset) &&
+           xdr_stable_how4(x, &w->stable) &&
+           uiw__nfs_xdr_payload(x, &w->data.data_val, &w->data.data_len);
+}
+
+/* svc_freeargs's routine: the WRITE payloads given back as they were taken (the other
+ * arguments are freed by the dispatcher). */
+static bool_t free_payloads(XDR *x, void *p)
+{
+    struct uiw__nfs4_c *c = p;
+    for (uint32_t i = 0; i < c->ndec && c->args; i++)
+        if (c->args[i].argop == OP_WRITE) {
+            WRITE4args *w = &c->args[i].nfs_argop4_u.opwrite;
+            uiw__nfs_xdr_payload(x, &w->data.data_val, &w->data.data_len);
+            w->data.data_val = NULL;
+        }
+    return TRUE;
+}
+
 /* The arguments, decoded and run one operation at a time: svc_getargs's routine (it
  * fails only for what is not a COMPOUND's XDR before its operations). */
 static bool_t compound(XDR *x, void *p)
@@ -740,7 +765,7 @@ static bool_t compound(XDR *x, void *p)
         c->ndec = i + 1;
         struct pushback pb;
         pushback_init(&pb, x, w);
-        if (!xdr_nfs_argop4(&pb.x, &c->args[i])) {
+        if (op == OP_WRITE ? !write_args(x, &c->args[i]) : !xdr_nfs_argop4(&pb.x, &c->args[i])) {
             c->args[i].argop = op;
             bad = i;
             bad_st = NFS4ERR_BADXDR;
@@ -824,6 +849,8 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     c->s = s;
     c->rq = rq;
     uiw__nfs4_limits(s, &c->lim);
+    /* WRITE payloads: at most the server's wtmax, in place */
+    uiw__nfs_args_limits(uiw__nfsd_max_io(s), uiw__nfs_xprt_is_rdma(xprt));
     if (!svc_getargs(xprt, UIW__XDRPROC(compound), (caddr_t)c)) {
         svcerr_decode(xprt);
         goto out;
@@ -867,6 +894,8 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     if (!c->replay)
         free(b.p);
 out:
+    svc_freeargs(xprt, UIW__XDRPROC(free_payloads), (caddr_t)c);
+    uiw__nfs_args_limits(0, 0);
     free(c->replay);
     for (uint32_t i = 0; i < c->ndec && c->args; i++)
         xdr_free(UIW__XDRPROC(xdr_nfs_argop4), (char *)&c->args[i]);

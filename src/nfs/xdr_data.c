@@ -26,39 +26,43 @@ void uiw__nfs_args_limits(u_int max, int ddp)
     write_ddp = ddp;
 }
 
-bool_t uiw__xdr_WRITE3args(XDR *x, WRITE3args *a)
+bool_t uiw__nfs_xdr_payload(XDR *x, char **cpp, u_int *len)
 {
-    if (!xdr_nfs_fh3(x, &a->file) || !xdr_offset3(x, &a->offset) || !xdr_count3(x, &a->count) ||
-        !xdr_stable_how(x, &a->stable))
-        return FALSE;
     if (write_ddp && x->x_op != XDR_ENCODE) {
         /* RPC-over-RDMA: the payload where the transport put it (a Read chunk's
          * registered buffer), and freed by it. */
         if (x->x_op == XDR_DECODE)
-            a->data.data_val = NULL;
-        return uiw__nfs_xdr_ddp_bytes(x, &a->data.data_val, &a->data.data_len, write_max);
+            *cpp = NULL;
+        return uiw__nfs_xdr_ddp_bytes(x, cpp, len, write_max);
     }
     switch (x->x_op) {
     case XDR_FREE:
-        a->data.data_val = NULL;
-        a->data.data_len = 0;
+        *cpp = NULL;
+        *len = 0;
         return TRUE;
     case XDR_ENCODE:
-        return uiw__xdr_bytes(x, &a->data.data_val, &a->data.data_len, ~0u);
+        return uiw__xdr_bytes(x, cpp, len, ~0u);
     case XDR_DECODE:
         break;
     }
     /* The call's record is whole in memory: the payload is left where it lies. */
-    u_int len;
-    if (!xdr_u_int(x, &len) || len > write_max)
+    u_int n;
+    if (!xdr_u_int(x, &n) || n > write_max)
         return FALSE;
-    u_int padded = (len + 3) & ~3u;
+    u_int padded = (n + 3) & ~3u;
     int32_t *p = padded ? XDR_INLINE(x, (int)padded) : NULL;
     if (padded && !p)
         return FALSE;
-    a->data.data_val = (char *)p;
-    a->data.data_len = len;
+    *cpp = (char *)p;
+    *len = n;
     return TRUE;
+}
+
+bool_t uiw__xdr_WRITE3args(XDR *x, WRITE3args *a)
+{
+    return xdr_nfs_fh3(x, &a->file) && xdr_offset3(x, &a->offset) && xdr_count3(x, &a->count) &&
+           xdr_stable_how(x, &a->stable) &&
+           uiw__nfs_xdr_payload(x, &a->data.data_val, &a->data.data_len);
 }
 
 bool_t uiw__xdr_READ3res_into(XDR *x, struct uiw__nfs_read_into *r)

@@ -24,6 +24,10 @@
  * for each call. */
 void uiw__nfs_args_limits(u_int max, int ddp);
 
+/* A WRITE's payload (NFSv3's, NFSv4's), as the WRITE3args below: decoded in place (the
+ * transport's buffer), XDR_FREE leaving alone what is not ours; encoded as xdr_bytes. */
+bool_t uiw__nfs_xdr_payload(XDR *x, char **cpp, u_int *len);
+
 /* WRITE3args (server: decode; client: encode). Decoding refuses a payload longer than
  * the limit set; the payload points into the transport's buffer, and XDR_FREE leaves it
  * alone. */
