@@ -4,6 +4,9 @@
  *   - 1 MiB sequential WRITE and READ bandwidth, one call at a time on both transports;
  *   - the CPU time per GiB moved by those WRITEs and READs and by 4 KiB ones, the client's
  *     and the server's together (uiw-nfs bench --cpu-of), on both transports;
+ *   - NFSv4.1 against NFSv3, both over RPC-over-RDMA Version Two on the same server: 1 MiB
+ *     WRITE and READ bandwidth one call at a time, and GETATTRs with N in flight (each on
+ *     a slot of the session); targets >= 1.0x and >= 0.9x (issue 31);
  *   - GETATTR rates in two fair pairs: one call at a time on both transports (uiw-nfs), and
  *     N calls in flight on both (uiw-nfs over RDMA; over TCP libnfs's asynchronous RPC
  *     API, an independent pipelining client, as uiw-nfs's TCP path runs one call at a
@@ -516,7 +519,7 @@ static int files_bench(int reps, int files, int json)
     snprintf(dir, sizeof(dir), "%s/exp", top);
     int rc = mkdir(local, 0755) != 0 || mkdir(dir, 0755) != 0 ? -1 : 0;
     int ports[3] = {-1, -1, -1};
-    const char *args[] = {"-p", "0", "--no-root-squash", dir, NULL};
+    const char *args[] = {"-p", "0", "--no-root-squash", "--nfs4-experimental", dir, NULL};
     FILE *f = NULL;
     pid_t pid = rc == 0 ? nfsd_start(args, ports, &f) : -1;
     int tcp = ports[0], mnt = ports[1], rdma = ports[2];
@@ -667,28 +670,33 @@ int main(int argc, char **argv)
     }
     /* The server: a child process on free ports; its ready line gives them. */
     int ports[3] = {-1, -1, -1}, rc = 1;
-    const char *args[] = {"-p", "0", "--no-root-squash", dir, NULL};
+    const char *args[] = {"-p", "0", "--no-root-squash", "--nfs4-experimental", dir, NULL};
     FILE *f = NULL;
     pid_t pid = nfsd_start(args, ports, &f);
     server_pid = pid;
     int tcp = ports[0], mnt = ports[1], rdma = ports[2];
     double *rw = NULL, *rr = NULL, *rg = NULL, *rs = NULL;
+    double *v4[3] = {NULL};  /* NFSv4.1 over NFSv3, both RDMA: 1 MiB write, read, GETATTR/N */
     double *cpu[8] = {NULL}; /* CPU per GiB: 1 MiB write, read, 4 KiB write, read; tcp, rdma */
     double *xf[NX][NXF] = {{NULL}};
     if (pid < 0 || rdma <= 0) {
         fprintf(stderr, "bench-nfs: uiw-nfsd did not start with RPC-over-RDMA\n");
         goto out;
     }
-    char utcp[512], urdma[512];
-    snprintf(utcp, sizeof(utcp), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dir, mnt);
-    snprintf(urdma, sizeof(urdma), "nfs://127.0.0.1:%d%s?mountport=%d&transport=rdma", rdma, dir,
-             mnt);
+    char utcp[512], urdma[512], urdma4[512];
+    snprintf(utcp, sizeof(utcp), "nfs://127.0.0.1:%d%s?mountport=%d&version=3", tcp, dir, mnt);
+    snprintf(urdma, sizeof(urdma), "nfs://127.0.0.1:%d%s?mountport=%d&transport=rdma&version=3",
+             rdma, dir, mnt);
+    snprintf(urdma4, sizeof(urdma4), "nfs://127.0.0.1:%d%s?transport=rdma&version=4.1", rdma, dir);
     rw = calloc((size_t)reps, sizeof(double));
     rr = calloc((size_t)reps, sizeof(double));
     rg = calloc((size_t)reps, sizeof(double));
     rs = calloc((size_t)reps, sizeof(double));
     for (int k = 0; k < 8; k++)
         cpu[k] = calloc((size_t)reps, sizeof(double));
+    for (int k = 0; k < 3; k++)
+        if (!(v4[k] = calloc((size_t)reps, sizeof(double))))
+            goto out;
     for (int k = 0; k < 8; k++)
         if (!cpu[k])
             goto out;
@@ -702,14 +710,29 @@ int main(int argc, char **argv)
         printf("%-4s %12s %12s %12s %12s %10s %10s %10s %10s\n", "rep", "write tcp", "write rdma",
                "read tcp", "read rdma", "ga tcp/1", "ga rdma/1", "ga tcp/N", "ga rdma/N");
     for (int i = 0; i < reps; i++) {
-        struct figures t = {0}, r = {0}, g1 = {0}, g = {0}, t4 = {0}, r4 = {0};
+        struct figures t = {0}, r = {0}, g1 = {0}, g = {0}, t4 = {0}, r4 = {0}, n4 = {0}, gn4 = {0};
         if (bench(utcp, size, "1M", secs, 1, "write read getattr", &t) != 0 ||
             bench(urdma, size, "1M", secs, 1, "write read", &r) != 0 ||
             bench(urdma, "1M", "1M", secs, 1, "getattr", &g1) != 0 ||
             bench(urdma, "1M", "1M", secs, inflight, "getattr", &g) != 0 ||
+            bench(urdma4, size, "1M", secs, 1, "write read", &n4) != 0 ||
+            bench(urdma4, "1M", "1M", secs, inflight, "getattr", &gn4) != 0 ||
             bench(utcp, "16M", "4K", secs, 1, "write read", &t4) != 0 ||
             bench(urdma, "16M", "4K", secs, 1, "write read", &r4) != 0)
             goto out;
+        v4[0][i] = n4.write_mbs / r.write_mbs;
+        v4[1][i] = n4.read_mbs / r.read_mbs;
+        v4[2][i] = gn4.getattr_cps / g.getattr_cps;
+        if (json)
+            printf("{\"nfs4_rep\":%d,\"write_mbs\":{\"v3\":%.1f,\"v41\":%.1f},\"read_mbs\":{"
+                   "\"v3\":%.1f,\"v41\":%.1f},\"getattr_n_cps\":{\"v3\":%.0f,\"v41\":%.0f}}\n",
+                   i, r.write_mbs, n4.write_mbs, r.read_mbs, n4.read_mbs, g.getattr_cps,
+                   gn4.getattr_cps);
+        else
+            printf("%-4d rdma-v2 NFSv3 / NFSv4.1: write %.1f / %.1f MB/s, read %.1f / %.1f MB/s, "
+                   "GETATTR %u in flight %.0f / %.0f/s\n",
+                   i, r.write_mbs, n4.write_mbs, r.read_mbs, n4.read_mbs, inflight, g.getattr_cps,
+                   gn4.getattr_cps);
         double c[8] = {t.write_cpu,  r.write_cpu,  t.read_cpu,  r.read_cpu,
                        t4.write_cpu, r4.write_cpu, t4.read_cpu, r4.read_cpu};
         for (int k = 0; k < 8; k++)
@@ -749,6 +772,16 @@ int main(int argc, char **argv)
             rw[i] = cpu[2 * k][i] > 0 ? cpu[2 * k + 1][i] / cpu[2 * k][i] : 0;
         cr[k] = bench_median(rw, (size_t)reps);
     }
+    double m4[3];
+    for (int k = 0; k < 3; k++)
+        m4[k] = bench_median(v4[k], (size_t)reps);
+    if (json)
+        printf("{\"ratio_v41_v3\":{\"write_1MiB\":%.3f,\"read_1MiB\":%.3f,\"getattr_n\":%.3f}}\n",
+               m4[0], m4[1], m4[2]);
+    else
+        printf("ratio NFSv4.1/NFSv3 over rdma-v2 (median of %d): 1 MiB WRITE %.2fx (target >= 1), "
+               "1 MiB READ %.2fx (>= 1), GETATTR %u in flight %.2fx (>= 0.9)\n",
+               reps, m4[0], m4[1], inflight, m4[2]);
     crossover_report(xf, reps, json);
     double csync = 0, casync = 0;
     if (creates(dir, secs, &csync, &casync) != 0)
@@ -790,6 +823,8 @@ out:
     free(rs);
     for (int k = 0; k < 8; k++)
         free(cpu[k]);
+    for (int k = 0; k < 3; k++)
+        free(v4[k]);
     for (int i = 0; i < NX; i++)
         for (int k = 0; k < NXF; k++)
             free(xf[i][k]);

@@ -314,9 +314,10 @@ static void quotient(const char *what, double ratio, double num, double den)
 }
 
 /* bench-nfs compares like with like: GETATTR one call at a time on both transports and N
- * in flight on both (libnfs pipelining over TCP), and each ratio it prints is RDMA's
- * figure over TCP's (with one repetition, the median is that repetition's); the many
- * small files' ratios are those of the files per second printed with them. */
+ * in flight on both (libnfs pipelining over TCP), NFSv4.1 against NFSv3 on one transport,
+ * and each ratio it prints is RDMA's figure over TCP's (NFSv4.1's over NFSv3's) (with one
+ * repetition, the median is that repetition's); the many small files' ratios are those of the files
+ * per second printed with them. */
 TEST(bench_nfs_fair_ratios)
 {
 #ifndef UIW_BENCH_NFS
@@ -331,7 +332,9 @@ TEST(bench_nfs_fair_ratios)
     if (r.status != 0)
         uiw_test_fail(__FILE__, __LINE__, "bench-nfs: %d\n%s%s", r.status, r.out, r.err);
     const char *rep = "{\"rep\":0,", *ratio = "{\"ratio\":";
-    const char *w = strstr(r.out, "\"write_mbs\":"), *rd = strstr(r.out, "\"read_mbs\":");
+    const char *r0 = strstr(r.out, rep);
+    CHECK(r0 != NULL);
+    const char *w = strstr(r0, "\"write_mbs\":"), *rd = strstr(r0, "\"read_mbs\":");
     CHECK(w && rd);
     quotient("write", field(r.out, ratio, "write_1MiB"), field(w, "{", "rdma"),
              field(w, "{", "tcp"));
@@ -342,6 +345,19 @@ TEST(bench_nfs_fair_ratios)
     quotient("getattr N in flight", field(r.out, ratio, "getattr_n"), field(r.out, rep, "rdma_n"),
              field(r.out, rep, "tcp_libnfs_n"));
     CHECK_EQ(field(r.out, ratio, "inflight"), 64);
+    /* NFSv4.1 over NFSv3 on the same server over RDMA: each ratio the quotient printed */
+    const char *n4 = "{\"nfs4_rep\":0,", *r4 = "{\"ratio_v41_v3\":";
+    const char *n4w = strstr(r.out, n4);
+    CHECK(n4w != NULL);
+    const char *keys4[3][2] = {{"write_1MiB", "\"write_mbs\":"},
+                               {"read_1MiB", "\"read_mbs\":"},
+                               {"getattr_n", "\"getattr_n_cps\":"}};
+    for (int i = 0; i < 3; i++) {
+        const char *at = strstr(n4w, keys4[i][1]);
+        CHECK(at != NULL);
+        quotient(keys4[i][0], field(r.out, r4, keys4[i][0]), field(at, "{", "v41"),
+                 field(at, "{", "v3"));
+    }
     /* CPU per GiB moved, client and server: RDMA's over TCP's, for each kind of call */
     CHECK(strstr(r.out, "\"cpu_s_per_gib\":{\"write_1MiB\":{\"tcp\":") != NULL);
     static const char *const kinds[] = {"write_1MiB", "read_1MiB", "write_4KiB", "read_4KiB"};
