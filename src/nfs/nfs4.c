@@ -27,6 +27,7 @@
  *   - opens and I/O (nfs4open.c, their state nfs4stid.c): OPEN, OPEN_DOWNGRADE, CLOSE,
  *     READ, WRITE, COMMIT, TEST_STATEID, FREE_STATEID; SAVEFH and RESTOREFH carry the
  *     current stateid with the current handle. A reply holds its READs' data.
+ *   - byte-range locks (nfs4lock.c, their stateids nfs4stid.c): LOCK, LOCKT, LOCKU.
  *   - minor version 2 (nfs4v42.c): SEEK, ALLOCATE, DEALLOCATE, COPY (within the server,
  *     synchronous), CLONE.
  * Every other operation gets NFS4ERR_NOTSUPP.
@@ -549,6 +550,15 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
     case OP_COMMIT:
         st = uiw__nfs4_commit(c, &v, &a->nfs_argop4_u.opcommit,
                               &r->nfs_resop4_u.opcommit.COMMIT4res_u.resok4);
+        break;
+    case OP_LOCK:
+        st = uiw__nfs4_lock(c, &v, &a->nfs_argop4_u.oplock, &r->nfs_resop4_u.oplock);
+        break;
+    case OP_LOCKT:
+        st = uiw__nfs4_lockt(c, &v, &a->nfs_argop4_u.oplockt, &r->nfs_resop4_u.oplockt);
+        break;
+    case OP_LOCKU:
+        st = uiw__nfs4_locku(c, &v, &a->nfs_argop4_u.oplocku, &r->nfs_resop4_u.oplocku);
         break;
     case OP_TEST_STATEID:
         st = uiw__nfs4_test_stateid(c, &a->nfs_argop4_u.optest_stateid,

@@ -183,7 +183,8 @@ nfsstat4 uiw__nfs4_pseudo_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, con
 
 /* ---- open state (nfs4stid.c) and its operations (nfs4open.c) ---- */
 
-/* The stateids (and owners) one client may hold: past it, OPEN gets NFS4ERR_RESOURCE. */
+/* The stateids (and owners) one client may hold, opens' and locks': past it, OPEN and
+ * LOCK get NFS4ERR_RESOURCE. */
 #define UIW__NFS4_STIDS_MAX 4096u
 
 struct uiw__nfs4_stids;
@@ -213,6 +214,90 @@ nfsstat4 uiw__nfs4_stid_io(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, 
                            const stateid4 *in, int write);
 nfsstat4 uiw__nfs4_stid_test(struct uiw__nfs4_stids *t, clientid4 cid, const stateid4 *in);
 nfsstat4 uiw__nfs4_stid_free(struct uiw__nfs4_stids *t, clientid4 cid, const stateid4 *in);
+
+/* ---- byte-range locks (nfs4lock.c, their stateids nfs4stid.c) ---- */
+
+/* The end of a range that runs to the end of the file (the largest offset + 1). */
+#define UIW__NFS4_LK_EOF ((uint64_t)INT64_MAX + 1)
+/* The ranges one lock stateid may hold apart (past it: NFS4ERR_RESOURCE, LOCKU
+ * NFS4ERR_LOCK_RANGE), so that one owner cannot grow the server's memory. */
+#define UIW__NFS4_LK_RANGES 256u
+
+/* A range of bytes [start, end) (end UIW__NFS4_LK_EOF: to the end of the file) to lock
+ * (type F_RDLCK, F_WRLCK) or unlock (F_UNLCK). */
+struct uiw__nfs4_lkrange {
+    uint64_t start, end;
+    short type;
+};
+
+/* The lock that refused one (LOCK4denied): its range and type, and its owner when it is
+ * a client's of this server (cid 0 and len 0: a local process's, or NFSv3's). */
+struct uiw__nfs4_lkdenied {
+    uint64_t start, end;
+    int write;
+    clientid4 cid;
+    u_int len;
+    char owner[NFS4_OPAQUE_LIMIT];
+};
+
+/* The locks of one lock stateid: an open file description of its own (OFD locks, so
+ * that they conflict with every other owner's, this server's or a local process's) and
+ * the ranges it holds. Not locked: nfs4stid.c calls these under its lock. */
+struct uiw__nfs4_lk;
+/* A lock state on fd (a descriptor of the file open for data, taken: closed with it), or
+ * NULL (fd left open) without memory. */
+struct uiw__nfs4_lk *uiw__nfs4_lk_new(int fd);
+/* Its locks released (the descriptor closed) and its memory freed (NULL: nothing). */
+void uiw__nfs4_lk_free(struct uiw__nfs4_lk *lk);
+/* Whether it holds any lock. */
+int uiw__nfs4_lk_held(const struct uiw__nfs4_lk *lk);
+/* Whether one of its locks overlaps [start, end). */
+int uiw__nfs4_lk_overlaps(const struct uiw__nfs4_lk *lk, uint64_t start, uint64_t end);
+/* Lock or unlock q (POSIX's splits and merges): NFS4ERR_DENIED and *d (but its owner) for
+ * a conflicting lock, NFS4ERR_OPENMODE when the descriptor cannot take a lock of that
+ * type, NFS4ERR_RESOURCE (a lock) or NFS4ERR_LOCK_RANGE (an unlock) past
+ * UIW__NFS4_LK_RANGES. */
+nfsstat4 uiw__nfs4_lk_set(struct uiw__nfs4_lk *lk, const struct uiw__nfs4_lkrange *q,
+                          struct uiw__nfs4_lkdenied *d);
+/* Whether q could be locked through lk (NULL: through fd, a descriptor of the file with
+ * no locks): NFS4ERR_DENIED and *d (but its owner) when not. */
+nfsstat4 uiw__nfs4_lk_test(const struct uiw__nfs4_lk *lk, int fd, const struct uiw__nfs4_lkrange *q,
+                           struct uiw__nfs4_lkdenied *d);
+
+/* LOCK's state (section 18.10.3): with lo, a new lock-owner's lock stateid (that owner's
+ * on the file if it has one) from `in`, an open stateid of cid on (dev, ino), its locks
+ * on fd (a new descriptor of the file for data, always taken); without lo, `in` is the
+ * lock stateid. Then q is locked and the lock stateid with its seqid up is *out.
+ * NFS4ERR_OPENMODE for a lock the open's access does not give (a write lock needs
+ * writing, a read lock reading), NFS4ERR_DENIED and *d (with its owner when it is ours)
+ * for a conflict, NFS4ERR_RESOURCE past the client's cap; a lock stateid made for a LOCK
+ * that fails goes with it. */
+nfsstat4 uiw__nfs4_stid_lock(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                             const stateid4 *in, const lock_owner4 *lo, int fd,
+                             const struct uiw__nfs4_lkrange *q, stateid4 *out,
+                             struct uiw__nfs4_lkdenied *d);
+/* LOCKT (section 18.11): whether lock-owner lo of cid could lock q on (dev, ino) (its own
+ * locks no conflict; fd a descriptor of the file for one with none there, not taken). */
+nfsstat4 uiw__nfs4_stid_lockt(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const lock_owner4 *lo, int fd, const struct uiw__nfs4_lkrange *q,
+                              struct uiw__nfs4_lkdenied *d);
+/* LOCKU (section 18.12): q (F_UNLCK) released through lock stateid `in` of cid on (dev,
+ * ino), its seqid up in *out. */
+nfsstat4 uiw__nfs4_stid_locku(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const stateid4 *in, const struct uiw__nfs4_lkrange *q, stateid4 *out);
+
+nfsstat4 uiw__nfs4_lock(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LOCK4args *a, LOCK4res *r);
+nfsstat4 uiw__nfs4_lockt(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LOCKT4args *a,
+                         LOCKT4res *r);
+nfsstat4 uiw__nfs4_locku(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LOCKU4args *a,
+                         LOCKU4res *r);
+/* nfs4open.c's for nfs4lock.c: the stateid an operation names (the current one for the
+ * special "current stateid"), the current stateid set, and the current file, regular
+ * (a directory NFS4ERR_ISDIR, another file `other`), as an O_PATH descriptor. */
+nfsstat4 uiw__nfs4_sid_in(struct uiw__nfs4_c *c, const stateid4 *in, stateid4 *out);
+void uiw__nfs4_sid_set(struct uiw__nfs4_c *c, const stateid4 *s);
+nfsstat4 uiw__nfs4_reg_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 other, int *fd,
+                            struct uiw__nfs_export **ex, struct stat *sb);
 
 /* The operations of nfs4open.c, for run_op: operation i of the COMPOUND. */
 nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4args *a,

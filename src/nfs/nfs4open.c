@@ -18,8 +18,9 @@
  *     caller's read or write permission is checked on a file not made by this OPEN
  *     (NFS4ERR_ACCESS). No delegation: OPEN_DELEGATE_NONE, or OPEN_DELEGATE_NONE_EXT
  *     (WND4_NOT_WANTED, or WND4_CONTENTION) when the client said what it wants.
- *   - READ, WRITE, COMMIT: the stateid of an open of this client on the current file
- *     (NFS4ERR_OPENMODE: a WRITE through an open for reading), or the anonymous and
+ *   - READ, WRITE, COMMIT: the stateid of an open of this client on the current file, or
+ *     of a lock made from one (the open's access; NFS4ERR_OPENMODE: a WRITE through an
+ *     open for reading), or the anonymous and
  *     READ-bypass special stateids; NFS4ERR_ISDIR for a directory, NFS4ERR_INVAL for
  *     another file that is not regular. WRITE answers the level it made the data stable
  *     at (the level asked: UNSTABLE4 waits for COMMIT) and NFSv3's write verifier.
@@ -594,4 +595,20 @@ nfsstat4 uiw__nfs4_free_stateid(struct uiw__nfs4_c *c, const FREE_STATEID4args *
     stateid4 sid;
     nfsstat4 st = sid_in(c, &a->fsa_stateid, &sid);
     return st != NFS4_OK ? st : uiw__nfs4_stid_free(stids(c), client(c), &sid);
+}
+
+nfsstat4 uiw__nfs4_sid_in(struct uiw__nfs4_c *c, const stateid4 *in, stateid4 *out)
+{
+    return sid_in(c, in, out);
+}
+
+void uiw__nfs4_sid_set(struct uiw__nfs4_c *c, const stateid4 *s)
+{
+    set_sid(c, s);
+}
+
+nfsstat4 uiw__nfs4_reg_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 other, int *fd,
+                            struct uiw__nfs_export **ex, struct stat *sb)
+{
+    return cur_file(c, v, other, fd, ex, sb);
 }

@@ -19,22 +19,29 @@
  *     first), so that a client cannot grow the server's memory without bound. A client
  *     that goes (its lease expired, DESTROY_CLIENTID, a restart's new record) loses its
  *     opens and owners with it.
+ *   - A lock stateid (section 9.1) is of one lock-owner (apart from the open-owners, though
+ *     its bytes may be the same) on one file, made from an open of that file, whose
+ *     access its I/O has; its locks are nfs4lock.c's. It goes with its open (CLOSE
+ *     releases its locks, as knfsd's), its client, or FREE_STATEID once it holds no lock.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nfs/nfs4int.h"
 
 #define HASH 256u
 
-enum { ST_OPEN = 1 };
+enum { ST_OPEN = 1, ST_LOCK };
 
 struct owner {
     struct owner *next;
     clientid4 cid;
+    int lock; /* a lock-owner (else an open-owner) */
     u_int len;
     unsigned nstids;
     char bytes[];
@@ -45,17 +52,20 @@ struct sfile {
     dev_t dev;
     ino_t ino;
     struct stid *opens;
+    struct stid *locks;
 };
 
 struct stid {
     struct stid *hnext; /* the hash bucket's */
-    struct stid *fnext; /* the file's opens */
+    struct stid *fnext; /* the file's opens, or its locks */
     uint32_t idx, rnd, seqid;
     int type;
     clientid4 cid;
     struct owner *ow;
     struct sfile *f;
-    uint32_t access, deny; /* OPEN4_SHARE_ACCESS_*, OPEN4_SHARE_DENY_* */
+    uint32_t access, deny;   /* OPEN4_SHARE_ACCESS_*, OPEN4_SHARE_DENY_* */
+    struct stid *open;       /* a lock stateid's */
+    struct uiw__nfs4_lk *lk; /* a lock stateid's locks */
 };
 
 /* What one client holds, counted against its caps. */
@@ -178,7 +188,7 @@ static struct sfile *find_file(struct uiw__nfs4_stids *t, dev_t dev, ino_t ino, 
 
 static void file_put(struct uiw__nfs4_stids *t, struct sfile *f)
 {
-    if (f->opens)
+    if (f->opens || f->locks)
         return;
     for (struct sfile **pp = &t->files[file_hash(f->dev, f->ino)]; *pp; pp = &(*pp)->next)
         if (*pp == f) {
@@ -189,10 +199,10 @@ static void file_put(struct uiw__nfs4_stids *t, struct sfile *f)
 }
 
 static struct owner *find_owner(struct uiw__nfs4_stids *t, clientid4 cid, const state_owner4 *o,
-                                struct holder *h, nfsstat4 *st)
+                                int lock, struct holder *h, nfsstat4 *st)
 {
     for (struct owner *w = t->owners; w; w = w->next)
-        if (w->cid == cid && w->len == o->owner.owner_len &&
+        if (w->cid == cid && w->lock == lock && w->len == o->owner.owner_len &&
             (w->len == 0 || memcmp(w->bytes, o->owner.owner_val, w->len) == 0))
             return w;
     if (h->nowners >= t->max) {
@@ -205,6 +215,7 @@ static struct owner *find_owner(struct uiw__nfs4_stids *t, clientid4 cid, const 
         return NULL;
     }
     w->cid = cid;
+    w->lock = lock;
     w->len = o->owner.owner_len;
     if (w->len) /* an empty owner is one too (RFC 8881 leaves it the client's) */
         memcpy(w->bytes, o->owner.owner_val, w->len);
@@ -234,12 +245,20 @@ static void owner_put(struct uiw__nfs4_stids *t, struct owner *w)
 
 static void free_stid(struct uiw__nfs4_stids *t, struct stid *s)
 {
+    /* an open's lock stateids go first, their locks released */
+    for (struct stid **pp = &s->f->locks; s->type == ST_OPEN && *pp;)
+        if ((*pp)->open == s)
+            free_stid(t, *pp);
+        else
+            pp = &(*pp)->fnext;
+    uiw__nfs4_lk_free(s->lk);
     for (struct stid **pp = &t->hash[s->idx % HASH]; *pp; pp = &(*pp)->hnext)
         if (*pp == s) {
             *pp = s->hnext;
             break;
         }
-    for (struct stid **pp = &s->f->opens; *pp; pp = &(*pp)->fnext)
+    for (struct stid **pp = s->type == ST_LOCK ? &s->f->locks : &s->f->opens; *pp;
+         pp = &(*pp)->fnext)
         if (*pp == s) {
             *pp = s->fnext;
             break;
@@ -321,6 +340,42 @@ static void bump(struct stid *s)
         s->seqid = 1; /* 0 means "the latest" (section 8.2.2): skipped on a wrap */
 }
 
+/* A new stateid of owner o (of client h, a lock-owner for ST_LOCK) on f (NULL: no memory
+ * for it), in *out with seqid 0 (lock held): NFS4ERR_RESOURCE past the client's cap. */
+static nfsstat4 new_stid(struct uiw__nfs4_stids *t, struct holder *h, const state_owner4 *o,
+                         struct sfile *f, int type, struct stid **out)
+{
+    nfsstat4 st = NFS4ERR_RESOURCE;
+    struct owner *w = h->nstids < t->max ? find_owner(t, h->cid, o, type == ST_LOCK, h, &st) : NULL;
+    struct stid *s = w && f ? calloc(1, sizeof(*s)) : NULL;
+    if (!s) {
+        if (w) {
+            owner_put(t, w);
+            st = NFS4ERR_DELAY;
+        }
+        if (f)
+            file_put(t, f);
+        return f ? st : NFS4ERR_DELAY;
+    }
+    s->idx = t->next_idx++;
+    if (t->next_idx == 0)
+        t->next_idx = 1;
+    s->rnd = next_rnd(t);
+    s->type = type;
+    s->cid = h->cid;
+    s->ow = w;
+    s->f = f;
+    s->hnext = t->hash[s->idx % HASH];
+    t->hash[s->idx % HASH] = s;
+    struct stid **list = type == ST_LOCK ? &f->locks : &f->opens;
+    s->fnext = *list;
+    *list = s;
+    w->nstids++;
+    h->nstids++;
+    *out = s;
+    return NFS4_OK;
+}
+
 /* The union of access (which 0) or deny (1) of the opens of f other than `but`. */
 static uint32_t share_of(const struct sfile *f, const struct stid *but, int which)
 {
@@ -360,41 +415,14 @@ nfsstat4 uiw__nfs4_stid_open(struct uiw__nfs4_stids *t, clientid4 cid, const ope
         stateid_of(t, s, out);
         goto out;
     }
-    if (h->nstids >= t->max) {
-        st = NFS4ERR_RESOURCE;
-        goto out;
-    }
-    struct owner *w = find_owner(t, cid, o, h, &st);
-    if (!w)
-        goto out;
     if (!f)
         f = find_file(t, dev, ino, 1);
-    s = calloc(1, sizeof(*s));
-    if (!f || !s) {
-        free(s);
-        owner_put(t, w);
-        if (f)
-            file_put(t, f);
-        st = NFS4ERR_DELAY;
+    st = new_stid(t, h, o, f, ST_OPEN, &s);
+    if (st != NFS4_OK)
         goto out;
-    }
-    s->idx = t->next_idx++;
-    if (t->next_idx == 0)
-        t->next_idx = 1;
-    s->rnd = next_rnd(t);
     s->seqid = 1;
-    s->type = ST_OPEN;
-    s->cid = cid;
-    s->ow = w;
-    s->f = f;
     s->access = access;
     s->deny = deny;
-    s->hnext = t->hash[s->idx % HASH];
-    t->hash[s->idx % HASH] = s;
-    s->fnext = f->opens;
-    f->opens = s;
-    w->nstids++;
-    h->nstids++;
     stateid_of(t, s, out);
 out:
     if (h)
@@ -468,6 +496,8 @@ nfsstat4 uiw__nfs4_stid_io(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, 
     st = find(t, cid, in, &s);
     if (st != NFS4_OK)
         goto out;
+    if (s->type == ST_LOCK)
+        s = s->open; /* a lock stateid's I/O is its open's */
     if (s->f->dev != dev || s->f->ino != ino)
         st = NFS4ERR_BAD_STATEID;
     else if (write && !(s->access & OPEN4_SHARE_ACCESS_WRITE))
@@ -496,6 +526,131 @@ nfsstat4 uiw__nfs4_stid_free(struct uiw__nfs4_stids *t, clientid4 cid, const sta
     /* section 18.38.3: an open stateid is freed by CLOSE, not by FREE_STATEID */
     if (st == NFS4_OK && s->type == ST_OPEN)
         st = NFS4ERR_LOCKS_HELD;
+    else if (st == NFS4_OK && uiw__nfs4_lk_held(s->lk))
+        st = NFS4ERR_LOCKS_HELD;
+    else if (st == NFS4_OK)
+        free_stid(t, s);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+/* ---- lock stateids ---- */
+
+/* The lock stateid of lock-owner lo of cid on f (lock held; NULL: none). */
+static struct stid *find_lock(struct sfile *f, clientid4 cid, const lock_owner4 *lo)
+{
+    for (struct stid *s = f ? f->locks : NULL; s; s = s->fnext)
+        if (s->cid == cid && s->ow->len == lo->owner.owner_len &&
+            (s->ow->len == 0 || memcmp(s->ow->bytes, lo->owner.owner_val, s->ow->len) == 0))
+            return s;
+    return NULL;
+}
+
+/* The owner of the lock d names when it is one of ours: a lock stateid of f other than
+ * `but` holding a lock over its range (else cid 0, no owner: a local process's). */
+static void owner_of(const struct sfile *f, const struct stid *but, struct uiw__nfs4_lkdenied *d)
+{
+    d->cid = 0;
+    d->len = 0;
+    for (const struct stid *s = f ? f->locks : NULL; s; s = s->fnext)
+        if (s != but && uiw__nfs4_lk_overlaps(s->lk, d->start, d->end)) {
+            d->cid = s->cid;
+            d->len = s->ow->len;
+            if (d->len)
+                memcpy(d->owner, s->ow->bytes, d->len);
+            return;
+        }
+}
+
+/* The lock stateid of lo of h's client made from open o, its locks on fd (lock held). */
+static nfsstat4 new_lock(struct uiw__nfs4_stids *t, struct holder *h, struct stid *o,
+                         const lock_owner4 *lo, int fd, struct stid **out)
+{
+    struct uiw__nfs4_lk *lk = uiw__nfs4_lk_new(fd);
+    if (!lk)
+        return NFS4ERR_DELAY;
+    nfsstat4 st = new_stid(t, h, lo, o->f, ST_LOCK, out);
+    if (st != NFS4_OK) {
+        uiw__nfs4_lk_free(lk);
+        return st;
+    }
+    (*out)->open = o;
+    (*out)->lk = lk;
+    return NFS4_OK;
+}
+
+nfsstat4 uiw__nfs4_stid_lock(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                             const stateid4 *in, const lock_owner4 *lo, int fd,
+                             const struct uiw__nfs4_lkrange *q, stateid4 *out,
+                             struct uiw__nfs4_lkdenied *d)
+{
+    pthread_mutex_lock(&t->lock);
+    struct holder *h = holder(t, cid, 1);
+    struct stid *s = NULL, *l = NULL;
+    int made = 0;
+    nfsstat4 st = h ? find(t, cid, in, &s) : NFS4ERR_DELAY;
+    /* a new lock-owner's comes from an open stateid, an existing one's is its lock
+     * stateid (section 18.10.3), of the current file */
+    if (st == NFS4_OK &&
+        (s->type != (lo ? ST_OPEN : ST_LOCK) || s->f->dev != dev || s->f->ino != ino))
+        st = NFS4ERR_BAD_STATEID;
+    if (st == NFS4_OK && lo && !(l = find_lock(s->f, cid, lo))) {
+        st = new_lock(t, h, s, lo, fd, &l);
+        made = st == NFS4_OK;
+        fd = made ? -1 : fd;
+    } else if (st == NFS4_OK && !lo) {
+        l = s;
+    }
+    uint32_t need = q->type == F_WRLCK ? OPEN4_SHARE_ACCESS_WRITE : OPEN4_SHARE_ACCESS_READ;
+    if (st == NFS4_OK && !(l->open->access & need))
+        st = NFS4ERR_OPENMODE;
+    if (st == NFS4_OK)
+        st = uiw__nfs4_lk_set(l->lk, q, d);
+    if (st == NFS4ERR_DENIED)
+        owner_of(l->f, l, d);
+    if (st == NFS4_OK) {
+        bump(l);
+        stateid_of(t, l, out);
+    } else if (made) {
+        free_stid(t, l);
+    }
+    if (h)
+        holder_put(t, h);
+    pthread_mutex_unlock(&t->lock);
+    if (fd >= 0)
+        close(fd);
+    return st;
+}
+
+nfsstat4 uiw__nfs4_stid_lockt(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const lock_owner4 *lo, int fd, const struct uiw__nfs4_lkrange *q,
+                              struct uiw__nfs4_lkdenied *d)
+{
+    pthread_mutex_lock(&t->lock);
+    struct sfile *f = find_file(t, dev, ino, 0);
+    struct stid *l = find_lock(f, cid, lo);
+    nfsstat4 st = uiw__nfs4_lk_test(l ? l->lk : NULL, fd, q, d);
+    if (st == NFS4ERR_DENIED)
+        owner_of(f, l, d);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+nfsstat4 uiw__nfs4_stid_locku(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const stateid4 *in, const struct uiw__nfs4_lkrange *q, stateid4 *out)
+{
+    pthread_mutex_lock(&t->lock);
+    struct stid *s;
+    struct uiw__nfs4_lkdenied d;
+    nfsstat4 st = find(t, cid, in, &s);
+    if (st == NFS4_OK && (s->type != ST_LOCK || s->f->dev != dev || s->f->ino != ino))
+        st = NFS4ERR_BAD_STATEID;
+    if (st == NFS4_OK)
+        st = uiw__nfs4_lk_set(s->lk, q, &d);
+    if (st == NFS4_OK) {
+        bump(s);
+        stateid_of(t, s, out);
+    }
     pthread_mutex_unlock(&t->lock);
     return st;
 }

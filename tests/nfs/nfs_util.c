@@ -429,3 +429,20 @@ void need_tshark(void)
                       "(UIW_ROOT_REQUIRED=1 or CI): scripts/deps.sh installs it");
     SKIP("tshark is not installed (scripts/deps.sh installs it)");
 }
+
+int ofd_lock(const char *path, short type, off_t off, off_t len)
+{
+    int fd = open(path, O_RDWR);
+    CHECK(fd >= 0);
+    struct flock fl;
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = off;
+    fl.l_len = len;
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+        return fd;
+    CHECK(errno == EAGAIN || errno == EACCES);
+    close(fd);
+    return -1;
+}

@@ -94,6 +94,11 @@ void sha256_of(const char *path, char out[65]);
 /* rm -rf */
 void rm_tree(const char *dir);
 
+/* An OFD lock (type F_RDLCK or F_WRLCK) of [off, off + len) of path (len 0: to its end)
+ * on a new open file description, as a local process other than the server would take
+ * it: the descriptor holding it, or -1 when another's lock conflicts. */
+int ofd_lock(const char *path, short type, off_t off, off_t len);
+
 /* Skip the test (77) on a machine without tshark; fail it where the tools are required
  * (UIW_ROOT_REQUIRED=1 or CI). */
 void need_tshark(void);

@@ -6,6 +6,7 @@
  * without a malformed packet.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -1512,6 +1513,19 @@ TEST(nfs4_read_1m)
     srv_stop(&v);
 }
 
+/* Five seconds of SEQUENCEs of t alone, every half second: past a lease of 2 s that
+ * another client does not renew. */
+static void renew_past_lease(struct t4 *t)
+{
+    for (int i = 0; i < 10; i++) {
+        usleep(500000);
+        nfs_argop4 a;
+        COMPOUND4res res;
+        CHECK_EQ(run(t, &a, 1, &res), NFS4_OK);
+        done(&res);
+    }
+}
+
 /* A client whose lease runs out loses its opens: their share reservations no longer
  * refuse another client. */
 TEST(nfs4_open_lease_expiry)
@@ -1524,13 +1538,7 @@ TEST(nfs4_open_lease_expiry)
              NFS4_OK);
     CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_READ, 0, "f", NULL), NFS4ERR_SHARE_DENIED);
     /* the second renews its lease, the first does not */
-    for (int i = 0; i < 10; i++) {
-        usleep(500000);
-        nfs_argop4 a;
-        COMPOUND4res res;
-        CHECK_EQ(run(&t2, &a, 1, &res), NFS4_OK);
-        done(&res);
-    }
+    renew_past_lease(&t2);
     CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_BOTH, 0, "f", NULL), NFS4_OK);
     t4_close(&t1);
     t4_close(&t2);
@@ -1665,4 +1673,348 @@ TEST(nfs4_v42_seek_allocate)
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
     t4_close(&t);
     srv_stop(&v);
+}
+
+/* ---- byte-range locks (nfs4lock.c) ---- */
+
+/* LOCK of a new lock-owner (`owner`, from open stateid s) or of an existing one (owner
+ * NULL: s the lock stateid). */
+static void lock_arg(nfs_argop4 *a, nfs_lock_type4 type, uint64_t off, uint64_t len,
+                     const stateid4 *s, const char *owner)
+{
+    op(a, OP_LOCK);
+    LOCK4args *l = &a->nfs_argop4_u.oplock;
+    l->locktype = type;
+    l->offset = off;
+    l->length = len;
+    l->locker.new_lock_owner = owner != NULL;
+    if (owner) {
+        open_to_lock_owner4 *o = &l->locker.locker4_u.open_owner;
+        o->open_stateid = *s;
+        o->lock_owner.owner.owner_len = (u_int)strlen(owner);
+        o->lock_owner.owner.owner_val = (char *)(uintptr_t)owner;
+    } else {
+        l->locker.locker4_u.lock_owner.lock_stateid = *s;
+    }
+}
+
+static void lockt_arg(nfs_argop4 *a, nfs_lock_type4 type, uint64_t off, uint64_t len,
+                      const char *owner)
+{
+    op(a, OP_LOCKT);
+    LOCKT4args *l = &a->nfs_argop4_u.oplockt;
+    l->locktype = type;
+    l->offset = off;
+    l->length = len;
+    l->owner.owner.owner_len = (u_int)strlen(owner);
+    l->owner.owner.owner_val = (char *)(uintptr_t)owner;
+}
+
+static void locku_arg(nfs_argop4 *a, const stateid4 *s, uint64_t off, uint64_t len)
+{
+    op(a, OP_LOCKU);
+    LOCKU4args *l = &a->nfs_argop4_u.oplocku;
+    l->locktype = WRITE_LT;
+    l->lock_stateid = *s;
+    l->offset = off;
+    l->length = len;
+}
+
+/* a[2] (a LOCK, LOCKT or LOCKU) on fh: its status; the stateid a LOCK or LOCKU gave in
+ * *s, or the lock that denied it in *d (its owner's bytes in owner, 64 bytes). */
+static nfsstat4 lock_op(struct t4 *t, const nfs_fh4 *fh, nfs_argop4 *a, stateid4 *s, LOCK4denied *d,
+                        char *owner)
+{
+    COMPOUND4res res;
+    nfsstat4 st = on_file(t, fh, a, &res);
+    nfs_resop4 *r = res_at(&res, 2);
+    if (st == NFS4_OK && s && a[2].argop == OP_LOCK)
+        *s = r->nfs_resop4_u.oplock.LOCK4res_u.resok4.lock_stateid;
+    if (st == NFS4_OK && s && a[2].argop == OP_LOCKU)
+        *s = r->nfs_resop4_u.oplocku.LOCKU4res_u.lock_stateid;
+    if (st == NFS4ERR_DENIED && d) {
+        *d = a[2].argop == OP_LOCK ? r->nfs_resop4_u.oplock.LOCK4res_u.denied
+                                   : r->nfs_resop4_u.oplockt.LOCKT4res_u.denied;
+        CHECK(d->owner.owner.owner_len < 64);
+        if (d->owner.owner.owner_len)
+            memcpy(owner, d->owner.owner.owner_val, d->owner.owner.owner_len);
+        owner[d->owner.owner.owner_len] = 0;
+        d->owner.owner.owner_val = owner;
+    }
+    done(&res);
+    return st;
+}
+
+static void check_denied(const LOCK4denied *d, uint64_t off, uint64_t len, nfs_lock_type4 type,
+                         clientid4 cid, const char *owner)
+{
+    CHECK_EQ(d->offset, off);
+    CHECK_EQ(d->length, len);
+    CHECK_EQ(d->locktype, type);
+    CHECK_EQ(d->owner.clientid, cid);
+    CHECK_EQ(strcmp(d->owner.owner.owner_val, owner), 0);
+}
+
+/* Two clients' locks on one file (sections 9, 18.10 to 18.12): a conflicting LOCK and
+ * LOCKT are denied with the lock in the way and its owner, one beside it is granted, and
+ * LOCKU lets the other in; a local process's locks conflict both ways (an empty owner of
+ * client ID 0); the lock stateid's seqid goes up with each LOCK and LOCKU (an older one
+ * NFS4ERR_OLD_STATEID, a guessed one NFS4ERR_BAD_STATEID); it reads as its open; FREE_STATEID
+ * waits for its locks to go; CLOSE releases them; the arguments' errors. */
+TEST(nfs4_lock_two_clients)
+{
+    struct srv v;
+    struct t4 t1, t2;
+    two_clients(&v, 0, &t1, &t2);
+    const char *path = path_in(&v, "f");
+    stateid4 s1, s2, l1, l2, x;
+    CHECK_EQ(open_name(&t1, "a", OPEN4_SHARE_ACCESS_BOTH, 0, "f", &s1), NFS4_OK);
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_BOTH, 0, "f", &s2), NFS4_OK);
+    nfs_fh4 fh;
+    char fhbuf[NFS4_FHSIZE], owner[64];
+    handle_of(&t1, "f", &fh, fhbuf);
+    nfs_argop4 a[3];
+    LOCK4denied d;
+
+    lock_arg(&a[2], WRITE_LT, 0, 100, &s1, "lo1");
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    CHECK_EQ(l1.seqid, 1);
+    lock_arg(&a[2], WRITEW_LT, 50, 10, &s2, "lo2");
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, &d, owner), NFS4ERR_DENIED);
+    check_denied(&d, 0, 100, WRITE_LT, t1.cid, "lo1");
+    lockt_arg(&a[2], READ_LT, 99, 1, "lo2");
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, &d, owner), NFS4ERR_DENIED);
+    check_denied(&d, 0, 100, WRITE_LT, t1.cid, "lo1");
+    lockt_arg(&a[2], WRITE_LT, 100, 10, "lo2");
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, NULL, NULL), NFS4_OK);
+    /* the owner's own lock is no conflict for it */
+    lockt_arg(&a[2], WRITE_LT, 0, 10, "lo1");
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4_OK);
+    lock_arg(&a[2], READ_LT, 100, 10, &s2, "lo2");
+    CHECK_EQ(lock_op(&t2, &fh, a, &l2, NULL, NULL), NFS4_OK);
+    CHECK_EQ(l2.seqid, 1);
+
+    /* an existing lock-owner's LOCK through its lock stateid; the seqid rules */
+    lock_arg(&a[2], WRITE_LT, 200, 10, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, &x, NULL, NULL), NFS4_OK);
+    CHECK_EQ(x.seqid, 2);
+    CHECK_EQ(memcmp(x.other, l1.other, NFS4_OTHER_SIZE), 0);
+    locku_arg(&a[2], &l1, 200, 10);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_OLD_STATEID);
+    stateid4 bad = x;
+    bad.seqid = 9;
+    locku_arg(&a[2], &bad, 200, 10);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_STATEID);
+    bad = x;
+    bad.other[11] ^= 1;
+    locku_arg(&a[2], &bad, 200, 10);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_STATEID);
+    locku_arg(&a[2], &x, 200, 10); /* another client's lock stateid is none of its */
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_STATEID);
+    l1 = x;
+    read_arg(&a[2], &l1, 0, 6);
+    CHECK_EQ(on_file_st(&t1, &fh, a), NFS4_OK);
+    stateid_op(&a[2], OP_FREE_STATEID, &l1);
+    CHECK_EQ(on_file_st(&t1, &fh, a), NFS4ERR_LOCKS_HELD);
+
+    /* LOCKU lets the other client in */
+    locku_arg(&a[2], &l1, 0, 100);
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    CHECK_EQ(l1.seqid, 3);
+    lock_arg(&a[2], WRITE_LT, 50, 10, &l2, NULL);
+    CHECK_EQ(lock_op(&t2, &fh, a, &l2, NULL, NULL), NFS4_OK);
+    CHECK_EQ(l2.seqid, 2);
+
+    /* a local process's locks and the clients' conflict both ways */
+    CHECK_EQ(ofd_lock(path, F_WRLCK, 55, 1), -1);
+    int lfd = ofd_lock(path, F_WRLCK, 300, 10);
+    CHECK(lfd >= 0);
+    lock_arg(&a[2], READ_LT, 305, 1, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, &d, owner), NFS4ERR_DENIED);
+    check_denied(&d, 300, 10, WRITE_LT, 0, "");
+    close(lfd);
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    CHECK_EQ(l1.seqid, 4);
+    CHECK_EQ(ofd_lock(path, F_WRLCK, 300, 10), -1);
+    lfd = ofd_lock(path, F_RDLCK, 0, 10);
+    CHECK(lfd >= 0);
+    close(lfd);
+
+    /* FREE_STATEID once the locks are gone; then the stateid is none */
+    locku_arg(&a[2], &l2, 0, NFS4_UINT64_MAX);
+    CHECK_EQ(lock_op(&t2, &fh, a, &l2, NULL, NULL), NFS4_OK);
+    stateid_op(&a[2], OP_FREE_STATEID, &l2);
+    CHECK_EQ(on_file_st(&t2, &fh, a), NFS4_OK);
+    locku_arg(&a[2], &l2, 0, 1);
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_STATEID);
+
+    /* the arguments' errors */
+    lock_arg(&a[2], WRITE_LT, 0, 0, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_INVAL);
+    lock_arg(&a[2], WRITE_LT, UINT64_MAX - 5, 10, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_INVAL);
+    lock_arg(&a[2], WRITE_LT, (uint64_t)INT64_MAX + 1, 1, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_RANGE);
+    lock_arg(&a[2], (nfs_lock_type4)9, 0, 1, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_INVAL);
+    lock_arg(&a[2], WRITE_LT, 0, 1, &l1, "lo3"); /* a new owner from a lock stateid */
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_STATEID);
+    lock_arg(&a[2], WRITE_LT, 0, 1, &s1, NULL); /* an existing one's from an open one */
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_STATEID);
+    stateid4 r1;
+    CHECK_EQ(open_name(&t1, "r", OPEN4_SHARE_ACCESS_READ, 0, "f", &r1), NFS4_OK);
+    lock_arg(&a[2], WRITE_LT, 0, 1, &r1, "lo4");
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_OPENMODE);
+
+    /* CLOSE releases the open's locks: the whole file is free to the other client */
+    stateid_op(&a[2], OP_CLOSE, &s1);
+    CHECK_EQ(on_file_st(&t1, &fh, a), NFS4_OK);
+    lockt_arg(&a[2], WRITE_LT, 0, NFS4_UINT64_MAX, "lo2");
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, NULL, NULL), NFS4_OK);
+    locku_arg(&a[2], &l1, 0, 1);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_BAD_STATEID);
+    t4_close(&t1);
+    t4_close(&t2);
+    srv_stop(&v);
+}
+
+/* Each lock stateid holds its ranges merged, and at most UIW__NFS4_LK_RANGES apart: past
+ * that LOCK gets NFS4ERR_RESOURCE and a LOCKU that would split one NFS4ERR_LOCK_RANGE; the
+ * stateids of a client are capped as the opens' (NFS4ERR_RESOURCE). */
+TEST(nfs4_lock_bounded)
+{
+    struct srv v;
+    struct t4 t1, t2;
+    two_clients(&v, 0, &t1, &t2);
+    stateid4 s1, l1;
+    CHECK_EQ(open_name(&t1, "a", OPEN4_SHARE_ACCESS_BOTH, 0, "f", &s1), NFS4_OK);
+    nfs_fh4 fh;
+    char fhbuf[NFS4_FHSIZE];
+    handle_of(&t1, "f", &fh, fhbuf);
+    nfs_argop4 a[3];
+    lock_arg(&a[2], READ_LT, 0, 1, &s1, "lo1");
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    for (unsigned i = 1; i < UIW__NFS4_LK_RANGES; i++) {
+        lock_arg(&a[2], READ_LT, 2 * i, 1, &l1, NULL);
+        CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    }
+    lock_arg(&a[2], READ_LT, 2 * UIW__NFS4_LK_RANGES, 1, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_RESOURCE);
+    /* one that joins two is taken (the count goes down) */
+    lock_arg(&a[2], READ_LT, 1, 1, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    lock_arg(&a[2], READ_LT, 2 * UIW__NFS4_LK_RANGES, 1, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    locku_arg(&a[2], &l1, 1, 1);
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_LOCK_RANGE);
+    /* the whole file as one */
+    lock_arg(&a[2], WRITE_LT, 0, NFS4_UINT64_MAX, &l1, NULL);
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    locku_arg(&a[2], &l1, 1, 1);
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    locku_arg(&a[2], &l1, 0, NFS4_UINT64_MAX);
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    stateid_op(&a[2], OP_FREE_STATEID, &l1);
+    CHECK_EQ(on_file_st(&t1, &fh, a), NFS4_OK);
+
+    /* the client's cap of stateids: its open and one lock stateid */
+    uiw__nfs4_stids_set_max(uiw__nfs4_state_stids(v.s->nfs4), 2);
+    lock_arg(&a[2], READ_LT, 0, 1, &s1, "lo1");
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    lock_arg(&a[2], READ_LT, 0, 1, &s1, "lo2");
+    CHECK_EQ(lock_op(&t1, &fh, a, NULL, NULL, NULL), NFS4ERR_RESOURCE);
+    t4_close(&t1);
+    t4_close(&t2);
+    srv_stop(&v);
+}
+
+/* A client whose lease ran out loses its locks: the other gets them. */
+TEST(nfs4_lock_lease_expiry)
+{
+    struct srv v;
+    struct t4 t1, t2;
+    two_clients(&v, 2, &t1, &t2);
+    stateid4 s1, s2, l1;
+    CHECK_EQ(open_name(&t1, "a", OPEN4_SHARE_ACCESS_BOTH, 0, "f", &s1), NFS4_OK);
+    CHECK_EQ(open_name(&t2, "b", OPEN4_SHARE_ACCESS_BOTH, 0, "f", &s2), NFS4_OK);
+    nfs_fh4 fh;
+    char fhbuf[NFS4_FHSIZE];
+    handle_of(&t1, "f", &fh, fhbuf);
+    nfs_argop4 a[3];
+    lock_arg(&a[2], WRITE_LT, 0, NFS4_UINT64_MAX, &s1, "lo1");
+    CHECK_EQ(lock_op(&t1, &fh, a, &l1, NULL, NULL), NFS4_OK);
+    lock_arg(&a[2], WRITE_LT, 10, 1, &s2, "lo2");
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, NULL, NULL), NFS4ERR_DENIED);
+    renew_past_lease(&t2);
+    CHECK_EQ(lock_op(&t2, &fh, a, NULL, NULL, NULL), NFS4_OK);
+    t4_close(&t1);
+    t4_close(&t2);
+    srv_stop(&v);
+}
+
+/* After a restart, in the grace period, a client of the last instance reclaims its open
+ * (CLAIM_PREVIOUS) and its lock (LOCK with reclaim); a LOCK that is no reclaim, and
+ * LOCKT, get NFS4ERR_GRACE; out of grace a reclaim gets NFS4ERR_NO_GRACE. */
+TEST(nfs4_lock_reclaim_in_grace)
+{
+    char dir[] = "/tmp/uiw-nfs4-lock-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    struct srv v;
+    start_dir(&v, 3, dir);
+    CHECK_EQ(chmod(v.dir, 0755), 0);
+    put_file(&v, "f", "shared", 6);
+    CHECK_EQ(chmod(path_in(&v, "f"), 0666), 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    t.owner = "lock-reclaimer";
+    session(&t, 8);
+    stateid4 s, l;
+    nfs_fh4 fh;
+    char fhbuf[NFS4_FHSIZE];
+    nfs_argop4 a[3];
+    CHECK_EQ(reclaim_complete(&t), NFS4_OK);
+    CHECK_EQ(open_name(&t, "a", OPEN4_SHARE_ACCESS_BOTH, 0, "f", &s), NFS4_OK);
+    handle_of(&t, "f", &fh, fhbuf);
+    lock_arg(&a[2], WRITE_LT, 0, 10, &s, "lo");
+    a[2].nfs_argop4_u.oplock.reclaim = TRUE;
+    CHECK_EQ(lock_op(&t, &fh, a, NULL, NULL, NULL), NFS4ERR_NO_GRACE);
+    t4_close(&t);
+    srv_stop(&v);
+
+    start_dir(&v, 3, dir); /* a new export directory: the file made again */
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 1);
+    CHECK_EQ(chmod(v.dir, 0755), 0);
+    put_file(&v, "f", "shared", 6);
+    CHECK_EQ(chmod(path_in(&v, "f"), 0666), 0);
+    t4_open(&t, &v, NULL);
+    t.owner = "lock-reclaimer";
+    session(&t, 8);
+    handle_of(&t, "f", &fh, fhbuf);
+    open_arg(&a[2], "a", OPEN4_SHARE_ACCESS_BOTH, 0, NULL);
+    a[2].nfs_argop4_u.opopen.claim.claim = CLAIM_PREVIOUS;
+    a[2].nfs_argop4_u.opopen.claim.open_claim4_u.delegate_type = OPEN_DELEGATE_NONE;
+    COMPOUND4res res;
+    CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+    s = open_sid(&res, 2);
+    done(&res);
+    lock_arg(&a[2], WRITE_LT, 0, 10, &s, "lo");
+    CHECK_EQ(lock_op(&t, &fh, a, NULL, NULL, NULL), NFS4ERR_GRACE);
+    lockt_arg(&a[2], WRITE_LT, 0, 10, "lo");
+    CHECK_EQ(lock_op(&t, &fh, a, NULL, NULL, NULL), NFS4ERR_GRACE);
+    lock_arg(&a[2], WRITE_LT, 0, 10, &s, "lo");
+    a[2].nfs_argop4_u.oplock.reclaim = TRUE;
+    CHECK_EQ(lock_op(&t, &fh, a, &l, NULL, NULL), NFS4_OK);
+    CHECK_EQ(l.seqid, 1);
+    CHECK_EQ(ofd_lock(path_in(&v, "f"), F_RDLCK, 5, 1), -1);
+    CHECK_EQ(reclaim_complete(&t), NFS4_OK);
+    CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 0);
+    lock_arg(&a[2], WRITE_LT, 20, 10, &l, NULL);
+    a[2].nfs_argop4_u.oplock.reclaim = TRUE;
+    CHECK_EQ(lock_op(&t, &fh, a, NULL, NULL, NULL), NFS4ERR_NO_GRACE);
+    a[2].nfs_argop4_u.oplock.reclaim = FALSE;
+    CHECK_EQ(lock_op(&t, &fh, a, &l, NULL, NULL), NFS4_OK);
+    CHECK_EQ(l.seqid, 2);
+    t4_close(&t);
+    srv_stop(&v);
+    it_rmtree(dir);
 }
