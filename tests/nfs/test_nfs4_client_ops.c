@@ -3,7 +3,8 @@
  * and RPC-over-RDMA: put and get (SHA-256 of both ends, --verify), mkdir, ls, stat, mv,
  * rm, rmdir, put -r with files in flight, cp by COPY within the server (4.2) and by READ
  * and WRITE (4.1). The one export is the root of the server's NFSv4 namespace, so the
- * URLs name files from "/". (uiw-nfs lock waits for the server's LOCK.)
+ * URLs name files from "/". lock: holds the server's LOCK until a signal, another waits
+ * for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "interop.h"
 #include "nfs_util.h"
 #include "run.h"
 #include "test.h"
@@ -291,5 +293,50 @@ TEST(nfs4ops_cp_copy)
         snprintf(q, sizeof(q), "%s/%s", d.dir, name);
         CHECK_SAME_FILE(p, q);
     }
+    d4_stop(&d);
+}
+
+/* Whether a write lock of [off, off + len) of path could be taken locally (then dropped). */
+static int local_lock_ok(const char *path, off_t off, off_t len)
+{
+    int fd = ofd_lock(path, F_WRLCK, off, len);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+/* uiw-nfs lock holds its lock on the server's file until SIGTERM (a local process cannot
+ * lock the range meanwhile); a second uiw-nfs lock of an overlapping range is denied
+ * (NFS4ERR_DENIED, polled) while the first holds it, and holds it once the first is
+ * interrupted; both end with status 0 and leave the file unlocked. */
+TEST(nfs4ops_lock_waits)
+{
+    struct d4 d = {0};
+    d4_start(&d, "10");
+    char p[700], url[700], cmd[1600], out1[300], out2[300];
+    snprintf(p, sizeof(p), "%s/locked", d.dir);
+    write_local(p, 100, 3);
+    u4(&d, 0, "4.1", "locked", url, sizeof(url));
+    snprintf(out1, sizeof(out1), "%s.lock1", d.dir);
+    snprintf(out2, sizeof(out2), "%s.lock2", d.dir);
+    snprintf(cmd, sizeof(cmd), "exec '%s' -v lock '%s' 0 50", UIW_NFS, url);
+    int p1 = it_spawn(cmd, out1);
+    CHECK(it_wait_for(out1, "holding the lock", p1, 60));
+    CHECK(!local_lock_ok(p, 49, 1));
+    CHECK(local_lock_ok(p, 50, 10));
+    snprintf(cmd, sizeof(cmd), "exec '%s' -v lock '%s' 40 20", UIW_NFS, url);
+    int p2 = it_spawn(cmd, out2);
+    CHECK(it_wait_for(out2, "NFS4ERR_DENIED", p2, 60));
+    CHECK(!it_wait_for(out2, "holding the lock", p2, 2));
+    CHECK_EQ(kill(p1, SIGTERM), 0);
+    CHECK_EQ(it_wait(p1, 60), 0);
+    CHECK(it_wait_for(out2, "holding the lock", p2, 60));
+    CHECK(!local_lock_ok(p, 59, 1));
+    CHECK(local_lock_ok(p, 0, 40));
+    CHECK_EQ(kill(p2, SIGTERM), 0);
+    CHECK_EQ(it_wait(p2, 60), 0);
+    CHECK(local_lock_ok(p, 0, 0));
+    unlink(out1);
+    unlink(out2);
     d4_stop(&d);
 }
