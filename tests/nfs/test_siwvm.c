@@ -13,6 +13,8 @@
  *    which NFSv4 finds under the pseudo root): over TCP with no version asked for, so that 4.2
  *    is negotiated (/proc/mounts says vers=4.2), and over RDMA with vers=4.1 and siw's
  *    mpa_crc_required=1 (vers=4.1);
+ *  - NFSv4 locks, after each NFSv4 mount's changes: while the guest holds a flock of a
+ *    file, `uiw-nfs lock` of it on this host waits, and holds it once the guest lets go;
  *  - meanwhile uiw-nfs on this host puts and gets files (--verify: SHA-256 of both ends)
  *    to and from the guest kernel's NFS server (siwvm-nfsd), lists a directory of 1,000
  *    entries and removes what it put: over TCP and, with the RPC layer, over RDMA, where
@@ -22,6 +24,7 @@
  *    NFSv4.1 (?version=4.1: a session, the export being knfsd's pseudo root, fsid=0).
  * Exits 77 (skipped) where the rig is not available; a rig that fails fails the test.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +153,38 @@ static void check_client(const struct srv *v, const char *log, const char *tag, 
     CHECK_EQ(n, 1000);
 }
 
+/* NFSv4 locks between the guest's kernel and this host: while the guest holds a flock
+ * of v4 tag's file lk (Linux's client sends it as a LOCK of the whole file), uiw-nfs lock
+ * on this host waits; once the guest lets go, uiw-nfs holds it, and releases it on
+ * SIGTERM. */
+static void lock_waits(const struct srv *v, const char *vmdir, const char *console,
+                       const char *runlog, int pid, const char *tag)
+{
+    char m[64], u[700], out[700], cmd[1600];
+    snprintf(m, sizeof(m), "GUEST-LOCKED-%s", tag);
+    wait_marker(console, runlog, m, pid, 400);
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/%s/lk?version=4.1", v->tcp, v->dir, tag);
+    snprintf(out, sizeof(out), "%s/lock-%s.txt", vmdir, tag);
+    snprintf(cmd, sizeof(cmd), "exec '%s' lock '%s'", UIW_NFS, u);
+    int lp = it_spawn(cmd, out);
+    sleep(4);
+    char *o = it_slurp(out);
+    if (strstr(o, "holding the lock"))
+        uiw_test_fail(__FILE__, __LINE__, "%s: uiw-nfs took a lock the guest holds:\n%s", tag, o);
+    free(o);
+    char name[32];
+    snprintf(name, sizeof(name), "unlock-%s", tag);
+    touch(vmdir, name);
+    snprintf(m, sizeof(m), "GUEST-UNLOCKED-%s", tag);
+    wait_marker(console, runlog, m, pid, 120);
+    if (!it_wait_for(out, "holding the lock", lp, 60)) {
+        o = it_slurp(out);
+        uiw_test_fail(__FILE__, __LINE__, "%s: no lock after the guest's went:\n%s", tag, o);
+    }
+    CHECK_EQ(kill(lp, SIGTERM), 0);
+    CHECK_EQ(it_wait(lp, 30), 0);
+}
+
 TEST(siwvm_kernel)
 {
     it_siwvm_ensure();
@@ -209,6 +244,12 @@ TEST(siwvm_kernel)
             "  mkdir $t/d; mv $t/f1 $t/d/g1; ln -s some/where $t/sl\n"
             "  truncate -s 12345 $t/f4096; chmod 0600 $t/f1048576; rm $t/f0\n"
             "}\n"
+            "lockt() {\n"
+            "  : > /mnt/x/$1/lk\n"
+            "  flock /mnt/x/$1/lk sh -c \"echo GUEST-LOCKED-$1; n=0; while [ ! -e "
+            "/mnt/host/unlock-$1 ] && [ \\$n -lt 300 ]; do sleep 1; n=\\$((n+1)); done; sleep 2\"\n"
+            "  echo GUEST-UNLOCKED-$1\n"
+            "}\n"
             "all='0 1 4096 1048576 16777216'\n"
             "files tcp vers=3,proto=tcp,port=%d,mountport=%d,mountproto=tcp,nolock $all\n"
             "ops tcp\n"
@@ -216,6 +257,7 @@ TEST(siwvm_kernel)
             "files v4t proto=tcp,port=%d $all\n"
             "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4t /'\n"
             "ops v4t\n"
+            "lockt v4t\n"
             "umount /mnt/x && echo 'UMOUNT-OK v4t'\n",
             v.dir, v.dir, v.tcp, v.mount, v.tcp);
     if (rdma > 0)
@@ -233,6 +275,7 @@ TEST(siwvm_kernel)
                 "files v4r vers=4.1,proto=rdma,port=%d $all\n"
                 "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4r /'\n"
                 "ops v4r\n"
+                "lockt v4r\n"
                 "umount /mnt/x && echo 'UMOUNT-OK v4r'\n",
                 rdma, v.mount, rdma);
     else
@@ -263,11 +306,13 @@ TEST(siwvm_kernel)
                       "going on in Version 1",
                       "NFS3ERR_NOENT");
     }
+    lock_waits(&v, vmdir, console, runlog, pid, "v4t");
     wait_marker(console, runlog, "PHASE1-DONE", pid, 400);
     touch(vmdir, "host1");
     if (rdma > 0) {
         wait_marker(console, runlog, "CRC-ON", pid, 120);
         against_knfsd(vmdir, base, q, "c", "going on in Version 1", "NFS3ERR_NOENT");
+        lock_waits(&v, vmdir, console, runlog, pid, "v4r");
     }
     wait_marker(console, runlog, "GUEST-CLIENT-DONE", pid, 400);
     touch(vmdir, "host2");
