@@ -30,6 +30,7 @@
 
 #include "nfs/exports.h"
 #include "nfs/nfsd.h"
+#include "nfs/vfs.h"
 #include "rpcstats.h"
 
 /* The exports file read when no export is named. */
@@ -110,7 +111,8 @@ static const char usage[] =
     "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
     "                        standard output on SIGUSR1 and when it ends; with\n"
     "                        --nfs4-experimental also NFSv4.1's callbacks (sent,\n"
-    "                        CB_RECALLs, replies, errors, timeouts)\n"
+    "                        CB_RECALLs, replies, errors, timeouts); and the open-file\n"
+    "                        cache's descriptors, opens and hits\n"
     "      --pid-file FILE   write the server's process id there once it serves (removed\n"
     "                        when it ends)\n"
     "      --check-exports FILE\n"
@@ -149,6 +151,10 @@ static void print_stats(struct uiw__nfsd *s)
                (unsigned long long)cb.resent, (unsigned long long)cb.replies,
                (unsigned long long)cb.errors, (unsigned long long)cb.timeouts,
                (unsigned long long)cb.dropped);
+    struct uiw__vfs_file_counts of;
+    uiw__vfs_file_counts(s, &of);
+    printf("uiw-nfsd: open files: %u descriptors (at most %u), %lu opens, %lu hits\n", of.fds,
+           of.max_fds, of.opens, of.hits);
     fflush(stdout);
 }
 

@@ -249,6 +249,8 @@ int uiw__nfsd_reload_exports(struct uiw__nfsd *s, struct uiw__nfs_xtable *t, cha
         memset(t, 0, sizeof(*t));
     }
     pthread_rwlock_unlock(&s->xlock);
+    if (rc == 0)
+        uiw__vfs_files_drop(s); /* no descriptor outlives the export it was opened under */
     free(was);
     free(gone);
     return rc;
@@ -288,6 +290,7 @@ int uiw__nfsd_start(struct uiw__nfsd *s)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+    uiw__vfs_limit(s->vfs);
     /* RDMA first: its duplicate-reply cache is TCP's too */
     if (s->opts.rdma_port >= 0) {
         s->rdma =

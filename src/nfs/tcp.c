@@ -53,6 +53,7 @@
 
 #include "nfs/nfs4cb.h"
 #include "nfs/server.h"
+#include "nfs/vfs.h"
 
 #define UIW__NFS_CONN_CALLS 32 /* calls of one connection running at once */
 #define UIW__NFS_CONN_LARGE 4  /* large buffers one connection may hold */
@@ -831,6 +832,7 @@ static void lead_once(struct uiw__nfs_tcp *t, int timeout_ms)
     int64_t now = uiw__nfsd_now_ns();
     if (now >= t->next_sweep) {
         sweep(t, now);
+        uiw__vfs_files_idle(t->s, now);
         t->next_sweep = now + 1000000000ll;
     }
     if (now >= t->next_trim) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,17 +25,22 @@ struct witness {
     int fd; /* -1: a free slot */
 };
 
-/* Open files of READ and WRITE, as knfsd's file cache and NFS-Ganesha's descriptor cache
- * keep them: at most OFILES, each closed once unused for OFILE_IDLE_NS, or when its file is
- * removed through the server. A cached descriptor keeps its inode allocated, so (dev, ino)
- * of a handle's live file names that very file. */
-#define OFILES         512
+/* Open files of READ, WRITE and COMMIT, as knfsd's file cache and NFS-Ganesha's descriptor
+ * cache keep them: each closed once unused for OFILE_IDLE_NS (swept by the TCP event
+ * thread's tick and by the calls), when its file is removed through the server, when the
+ * exports are read again, and the least recently used first while the cache holds its
+ * share of RLIMIT_NOFILE (uiw__vfs_limit). A cached descriptor keeps its inode allocated,
+ * so (dev, ino) of a handle's live file names that very file. */
 #define OFILE_BUCKETS  256
 #define OFILE_IDLE_NS  2000000000ll
 #define OFILE_SWEEP_NS 1000000000ll
+/* The cache's descriptors: a quarter of the process's limit, within these. */
+#define OFILE_FDS_MIN 8
+#define OFILE_FDS_MAX 16384
 
 struct uiw__vfs_file {
-    struct uiw__vfs_file *next;
+    struct uiw__vfs_file *next;          /* in its bucket */
+    struct uiw__vfs_file *older, *newer; /* in the table's use order */
     uint64_t dev, ino;
     int fd[2]; /* O_RDONLY, O_WRONLY; -1 until asked for */
     unsigned refs;
@@ -49,7 +55,8 @@ struct uiw__vfs_state {
     struct witness w[WITNESSES];
     pthread_mutex_t flock;
     struct uiw__vfs_file *bucket[OFILE_BUCKETS];
-    unsigned nfiles;
+    struct uiw__vfs_file *oldest, *newest; /* use order, least recently used first */
+    unsigned nfds, maxfds;                 /* descriptors in the table, and its limit */
     int64_t swept_ns;
     _Atomic unsigned long file_hits, file_opens;
 };
@@ -65,7 +72,21 @@ struct uiw__vfs_state *uiw__vfs_state_create(void)
     for (unsigned i = 0; i < WITNESSES; i++)
         st->w[i].fd = -1;
     pthread_mutex_init(&st->flock, NULL);
+    uiw__vfs_limit(st);
     return st;
+}
+
+void uiw__vfs_limit(struct uiw__vfs_state *st)
+{
+    struct rlimit rl;
+    rlim_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 4 : 256;
+    if (n < OFILE_FDS_MIN)
+        n = OFILE_FDS_MIN;
+    if (n > OFILE_FDS_MAX)
+        n = OFILE_FDS_MAX;
+    pthread_mutex_lock(&st->flock);
+    st->maxfds = (unsigned)n;
+    pthread_mutex_unlock(&st->flock);
 }
 
 static void file_close(struct uiw__vfs_file *f)
@@ -186,53 +207,6 @@ static void fdpath(char *buf, size_t n, int fd)
     snprintf(buf, n, "/proc/self/fd/%d", fd);
 }
 
-static int open_data(int fd, int flags, nfsstat3 *st)
-{
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        *st = uiw__nfsd_errno(errno);
-        return -1;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        *st = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
-        return -1;
-    }
-    char p[64];
-    fdpath(p, sizeof(p), fd);
-    int dfd = open(p, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (dfd < 0)
-        *st = uiw__nfsd_errno(errno);
-    return dfd;
-}
-
-/* As knfsd's NFSD_MAY_OWNER_OVERRIDE: an owner may write the 0444 file it has just made
- * (cp -p, tar, git, install). */
-int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st)
-{
-    int was = v->entered;
-    if (uiw__vfs_enter(v) != 0) {
-        *st = NFS3ERR_PERM;
-        return -1;
-    }
-    int dfd = open_data(fd, flags, st);
-    int err = errno;
-    uiw__vfs_leave(v);
-    struct stat sb;
-    if (dfd < 0 && err == EACCES && (flags & O_ACCMODE) != O_RDONLY && v->s->privileged &&
-        fstat(fd, &sb) == 0 && sb.st_uid == v->cred.uid) {
-        dfd = open_data(fd, flags, st);
-        if (dfd >= 0)
-            *st = NFS3_OK;
-    }
-    if (was && uiw__vfs_enter(v) != 0) {
-        if (dfd >= 0)
-            close(dfd);
-        *st = NFS3ERR_PERM;
-        return -1;
-    }
-    return dfd;
-}
-
 /* ---- the open-file cache ---- */
 
 static unsigned file_bucket(uint64_t dev, uint64_t ino)
@@ -241,42 +215,66 @@ static unsigned file_bucket(uint64_t dev, uint64_t ino)
     return (unsigned)((h >> 32) ^ h) % OFILE_BUCKETS;
 }
 
-/* Take f out of the table (under flock); closed now if no call uses it. */
-static void file_unlink(struct uiw__vfs_state *vs, struct uiw__vfs_file **pp)
+static unsigned file_fds(const struct uiw__vfs_file *f)
 {
-    struct uiw__vfs_file *f = *pp;
+    return (f->fd[0] >= 0) + (f->fd[1] >= 0);
+}
+
+/* f out of the use order, or to its newest end (under flock). */
+static void file_unorder(struct uiw__vfs_state *vs, struct uiw__vfs_file *f)
+{
+    if (!f->older && vs->oldest != f)
+        return; /* new: in no order yet */
+    *(f->older ? &f->older->newer : &vs->oldest) = f->newer;
+    *(f->newer ? &f->newer->older : &vs->newest) = f->older;
+    f->older = f->newer = NULL;
+}
+
+static void file_touch(struct uiw__vfs_state *vs, struct uiw__vfs_file *f, int64_t now)
+{
+    file_unorder(vs, f);
+    f->older = vs->newest;
+    *(vs->newest ? &vs->newest->newer : &vs->oldest) = f;
+    vs->newest = f;
+    f->used_ns = now;
+}
+
+/* Take f out of the table (under flock); closed now if no call uses it. */
+static void file_unlink(struct uiw__vfs_state *vs, struct uiw__vfs_file *f)
+{
+    struct uiw__vfs_file **pp = &vs->bucket[file_bucket(f->dev, f->ino)];
+    while (*pp != f)
+        pp = &(*pp)->next;
     *pp = f->next;
-    vs->nfiles--;
+    file_unorder(vs, f);
+    vs->nfds -= file_fds(f);
     f->gone = 1;
     if (f->refs == 0)
         file_close(f);
 }
 
-/* Close what went unused for OFILE_IDLE_NS, and while the table is full the least
- * recently used (under flock). */
-static void file_sweep(struct uiw__vfs_state *vs, int64_t now, int full)
+/* Close what went unused for OFILE_IDLE_NS (every file when idle_ns is 0), and the least
+ * recently used unused files while the table holds more than `keep` descriptors (under
+ * flock). Files in use stay, and are let go at their last put once out. */
+static void file_sweep(struct uiw__vfs_state *vs, int64_t now, int64_t idle_ns, unsigned keep)
 {
-    struct uiw__vfs_file **oldest = NULL;
-    for (unsigned b = 0; b < OFILE_BUCKETS; b++) {
-        struct uiw__vfs_file **pp = &vs->bucket[b];
-        while (*pp) {
-            struct uiw__vfs_file *f = *pp;
-            if (f->refs == 0 && now - f->used_ns > OFILE_IDLE_NS) {
-                file_unlink(vs, pp);
-                continue;
-            }
-            if (f->refs == 0 && (!oldest || f->used_ns < (*oldest)->used_ns))
-                oldest = pp;
-            pp = &f->next;
-        }
+    struct uiw__vfs_file *f = vs->oldest;
+    while (f) {
+        struct uiw__vfs_file *n = f->newer;
+        int idle = now - f->used_ns >= idle_ns;
+        if (!idle && vs->nfds <= keep)
+            break; /* the rest were used later */
+        if (f->refs == 0 || idle_ns == 0)
+            file_unlink(vs, f);
+        f = n;
     }
-    if (full && vs->nfiles >= OFILES && oldest)
-        file_unlink(vs, oldest);
     vs->swept_ns = now;
 }
 
 /* May the caller read (mode R_OK) or write (W_OK) the file behind the O_PATH descriptor
- * fd, whose owner is uid? As the caller, with the owner's override for writing. */
+ * fd, whose owner is uid? As the caller, with the owner's override for writing, as
+ * knfsd's NFSD_MAY_OWNER_OVERRIDE: an owner may write the 0444 file it has just made
+ * (cp -p, tar, git, install). */
 static nfsstat3 may(struct uiw__vfs *v, int fd, int mode, uid_t uid)
 {
     if (!v->s->privileged)
@@ -293,18 +291,54 @@ static nfsstat3 may(struct uiw__vfs *v, int fd, int mode, uid_t uid)
     return uiw__nfsd_errno(err);
 }
 
+/* The file behind the O_PATH descriptor fd opened for data (acc: O_RDONLY, O_WRONLY,
+ * O_RDWR) as the server, the caller's identity left and taken again around it. */
+static int open_as_server(struct uiw__vfs *v, int fd, int acc, nfsstat3 *st)
+{
+    int was = v->entered;
+    uiw__vfs_leave(v);
+    char p[64];
+    fdpath(p, sizeof(p), fd);
+    int d = open(p, acc | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int err = errno;
+    if (was && uiw__vfs_enter(v) != 0) {
+        if (d >= 0)
+            close(d);
+        *st = NFS3ERR_PERM;
+        return -1;
+    }
+    if (d < 0)
+        *st = uiw__nfsd_errno(err);
+    return d;
+}
+
+/* fd's file, which must be a regular file, in *sb. */
+static nfsstat3 regular(int fd, struct stat *sb)
+{
+    if (fstat(fd, sb) != 0)
+        return uiw__nfsd_errno(errno);
+    if (!S_ISREG(sb->st_mode))
+        return S_ISDIR(sb->st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+    return NFS3_OK;
+}
+
+int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st)
+{
+    struct stat sb;
+    int acc = flags & O_ACCMODE;
+    if ((*st = regular(fd, &sb)) != NFS3_OK ||
+        (acc != O_WRONLY && (*st = may(v, fd, R_OK, sb.st_uid)) != NFS3_OK) ||
+        (acc != O_RDONLY && (*st = may(v, fd, W_OK, sb.st_uid)) != NFS3_OK))
+        return -1;
+    return open_as_server(v, fd, acc, st);
+}
+
 int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw__vfs_file **out)
 {
     *out = NULL;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        *st = uiw__nfsd_errno(errno);
+    if ((*st = regular(fd, &sb)) != NFS3_OK)
         return -1;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        *st = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
-        return -1;
-    }
     int w = (flags & O_ACCMODE) == O_WRONLY;
     *st = may(v, fd, w ? W_OK : R_OK, sb.st_uid);
     if (*st != NFS3_OK)
@@ -317,13 +351,11 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
     for (;;) {
         pthread_mutex_lock(&vs->flock);
         if (now - vs->swept_ns > OFILE_SWEEP_NS)
-            file_sweep(vs, now, 0);
+            file_sweep(vs, now, OFILE_IDLE_NS, UINT_MAX);
         struct uiw__vfs_file *f = vs->bucket[b];
         while (f && (f->dev != dev || f->ino != ino))
             f = f->next;
         if (!f && opened >= 0) {
-            if (vs->nfiles >= OFILES)
-                file_sweep(vs, now, 1);
             f = calloc(1, sizeof(*f));
             if (f) {
                 f->dev = dev;
@@ -331,17 +363,21 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
                 f->fd[0] = f->fd[1] = -1;
                 f->next = vs->bucket[b];
                 vs->bucket[b] = f;
-                vs->nfiles++;
             }
         }
         if (f && f->fd[w] < 0 && opened >= 0) {
+            f->refs++; /* this one stays while the room is made */
+            if (vs->nfds >= vs->maxfds)
+                file_sweep(vs, now, OFILE_IDLE_NS, vs->maxfds - 1);
+            f->refs--;
             f->fd[w] = opened;
+            vs->nfds++;
             opened = -1;
             installed = 1;
         }
         if (f && f->fd[w] >= 0) {
             f->refs++;
-            f->used_ns = now;
+            file_touch(vs, f, now);
             int d = f->fd[w];
             pthread_mutex_unlock(&vs->flock);
             if (opened >= 0)
@@ -357,22 +393,8 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
             return opened;
         }
         /* as the server (the caller was checked above), outside the lock */
-        int was = v->entered;
-        uiw__vfs_leave(v);
-        char p[64];
-        fdpath(p, sizeof(p), fd);
-        opened = open(p, (w ? O_WRONLY : O_RDONLY) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        int err = errno;
-        if (was && uiw__vfs_enter(v) != 0) {
-            if (opened >= 0)
-                close(opened);
-            *st = NFS3ERR_PERM;
+        if ((opened = open_as_server(v, fd, w ? O_WRONLY : O_RDONLY, st)) < 0)
             return -1;
-        }
-        if (opened < 0) {
-            *st = uiw__nfsd_errno(err);
-            return -1;
-        }
         atomic_fetch_add_explicit(&vs->file_opens, 1, memory_order_relaxed);
     }
 }
@@ -392,10 +414,31 @@ void uiw__vfs_put(struct uiw__vfs *v, struct uiw__vfs_file *f, int fd)
         file_close(f);
 }
 
-void uiw__vfs_file_counts(struct uiw__nfsd *s, unsigned long *hits, unsigned long *opens)
+void uiw__vfs_file_counts(struct uiw__nfsd *s, struct uiw__vfs_file_counts *n)
 {
-    *hits = atomic_load_explicit(&s->vfs->file_hits, memory_order_relaxed);
-    *opens = atomic_load_explicit(&s->vfs->file_opens, memory_order_relaxed);
+    struct uiw__vfs_state *vs = s->vfs;
+    n->hits = atomic_load_explicit(&vs->file_hits, memory_order_relaxed);
+    n->opens = atomic_load_explicit(&vs->file_opens, memory_order_relaxed);
+    pthread_mutex_lock(&vs->flock);
+    n->fds = vs->nfds;
+    n->max_fds = vs->maxfds;
+    pthread_mutex_unlock(&vs->flock);
+}
+
+void uiw__vfs_files_idle(struct uiw__nfsd *s, int64_t now)
+{
+    struct uiw__vfs_state *vs = s->vfs;
+    pthread_mutex_lock(&vs->flock);
+    file_sweep(vs, now, OFILE_IDLE_NS, UINT_MAX);
+    pthread_mutex_unlock(&vs->flock);
+}
+
+void uiw__vfs_files_drop(struct uiw__nfsd *s)
+{
+    struct uiw__vfs_state *vs = s->vfs;
+    pthread_mutex_lock(&vs->flock);
+    file_sweep(vs, uiw__nfsd_now_ns(), 0, 0);
+    pthread_mutex_unlock(&vs->flock);
 }
 
 nfsstat3 uiw__vfs_create(struct uiw__vfs *v, int dfd, const char *name, int how,
@@ -474,12 +517,13 @@ nfsstat3 uiw__vfs_setattr(struct uiw__vfs *v, int fd, const struct uiw__vfs_satt
             return NFS3ERR_ISDIR;
         if (a->size > (uint64_t)INT64_MAX)
             return NFS3ERR_FBIG;
-        int dfd = uiw__vfs_open(v, fd, O_WRONLY, &st); /* the owner may truncate */
+        struct uiw__vfs_file *f = NULL;
+        int dfd = uiw__vfs_get(v, fd, O_WRONLY, &st, &f); /* the owner may truncate */
         if (dfd < 0)
             return st;
         int rc = ftruncate(dfd, (off_t)a->size);
         int err = errno;
-        close(dfd);
+        uiw__vfs_put(v, f, dfd);
         if (rc != 0)
             return uiw__nfsd_errno(err);
     }
@@ -659,11 +703,11 @@ void uiw__vfs_forget(struct uiw__nfsd *s, dev_t dev, ino_t ino)
     if (fd >= 0)
         close(fd);
     pthread_mutex_lock(&vs->flock);
-    struct uiw__vfs_file **pp = &vs->bucket[file_bucket((uint64_t)dev, (uint64_t)ino)];
-    while (*pp && ((*pp)->dev != (uint64_t)dev || (*pp)->ino != (uint64_t)ino))
-        pp = &(*pp)->next;
-    if (*pp)
-        file_unlink(vs, pp);
+    struct uiw__vfs_file *f = vs->bucket[file_bucket((uint64_t)dev, (uint64_t)ino)];
+    while (f && (f->dev != (uint64_t)dev || f->ino != (uint64_t)ino))
+        f = f->next;
+    if (f)
+        file_unlink(vs, f);
     pthread_mutex_unlock(&vs->flock);
 }
 
@@ -707,7 +751,8 @@ nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd)
     /* with write permission (or as the owner), as knfsd's COMMIT: a write-only file's
      * writer may commit it */
     nfsstat3 st = NFS3_OK;
-    int dfd = uiw__vfs_open(v, fd, O_WRONLY, &st);
+    struct uiw__vfs_file *f = NULL;
+    int dfd = uiw__vfs_get(v, fd, O_WRONLY, &st, &f);
     if (dfd < 0)
         return st;
     struct stat sb;
@@ -717,7 +762,7 @@ nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd)
     int err = errno;
     if (w >= 0)
         close(w);
-    close(dfd);
+    uiw__vfs_put(v, f, dfd);
     if (rc == 0)
         return NFS3_OK;
     lost_writes(v->s);

@@ -56,22 +56,37 @@ nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
  * taking away the changes. 0, or -EPERM (the caller's identity could not be taken). */
 int uiw__vfs_access(struct uiw__vfs *v, int fd, int dir, uint32_t want, uint32_t *got);
 
-/* Open the regular file behind fd for I/O as the caller (flags O_RDONLY or O_WRONLY);
- * for writing, as the server when the caller owns the file and only its mode bits say
- * no. Enters and leaves the caller's identity itself. A descriptor, or -1 and *st. */
+/* A descriptor of its own of the regular file behind fd (flags O_RDONLY, O_WRONLY or
+ * O_RDWR: the caller's permission for each checked as uiw__vfs_get checks it), opened as
+ * the server, outside the cache (NFSv4's lock descriptors). A descriptor, or -1 and *st. */
 int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st);
 
 /* A descriptor of the regular file behind fd to read (flags O_RDONLY) or write (O_WRONLY),
- * for the caller (its permission checked as the caller, with the owner's override for
- * writing), from the open-file cache: the same descriptor serves every call of the file
- * while it is used, and is closed after a while unused or when the file is removed
- * through the server (uiw__vfs_forget). A descriptor, and *f to give back with
- * uiw__vfs_put; or -1 and *st. */
+ * for the caller (its permission checked as the caller on every call, with the owner's
+ * override for writing), from the open-file cache: the same descriptor, opened as the
+ * server, serves every call of the file while it is used, and is closed after a while
+ * unused, when the file is removed through the server (uiw__vfs_forget), when the exports
+ * are read again (uiw__vfs_files_drop), or the least recently used first while the cache
+ * holds as many descriptors as uiw__vfs_limit allows. A descriptor, and *f to give back
+ * with uiw__vfs_put (NULL: the call's own, closed there); or -1 and *st. */
 struct uiw__vfs_file;
 int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw__vfs_file **f);
 void uiw__vfs_put(struct uiw__vfs *v, struct uiw__vfs_file *f, int fd);
-/* The cache's hits and the opens it made (tests, --stats). */
-void uiw__vfs_file_counts(struct uiw__nfsd *s, unsigned long *hits, unsigned long *opens);
+/* The cache's limit: a quarter of RLIMIT_NOFILE now (the server calls it again once it
+ * has raised its limit), so that connections and handles keep the rest. */
+void uiw__vfs_limit(struct uiw__vfs_state *st);
+/* Close the files unused for a while, at `now` (uiw__nfsd_now_ns): called about once a
+ * second by a server thread, so that idle descriptors go without another call. */
+void uiw__vfs_files_idle(struct uiw__nfsd *s, int64_t now);
+/* Close every cached file (those in use at their last put): the exports changed. */
+void uiw__vfs_files_drop(struct uiw__nfsd *s);
+/* The cache's hits and the opens it made since the start, and its descriptors now and
+ * at most (tests, --stats). */
+struct uiw__vfs_file_counts {
+    unsigned long hits, opens;
+    unsigned fds, max_fds;
+};
+void uiw__vfs_file_counts(struct uiw__nfsd *s, struct uiw__vfs_file_counts *n);
 
 /* What a SETATTR (or a create's attributes) asks for. */
 enum {
@@ -120,7 +135,7 @@ void uiw__vfs_end(struct uiw__vfs_change *ch);
 
 /* The write verifier now (RFC 1813 section 3.3.7). */
 void uiw__vfs_verf(struct uiw__nfsd *s, char verf[NFS3_WRITEVERFSIZE]);
-/* Write count bytes at off through dfd (opened by uiw__vfs_open), the file being st, for
+/* Write count bytes at off through dfd (from uiw__vfs_get), the file being st, for
  * a WRITE of that `stable` (UNSTABLE: COMMIT will see its errors): NFS3_OK and all of it
  * written, or the error (and the verifier changed if part of it was written). */
 nfsstat3 uiw__vfs_write(struct uiw__vfs *v, int dfd, const struct stat *st, uint64_t off,

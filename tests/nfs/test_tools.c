@@ -473,7 +473,7 @@ static void read_until(FILE *f, const char *what, char *buf, size_t n)
 /* --stats over RPC-over-RDMA: uiw-nfs prints its connection's counters after a GET of
  * 1 MiB (one READ, its data in one Write chunk, placed without a copy) and a PUT of 1 MiB
  * (one WRITE, its data in one Read chunk); uiw-nfsd prints the server's on SIGUSR1 and
- * again as SIGTERM ends it. */
+ * again as SIGTERM ends it, with its open-file cache's. */
 TEST(tools_stats_rdma)
 {
     char dir[] = "/tmp/uiw-nfsd-stats.XXXXXX";
@@ -539,6 +539,19 @@ TEST(tools_stats_rdma)
     CHECK_EQ(kill(pid, SIGTERM), 0);
     read_until(f, "   CRC errors:", out, sizeof(out));
     CHECK(strstr(out, " uiw RPC-over-RDMA counters (server)\n   calls      : 0 sent, ") != NULL);
+    /* and the open-file cache's (after SIGUSR1's): f opened to read, g to write */
+    out[0] = 0;
+    read_until(f, "uiw-nfsd: open files: ", out, sizeof(out));
+    const char *of = strstr(out, "uiw-nfsd: open files: ");
+    CHECK(of != NULL);
+    unsigned fds = 0, max_fds = 0;
+    unsigned long opens = 0, hits = 0;
+    CHECK_EQ(sscanf(of, "uiw-nfsd: open files: %u descriptors (at most %u), %lu opens, %lu hits",
+                    &fds, &max_fds, &opens, &hits),
+             4);
+    CHECK(fds <= 2);
+    CHECK(max_fds >= 8);
+    CHECK(opens >= 2);
     fclose(f);
     int ws;
     CHECK_EQ(waitpid(pid, &ws, 0), pid);

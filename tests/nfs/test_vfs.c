@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nfs/exports.h"
 #include "nfs/vfs.h"
 #include "nfs_util.h"
 #include "test.h"
@@ -244,8 +246,9 @@ TEST(root_failed_write_changes_verifier)
     rmdir(v.dir);
 }
 
-/* Descriptors of this process open for I/O (not O_PATH) on `path`, deleted or not. */
-static int fds_on(const char *path)
+/* Descriptors of this process open for I/O (not O_PATH) on `path`, deleted or not; or
+ * (below) on any file in the directory `path`. */
+static int fds_at(const char *path, int below)
 {
     int n = 0;
     char p[64], t[1024];
@@ -256,7 +259,7 @@ static int fds_on(const char *path)
         if (k <= 0)
             continue;
         t[k] = 0;
-        if (strncmp(t, path, pl) != 0 || (t[pl] != 0 && t[pl] != ' '))
+        if (strncmp(t, path, pl) != 0 || (below ? t[pl] != '/' : t[pl] != 0 && t[pl] != ' '))
             continue;
         snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
         FILE *f = fopen(p, "r");
@@ -272,21 +275,30 @@ static int fds_on(const char *path)
     return n;
 }
 
-/* READs and WRITEs of a file share one descriptor each (opened once), closed when the
- * file is removed through the server, and after a while unused. */
+static int fds_on(const char *path)
+{
+    return fds_at(path, 0);
+}
+
+/* READs, WRITEs and COMMITs of a file share one descriptor each (opened once), closed when
+ * the file is removed through the server (REMOVE, or RENAME over it), and after a while
+ * unused with no call coming. */
 TEST(open_files_cached)
 {
     struct srv v;
     srv_start(&v, NULL);
     put_file(&v, "f", "0123456789", 10);
     put_file(&v, "g", "0123456789", 10);
+    put_file(&v, "g2", "g2", 2);
     struct uiw__nfs_client *c = srv_client(&v, 0, 0);
-    struct uiw__nfs_fh f, g;
+    struct uiw__nfs_fh f, g, g2;
     CHECK_EQ(uiw__nfs_lookup_path(c, "f", &f, NULL), 0);
     CHECK_EQ(uiw__nfs_lookup_path(c, "g", &g, NULL), 0);
-    unsigned long hits0, opens0, hits, opens;
-    uiw__vfs_file_counts(v.s, &hits0, &opens0);
-    char buf[16];
+    CHECK_EQ(uiw__nfs_lookup_path(c, "g2", &g2, NULL), 0);
+    struct uiw__vfs_file_counts n0, n;
+    uiw__vfs_file_counts(v.s, &n0);
+    CHECK_EQ(n0.fds, 0);
+    char buf[16], verf[8];
     int eof;
     for (int i = 0; i < 100; i++) {
         CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 10);
@@ -294,25 +306,107 @@ TEST(open_files_cached)
         CHECK_EQ(uiw__nfs_write(c, &f, 0, 1, "0", UNSTABLE, NULL), 1);
         CHECK_EQ(uiw__nfs_read(c, &g, 0, sizeof(buf), buf, &eof), 10);
     }
-    uiw__vfs_file_counts(v.s, &hits, &opens);
-    CHECK_EQ(opens - opens0, 3); /* f to read, f to write, g to read */
-    CHECK_EQ(hits - hits0, 297);
-    char pf[600], pg[600];
+    CHECK_EQ(uiw__nfs_commit(c, &f, verf), 0);
+    uiw__vfs_file_counts(v.s, &n);
+    CHECK_EQ(n.opens - n0.opens, 3); /* f to read, f to write, g to read */
+    CHECK_EQ(n.hits - n0.hits, 298);
+    CHECK_EQ(n.fds, 3);
+    char pf[600], pg[600], pg2[600];
     snprintf(pf, sizeof(pf), "%s", path_in(&v, "f"));
     snprintf(pg, sizeof(pg), "%s", path_in(&v, "g"));
-    CHECK_EQ(fds_on(pf), 3); /* to read, to write, and the witness of its writes */
+    snprintf(pg2, sizeof(pg2), "%s", path_in(&v, "g2"));
+    CHECK_EQ(fds_on(pf), 2); /* to read and to write (COMMIT took the witness of its writes) */
+    CHECK_EQ(uiw__nfs_write(c, &f, 0, 1, "0", UNSTABLE, NULL), 1);
+    CHECK_EQ(fds_on(pf), 3); /* and the witness of its uncommitted write */
     CHECK_EQ(fds_on(pg), 1);
     /* removed through the server: let go at once (the witness of its writes too) */
     CHECK_EQ(uiw__nfs_remove(c, uiw__nfs_client_root(c), "f"), 0);
     CHECK_EQ(fds_on(pf), 0);
-    /* unused for a while: closed (the next call sweeps) */
-    usleep(3100 * 1000);
-    CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &(fattr3){0}), 0);
-    struct uiw__nfs_fh h;
-    put_file(&v, "h", "h", 1);
-    CHECK_EQ(uiw__nfs_lookup_path(c, "h", &h, NULL), 0);
-    CHECK_EQ(uiw__nfs_read(c, &h, 0, sizeof(buf), buf, &eof), 1);
+    /* renamed over: the same */
+    CHECK_EQ(uiw__nfs_read(c, &g2, 0, sizeof(buf), buf, &eof), 2);
+    CHECK_EQ(uiw__nfs_rename(c, uiw__nfs_client_root(c), "g", uiw__nfs_client_root(c), "g2"), 0);
     CHECK_EQ(fds_on(pg), 0);
+    CHECK_EQ(fds_on(pg2), 1); /* g's file, now at g2: the old g2's descriptor went */
+    uiw__vfs_file_counts(v.s, &n);
+    CHECK_EQ(n.fds, 1);
+    /* unused for a while, with no call since: closed */
+    for (int i = 0; i < 50 && fds_on(pg2) != 0; i++)
+        usleep(100 * 1000);
+    CHECK_EQ(fds_on(pg2), 0);
+    uiw__vfs_file_counts(v.s, &n);
+    CHECK_EQ(n.fds, 0);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* Under a descriptor limit the cache keeps a quarter of it, closing the least recently
+ * used file to open another. */
+TEST(open_files_bounded)
+{
+    struct rlimit rl = {256, 256};
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    enum { FILES = 100 };
+    static struct uiw__nfs_fh fh[FILES];
+    char name[32], buf[16];
+    int eof;
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name, sizeof(name), "f%d", i);
+        put_file(&v, name, name, strlen(name));
+        CHECK_EQ(uiw__nfs_lookup_path(c, name, &fh[i], NULL), 0);
+    }
+    struct uiw__vfs_file_counts n0, n;
+    uiw__vfs_file_counts(v.s, &n0);
+    CHECK_EQ(n0.max_fds, 64);
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name, sizeof(name), "f%d", i);
+        CHECK_EQ(uiw__nfs_read(c, &fh[i], 0, sizeof(buf), buf, &eof), (int)strlen(name));
+        CHECK_MEM(buf, name, strlen(name));
+    }
+    uiw__vfs_file_counts(v.s, &n);
+    CHECK_EQ(n.opens - n0.opens, FILES);
+    CHECK_EQ(n.fds, 64);
+    CHECK_EQ(fds_at(v.dir, 1), 64);
+    /* the most recently used is there, the least recently used went */
+    CHECK_EQ(uiw__nfs_read(c, &fh[FILES - 1], 0, sizeof(buf), buf, &eof), 3);
+    CHECK_EQ(uiw__nfs_read(c, &fh[0], 0, sizeof(buf), buf, &eof), 2);
+    uiw__vfs_file_counts(v.s, &n);
+    CHECK_EQ(n.opens - n0.opens, FILES + 1);
+    CHECK_EQ(n.hits - n0.hits, 1);
+    CHECK_EQ(n.fds, 64);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* Reading the exports again closes every cached descriptor: none outlives the export
+ * (or the options) it was opened under. */
+TEST(open_files_dropped_on_reload)
+{
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    srv_exports_text(&v, "%s *(rw,insecure,no_root_squash)\n", 0);
+    put_file(&v, "f", "data", 4);
+    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_lookup_path(c, "f", &f, NULL), 0);
+    char buf[8];
+    int eof;
+    CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 4);
+    char pf[600];
+    snprintf(pf, sizeof(pf), "%s", path_in(&v, "f"));
+    CHECK_EQ(fds_on(pf), 1);
+    char text[600], err[512];
+    snprintf(text, sizeof(text), "%s *(ro,insecure,no_root_squash)\n", v.dir);
+    struct uiw__nfs_xtable t;
+    CHECK_EQ(uiw__nfs_exports_parse(text, "exports", &t, err, sizeof(err)), 0);
+    CHECK_EQ(uiw__nfsd_reload_exports(v.s, &t, err, sizeof(err)), 0);
+    uiw__nfs_xtable_free(&t);
+    CHECK_EQ(fds_on(pf), 0);
+    /* and opened again for the next READ */
+    CHECK_EQ(uiw__nfs_read(c, &f, 0, sizeof(buf), buf, &eof), 4);
+    CHECK_EQ(fds_on(pf), 1);
     uiw__nfs_client_close(c);
     srv_stop(&v);
 }
