@@ -97,6 +97,17 @@ static void file_close(struct uiw__vfs_file *f)
     free(f);
 }
 
+/* Close the files file_unlink chained on `dead`, out of flock: the last close of a removed
+ * file frees its blocks, which may take a while. */
+static void file_close_all(struct uiw__vfs_file *dead)
+{
+    while (dead) {
+        struct uiw__vfs_file *n = dead->next;
+        file_close(dead);
+        dead = n;
+    }
+}
+
 void uiw__vfs_state_destroy(struct uiw__vfs_state *st)
 {
     if (!st)
@@ -239,8 +250,10 @@ static void file_touch(struct uiw__vfs_state *vs, struct uiw__vfs_file *f, int64
     f->used_ns = now;
 }
 
-/* Take f out of the table (under flock); closed now if no call uses it. */
-static void file_unlink(struct uiw__vfs_state *vs, struct uiw__vfs_file *f)
+/* Take f out of the table (under flock); if no call uses it, onto *dead to be closed
+ * (file_close_all), else closed at its last put. */
+static void file_unlink(struct uiw__vfs_state *vs, struct uiw__vfs_file *f,
+                        struct uiw__vfs_file **dead)
 {
     struct uiw__vfs_file **pp = &vs->bucket[file_bucket(f->dev, f->ino)];
     while (*pp != f)
@@ -249,14 +262,17 @@ static void file_unlink(struct uiw__vfs_state *vs, struct uiw__vfs_file *f)
     file_unorder(vs, f);
     vs->nfds -= file_fds(f);
     f->gone = 1;
-    if (f->refs == 0)
-        file_close(f);
+    if (f->refs == 0) {
+        f->next = *dead;
+        *dead = f;
+    }
 }
 
 /* Close what went unused for OFILE_IDLE_NS (every file when idle_ns is 0), and the least
  * recently used unused files while the table holds more than `keep` descriptors (under
  * flock). Files in use stay, and are let go at their last put once out. */
-static void file_sweep(struct uiw__vfs_state *vs, int64_t now, int64_t idle_ns, unsigned keep)
+static void file_sweep(struct uiw__vfs_state *vs, int64_t now, int64_t idle_ns, unsigned keep,
+                       struct uiw__vfs_file **dead)
 {
     struct uiw__vfs_file *f = vs->oldest;
     while (f) {
@@ -265,7 +281,7 @@ static void file_sweep(struct uiw__vfs_state *vs, int64_t now, int64_t idle_ns, 
         if (!idle && vs->nfds <= keep)
             break; /* the rest were used later */
         if (f->refs == 0 || idle_ns == 0)
-            file_unlink(vs, f);
+            file_unlink(vs, f, dead);
         f = n;
     }
     vs->swept_ns = now;
@@ -349,9 +365,10 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
     int64_t now = uiw__nfsd_now_ns();
     int opened = -1, installed = 0;
     for (;;) {
+        struct uiw__vfs_file *dead = NULL;
         pthread_mutex_lock(&vs->flock);
         if (now - vs->swept_ns > OFILE_SWEEP_NS)
-            file_sweep(vs, now, OFILE_IDLE_NS, UINT_MAX);
+            file_sweep(vs, now, OFILE_IDLE_NS, UINT_MAX, &dead);
         struct uiw__vfs_file *f = vs->bucket[b];
         while (f && (f->dev != dev || f->ino != ino))
             f = f->next;
@@ -368,7 +385,7 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
         if (f && f->fd[w] < 0 && opened >= 0) {
             f->refs++; /* this one stays while the room is made */
             if (vs->nfds >= vs->maxfds)
-                file_sweep(vs, now, OFILE_IDLE_NS, vs->maxfds - 1);
+                file_sweep(vs, now, OFILE_IDLE_NS, vs->maxfds - 1, &dead);
             f->refs--;
             f->fd[w] = opened;
             vs->nfds++;
@@ -380,6 +397,7 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
             file_touch(vs, f, now);
             int d = f->fd[w];
             pthread_mutex_unlock(&vs->flock);
+            file_close_all(dead);
             if (opened >= 0)
                 close(opened); /* another call opened it meanwhile */
             else if (!installed)
@@ -388,6 +406,7 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
             return d;
         }
         pthread_mutex_unlock(&vs->flock);
+        file_close_all(dead);
         if (opened >= 0) { /* no memory for an entry: this call's own descriptor */
             *out = NULL;
             return opened;
@@ -428,17 +447,21 @@ void uiw__vfs_file_counts(struct uiw__nfsd *s, struct uiw__vfs_file_counts *n)
 void uiw__vfs_files_idle(struct uiw__nfsd *s, int64_t now)
 {
     struct uiw__vfs_state *vs = s->vfs;
+    struct uiw__vfs_file *dead = NULL;
     pthread_mutex_lock(&vs->flock);
-    file_sweep(vs, now, OFILE_IDLE_NS, UINT_MAX);
+    file_sweep(vs, now, OFILE_IDLE_NS, UINT_MAX, &dead);
     pthread_mutex_unlock(&vs->flock);
+    file_close_all(dead);
 }
 
 void uiw__vfs_files_drop(struct uiw__nfsd *s)
 {
     struct uiw__vfs_state *vs = s->vfs;
+    struct uiw__vfs_file *dead = NULL;
     pthread_mutex_lock(&vs->flock);
-    file_sweep(vs, uiw__nfsd_now_ns(), 0, 0);
+    file_sweep(vs, uiw__nfsd_now_ns(), 0, 0, &dead);
     pthread_mutex_unlock(&vs->flock);
+    file_close_all(dead);
 }
 
 nfsstat3 uiw__vfs_create(struct uiw__vfs *v, int dfd, const char *name, int how,
@@ -706,9 +729,11 @@ void uiw__vfs_forget(struct uiw__nfsd *s, dev_t dev, ino_t ino)
     struct uiw__vfs_file *f = vs->bucket[file_bucket((uint64_t)dev, (uint64_t)ino)];
     while (f && (f->dev != (uint64_t)dev || f->ino != (uint64_t)ino))
         f = f->next;
+    struct uiw__vfs_file *dead = NULL;
     if (f)
-        file_unlink(vs, f);
+        file_unlink(vs, f, &dead);
     pthread_mutex_unlock(&vs->flock);
+    file_close_all(dead);
 }
 
 nfsstat3 uiw__vfs_write(struct uiw__vfs *v, int dfd, const struct stat *st, uint64_t off,
