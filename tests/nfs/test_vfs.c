@@ -339,29 +339,39 @@ TEST(open_files_cached)
     srv_stop(&v);
 }
 
+/* A server under a descriptor limit of `limit` (set for this whole process), a client of
+ * it, and files f0 to f<n-1> holding their names, whose handles go to fh. */
+static struct uiw__nfs_client *limited_server(struct srv *v, rlim_t limit, struct uiw__nfs_fh *fh,
+                                              unsigned n)
+{
+    struct rlimit rl = {limit, limit};
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    srv_start(v, NULL);
+    struct uiw__nfs_client *c = srv_client(v, 0, 0);
+    char name[32];
+    for (unsigned i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "f%u", i);
+        put_file(v, name, name, strlen(name));
+        CHECK_EQ(uiw__nfs_lookup_path(c, name, &fh[i], NULL), 0);
+    }
+    return c;
+}
+
 /* Under a descriptor limit the cache keeps a quarter of it, closing the least recently
  * used file to open another. */
 TEST(open_files_bounded)
 {
-    struct rlimit rl = {256, 256};
-    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    struct srv v;
-    srv_start(&v, NULL);
-    struct uiw__nfs_client *c = srv_client(&v, 0, 0);
     enum { FILES = 100 };
     static struct uiw__nfs_fh fh[FILES];
+    struct srv v;
+    struct uiw__nfs_client *c = limited_server(&v, 256, fh, FILES);
     char name[32], buf[16];
     int eof;
-    for (int i = 0; i < FILES; i++) {
-        snprintf(name, sizeof(name), "f%d", i);
-        put_file(&v, name, name, strlen(name));
-        CHECK_EQ(uiw__nfs_lookup_path(c, name, &fh[i], NULL), 0);
-    }
     struct uiw__vfs_file_counts n0, n;
     uiw__vfs_file_counts(v.s, &n0);
     CHECK_EQ(n0.max_fds, 64);
-    for (int i = 0; i < FILES; i++) {
-        snprintf(name, sizeof(name), "f%d", i);
+    for (unsigned i = 0; i < FILES; i++) {
+        snprintf(name, sizeof(name), "f%u", i);
         CHECK_EQ(uiw__nfs_read(c, &fh[i], 0, sizeof(buf), buf, &eof), (int)strlen(name));
         CHECK_MEM(buf, name, strlen(name));
     }
@@ -376,6 +386,68 @@ TEST(open_files_bounded)
     CHECK_EQ(n.opens - n0.opens, FILES + 1);
     CHECK_EQ(n.hits - n0.hits, 1);
     CHECK_EQ(n.fds, 64);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+struct churner {
+    const struct srv *v;
+    const struct uiw__nfs_fh *fh;
+    unsigned files, seed, bad;
+};
+
+/* READs of the files in a scattered order, each checked against the file's name, and
+ * WRITEs (UNSTABLE, then COMMIT) of the same bytes back. */
+static void *churn(void *arg)
+{
+    struct churner *ch = arg;
+    struct uiw__nfs_client *c = srv_client(ch->v, 0, 0);
+    char name[32], buf[32];
+    int eof;
+    for (unsigned i = 0; i < 300; i++) {
+        unsigned k = (ch->seed + i * 7919u) % ch->files;
+        snprintf(name, sizeof(name), "f%u", k);
+        int n = uiw__nfs_read(c, &ch->fh[k], 0, sizeof(buf), buf, &eof);
+        if (n != (int)strlen(name) || memcmp(buf, name, strlen(name)) != 0)
+            ch->bad++;
+        if (i % 5 == 0) {
+            char verf[8];
+            if (uiw__nfs_write(c, &ch->fh[k], 0, (uint32_t)strlen(name), name, UNSTABLE, NULL) !=
+                    (int)strlen(name) ||
+                uiw__nfs_commit(c, &ch->fh[k], verf) != 0)
+                ch->bad++;
+        }
+    }
+    uiw__nfs_client_close(c);
+    return NULL;
+}
+
+/* Four clients read and write more files than the cache may hold, at once: each call
+ * gets its own file's bytes while others evict and open around it, and the cache stays
+ * within its bound. */
+TEST(open_files_shared_by_threads)
+{
+    enum { FILES = 48, THREADS = 4 };
+    static struct uiw__nfs_fh fh[FILES];
+    struct srv v;
+    struct uiw__nfs_client *c = limited_server(&v, 128, fh, FILES);
+    struct churner ch[THREADS];
+    pthread_t t[THREADS];
+    for (unsigned i = 0; i < THREADS; i++) {
+        ch[i] = (struct churner){&v, fh, FILES, i * 13, 0};
+        CHECK_EQ(pthread_create(&t[i], NULL, churn, &ch[i]), 0);
+    }
+    for (unsigned i = 0; i < THREADS; i++) {
+        CHECK_EQ(pthread_join(t[i], NULL), 0);
+        CHECK_EQ(ch[i].bad, 0);
+    }
+    struct uiw__vfs_file_counts n;
+    uiw__vfs_file_counts(v.s, &n);
+    CHECK_EQ(n.max_fds, 32);
+    CHECK(n.fds <= 32);
+    CHECK(n.opens > 32); /* files were closed and opened again */
+    CHECK(n.hits > 0);
+    CHECK(fds_at(v.dir, 1) <= 32 + 4); /* and the witnesses of writes not yet committed */
     uiw__nfs_client_close(c);
     srv_stop(&v);
 }
