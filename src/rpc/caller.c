@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/byteorder.h"
 #include "rpc/rpc_internal.h"
 
 #define RECONNECT_MIN_MS 100
@@ -176,11 +177,29 @@ static void queue_done(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* A raw call ended: its reply (or failure) to its function, then the slot is free. */
+static void raw_done(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s)
+{
+    struct uiw__rr_req *q = &s->rq;
+    uiw__rpc_raw_fn fn = s->raw;
+    if (!q->abandoned)
+        fn(s->arg, q->status, q->status ? NULL : q->body, q->status ? 0 : q->body_len);
+    uiw__rr_req_release(c->dev, q);
+    pthread_mutex_lock(&c->lock);
+    s->raw = NULL;
+    pthread_mutex_unlock(&c->lock);
+    slot_put(c, s);
+}
+
 void uiw__rpc_caller_req_done(struct uiw__rr_conn *conn, struct uiw__rr_req *q)
 {
     (void)conn;
     struct uiw__rpc_slot *s = (struct uiw__rpc_slot *)q;
     struct uiw__rpc_caller *c = s->caller;
+    if (s->raw) {
+        raw_done(c, s);
+        return;
+    }
     if (q->abandoned) {
         /* its caller is gone (timed out): nothing to deliver */
         if (s->async && s->done == NULL) {
@@ -456,6 +475,64 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
     enum clnt_stat st = finish(c, s, err);
     slot_put(c, s);
     return st;
+}
+
+int uiw__rpc_call_raw(struct uiw__rpc_caller *c, const void *msg, uint32_t len, uiw__rpc_raw_fn fn,
+                      void *arg)
+{
+    if (!msg || len < 8 || (len & 3) || !fn)
+        return -EINVAL;
+    uint32_t xid = uiw__get_be32((const uint8_t *)msg);
+    pthread_mutex_lock(&c->lock);
+    for (unsigned i = 0; i < c->nslots; i++) {
+        if (c->slots[i].in_use && c->slots[i].raw && c->slots[i].rq.xid == xid) {
+            pthread_mutex_unlock(&c->lock);
+            return 0; /* still in flight: its reply will come */
+        }
+    }
+    struct uiw__rpc_slot *s = c->free;
+    if (s) {
+        c->free = s->next;
+        s->next = NULL;
+        s->in_use = true;
+        s->raw = fn;
+        s->arg = arg;
+        s->async = false;
+        s->done = NULL;
+        s->rq.xid = xid;
+        atomic_fetch_add(&c->busy, 1);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!s)
+        return -EAGAIN;
+    struct uiw__rr_req *q = &s->rq;
+    int r = uiw__rr_req_begin(c->dev, q);
+    struct uiw__rr_conn *k = r ? NULL : conn_of(c);
+    if (!r && !k)
+        r = -ENOTCONN;
+    if (!r && !uiw__rr_peer_takes_calls(k))
+        r = -EOPNOTSUPP;
+    if (!r) {
+        q->backward = c->backward;
+        q->no_ddp = true;
+        q->reply_max = 0;
+        struct uiw__xs xs;
+        uiw__xs_call_enc(&xs, c->dev, q, 0);
+        if (!XDR_PUTBYTES(&xs.x, (const char *)msg, len))
+            r = xs.err ? xs.err : -EMSGSIZE;
+    }
+    if (!r)
+        r = uiw__rr_req_send(k, q);
+    if (k)
+        uiw__rr_conn_put(k);
+    if (r) {
+        uiw__rr_req_release(c->dev, q);
+        pthread_mutex_lock(&c->lock);
+        s->raw = NULL;
+        pthread_mutex_unlock(&c->lock);
+        slot_put(c, s);
+    }
+    return r;
 }
 
 /* ---------------------------------------------------------------- driving */

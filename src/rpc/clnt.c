@@ -523,9 +523,9 @@ static int bc_connect(struct uiw__rpc_caller *c, uint64_t deadline)
 }
 
 CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t vers,
-                           uint32_t threshold);
+                           uint32_t threshold, unsigned nslots);
 CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t vers,
-                           uint32_t threshold)
+                           uint32_t threshold, unsigned nslots)
 {
     struct uiw__clnt *u = calloc(1, sizeof(*u));
     if (!u) {
@@ -535,7 +535,7 @@ CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t 
     u->dev = conn->dev;
     u->addr = conn->peer;
     struct uiw__rpc_caller *c = &u->caller;
-    if (uiw__rpc_caller_init(c, u->dev, conn->req_max) != 0) {
+    if (uiw__rpc_caller_init(c, u->dev, nslots ? nslots : conn->req_max) != 0) {
         free(u);
         errno = ENOMEM;
         return NULL;
@@ -558,4 +558,12 @@ CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t 
     u->cl.cl_netid = (char *)(uintptr_t) "rdma";
     u->cl.cl_auth = authnone_create();
     return &u->cl;
+}
+
+int uiw__rpc_bc_send_raw(CLIENT *bc, const void *msg, uint32_t len, uiw__rpc_raw_fn fn, void *arg)
+{
+    struct uiw__clnt *u = of(bc);
+    if (!u || !u->bc_conn)
+        return -EINVAL;
+    return uiw__rpc_call_raw(&u->caller, msg, len, fn, arg);
 }

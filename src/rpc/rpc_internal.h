@@ -19,6 +19,7 @@
 
 #include "rpc/drc.h"
 #include "rpc/msg.h"
+#include "rpc/svc_hooks.h"
 #include "rpcrdma/xprt.h"
 
 /* ---------------------------------------------------------------- XDR streams */
@@ -101,6 +102,8 @@ struct uiw__rpc_slot {
     void *arg;
     enum clnt_stat stat;
     struct rpc_err err;
+    /* a raw call (uiw__rpc_call_raw): its reply goes to raw as it comes, no done list */
+    uiw__rpc_raw_fn raw;
 };
 
 /* How a caller gets a connection (a client reconnects; a backchannel has just one). */
@@ -145,6 +148,10 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
                              xdrproc_t xres, void *resp, struct timeval timeout,
                              const struct uiw_rpc_call_opts *opts, uiw_rpc_done_fn done, void *arg,
                              struct rpc_err *err, int *start_err);
+/* Send msg (an encoded RPC call, its XID first) as it is, never waiting: see
+ * uiw__rpc_bc_send_raw. */
+int uiw__rpc_call_raw(struct uiw__rpc_caller *c, const void *msg, uint32_t len, uiw__rpc_raw_fn fn,
+                      void *arg);
 /* Run ended async calls' callbacks and serve backward calls; expire timed-out async
  * calls. Returns callbacks run. */
 int uiw__rpc_caller_run(struct uiw__rpc_caller *c);

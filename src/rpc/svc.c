@@ -25,10 +25,13 @@ struct uiw_rpc_svc {
     bool has_cm;
     pthread_t *workers;
     unsigned nworkers;
+    /* the program's data of each connection (uiw__rpc_svc_conn_data) */
+    pthread_mutex_t data_lock;
+    void (*data_ended)(void *data);
 };
 
 CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t vers,
-                           uint32_t threshold);
+                           uint32_t threshold, unsigned nslots);
 
 /* ---------------------------------------------------------------- transport callbacks */
 
@@ -45,8 +48,17 @@ static void up_req_done(struct uiw__rr_conn *c, struct uiw__rr_req *q)
 
 static void up_drained(struct uiw__rr_conn *c)
 {
-    /* backward calls in flight fail; the server's reference goes */
+    /* backward calls in flight fail, then the program's data of it goes (no more is
+     * made for it); the server's reference goes */
     uiw__rpc_caller_drained(NULL, c);
+    struct uiw_rpc_svc *s = c->owner;
+    pthread_mutex_lock(&s->data_lock);
+    void *d = c->svc_data;
+    c->svc_data = NULL;
+    c->svc_data_ended = true;
+    pthread_mutex_unlock(&s->data_lock);
+    if (d && s->data_ended)
+        s->data_ended(d);
     uiw__rr_conn_put(c);
 }
 
@@ -180,6 +192,7 @@ struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
         return NULL;
     }
     s->port = uiw__rr_listener_port(s->l);
+    pthread_mutex_init(&s->data_lock, NULL);
     return s;
 }
 
@@ -276,6 +289,7 @@ int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc)
     uiw__drc_free(svc->resp.drc);
     uiw__rpc_resp_fini(&svc->resp);
     uiw__rr_dev_close(svc->dev);
+    pthread_mutex_destroy(&svc->data_lock);
     free(svc);
     return 0;
 }
@@ -288,19 +302,63 @@ int uiw_rpc_svc_xprt_stats(const struct uiw_rpc_svc *svc, struct uiw_rpc_xprt_st
     return 0;
 }
 
-CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
+/* The connection of xprt's call, for backward calls: NULL + errno (EINVAL: a foreign
+ * transport; EOPNOTSUPP: its client takes no backward calls). */
+static struct uiw__rr_conn *bc_conn(SVCXPRT *xprt)
 {
     if (!uiw_svc_is_rdma(xprt)) {
         errno = EINVAL;
         return NULL;
     }
     struct uiw__rpc_scall *s = xprt->xp_p1;
-    struct uiw__rr_conn *c = s->k.conn;
-    if (!uiw__rr_peer_takes_calls(c)) {
+    if (!uiw__rr_peer_takes_calls(s->k.conn)) {
         errno = EOPNOTSUPP;
         return NULL;
     }
-    return uiw__rpc_bc_create(c, prog, vers, s->resp->threshold);
+    return s->k.conn;
+}
+
+CLIENT *uiw_svc_bc_create(SVCXPRT *xprt, rpcprog_t prog, rpcvers_t vers)
+{
+    struct uiw__rr_conn *c = bc_conn(xprt);
+    if (!c)
+        return NULL;
+    struct uiw__rpc_scall *s = xprt->xp_p1;
+    return uiw__rpc_bc_create(c, prog, vers, s->resp->threshold, 0);
+}
+
+CLIENT *uiw__rpc_svc_bc_raw(SVCXPRT *xprt, unsigned max_calls)
+{
+    struct uiw__rr_conn *c = max_calls ? bc_conn(xprt) : NULL;
+    if (!max_calls)
+        errno = EINVAL;
+    /* raw calls carry no DDP data: the program and version are in their messages */
+    return c ? uiw__rpc_bc_create(c, 0, 0, 0, max_calls) : NULL;
+}
+
+void *uiw__rpc_svc_conn_data(SVCXPRT *xprt, void *(*make)(void *arg, SVCXPRT *xprt), void *arg)
+{
+    if (!uiw_svc_is_rdma(xprt))
+        return NULL;
+    struct uiw__rpc_scall *k = xprt->xp_p1;
+    struct uiw__rr_conn *c = k->k.conn;
+    struct uiw_rpc_svc *s = c->owner;
+    pthread_mutex_lock(&s->data_lock);
+    void *d = c->svc_data;
+    if (!d && !c->svc_data_ended && make)
+        d = c->svc_data = make(arg, xprt);
+    pthread_mutex_unlock(&s->data_lock);
+    return d;
+}
+
+int uiw__rpc_svc_conn_ended(struct uiw_rpc_svc *svc, void (*ended)(void *data))
+{
+    if (!svc)
+        return -EINVAL;
+    if (atomic_load(&svc->running))
+        return -EBUSY;
+    svc->data_ended = ended;
+    return 0;
 }
 
 struct uiw__rr_dev *uiw__rpc_svc_dev(struct uiw_rpc_svc *svc)

@@ -357,6 +357,10 @@ struct uiw__rr_conn {
     struct uiw__rr_wrid ignore;
     struct uiw__rr_listener *owner_listener; /* server connections */
     struct uiw__rr_conn *lnext;
+    /* The server program's data of this connection (uiw__rpc_svc_conn_data), and whether
+     * the connection was drained (its data handed back): under the server's lock. */
+    void *svc_data;
+    bool svc_data_ended;
     struct uiw__rr_call *read_wait; /* calls waiting for send queue room to pull */
     /* Replies waiting for send queue room (under lock): the leader posts them as room
      * frees (uiw__rr_replies_waiting), so that no thread waits for it. */
