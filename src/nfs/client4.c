@@ -128,8 +128,9 @@ struct uiw__nfs4c {
     uint32_t cb_prog;  /* the callback program served (0: no back channel) */
     int back_chan;     /* the server bound the connection to the back channel */
     struct cb_slot cb[CB_SLOTS];
-    unsigned cb_runs; /* back-channel operations run (a retry answered from its slot: not) */
-    int returning;    /* DELEGRETURNs going out (not again from inside them) */
+    unsigned cb_runs;   /* back-channel operations run (a retry answered from its slot: not) */
+    uint32_t seq_flags; /* the last SEQUENCE's sr_status_flags */
+    int returning;      /* DELEGRETURNs going out (not again from inside them) */
     /* COMPOUNDs in flight on slots 1.. (busy); slot 0 is the synchronous
      * calls', which may go while these are out (a call in flight's reply is taken while
      * a synchronous call waits) */
@@ -431,8 +432,10 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
         nfs_resop4 *r0 = res_at(cr, 0);
         nfsstat4 st = cr->r.status;
         s->last_ms = now_ms();
-        if (r0 && st_of(r0) == NFS4_OK)
+        if (r0 && st_of(r0) == NFS4_OK) {
             s->seq[0]++; /* the slot moved on, whatever the operations after did */
+            s->seq_flags = r0->nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4.sr_status_flags;
+        }
         if (st == NFS4_OK)
             return 0;
         if (st == NFS4ERR_DELAY && attempt < DELAY_TRIES) {
@@ -1782,6 +1785,19 @@ static nfsstat4 cb_op(struct uiw__nfs_client *c, const nfs_cb_argop4 *a)
 {
     struct uiw__nfs4c *s = c->v4;
     s->cb_runs++;
+    if (a->argop == OP_CB_RECALL_ANY) {
+        /* RFC 8881 section 20.6: the delegations beyond craa_objects_to_keep go back
+         * (DELEGRETURN before the next COMPOUND) when the mask names delegations */
+        const CB_RECALL_ANY4args *ra = &a->nfs_cb_argop4_u.opcbrecall_any;
+        uint32_t mask = ra->craa_type_mask.bitmap4_len ? ra->craa_type_mask.bitmap4_val[0] : 0;
+        if (!(mask & (1u << RCA4_TYPE_MASK_RDATA_DLG | 1u << RCA4_TYPE_MASK_WDATA_DLG)))
+            return NFS4_OK; /* nothing of those types is held */
+        uint32_t kept = 0;
+        for (unsigned i = 0; i < s->nopens; i++)
+            if (s->opens[i].has_deleg && kept++ >= ra->craa_objects_to_keep)
+                s->opens[i].recalled = 1;
+        return NFS4_OK;
+    }
     if (a->argop != OP_CB_RECALL)
         return NFS4ERR_NOTSUPP; /* no layouts, notifications, ... asked for */
     const CB_RECALL4args *r = &a->nfs_cb_argop4_u.opcbrecall;
@@ -1903,6 +1919,16 @@ int uiw__nfs4c_session(const struct uiw__nfs_client *c, char id[16])
 unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c)
 {
     return c->v4 ? c->v4->cb_runs : 0;
+}
+
+uint32_t uiw__nfs4c_seq_flags(const struct uiw__nfs_client *c)
+{
+    return c->v4 ? c->v4->seq_flags : 0;
+}
+
+uint64_t uiw__nfs4c_clientid(const struct uiw__nfs_client *c)
+{
+    return c->v4 ? c->v4->cid : 0;
 }
 
 #if UIW_NFS_HAVE_RDMA

@@ -122,6 +122,10 @@ int uiw__nfs4c_cb_compound(struct uiw__nfs_client *c, const struct CB_COMPOUND4a
 int uiw__nfs4c_session(const struct uiw__nfs_client *c, char id[16]);
 /* Back-channel operations run (not those answered from a slot). */
 unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c);
+/* The last SEQUENCE's sr_status_flags (SEQ4_STATUS_*; 0 before the first). */
+uint32_t uiw__nfs4c_seq_flags(const struct uiw__nfs_client *c);
+/* The client id EXCHANGE_ID gave (0: none yet). */
+uint64_t uiw__nfs4c_clientid(const struct uiw__nfs_client *c);
 
 int uiw__nfs4c_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                        uiw__nfs_dirent_fn fn, void *arg);
