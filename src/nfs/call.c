@@ -311,7 +311,9 @@ int uiw__nfs_xprt_is_tcp(SVCXPRT *xprt)
 
 struct uiw__nfs4_conn *uiw__nfs_xprt_conn4(SVCXPRT *xprt)
 {
-    return uiw__nfs_xprt_is_tcp(xprt) ? ((struct tcall *)xprt->xp_p1)->conn4 : NULL;
+    if (uiw__nfs_xprt_is_tcp(xprt))
+        return ((struct tcall *)xprt->xp_p1)->conn4;
+    return uiw__nfs_rdma_conn4(xprt);
 }
 
 void *uiw__nfs_tcp_getbuf(SVCXPRT *xprt, size_t len)

@@ -2,9 +2,10 @@
  * The NFSv4.1 back channel (RFC 8881 sections 2.10.3.1, 2.10.6.3, 18.33, 18.34, 20):
  * callbacks from uiw-nfsd to its clients on the connections they bound to their sessions.
  *
- * A transport makes a uiw__nfs4_conn for each connection that can carry backward calls
- * (TCP: calls go out on the connection the client opened, and its REPLY records come
- * back on it, RFC 8881 section 2.10.3.1). CREATE_SESSION with CONN_BACK_CHAN and
+ * A transport makes a uiw__nfs4_conn for each connection that can carry backward calls:
+ * calls go out on the connection the client opened, and their replies come back on it
+ * (RFC 8881 section 2.10.3.1): TCP's REPLY records, or RPC-over-RDMA's backward direction
+ * (RFC 8167; rdma.c). CREATE_SESSION with CONN_BACK_CHAN and
  * BIND_CONN_TO_SESSION make a connection the session's back channel; a CB_NULL probes it
  * at once (as knfsd does), and a probe or callback that fails or goes unanswered for the
  * timeout marks the path down: SEQUENCE then says CB_PATH_DOWN_SESSION, and the client
@@ -122,6 +123,11 @@ struct uiw__nfs4_conn *uiw__nfs4_conn_new(const struct uiw__nfs4_conn_ops *ops, 
     cn->tp = tp;
     cn->refs = 1;
     return cn;
+}
+
+int uiw__nfs4_conn_rdma(const struct uiw__nfs4_conn *cn)
+{
+    return cn && cn->ops->rdma;
 }
 
 static void conn_unref(struct uiw__nfs4_conn *cn)
@@ -715,7 +721,10 @@ nfsstat4 uiw__nfs4_bind_conn(struct uiw__nfs4_state *st, struct uiw__nfs4_conn *
                    : a->bctsa_dir == CDFC4_BACK ? CDFS4_BACK
                    : back                       ? CDFS4_BOTH
                                                 : CDFS4_FORE;
-    r->bctsr_use_conn_in_rdma_mode = FALSE; /* no RDMA mode for a TCP connection */
+    /* RDMA mode (section 18.34.3) is what an RPC-over-RDMA connection is in from its
+     * start: asked for there, it holds; a TCP connection is never stepped up to it */
+    r->bctsr_use_conn_in_rdma_mode =
+        a->bctsa_use_conn_in_rdma_mode && uiw__nfs4_conn_rdma(cn) ? TRUE : FALSE;
     uiw__nfs4_cb_put(cb, 0);
     return st4;
 }

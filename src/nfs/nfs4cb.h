@@ -12,19 +12,26 @@
 
 /* ---- the transports' side ---- */
 
-/* A connection that can carry backward calls, made by its transport (tcp.c) and held by
- * the sessions bound to it. */
+/* A connection that can carry backward calls, made by its transport (tcp.c; rdma.c: the
+ * RPC-over-RDMA backward direction, RFC 8167) and held by the sessions bound to it. */
 struct uiw__nfs4_conn;
 
 struct uiw__nfs4_conn_ops {
-    /* Send one RPC call record (its record mark first) without blocking: 0, or -errno
-     * (the connection is gone or cannot take it). Called under the callbacks' lock. */
+    /* Send one RPC call record (its record mark first: a transport that frames messages
+     * itself leaves it out) without blocking: 0, or -errno (the connection is gone or
+     * cannot take it). Called under the callbacks' lock: it must not wait for, nor call,
+     * uiw__nfs4_conn_reply. */
     int (*send)(void *tp, const char *rec, size_t len);
+    /* An RPC-over-RDMA connection: in RDMA mode from its start (CREATE_SESSION's
+     * CONN_RDMA, BIND_CONN_TO_SESSION's use_conn_in_rdma_mode). */
+    int rdma;
 };
 
 /* A new connection of the transport tp (one reference, the transport's). NULL: no
  * memory (the connection then carries no callbacks). */
 struct uiw__nfs4_conn *uiw__nfs4_conn_new(const struct uiw__nfs4_conn_ops *ops, void *tp);
+/* Whether cn is an RPC-over-RDMA connection (0 for NULL). */
+int uiw__nfs4_conn_rdma(const struct uiw__nfs4_conn *cn);
 /* A REPLY record that came on the connection (the record mark left out): matched to the
  * call sent on it by its xid; anything else is counted and dropped. */
 void uiw__nfs4_conn_reply(struct uiw__nfs4_conn *cn, const char *rec, size_t len);

@@ -466,6 +466,10 @@ nfsstat4 uiw__nfs4_create_session(struct uiw__nfs4_state *st, const struct uiw__
     if ((a->csa_flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN) &&
         uiw__nfs4_cb_bind(ses->cb, conn) == 0)
         r->csr_flags = CREATE_SESSION4_FLAG_CONN_BACK_CHAN;
+    /* RDMA mode (section 18.36.3): an RPC-over-RDMA connection is in it from its start,
+     * so asked for there it holds; a TCP connection is never stepped up to it */
+    if ((a->csa_flags & CREATE_SESSION4_FLAG_CONN_RDMA) && uiw__nfs4_conn_rdma(conn))
+        r->csr_flags |= CREATE_SESSION4_FLAG_CONN_RDMA;
     r->csr_fore_chan_attrs = ses->fore;
     r->csr_back_chan_attrs = ses->back;
     clp->last = *r;

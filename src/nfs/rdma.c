@@ -5,12 +5,22 @@
  * memory of the server's pool) and WRITE payloads by RDMA Read into registered buffers
  * that are pwritten from where they landed (uiw_xdr_bytes); long READDIR replies go in
  * the client's Reply chunk. Built when the RPC layer is (UIW_NFS_HAVE_RDMA).
+ *
+ * NFSv4.1 callbacks go on the backward direction of the client's own connection (RFC
+ * 8167; Version One inline only, Version Two as the client's BRS says): each connection
+ * a CREATE_SESSION or BIND_CONN_TO_SESSION comes on gets a back-channel record
+ * (nfs4cb.h) the first time, whose calls the RPC layer sends as nfs4cb encoded them
+ * (uiw__rpc_bc_send_raw: the peer's backward credits respected, never waiting) and whose
+ * replies it hands back on the thread that received them, matched by XID in nfs4cb as
+ * over TCP. When the connection ends, the RPC layer fails its calls in flight and then
+ * tells us (uiw__rpc_svc_conn_ended): the record is closed, once, and let go.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nfs/nfs4cb.h"
 #include "nfs/server.h"
 #include "nfs/xdr_data.h"
 #include "rpc/drc.h"
@@ -36,6 +46,70 @@ static void nfs3_rdma(struct svc_req *rq, SVCXPRT *xprt)
 static void nfs4_rdma(struct svc_req *rq, SVCXPRT *xprt)
 {
     uiw__nfs4_dispatch(served, rq, xprt);
+}
+
+/* ---- the back channel ---- */
+
+/* Backward calls one connection has at once at most: a session's callbacks waiting or
+ * in flight (nfs4cb's WAITING_MAX); beyond the peer's credits the transport queues them. */
+#define BC_CALLS 64
+
+/* One connection's back channel: nfs4cb's record, and the RPC layer's sender. */
+struct bchan {
+    struct uiw__nfs4_conn *cn;
+    CLIENT *bc;
+};
+
+static void bc_reply(void *arg, int status, const void *reply, uint32_t len)
+{
+    struct bchan *b = arg;
+    /* a call that failed (its connection ended) waits in nfs4cb for another */
+    if (status == 0)
+        uiw__nfs4_conn_reply(b->cn, reply, len);
+}
+
+static int bc_send(void *tp, const char *rec, size_t len)
+{
+    struct bchan *b = tp;
+    if (len < 4 || len - 4 > UINT32_MAX)
+        return -EINVAL;
+    /* RPC-over-RDMA frames messages itself: the record mark stays out */
+    return uiw__rpc_bc_send_raw(b->bc, rec + 4, (uint32_t)(len - 4), bc_reply, b);
+}
+
+static const struct uiw__nfs4_conn_ops bc_ops = {.send = bc_send, .rdma = 1};
+
+static void *bc_make(void *arg, SVCXPRT *xprt)
+{
+    (void)arg;
+    struct bchan *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    /* NULL when the client takes no backward calls (Version Two, BRS NONE) */
+    b->bc = uiw__rpc_svc_bc_raw(xprt, BC_CALLS);
+    b->cn = b->bc ? uiw__nfs4_conn_new(&bc_ops, b) : NULL;
+    if (!b->cn) {
+        if (b->bc)
+            clnt_destroy(b->bc);
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static void bc_ended(void *data)
+{
+    struct bchan *b = data;
+    uiw__nfs4_conn_closed(b->cn); /* its callbacks wait for another connection */
+    uiw__nfs4_conn_put(b->cn);
+    clnt_destroy(b->bc);
+    free(b);
+}
+
+struct uiw__nfs4_conn *uiw__nfs_rdma_conn4(SVCXPRT *xprt)
+{
+    struct bchan *b = served && served->nfs4 ? uiw__rpc_svc_conn_data(xprt, bc_make, NULL) : NULL;
+    return b ? b->cn : NULL;
 }
 
 /* --max-connections bounds both transports together: a connection request over it is
@@ -129,6 +203,8 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
     int rc = uiw_rpc_svc_register(r->svc, 100003, 3, nfs3_rdma);
     if (rc == 0 && s->nfs4)
         rc = uiw_rpc_svc_register(r->svc, 100003, 4, nfs4_rdma);
+    if (rc == 0 && s->nfs4)
+        rc = uiw__rpc_svc_conn_ended(r->svc, bc_ended);
     if (rc == 0)
         rc = uiw__rpc_svc_admission(r->svc, admit, gone, s);
     if (rc == 0)
@@ -214,6 +290,12 @@ int uiw__nfs_xprt_is_rdma(SVCXPRT *xprt)
 {
     (void)xprt;
     return 0;
+}
+
+struct uiw__nfs4_conn *uiw__nfs_rdma_conn4(SVCXPRT *xprt)
+{
+    (void)xprt;
+    return NULL;
 }
 
 void *uiw__nfs_xprt_getbuf(SVCXPRT *xprt, size_t len)

@@ -419,8 +419,12 @@ struct uiw__nfs_peer {
 /* Is xprt a call's of this TCP service, and its memory for a READ's payload. */
 int uiw__nfs_xprt_is_tcp(SVCXPRT *xprt);
 /* The connection of xprt's call as an NFSv4.1 back channel (NULL: its transport carries
- * no callbacks). */
+ * no callbacks): a TCP connection's, or an RPC-over-RDMA one's (uiw__nfs_rdma_conn4). */
 struct uiw__nfs4_conn *uiw__nfs_xprt_conn4(SVCXPRT *xprt);
+/* An RPC-over-RDMA call's connection as a back channel (rdma.c): made the first time it
+ * is asked for on that connection, closed when the connection ends. NULL: not such a
+ * call, NFSv4 not served, a client that takes no backward calls, or no memory. */
+struct uiw__nfs4_conn *uiw__nfs_rdma_conn4(SVCXPRT *xprt);
 void *uiw__nfs_tcp_getbuf(SVCXPRT *xprt, size_t len);
 
 /* Run one call; 1 with the reply in *out (its buffers the caller's, freed by

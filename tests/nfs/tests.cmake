@@ -18,7 +18,9 @@ file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/nfs/test_rdma.c uiw_nfs_rdma_lines
      REGEX "^TEST\\(rdma_[A-Za-z0-9_]+\\)")
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/nfs/test_conns.c uiw_nfs_conns_lines
      REGEX "^TEST\\([a-z]+_[A-Za-z0-9_]+\\)")
-list(APPEND uiw_nfs_rdma_lines ${uiw_nfs_conns_lines})
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/nfs/test_nfs4_cb_rdma.c uiw_nfs_cb_rdma_lines
+     REGEX "^TEST\\(rdma_[A-Za-z0-9_]+\\)")
+list(APPEND uiw_nfs_rdma_lines ${uiw_nfs_conns_lines} ${uiw_nfs_cb_rdma_lines})
 set(uiw_nfs_rdma_tests)
 foreach(line ${uiw_nfs_rdma_lines})
   string(REGEX REPLACE "^TEST\\(([A-Za-z0-9_]+)\\).*" "nfs.\\1" t "${line}")

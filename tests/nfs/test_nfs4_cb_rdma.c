@@ -1,0 +1,319 @@
+/*
+ * uiw-nfsd's NFSv4.1 back channel over RPC-over-RDMA (RFC 8167): uiw-nfs mounts with
+ * ?transport=rdma&version=4.1, in Version Two and in Version One, and serves the
+ * callbacks on its own connection. CREATE_SESSION with CONN_BACK_CHAN gets a CB_NULL
+ * probe over the backward direction; once the client answered it, the server counts the
+ * back channel up and SEQUENCE says nothing of CB_PATH_DOWN. A CB_RECALL and a
+ * CB_RECALL_ANY started through the server's API (as delegation recalls are) go as
+ * CB_COMPOUNDs (CB_SEQUENCE first) on the backward direction, the client runs them, and
+ * its results reach the API's completions; the transport's counters show them as
+ * backward calls sent and answered. A capture of the Version One connection decodes in
+ * tshark's RPC-over-RDMA and NFS CB dissectors: the CB_NULL, and the CB_COMPOUND of
+ * CB_SEQUENCE and CB_RECALL with its reply. The tests exit 77 (skipped) in a build
+ * without the RPC layer.
+ */
+#include <errno.h>
+#include <glob.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "interop.h"
+#include "nfs/client_int.h"
+#include "nfs/exports.h"
+#include "nfs/nfs4cb.h"
+#include "nfs/nfs4state.h"
+#include "nfs/server.h"
+#include "nfs4.h"
+#include "nfs_util.h"
+#include "relay.h"
+#include "test.h"
+
+#if UIW_NFS_HAVE_RDMA
+#include <uiw/rpc.h>
+
+/* A server exporting "/" read-only with NFSv4 on, over TCP and RDMA (free ports; both
+ * versions of RPC-over-RDMA). */
+static void start(struct srv *v)
+{
+    memset(v, 0, sizeof(*v));
+    snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs4-cb-rdma.XXXXXX");
+    CHECK(mkdtemp(v->dir) != NULL);
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.no_root_squash = 1;
+    o.nfs4 = 1;
+    o.addr = "127.0.0.1";
+    o.tcp_port = 0;
+    o.mount_port = 0;
+    o.rdma_port = 0;
+    struct uiw__nfs_xtable t;
+    char err[512];
+    if (uiw__nfs_exports_parse("/ 127.0.0.1(ro,no_root_squash,insecure)\n", "exports", &t, err,
+                               sizeof(err)) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    v->s = uiw__nfsd_create(&o);
+    CHECK(v->s != NULL);
+    if (uiw__nfsd_add_exports(v->s, &t, err, sizeof(err)) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    CHECK_EQ(uiw__nfsd_start(v->s), 0);
+    /* callbacks unanswered for 5 s count as a path down (the default) */
+    uiw__nfs4_cb_set_timeout(uiw__nfs4_state_cbs(v->s->nfs4), 5000, 20000);
+}
+
+/* uiw-nfs over RPC-over-RDMA Version rpcrdma to port (0: the server's). */
+static struct uiw__nfs_client *client(const struct srv *v, int rpcrdma, int port)
+{
+    char url[700], err[512];
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?transport=rdma&version=4.1%s",
+             port ? port : uiw__nfsd_port(v->s, UIW__NFSD_RDMA), v->dir,
+             rpcrdma == 1 ? "&rpcrdma=1" : "");
+    struct uiw__nfs_url u;
+    CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&u, 0, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "rdma client: %s", err);
+    CHECK_STR(uiw__nfs_client_transport(c), rpcrdma == 1 ? "rdma-v1" : "rdma-v2");
+    return c;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Drive c until the server has its back channel up (the CB_NULL probe answered). */
+static void wait_up(struct srv *v, struct uiw__nfs_client *c)
+{
+    clientid4 cid = uiw__nfs4c_clientid(c);
+    CHECK(cid != 0);
+    int64_t until = now_ms() + 10000;
+    while (!uiw__nfs4_cb_client_up(v->s->nfs4, cid)) {
+        if (now_ms() > until)
+            uiw_test_fail(__FILE__, __LINE__, "the back channel never came up");
+        CHECK(uiw_rpc_clnt_poll(c->nfs, 20) >= 0);
+    }
+}
+
+/* A callback's completion. */
+struct result {
+    pthread_mutex_t lk;
+    int done;
+    nfsstat4 status;
+};
+
+static void on_done(void *arg, nfsstat4 status)
+{
+    struct result *r = arg;
+    pthread_mutex_lock(&r->lk);
+    r->done++;
+    r->status = status;
+    pthread_mutex_unlock(&r->lk);
+}
+
+/* Drive c until r completed: its status. */
+static nfsstat4 wait_done(struct uiw__nfs_client *c, struct result *r)
+{
+    int64_t until = now_ms() + 10000;
+    for (;;) {
+        pthread_mutex_lock(&r->lk);
+        int done = r->done;
+        nfsstat4 st = r->status;
+        pthread_mutex_unlock(&r->lk);
+        if (done) {
+            CHECK_EQ(done, 1);
+            return st;
+        }
+        if (now_ms() > until)
+            uiw_test_fail(__FILE__, __LINE__, "the callback never completed");
+        CHECK(uiw_rpc_clnt_poll(c->nfs, 20) >= 0);
+    }
+}
+
+/* GETATTR of the client's root through a SEQUENCE: the status flags it came with. */
+static uint32_t sequence_flags(struct uiw__nfs_client *c)
+{
+    fattr3 a;
+    int rc = uiw__nfs_getattr(c, uiw__nfs_client_root(c), &a);
+    if (rc != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s", uiw__nfs_errtext(c, rc));
+    CHECK_EQ(a.type, NF3DIR);
+    return uiw__nfs4c_seq_flags(c);
+}
+
+#define PATH_DOWN (SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION)
+
+/* The probe, a CB_RECALL and a CB_RECALL_ANY over the connection of a client speaking
+ * RPC-over-RDMA Version rpcrdma; the counters of both sides. */
+static void callbacks(int rpcrdma)
+{
+    struct srv sv;
+    struct srv *v = &sv;
+    start(v);
+    struct uiw__nfs_client *c = client(v, rpcrdma, 0);
+    wait_up(v, c);
+    CHECK_EQ(sequence_flags(c) & PATH_DOWN, 0);
+    clientid4 cid = uiw__nfs4c_clientid(c);
+    unsigned runs = uiw__nfs4c_cb_runs(c);
+    /* CB_RECALL of a delegation the client does not hold: NFS4ERR_BADHANDLE, its answer
+     * (RFC 8881 section 20.2.3) */
+    stateid4 sid;
+    memset(&sid, 0, sizeof(sid));
+    sid.seqid = 1;
+    memset(sid.other, 0x5a, sizeof(sid.other));
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    nfs_fh4 fh = {root->len, (char *)(uintptr_t)root->data};
+    struct result r1 = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    CHECK_EQ(uiw__nfs4_cb_recall(v->s->nfs4, cid, &sid, &fh, 0, on_done, &r1), 0);
+    CHECK_EQ(wait_done(c, &r1), NFS4ERR_BADHANDLE);
+    CHECK_EQ(uiw__nfs4c_cb_runs(c), runs + 1);
+    /* CB_RECALL_ANY of read delegations, none to keep: done (it holds none) */
+    struct result r2 = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    CHECK_EQ(
+        uiw__nfs4_cb_recall_any(v->s->nfs4, cid, 0, 1u << RCA4_TYPE_MASK_RDATA_DLG, on_done, &r2),
+        0);
+    CHECK_EQ(wait_done(c, &r2), NFS4_OK);
+    CHECK_EQ(uiw__nfs4c_cb_runs(c), runs + 2);
+    CHECK_EQ(sequence_flags(c) & PATH_DOWN, 0);
+    /* the server's counters: the probe and two callbacks sent, each answered */
+    struct uiw__nfsd_cb_counts n;
+    CHECK_EQ(uiw__nfsd_cb_counts(v->s, &n), 0);
+    if (n.sent != 3)
+        uiw_test_fail(__FILE__, __LINE__,
+                      "callbacks: %llu sent, %llu resent, %llu replies, %llu errors, %llu "
+                      "timeouts, %llu dropped",
+                      (unsigned long long)n.sent, (unsigned long long)n.resent,
+                      (unsigned long long)n.replies, (unsigned long long)n.errors,
+                      (unsigned long long)n.timeouts, (unsigned long long)n.dropped);
+    CHECK_EQ(n.replies, 3);
+    CHECK_EQ(n.recalls, 1);
+    CHECK_EQ(n.timeouts, 0);
+    CHECK_EQ(n.dropped, 0);
+    CHECK_EQ(n.errors, 1); /* the BADHANDLE */
+    /* ... as backward calls of the transport: sent by the server, run by the client */
+    struct uiw_rpc_xprt_stats ss, cs;
+    CHECK_EQ(uiw__nfsd_xprt_stats(v->s, &ss), 0);
+    CHECK_EQ(ss.calls_sent, 3);
+    CHECK_EQ(ss.replies_received, 3);
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c->nfs, &cs), 0);
+    CHECK_EQ(cs.calls_received, 3);
+    CHECK_EQ(cs.replies_sent, 3);
+    uiw__nfs_client_close(c);
+    srv_stop(v);
+}
+
+#endif
+
+TEST(rdma_nfs4_callbacks_v2)
+{
+#if UIW_NFS_HAVE_RDMA
+    callbacks(2);
+#else
+    SKIP("a build without the RPC layer");
+#endif
+}
+
+TEST(rdma_nfs4_callbacks_v1)
+{
+#if UIW_NFS_HAVE_RDMA
+    callbacks(1);
+#else
+    SKIP("a build without the RPC layer");
+#endif
+}
+
+/* A connection that ends takes the back channel with it, once: the session says
+ * CB_PATH_DOWN until a connection is bound again. */
+TEST(rdma_nfs4_callbacks_conn_lost)
+{
+#if UIW_NFS_HAVE_RDMA
+    struct srv v;
+    start(&v);
+    struct relay *rl = relay_start(uiw__nfsd_port(v.s, UIW__NFSD_RDMA));
+    struct uiw__nfs_client *c = client(&v, 2, relay_port(rl));
+    wait_up(&v, c);
+    char id[16];
+    CHECK_EQ(uiw__nfs4c_session(c, id), 0);
+    struct uiw__nfs4_cb *cb = uiw__nfs4_session_cb(v.s->nfs4, id);
+    CHECK(cb != NULL);
+    CHECK_EQ(uiw__nfs4_cb_flags(cb), 0);
+    CHECK(uiw__nfs4_cb_up(cb));
+    /* reset under both ends: the server's side of it ends */
+    relay_cut_all(rl);
+    int64_t until = now_ms() + 10000;
+    while (uiw__nfs4_cb_flags(cb) == 0) {
+        if (now_ms() > until)
+            uiw_test_fail(__FILE__, __LINE__, "the back channel never went down");
+        usleep(10000);
+    }
+    CHECK_EQ(uiw__nfs4_cb_flags(cb), SEQ4_STATUS_CB_PATH_DOWN_SESSION);
+    CHECK(!uiw__nfs4_cb_up(cb));
+    CHECK(!uiw__nfs4_cb_client_up(v.s->nfs4, uiw__nfs4c_clientid(c)));
+    /* the client's next COMPOUND goes on a new connection, and hears of it */
+    CHECK(sequence_flags(c) & SEQ4_STATUS_CB_PATH_DOWN_SESSION);
+    uiw__nfs4_cb_put(cb, 0);
+    uiw__nfs_client_close(c);
+    relay_stop(rl);
+    srv_stop(&v);
+#else
+    SKIP("a build without the RPC layer");
+#endif
+}
+
+/* The Version One connection captured (UIW_PCAP_DIR): tshark decodes the backward calls
+ * (the CB_NULL, the CB_COMPOUND of CB_SEQUENCE and CB_RECALL) and their replies. */
+TEST(rdma_nfs4_callbacks_tshark)
+{
+#if UIW_NFS_HAVE_RDMA
+    need_tshark();
+    struct srv v;
+    start(&v);
+    char dir[512];
+    it_tmpdir(dir, sizeof(dir), "nfs4cbrdma");
+    CHECK_EQ(setenv("UIW_PCAP_DIR", dir, 1), 0);
+    struct uiw__nfs_client *c = client(&v, 1, 0);
+    CHECK_EQ(unsetenv("UIW_PCAP_DIR"), 0);
+    wait_up(&v, c);
+    stateid4 sid;
+    memset(&sid, 0, sizeof(sid));
+    memset(sid.other, 0x5a, sizeof(sid.other));
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    nfs_fh4 fh = {root->len, (char *)(uintptr_t)root->data};
+    struct result r = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    CHECK_EQ(uiw__nfs4_cb_recall(v.s->nfs4, uiw__nfs4c_clientid(c), &sid, &fh, 1, on_done, &r), 0);
+    CHECK_EQ(wait_done(c, &r), NFS4ERR_BADHANDLE);
+    uiw__nfs_client_close(c);
+    int port = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
+    srv_stop(&v);
+    /* the client's capture: the one whose remote end is the server's RDMA port */
+    char pat[700];
+    snprintf(pat, sizeof(pat), "%s/uiw-*-127.0.0.1_*-127.0.0.1_%d.pcap", dir, port);
+    glob_t g;
+    CHECK_EQ(glob(pat, 0, NULL, &g), 0);
+    CHECK_EQ(g.gl_pathc, 1);
+    const char *pcap = g.gl_pathv[0];
+    CHECK_EQ(it_tshark_malformed(pcap, NULL), 0);
+    /* the backward calls, program NFS4_CALLBACK + 0 of the client, version 1: CB_NULL (0)
+     * and CB_COMPOUND (1), each called and answered */
+    char *o = it_tshark_fields(pcap, "rpc.program == 0x40000000", "rpc.msgtyp rpc.procedure");
+    if (it_count_lines(o, "0|0") != 1 || it_count_lines(o, "0|1") != 1 ||
+        it_count_lines(o, "1|0") != 1 || it_count_lines(o, "1|1") != 1)
+        uiw_test_fail(__FILE__, __LINE__, "the backward calls in %s:\n%s", pcap, o);
+    free(o);
+    /* the CB_COMPOUND and its reply: CB_SEQUENCE (11) then CB_RECALL (4), in Version One
+     * RDMA_MSG messages */
+    o = it_tshark_fields(pcap, "nfs.cb.operation", "rpcordma.version nfs.cb.operation");
+    if (it_count_lines(o, "1|11,4") != 2)
+        uiw_test_fail(__FILE__, __LINE__, "the callbacks in %s:\n%s", pcap, o);
+    free(o);
+    globfree(&g);
+    it_rmtree(dir);
+#else
+    SKIP("a build without the RPC layer");
+#endif
+}
