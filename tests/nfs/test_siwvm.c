@@ -12,7 +12,8 @@
  *  - the same with NFSv4 (uiw-nfsd with version 4 on, its export mounted by its path,
  *    which NFSv4 finds under the pseudo root): over TCP with no version asked for, so that 4.2
  *    is negotiated (/proc/mounts says vers=4.2), and over RDMA with vers=4.1 and siw's
- *    mpa_crc_required=1 (vers=4.1);
+ *    mpa_crc_required=1 (vers=4.1), whose sessions' back channel is the connection's
+ *    backward direction: the server's CB_NULL probes go over RDMA and are answered;
  *  - NFSv4 locks, after each NFSv4 mount's changes: while the guest holds a flock of a
  *    file, `uiw-nfs lock` of it on this host waits, and holds it once the guest lets go;
  *  - meanwhile uiw-nfs on this host puts and gets files (--verify: SHA-256 of both ends)
@@ -34,6 +35,10 @@
 #include "interop.h"
 #include "nfs_util.h"
 #include "test.h"
+
+#if UIW_NFS_HAVE_RDMA
+#include <uiw/rpc.h>
+#endif
 
 /* uiw-nfs with options and a command (words), then one or two quoted arguments. */
 static int uiw_nfs(const char *words, const char *a, const char *b, char **out)
@@ -328,6 +333,20 @@ TEST(siwvm_kernel)
         check_client(&v, log, "crc", 0);
         check_client(&v, log, "v4r", 1);
         CHECK(strstr(log, "PROC v4r ") && strstr(strstr(log, "PROC v4r "), "vers=4.1"));
+#if UIW_NFS_HAVE_RDMA
+        /* the 4.1 mounts' back channel over RDMA (RFC 8167): the CB_NULL probe of each
+         * session went on the backward direction and the kernel answered it */
+        struct uiw_rpc_xprt_stats xs;
+        CHECK_EQ(uiw__nfsd_xprt_stats(v.s, &xs), 0);
+        if (xs.calls_sent < 1 || xs.replies_received != xs.calls_sent)
+            uiw_test_fail(__FILE__, __LINE__, "backward calls over RDMA: %llu sent, %llu answered",
+                          (unsigned long long)xs.calls_sent,
+                          (unsigned long long)xs.replies_received);
+        struct uiw__nfsd_cb_counts cn;
+        CHECK_EQ(uiw__nfsd_cb_counts(v.s, &cn), 0);
+        CHECK(cn.replies >= xs.replies_received);
+        CHECK_EQ(cn.dropped, 0);
+#endif
     }
     free(log);
     srv_stop(&v);
