@@ -21,6 +21,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "nfs/nfs4state.h"
 #include "nfs/server.h"
 #include "nfs/vfs.h"
 #include "nfs/xdr_data.h"
@@ -159,6 +160,15 @@ static void removed(struct call *c, const struct stat *st)
     uiw__vfs_forget(c->v.s, st->st_dev, st->st_ino);
 }
 
+/* Whether the file fd is delegated to an NFSv4 client: its recall sent, the change
+ * waits (NFS3ERR_JUKEBOX, as knfsd answers). */
+static int delegated(struct call *c, int fd)
+{
+    struct stat sb;
+    return c->v.s->nfs4 && fstat(fd, &sb) == 0 &&
+           uiw__nfs4_deleg_break(c->v.s->nfs4, sb.st_dev, sb.st_ino);
+}
+
 /* After the post-operation attributes. */
 static void change_end(struct call *c)
 {
@@ -220,6 +230,10 @@ static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
     if (r->status != NFS3_OK)
         return;
     change_begin(c, fd, -1, &w->before, NULL);
+    if (delegated(c, fd)) {
+        r->status = NFS3ERR_JUKEBOX;
+        goto out;
+    }
     if (a->guard.check) { /* against the ctime no other call changes now */
         const nfstime3 *g = &a->guard.sattrguard3_u.obj_ctime;
         const wcc_attr *b = &w->before.pre_op_attr_u.attributes;
@@ -407,6 +421,10 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
     }
     if (a->offset > (uint64_t)INT64_MAX - a->count) {
         r->status = NFS3ERR_FBIG; /* past what any file may hold */
+        goto out;
+    }
+    if (delegated(c, fd)) {
+        r->status = NFS3ERR_JUKEBOX;
         goto out;
     }
     dfd = uiw__vfs_get(&c->v, fd, O_WRONLY, &r->status, &of);
@@ -622,7 +640,9 @@ static nfsstat3 unlink_name(struct call *c, const diropargs3 *d, int flags, wcc_
     if (st == NFS3_OK) {
         struct stat sb;
         int known = fstatat(dfd, d->name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-        if (unlinkat(dfd, d->name, flags) != 0) {
+        if (known && uiw__nfs4_deleg_break(c->v.s->nfs4, sb.st_dev, sb.st_ino)) {
+            st = NFS3ERR_JUKEBOX;
+        } else if (unlinkat(dfd, d->name, flags) != 0) {
             st = uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
         } else {
             if (known)
@@ -679,7 +699,10 @@ static void p_rename(struct call *c, RENAME3args *a, RENAME3res *r)
     struct stat src, dst;
     int have_src = fstatat(fdir, a->from.name, &src, AT_SYMLINK_NOFOLLOW) == 0;
     int have_dst = fstatat(tdir, a->to.name, &dst, AT_SYMLINK_NOFOLLOW) == 0;
-    if (renameat(fdir, a->from.name, tdir, a->to.name) != 0) {
+    if ((have_src && uiw__nfs4_deleg_break(c->v.s->nfs4, src.st_dev, src.st_ino)) ||
+        (have_dst && uiw__nfs4_deleg_break(c->v.s->nfs4, dst.st_dev, dst.st_ino))) {
+        r->status = NFS3ERR_JUKEBOX;
+    } else if (renameat(fdir, a->from.name, tdir, a->to.name) != 0) {
         r->status = uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
     } else {
         if (have_dst && !(have_src && src.st_ino == dst.st_ino && src.st_dev == dst.st_dev))

@@ -28,6 +28,7 @@
  *     READ, WRITE, COMMIT, TEST_STATEID, FREE_STATEID; SAVEFH and RESTOREFH carry the
  *     current stateid with the current handle. A reply holds its READs' data.
  *   - byte-range locks (nfs4lock.c, their stateids nfs4stid.c): LOCK, LOCKT, LOCKU.
+ *   - delegations (nfs4deleg.c): read delegations granted by OPEN, DELEGRETURN.
  *   - minor version 2 (nfs4v42.c): SEEK, ALLOCATE, DEALLOCATE, COPY (within the server,
  *     synchronous), CLONE.
  * Every other operation gets NFS4ERR_NOTSUPP.
@@ -563,6 +564,9 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
     case OP_TEST_STATEID:
         st = uiw__nfs4_test_stateid(c, &a->nfs_argop4_u.optest_stateid,
                                     &r->nfs_resop4_u.optest_stateid.TEST_STATEID4res_u.tsr_resok4);
+        break;
+    case OP_DELEGRETURN:
+        st = uiw__nfs4_delegreturn(c, &v, &a->nfs_argop4_u.opdelegreturn);
         break;
     case OP_FREE_STATEID:
         st = uiw__nfs4_free_stateid(c, &a->nfs_argop4_u.opfree_stateid);

@@ -183,8 +183,8 @@ nfsstat4 uiw__nfs4_pseudo_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, con
 
 /* ---- open state (nfs4stid.c) and its operations (nfs4open.c) ---- */
 
-/* The stateids (and owners) one client may hold, opens' and locks': past it, OPEN and
- * LOCK get NFS4ERR_RESOURCE. */
+/* The stateids (and owners) one client may hold, opens', locks' and delegations': past
+ * it, OPEN and LOCK get NFS4ERR_RESOURCE (and OPEN no delegation). */
 #define UIW__NFS4_STIDS_MAX 4096u
 
 struct uiw__nfs4_stids;
@@ -298,6 +298,60 @@ nfsstat4 uiw__nfs4_sid_in(struct uiw__nfs4_c *c, const stateid4 *in, stateid4 *o
 void uiw__nfs4_sid_set(struct uiw__nfs4_c *c, const stateid4 *s);
 nfsstat4 uiw__nfs4_reg_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 other, int *fd,
                             struct uiw__nfs_export **ex, struct stat *sb);
+
+/* ---- delegations: their state (nfs4stid.c) ---- */
+
+struct uiw__nfs4_deleg_counts {
+    uint64_t granted, recalled, returned, revoked;
+};
+
+/* A delegation whose recall is to be sent: its holder, stateid and file handle. */
+struct uiw__nfs4_recall {
+    clientid4 cid;
+    stateid4 sid;
+    u_int fhlen;
+    char fh[UIW__NFS_FH_MAX];
+};
+
+/* A read delegation for client cid on (dev, ino), whose handle fh CB_RECALL names, after
+ * the OPEN that opened it there: NFS4_OK with its stateid in out; NFS4ERR_DELAY on
+ * contention (another client's open for writing, a recall under way, a delegation of cid
+ * there already); NFS4ERR_RESOURCE past the client's cap or without memory. */
+nfsstat4 uiw__nfs4_stid_deleg(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const nfs_fh4 *fh, stateid4 *out);
+/* The delegations of clients other than cid (0: an NFSv3 caller) on (dev, ino), which a
+ * change of the file conflicts with: how many there are, but for those whose recall
+ * started before before_ns (revoked now); those not recalled yet marked recalled at
+ * now_ns and given in out (at most n; *nout of them), for CB_RECALL. */
+unsigned uiw__nfs4_stid_deleg_conflict(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev,
+                                       ino_t ino, int64_t now_ns, int64_t before_ns,
+                                       struct uiw__nfs4_recall *out, unsigned n, unsigned *nout);
+/* Revoke the delegation sid (nothing if it went): off its file, kept as revoked until
+ * FREE_STATEID (TEST_STATEID, READ: NFS4ERR_DELEG_REVOKED) or its client goes. */
+void uiw__nfs4_stid_deleg_revoke(struct uiw__nfs4_stids *t, const stateid4 *sid);
+/* Revoke the delegations whose recall started before before_ns (any client's), then say
+ * whether client cid has a revoked one not freed (SEQ4_STATUS_RECALLABLE_STATE_REVOKED). */
+int uiw__nfs4_stid_deleg_revoked(struct uiw__nfs4_stids *t, clientid4 cid, int64_t before_ns);
+/* Whether `in` is a delegation of cid on (dev, ino) (NFS4ERR_BAD_STATEID, its seqid's
+ * errors, NFS4ERR_DELEG_REVOKED); DELEGRETURN (ret) frees it. */
+nfsstat4 uiw__nfs4_stid_deleg_check(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                                    const stateid4 *in, int ret);
+void uiw__nfs4_stid_deleg_counts(struct uiw__nfs4_stids *t, struct uiw__nfs4_deleg_counts *n);
+
+/* ---- delegations: when they are granted and recalled (nfs4deleg.c) ---- */
+
+/* OPEN's delegation (after its open of the file sb, the current handle the file's): a
+ * read delegation in *d when section 10.4's conditions hold (access READ alone by
+ * CLAIM_NULL or CLAIM_FH, want not WANT_NO_DELEG, the client's back channel up, no
+ * contention, delegations on); else 0, d untouched. */
+int uiw__nfs4_deleg_open(struct uiw__nfs4_c *c, const OPEN4args *a, const struct stat *sb,
+                         open_delegation4 *d);
+/* Whether a change of the file sb by this COMPOUND's client conflicts with another
+ * client's delegation: 1 (its recall sent once: answer NFS4ERR_DELAY), else 0. */
+int uiw__nfs4_deleg_conflict(struct uiw__nfs4_c *c, const struct stat *sb);
+/* DELEGRETURN (section 18.6). */
+nfsstat4 uiw__nfs4_delegreturn(struct uiw__nfs4_c *c, struct uiw__vfs *v,
+                               const DELEGRETURN4args *a);
 
 /* The operations of nfs4open.c, for run_op: operation i of the COMPOUND. */
 nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4args *a,

@@ -197,6 +197,8 @@ nfsstat4 uiw__nfs4_remove(struct uiw__nfs4_c *c, struct uiw__vfs *v, const REMOV
         struct stat sb;
         if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
             st = (nfsstat4)uiw__nfsd_errno(errno);
+        } else if (S_ISREG(sb.st_mode) && uiw__nfs4_deleg_conflict(c, &sb)) {
+            st = NFS4ERR_DELAY; /* another client's delegation, recalled */
         } else if (unlinkat(dfd, name, S_ISDIR(sb.st_mode) ? AT_REMOVEDIR : 0) != 0) {
             st = (nfsstat4)uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
         } else {
@@ -251,6 +253,9 @@ nfsstat4 uiw__nfs4_rename(struct uiw__nfs4_c *c, struct uiw__vfs *v, const RENAM
         int have_dst = fstatat(tdir, to, &dst, AT_SYMLINK_NOFOLLOW) == 0;
         if (!have_src) {
             st = NFS4ERR_NOENT;
+        } else if ((S_ISREG(src.st_mode) && uiw__nfs4_deleg_conflict(c, &src)) ||
+                   (have_dst && S_ISREG(dst.st_mode) && uiw__nfs4_deleg_conflict(c, &dst))) {
+            st = NFS4ERR_DELAY; /* another client's delegation, recalled */
         } else if (renameat(fdir, from, tdir, to) != 0) {
             int err = errno;
             /* a directory over a file or the other way, or over a directory that is not

@@ -9,14 +9,17 @@
  *     (the current file), NFS4ERR_GRACE in the grace period; CLAIM_PREVIOUS (the current
  *     file) in the grace period by a client of the last instance, else NFS4ERR_NO_GRACE
  *     (nfs4state.c's rule); the reclaims of delegations (CLAIM_DELEGATE_PREV,
- *     CLAIM_DELEG_PREV_FH) NFS4ERR_NO_GRACE (none was ever granted), a claim
- *     under a delegation (CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH) NFS4ERR_BAD_STATEID
- *     (no delegation is ever granted, so its stateid is none of ours). OPEN4_CREATE with
+ *     CLAIM_DELEG_PREV_FH) NFS4ERR_NOTSUPP, as knfsd (no delegation outlives the server);
+ *     an open under a delegation the client holds (CLAIM_DELEGATE_CUR: a name, as
+ *     CLAIM_NULL; CLAIM_DELEG_CUR_FH: the current file) with its stateid checked, not
+ *     refused in the grace period. OPEN4_CREATE with
  *     UNCHECKED4, GUARDED4, EXCLUSIVE4 and EXCLUSIVE4_1 (the verifier in the file's atime
  *     and mtime, as NFSv3's CREATE keeps it; EXCLUSIVE4_1's attributes applied to the file
  *     made); the createattrs taken are mode and size, any other NFS4ERR_ATTRNOTSUPP. The
  *     caller's read or write permission is checked on a file not made by this OPEN
- *     (NFS4ERR_ACCESS). No delegation: OPEN_DELEGATE_NONE, or OPEN_DELEGATE_NONE_EXT
+ *     (NFS4ERR_ACCESS). A read delegation as nfs4deleg.c grants it; an OPEN for writing
+ *     (or denying reads) of a file another client has delegated waits for its recall
+ *     (NFS4ERR_DELAY). No delegation: OPEN_DELEGATE_NONE, or OPEN_DELEGATE_NONE_EXT
  *     (WND4_NOT_WANTED, or WND4_CONTENTION) when the client said what it wants.
  *   - READ, WRITE, COMMIT: the stateid of an open of this client on the current file, or
  *     of a lock made from one (the open's access; NFS4ERR_OPENMODE: a WRITE through an
@@ -264,17 +267,20 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     case CLAIM_FH:
     case CLAIM_PREVIOUS:
         /* the current file (nothing to make); CLAIM_PREVIOUS the reclaim of an open of
-         * the last instance, in its grace period (a delegation is never granted, so
-         * none is reclaimed) */
+         * the last instance, in its grace period (not of its delegation: none outlives
+         * the server, so the reclaim gets none) */
         st = create ? NFS4ERR_INVAL
                     : uiw__nfs4_grace_check(c->s->nfs4, &c->ref, a->claim.claim == CLAIM_PREVIOUS);
         break;
     case CLAIM_DELEGATE_PREV:
     case CLAIM_DELEG_PREV_FH:
-        return NFS4ERR_NO_GRACE;
+        return NFS4ERR_NOTSUPP;
     case CLAIM_DELEGATE_CUR:
+        st = uiw__nfs4_name(&a->claim.open_claim4_u.delegate_cur_info.file, name);
+        break;
     case CLAIM_DELEG_CUR_FH:
-        return NFS4ERR_BAD_STATEID;
+        st = create ? NFS4ERR_INVAL : NFS4_OK;
+        break;
     default:
         return NFS4ERR_INVAL;
     }
@@ -289,7 +295,8 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     struct uiw__vfs_change ch = {0};
     struct stat sb, dsb;
     memset(&r->cinfo, 0, sizeof(r->cinfo));
-    if (a->claim.claim == CLAIM_NULL) {
+    int byname = a->claim.claim == CLAIM_NULL || a->claim.claim == CLAIM_DELEGATE_CUR;
+    if (byname) {
         st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex);
         if (st != NFS4_OK)
             return st;
@@ -306,7 +313,7 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
             r->cinfo.atomic = FALSE;
         uiw__vfs_end(&ch);
     } else {
-        st = uiw__nfs4_resolve(c, v, 0, &fd, &ex); /* CLAIM_FH, CLAIM_PREVIOUS */
+        st = uiw__nfs4_resolve(c, v, 0, &fd, &ex); /* by the current handle */
     }
     if (st != NFS4_OK)
         goto out;
@@ -332,6 +339,17 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
         if (st != NFS4_OK)
             goto out;
     }
+    if (a->claim.claim == CLAIM_DELEGATE_CUR || a->claim.claim == CLAIM_DELEG_CUR_FH) {
+        const stateid4 *d = a->claim.claim == CLAIM_DELEGATE_CUR
+                                ? &a->claim.open_claim4_u.delegate_cur_info.delegate_stateid
+                                : &a->claim.open_claim4_u.oc_delegate_stateid;
+        st = uiw__nfs4_stid_deleg_check(stids(c), client(c), sb.st_dev, sb.st_ino, d, 0);
+    } else if (((access & OPEN4_SHARE_ACCESS_WRITE) || (a->share_deny & OPEN4_SHARE_DENY_READ)) &&
+               uiw__nfs4_deleg_conflict(c, &sb)) {
+        st = NFS4ERR_DELAY;
+    }
+    if (st != NFS4_OK)
+        goto out;
     st = uiw__nfs4_stid_open(stids(c), client(c), &a->owner, sb.st_dev, sb.st_ino, access,
                              a->share_deny, &r->stateid);
     if (st == NFS4_OK && size.set && !made) {
@@ -348,7 +366,7 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     }
     if (st != NFS4_OK)
         goto out;
-    if (a->claim.claim == CLAIM_NULL) {
+    if (byname) {
         st = uiw__nfs4_issue(c, v, ex, dfd, name, fd); /* the current handle: the file */
         if (st != NFS4_OK) {
             uiw__nfs4_stid_close(stids(c), client(c), sb.st_dev, sb.st_ino, &r->stateid);
@@ -366,7 +384,8 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     r->attrset.bitmap4_len = set[1] ? 2 : set[0] ? 1 : 0;
     r->attrset.bitmap4_val = bits;
     r->rflags = OPEN4_RESULT_LOCKTYPE_POSIX; /* no OPEN_CONFIRM in 4.1 */
-    no_delegation(want, &r->delegation);
+    if (!uiw__nfs4_deleg_open(c, a, &sb, &r->delegation))
+        no_delegation(want, &r->delegation);
     set_sid(c, &r->stateid);
 out:
     if (fd >= 0)
@@ -440,6 +459,8 @@ nfsstat4 uiw__nfs4_io_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stat
     st = sid_in(c, in, &sid);
     if (st == NFS4_OK)
         st = uiw__nfs4_stid_io(stids(c), client(c), sb->st_dev, sb->st_ino, &sid, write);
+    if (st == NFS4_OK && write && uiw__nfs4_deleg_conflict(c, sb))
+        st = NFS4ERR_DELAY; /* another client's delegation, recalled */
     if (st != NFS4_OK) {
         close(*fd);
         *fd = -1;
@@ -454,6 +475,8 @@ nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *in,
     nfsstat4 st = sid_in(c, in, &sid);
     if (st == NFS4_OK)
         st = uiw__nfs4_stid_io(stids(c), client(c), sb->st_dev, sb->st_ino, &sid, 1);
+    if (st == NFS4_OK && uiw__nfs4_deleg_conflict(c, sb))
+        st = NFS4ERR_DELAY;
     return st;
 }
 

@@ -199,8 +199,9 @@ void uiw__nfs4_state_destroy(struct uiw__nfs4_state *st)
     while (st->clients)
         drop_client(st, st->clients);
     pthread_mutex_unlock(&st->lock);
-    uiw__nfs4_stids_destroy(st->stids);
+    /* the callbacks first: their ends revoke delegations, which are the stateids' */
     uiw__nfs4_cbs_destroy(st->cbs);
+    uiw__nfs4_stids_destroy(st->stids);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
@@ -589,6 +590,10 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
         if (!up)
             r->sr_status_flags |= SEQ4_STATUS_CB_PATH_DOWN;
     }
+    /* a delegation revoked (its recall unanswered for a lease), until FREE_STATEID */
+    if (uiw__nfs4_stid_deleg_revoked(st->stids, ses->clp->id,
+                                     now_ns() - (int64_t)st->lease * 1000000000))
+        r->sr_status_flags |= SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
 out:
     pthread_mutex_unlock(&st->lock);
     return rc;

@@ -74,6 +74,11 @@ unsigned uiw__nfs4_in_grace(struct uiw__nfs4_state *st);
 /* The callbacks of this server (nfs4cb.c). */
 struct uiw__nfs4_cbs *uiw__nfs4_state_cbs(struct uiw__nfs4_state *st);
 
+/* The NFSv3 side of delegations (nfs3.c; st NULL: no NFSv4, nothing held): whether a
+ * change of the file (dev, ino) conflicts with an NFSv4 client's delegation: 1 (its
+ * recall sent once: answer NFS3ERR_JUKEBOX), else 0. */
+int uiw__nfs4_deleg_break(struct uiw__nfs4_state *st, dev_t dev, ino_t ino);
+
 /* The lease, seconds (the lease_time attribute). */
 uint32_t uiw__nfs4_lease(const struct uiw__nfs4_state *st);
 

@@ -23,6 +23,9 @@
  *     its bytes may be the same) on one file, made from an open of that file, whose
  *     access its I/O has; its locks are nfs4lock.c's. It goes with its open (CLOSE
  *     releases its locks, as knfsd's), its client, or FREE_STATEID once it holds no lock.
+ *   - A delegation (section 10.2) is of a client, of no owner, on the file's list with its
+ *     opens (access and deny none); nfs4deleg.c grants and recalls it. It goes with
+ *     DELEGRETURN or its client; revoked, it is off its file but kept until FREE_STATEID.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,7 +39,7 @@
 
 #define HASH 256u
 
-enum { ST_OPEN = 1, ST_LOCK };
+enum { ST_OPEN = 1, ST_LOCK, ST_DELEG };
 
 struct owner {
     struct owner *next;
@@ -51,21 +54,30 @@ struct sfile {
     struct sfile *next;
     dev_t dev;
     ino_t ino;
-    struct stid *opens;
+    struct stid *opens; /* and delegations (access and deny 0: no share) */
     struct stid *locks;
+};
+
+/* A delegation's own state, and the handle its recall names. */
+struct uiw__nfs4_deleg {
+    int64_t recalled_ns; /* when its recall started (0: not recalled) */
+    int revoked;
+    u_int fhlen;
+    char fh[UIW__NFS_FH_MAX];
 };
 
 struct stid {
     struct stid *hnext; /* the hash bucket's */
-    struct stid *fnext; /* the file's opens, or its locks */
+    struct stid *fnext; /* the file's opens and delegations, or its locks */
     uint32_t idx, rnd, seqid;
     int type;
     clientid4 cid;
-    struct owner *ow;
-    struct sfile *f;
-    uint32_t access, deny;   /* OPEN4_SHARE_ACCESS_*, OPEN4_SHARE_DENY_* */
-    struct stid *open;       /* a lock stateid's */
-    struct uiw__nfs4_lk *lk; /* a lock stateid's locks */
+    struct owner *ow;           /* NULL: a delegation's */
+    struct sfile *f;            /* NULL: a revoked delegation's (off its file) */
+    uint32_t access, deny;      /* OPEN4_SHARE_ACCESS_*, OPEN4_SHARE_DENY_* */
+    struct stid *open;          /* a lock stateid's */
+    struct uiw__nfs4_lk *lk;    /* a lock stateid's locks */
+    struct uiw__nfs4_deleg *dg; /* a delegation's (ST_DELEG) */
 };
 
 /* What one client holds, counted against its caps. */
@@ -73,6 +85,7 @@ struct holder {
     struct holder *next;
     clientid4 cid;
     unsigned nstids, nowners;
+    unsigned nrevoked; /* delegations revoked, not freed yet */
 };
 
 struct uiw__nfs4_stids {
@@ -83,6 +96,8 @@ struct uiw__nfs4_stids {
     struct sfile *files[HASH];
     struct owner *owners;
     struct holder *holders;
+    struct uiw__nfs4_deleg_counts dcounts;
+    unsigned nrecalling; /* delegations recalled, not returned or revoked yet */
 };
 
 struct uiw__nfs4_stids *uiw__nfs4_stids_create(void)
@@ -243,10 +258,28 @@ static void owner_put(struct uiw__nfs4_stids *t, struct owner *w)
     free(w);
 }
 
+/* s off its file's list, its locks' or its opens' (its end, or a delegation's
+ * revocation). */
+static void off_file(struct uiw__nfs4_stids *t, struct stid *s)
+{
+    if (!s->f)
+        return;
+    if (s->dg && s->dg->recalled_ns)
+        t->nrecalling--;
+    for (struct stid **pp = s->type == ST_LOCK ? &s->f->locks : &s->f->opens; *pp;
+         pp = &(*pp)->fnext)
+        if (*pp == s) {
+            *pp = s->fnext;
+            break;
+        }
+    file_put(t, s->f);
+    s->f = NULL;
+}
+
 static void free_stid(struct uiw__nfs4_stids *t, struct stid *s)
 {
     /* an open's lock stateids go first, their locks released */
-    for (struct stid **pp = &s->f->locks; s->type == ST_OPEN && *pp;)
+    for (struct stid **pp = s->type == ST_OPEN ? &s->f->locks : NULL; pp && *pp;)
         if ((*pp)->open == s)
             free_stid(t, *pp);
         else
@@ -257,20 +290,19 @@ static void free_stid(struct uiw__nfs4_stids *t, struct stid *s)
             *pp = s->hnext;
             break;
         }
-    for (struct stid **pp = s->type == ST_LOCK ? &s->f->locks : &s->f->opens; *pp;
-         pp = &(*pp)->fnext)
-        if (*pp == s) {
-            *pp = s->fnext;
-            break;
-        }
-    file_put(t, s->f);
-    s->ow->nstids--;
+    off_file(t, s);
     struct holder *h = holder(t, s->cid, 0);
     if (h) {
         h->nstids--;
+        if (s->dg && s->dg->revoked)
+            h->nrevoked--;
         holder_put(t, h);
     }
-    owner_put(t, s->ow);
+    if (s->ow) {
+        s->ow->nstids--;
+        owner_put(t, s->ow);
+    }
+    free(s->dg);
     free(s);
 }
 
@@ -340,19 +372,23 @@ static void bump(struct stid *s)
         s->seqid = 1; /* 0 means "the latest" (section 8.2.2): skipped on a wrap */
 }
 
-/* A new stateid of owner o (of client h, a lock-owner for ST_LOCK) on f (NULL: no memory
- * for it), in *out with seqid 0 (lock held): NFS4ERR_RESOURCE past the client's cap. */
+/* A new stateid of type of client h on f (NULL: no memory for it), of owner o (a
+ * lock-owner for ST_LOCK; NULL for ST_DELEG, of no owner), in the hash and on the file's
+ * list, in *out with seqid 0 (lock held): NFS4ERR_RESOURCE past the client's cap. */
 static nfsstat4 new_stid(struct uiw__nfs4_stids *t, struct holder *h, const state_owner4 *o,
                          struct sfile *f, int type, struct stid **out)
 {
     nfsstat4 st = NFS4ERR_RESOURCE;
-    struct owner *w = h->nstids < t->max ? find_owner(t, h->cid, o, type == ST_LOCK, h, &st) : NULL;
-    struct stid *s = w && f ? calloc(1, sizeof(*s)) : NULL;
+    struct owner *w = NULL;
+    if (h->nstids < t->max && o)
+        w = find_owner(t, h->cid, o, type == ST_LOCK, h, &st);
+    int owned = h->nstids < t->max && (w || !o);
+    struct stid *s = owned && f ? calloc(1, sizeof(*s)) : NULL;
     if (!s) {
-        if (w) {
+        if (w)
             owner_put(t, w);
+        if (owned)
             st = NFS4ERR_DELAY;
-        }
         if (f)
             file_put(t, f);
         return f ? st : NFS4ERR_DELAY;
@@ -370,7 +406,8 @@ static nfsstat4 new_stid(struct uiw__nfs4_stids *t, struct holder *h, const stat
     struct stid **list = type == ST_LOCK ? &f->locks : &f->opens;
     s->fnext = *list;
     *list = s;
-    w->nstids++;
+    if (w)
+        w->nstids++;
     h->nstids++;
     *out = s;
     return NFS4_OK;
@@ -399,7 +436,7 @@ nfsstat4 uiw__nfs4_stid_open(struct uiw__nfs4_stids *t, clientid4 cid, const ope
         goto out;
     }
     for (s = f ? f->opens : NULL; s; s = s->fnext)
-        if (s->cid == cid && s->ow->len == o->owner.owner_len &&
+        if (s->type == ST_OPEN && s->cid == cid && s->ow->len == o->owner.owner_len &&
             (s->ow->len == 0 || memcmp(s->ow->bytes, o->owner.owner_val, s->ow->len) == 0))
             break;
     uint32_t a = access | (s ? s->access : 0), d = deny | (s ? s->deny : 0);
@@ -498,7 +535,9 @@ nfsstat4 uiw__nfs4_stid_io(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, 
         goto out;
     if (s->type == ST_LOCK)
         s = s->open; /* a lock stateid's I/O is its open's */
-    if (s->f->dev != dev || s->f->ino != ino)
+    if (!s->f)
+        st = NFS4ERR_DELEG_REVOKED;
+    else if (s->f->dev != dev || s->f->ino != ino)
         st = NFS4ERR_BAD_STATEID;
     else if (write && !(s->access & OPEN4_SHARE_ACCESS_WRITE))
         st = NFS4ERR_OPENMODE;
@@ -514,6 +553,8 @@ nfsstat4 uiw__nfs4_stid_test(struct uiw__nfs4_stids *t, clientid4 cid, const sta
     pthread_mutex_lock(&t->lock);
     struct stid *s;
     nfsstat4 st = find(t, cid, in, &s);
+    if (st == NFS4_OK && !s->f)
+        st = NFS4ERR_DELEG_REVOKED;
     pthread_mutex_unlock(&t->lock);
     return st;
 }
@@ -526,7 +567,10 @@ nfsstat4 uiw__nfs4_stid_free(struct uiw__nfs4_stids *t, clientid4 cid, const sta
     /* section 18.38.3: an open stateid is freed by CLOSE, not by FREE_STATEID */
     if (st == NFS4_OK && s->type == ST_OPEN)
         st = NFS4ERR_LOCKS_HELD;
-    else if (st == NFS4_OK && uiw__nfs4_lk_held(s->lk))
+    /* a delegation is given back by DELEGRETURN; freed here once revoked (section
+     * 8.2.4: the client acknowledges the revocation); a lock stateid once it holds no
+     * lock */
+    else if (st == NFS4_OK && (s->type == ST_DELEG ? s->f != NULL : uiw__nfs4_lk_held(s->lk)))
         st = NFS4ERR_LOCKS_HELD;
     else if (st == NFS4_OK)
         free_stid(t, s);
@@ -653,4 +697,157 @@ nfsstat4 uiw__nfs4_stid_locku(struct uiw__nfs4_stids *t, clientid4 cid, dev_t de
     }
     pthread_mutex_unlock(&t->lock);
     return st;
+}
+
+/* ---- delegations (nfs4deleg.c decides when; this keeps them) ---- */
+
+static void deleg_revoke(struct uiw__nfs4_stids *t, struct stid *s);
+
+/* Whether s is a delegation of a client other than cid. */
+static int others_deleg(const struct stid *s, clientid4 cid)
+{
+    return s->type == ST_DELEG && s->cid != cid;
+}
+
+nfsstat4 uiw__nfs4_stid_deleg(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                              const nfs_fh4 *fh, stateid4 *out)
+{
+    if (fh->nfs_fh4_len > UIW__NFS_FH_MAX)
+        return NFS4ERR_SERVERFAULT;
+    nfsstat4 st = NFS4_OK;
+    pthread_mutex_lock(&t->lock);
+    struct sfile *f = find_file(t, dev, ino, 0);
+    struct holder *h = holder(t, cid, 0);
+    /* the file is open already (the OPEN before this); contention: another client's open
+     * for writing, a recall under way, a delegation of this client there already */
+    for (struct stid *s = f ? f->opens : NULL; s && st == NFS4_OK; s = s->fnext)
+        if ((s->type == ST_OPEN && s->cid != cid && (s->access & OPEN4_SHARE_ACCESS_WRITE)) ||
+            (s->type == ST_DELEG && (s->dg->recalled_ns || s->cid == cid)))
+            st = NFS4ERR_DELAY;
+    struct uiw__nfs4_deleg *dg = NULL;
+    if (st == NFS4_OK && (!f || !h || !(dg = calloc(1, sizeof(*dg)))))
+        st = NFS4ERR_RESOURCE;
+    struct stid *s = NULL;
+    if (st == NFS4_OK)
+        st = new_stid(t, h, NULL, f, ST_DELEG, &s);
+    if (st == NFS4_OK) {
+        dg->fhlen = fh->nfs_fh4_len;
+        memcpy(dg->fh, fh->nfs_fh4_val, fh->nfs_fh4_len);
+        s->dg = dg;
+        s->seqid = 1;
+        stateid_of(t, s, out);
+        t->dcounts.granted++;
+    } else {
+        free(dg);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+unsigned uiw__nfs4_stid_deleg_conflict(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev,
+                                       ino_t ino, int64_t now_ns, int64_t before_ns,
+                                       struct uiw__nfs4_recall *out, unsigned n, unsigned *nout)
+{
+    unsigned held = 0;
+    *nout = 0;
+    pthread_mutex_lock(&t->lock);
+    struct sfile *f = find_file(t, dev, ino, 0);
+    for (struct stid *s = f ? f->opens : NULL, *next; s; s = next) {
+        next = s->fnext;
+        if (!others_deleg(s, cid))
+            continue;
+        if (s->dg->recalled_ns && s->dg->recalled_ns < before_ns) {
+            deleg_revoke(t, s); /* f goes only with its last stateid: the loop ends */
+            continue;
+        }
+        held++;
+        if (s->dg->recalled_ns || *nout >= n)
+            continue; /* recalled once only; one past n is recalled by the retry */
+        s->dg->recalled_ns = now_ns ? now_ns : 1;
+        struct uiw__nfs4_recall *r = &out[(*nout)++];
+        r->cid = s->cid;
+        stateid_of(t, s, &r->sid);
+        r->fhlen = s->dg->fhlen;
+        memcpy(r->fh, s->dg->fh, s->dg->fhlen);
+        t->dcounts.recalled++;
+        t->nrecalling++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return held;
+}
+
+/* The delegation that sid names, whoever holds it (lock held): NULL when none. */
+static struct stid *find_deleg(struct uiw__nfs4_stids *t, const stateid4 *sid)
+{
+    uint32_t idx, rnd;
+    memcpy(&idx, sid->other + 4, 4);
+    memcpy(&rnd, sid->other + 8, 4);
+    struct stid *s = t->hash[idx % HASH];
+    while (s && s->idx != idx)
+        s = s->hnext;
+    return s && s->rnd == rnd && s->type == ST_DELEG ? s : NULL;
+}
+
+/* Revoke s (lock held): off its file, so that what waits for it goes on; kept for the
+ * client's TEST_STATEID and FREE_STATEID. */
+static void deleg_revoke(struct uiw__nfs4_stids *t, struct stid *s)
+{
+    if (!s->f)
+        return;
+    off_file(t, s);
+    s->dg->revoked = 1;
+    t->dcounts.revoked++;
+    struct holder *h = holder(t, s->cid, 0);
+    if (h)
+        h->nrevoked++;
+}
+
+void uiw__nfs4_stid_deleg_revoke(struct uiw__nfs4_stids *t, const stateid4 *sid)
+{
+    pthread_mutex_lock(&t->lock);
+    struct stid *s = find_deleg(t, sid);
+    if (s)
+        deleg_revoke(t, s);
+    pthread_mutex_unlock(&t->lock);
+}
+
+int uiw__nfs4_stid_deleg_revoked(struct uiw__nfs4_stids *t, clientid4 cid, int64_t before_ns)
+{
+    pthread_mutex_lock(&t->lock);
+    /* a scan only while recalls are under way */
+    for (unsigned i = 0; t->nrecalling && i < HASH; i++)
+        for (struct stid *s = t->hash[i]; s; s = s->hnext)
+            if (s->type == ST_DELEG && s->f && s->dg->recalled_ns && s->dg->recalled_ns < before_ns)
+                deleg_revoke(t, s);
+    struct holder *h = holder(t, cid, 0);
+    int any = h && h->nrevoked;
+    pthread_mutex_unlock(&t->lock);
+    return any;
+}
+
+nfsstat4 uiw__nfs4_stid_deleg_check(struct uiw__nfs4_stids *t, clientid4 cid, dev_t dev, ino_t ino,
+                                    const stateid4 *in, int ret)
+{
+    pthread_mutex_lock(&t->lock);
+    struct stid *s;
+    nfsstat4 st = find(t, cid, in, &s);
+    if (st == NFS4_OK && s->type != ST_DELEG)
+        st = NFS4ERR_BAD_STATEID;
+    else if (st == NFS4_OK && !s->f)
+        st = NFS4ERR_DELEG_REVOKED;
+    else if (st == NFS4_OK && (s->f->dev != dev || s->f->ino != ino))
+        st = NFS4ERR_BAD_STATEID;
+    if (st == NFS4_OK && ret) {
+        free_stid(t, s);
+        t->dcounts.returned++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+void uiw__nfs4_stid_deleg_counts(struct uiw__nfs4_stids *t, struct uiw__nfs4_deleg_counts *n)
+{
+    pthread_mutex_lock(&t->lock);
+    *n = t->dcounts;
+    pthread_mutex_unlock(&t->lock);
 }

@@ -62,6 +62,8 @@ struct uiw__nfsd_opts {
      * fsid=root makes its export (knfsd's fsid=0); 0 (the default): each at its path
      * under the pseudo root, as over NFSv3 */
     int nfs4_cmdline_root;
+    /* NFSv4: no delegations granted (OPEN answers OPEN_DELEGATE_NONE) */
+    int no_delegations;
 };
 
 /* Defaults: every address, TCP 2049, MOUNT 20048, RDMA 20049, nobody (65534). */
@@ -110,6 +112,14 @@ struct uiw__nfsd_cb_counts {
     uint64_t sent, recalls, resent, replies, errors, timeouts, dropped;
 };
 int uiw__nfsd_cb_counts(struct uiw__nfsd *s, struct uiw__nfsd_cb_counts *n);
+
+/* NFSv4 delegations (nfs4deleg.c): granted by OPEN, recalled (CB_RECALL sent), given
+ * back (DELEGRETURN), revoked (not given back within a lease of the recall, or the
+ * recall failed). 0, or -ENOENT when NFSv4 is off. */
+struct uiw__nfsd_deleg_counts {
+    uint64_t granted, recalled, returned, revoked;
+};
+int uiw__nfsd_deleg_counts(struct uiw__nfsd *s, struct uiw__nfsd_deleg_counts *n);
 
 /* Stop listening, close every connection, wait for every thread, free everything. */
 void uiw__nfsd_destroy(struct uiw__nfsd *s);
