@@ -8,7 +8,7 @@
  *            [--max-handles N] [--tcp-threads N]
  *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
  *            [--rpcbind | --no-rpcbind] [--nfs4-experimental] [--lease-time S]
- *            [--state-dir DIR]
+ *            [--state-dir DIR] [--no-delegations]
  *            [--idmap-domain DOMAIN]
  *            [--stats] [-v]
  *            EXPORT_DIR...
@@ -93,14 +93,15 @@ static const char usage[] =
     "                        pseudo file system joins them at their paths; sessions,\n"
     "                        OPEN, READ, WRITE, the namespace operations, SEEK,\n"
     "                        ALLOCATE, DEALLOCATE, COPY, CLONE and the TCP back\n"
-    "                        channel work; EXPERIMENTAL: no LOCK, LOCKT, LOCKU\n"
-    "                        (NFS4ERR_NOTSUPP), no delegations, no back channel over\n"
-    "                        RPC-over-RDMA\n"
+    "                        channel work, read delegations recalled over it;\n"
+    "                        EXPERIMENTAL: no LOCK, LOCKT, LOCKU (NFS4ERR_NOTSUPP),\n"
+    "                        no back channel over RPC-over-RDMA\n"
     "      --lease-time S    NFSv4 lease in seconds (default 90)\n"
     "      --state-dir DIR   keep NFSv4 client records in DIR (made if missing), so\n"
     "                        that after a restart the clients reclaim their state in\n"
     "                        a grace period of one lease, in which other new state\n"
     "                        waits (default: no records, no grace period)\n"
+    "      --no-delegations  NFSv4: grant no delegations\n"
     "      --idmap-domain D  NFSv4 owners as name@D (default: as numbers)\n"
     "      --rpcbind         register NFS (tcp, tcp6, rdma) and MOUNT (tcp, tcp6) with\n"
     "                        the host's rpcbind, or do not start (default: register\n"
@@ -151,6 +152,12 @@ static void print_stats(struct uiw__nfsd *s)
                (unsigned long long)cb.resent, (unsigned long long)cb.replies,
                (unsigned long long)cb.errors, (unsigned long long)cb.timeouts,
                (unsigned long long)cb.dropped);
+    struct uiw__nfsd_deleg_counts dg;
+    if (uiw__nfsd_deleg_counts(s, &dg) == 0)
+        printf("uiw-nfsd: NFSv4.1 delegations: granted %llu, recalled %llu, returned %llu, "
+               "revoked %llu\n",
+               (unsigned long long)dg.granted, (unsigned long long)dg.recalled,
+               (unsigned long long)dg.returned, (unsigned long long)dg.revoked);
     struct uiw__vfs_file_counts of;
     uiw__vfs_file_counts(s, &of);
     printf("uiw-nfsd: open files: %u descriptors (at most %u), %lu opens, %lu hits\n", of.fds,
@@ -211,6 +218,7 @@ int main(int argc, char **argv)
         O_LEASE,
         O_STATEDIR,
         O_IDMAP,
+        O_NODELEG,
     };
     bool stats = false;
     static const struct option lo[] = {
@@ -242,6 +250,7 @@ int main(int argc, char **argv)
         {"lease-time", required_argument, NULL, O_LEASE},
         {"state-dir", required_argument, NULL, O_STATEDIR},
         {"idmap-domain", required_argument, NULL, O_IDMAP},
+        {"no-delegations", no_argument, NULL, O_NODELEG},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VERSION},
@@ -286,6 +295,9 @@ int main(int argc, char **argv)
             break;
         case O_STATEDIR:
             o.state_dir = optarg;
+            break;
+        case O_NODELEG:
+            o.no_delegations = 1;
             break;
         case O_IDMAP:
             bad = !*optarg || strchr(optarg, '@') != NULL;
