@@ -7,10 +7,13 @@
  * sends CB_RECALL once with the delegation's stateid and handle; after DELEGRETURN the
  * retry goes through. A holder that leaves the recall unanswered has it revoked after a
  * lease: SEQUENCE says so and TEST_STATEID answers NFS4ERR_DELEG_REVOKED until
- * FREE_STATEID.
+ * FREE_STATEID. The project's client (uiw-nfs put over NFSv4.1) waits out the recall
+ * of a file it rewrites.
  */
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +27,7 @@
 #include "nfs4.h"
 #include "nfs4_util.h"
 #include "rawrpc.h"
+#include "run.h"
 #include "test.h"
 
 #define CB_PROG 0x40000000u
@@ -569,4 +573,59 @@ TEST(nfs4_deleg_off)
     close(b1);
     t4_close(&c1);
     srv_stop(&v);
+}
+
+/* The holder of a delegation, in a thread of its own: it answers the recall, then
+ * returns the delegation. */
+struct holder {
+    struct t4 *c;
+    int bfd;
+    const struct opened *o;
+};
+
+static void *hold_then_return(void *arg)
+{
+    struct holder *h = arg;
+    CB_RECALL4args rc;
+    CHECK_EQ(cb_answer(h->bfd, &rc), 1);
+    check_recall(&rc, h->o);
+    CHECK_EQ(delegreturn(h->c, h->o), NFS4_OK);
+    return NULL;
+}
+
+TEST(nfs4_deleg_recalled_by_uiw_nfs_put)
+{
+    struct srv v;
+    struct t4 c1, c2;
+    int b1;
+    struct opened o1;
+    setup(&v, 0, &c1, &b1, &o1, &c2);
+    struct holder h = {&c1, b1, &o1};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, hold_then_return, &h), 0);
+    char local[] = "/tmp/uiw-deleg-put.XXXXXX", url[600];
+    int fd = mkstemp(local);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, "rewritten\n", 10), 10);
+    close(fd);
+    /* the one export is the root of the NFSv4 namespace */
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d/f?version=4.1", v.tcp);
+    const char *argv[] = {"uiw-nfs", "put", local, url, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    unlink(local);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    char got[32] = "";
+    FILE *f = fopen(path_in(&v, "f"), "r");
+    CHECK(f != NULL);
+    CHECK_EQ(fread(got, 1, sizeof(got) - 1, f), 10);
+    fclose(f);
+    CHECK(strcmp(got, "rewritten\n") == 0);
+    struct uiw__nfsd_deleg_counts n = dcounts(&v);
+    CHECK_EQ(n.recalled, 1);
+    CHECK_EQ(n.returned, 1);
+    CHECK_EQ(n.revoked, 0);
+    teardown(&v, &c1, b1, &c2);
 }
