@@ -32,15 +32,15 @@
 
 #define CB_PROG 0x40000000u
 
-/* What an OPEN gave: the open's stateid, the delegation (its type, stateid, why none)
- * and the file's handle. */
+/* What an OPEN gave: the open's stateid, the delegation (its type, stateid, why none),
+ * the file's handle and its directory's (the export's root). */
 struct opened {
     stateid4 sid;
     open_delegation_type4 dtype;
     stateid4 dsid;
     uint32_t why;
-    u_int fhlen;
-    char fh[UIW__NFS_FH_MAX];
+    u_int fhlen, dirlen;
+    char fh[UIW__NFS_FH_MAX], dir[UIW__NFS_FH_MAX];
 };
 
 static void res_free(COMPOUND4res *res)
@@ -213,11 +213,12 @@ static void cb_quiet(int bfd, int ms)
  * create): its status, and what it gave in *o. */
 static nfsstat4 open_at(struct t4 *t, const char *name, uint32_t share, struct opened *o)
 {
-    nfs_argop4 a[4];
+    nfs_argop4 a[5];
     next_seq(t, &a[0]);
     op(&a[1], OP_PUTROOTFH);
-    op(&a[2], OP_OPEN);
-    OPEN4args *oa = &a[2].nfs_argop4_u.opopen;
+    op(&a[2], OP_GETFH);
+    op(&a[3], OP_OPEN);
+    OPEN4args *oa = &a[3].nfs_argop4_u.opopen;
     oa->share_access = share;
     oa->owner.clientid = t->cid;
     oa->owner.owner.owner_len = 5;
@@ -226,13 +227,13 @@ static nfsstat4 open_at(struct t4 *t, const char *name, uint32_t share, struct o
     oa->claim.claim = CLAIM_NULL;
     oa->claim.open_claim4_u.file.utf8string_len = (u_int)strlen(name);
     oa->claim.open_claim4_u.file.utf8string_val = (char *)(uintptr_t)name;
-    op(&a[3], OP_GETFH);
+    op(&a[4], OP_GETFH);
     COMPOUND4res res;
-    compound(t, a, 4, &res);
+    compound(t, a, 5, &res);
     nfsstat4 st = res.status;
     memset(o, 0, sizeof(*o));
     if (st == NFS4_OK) {
-        OPEN4resok *ok = &res.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
+        OPEN4resok *ok = &res.resarray.resarray_val[3].nfs_resop4_u.opopen.OPEN4res_u.resok4;
         o->sid = ok->stateid;
         o->dtype = ok->delegation.delegation_type;
         if (o->dtype == OPEN_DELEGATE_READ) {
@@ -245,9 +246,12 @@ static nfsstat4 open_at(struct t4 *t, const char *name, uint32_t share, struct o
         }
         if (o->dtype == OPEN_DELEGATE_NONE_EXT)
             o->why = ok->delegation.open_delegation4_u.od_whynone.ond_why;
-        nfs_fh4 *fh = &res.resarray.resarray_val[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+        nfs_fh4 *fh = &res.resarray.resarray_val[4].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
         o->fhlen = fh->nfs_fh4_len;
         memcpy(o->fh, fh->nfs_fh4_val, fh->nfs_fh4_len);
+        fh = &res.resarray.resarray_val[2].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+        o->dirlen = fh->nfs_fh4_len;
+        memcpy(o->dir, fh->nfs_fh4_val, fh->nfs_fh4_len);
     }
     res_free(&res);
     return st;
@@ -329,6 +333,24 @@ static struct uiw__nfsd_deleg_counts dcounts(const struct srv *v)
     return n;
 }
 
+/* An NFSv3 call of proc with args: its NFS status. */
+static uint32_t v3_call(const struct srv *v, uint32_t proc, xdrproc_t xargs, void *args)
+{
+    char buf[512];
+    XDR x;
+    xdrmem_create(&x, buf, sizeof(buf), XDR_ENCODE);
+    CHECK(xargs(&x, args));
+    size_t alen = xdr_getpos(&x), n;
+    xdr_destroy(&x);
+    int fd = tcp_to(v->tcp);
+    static uint32_t xid = 0x3300; /* each a new call, not a retry the server replays */
+    char *r = call_raw(fd, ++xid, 100003, 3, proc, AUTH_SYS, buf, alen, &n);
+    uint32_t st = nfs_status(r, n);
+    free(r);
+    close(fd);
+    return st;
+}
+
 /* An NFSv3 WRITE of o's file (its handle is NFSv3's too): the NFS status. */
 static uint32_t v3_write(const struct srv *v, const struct opened *o)
 {
@@ -340,19 +362,7 @@ static uint32_t v3_write(const struct srv *v, const struct opened *o)
     a.stable = FILE_SYNC;
     a.data.data_len = 3;
     a.data.data_val = (char *)(uintptr_t) "new";
-    char buf[512];
-    XDR x;
-    xdrmem_create(&x, buf, sizeof(buf), XDR_ENCODE);
-    CHECK(xdr_WRITE3args(&x, &a));
-    size_t alen = xdr_getpos(&x), n;
-    xdr_destroy(&x);
-    int fd = tcp_to(v->tcp);
-    static uint32_t xid = 0x3300; /* each a new call, not a retry the server replays */
-    char *r = call_raw(fd, ++xid, 100003, 3, NFSPROC3_WRITE, AUTH_SYS, buf, alen, &n);
-    uint32_t st = nfs_status(r, n);
-    free(r);
-    close(fd);
-    return st;
+    return v3_call(v, NFSPROC3_WRITE, (xdrproc_t)xdr_WRITE3args, &a);
 }
 
 /* A server with NFSv4 (lease: seconds, 0 for the default; delegations off when off),
@@ -627,5 +637,133 @@ TEST(nfs4_deleg_recalled_by_uiw_nfs_put)
     CHECK_EQ(n.recalled, 1);
     CHECK_EQ(n.returned, 1);
     CHECK_EQ(n.revoked, 0);
+    teardown(&v, &c1, b1, &c2);
+}
+
+/* ---- each other change that recalls ---- */
+
+/* A change by the other client (c2) or over NFSv3 of the file `name` in the export's
+ * root (root: the root's handle, o: the file's): its status. */
+struct change {
+    const char *what, *name; /* the file it changes, which the holder opens first */
+    uint32_t (*run)(const struct srv *v, struct t4 *c2, const struct opened *root,
+                    const struct opened *o);
+    uint32_t wait; /* its answer while the delegation is out */
+};
+
+static uint32_t v4_setattr_size(const struct srv *v, struct t4 *c2, const struct opened *root,
+                                const struct opened *o)
+{
+    nfs_argop4 x;
+    op(&x, OP_SETATTR);
+    uint32_t mask = 1u << FATTR4_SIZE;
+    char zero[8] = {0};
+    x.nfs_argop4_u.opsetattr.obj_attributes.attrmask.bitmap4_len = 1;
+    x.nfs_argop4_u.opsetattr.obj_attributes.attrmask.bitmap4_val = &mask;
+    x.nfs_argop4_u.opsetattr.obj_attributes.attr_vals.attrlist4_len = 8;
+    x.nfs_argop4_u.opsetattr.obj_attributes.attr_vals.attrlist4_val = zero;
+    return on_file(c2, o, &x, NULL); /* the anonymous stateid */
+}
+
+static uint32_t v4_rename(const struct srv *v, struct t4 *c2, const struct opened *root,
+                          const struct opened *o)
+{
+    nfs_argop4 x;
+    op(&x, OP_RENAME);
+    x.nfs_argop4_u.oprename.oldname.utf8string_len = 1;
+    x.nfs_argop4_u.oprename.oldname.utf8string_val = (char *)(uintptr_t) "f";
+    x.nfs_argop4_u.oprename.newname.utf8string_len = 1;
+    x.nfs_argop4_u.oprename.newname.utf8string_val = (char *)(uintptr_t) "g";
+    nfs_argop4 a[5];
+    next_seq(c2, &a[0]);
+    op(&a[1], OP_PUTROOTFH);
+    op(&a[2], OP_SAVEFH);
+    op(&a[3], OP_PUTROOTFH);
+    a[4] = x;
+    COMPOUND4res res;
+    compound(c2, a, 5, &res);
+    nfsstat4 st = res.status;
+    res_free(&res);
+    return st;
+}
+
+static uint32_t v3_setattr(const struct srv *v, struct t4 *c2, const struct opened *root,
+                           const struct opened *o)
+{
+    SETATTR3args a;
+    memset(&a, 0, sizeof(a));
+    a.object.data.data_len = o->fhlen;
+    a.object.data.data_val = (char *)(uintptr_t)o->fh;
+    a.new_attributes.size.set_it = 1; /* as a writer may (uid 1000, the file 0666) */
+    return v3_call(v, NFSPROC3_SETATTR, (xdrproc_t)xdr_SETATTR3args, &a);
+}
+
+static diropargs3 in_root(const struct opened *root, const char *name)
+{
+    diropargs3 d;
+    d.dir.data.data_len = root->fhlen;
+    d.dir.data.data_val = (char *)(uintptr_t)root->fh;
+    d.name = (char *)(uintptr_t)name;
+    return d;
+}
+
+static uint32_t v3_rename(const struct srv *v, struct t4 *c2, const struct opened *root,
+                          const struct opened *o)
+{
+    RENAME3args a = {in_root(root, "g"), in_root(root, "f")};
+    return v3_call(v, NFSPROC3_RENAME, (xdrproc_t)xdr_RENAME3args, &a);
+}
+
+static uint32_t v3_remove(const struct srv *v, struct t4 *c2, const struct opened *root,
+                          const struct opened *o)
+{
+    REMOVE3args a = {in_root(root, "f")};
+    return v3_call(v, NFSPROC3_REMOVE, (xdrproc_t)xdr_REMOVE3args, &a);
+}
+
+TEST(nfs4_deleg_recalled_by_each_change)
+{
+    struct srv v;
+    struct t4 c1, c2;
+    int b1;
+    struct opened o1, root;
+    setup(&v, 0, &c1, &b1, &o1, &c2);
+    CHECK_EQ(delegreturn(&c1, &o1), NFS4_OK);
+    /* the root's handle (for NFSv3's directory operations) */
+    root.fhlen = o1.dirlen;
+    memcpy(root.fh, o1.dir, o1.dirlen);
+
+    static const struct change changes[] = {
+        {"SETATTR of the size", "f", v4_setattr_size, NFS4ERR_DELAY},
+        {"RENAME f g", "f", v4_rename, NFS4ERR_DELAY},
+        {"NFSv3 SETATTR", "g", v3_setattr, NFS3ERR_JUKEBOX},
+        {"NFSv3 RENAME g f", "g", v3_rename, NFS3ERR_JUKEBOX},
+        {"NFSv3 REMOVE f", "f", v3_remove, NFS3ERR_JUKEBOX},
+    };
+    unsigned n = sizeof(changes) / sizeof(changes[0]);
+    for (unsigned i = 0; i < n; i++) {
+        const struct change *ch = &changes[i];
+        fprintf(stderr, "%s\n", ch->what);
+        struct opened o;
+        CHECK_EQ(open_at(&c1, ch->name, OPEN4_SHARE_ACCESS_READ, &o), NFS4_OK);
+        CHECK_EQ(o.dtype, OPEN_DELEGATE_READ);
+        CHECK_EQ(ch->run(&v, &c2, &root, &o), ch->wait);
+        CB_RECALL4args rc;
+        CHECK_EQ(cb_answer(b1, &rc), 1);
+        check_recall(&rc, &o);
+        CHECK_EQ(delegreturn(&c1, &o), NFS4_OK);
+        CHECK_EQ(ch->run(&v, &c2, &root, &o), 0);
+    }
+    /* the holder's own change recalls nothing */
+    put_file(&v, "h", "x", 1);
+    CHECK_EQ(chmod(path_in(&v, "h"), 0666), 0);
+    CHECK_EQ(open_at(&c1, "h", OPEN4_SHARE_ACCESS_READ, &o1), NFS4_OK);
+    CHECK_EQ(o1.dtype, OPEN_DELEGATE_READ);
+    CHECK_EQ(v4_setattr_size(&v, &c1, &root, &o1), NFS4_OK);
+    cb_quiet(b1, 200);
+    struct uiw__nfsd_deleg_counts k = dcounts(&v);
+    CHECK_EQ(k.granted, 2 + n);
+    CHECK_EQ(k.recalled, n);
+    CHECK_EQ(k.returned, 1 + n);
     teardown(&v, &c1, b1, &c2);
 }
