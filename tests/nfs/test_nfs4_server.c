@@ -266,7 +266,7 @@ static void session_and_files(struct srv *v, struct t4 *t)
     CHECK_EQ(res.resarray.resarray_len, 3);
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
 
-    /* an operation not served (no delegations): NFS4ERR_NOTSUPP */
+    /* an operation not served (DELEGPURGE: no delegation outlives the server) */
     next_seq(t, &a[0]);
     op(&a[1], OP_PUTROOTFH);
     op(&a[2], OP_DELEGPURGE);
