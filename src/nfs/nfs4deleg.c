@@ -48,9 +48,9 @@ struct recall {
 static void recall_done(void *arg, nfsstat4 status)
 {
     struct recall *r = arg;
-    /* NFS4_OK: the holder has it, and returns the delegation (or it is revoked a lease
-     * after its recall); an error: it never will */
-    if (status != NFS4_OK)
+    /* NFS4_OK, NFS4ERR_DELAY: the holder has it, and returns the delegation (or it is
+     * revoked a lease after its recall); another error: it never will */
+    if (status != NFS4_OK && status != NFS4ERR_DELAY)
         uiw__nfs4_stid_deleg_revoke(r->t, &r->sid);
     free(r);
 }

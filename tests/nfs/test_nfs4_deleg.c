@@ -48,7 +48,7 @@ static void res_free(COMPOUND4res *res)
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)res);
 }
 
-static uint32_t cb_answer_rec(int bfd, char *r, size_t n, CB_RECALL4args *rc);
+static uint32_t cb_answer_rec(int bfd, char *r, size_t n, CB_RECALL4args *rc, nfsstat4 st);
 static uint32_t cb_answer(int bfd, CB_RECALL4args *rc);
 
 /* A client of the server with a session whose back channel is a second connection
@@ -94,7 +94,7 @@ static void client_bc(struct t4 *t, const struct srv *v, const char *owner, int 
         CHECK(n >= 8);
         memcpy(&mtype, r + 4, 4);
         if (mtype == 0) { /* the server's CALL: its probe */
-            CHECK_EQ(cb_answer_rec(*bfd, r, n, NULL), 0);
+            CHECK_EQ(cb_answer_rec(*bfd, r, n, NULL, NFS4_OK), 0);
             probed = 1;
             continue;
         }
@@ -132,18 +132,24 @@ static uint32_t get32(const char *r, size_t n, size_t *at)
 
 /* The server's next call on the back channel bfd (within 5 s), answered: CB_NULL, or a
  * CB_COMPOUND of CB_SEQUENCE and CB_RECALL (its arguments copied into *rc: free them
- * with xdr_free), both NFS4_OK. Its procedure. */
-static uint32_t cb_answer(int bfd, CB_RECALL4args *rc)
+ * with xdr_free), CB_SEQUENCE NFS4_OK and CB_RECALL st. Its procedure. */
+static uint32_t cb_answer_st(int bfd, CB_RECALL4args *rc, nfsstat4 st)
 {
     struct pollfd pf = {bfd, POLLIN, 0};
     CHECK_EQ(poll(&pf, 1, 5000), 1);
     size_t n;
     char *r = recv_record(bfd, &n);
-    return cb_answer_rec(bfd, r, n, rc);
+    return cb_answer_rec(bfd, r, n, rc, st);
+}
+
+/* The same, CB_RECALL answered NFS4_OK. */
+static uint32_t cb_answer(int bfd, CB_RECALL4args *rc)
+{
+    return cb_answer_st(bfd, rc, NFS4_OK);
 }
 
 /* The same for the call r (n bytes, read already; freed). */
-static uint32_t cb_answer_rec(int bfd, char *r, size_t n, CB_RECALL4args *rc)
+static uint32_t cb_answer_rec(int bfd, char *r, size_t n, CB_RECALL4args *rc, nfsstat4 st)
 {
     size_t at = 0;
     uint32_t xid = get32(r, n, &at);
@@ -182,8 +188,10 @@ static uint32_t cb_answer_rec(int bfd, char *r, size_t n, CB_RECALL4args *rc)
         ok->csr_highest_slotid = sa->csa_highest_slotid;
         ok->csr_target_highest_slotid = sa->csa_highest_slotid;
         ro[1].resop = OP_CB_RECALL;
+        ro[1].nfs_cb_resop4_u.opcbrecall.status = st;
         CB_COMPOUND4res cres;
         memset(&cres, 0, sizeof(cres));
+        cres.status = st;
         cres.resarray.resarray_len = 2;
         cres.resarray.resarray_val = ro;
         xdrmem_create(&x, out + len, (u_int)(sizeof(out) - len), XDR_ENCODE);
@@ -765,5 +773,33 @@ TEST(nfs4_deleg_recalled_by_each_change)
     CHECK_EQ(k.granted, 2 + n);
     CHECK_EQ(k.recalled, n);
     CHECK_EQ(k.returned, 1 + n);
+    teardown(&v, &c1, b1, &c2);
+}
+
+TEST(nfs4_deleg_revoked_when_recall_fails)
+{
+    struct srv v;
+    struct t4 c1, c2;
+    int b1;
+    struct opened o1, o2;
+    setup(&v, 0, &c1, &b1, &o1, &c2);
+    /* the holder answers CB_RECALL with an error: it will not return it, so it is revoked
+     * now, not a lease later */
+    CHECK_EQ(open_at(&c2, "f", OPEN4_SHARE_ACCESS_WRITE, &o2), NFS4ERR_DELAY);
+    CB_RECALL4args rc;
+    CHECK_EQ(cb_answer_st(b1, &rc, NFS4ERR_BADHANDLE), 1);
+    check_recall(&rc, &o1);
+    nfsstat4 st = NFS4ERR_DELAY;
+    for (int i = 0; i < 100 && st == NFS4ERR_DELAY; i++) {
+        usleep(20000); /* the reply is handled on a server thread */
+        st = open_at(&c2, "f", OPEN4_SHARE_ACCESS_WRITE, &o2);
+    }
+    CHECK_EQ(st, NFS4_OK);
+    CHECK_EQ(seq_status(&c1, &o1), SEQ4_STATUS_RECALLABLE_STATE_REVOKED);
+    CHECK_EQ(test_deleg(&c1, &o1), NFS4ERR_DELEG_REVOKED);
+    struct uiw__nfsd_deleg_counts n = dcounts(&v);
+    CHECK_EQ(n.recalled, 1);
+    CHECK_EQ(n.revoked, 1);
+    CHECK_EQ(n.returned, 0);
     teardown(&v, &c1, b1, &c2);
 }
