@@ -8,7 +8,8 @@
  * retry goes through. A holder that leaves the recall unanswered has it revoked after a
  * lease: SEQUENCE says so and TEST_STATEID answers NFS4ERR_DELEG_REVOKED until
  * FREE_STATEID. The project's client (uiw-nfs put over NFSv4.1) waits out the recall
- * of a file it rewrites.
+ * of a file it rewrites. A holder's lock stateids live beside its delegation, each freed
+ * by its own rule.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -801,5 +802,87 @@ TEST(nfs4_deleg_revoked_when_recall_fails)
     CHECK_EQ(n.recalled, 1);
     CHECK_EQ(n.revoked, 1);
     CHECK_EQ(n.returned, 0);
+    teardown(&v, &c1, b1, &c2);
+}
+
+/* FREE_STATEID of sid on o's file: its status. */
+static nfsstat4 free_sid(struct t4 *t, const struct opened *o, const stateid4 *sid)
+{
+    nfs_argop4 x;
+    op(&x, OP_FREE_STATEID);
+    x.nfs_argop4_u.opfree_stateid.fsa_stateid = *sid;
+    return on_file(t, o, &x, NULL);
+}
+
+/* LOCK (lo: a new lock-owner's, from the open stateid *sid; NULL: *sid the lock
+ * stateid) or LOCKU (unlock) of the first 4 bytes of o's file: its status, the lock
+ * stateid given in *sid. */
+static nfsstat4 lock_4(struct t4 *t, const struct opened *o, stateid4 *sid, const char *lo,
+                       int unlock)
+{
+    nfs_argop4 x;
+    if (unlock) {
+        op(&x, OP_LOCKU);
+        x.nfs_argop4_u.oplocku =
+            (LOCKU4args){.locktype = READ_LT, .lock_stateid = *sid, .length = 4};
+    } else {
+        op(&x, OP_LOCK);
+        LOCK4args *l = &x.nfs_argop4_u.oplock;
+        *l = (LOCK4args){.locktype = READ_LT, .length = 4};
+        l->locker.new_lock_owner = lo != NULL;
+        if (lo) {
+            l->locker.locker4_u.open_owner.open_stateid = *sid;
+            l->locker.locker4_u.open_owner.lock_owner.clientid = t->cid;
+            l->locker.locker4_u.open_owner.lock_owner.owner.owner_len = (u_int)strlen(lo);
+            l->locker.locker4_u.open_owner.lock_owner.owner.owner_val = (char *)(uintptr_t)lo;
+        } else {
+            l->locker.locker4_u.lock_owner.lock_stateid = *sid;
+        }
+    }
+    COMPOUND4res res;
+    nfsstat4 st = on_file(t, o, &x, &res);
+    nfs_resop4 *r = &res.resarray.resarray_val[2];
+    if (st == NFS4_OK)
+        *sid = unlock ? r->nfs_resop4_u.oplocku.LOCKU4res_u.lock_stateid
+                      : r->nfs_resop4_u.oplock.LOCK4res_u.resok4.lock_stateid;
+    res_free(&res);
+    return st;
+}
+
+TEST(nfs4_deleg_and_locks)
+{
+    /* the holder of a delegation locks the file through its open too: each stateid
+     * kind keeps its own FREE_STATEID rule, and the client's end frees them all */
+    struct srv v;
+    struct t4 c1, c2;
+    int b1;
+    struct opened o1;
+    setup(&v, 0, &c1, &b1, &o1, &c2);
+    stateid4 lk = o1.sid;
+    CHECK_EQ(lock_4(&c1, &o1, &lk, "locker", 0), NFS4_OK);
+    CHECK(memcmp(lk.other, o1.sid.other, NFS4_OTHER_SIZE) != 0);
+    CHECK(memcmp(lk.other, o1.dsid.other, NFS4_OTHER_SIZE) != 0);
+    CHECK_EQ(test_deleg(&c1, &o1), NFS4_OK);
+    CHECK_EQ(free_sid(&c1, &o1, &o1.dsid), NFS4ERR_LOCKS_HELD);
+    CHECK_EQ(free_sid(&c1, &o1, &o1.sid), NFS4ERR_LOCKS_HELD);
+    CHECK_EQ(free_sid(&c1, &o1, &lk), NFS4ERR_LOCKS_HELD);
+    /* a lock stateid is no delegation's, nor a delegation an open's to lock from */
+    struct opened bad = o1;
+    bad.dsid = lk;
+    CHECK_EQ(delegreturn(&c1, &bad), NFS4ERR_BAD_STATEID);
+    stateid4 ds = o1.dsid;
+    CHECK_EQ(lock_4(&c1, &o1, &ds, "other", 0), NFS4ERR_BAD_STATEID);
+
+    /* unlocked, the lock stateid is freed; the delegation and the open go on */
+    CHECK_EQ(lock_4(&c1, &o1, &lk, NULL, 1), NFS4_OK);
+    CHECK_EQ(free_sid(&c1, &o1, &lk), NFS4_OK);
+    bad.dsid = lk;
+    CHECK_EQ(test_deleg(&c1, &bad), NFS4ERR_BAD_STATEID);
+    CHECK_EQ(test_deleg(&c1, &o1), NFS4_OK);
+
+    /* locked again, then its client goes with its open, lock and delegation */
+    lk = o1.sid;
+    CHECK_EQ(lock_4(&c1, &o1, &lk, "locker", 0), NFS4_OK);
+    CHECK_EQ(dcounts(&v).granted, 1);
     teardown(&v, &c1, b1, &c2);
 }
