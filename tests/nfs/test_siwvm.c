@@ -14,6 +14,10 @@
  *    is negotiated (/proc/mounts says vers=4.2), and over RDMA with vers=4.1 and siw's
  *    mpa_crc_required=1 (vers=4.1), whose sessions' back channel is the connection's
  *    backward direction: the server's CB_NULL probes go over RDMA and are answered;
+ *  - a read delegation recalled: the guest's 4.1 mount over RDMA reads a 64 MiB file,
+ *    which uiw-nfs on this host then rewrites; the server recalls the guest's delegation
+ *    with one CB_RECALL over RDMA and gets one DELEGRETURN, and the guest's next read
+ *    shows the new bytes;
  *  - NFSv4 locks, after each NFSv4 mount's changes: while the guest holds a flock of a
  *    file, `uiw-nfs lock` of it on this host waits, and holds it once the guest lets go;
  *  - meanwhile uiw-nfs on this host puts and gets files (--verify: SHA-256 of both ends)
@@ -190,6 +194,47 @@ static void lock_waits(const struct srv *v, const char *vmdir, const char *conso
     CHECK_EQ(it_wait(lp, 30), 0);
 }
 
+/* A read delegation of the guest's NFSv4.1 mount over RDMA recalled: once the guest has
+ * read dg64 (a 64 MiB file of this host's), uiw-nfs on this host rewrites it over NFSv4.1;
+ * its OPEN for writing waits while the server recalls the guest's delegation with one
+ * CB_RECALL on the RPC-over-RDMA backward direction and the guest gives it back
+ * (DELEGRETURN). new: the SHA-256 of the bytes written (the guest's next read must show
+ * them). */
+static void deleg_recall(const struct srv *v, const char *vmdir, const char *console,
+                         const char *runlog, int pid, char nsum[65])
+{
+    wait_marker(console, runlog, "GUEST-DREAD", pid, 400);
+    struct uiw__nfsd_deleg_counts d0, d1;
+    struct uiw__nfsd_cb_counts c0, c1;
+    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d0), 0);
+    CHECK_EQ(uiw__nfsd_cb_counts(v->s, &c0), 0);
+    CHECK(d0.granted >= 1); /* the guest's OPEN for reading got one */
+    char local[700], u[700], cmd[800], *out = NULL;
+    snprintf(local, sizeof(local), "%s/dg64.new", vmdir);
+    snprintf(cmd, sizeof(cmd), "head -c 67108864 /dev/urandom > '%s'", local);
+    CHECK_EQ(it_run(cmd, 1, 60, &out), 0);
+    free(out);
+    sha256_of(local, nsum);
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/dg64?version=4.1", v->tcp, v->dir);
+    int rc = uiw_nfs("--verify put", local, u, &out);
+    if (rc != 0)
+        uiw_test_fail(__FILE__, __LINE__, "put over the delegated file: %d\n%s", rc, out);
+    free(out);
+    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d1), 0);
+    CHECK_EQ(uiw__nfsd_cb_counts(v->s, &c1), 0);
+    if (d1.recalled != d0.recalled + 1 || d1.returned != d0.returned + 1 ||
+        c1.recalls != c0.recalls + 1 || d1.revoked != d0.revoked)
+        uiw_test_fail(__FILE__, __LINE__,
+                      "delegations recalled %llu, returned %llu, revoked %llu; CB_RECALLs %llu "
+                      "(before: %llu, %llu, %llu; %llu)",
+                      (unsigned long long)d1.recalled, (unsigned long long)d1.returned,
+                      (unsigned long long)d1.revoked, (unsigned long long)c1.recalls,
+                      (unsigned long long)d0.recalled, (unsigned long long)d0.returned,
+                      (unsigned long long)d0.revoked, (unsigned long long)c0.recalls);
+    touch(vmdir, "dwritten");
+    unlink(local);
+}
+
 TEST(siwvm_kernel)
 {
     it_siwvm_ensure();
@@ -203,6 +248,12 @@ TEST(siwvm_kernel)
     memset(&v, 0, sizeof(v));
     srv_exports_opts(&v, "%s *(rw,no_root_squash,insecure)\n", &o);
     int rdma = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
+    /* the file of the delegation's recall: its SHA-256 before and after the host's put */
+    char dsum[2][65] = {"", ""}, *dout = NULL, dcmd[700];
+    snprintf(dcmd, sizeof(dcmd), "head -c 67108864 /dev/urandom > '%s'", path_in(&v, "dg64"));
+    CHECK_EQ(it_run(dcmd, 1, 60, &dout), 0);
+    free(dout);
+    sha256_of(path_in(&v, "dg64"), dsum[0]);
     char vmdir[512], console[600], runlog[600], script[600];
     it_tmpdir(vmdir, sizeof(vmdir), "nfsvm");
     snprintf(console, sizeof(console), "%s/console.log", vmdir);
@@ -281,6 +332,10 @@ TEST(siwvm_kernel)
                 "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4r /'\n"
                 "ops v4r\n"
                 "lockt v4r\n"
+                "echo \"DSUM1 $(sha256sum < /mnt/x/dg64 | cut -c1-64)\"\n"
+                "echo GUEST-DREAD\n"
+                "wait_host dwritten\n"
+                "echo \"DSUM2 $(sha256sum < /mnt/x/dg64 | cut -c1-64)\"\n"
                 "umount /mnt/x && echo 'UMOUNT-OK v4r'\n",
                 rdma, v.mount, rdma);
     else
@@ -318,6 +373,7 @@ TEST(siwvm_kernel)
         wait_marker(console, runlog, "CRC-ON", pid, 120);
         against_knfsd(vmdir, base, q, "c", "going on in Version 1", "NFS3ERR_NOENT");
         lock_waits(&v, vmdir, console, runlog, pid, "v4r");
+        deleg_recall(&v, vmdir, console, runlog, pid, dsum[1]);
     }
     wait_marker(console, runlog, "GUEST-CLIENT-DONE", pid, 400);
     touch(vmdir, "host2");
@@ -333,6 +389,13 @@ TEST(siwvm_kernel)
         check_client(&v, log, "crc", 0);
         check_client(&v, log, "v4r", 1);
         CHECK(strstr(log, "PROC v4r ") && strstr(strstr(log, "PROC v4r "), "vers=4.1"));
+        /* the guest read the file, and after the recall the bytes the host put */
+        for (int i = 0; i < 2; i++) {
+            char want[80];
+            snprintf(want, sizeof(want), "DSUM%d %s", i + 1, dsum[i]);
+            if (!strstr(log, want))
+                uiw_test_fail(__FILE__, __LINE__, "no '%s' in the guest's output", want);
+        }
 #if UIW_NFS_HAVE_RDMA
         /* the 4.1 mounts' back channel over RDMA (RFC 8167): the CB_NULL probe of each
          * session went on the backward direction and the kernel answered it */
