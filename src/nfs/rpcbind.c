@@ -119,8 +119,9 @@ int uiw__nfsd_rpcbind_register(struct uiw__nfsd *s, int loud)
     const char *addr = s->opts.addr;
     int v6 = !addr || strchr(addr, ':'), v4 = !addr || !strchr(addr, ':');
     unset_all(cl); /* a server that ended without saying so */
-    /* NFS 4 beside 3 when it is served (as knfsd registers both) */
-    int v4port = s->opts.nfs4 ? 1 : -1;
+    /* NFS 4 beside 3 when it is served (as knfsd registers both); a port <= 0 is left out */
+    int v4tcp = s->opts.nfs4 ? s->ports[UIW__NFSD_TCP] : 0;
+    int v4rdma = s->opts.nfs4 ? s->ports[UIW__NFSD_RDMA] : 0;
     const struct {
         rpcprog_t prog;
         rpcvers_t vers;
@@ -128,10 +129,10 @@ int uiw__nfsd_rpcbind_register(struct uiw__nfsd *s, int loud)
         const char *netid4, *netid6;
     } regs[] = {
         {NFS_PROGRAM_NUM, 3, s->ports[UIW__NFSD_TCP], "tcp", "tcp6"},
-        {NFS_PROGRAM_NUM, 4, v4port * s->ports[UIW__NFSD_TCP], "tcp", "tcp6"},
+        {NFS_PROGRAM_NUM, 4, v4tcp, "tcp", "tcp6"},
         {MOUNT_PROGRAM_NUM, 3, s->ports[UIW__NFSD_MOUNT], "tcp", "tcp6"},
         {NFS_PROGRAM_NUM, 3, s->ports[UIW__NFSD_RDMA], "rdma", NULL}, /* IPv4 only */
-        {NFS_PROGRAM_NUM, 4, v4port * s->ports[UIW__NFSD_RDMA], "rdma", NULL},
+        {NFS_PROGRAM_NUM, 4, v4rdma, "rdma", NULL},
     };
     int done = 0, failed = 0;
     for (size_t i = 0; i < sizeof(regs) / sizeof(regs[0]); i++) {
