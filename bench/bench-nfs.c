@@ -430,8 +430,8 @@ static int creates(const char *base, const char *secs, double *sync, double *asy
     int tcp = ports[0], mnt = ports[1], rc = -1;
     struct figures a = {0}, b = {0};
     char us[512], ua[512];
-    snprintf(us, sizeof(us), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dsync, mnt);
-    snprintf(ua, sizeof(ua), "nfs://127.0.0.1:%d%s?mountport=%d", tcp, dasync, mnt);
+    snprintf(us, sizeof(us), "nfs://127.0.0.1:%d%s?mountport=%d&version=3", tcp, dsync, mnt);
+    snprintf(ua, sizeof(ua), "nfs://127.0.0.1:%d%s?mountport=%d&version=3", tcp, dasync, mnt);
     if (bench(us, "64K", "64K", secs, 1, "create", &a) == 0 &&
         bench(ua, "64K", "64K", secs, 1, "create", &b) == 0) {
         *sync = a.create_cps;
@@ -464,8 +464,8 @@ static int files_round(const char *dir, int port, int mnt, int rdma, const char 
 {
     static unsigned round;
     char url[1024], cmd[4096], *out = NULL;
-    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s/files-%u?mountport=%d%s", port, dir, round++,
-             mnt, rdma ? "&transport=rdma" : "");
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s/files-%u?mountport=%d&version=3%s", port, dir,
+             round++, mnt, rdma ? "&transport=rdma" : "");
     int rc = -1;
     snprintf(cmd, sizeof(cmd), "'%s' --json --no-progress -r --parallel %d put '%s' '%s'",
              UIW_NFS_PATH, p, src, url);
@@ -519,7 +519,7 @@ static int files_bench(int reps, int files, int json)
     snprintf(dir, sizeof(dir), "%s/exp", top);
     int rc = mkdir(local, 0755) != 0 || mkdir(dir, 0755) != 0 ? -1 : 0;
     int ports[3] = {-1, -1, -1};
-    const char *args[] = {"-p", "0", "--no-root-squash", "--nfs4-experimental", dir, NULL};
+    const char *args[] = {"-p", "0", "--no-root-squash", dir, NULL};
     FILE *f = NULL;
     pid_t pid = rc == 0 ? nfsd_start(args, ports, &f) : -1;
     int tcp = ports[0], mnt = ports[1], rdma = ports[2];
@@ -670,7 +670,7 @@ int main(int argc, char **argv)
     }
     /* The server: a child process on free ports; its ready line gives them. */
     int ports[3] = {-1, -1, -1}, rc = 1;
-    const char *args[] = {"-p", "0", "--no-root-squash", "--nfs4-experimental", dir, NULL};
+    const char *args[] = {"-p", "0", "--no-root-squash", dir, NULL};
     FILE *f = NULL;
     pid_t pid = nfsd_start(args, ports, &f);
     server_pid = pid;

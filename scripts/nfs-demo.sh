@@ -95,9 +95,9 @@ if [ "$rdma" -le 0 ]; then
 fi
 url() { # transport path -> the URL of that path in the export
   if [ "$1" = rdma ]; then
-    echo "nfs://127.0.0.1:$rdma$work/export/$2?mountport=$mnt&transport=rdma&rpcrdma=2"
+    echo "nfs://127.0.0.1:$rdma$work/export/$2?mountport=$mnt&transport=rdma&rpcrdma=2&version=3"
   else
-    echo "nfs://127.0.0.1:$tcp$work/export/$2?mountport=$mnt&transport=tcp"
+    echo "nfs://127.0.0.1:$tcp$work/export/$2?mountport=$mnt&transport=tcp&version=3"
   fi
 }
 field() { # json-line key
