@@ -1,13 +1,14 @@
 /*
- * uiw-nfsd: an NFS version 3 server (RFC 1813) of exported directories, with MOUNT
- * version 3 over TCP, serving NFS over TCP and over RPC-over-RDMA.
+ * uiw-nfsd: an NFS server of exported directories, versions 3 (RFC 1813, with MOUNT
+ * version 3 over TCP) and 4.1 and 4.2 (RFC 8881, RFC 7862), serving NFS over TCP and over
+ * RPC-over-RDMA.
  *
  *   uiw-nfsd [-a ADDR] [-p RDMA_PORT] [--tcp-port PORT] [--mount-port PORT] [--vers1-only]
  *            [--no-root-squash] [--anon-uid N] [--anon-gid N] [--max-io BYTES]
  *            [--rdma-threads N] [--inline-size BYTES] [--ddp-threshold BYTES]
  *            [--max-handles N] [--tcp-threads N]
  *            [--max-connections N] [--idle-timeout S] [--io-timeout S] [--io-buffers N]
- *            [--rpcbind | --no-rpcbind] [--nfs4-experimental] [--lease-time S]
+ *            [--rpcbind | --no-rpcbind] [--no-nfs4] [--lease-time S]
  *            [--state-dir DIR] [--no-delegations]
  *            [--idmap-domain DOMAIN]
  *            [--stats] [-v]
@@ -38,10 +39,10 @@
 
 static const char usage[] =
     "usage: uiw-nfsd [options] [EXPORT_DIR...]\n"
-    "Serve the directories over NFS version 3 (TCP and RPC-over-RDMA), with MOUNT v3 over\n"
-    "TCP. Clients mount an export by its absolute path. The exports come from -e FILE, and\n"
-    "from the directories given (open to every host, read-write); with neither, from\n"
-    "/etc/uiw/exports.\n"
+    "Serve the directories over NFS versions 3, 4.1 and 4.2 (TCP and RPC-over-RDMA), with\n"
+    "MOUNT v3 over TCP. Clients mount an export by its absolute path. The exports come\n"
+    "from -e FILE, and from the directories given (open to every host, read-write); with\n"
+    "neither, from /etc/uiw/exports.\n"
     "  -e, --exports FILE    export what FILE says, to whom it says (exports(5) syntax;\n"
     "                        default /etc/uiw/exports when no EXPORT_DIR is given)\n"
     "  -a, --addr ADDR       listen address (default: all)\n"
@@ -86,16 +87,12 @@ static const char usage[] =
     "                        whole within S seconds, at most 10\n"
     "      --io-buffers N    buffers of max-io bytes for WRITE records and READ payloads\n"
     "                        over TCP (default 64): the memory they take at most\n"
-    "      --nfs4-experimental\n"
-    "                        serve NFS version 4.1 and 4.2 beside 3 on the NFS ports\n"
-    "                        (off: version 4 gets PROG_MISMATCH); with one export\n"
-    "                        it is the root of the NFSv4 namespace, with several a\n"
-    "                        pseudo file system joins them at their paths; sessions,\n"
-    "                        OPEN, READ, WRITE, the namespace operations, SEEK,\n"
-    "                        ALLOCATE, DEALLOCATE, COPY, CLONE and the TCP back\n"
-    "                        channel work, read delegations recalled over it;\n"
-    "                        EXPERIMENTAL: no LOCK, LOCKT, LOCKU (NFS4ERR_NOTSUPP),\n"
-    "                        no back channel over RPC-over-RDMA\n"
+    "      --no-nfs4         serve NFS version 3 alone: version 4 gets PROG_MISMATCH\n"
+    "                        (by default versions 4.1 and 4.2 are served beside 3 on\n"
+    "                        the NFS ports: sessions, opens, locks, read delegations\n"
+    "                        recalled over the back channel, TCP or RPC-over-RDMA's\n"
+    "                        backward direction, and a pseudo file system joining\n"
+    "                        the exports at their paths)\n"
     "      --lease-time S    NFSv4 lease in seconds (default 90)\n"
     "      --state-dir DIR   keep NFSv4 client records in DIR (made if missing), so\n"
     "                        that after a restart the clients reclaim their state in\n"
@@ -111,7 +108,7 @@ static const char usage[] =
     "                        credits, chunks, bytes by RDMA and inline, errors) and the\n"
     "                        RNIC's (bytes, FPDUs, CRC errors, Terminates, copies) on\n"
     "                        standard output on SIGUSR1 and when it ends; with\n"
-    "                        --nfs4-experimental also NFSv4.1's callbacks (sent,\n"
+    "                        NFSv4 also NFSv4.1's callbacks (sent,\n"
     "                        CB_RECALLs, replies, errors, timeouts); and the open-file\n"
     "                        cache's descriptors, opens and hits\n"
     "      --pid-file FILE   write the server's process id there once it serves (removed\n"
@@ -215,6 +212,7 @@ int main(int argc, char **argv)
         O_RPCBIND,
         O_NO_RPCBIND,
         O_NFS4,
+        O_NO_NFS4,
         O_LEASE,
         O_STATEDIR,
         O_IDMAP,
@@ -246,7 +244,9 @@ int main(int argc, char **argv)
         {"pid-file", required_argument, NULL, O_PIDFILE},
         {"rpcbind", no_argument, NULL, O_RPCBIND},
         {"no-rpcbind", no_argument, NULL, O_NO_RPCBIND},
-        {"nfs4-experimental", no_argument, NULL, O_NFS4},
+        {"no-nfs4", no_argument, NULL, O_NO_NFS4},
+        {"nfs4", no_argument, NULL, O_NFS4},
+        {"nfs4-experimental", no_argument, NULL, O_NFS4}, /* its name while incomplete */
         {"lease-time", required_argument, NULL, O_LEASE},
         {"state-dir", required_argument, NULL, O_STATEDIR},
         {"idmap-domain", required_argument, NULL, O_IDMAP},
@@ -288,6 +288,9 @@ int main(int argc, char **argv)
             break;
         case O_NFS4:
             o.nfs4 = 1;
+            break;
+        case O_NO_NFS4:
+            o.nfs4 = 0;
             break;
         case O_LEASE:
             bad = parse_num(optarg, 10, 3600, &v);

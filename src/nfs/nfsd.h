@@ -45,9 +45,8 @@ struct uiw__nfsd_opts {
      * (the default) when NFS is on TCP port 2049, which makes this server the host's NFS
      * server (nothing said when no rpcbind runs) */
     int rpcbind;
-    /* NFS version 4 (minor versions 1 and 2) beside version 3 on the NFS ports: off by
-     * default, as it is incomplete (nfs4.c says what it serves); off, version 4 gets
-     * PROG_MISMATCH (3, 3) */
+    /* NFS version 4 (minor versions 1 and 2; nfs4.c says what it serves) beside version 3
+     * on the NFS ports: on by default; off, version 4 gets PROG_MISMATCH (3, 3) */
     int nfs4;
     unsigned lease_time; /* NFSv4 lease, seconds; 0: 90 */
     /* NFSv4 client records (NULL: none, and no grace period after a restart); made if

@@ -28,6 +28,7 @@ void uiw__nfsd_opts_default(struct uiw__nfsd_opts *o)
     o->anon_gid = 65534;
     o->max_io = 1u << 20;
     o->rpcbind = -1;
+    o->nfs4 = 1;
 }
 
 struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)

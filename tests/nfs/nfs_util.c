@@ -33,6 +33,12 @@ static struct {
 } fsids[16];
 static unsigned nfsids;
 
+void srv_opts_v3(struct uiw__nfsd_opts *o)
+{
+    uiw__nfsd_opts_default(o);
+    o->nfs4 = 0;
+}
+
 void srv_start(struct srv *v, const struct uiw__nfsd_opts *o)
 {
     memset(v, 0, sizeof(*v));
@@ -43,7 +49,7 @@ void srv_start(struct srv *v, const struct uiw__nfsd_opts *o)
     if (o) {
         d = *o;
     } else {
-        uiw__nfsd_opts_default(&d);
+        srv_opts_v3(&d);
         d.no_root_squash = 1;
     }
     d.addr = "127.0.0.1";
@@ -169,7 +175,7 @@ pid_t nfsd_spawn_log(const char *const *argv, const char *errpath, FILE **out, c
 void srv_exports_text(struct srv *v, const char *text, unsigned max_handles)
 {
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.max_handles = max_handles;
     srv_exports_opts(v, text, &o);
 }

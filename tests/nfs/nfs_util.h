@@ -19,6 +19,9 @@ struct srv {
 
 /* Start a server exporting a new temporary directory; o may be NULL (defaults with free
  * ports, RDMA off). */
+/* uiw-nfsd's default options with NFSv4 off: the NFSv3 tests' server, whose clients asking
+ * for version 4 (uiw-nfs's default) get PROG_MISMATCH and fall back to version 3. */
+void srv_opts_v3(struct uiw__nfsd_opts *o);
 void srv_start(struct srv *v, const struct uiw__nfsd_opts *o);
 void srv_stop(struct srv *v); /* also removes the export */
 /* Start a server (TCP only, max_handles records: 0 for the default) of v->dir (a new

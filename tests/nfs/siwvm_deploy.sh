@@ -38,13 +38,20 @@ wait_host() {
 # at PHASE: the guest's uptime, for the log (where the time goes)
 at() { echo "AT $1 $(cut -d' ' -f1 /proc/uptime)"; }
 
-mkdir -p /mnt/x /mnt/y /mnt/r
+mkdir -p /mnt/x /mnt/y /mnt/r /mnt/v4
 at start
 
 prefix EXPORTS showmount -e $srv
 
-# No version, no port: NFSv4 first, PROG_MISMATCH, then version 3 through rpcbind.
-prefix MOUNT-X mount -v -t nfs -o nolock $srv:"$rw" /mnt/x
+# No version, no port: NFSv4.2 on port 2049, the export by its path, as with knfsd.
+prefix MOUNT-4 mount -v -t nfs $srv:"$rw" /mnt/v4
+prefix PROC-4 grep " /mnt/v4 " /proc/mounts
+echo "written over NFSv4" >/mnt/v4/v4file
+prefix V4-FLOCK flock -n /mnt/v4/v4file cat /mnt/v4/v4file
+prefix UMOUNT-4 umount /mnt/v4
+
+# Version 3 with no port: MOUNT and NFS through rpcbind.
+prefix MOUNT-X mount -v -t nfs -o vers=3,nolock $srv:"$rw" /mnt/x
 prefix PROC-X grep " /mnt/x " /proc/mounts
 prefix DUMP showmount -a $srv
 

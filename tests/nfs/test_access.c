@@ -40,7 +40,7 @@ static void srv_exports(struct srv *v, const char *clients)
     if (uiw__nfs_exports_parse(text, "exports", &t, err, sizeof(err)) != 0)
         uiw_test_fail(__FILE__, __LINE__, "%s", err);
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.addr = NULL; /* every address: calls come from 127.0.0.x */
     o.tcp_port = o.mount_port = o.rdma_port = 0;
     v->s = uiw__nfsd_create(&o);

@@ -318,7 +318,7 @@ TEST(many_clients)
 {
     struct srv v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     srv_start(&v, &o);
     CHECK_EQ(chmod(v.dir, 0777), 0);
     pthread_t t[8];
@@ -516,7 +516,7 @@ TEST(xdr_lists_without_recursion)
 static void srv_searching(struct srv *v, unsigned dirs)
 {
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     o.rdma_port = -1;
     o.max_handles = 16;
@@ -612,7 +612,7 @@ TEST(forged_handles_searched_within_budget)
 static void srv_limits(struct srv *v, unsigned max_conns, unsigned idle, unsigned io, unsigned bufs)
 {
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     o.rdma_port = -1;
     o.max_conns = max_conns;

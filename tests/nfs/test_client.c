@@ -168,7 +168,7 @@ TEST(client_ops_in_flight_rdma)
 #if UIW_NFS_HAVE_RDMA
     struct srv v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     srv_start(&v, &o);
     char url[700];

@@ -36,8 +36,9 @@ static void nfsd_up(struct nfsd *d, const char *const *extra)
     CHECK(mkdtemp(d->dir) != NULL);
     snprintf(d->log, sizeof(d->log), "%s.log", d->dir);
     const char *argv[32] = {"uiw-nfsd",   "-a", "127.0.0.1",    "-p", "0",
-                            "--tcp-port", "0",  "--mount-port", "0",  "--no-root-squash"};
-    int n = 10;
+                            "--tcp-port", "0",  "--mount-port", "0",  "--no-root-squash",
+                            "--no-nfs4"};
+    int n = 11;
     while (extra && *extra && n < 30)
         argv[n++] = *extra++;
     argv[n++] = d->dir;

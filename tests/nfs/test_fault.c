@@ -70,7 +70,7 @@ static void reset_mid_transfer(int rdma)
 {
     struct srv v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     srv_start(&v, &o); /* RDMA on a free port too */
     int port = rdma ? uiw__nfsd_port(v.s, UIW__NFSD_RDMA) : v.tcp;
@@ -127,8 +127,9 @@ static pid_t nfsd_on(const char *dir, int ports[3])
     snprintf(t, sizeof(t), "%d", ports[0]);
     snprintf(m, sizeof(m), "%d", ports[1]);
     snprintf(r, sizeof(r), "%d", ports[2]);
-    const char *argv[] = {"uiw-nfsd",     "-a", "127.0.0.1",        "-p", r,   "--tcp-port", t,
-                          "--mount-port", m,    "--no-root-squash", dir,  NULL};
+    const char *argv[] = {
+        "uiw-nfsd",     "-a", "127.0.0.1",        "-p",        r,   "--tcp-port", t,
+        "--mount-port", m,    "--no-root-squash", "--no-nfs4", dir, NULL};
     FILE *f;
     char line[256];
     pid_t pid = nfsd_spawn_argv(argv, &f, line, sizeof(line));
@@ -233,7 +234,7 @@ TEST(fault_loss_nfs_copy)
     uiw_test_lossy_loopback(0.02);
     struct srv v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     srv_start(&v, &o);
     size_t n = 4 * fault_bytes();

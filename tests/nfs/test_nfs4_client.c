@@ -208,7 +208,7 @@ TEST(nfs4cli_deep_path)
 TEST(nfs4cli_falls_back_to_v3)
 {
     struct srv v;
-    srv_start(&v, NULL); /* NFSv4 off: version 4 gets PROG_MISMATCH */
+    srv_start(&v, NULL); /* NFSv3 alone: version 4 gets PROG_MISMATCH */
     put_file(&v, "f", "hello\n", 6);
     char u[700], path[400];
     snprintf(path, sizeof(path), "%s/f", v.dir);

@@ -1,5 +1,5 @@
 /*
- * uiw-nfs's verbs over NFSv4.1 and 4.2 against uiw-nfsd --nfs4-experimental, over TCP
+ * uiw-nfs's verbs over NFSv4.1 and 4.2 against uiw-nfsd (NFSv4 on by default), over TCP
  * and RPC-over-RDMA: put and get (SHA-256 of both ends, --verify), mkdir, ls, stat, mv,
  * rm, rmdir, put -r with files in flight, cp by COPY within the server (4.2) and by READ
  * and WRITE (4.1). The one export is the root of the server's NFSv4 namespace, so the
@@ -33,21 +33,9 @@ static void d4_start(struct d4 *d, const char *lease)
 {
     snprintf(d->dir, sizeof(d->dir), "/tmp/uiw-nfs4-ops.XXXXXX");
     CHECK(mkdtemp(d->dir) != NULL);
-    const char *argv[] = {"uiw-nfsd",
-                          "-a",
-                          "127.0.0.1",
-                          "-p",
-                          "0",
-                          "--tcp-port",
-                          "0",
-                          "--mount-port",
-                          "0",
-                          "--no-root-squash",
-                          "--nfs4-experimental",
-                          "--lease-time",
-                          lease,
-                          d->dir,
-                          NULL};
+    const char *argv[] = {"uiw-nfsd",     "-a",  "127.0.0.1",    "-p", "0",
+                          "--tcp-port",   "0",   "--mount-port", "0",  "--no-root-squash",
+                          "--lease-time", lease, d->dir,         NULL};
     FILE *f;
     char line[256];
     int mount;

@@ -1,6 +1,6 @@
 /*
- * uiw-nfsd's NFSv4.1 (src/nfs/nfs4.c, nfs4state.c), behind uiw__nfsd_opts.nfs4: off by
- * default (version 4 gets PROG_MISMATCH 3..3); on, COMPOUNDs over raw TCP records check
+ * uiw-nfsd's NFSv4.1 (src/nfs/nfs4.c, nfs4state.c), uiw__nfsd_opts.nfs4: on by default;
+ * off, version 4 gets PROG_MISMATCH 3..3; on, COMPOUNDs over raw TCP records check
  * sessions, handles and attributes against the file system, and each error of the
  * COMPOUND and SEQUENCE rules; the traffic, written to a capture, decodes in tshark
  * without a malformed packet.
@@ -28,10 +28,14 @@
 #include "rawrpc.h"
 #include "test.h"
 
-TEST(nfs4_off_by_default)
+TEST(nfs4_on_by_default_and_off)
 {
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    CHECK_EQ(o.nfs4, 1);
+    o.nfs4 = 0;
     struct srv v;
-    srv_start(&v, NULL);
+    srv_start(&v, &o);
     int fd = tcp_to(v.tcp);
     /* NULL and COMPOUND of version 4: PROG_MISMATCH naming version 3 alone */
     expect_accept(fd, 100003, 4, 0, NULL, 0, PROG_MISMATCH);

@@ -22,7 +22,7 @@
 static void start_rdma(struct srv *v, int vers1)
 {
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     o.vers1_only = vers1;
     srv_start(v, &o);
@@ -228,7 +228,7 @@ static void rdma_vanish_body(void)
 {
     struct srv v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     o.max_io = 16u << 20;
     o.rdma_threads = 2;

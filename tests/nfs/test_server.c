@@ -395,7 +395,7 @@ TEST(handles_survive_restart)
     uiw__nfsd_destroy(v.s);
     struct srv w = v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.addr = "127.0.0.1";
     o.tcp_port = o.mount_port = 0;
     o.rdma_port = -1;
@@ -426,7 +426,7 @@ TEST(handles_bounded)
 {
     struct srv v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     o.max_handles = 16;
     srv_start(&v, &o);
@@ -613,7 +613,7 @@ TEST(readdir_cookies)
 static void creds_start(struct srv *v, struct uiw__nfs_client **r, struct uiw__nfs_client **u)
 {
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     srv_start(v, &o);
     CHECK_EQ(chmod(v->dir, 0777), 0);
     put_file(v, "rootfile", "secret", 6);
@@ -680,7 +680,7 @@ TEST(root_credentials)
     srv_stop(&v);
     /* --no-root-squash: root stays root. */
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     srv_start(&v, &o);
     r = srv_client(&v, 0, 0);
@@ -813,7 +813,7 @@ TEST(mount_list_ipv4_caller_of_every_address)
     snprintf(v.dir, sizeof(v.dir), "/tmp/uiw-nfs-test.XXXXXX");
     CHECK(mkdtemp(v.dir) != NULL);
     struct uiw__nfsd_opts d;
-    uiw__nfsd_opts_default(&d);
+    srv_opts_v3(&d);
     d.addr = NULL;
     d.tcp_port = 0;
     d.mount_port = 0;

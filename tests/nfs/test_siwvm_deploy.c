@@ -10,10 +10,11 @@
  *    loopback) is that namespace's loopback, rpcbind's port 111 included. slirp connects
  *    from ordinary ports, hence `insecure`;
  *  - the guest lists the exports and the mounts (showmount -e, -a); mounts the read-write
- *    export naming neither version nor port (Linux asks for NFSv4, gets PROG_MISMATCH and
- *    falls back to version 3 through rpcbind: /proc/mounts says vers=3); mounts the
- *    read-only export, reads it and is refused a write; mounts with proto=rdma and no port
- *    (20049, and MOUNT through rpcbind) and copies a file both ways;
+ *    export naming neither version nor port (Linux's defaults: NFSv4.2 on port 2049,
+ *    /proc/mounts says vers=4.2), writes a file there, reads it under a lock; mounts it
+ *    with vers=3 and no port (NFS and MOUNT through rpcbind); mounts the read-only export
+ *    with no version, reads it and is refused a write; mounts with proto=rdma, vers=3 and
+ *    no port (20049, and MOUNT through rpcbind) and copies a file both ways;
  *  - knfsd's file semantics, as user 1000 and as root, the same commands on the guest's
  *    own tmpfs and on the mount, whose outputs must match line for line: install -m 0444,
  *    a descriptor kept writable after chmod 0444, tar x of read-only files, directories
@@ -176,9 +177,19 @@ TEST(root_siwvm_deploy)
     said("EXPORTS", p);
     snprintf(p, sizeof(p), "%s *", ro);
     said("EXPORTS", p);
-    /* the plain mount: version 3 on the standard port, found after NFSv4's PROG_MISMATCH */
-    said("MOUNT-X", "trying text-based options 'nolock,vers=4.2,");
-    said("MOUNT-X", "mount(2): Protocol not supported");
+    /* the plain mount: NFSv4.2 on the standard port */
+    said("MOUNT-4", "rc=0");
+    said("PROC-4", " nfs4 ");
+    said("PROC-4", "vers=4.2,");
+    said("PROC-4", "proto=tcp,");
+    said("V4-FLOCK", "written over NFSv4");
+    said("V4-FLOCK", "rc=0");
+    said("UMOUNT-4", "rc=0");
+    snprintf(p, sizeof(p), "%s/v4file", rw);
+    char *v4 = it_slurp(p);
+    GUEST_CHECK(v4 && strcmp(v4, "written over NFSv4\n") == 0, "%s on this host", p);
+    free(v4);
+    /* version 3, found through rpcbind */
     said("MOUNT-X", "rc=0");
     said("PROC-X", " nfs ");
     said("PROC-X", "vers=3,");

@@ -164,8 +164,9 @@ TEST(soak_mixed_clients)
     char dir[64];
     snprintf(dir, sizeof(dir), "/tmp/uiw-soak.XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
-    const char *argv[] = {"uiw-nfsd",     "-a", "127.0.0.1",        "-p", "0", "--tcp-port", "0",
-                          "--mount-port", "0",  "--no-root-squash", dir,  NULL};
+    const char *argv[] = {
+        "uiw-nfsd",     "-a", "127.0.0.1",        "-p",        "0", "--tcp-port", "0",
+        "--mount-port", "0",  "--no-root-squash", "--no-nfs4", dir, NULL};
     FILE *out;
     char line[256];
     pid_t srv = nfsd_spawn_argv(argv, &out, line, sizeof(line));

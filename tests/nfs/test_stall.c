@@ -118,7 +118,7 @@ struct stall {
 static void stall_start(struct stall *s)
 {
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     o.io_timeout = IO_TIMEOUT;
     srv_start(&s->v, &o);

@@ -36,6 +36,7 @@ static pid_t nfsd_spawn(const char *dir, const char *rdma, bool stats, FILE **ou
                           "--mount-port",
                           "0",
                           "--no-root-squash",
+                          "--no-nfs4", /* NFSv3: uiw-nfs falls back from 4.2 */
                           stats ? "--stats" : dir,
                           stats ? dir : NULL,
                           NULL};
@@ -565,9 +566,10 @@ TEST(tools_stats_rdma)
  * the URL of its file f in u. */
 static pid_t rdma_server(const char *dir, const char *const *extra, char *u, size_t n)
 {
-    const char *argv[16] = {"uiw-nfsd",     "-a", "127.0.0.1",        "-p", "0", "--tcp-port", "0",
-                            "--mount-port", "0",  "--no-root-squash", NULL};
-    unsigned k = 10;
+    const char *argv[16] = {"uiw-nfsd",   "-a", "127.0.0.1",    "-p", "0",
+                            "--tcp-port", "0",  "--mount-port", "0",  "--no-root-squash",
+                            "--no-nfs4",  NULL};
+    unsigned k = 11;
     while (*extra && k < 14)
         argv[k++] = *extra++;
     argv[k++] = dir;
@@ -775,8 +777,8 @@ TEST(root_tools_exports_file_secure)
     CHECK(f != NULL);
     fprintf(f, "%s 127.0.0.1(rw,no_root_squash)\n", dir);
     fclose(f);
-    const char *argv[] = {"uiw-nfsd", "-e",         file, "-a",           "127.0.0.1", "-p",
-                          "-1",       "--tcp-port", "0",  "--mount-port", "0",         NULL};
+    const char *argv[] = {"uiw-nfsd",   "-e", file,           "-a", "127.0.0.1", "-p", "-1",
+                          "--tcp-port", "0",  "--mount-port", "0",  "--no-nfs4", NULL};
     FILE *out;
     char line[256];
     pid_t pid = nfsd_spawn_argv(argv, &out, line, sizeof(line));
@@ -868,8 +870,8 @@ static void stop_nfsd(pid_t pid, int sig)
  * namespace of the test's own, /run a fresh tmpfs): on port 2049 by default, NFS on tcp,
  * tcp6 and rdma and MOUNT on tcp and tcp6, so that showmount -e (nfs-common's, another
  * implementation) lists the export; a server killed leaves registrations that the next one
- * replaces; SIGTERM withdraws them; --rpcbind registers any port (NFS 4 too with
- * --nfs4-experimental), and uiw-nfs given no port
+ * replaces; SIGTERM withdraws them; NFS 4 is registered beside 3 unless --no-nfs4;
+ * --rpcbind registers any port, and uiw-nfs given no port
  * finds NFS and MOUNT through rpcbind; --no-rpcbind registers nothing; --rpcbind without
  * an rpcbind does not start, and the default then says so once and starts. */
 TEST(root_tools_rpcbind)
@@ -905,7 +907,7 @@ TEST(root_tools_rpcbind)
     CHECK(rpcbind_has(100005, "tcp6", 20048));
     if (rdma > 0)
         CHECK(rpcbind_has(100003, "rdma", 20049));
-    CHECK(!rpcbind_has_v(100003, 4, NULL, 0)); /* version 4 is not served */
+    CHECK(rpcbind_has_v(100003, 4, "tcp", 2049)); /* served by default: beside 3 */
     const char *sm[] = {"showmount", "-e", "127.0.0.1", NULL};
     struct tool_run r;
     tool_run("/sbin/showmount", sm, NULL, 0, 30, &r);
@@ -915,17 +917,15 @@ TEST(root_tools_rpcbind)
     /* killed: its registrations stay, and the next server's replace them */
     stop_nfsd(pid, SIGKILL);
     CHECK(rpcbind_has(100003, "tcp", 2049));
-    const char *any[] = {
-        "uiw-nfsd", "--rpcbind",           "--tcp-port", "0", "--mount-port", "0", "-p",
-        "-1",       "--nfs4-experimental", dir,          NULL};
+    const char *any[] = {"uiw-nfsd", "--rpcbind", "--tcp-port", "0", "--mount-port", "0", "-p",
+                         "-1",       "--no-nfs4", dir,          NULL};
     pid = nfsd_spawn_argv(any, &out, line, sizeof(line));
     fclose(out);
     CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
     CHECK(tcp != 2049 && mount != 20048 && rdma == -1);
     CHECK(rpcbind_has(100003, "tcp", tcp));
     CHECK(rpcbind_has(100005, "tcp", mount));
-    CHECK(rpcbind_has_v(100003, 4, "tcp", tcp)); /* served: registered beside 3 */
-    CHECK(rpcbind_has_v(100003, 4, "tcp6", tcp));
+    CHECK(!rpcbind_has_v(100003, 4, NULL, 0)); /* not served: not even on RDMA, which is off */
     CHECK(!rpcbind_has(100003, "tcp", 2049));
     CHECK(!rpcbind_has(100003, "rdma", 0));
     char u[160];

@@ -340,7 +340,7 @@ TEST(tshark_nfs_rdma_v1)
     need_tshark();
     struct srv v;
     struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
+    srv_opts_v3(&o);
     o.no_root_squash = 1;
     o.vers1_only = 1;
     srv_start(&v, &o);

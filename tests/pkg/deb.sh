@@ -99,7 +99,7 @@ done
 # the default exports file exports nothing, and reads without an error
 [ -z "$("$root/usr/bin/uiw-nfsd" --check-exports "$root/etc/uiw/exports")" ] ||
     fail "the packaged /etc/uiw/exports exports something"
-grep -q '^ExecStart=/usr/bin/uiw-nfsd -e /etc/uiw/exports$' \
+grep -q '^ExecStart=/usr/bin/uiw-nfsd -e /etc/uiw/exports --state-dir /var/lib/uiw/nfsv4$' \
     "$root/lib/systemd/system/uiw-nfsd.service" || fail "the unit does not run uiw-nfsd"
 libdir=$root/usr/lib/$multi
 ex=$tmp/examples
