@@ -130,6 +130,8 @@ struct uiw__nfs4c {
     struct cb_slot cb[CB_SLOTS];
     unsigned cb_runs;   /* back-channel operations run (a retry answered from its slot: not) */
     uint32_t seq_flags; /* the last SEQUENCE's sr_status_flags */
+    uint64_t bound_ms;  /* when BIND_CONN_TO_SESSION was last sent */
+    unsigned rebinds;   /* connections bound to the back channel again */
     int returning;      /* DELEGRETURNs going out (not again from inside them) */
     /* COMPOUNDs in flight on slots 1.. (busy); slot 0 is the synchronous
      * calls', which may go while these are out (a call in flight's reply is taken while
@@ -286,6 +288,7 @@ static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
         ARM(OP_CREATE_SESSION, opcreate_session, xdr_CREATE_SESSION4res)
         ARM(OP_DESTROY_SESSION, opdestroy_session, xdr_DESTROY_SESSION4res)
         ARM(OP_DESTROY_CLIENTID, opdestroy_clientid, xdr_DESTROY_CLIENTID4res)
+        ARM(OP_BIND_CONN_TO_SESSION, opbind_conn_to_session, xdr_BIND_CONN_TO_SESSION4res)
         ARM(OP_RECLAIM_COMPLETE, opreclaim_complete, xdr_RECLAIM_COMPLETE4res)
         ARM(OP_PUTFH, opputfh, xdr_PUTFH4res)
         ARM(OP_PUTROOTFH, opputrootfh, xdr_PUTROOTFH4res)
@@ -405,6 +408,7 @@ static int new_client(struct uiw__nfs_client *c);
 static void return_recalled(struct uiw__nfs_client *c);
 static void cb_register(struct uiw__nfs_client *c);
 static void cb_unregister(struct uiw__nfs_client *c);
+static void bind_back(struct uiw__nfs_client *c);
 
 /* A COMPOUND whose ops[0] is left for SEQUENCE (on slot 0: the client's synchronous calls
  * go one at a time; those in flight take the other slots), sent until it is not answered
@@ -436,8 +440,12 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
             s->seq[0]++; /* the slot moved on, whatever the operations after did */
             s->seq_flags = r0->nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4.sr_status_flags;
         }
-        if (st == NFS4_OK)
+        if (st == NFS4_OK) {
+            if (s->cb_prog &&
+                (s->seq_flags & (SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION)))
+                bind_back(c);
             return 0;
+        }
         if (st == NFS4ERR_DELAY && attempt < DELAY_TRIES) {
             cres_free(cr);
             sleep_ms(wait);
@@ -588,6 +596,41 @@ static int create_session(struct uiw__nfs_client *c)
     }
     cres_free(&cr);
     return rc;
+}
+
+/* The connection the calls go on, bound to the session again in both directions
+ * (BIND_CONN_TO_SESSION, RFC 8881 section 18.34), once SEQUENCE says the back channel's
+ * path is down: the RPC layer connected again after a loss, and the server takes a new
+ * connection for the fore channel alone until the client binds it (section 2.10.3.1).
+ * At most once a second, so that a server that cannot call back costs one call a second. */
+static void bind_back(struct uiw__nfs_client *c)
+{
+    struct uiw__nfs4c *s = c->v4;
+    uint64_t now = now_ms();
+    if (s->bound_ms && now - s->bound_ms < 1000)
+        return;
+    s->bound_ms = now;
+    nfs_argop4 a;
+    op_init(&a, OP_BIND_CONN_TO_SESSION);
+    BIND_CONN_TO_SESSION4args *b = &a.nfs_argop4_u.opbind_conn_to_session;
+    memcpy(b->bctsa_sessid, s->sid, sizeof(s->sid));
+    b->bctsa_dir = CDFC4_BACK_OR_BOTH;
+    b->bctsa_use_conn_in_rdma_mode = c->rdma != 0;
+    struct cres cr = {0};
+    int rc = alone(c, &a, &cr);
+    if (rc == 0) {
+        const BIND_CONN_TO_SESSION4resok *ok =
+            &cr.r.resarray.resarray_val[0]
+                 .nfs_resop4_u.opbind_conn_to_session.BIND_CONN_TO_SESSION4res_u.bctsr_resok4;
+        s->back_chan = ok->bctsr_dir == CDFS4_BACK || ok->bctsr_dir == CDFS4_BOTH;
+        s->rebinds += s->back_chan;
+    }
+    if (c->verbose)
+        fprintf(stderr, "uiw-nfs: BIND_CONN_TO_SESSION: back channel %s\n",
+                rc == 0 && s->back_chan ? "bound again"
+                : rc == 0               ? "not bound"
+                                        : uiw__nfs_errtext(c, rc));
+    cres_free(&cr);
 }
 
 /* What the server held of our opens is gone with the client record. */
@@ -1919,6 +1962,11 @@ int uiw__nfs4c_session(const struct uiw__nfs_client *c, char id[16])
 unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c)
 {
     return c->v4 ? c->v4->cb_runs : 0;
+}
+
+unsigned uiw__nfs4c_rebinds(const struct uiw__nfs_client *c)
+{
+    return c->v4 ? c->v4->rebinds : 0;
 }
 
 uint32_t uiw__nfs4c_seq_flags(const struct uiw__nfs_client *c)

@@ -122,6 +122,9 @@ int uiw__nfs4c_cb_compound(struct uiw__nfs_client *c, const struct CB_COMPOUND4a
 int uiw__nfs4c_session(const struct uiw__nfs_client *c, char id[16]);
 /* Back-channel operations run (not those answered from a slot). */
 unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c);
+/* Connections bound to the session's back channel again (BIND_CONN_TO_SESSION, sent
+ * when SEQUENCE says CB_PATH_DOWN: the RPC layer connected again). */
+unsigned uiw__nfs4c_rebinds(const struct uiw__nfs_client *c);
 /* The last SEQUENCE's sr_status_flags (SEQ4_STATUS_*; 0 before the first). */
 uint32_t uiw__nfs4c_seq_flags(const struct uiw__nfs_client *c);
 /* The client id EXCHANGE_ID gave (0: none yet). */

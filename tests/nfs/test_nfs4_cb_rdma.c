@@ -227,8 +227,23 @@ TEST(rdma_nfs4_callbacks_v1)
 #endif
 }
 
+/* A CB_RECALL of a delegation c does not hold, sent through the server's API: c answers
+ * NFS4ERR_BADHANDLE (RFC 8881 section 20.2.3). */
+static void recall_unheld(struct srv *v, struct uiw__nfs_client *c)
+{
+    stateid4 sid;
+    memset(&sid, 0, sizeof(sid));
+    memset(sid.other, 0x5a, sizeof(sid.other));
+    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
+    nfs_fh4 fh = {root->len, (char *)(uintptr_t)root->data};
+    struct result r = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    CHECK_EQ(uiw__nfs4_cb_recall(v->s->nfs4, uiw__nfs4c_clientid(c), &sid, &fh, 1, on_done, &r), 0);
+    CHECK_EQ(wait_done(c, &r), NFS4ERR_BADHANDLE);
+}
+
 /* A connection that ends takes the back channel with it, once: the session says
- * CB_PATH_DOWN until a connection is bound again. */
+ * CB_PATH_DOWN until a connection is bound again. The client, told so by SEQUENCE, binds
+ * its new connection (BIND_CONN_TO_SESSION), and callbacks reach it there. */
 TEST(rdma_nfs4_callbacks_conn_lost)
 {
 #if UIW_NFS_HAVE_RDMA
@@ -255,7 +270,16 @@ TEST(rdma_nfs4_callbacks_conn_lost)
     CHECK(!uiw__nfs4_cb_up(cb));
     CHECK(!uiw__nfs4_cb_client_up(v.s->nfs4, uiw__nfs4c_clientid(c)));
     /* the client's next COMPOUND goes on a new connection, and hears of it */
+    CHECK_EQ(uiw__nfs4c_rebinds(c), 0);
     CHECK(sequence_flags(c) & SEQ4_STATUS_CB_PATH_DOWN_SESSION);
+    /* and binds it: the server probes it, and the back channel is up again */
+    CHECK_EQ(uiw__nfs4c_rebinds(c), 1);
+    wait_up(&v, c);
+    CHECK(uiw__nfs4_cb_up(cb));
+    CHECK_EQ(sequence_flags(c) & PATH_DOWN, 0);
+    CHECK_EQ(uiw__nfs4c_rebinds(c), 1);
+    /* a callback goes on the new connection and the client answers it */
+    recall_unheld(&v, c);
     uiw__nfs4_cb_put(cb, 0);
     uiw__nfs_client_close(c);
     relay_stop(rl);
@@ -279,14 +303,7 @@ TEST(rdma_nfs4_callbacks_tshark)
     struct uiw__nfs_client *c = client(&v, 1, 0);
     CHECK_EQ(unsetenv("UIW_PCAP_DIR"), 0);
     wait_up(&v, c);
-    stateid4 sid;
-    memset(&sid, 0, sizeof(sid));
-    memset(sid.other, 0x5a, sizeof(sid.other));
-    const struct uiw__nfs_fh *root = uiw__nfs_client_root(c);
-    nfs_fh4 fh = {root->len, (char *)(uintptr_t)root->data};
-    struct result r = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
-    CHECK_EQ(uiw__nfs4_cb_recall(v.s->nfs4, uiw__nfs4c_clientid(c), &sid, &fh, 1, on_done, &r), 0);
-    CHECK_EQ(wait_done(c, &r), NFS4ERR_BADHANDLE);
+    recall_unheld(&v, c);
     uiw__nfs_client_close(c);
     int port = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
     srv_stop(&v);
