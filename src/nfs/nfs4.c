@@ -123,6 +123,16 @@ nfsstat4 uiw__nfs4_resolve(struct uiw__nfs4_c *c, struct uiw__vfs *v, int dir, i
     return uiw__nfs4_st4(s3, *ex, c->rq);
 }
 
+nfsstat4 uiw__nfs4_stat(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct stat *sb,
+                        struct uiw__nfs_export **ex)
+{
+    nfsstat4 st = uiw__nfs4_check(c, v, &c->cur, ex);
+    if (st != NFS4_OK)
+        return st;
+    nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
+    return uiw__nfs4_st4(uiw__vfs_stat(v, &h, sb, ex), *ex, c->rq);
+}
+
 nfsstat4 uiw__nfs4_issue(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex,
                          int dfd, const char *name, int fd)
 {

@@ -397,26 +397,38 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
     return NFS4_OK;
 }
 
+/* Whether req asks for an attribute of the file system (fstatfs needs a descriptor). */
+static int asks_fs(const bitmap4 *req)
+{
+    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS; n++)
+        if (OF_FS(n) && has(req, n))
+            return 1;
+    return 0;
+}
+
 nfsstat4 uiw__nfs4_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const GETATTR4args *a,
                            GETATTR4resok *r)
 {
     if (uiw__nfs4_is_pseudo(&c->cur, NULL))
         return uiw__nfs4_pseudo_getattr(c, v, &a->attr_request, &r->obj_attributes);
-    int fd;
+    int fd = -1;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
-    if (st != NFS4_OK)
-        return st;
     struct stat sb;
-    if (fstat(fd, &sb) != 0)
+    nfsstat4 st;
+    /* the file's own attributes (what a client's stat asks) need no descriptor: a stat
+     * through the handle, as NFSv3's GETATTR */
+    if (!asks_fs(&a->attr_request))
+        st = uiw__nfs4_stat(c, v, &sb, &ex);
+    else if ((st = uiw__nfs4_resolve(c, v, 0, &fd, &ex)) == NFS4_OK && fstat(fd, &sb) != 0)
         st = (nfsstat4)uiw__nfsd_errno(errno);
-    else
+    if (st == NFS4_OK)
         st = uiw__nfs4_encode(c, fd, &sb, ex, &c->cur,
                               sb.st_dev == ex->dev && sb.st_ino == ex->ino
                                   ? uiw__nfs4_pseudo_mounted_on(c, v, ex, (uint64_t)sb.st_ino)
                                   : (uint64_t)sb.st_ino,
                               &a->attr_request, &r->obj_attributes, 4096);
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     return st;
 }
 

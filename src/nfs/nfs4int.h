@@ -77,6 +77,10 @@ nfsstat4 uiw__nfs4_check(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__
 /* The current handle's file: a new O_PATH descriptor (dir: it must be a directory). */
 nfsstat4 uiw__nfs4_resolve(struct uiw__nfs4_c *c, struct uiw__vfs *v, int dir, int *fd,
                            struct uiw__nfs_export **ex);
+/* The current handle's file's attributes, with no descriptor (NFSv3's GETATTR path: the
+ * same checks of the handle and the export as uiw__nfs4_resolve). */
+nfsstat4 uiw__nfs4_stat(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct stat *sb,
+                        struct uiw__nfs_export **ex);
 /* The handle of fd, `name` in dfd (NULL: dfd itself or its parent), as the current one. */
 nfsstat4 uiw__nfs4_issue(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex,
                          int dfd, const char *name, int fd);
@@ -102,9 +106,9 @@ void uiw__nfs4_bitmap(bitmap4 *b, uint32_t w[UIW__NFS4_ATTR_WORDS]);
 /* The change attribute of a file: its ctime in nanoseconds. */
 uint64_t uiw__nfs4_change(const struct stat *st);
 /* The attributes of req the server supports, of the file sb (fd: an O_PATH descriptor of
- * it, for the file system's; fh its handle; mounted_on its mounted_on_fileid), encoded
- * into out in at most room bytes (NFS4ERR_RESOURCE past that; NFS4ERR_INVAL for a
- * write-only attribute asked for). */
+ * it, for the file system's, which may be -1 when req asks for none of those; fh its handle;
+ * mounted_on its mounted_on_fileid), encoded into out in at most room bytes (NFS4ERR_RESOURCE past
+ * that; NFS4ERR_INVAL for a write-only attribute asked for). */
 nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
                           const struct uiw__nfs_export *ex, const struct uiw__nfs4_fh *fh,
                           uint64_t mounted_on, const bitmap4 *req, fattr4 *out, size_t room);

@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "interop.h"
 #include "io/pcap.h"
+#include "nfs/client.h"
 #include "nfs/nfs4int.h"
 #include "nfs/nfs4state.h"
 #include "nfs/server.h"
@@ -774,6 +776,19 @@ TEST(nfs4_compound_decoded_first)
     srv_stop(&v);
 }
 
+/* A new directory out (a mkdtemp template) beside the export, and a handle forged for it
+ * under the export's id (its device and inode number): *h, its bytes in forged. */
+static void forge_outside(const struct srv *v, char *out, char forged[UIW__NFS_FH_MAX], nfs_fh3 *h)
+{
+    CHECK(mkdtemp(out) != NULL);
+    int fd = open(out, O_PATH | O_CLOEXEC);
+    CHECK(fd >= 0);
+    struct uiw__nfsd_fh f;
+    CHECK_EQ(uiw__nfs_fh_of(v->s, &v->s->exports[0], fd, &f), 0);
+    close(fd);
+    uiw__nfs_fh_encode(&f, h, forged);
+}
+
 /* GETFH gives back a handle the client put only if it names a file of its export: one
  * forged for a directory beside the export (its device and inode number under the
  * export's id) gets NFS4ERR_STALE, as GETATTR of it does. */
@@ -781,16 +796,9 @@ TEST(nfs4_forged_handle_not_given_back)
 {
     struct srv v;
     t4_start(&v, 0);
-    char out[] = "/tmp/uiw-nfs4-out-XXXXXX";
-    CHECK(mkdtemp(out) != NULL);
-    int fd = open(out, O_PATH | O_CLOEXEC);
-    CHECK(fd >= 0);
-    struct uiw__nfsd_fh f;
-    CHECK_EQ(uiw__nfs_fh_of(v.s, &v.s->exports[0], fd, &f), 0);
-    close(fd);
-    char forged[UIW__NFS_FH_MAX];
+    char out[] = "/tmp/uiw-nfs4-out-XXXXXX", forged[UIW__NFS_FH_MAX];
     nfs_fh3 h;
-    uiw__nfs_fh_encode(&f, &h, forged);
+    forge_outside(&v, out, forged, &h);
     struct t4 t;
     t4_open(&t, &v, NULL);
     session(&t, 8);
@@ -809,6 +817,144 @@ TEST(nfs4_forged_handle_not_given_back)
         compound(&t, a, 3, &res);
         CHECK_EQ(res.status, NFS4ERR_STALE);
         CHECK_EQ(res.resarray.resarray_len, 3);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+    t4_close(&t);
+    rmdir(out);
+    srv_stop(&v);
+}
+
+/* The attributes GETATTR of the file's own (stat's) and with those of its file system. */
+static const unsigned file_attrs[] = {
+    FATTR4_TYPE,        FATTR4_SIZE,          FATTR4_FSID,        FATTR4_FILEID, FATTR4_MODE,
+    FATTR4_NUMLINKS,    FATTR4_OWNER,         FATTR4_OWNER_GROUP, FATTR4_RAWDEV, FATTR4_SPACE_USED,
+    FATTR4_TIME_ACCESS, FATTR4_TIME_METADATA, FATTR4_TIME_MODIFY,
+};
+
+/* SEQUENCE, PUTFH fh, GETATTR of file_attrs (fs: and space_total, files_total). */
+static void putfh_getattr(struct t4 *t, const char *fh, u_int len, int fs, COMPOUND4res *res)
+{
+    uint32_t mask[2] = {0, 0};
+    for (size_t i = 0; i < sizeof(file_attrs) / sizeof(file_attrs[0]); i++)
+        mask[file_attrs[i] / 32] |= 1u << (file_attrs[i] % 32);
+    if (fs) {
+        mask[FATTR4_SPACE_TOTAL / 32] |= 1u << (FATTR4_SPACE_TOTAL % 32);
+        mask[FATTR4_FILES_TOTAL / 32] |= 1u << (FATTR4_FILES_TOTAL % 32);
+    }
+    nfs_argop4 a[3];
+    next_seq(t, &a[0]);
+    op(&a[1], OP_PUTFH);
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_len = len;
+    a[1].nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)(uintptr_t)fh;
+    op(&a[2], OP_GETATTR);
+    a[2].nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 2;
+    a[2].nfs_argop4_u.opgetattr.attr_request.bitmap4_val = mask;
+    compound(t, a, 3, res);
+    CHECK_EQ(res->resarray.resarray_len, 3);
+}
+
+static void check_v3_time(XDR *x, const nfstime3 *t)
+{
+    int64_t s = 0;
+    uint32_t ns = 0;
+    CHECK(xdr_int64_t(x, &s) && xdr_uint32_t(x, &ns));
+    CHECK_EQ(s, (int64_t)t->seconds);
+    CHECK_EQ(ns, t->nseconds);
+}
+
+/* GETATTR's values of file_attrs against NFSv3's attributes of the same file (a3); with
+ * fs, the file system's sizes against statfs of path. */
+static void check_as_v3(const COMPOUND4res *res, const fattr3 *a3, int fs, const char *path)
+{
+    const fattr4 *f =
+        &res->resarray.resarray_val[2].nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+    XDR x;
+    xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
+    uint32_t u32 = 0, u32b = 0;
+    uint64_t u64 = 0, minor = 0;
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, NF4REG);
+    CHECK_EQ(a3->type, NF3REG);
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, a3->size);
+    CHECK(xdr_uint64_t(&x, &u64) && xdr_uint64_t(&x, &minor));
+    CHECK_EQ(u64, a3->fsid);
+    CHECK_EQ(minor, 0);
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, a3->fileid);
+    if (fs) {
+        struct statfs sf;
+        CHECK_EQ(statfs(path, &sf), 0);
+        CHECK(xdr_uint64_t(&x, &u64)); /* files_total */
+        CHECK_EQ(u64, (uint64_t)sf.f_files);
+    }
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, a3->mode & 07777);
+    CHECK(xdr_uint32_t(&x, &u32));
+    CHECK_EQ(u32, a3->nlink);
+    check_id(&x, a3->uid);
+    check_id(&x, a3->gid);
+    CHECK(xdr_uint32_t(&x, &u32) && xdr_uint32_t(&x, &u32b));
+    CHECK_EQ(u32, a3->rdev.specdata1);
+    CHECK_EQ(u32b, a3->rdev.specdata2);
+    if (fs) {
+        struct statfs sf;
+        CHECK_EQ(statfs(path, &sf), 0);
+        CHECK(xdr_uint64_t(&x, &u64)); /* space_total */
+        CHECK_EQ(u64, (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize);
+    }
+    CHECK(xdr_uint64_t(&x, &u64));
+    CHECK_EQ(u64, a3->used);
+    check_v3_time(&x, &a3->atime);
+    check_v3_time(&x, &a3->ctime);
+    check_v3_time(&x, &a3->mtime);
+    CHECK_EQ(xdr_getpos(&x), f->attr_vals.attrlist4_len); /* nothing else */
+    xdr_destroy(&x);
+}
+
+/* GETATTR of a handle PUT, with and without the file system's attributes (the second
+ * needs a descriptor of the file, the first a stat through the handle only): the values
+ * NFSv3's GETATTR gives for the same handle; once the file is removed, or for a handle
+ * forged for a directory outside the export, NFS4ERR_STALE from GETATTR either way. */
+TEST(nfs4_getattr_as_v3)
+{
+    struct srv v;
+    t4_start(&v, 0);
+    put_file(&v, "g", "attributes", 10);
+    char url[600];
+    snprintf(url, sizeof(url), "%s&version=3", v.url);
+    struct uiw__nfs_url u;
+    char err[512];
+    CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c3 = uiw__nfs_client_open(&u, 0, err, sizeof(err));
+    CHECK(c3 != NULL);
+    struct uiw__nfs_fh fh;
+    fattr3 a3;
+    CHECK_EQ(uiw__nfs_lookup_path(c3, "g", &fh, &a3), 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    session(&t, 8);
+    for (int fs = 0; fs < 2; fs++) {
+        COMPOUND4res res;
+        putfh_getattr(&t, fh.data, fh.len, fs, &res);
+        CHECK_EQ(res.status, NFS4_OK);
+        CHECK_EQ(uiw__nfs_getattr(c3, &fh, &a3), 0);
+        check_as_v3(&res, &a3, fs, v.dir);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    }
+    uiw__nfs_client_close(c3);
+    CHECK_EQ(unlink(path_in(&v, "g")), 0);
+    char out[] = "/tmp/uiw-nfs4-out-XXXXXX", forged[UIW__NFS_FH_MAX];
+    nfs_fh3 h;
+    forge_outside(&v, out, forged, &h);
+    for (int k = 0; k < 4; k++) {
+        COMPOUND4res res;
+        if (k < 2)
+            putfh_getattr(&t, fh.data, fh.len, k, &res);
+        else
+            putfh_getattr(&t, forged, h.data.data_len, k - 2, &res);
+        CHECK_EQ(res.status, NFS4ERR_STALE);
+        CHECK_EQ(st_of(&res.resarray.resarray_val[1]), NFS4_OK);
         xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
     }
     t4_close(&t);
