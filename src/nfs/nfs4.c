@@ -882,10 +882,12 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     struct blob b = {0};
     /* the slot keeps the reply when the client asked, or when it is the SEQUENCE alone */
     int keep = c->cachethis || c->nres == 1;
-    if (!c->replay && !keep && c->read_bytes) {
-        /* READ data, not kept: encoded from where it was read, with no copy of ours
-         * (the transport references its lent buffer, or RDMA Writes it into the
-         * client's Write chunk); the slot free first, as below */
+    if (!c->replay && !keep) {
+        /* a reply not kept: encoded by the transport as it sends it, with no buffer or
+         * copy of ours (READ data from where it was read: the transport references its
+         * lent buffer, or RDMA Writes it into the client's Write chunk); its size is
+         * bounded by the session's ca_maxresponsesize (fits); the slot free first, as
+         * below */
         uiw__nfs4_slot_done(s->nfs4, &c->ref, NULL, 0, 0);
         if (!svc_sendreply(xprt, UIW__XDRPROC(enc_reply), (caddr_t)c) && s->opts.verbose)
             fprintf(stderr, "uiw-nfsd: COMPOUND: reply not sent\n");
