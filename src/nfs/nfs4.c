@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,66 @@ struct uiw__nfs4_mem {
     max_align_t data[];
 };
 
+/* Operations whose arguments and results the pool holds: uiw__nfs4_limits' max_ops (a
+ * COMPOUND of more, which SEQUENCE refuses, takes memory of its own). */
+#define POOL_OPS 16
+/* uiw__nfs4_alloc's memory in the pool: a GETATTR's encoded values and more. */
+#define POOL_ARENA 16384
+
+/* A worker thread's memory for its COMPOUNDs, kept from one call to the next (nothing is
+ * allocated per call on the GETATTR path): the context, the operations' arguments and
+ * results, and an arena for uiw__nfs4_alloc; freed when the thread ends. */
+struct uiw__nfs4_pool {
+    int busy; /* a COMPOUND of this thread has it (another one takes memory of its own) */
+    struct uiw__nfs4_c c;
+    nfs_argop4 args[POOL_OPS];
+    nfs_resop4 res[POOL_OPS];
+    size_t used; /* of the arena */
+    max_align_t arena[POOL_ARENA / sizeof(max_align_t)];
+};
+
+static pthread_key_t pool_key;
+static int pool_keyed;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_key_make(void)
+{
+    pool_keyed = pthread_key_create(&pool_key, free) == 0;
+}
+
+/* This thread's pool, taken (NULL: none, or taken already). */
+static struct uiw__nfs4_pool *pool_take(void)
+{
+    pthread_once(&pool_once, pool_key_make);
+    if (!pool_keyed)
+        return NULL;
+    struct uiw__nfs4_pool *p = pthread_getspecific(pool_key);
+    if (!p) {
+        p = malloc(sizeof(*p));
+        if (!p)
+            return NULL;
+        if (pthread_setspecific(pool_key, p) != 0) {
+            free(p);
+            return NULL;
+        }
+        p->busy = 0;
+    }
+    if (p->busy)
+        return NULL;
+    p->busy = 1;
+    p->used = 0;
+    return p;
+}
+
 void *uiw__nfs4_alloc(struct uiw__nfs4_c *c, size_t n)
 {
+    struct uiw__nfs4_pool *p = c->pool;
+    size_t a = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t);
+    if (p && a <= POOL_ARENA / sizeof(max_align_t) - p->used) {
+        void *r = &p->arena[p->used];
+        p->used += a;
+        return r;
+    }
     struct uiw__nfs4_mem *m = malloc(sizeof(*m) + n);
     if (!m)
         return NULL;
@@ -763,8 +822,15 @@ static bool_t compound(XDR *x, void *p)
     /* a COMPOUND runs at most the session's ca_maxoperations: SEQUENCE refuses more, and
      * without it only the first operation runs */
     c->cap = count < c->lim.max_ops ? count : c->lim.max_ops;
-    c->args = calloc(c->cap ? c->cap : 1, sizeof(*c->args));
-    c->res = calloc(c->cap ? c->cap : 1, sizeof(*c->res));
+    if (c->pool && c->cap <= POOL_OPS) {
+        c->args = c->pool->args;
+        c->res = c->pool->res;
+        memset(c->args, 0, c->cap * sizeof(*c->args));
+        memset(c->res, 0, c->cap * sizeof(*c->res));
+    } else {
+        c->args = calloc(c->cap ? c->cap : 1, sizeof(*c->args));
+        c->res = calloc(c->cap ? c->cap : 1, sizeof(*c->res));
+    }
     if (!c->args || !c->res) {
         c->status = NFS4ERR_SERVERFAULT;
         return TRUE;
@@ -865,11 +931,14 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
         svcerr_noproc(xprt);
         return;
     }
-    struct uiw__nfs4_c *c = calloc(1, sizeof(*c));
+    struct uiw__nfs4_pool *pool = pool_take();
+    struct uiw__nfs4_c *c = pool ? &pool->c : malloc(sizeof(*c));
     if (!c) {
         svcerr_systemerr(xprt);
         return;
     }
+    memset(c, 0, sizeof(*c));
+    c->pool = pool;
     c->s = s;
     c->rq = rq;
     uiw__nfs4_limits(s, &c->lim);
@@ -931,9 +1000,14 @@ out:
         c->mem = m->next;
         free(m);
     }
-    free(c->args);
-    free(c->res);
-    free(c);
+    if (!pool || c->args != pool->args) {
+        free(c->args);
+        free(c->res);
+    }
+    if (pool)
+        pool->busy = 0;
+    else
+        free(c);
 }
 
 void uiw__nfs4_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)

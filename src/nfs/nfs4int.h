@@ -20,6 +20,7 @@ struct uiw__nfs4_fh {
 };
 
 struct uiw__nfs4_mem;
+struct uiw__nfs4_pool;
 
 /* One COMPOUND while it runs. */
 struct uiw__nfs4_c {
@@ -40,7 +41,8 @@ struct uiw__nfs4_c {
     uint32_t next_op; /* the operation after the one running (0: none) */
     nfs_argop4 *args;
     nfs_resop4 *res;
-    struct uiw__nfs4_mem *mem; /* reply memory, freed after the reply */
+    struct uiw__nfs4_mem *mem;   /* reply memory, freed after the reply */
+    struct uiw__nfs4_pool *pool; /* the thread's memory it took (NULL: its own) */
     /* the current stateid (RFC 8881 section 16.2.3.1.2), of the file whose handle was
      * current when an operation set it (cur_sid_fh.len 0: none) */
     stateid4 cur_sid;
