@@ -151,10 +151,16 @@ static bool_t put_id(const struct uiw__nfsd *s, XDR *x, uint32_t id, int group)
         if (group && getgrgid_r(id, &gr, pwbuf, sizeof(pwbuf), &gp) == 0 && gp)
             name = gp->gr_name;
     }
-    if (name)
+    if (name) {
         snprintf(buf, sizeof(buf), "%s@%s", name, s->opts.idmap_domain);
-    else
-        snprintf(buf, sizeof(buf), "%u", id);
+    } else {
+        /* the number, written from its end (snprintf's cost, per GETATTR twice) */
+        p = buf + 16;
+        *p = 0;
+        do
+            *--p = (char)('0' + id % 10);
+        while (id /= 10);
+    }
     return xdr_string(x, &p, sizeof(buf));
 }
 
@@ -205,6 +211,7 @@ struct obj {
     const struct uiw__nfs4_fh *fh;
     const struct statfs *sf; /* NULL: not asked */
     uint64_t mounted_on;
+    fattr3 a; /* NFSv3's attributes of sb, which most of NFSv4's are */
 };
 
 /* The value of attribute `n` of the file into x. */
@@ -214,17 +221,7 @@ static bool_t put_attr(const struct obj *o, XDR *x, unsigned n)
     uint32_t u32;
     uint64_t u64;
     bool_t b;
-    fattr3 a;
-    if (o->ex) {
-        uiw__nfsd_fattr(sb, o->ex, &a);
-    } else {
-        /* a pseudo directory (nfs4pseudo.c): no export, its own fsid */
-        memset(&a, 0, sizeof(a));
-        a.type = NF3DIR;
-        a.mode = sb->st_mode & 07777;
-        a.nlink = (uint32_t)sb->st_nlink;
-        a.fileid = (uint64_t)sb->st_ino;
-    }
+    fattr3 a = o->a;
     switch (n) {
     case FATTR4_SUPPORTED_ATTRS: {
         uint32_t w[UIW__NFS4_ATTR_WORDS];
@@ -370,24 +367,36 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
     int fs = 0;
     for (unsigned w = 0; w < UIW__NFS4_ATTR_WORDS; w++)
         mask[w] = w < req->bitmap4_len ? req->bitmap4_val[w] & sup[w] : 0;
-    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS; n++) {
-        if (!(mask[n / 32] & (1u << (n % 32))))
-            continue;
-        if (WRITE_ONLY(n))
-            return NFS4ERR_INVAL;
-        fs |= OF_FS(n);
+    for (unsigned w = 0; w < UIW__NFS4_ATTR_WORDS; w++) {
+        for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
+            unsigned n = 32 * w + (unsigned)__builtin_ctz(bits);
+            if (WRITE_ONLY(n))
+                return NFS4ERR_INVAL;
+            fs |= OF_FS(n);
+        }
     }
     struct statfs sf;
     memset(&sf, 0, sizeof(sf)); /* a pseudo directory's (fd -1): nothing free, no files */
     if (fs && fd >= 0 && fstatfs(fd, &sf) != 0)
         return (nfsstat4)uiw__nfsd_errno(errno);
-    struct obj o = {c, sb, ex, fh, fs ? &sf : NULL, mounted_on};
+    struct obj o = {c, sb, ex, fh, fs ? &sf : NULL, mounted_on, {0}};
+    if (ex) {
+        uiw__nfsd_fattr(sb, ex, &o.a);
+    } else {
+        /* a pseudo directory (nfs4pseudo.c): no export, its own fsid */
+        o.a.type = NF3DIR;
+        o.a.mode = sb->st_mode & 07777;
+        o.a.nlink = (uint32_t)sb->st_nlink;
+        o.a.fileid = (uint64_t)sb->st_ino;
+    }
     XDR x;
     xdrmem_create(&x, vals, (u_int)room, XDR_ENCODE);
-    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS; n++) {
-        if ((mask[n / 32] & (1u << (n % 32))) && !put_attr(&o, &x, n)) {
-            xdr_destroy(&x);
-            return NFS4ERR_RESOURCE; /* larger than room */
+    for (unsigned w = 0; w < UIW__NFS4_ATTR_WORDS; w++) {
+        for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
+            if (!put_attr(&o, &x, 32 * w + (unsigned)__builtin_ctz(bits))) {
+                xdr_destroy(&x);
+                return NFS4ERR_RESOURCE; /* larger than room */
+            }
         }
     }
     uiw__nfs4_bitmap(&out->attrmask, mask);
