@@ -19,7 +19,8 @@
  *     recently used closed first): client.h's calls name files by handle and never say
  *     when they are done with one, so each is closed when the table needs room or the
  *     client closes. Delegations are declined (OPEN4_SHARE_ACCESS_WANT_NO_DELEG): this
- *     client serves no back channel yet;
+ *     client caches no data, so one would only make other clients wait (tests may take
+ *     them, uiw__nfs4c_want_deleg, and see them recalled and returned);
  *   - LOCK (open_to_lock_owner4) and LOCKU, NFS4ERR_DENIED polled with a backoff as Linux
  *     does for a blocking lock; COPY (4.2, synchronous) within one server.
  * Over RPC-over-RDMA a READ's data lands straight in the caller's buffer (a Write chunk,
@@ -133,6 +134,7 @@ struct uiw__nfs4c {
     uint64_t bound_ms;  /* when BIND_CONN_TO_SESSION was last sent */
     unsigned rebinds;   /* connections bound to the back channel again */
     int returning;      /* DELEGRETURNs going out (not again from inside them) */
+    int want_deleg;     /* OPEN takes a delegation (uiw__nfs4c_want_deleg) */
     /* COMPOUNDs in flight on slots 1.. (busy); slot 0 is the synchronous
      * calls', which may go while these are out (a call in flight's reply is taken while
      * a synchronous call waits) */
@@ -1071,7 +1073,8 @@ static void open_args(struct uiw__nfs4c *s, nfs_argop4 *a, uint32_t access)
     op_init(a, OP_OPEN);
     OPEN4args *o = &a->nfs_argop4_u.opopen;
     o->seqid = 0; /* ignored in 4.1 (RFC 8881 section 18.16.3) */
-    o->share_access = access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG;
+    o->share_access = access | (s->want_deleg ? OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE
+                                              : OPEN4_SHARE_ACCESS_WANT_NO_DELEG);
     o->share_deny = OPEN4_SHARE_DENY_NONE;
     open_owner(s, &o->owner);
 }
@@ -1967,6 +1970,18 @@ unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c)
 unsigned uiw__nfs4c_rebinds(const struct uiw__nfs_client *c)
 {
     return c->v4 ? c->v4->rebinds : 0;
+}
+
+void uiw__nfs4c_want_deleg(struct uiw__nfs_client *c, int on)
+{
+    if (c->v4)
+        c->v4->want_deleg = on;
+}
+
+int uiw__nfs4c_has_deleg(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh)
+{
+    const struct open_file *f = c->v4 ? open_find(c->v4, fh) : NULL;
+    return f && f->has_deleg;
 }
 
 uint32_t uiw__nfs4c_seq_flags(const struct uiw__nfs_client *c)

@@ -129,6 +129,12 @@ unsigned uiw__nfs4c_rebinds(const struct uiw__nfs_client *c);
 uint32_t uiw__nfs4c_seq_flags(const struct uiw__nfs_client *c);
 /* The client id EXCHANGE_ID gave (0: none yet). */
 uint64_t uiw__nfs4c_clientid(const struct uiw__nfs_client *c);
+/* Let the next OPENs take the delegation the server offers (WANT_NO_PREFERENCE) instead
+ * of declining one (WANT_NO_DELEG, the default: this client caches nothing, so a
+ * delegation only makes others wait for its return). For tests of recalls. */
+void uiw__nfs4c_want_deleg(struct uiw__nfs_client *c, int on);
+/* Whether the client holds a delegation of fh (granted, not yet returned). */
+int uiw__nfs4c_has_deleg(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh);
 
 int uiw__nfs4c_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
                        uiw__nfs_dirent_fn fn, void *arg);
