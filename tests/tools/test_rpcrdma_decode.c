@@ -1,10 +1,14 @@
 /* rpcrdma-decode: the built program, checked against hand-built messages and, as an
  * oracle, the project's header codec (<uiw/rpcrdma.h>). */
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <unistd.h>
 
 #include <uiw/rpcrdma.h>
+#include <uiw/wire.h>
 
+#include "interop.h"
+#include "io/pcap.h"
 #include "rnd.h"
 #include "run.h"
 #include "test.h"
@@ -974,4 +978,200 @@ TEST(rpcrdma_decode_private)
     CHECK_EQ(r.status, 0);
     CHECK(strstr(r.out, "rpcrdma-decode (uiw) ") == r.out);
     tool_run_free(&r);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * --pcap: the Sends of a captured iWARP connection
+ * ------------------------------------------------------------------------------------- */
+
+/* A connection written by the project's capture writer, its MPA frames and FPDUs built
+ * by the project's framing code. */
+struct conv {
+    struct uiw__pcap *pc;
+    uint32_t msn[2]; /* next Send MSN, by direction (1: the requester's) */
+    int corrupt;     /* flip a CRC byte of the next FPDU */
+};
+
+static void conv_bytes(struct conv *cv, int from_requester, const uint8_t *b, size_t n)
+{
+    struct iovec iov = {(void *)(uintptr_t)b, n};
+    uiw__pcap_data(cv->pc, from_requester, &iov, 1, n);
+}
+
+/* One FPDU of a DDP segment: header h, then payload p[0..n). */
+static void conv_fpdu(struct conv *cv, int from_requester, const struct uiw_ddp_hdr *h,
+                      const uint8_t *p, size_t n)
+{
+    uint8_t hdr[UIW_DDP_UNTAGGED_HDR_LEN], f[512];
+    ssize_t hl = uiw_ddp_hdr_encode(h, hdr, sizeof(hdr));
+    CHECK(hl > 0);
+    struct uiw_wire_iov iov[2] = {{hdr, (size_t)hl}, {p, n}};
+    ssize_t fl = uiw_fpdu_encode(iov, 2, true, f, sizeof(f));
+    CHECK(fl > 0);
+    if (cv->corrupt) {
+        f[fl - 1] ^= 1;
+        cv->corrupt = 0;
+    }
+    conv_bytes(cv, from_requester, f, (size_t)fl);
+}
+
+/* A Send of m[0..n) in segments of at most seg bytes. */
+static void conv_send(struct conv *cv, int from_requester, const uint8_t *m, size_t n, size_t seg)
+{
+    struct uiw_ddp_hdr h = {.rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_SEND), .qn = UIW_DDP_QN_SEND};
+    h.msn = ++cv->msn[from_requester];
+    size_t off = 0;
+    do {
+        size_t k = n - off < seg ? n - off : seg;
+        h.mo = (uint32_t)off;
+        h.last = off + k == n;
+        conv_fpdu(cv, from_requester, &h, m + off, k);
+        off += k;
+    } while (off < n);
+}
+
+static void conv_mpa(struct conv *cv, int from_requester)
+{
+    struct uiw_mpa_frame f = {.kind = from_requester ? UIW_MPA_REQUEST : UIW_MPA_REPLY,
+                              .flags = UIW_MPA_FLAG_CRC,
+                              .rev = 1};
+    uint8_t b[64];
+    ssize_t n = uiw_mpa_frame_encode(&f, b, sizeof(b));
+    CHECK(n > 0);
+    conv_bytes(cv, from_requester, b, (size_t)n);
+}
+
+/* A capture of 10.0.0.1:40000 (the requester) with 10.0.0.2:20049: a forward call whose
+ * Send comes in two segments, a backward call and its reply (Version Two), an RDMA Write
+ * and a zero-length Send between them (neither is a message), and the forward reply,
+ * which has a bad CRC when corrupt_last. */
+static void write_capture(const char *path, int corrupt_last)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(40000)};
+    struct sockaddr_in b = {.sin_family = AF_INET, .sin_port = htons(20049)};
+    inet_pton(AF_INET, "10.0.0.1", &a.sin_addr);
+    inet_pton(AF_INET, "10.0.0.2", &b.sin_addr);
+    struct conv cv = {
+        uiw__pcap_open(path, (struct sockaddr *)&a, (struct sockaddr *)&b), {0, 0}, 0};
+    CHECK(cv.pc != NULL);
+    conv_mpa(&cv, 1);
+    conv_mpa(&cv, 0);
+    uint8_t m[256];
+    /* forward CALL xid 7: NFS (100003) v4 COMPOUND, AUTH_NONE, 4 bytes of arguments */
+    size_t n = words(m, 17, 7, 2, 8, 0, 0, 0, 0, 0, 0, 7, 0, 2, 100003, 4, 1, 0, 0);
+    n += words(m + n, 3, 0, 0, 0x55);
+    conv_send(&cv, 1, m, n, 30);
+    /* a zero-length Send (an RFC 6581 ready-to-send) and an RDMA Write of the server */
+    conv_send(&cv, 0, m, 0, 30);
+    struct uiw_ddp_hdr w = {.tagged = true,
+                            .last = true,
+                            .rdmap_ctrl = uiw_rdmap_ctrl(UIW_RDMAP_WRITE),
+                            .stag = 0x1234,
+                            .to = 0};
+    conv_fpdu(&cv, 0, &w, m, 16);
+    /* backward CALL xid 9: the callback program 0x40000000 v1 proc 1 */
+    n = words(m, 20, 9, 2, 8, 0, 0, 0, 0, 0, 0, 9, 0, 2, 0x40000000, 1, 1, 0, 0, 0, 0, 0x66);
+    conv_send(&cv, 0, m, n, 200);
+    /* its REPLY from the requester, accepted, SUCCESS */
+    n = words(m, 16, 9, 2, 8, 0, 1, 0, 0, 0, 0, 9, 1, 0, 0, 0, 0, 0);
+    conv_send(&cv, 1, m, n, 200);
+    /* the forward REPLY xid 7 */
+    n = words(m, 16, 7, 2, 8, 0, 1, 0, 0, 0, 0, 7, 1, 0, 0, 0, 0, 0);
+    cv.corrupt = corrupt_last;
+    conv_send(&cv, 0, m, n, 200);
+    CHECK(!uiw__pcap_failed(cv.pc));
+    uiw__pcap_close(cv.pc);
+}
+
+/* The value of "key": in line, up to the next ',' or '}'. */
+static void key_is(const char *line, const char *key, const char *want)
+{
+    char k[64];
+    snprintf(k, sizeof(k), "\"%s\":", key);
+    const char *p = strstr(line, k);
+    if (!p)
+        uiw_test_fail(__FILE__, __LINE__, "no %s in %s", key, line);
+    p += strlen(k);
+    size_t n = strcspn(p, ",}");
+    if (strlen(want) != n || memcmp(p, want, n) != 0)
+        uiw_test_fail(__FILE__, __LINE__, "%s is %.*s, not %s, in %s", key, (int)n, p, want, line);
+}
+
+TEST(rpcrdma_decode_pcap)
+{
+    char dir[512], path[600], bad[600];
+    it_tmpdir(dir, sizeof(dir), "rddpcap");
+    snprintf(path, sizeof(path), "%s/c.pcap", dir);
+    snprintf(bad, sizeof(bad), "%s/bad.pcap", dir);
+    write_capture(path, 0);
+    write_capture(bad, 1);
+    struct tool_run r;
+    run((const char *[]){"--pcap", "--rpc", "--no-payload", path, NULL}, "", 0, &r);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "status %d: %s", r.status, r.err);
+    CHECK_EQ(count_lines(r.out), 4);
+    static const struct {
+        const char *xid, *src, *dst, *mtype, *backward;
+    } want[] = {
+        {"7", "\"10.0.0.1:40000\"", "\"10.0.0.2:20049\"", "\"CALL\"", "false"},
+        {"9", "\"10.0.0.2:20049\"", "\"10.0.0.1:40000\"", "\"CALL\"", "true"},
+        {"9", "\"10.0.0.1:40000\"", "\"10.0.0.2:20049\"", "\"REPLY\"", "true"},
+        {"7", "\"10.0.0.2:20049\"", "\"10.0.0.1:40000\"", "\"REPLY\"", "false"},
+    };
+    unsigned long last = 0;
+    for (size_t i = 0; i < 4; i++) {
+        char *l = line_at(r.out, i);
+        key_is(l, "rdma_xid", want[i].xid);
+        key_is(l, "rdma_vers", "2");
+        key_is(l, "xid", want[i].xid);
+        key_is(l, "mtype", want[i].mtype);
+        key_is(l, "rdma_direction", want[i].mtype);
+        key_is(l, "src", want[i].src);
+        key_is(l, "dst", want[i].dst);
+        key_is(l, "backward", want[i].backward);
+        unsigned long frame = strtoul(strstr(l, "\"frame\":") + 8, NULL, 10);
+        CHECK(frame > last);
+        last = frame;
+        free(l);
+    }
+    /* the call's header, as --hex decodes the message */
+    CHECK(strstr(r.out, "{\"rdma_xid\":7,\"rdma_vers\":2,\"rdma_credit\":8,\"rdma_body\":{"
+                        "\"rdma_proc\":\"RDMA2_MSG\",\"rdma_chunks\":{\"rdma_direction\":\"CALL\","
+                        "\"rdma_inv_handle\":0,\"rdma_reads\":[],\"rdma_writes\":[],\"rdma_reply\":"
+                        "null}},\"header_length\":36,\"payload_length\":44,\"rpc\":{\"xid\":7,"
+                        "\"body\":{\"mtype\":\"CALL\",\"cbody\":{\"rpcvers\":2,\"prog\":100003,"
+                        "\"vers\":4,\"proc\":1,") == r.out);
+    /* with the payload, every line encodes back to the message it came from */
+    struct tool_run full, back;
+    run((const char *[]){"--pcap", path, NULL}, "", 0, &full);
+    CHECK_EQ(full.status, 0);
+    run((const char *[]){"--encode", NULL}, full.out, full.outlen, &back);
+    CHECK_EQ(back.status, 0);
+    CHECK_EQ(count_lines(back.out), 4);
+    char *l = line_at(back.out, 1);
+    CHECK_STR(l, "000000090000000200000008000000000000000000000000000000000000000000000000"
+                 "0000000900000000000000024000000000000001000000010000000000000000000000000000"
+                 "000000000066");
+    free(l);
+    tool_run_free(&full);
+    tool_run_free(&back);
+    tool_run_free(&r);
+    /* a bad CRC: the messages before it, the error, status 1 */
+    run((const char *[]){"--pcap", bad, NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 1);
+    CHECK_EQ(count_lines(r.out), 3);
+    CHECK(strstr(r.err, "10.0.0.2:20049 > 10.0.0.1:40000: MPA CRC error") != NULL);
+    tool_run_free(&r);
+    /* not a pcap file; --pcap with --hex */
+    run((const char *[]){"--pcap", NULL},
+        "\x0a\x0d\x0d\x0a"
+        "0123456789abcdefghijklmnop",
+        30, &r);
+    CHECK_EQ(r.status, 1);
+    CHECK(strstr(r.err, "not a pcap file") != NULL);
+    tool_run_free(&r);
+    run((const char *[]){"--pcap", "--hex", path, NULL}, "", 0, &r);
+    CHECK_EQ(r.status, 2);
+    tool_run_free(&r);
+    it_rmtree(dir);
 }

@@ -17,7 +17,7 @@
 #define MAX_INPUT (64u << 20)
 
 static const char usage[] =
-    "usage: rpcrdma-decode [--hex] [--rpc] [--no-payload] [FILE]\n"
+    "usage: rpcrdma-decode [--hex | --pcap] [--rpc] [--no-payload] [FILE]\n"
     "       rpcrdma-decode --encode [--binary] [FILE]\n"
     "       rpcrdma-decode --private HEX\n"
     "\n"
@@ -27,6 +27,8 @@ static const char usage[] =
     "\n"
     "  --hex         read one hex-encoded message per line, write one JSON object per line\n"
     "                (without --hex, all of FILE is one binary message)\n"
+    "  --pcap        FILE is a pcap capture: decode each RDMA Send of its iWARP connections\n"
+    "                (added keys: frame, src, dst; backward: RFC 8167's backward direction)\n"
     "  --rpc         also decode the ONC RPC header after RDMA_MSG / RDMA2_MSG (key \"rpc\")\n"
     "  --no-payload  leave out the bytes that follow the header (key \"payload\")\n"
     "  --encode      read one JSON object per line, write each encoding as a hex line\n"
@@ -47,7 +49,7 @@ static const char usage[] =
     "all input was read) or on an I/O error, 2 for a usage error.\n";
 
 struct opts {
-    int hex, encode, binary, flags;
+    int hex, pcap, encode, binary, flags;
     const char *file;
 };
 
@@ -249,6 +251,8 @@ int main(int argc, char **argv)
             priv = argv[++i];
         } else if (strcmp(a, "--hex") == 0) {
             o.hex = 1;
+        } else if (strcmp(a, "--pcap") == 0) {
+            o.pcap = 1;
         } else if (strcmp(a, "--encode") == 0) {
             o.encode = 1;
         } else if (strcmp(a, "--binary") == 0) {
@@ -274,7 +278,7 @@ int main(int argc, char **argv)
             files++;
         }
     }
-    if (priv && (files || o.hex || o.encode || o.binary || o.flags)) {
+    if (priv && (files || o.hex || o.pcap || o.encode || o.binary || o.flags)) {
         fprintf(stderr, "rpcrdma-decode: --private takes no other argument\n%s", usage);
         return 2;
     }
@@ -282,7 +286,7 @@ int main(int argc, char **argv)
         int st = decode_private(priv);
         return fflush(stdout) == 0 ? st : 1;
     }
-    if (files > 1 || (o.binary && !o.encode) ||
+    if (files > 1 || (o.binary && !o.encode) || (o.pcap && (o.hex || o.encode)) ||
         (o.encode && (o.hex || (o.flags & (RD_OPT_RPC | RD_OPT_NO_PAYLOAD))))) {
         fprintf(stderr, "rpcrdma-decode: conflicting arguments\n%s", usage);
         return 2;
@@ -296,8 +300,17 @@ int main(int argc, char **argv)
         }
     }
     struct rd_buf msg = {0}, out = {0};
-    int status =
-        o.hex || o.encode ? each_line(in, &o, &msg, &out) : decode_binary(in, &o, &msg, &out);
+    int status;
+    if (o.pcap) {
+        status = rd_decode_pcap(in, o.flags, stdout, stderr);
+        if (status == -ENOMEM)
+            msg.oom = 1;
+        else if (status < 0)
+            status = 1;
+    } else {
+        status =
+            o.hex || o.encode ? each_line(in, &o, &msg, &out) : decode_binary(in, &o, &msg, &out);
+    }
     if (msg.oom || out.oom) {
         fprintf(stderr, "rpcrdma-decode: out of memory\n");
         status = 1;

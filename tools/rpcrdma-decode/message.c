@@ -63,7 +63,9 @@ int rd_decode_message(const uint8_t *msg, size_t len, int opts, struct rd_buf *o
     return out->oom ? -ENOMEM : 0;
 }
 
-static const char *const top_extras[] = {"header_length", "payload_length", "payload", "rpc", NULL};
+/* The keys a decoded line may carry beyond the header (--pcap adds the others). */
+static const char *const top_extras[] = {
+    "header_length", "payload_length", "payload", "rpc", "frame", "src", "dst", "backward", NULL};
 
 int rd_encode_message(const struct rd_jdoc *doc, struct rd_scratch *sc, struct rd_buf *out,
                       char *err, size_t errlen)

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uiw/rpcrdma.h>
 
@@ -72,5 +73,14 @@ int rd_parse_header(const struct rd_jdoc *doc, const struct rd_jval *root, const
  * results) at the start of buf[0..len) and append its JSON. Returns 0, or -EINVAL when
  * the bytes do not hold one (out is then restored to its length at entry). */
 int rd_render_rpc(const uint8_t *buf, size_t len, struct rd_buf *out);
+
+/* pcap.c: decode the RDMA Sends of the iWARP connections captured in the pcap file `in`
+ * (link types Ethernet, Linux cooked v1/v2, raw IP), writing one line per message to
+ * out as rd_decode_message does, plus the keys "frame" (the capture record, from 1,
+ * that completed it), "src" and "dst" (address:port) and, when the message says whether
+ * it is a call or a reply, "backward" (a call from the MPA responder, the RPC server, or
+ * a reply to one: RFC 8167's backward direction). Returns 0, 1 when a message did not
+ * decode or the capture is damaged (said on err), or -ENOMEM / -EIO. */
+int rd_decode_pcap(FILE *in, int opts, FILE *out, FILE *err);
 
 #endif
