@@ -9,11 +9,14 @@
  * its results reach the API's completions; the transport's counters show them as
  * backward calls sent and answered. A capture of the Version One connection decodes in
  * tshark's RPC-over-RDMA and NFS CB dissectors: the CB_NULL, and the CB_COMPOUND of
- * CB_SEQUENCE and CB_RECALL with its reply. The tests exit 77 (skipped) in a build
- * without the RPC layer.
+ * CB_SEQUENCE and CB_RECALL with its reply. A real recall over Version Two, captured
+ * and decoded by rpcrdma-decode: uiw-nfs holds a read delegation, another client's
+ * WRITE recalls it, and the capture shows the CB_COMPOUND, its reply and the
+ * DELEGRETURN. The tests exit 77 (skipped) in a build without the RPC layer.
  */
 #include <errno.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,7 @@
 #include "nfs4.h"
 #include "nfs_util.h"
 #include "relay.h"
+#include "run.h"
 #include "test.h"
 
 #if UIW_NFS_HAVE_RDMA
@@ -289,6 +293,33 @@ TEST(rdma_nfs4_callbacks_conn_lost)
 #endif
 }
 
+#if UIW_NFS_HAVE_RDMA
+/* A client of v in Version rpcrdma whose connection is captured into a new directory
+ * (UIW_PCAP_DIR), its path in dir. */
+static struct uiw__nfs_client *captured_client(const struct srv *v, int rpcrdma, char *dir,
+                                               size_t cap, const char *tag)
+{
+    it_tmpdir(dir, cap, tag);
+    CHECK_EQ(setenv("UIW_PCAP_DIR", dir, 1), 0);
+    struct uiw__nfs_client *c = client(v, rpcrdma, 0);
+    CHECK_EQ(unsetenv("UIW_PCAP_DIR"), 0);
+    return c;
+}
+
+/* The client's capture in dir: the one whose remote end is the server's RDMA port. */
+static void client_capture(const char *dir, int port, char *path, size_t cap)
+{
+    char pat[700];
+    snprintf(pat, sizeof(pat), "%s/uiw-*-127.0.0.1_*-127.0.0.1_%d.pcap", dir, port);
+    glob_t g;
+    CHECK_EQ(glob(pat, 0, NULL, &g), 0);
+    CHECK_EQ(g.gl_pathc, 1);
+    CHECK(strlen(g.gl_pathv[0]) < cap);
+    snprintf(path, cap, "%s", g.gl_pathv[0]);
+    globfree(&g);
+}
+#endif
+
 /* The Version One connection captured (UIW_PCAP_DIR): tshark decodes the backward calls
  * (the CB_NULL, the CB_COMPOUND of CB_SEQUENCE and CB_RECALL) and their replies. */
 TEST(rdma_nfs4_callbacks_tshark)
@@ -298,22 +329,14 @@ TEST(rdma_nfs4_callbacks_tshark)
     struct srv v;
     start(&v);
     char dir[512];
-    it_tmpdir(dir, sizeof(dir), "nfs4cbrdma");
-    CHECK_EQ(setenv("UIW_PCAP_DIR", dir, 1), 0);
-    struct uiw__nfs_client *c = client(&v, 1, 0);
-    CHECK_EQ(unsetenv("UIW_PCAP_DIR"), 0);
+    struct uiw__nfs_client *c = captured_client(&v, 1, dir, sizeof(dir), "nfs4cbrdma");
     wait_up(&v, c);
     recall_unheld(&v, c);
     uiw__nfs_client_close(c);
     int port = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
     srv_stop(&v);
-    /* the client's capture: the one whose remote end is the server's RDMA port */
-    char pat[700];
-    snprintf(pat, sizeof(pat), "%s/uiw-*-127.0.0.1_*-127.0.0.1_%d.pcap", dir, port);
-    glob_t g;
-    CHECK_EQ(glob(pat, 0, NULL, &g), 0);
-    CHECK_EQ(g.gl_pathc, 1);
-    const char *pcap = g.gl_pathv[0];
+    char pcap[800];
+    client_capture(dir, port, pcap, sizeof(pcap));
     CHECK_EQ(it_tshark_malformed(pcap, NULL), 0);
     /* the backward calls, program NFS4_CALLBACK + 0 of the client, version 1: CB_NULL (0)
      * and CB_COMPOUND (1), each called and answered */
@@ -328,7 +351,212 @@ TEST(rdma_nfs4_callbacks_tshark)
     if (it_count_lines(o, "1|11,4") != 2)
         uiw_test_fail(__FILE__, __LINE__, "the callbacks in %s:\n%s", pcap, o);
     free(o);
-    globfree(&g);
+    it_rmtree(dir);
+#else
+    SKIP("a build without the RPC layer");
+#endif
+}
+
+#if UIW_NFS_HAVE_RDMA
+/* The value of "key": in a JSON line (the first), as text up to the next ',' or '}'
+ * (strings without their quotes); "" when absent. */
+static const char *jfield(const char *line, const char *key, char *out, size_t cap)
+{
+    char k[64];
+    snprintf(k, sizeof(k), "\"%s\":", key);
+    const char *p = strstr(line, k);
+    out[0] = 0;
+    if (!p)
+        return out;
+    p += strlen(k);
+    if (*p == '"')
+        p++;
+    size_t n = strcspn(p, "\",}");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return out;
+}
+
+static uint64_t jnum(const char *line, const char *key)
+{
+    char v[32];
+    return strtoull(jfield(line, key, v, sizeof(v)), NULL, 10);
+}
+
+/* The arguments of the RPC call in a decoded line's payload (hex), decoded with proc:
+ * the payload's bytes after the RPC call header (its credential and verifier skipped). */
+static void call_args(const char *line, xdrproc_t proc, void *args)
+{
+    const char *h = strstr(line, "\"payload\":\"");
+    CHECK(h != NULL);
+    h += strlen("\"payload\":\"");
+    size_t n = strcspn(h, "\"") / 2;
+    uint8_t *b = malloc(n);
+    CHECK(b != NULL);
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ(sscanf(h + 2 * i, "%2hhx", &b[i]), 1);
+    size_t off = 24;              /* xid, mtype, rpcvers, prog, vers, proc */
+    for (int i = 0; i < 2; i++) { /* cred, verf */
+        CHECK(off + 8 <= n);
+        uint32_t len = (uint32_t)b[off + 4] << 24 | (uint32_t)b[off + 5] << 16 |
+                       (uint32_t)b[off + 6] << 8 | b[off + 7];
+        off += 8 + ((len + 3) & ~3u);
+    }
+    CHECK(off <= n);
+    XDR x;
+    xdrmem_create(&x, (char *)b + off, (u_int)(n - off), XDR_DECODE);
+    CHECK(proc(&x, args));
+    xdr_destroy(&x);
+    free(b);
+}
+
+/* LOOKUP of "f" below the client's path (the root is the server's pseudo root). */
+static int lookup_f(struct uiw__nfs_client *c, struct uiw__nfs_fh *fh, fattr3 *a)
+{
+    char sub[600];
+    snprintf(sub, sizeof(sub), "%s/f", uiw__nfs_client_subpath(c));
+    return uiw__nfs_lookup_path(c, sub, fh, a);
+}
+
+/* The conflicting change: another client (NFSv4.1 over TCP) rewrites the file. */
+struct writer {
+    const struct srv *v;
+    int rc;
+};
+
+static void *rewrite(void *arg)
+{
+    struct writer *w = arg;
+    char url[700], err[512];
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?version=4.1", w->v->tcp, w->v->dir);
+    struct uiw__nfs_url u;
+    CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&u, 0, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "tcp client: %s", err);
+    struct uiw__nfs_fh fh;
+    fattr3 a;
+    CHECK_EQ(lookup_f(c, &fh, &a), 0);
+    char verf[8];
+    w->rc = uiw__nfs_write(c, &fh, 0, 8, "rewrite!", FILE_SYNC, verf);
+    uiw__nfs_client_close(c);
+    return NULL;
+}
+#endif
+
+/* A read delegation of uiw-nfs (Version Two) recalled by another client's WRITE, seen in
+ * the client's capture as rpcrdma-decode decodes it: every message Version Two; the
+ * server's backward CALL of the callback program's CB_COMPOUND (CB_SEQUENCE, CB_RECALL of
+ * that delegation), the client's REPLY of the same XID, then its DELEGRETURN. To read
+ * such a capture (UIW_PCAP_DIR=DIR while uiw-nfs runs, or this test's under
+ * UIW_TEST_KEEP=1): rpcrdma-decode --pcap --rpc --no-payload DIR/uiw-....pcap */
+TEST(rdma_nfs4_cb_recall_v2_decoded)
+{
+#if UIW_NFS_HAVE_RDMA
+    struct srv v;
+    memset(&v, 0, sizeof(v));
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.nfs4 = 1;
+    o.rdma_port = 0;
+    srv_exports_opts(&v, "%s 127.0.0.1(rw,no_root_squash,insecure)\n", &o);
+    put_file(&v, "f", "original", 8);
+    char dir[512];
+    struct uiw__nfs_client *c = captured_client(&v, 2, dir, sizeof(dir), "nfs4recallv2");
+    wait_up(&v, c);
+    uiw__nfs4c_want_deleg(c, 1);
+    struct uiw__nfs_fh fh;
+    fattr3 a;
+    CHECK_EQ(lookup_f(c, &fh, &a), 0);
+    char buf[16];
+    int eof = 0;
+    CHECK_EQ(uiw__nfs_read(c, &fh, 0, sizeof(buf), buf, &eof), 8);
+    CHECK(uiw__nfs4c_has_deleg(c, &fh));
+    unsigned runs = uiw__nfs4c_cb_runs(c);
+    struct writer w = {&v, 0};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, rewrite, &w), 0);
+    /* the recall comes on this client's connection; its next COMPOUND returns first */
+    int64_t until = now_ms() + 10000;
+    while (uiw__nfs4c_cb_runs(c) == runs) {
+        if (now_ms() > until)
+            uiw_test_fail(__FILE__, __LINE__, "no CB_RECALL came");
+        CHECK(uiw_rpc_clnt_poll(c->nfs, 20) >= 0);
+    }
+    CHECK_EQ(uiw__nfs_getattr(c, &fh, &a), 0);
+    CHECK(!uiw__nfs4c_has_deleg(c, &fh));
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(w.rc, 8);
+    uiw__nfs_client_close(c);
+    int port = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
+    struct uiw__nfsd_cb_counts n;
+    CHECK_EQ(uiw__nfsd_cb_counts(v.s, &n), 0);
+    CHECK_EQ(n.recalls, 1);
+    srv_stop(&v);
+
+    char pcap[800];
+    client_capture(dir, port, pcap, sizeof(pcap));
+    struct tool_run r;
+    const char *argv[] = {UIW_BINARY_DIR "/tools/rpcrdma-decode", "--pcap", "--rpc", pcap, NULL};
+    tool_run(argv[0], argv, "", 0, 30, &r);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "rpcrdma-decode: %d\n%s", r.status, r.err);
+    char srv_end[64], v1[64], v2[64];
+    snprintf(srv_end, sizeof(srv_end), "127.0.0.1:%d", port);
+    /* the lines of the callback's call, its reply and the DELEGRETURN, in capture order */
+    int call = -1, reply = -1, ret = -1, from_srv = 0, from_cli = 0, i = 0;
+    uint64_t xid = 0;
+    for (char *line = r.out, *nl; *line; line = nl + 1, i++) {
+        nl = strchr(line, '\n');
+        CHECK(nl != NULL);
+        *nl = 0;
+        CHECK_EQ(jnum(line, "rdma_vers"), 2);
+        int srv_sent = strcmp(jfield(line, "src", v1, sizeof(v1)), srv_end) == 0;
+        srv_sent ? from_srv++ : from_cli++;
+        if (!srv_sent)
+            CHECK_STR(jfield(line, "dst", v2, sizeof(v2)), srv_end);
+        if (srv_sent && jnum(line, "prog") == 0x40000000u && jnum(line, "proc") == 1) {
+            CHECK_EQ(call, -1);
+            CHECK_STR(jfield(line, "rdma_direction", v1, sizeof(v1)), "CALL");
+            CHECK_STR(jfield(line, "mtype", v1, sizeof(v1)), "CALL");
+            CHECK_STR(jfield(line, "backward", v1, sizeof(v1)), "true");
+            CB_COMPOUND4args cb;
+            memset(&cb, 0, sizeof(cb));
+            call_args(line, UIW__XDRPROC(xdr_CB_COMPOUND4args), &cb);
+            CHECK_EQ(cb.argarray.argarray_len, 2);
+            CHECK_EQ(cb.argarray.argarray_val[0].argop, OP_CB_SEQUENCE);
+            CHECK_EQ(cb.argarray.argarray_val[1].argop, OP_CB_RECALL);
+            CB_RECALL4args *rc = &cb.argarray.argarray_val[1].nfs_cb_argop4_u.opcbrecall;
+            CHECK_EQ(rc->fh.nfs_fh4_len, fh.len);
+            CHECK_MEM(rc->fh.nfs_fh4_val, fh.data, fh.len);
+            xdr_free(UIW__XDRPROC(xdr_CB_COMPOUND4args), (char *)&cb);
+            call = i;
+            xid = jnum(line, "xid");
+        } else if (!srv_sent && call >= 0 && reply < 0 && jnum(line, "xid") == xid) {
+            CHECK_STR(jfield(line, "rdma_direction", v1, sizeof(v1)), "REPLY");
+            CHECK_STR(jfield(line, "mtype", v1, sizeof(v1)), "REPLY");
+            CHECK_STR(jfield(line, "stat", v1, sizeof(v1)), "MSG_ACCEPTED");
+            CHECK_STR(jfield(line, "backward", v1, sizeof(v1)), "true");
+            reply = i;
+        } else if (!srv_sent && jnum(line, "prog") == 100003 && jnum(line, "proc") == 1) {
+            COMPOUND4args ca;
+            memset(&ca, 0, sizeof(ca));
+            call_args(line, UIW__XDRPROC(xdr_COMPOUND4args), &ca);
+            for (u_int k = 0; k < ca.argarray.argarray_len; k++)
+                if (ca.argarray.argarray_val[k].argop == OP_DELEGRETURN) {
+                    CHECK_EQ(ret, -1);
+                    CHECK_STR(jfield(line, "backward", v1, sizeof(v1)), "false");
+                    ret = i;
+                }
+            xdr_free(UIW__XDRPROC(xdr_COMPOUND4args), (char *)&ca);
+        }
+    }
+    if (call < 0 || reply <= call || ret <= reply || !from_srv || !from_cli)
+        uiw_test_fail(__FILE__, __LINE__, "call %d, reply %d, DELEGRETURN %d in %s", call, reply,
+                      ret, pcap);
+    tool_run_free(&r);
     it_rmtree(dir);
 #else
     SKIP("a build without the RPC layer");

@@ -2,7 +2,7 @@
 # records for bad input, and the Linux kernel's NFS client and server in the siw VM rig.
 target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/tools/run.c)
 target_include_directories(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/tools)
-foreach(tool uiw-nfsd uiw-nfs)
+foreach(tool uiw-nfsd uiw-nfs rpcrdma-decode)
   if(TARGET ${tool})
     add_dependencies(${runner} ${tool})
   endif()
