@@ -321,6 +321,8 @@ nfsstat4 uiw__nfs4_lock(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LOCK4ar
         return denied(c, &d, &r->LOCK4res_u.denied);
     if (st == NFS4_OK)
         uiw__nfs4_sid_set(c, out);
+    if (st == NFS4_OK && a->reclaim)
+        uiw__nfs4_reclaimed(c->s->nfs4, 1);
     return st;
 }
 

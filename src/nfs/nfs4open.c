@@ -387,6 +387,8 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     if (!uiw__nfs4_deleg_open(c, a, &sb, &r->delegation))
         no_delegation(want, &r->delegation);
     set_sid(c, &r->stateid);
+    if (a->claim.claim == CLAIM_PREVIOUS)
+        uiw__nfs4_reclaimed(c->s->nfs4, 0);
 out:
     if (fd >= 0)
         close(fd);

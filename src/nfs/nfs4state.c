@@ -85,6 +85,8 @@ struct uiw__nfs4_state {
     struct uiw__nfs4_grace *grace; /* client records and the grace period (NULL: none) */
     char owner[64];
     struct uiw__nfs4_stids *stids; /* the open state (nfs4stid.c) */
+    /* reclaims granted in this instance's grace period (uiw__nfsd_reclaim_counts) */
+    uint64_t reclaimed_opens, reclaimed_locks;
 };
 
 static int64_t now_ns(void)
@@ -679,6 +681,27 @@ nfsstat4 uiw__nfs4_grace_check(struct uiw__nfs4_state *st, const struct uiw__nfs
         rc = NFS4ERR_NO_GRACE;
     pthread_mutex_unlock(&st->lock);
     return rc;
+}
+
+void uiw__nfs4_reclaimed(struct uiw__nfs4_state *st, int lock)
+{
+    pthread_mutex_lock(&st->lock);
+    if (lock)
+        st->reclaimed_locks++;
+    else
+        st->reclaimed_opens++;
+    pthread_mutex_unlock(&st->lock);
+}
+
+int uiw__nfsd_reclaim_counts(struct uiw__nfsd *s, struct uiw__nfsd_reclaim_counts *n)
+{
+    if (!s->nfs4)
+        return -ENOENT;
+    pthread_mutex_lock(&s->nfs4->lock);
+    n->opens = s->nfs4->reclaimed_opens;
+    n->locks = s->nfs4->reclaimed_locks;
+    pthread_mutex_unlock(&s->nfs4->lock);
+    return 0;
 }
 
 unsigned uiw__nfs4_in_grace(struct uiw__nfs4_state *st)

@@ -67,6 +67,10 @@ nfsstat4 uiw__nfs4_reclaim_complete(struct uiw__nfs4_state *st, const struct uiw
 nfsstat4 uiw__nfs4_grace_check(struct uiw__nfs4_state *st, const struct uiw__nfs4_slotref *ref,
                                int reclaim);
 
+/* A reclaim granted: an OPEN with CLAIM_PREVIOUS (lock 0) or a LOCK with `reclaim` (1),
+ * counted for uiw__nfsd_reclaim_counts. */
+void uiw__nfs4_reclaimed(struct uiw__nfs4_state *st, int lock);
+
 /* The clients of the last instance yet to reclaim while the grace period runs (0: not in
  * grace). */
 unsigned uiw__nfs4_in_grace(struct uiw__nfs4_state *st);

@@ -120,6 +120,14 @@ struct uiw__nfsd_deleg_counts {
 };
 int uiw__nfsd_deleg_counts(struct uiw__nfsd *s, struct uiw__nfsd_deleg_counts *n);
 
+/* NFSv4 state reclaimed after a restart (nfs4grace.c's grace period): OPENs with
+ * CLAIM_PREVIOUS and LOCKs with `reclaim` that succeeded. 0, or -ENOENT when NFSv4 is
+ * off. */
+struct uiw__nfsd_reclaim_counts {
+    uint64_t opens, locks;
+};
+int uiw__nfsd_reclaim_counts(struct uiw__nfsd *s, struct uiw__nfsd_reclaim_counts *n);
+
 /* Stop listening, close every connection, wait for every thread, free everything. */
 void uiw__nfsd_destroy(struct uiw__nfsd *s);
 

@@ -2128,6 +2128,9 @@ TEST(nfs4_lock_reclaim_in_grace)
     lock_arg(&a[2], WRITE_LT, 0, 10, &s, "lo");
     a[2].nfs_argop4_u.oplock.reclaim = TRUE;
     CHECK_EQ(lock_op(&t, &fh, a, NULL, NULL, NULL), NFS4ERR_NO_GRACE);
+    struct uiw__nfsd_reclaim_counts rc;
+    CHECK_EQ(uiw__nfsd_reclaim_counts(v.s, &rc), 0);
+    CHECK_EQ(rc.opens + rc.locks, 0); /* refused: none counted */
     t4_close(&t);
     srv_stop(&v);
 
@@ -2156,6 +2159,9 @@ TEST(nfs4_lock_reclaim_in_grace)
     CHECK_EQ(lock_op(&t, &fh, a, &l, NULL, NULL), NFS4_OK);
     CHECK_EQ(l.seqid, 1);
     CHECK_EQ(ofd_lock(path_in(&v, "f"), F_RDLCK, 5, 1), -1);
+    CHECK_EQ(uiw__nfsd_reclaim_counts(v.s, &rc), 0);
+    CHECK_EQ(rc.opens, 1);
+    CHECK_EQ(rc.locks, 1);
     CHECK_EQ(reclaim_complete(&t), NFS4_OK);
     CHECK_EQ(uiw__nfs4_in_grace(v.s->nfs4), 0);
     lock_arg(&a[2], WRITE_LT, 20, 10, &l, NULL);
@@ -2164,6 +2170,8 @@ TEST(nfs4_lock_reclaim_in_grace)
     a[2].nfs_argop4_u.oplock.reclaim = FALSE;
     CHECK_EQ(lock_op(&t, &fh, a, &l, NULL, NULL), NFS4_OK);
     CHECK_EQ(l.seqid, 2);
+    CHECK_EQ(uiw__nfsd_reclaim_counts(v.s, &rc), 0);
+    CHECK_EQ(rc.locks, 1); /* the LOCK that was no reclaim is not counted */
     t4_close(&t);
     srv_stop(&v);
     it_rmtree(dir);
