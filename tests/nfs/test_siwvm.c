@@ -10,10 +10,11 @@
  *    directory of 1,000 entries made through the mount, mkdir, rename, rm, ln -s,
  *    truncate and chmod, each checked in the export; a clean umount;
  *  - the same with NFSv4 (uiw-nfsd with version 4 on, its export mounted by its path,
- *    which NFSv4 finds under the pseudo root): over TCP with no version asked for, so that 4.2
- *    is negotiated (/proc/mounts says vers=4.2), and over RDMA with vers=4.1 and siw's
- *    mpa_crc_required=1 (vers=4.1), whose sessions' back channel is the connection's
- *    backward direction: the server's CB_NULL probes go over RDMA and are answered;
+ *    which NFSv4 finds under the pseudo root), with no version asked for, so that 4.2 is
+ *    negotiated (/proc/mounts says vers=4.2): over TCP, and over RDMA with siw's defaults
+ *    (files up to 1 MiB); then over RDMA with vers=4.1 and siw's mpa_crc_required=1,
+ *    whose sessions' back channel is the connection's backward direction: the server's
+ *    CB_NULL probes go over RDMA and are answered;
  *  - a read delegation recalled: the guest's 4.1 mount over RDMA reads a 64 MiB file,
  *    which uiw-nfs on this host then rewrites; the server recalls the guest's delegation
  *    with one CB_RECALL over RDMA and gets one DELEGRETURN, and the guest's next read
@@ -26,7 +27,8 @@
  *    its first message is Version Two, the kernel answers ERR_VERS and it goes on in
  *    Version One (its verbose output says so); RDMA again with CRC required by siw.
  *    The same in NFSv3 (?version=3, the export by its path through MOUNT) and in
- *    NFSv4.1 (?version=4.1: a session, the export being knfsd's pseudo root, fsid=0).
+ *    NFSv4.1 (?version=4.1: a session, the export being knfsd's pseudo root, fsid=0),
+ *    over TCP and over RDMA.
  * Exits 77 (skipped) where the rig is not available; a rig that fails fails the test.
  */
 #include <signal.h>
@@ -113,11 +115,12 @@ static void against_knfsd(const char *vmdir, const char *base, const char *query
     free(out);
 }
 
-/* What the kernel client did in directory `tag` of our export (see the guest script). */
-static void check_client(const struct srv *v, const char *log, const char *tag, int ops)
+/* What the kernel client did in directory `tag` of our export (see the guest script): the
+ * first n of the files' sizes written and read back, and ops' changes when `ops`. */
+static void check_client(const struct srv *v, const char *log, const char *tag, int n, int ops)
 {
     static const long sizes[] = {0, 1, 4096, 1048576, 16777216};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < n; i++) {
         char want[128], h[65], name[64];
         snprintf(want, sizeof(want), "SUM %s f%ld ", tag, sizes[i]);
         const char *p = strstr(log, want);
@@ -154,12 +157,12 @@ static void check_client(const struct srv *v, const char *log, const char *tag, 
     snprintf(name, sizeof(name), "%s/sl", tag);
     CHECK_EQ(readlink(path_in(v, name), target, sizeof(target) - 1), 10);
     CHECK_STR(target, "some/where");
-    int n = 0;
+    int found = 0;
     for (int i = 1; i <= 1000; i++) {
         snprintf(name, sizeof(name), "%s/many/e%d", tag, i);
-        n += access(path_in(v, name), F_OK) == 0;
+        found += access(path_in(v, name), F_OK) == 0;
     }
-    CHECK_EQ(n, 1000);
+    CHECK_EQ(found, 1000);
 }
 
 /* NFSv4 locks between the guest's kernel and this host: while the guest holds a flock
@@ -322,6 +325,10 @@ TEST(siwvm_kernel)
                 "files rdma $r $all\n"
                 "ops rdma\n"
                 "umount /mnt/x && echo 'UMOUNT-OK rdma'\n"
+                "files v4rd proto=rdma,port=%d 0 1 4096 1048576\n"
+                "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4rd /'\n"
+                "ops v4rd\n"
+                "umount /mnt/x && echo 'UMOUNT-OK v4rd'\n"
                 "echo PHASE1-DONE\n"
                 "wait_host host1\n"
                 "echo 1 > /sys/module/siw/parameters/mpa_crc_required\n"
@@ -337,7 +344,7 @@ TEST(siwvm_kernel)
                 "wait_host dwritten\n"
                 "echo \"DSUM2 $(sha256sum < /mnt/x/dg64 | cut -c1-64)\"\n"
                 "umount /mnt/x && echo 'UMOUNT-OK v4r'\n",
-                rdma, v.mount, rdma);
+                rdma, v.mount, rdma, rdma);
     else
         fprintf(f, "echo PHASE1-DONE\nwait_host host1\n");
     fprintf(f, "echo GUEST-CLIENT-DONE\nwait_host host2\necho GUEST-END\n");
@@ -365,6 +372,12 @@ TEST(siwvm_kernel)
                       "sent Version 2, the server answered ERR_VERS (versions 1 to 1): "
                       "going on in Version 1",
                       "NFS3ERR_NOENT");
+        /* NFSv4.1 over RDMA: the pseudo root (fsid=0), Version One after ERR_VERS */
+        snprintf(base, sizeof(base), "nfs://127.0.0.1:%d", kr);
+        against_knfsd(vmdir, base, "transport=rdma&version=4.1", "r4",
+                      "the server answered ERR_VERS (versions 1 to 1): going on in Version 1",
+                      "NFS4ERR_NOENT");
+        snprintf(base, sizeof(base), "nfs://127.0.0.1:%d/export", kr);
     }
     lock_waits(&v, vmdir, console, runlog, pid, "v4t");
     wait_marker(console, runlog, "PHASE1-DONE", pid, 400);
@@ -380,14 +393,17 @@ TEST(siwvm_kernel)
     CHECK_EQ(it_wait(pid, 120), 0);
 
     char *log = it_slurp(runlog);
-    check_client(&v, log, "tcp", 1);
-    /* NFSv4: 4.2 negotiated over TCP with no version asked for; 4.1 over RDMA */
-    check_client(&v, log, "v4t", 1);
+    check_client(&v, log, "tcp", 5, 1);
+    /* NFSv4: 4.2 negotiated with no version asked for (TCP, RDMA); 4.1 over RDMA */
+    check_client(&v, log, "v4t", 5, 1);
     CHECK(strstr(log, "PROC v4t ") && strstr(strstr(log, "PROC v4t "), "vers=4.2"));
     if (rdma > 0) {
-        check_client(&v, log, "rdma", 1);
-        check_client(&v, log, "crc", 0);
-        check_client(&v, log, "v4r", 1);
+        check_client(&v, log, "rdma", 5, 1);
+        check_client(&v, log, "crc", 5, 0);
+        check_client(&v, log, "v4rd", 4, 1);
+        CHECK(strstr(log, "PROC v4rd ") && strstr(strstr(log, "PROC v4rd "), "vers=4.2"));
+        CHECK(strstr(log, "PROC v4rd ") && strstr(strstr(log, "PROC v4rd "), "proto=rdma"));
+        check_client(&v, log, "v4r", 5, 1);
         CHECK(strstr(log, "PROC v4r ") && strstr(strstr(log, "PROC v4r "), "vers=4.1"));
         /* the guest read the file, and after the recall the bytes the host put */
         for (int i = 0; i < 2; i++) {
