@@ -182,6 +182,15 @@ void srv_exports_text(struct srv *v, const char *text, unsigned max_handles)
 
 void srv_exports_opts(struct srv *v, const char *text, const struct uiw__nfsd_opts *opts)
 {
+    struct uiw__nfsd_opts o = *opts;
+    o.addr = "127.0.0.1";
+    o.tcp_port = o.mount_port = 0;
+    o.rdma_port = opts->rdma_port == 0 ? 0 : -1; /* RDMA when asked for, on a free port */
+    srv_exports_at(v, text, &o);
+}
+
+void srv_exports_at(struct srv *v, const char *text, const struct uiw__nfsd_opts *o)
+{
     if (!v->dir[0]) {
         snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs-handles.XXXXXX");
         CHECK(mkdtemp(v->dir) != NULL);
@@ -204,11 +213,7 @@ void srv_exports_opts(struct srv *v, const char *text, const struct uiw__nfsd_op
     if (uiw__nfs_exports_parse(lines, "exports", &t, err, sizeof(err)) != 0)
         uiw_test_fail(__FILE__, __LINE__, "%s", err);
     nfsids = 0;
-    struct uiw__nfsd_opts o = *opts;
-    o.addr = "127.0.0.1";
-    o.tcp_port = o.mount_port = 0;
-    o.rdma_port = opts->rdma_port == 0 ? 0 : -1; /* RDMA when asked for, on a free port */
-    v->s = uiw__nfsd_create(&o);
+    v->s = uiw__nfsd_create(o);
     CHECK(v->s != NULL);
     if (uiw__nfsd_add_exports(v->s, &t, err, sizeof(err)) != 0)
         uiw_test_fail(__FILE__, __LINE__, "%s", err);

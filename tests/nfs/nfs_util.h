@@ -30,6 +30,8 @@ void srv_stop(struct srv *v); /* also removes the export */
 void srv_exports_text(struct srv *v, const char *text, unsigned max_handles);
 /* The same with the server's options o (its address and ports set as above). */
 void srv_exports_opts(struct srv *v, const char *text, const struct uiw__nfsd_opts *o);
+/* The same on o's own address and ports, as they are (a restart on the last one's). */
+void srv_exports_at(struct srv *v, const char *text, const struct uiw__nfsd_opts *o);
 
 /* A client of the export's root, as uid/gid (AUTH_SYS). */
 struct uiw__nfs_client *srv_client(const struct srv *v, uint32_t uid, uint32_t gid);

@@ -21,6 +21,10 @@
  *    shows the new bytes;
  *  - NFSv4 locks, after each NFSv4 mount's changes: while the guest holds a flock of a
  *    file, `uiw-nfs lock` of it on this host waits, and holds it once the guest lets go;
+ *  - a restart of uiw-nfsd (same ports, same state directory, a 15 s lease) while the
+ *    guest's 4.1 mount over RDMA holds a flock: the guest's client reclaims its open and
+ *    its lock in the grace period (the server's counters show both), its flock holder
+ *    still holds it, and `uiw-nfs lock` on this host waits until it lets go;
  *  - meanwhile uiw-nfs on this host puts and gets files (--verify: SHA-256 of both ends)
  *    to and from the guest kernel's NFS server (siwvm-nfsd), lists a directory of 1,000
  *    entries and removes what it put: over TCP and, with the RPC layer, over RDMA, where
@@ -45,6 +49,9 @@
 #if UIW_NFS_HAVE_RDMA
 #include <uiw/rpc.h>
 #endif
+
+/* uiw-nfsd's exports file: v->dir at its path (NFSv4: under the pseudo root) */
+#define EXPORTS "%s *(rw,no_root_squash,insecure)\n"
 
 /* uiw-nfs with options and a command (words), then one or two quoted arguments. */
 static int uiw_nfs(const char *words, const char *a, const char *b, char **out)
@@ -238,6 +245,39 @@ static void deleg_recall(const struct srv *v, const char *vmdir, const char *con
     unlink(local);
 }
 
+/* uiw-nfsd restarted under the guest's NFSv4.1 mount over RDMA while the guest holds a
+ * flock of file rs/lk (an open and a LOCK of the whole file): a new server on the same
+ * ports (the guest's mount and QEMU's forwarding use them) and the same state directory,
+ * whose client records make its grace period; the guest's client finds its session gone,
+ * reclaims its open (CLAIM_PREVIOUS) and its lock (LOCK with reclaim) and ends the grace
+ * period (RECLAIM_COMPLETE), after which its next OPEN, of a new file, is served; its lock
+ * then keeps uiw-nfs's waiting (the server's own OFD locks went with the old instance, so
+ * only the reclaim can hold it), and the counters show the reclaims. The lease, and so
+ * the grace period, is short (15 s) to keep the rig fast. */
+static void restart_reclaim(struct srv *v, const struct uiw__nfsd_opts *o, int rdma,
+                            const char *vmdir, const char *console, const char *runlog, int pid)
+{
+    wait_marker(console, runlog, "GUEST-HOLDS-rs", pid, 400);
+    uiw__nfsd_destroy(v->s);
+    struct uiw__nfsd_opts r = *o;
+    r.addr = "127.0.0.1";
+    r.tcp_port = v->tcp;
+    r.mount_port = v->mount;
+    r.rdma_port = rdma;
+    r.lease_time = 15;
+    srv_exports_at(v, EXPORTS, &r);
+    CHECK_EQ(uiw__nfsd_port(v->s, UIW__NFSD_RDMA), rdma);
+    touch(vmdir, "restarted");
+    lock_waits(v, vmdir, console, runlog, pid, "rs");
+    struct uiw__nfsd_reclaim_counts rc;
+    CHECK_EQ(uiw__nfsd_reclaim_counts(v->s, &rc), 0);
+    printf("siwvm: after the restart the guest reclaimed %llu open(s), %llu lock(s)\n",
+           (unsigned long long)rc.opens, (unsigned long long)rc.locks);
+    if (rc.opens < 1 || rc.locks < 1)
+        uiw_test_fail(__FILE__, __LINE__, "reclaimed after the restart: %llu opens, %llu locks",
+                      (unsigned long long)rc.opens, (unsigned long long)rc.locks);
+}
+
 TEST(siwvm_kernel)
 {
     it_siwvm_ensure();
@@ -246,10 +286,12 @@ TEST(siwvm_kernel)
     o.no_root_squash = 1; /* the guest writes as root */
     o.nfs4 = 1;
     o.rdma_port = 0;
-    /* an exports file's line: the export at its path under NFSv4's pseudo root */
+    char sdir[] = "/tmp/uiw-siwvm-state.XXXXXX"; /* NFSv4 client records, for the restart */
+    CHECK(mkdtemp(sdir) != NULL);
+    o.state_dir = sdir;
     struct srv v;
     memset(&v, 0, sizeof(v));
-    srv_exports_opts(&v, "%s *(rw,no_root_squash,insecure)\n", &o);
+    srv_exports_opts(&v, EXPORTS, &o);
     int rdma = uiw__nfsd_port(v.s, UIW__NFSD_RDMA);
     /* the file of the delegation's recall: its SHA-256 before and after the host's put */
     char dsum[2][65] = {"", ""}, *dout = NULL, dcmd[700];
@@ -309,6 +351,16 @@ TEST(siwvm_kernel)
             "/mnt/host/unlock-$1 ] && [ \\$n -lt 300 ]; do sleep 1; n=\\$((n+1)); done; sleep 2\"\n"
             "  echo GUEST-UNLOCKED-$1\n"
             "}\n"
+            /* as lockt, the server restarted meanwhile (see restart_reclaim) */
+            "lockr() {\n"
+            "  mkdir /mnt/x/$1; : > /mnt/x/$1/lk\n"
+            "  flock /mnt/x/$1/lk sh -c \"echo GUEST-HOLDS-$1; n=0; while [ ! -e "
+            "/mnt/host/restarted ] && [ \\$n -lt 300 ]; do sleep 1; n=\\$((n+1)); done; "
+            "echo after > /mnt/x/$1/after; grep FLOCK /proc/locks | sed 's/^/PLOCK /'; "
+            "echo GUEST-LOCKED-$1; n=0; while [ ! -e /mnt/host/unlock-$1 ] && [ \\$n -lt 300 ]; "
+            "do sleep 1; n=\\$((n+1)); done; sleep 2\"\n"
+            "  echo GUEST-UNLOCKED-$1\n"
+            "}\n"
             "all='0 1 4096 1048576 16777216'\n"
             "files tcp vers=3,proto=tcp,port=%d,mountport=%d,mountproto=tcp,nolock $all\n"
             "ops tcp\n"
@@ -343,6 +395,7 @@ TEST(siwvm_kernel)
                 "echo GUEST-DREAD\n"
                 "wait_host dwritten\n"
                 "echo \"DSUM2 $(sha256sum < /mnt/x/dg64 | cut -c1-64)\"\n"
+                "lockr rs\n"
                 "umount /mnt/x && echo 'UMOUNT-OK v4r'\n",
                 rdma, v.mount, rdma, rdma);
     else
@@ -387,6 +440,7 @@ TEST(siwvm_kernel)
         against_knfsd(vmdir, base, q, "c", "going on in Version 1", "NFS3ERR_NOENT");
         lock_waits(&v, vmdir, console, runlog, pid, "v4r");
         deleg_recall(&v, vmdir, console, runlog, pid, dsum[1]);
+        restart_reclaim(&v, &o, rdma, vmdir, console, runlog, pid);
     }
     wait_marker(console, runlog, "GUEST-CLIENT-DONE", pid, 400);
     touch(vmdir, "host2");
@@ -405,6 +459,9 @@ TEST(siwvm_kernel)
         CHECK(strstr(log, "PROC v4rd ") && strstr(strstr(log, "PROC v4rd "), "proto=rdma"));
         check_client(&v, log, "v4r", 5, 1);
         CHECK(strstr(log, "PROC v4r ") && strstr(strstr(log, "PROC v4r "), "vers=4.1"));
+        /* the guest's flock, still its own after the restart, and the file it made then */
+        CHECK(strstr(log, "PLOCK ") && strstr(strstr(log, "PLOCK "), "FLOCK"));
+        CHECK_EQ(access(path_in(&v, "rs/after"), F_OK), 0);
         /* the guest read the file, and after the recall the bytes the host put */
         for (int i = 0; i < 2; i++) {
             char want[80];
@@ -429,5 +486,6 @@ TEST(siwvm_kernel)
     }
     free(log);
     srv_stop(&v);
+    rm_tree(sdir);
     it_rmtree(vmdir);
 }
