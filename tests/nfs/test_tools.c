@@ -333,6 +333,7 @@ TEST(tools_many_files_json)
     CHECK(strstr(r.out, "{\"op\":\"put\",\"files\":3,\"transport\":\"tcp\",\"bytes\":2171251,") !=
           NULL);
     CHECK(strstr(r.out, "\"calls\":5,") != NULL);
+    CHECK_EQ(count_of(r.out, "\"version\":\"3\""), 4); /* every file's and the total */
     tool_run_free(&r);
     for (int i = 0; i < 3; i++) {
         char rel[32];
@@ -349,6 +350,7 @@ TEST(tools_many_files_json)
     CHECK(strstr(r.out, "{\"op\":\"get\",\"files\":3,\"transport\":\"tcp\",\"bytes\":2171251,") !=
           NULL);
     CHECK(strstr(r.out, "\"sha256\":\"") != NULL);
+    CHECK_EQ(count_of(r.out, "\"version\":\"3\""), 4);
     tool_run_free(&r);
     for (int i = 0; i < 3; i++) {
         char b[400];
@@ -373,6 +375,83 @@ TEST(tools_many_files_json)
     rm_tree(src);
     rm_tree(back);
     daemon_stop(&d);
+}
+
+/* uiw-nfs argv (put or get --json --verify of two files, of 1 MiB and 1 MiB + 5000 bytes,
+ * over NFSv4.1 and RPC-over-RDMA Version Two): an object a file and their total, each
+ * with its calls' latencies and the version; 1 + 2 calls of at most 1 MiB in all. */
+static void check_json_nfs41(const char *const *argv, const char *op)
+{
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK_EQ(count_of(r.err, "verified"), 2);
+    char want[200];
+    snprintf(want, sizeof(want), "{\"op\":\"%s\",\"file\":", op);
+    CHECK_EQ(count_of(r.out, want), 2);
+    snprintf(want, sizeof(want),
+             "{\"op\":\"%s\",\"files\":2,\"transport\":\"rdma-v2\",\"bytes\":2102152,", op);
+    CHECK(strstr(r.out, want) != NULL);
+    CHECK(strstr(r.out, "\"calls\":3,") != NULL);
+    CHECK_EQ(count_of(r.out, "\"p50_us\":"), 3);
+    CHECK_EQ(count_of(r.out, "\"p99_us\":"), 3);
+    CHECK_EQ(count_of(r.out, "\"version\":\"4.1\""), 3);
+    CHECK(strstr(r.out, "\"p50_us\":0.0") == NULL); /* a latency measured, not left 0 */
+    tool_run_free(&r);
+}
+
+/* put and get --json --verify over NFSv4.1 and RPC-over-RDMA Version Two, as
+ * scripts/nfs-demo.sh runs them beside NFSv3: the same figures a file and in the total
+ * (bytes, calls, the calls' latencies), the version and transport named. */
+TEST(tools_json_nfs4_rdma)
+{
+    char dir[] = "/tmp/uiw-nfsd-json4.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char src[300], back[300], names[2][400];
+    snprintf(src, sizeof(src), "%s.src", dir);
+    snprintf(back, sizeof(back), "%s.back", dir);
+    CHECK_EQ(mkdir(src, 0755), 0);
+    CHECK_EQ(mkdir(back, 0755), 0);
+    for (int i = 0; i < 2; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s/f%d", src, i);
+        write_local(names[i], 1048576 + (size_t)i * 5000, (unsigned)i + 11);
+    }
+    const char *argv[] = {"uiw-nfsd",     "-a", "127.0.0.1",        "-p", "0", "--tcp-port", "0",
+                          "--mount-port", "0",  "--no-root-squash", dir,  NULL};
+    FILE *f;
+    char line[256];
+    pid_t pid = nfsd_spawn_argv(argv, &f, line, sizeof(line));
+    fclose(f);
+    int tcp = 0, mount = 0, rdma = 0;
+    CHECK_EQ(sscanf(line, "uiw-nfsd: ready tcp=%d mount=%d rdma=%d", &tcp, &mount, &rdma), 3);
+    CHECK(rdma > 0);
+    char u[600], us[2][600];
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/d?transport=rdma&rpcrdma=2&version=4.1", rdma,
+             dir);
+    const char *mk[] = {"uiw-nfs", "mkdir", u, NULL};
+    struct tool_run r;
+    tool_run(UIW_NFS, mk, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    tool_run_free(&r);
+    const char *put[] = {"uiw-nfs", "--json", "--verify", "put", names[0], names[1], u, NULL};
+    check_json_nfs41(put, "put");
+    for (int i = 0; i < 2; i++)
+        snprintf(us[i], sizeof(us[i]),
+                 "nfs://127.0.0.1:%d%s/d/f%d?transport=rdma&rpcrdma=2&version=4.1", rdma, dir, i);
+    const char *get[] = {"uiw-nfs", "--json", "--verify", "get", us[0], us[1], back, NULL};
+    check_json_nfs41(get, "get");
+    for (int i = 0; i < 2; i++) {
+        char b[400];
+        snprintf(b, sizeof(b), "%s/f%d", back, i);
+        CHECK_SAME_FILE(names[i], b);
+    }
+    CHECK_EQ(kill(pid, SIGTERM), 0);
+    int st = 0;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    rm_tree(dir);
+    rm_tree(src);
+    rm_tree(back);
 }
 
 /* `sh -c cmd`, its output captured. */

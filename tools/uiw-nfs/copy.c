@@ -544,7 +544,8 @@ static void report(struct slot *s)
     if (o->json) {
         struct uiw__nfs_client *c = j->src.c ? j->src.c : j->dst.c;
         xstats_json(s->out, s->e->op, j->dst.label, 0, c ? uiw__nfs_client_transport(c) : "local",
-                    &s->st, s->hex[1][0] ? s->hex[1] : NULL, 0);
+                    c ? uiw__nfs_client_version(c) : NULL, &s->st, s->hex[1][0] ? s->hex[1] : NULL,
+                    0);
     }
     totals_add(s->e->tt, &s->st, j->src.c ? j->src.c : j->dst.c);
     s->step = S_END;

@@ -96,11 +96,12 @@ double lat_pct(const double *v, size_t n, double p);
 /* A JSON string (quoted, escaped) on f. */
 void json_str(FILE *f, const char *s);
 /* A transfer's figures as one JSON line on f: {"op":OP,"file":FILE,...}, or for several
- * (file NULL) {"op":OP,"files":N,...}: bytes, seconds, MB/s, the calls' latencies (st's
- * sorted), the SHA-256 when given, and when elapsed > 0 that and the files per second
- * over it. */
+ * (file NULL) {"op":OP,"files":N,...}: the transport, bytes, seconds, MB/s, the calls'
+ * latencies (st's sorted), the NFS version when given ("3", "4.1", "4.2": what a reader
+ * of several versions' figures tells them apart by), the SHA-256 when given, and when
+ * elapsed > 0 that and the files per second over it. */
 void xstats_json(FILE *f, const char *op, const char *file, unsigned files, const char *transport,
-                 struct xstats *st, const char *sha, double elapsed);
+                 const char *version, struct xstats *st, const char *sha, double elapsed);
 
 /* Figures of several transfers: each one's added to the total (its seconds too: with
  * several in flight the sum of times that overlap), printed at the end when there was
@@ -109,6 +110,7 @@ void xstats_json(FILE *f, const char *op, const char *file, unsigned files, cons
 struct totals {
     struct xstats all;
     char transport[16];
+    char version[8]; /* the first file's NFS version; "" when no file was remote */
     double elapsed;
 };
 void totals_add(struct totals *tt, struct xstats *st, struct uiw__nfs_client *c);

@@ -242,7 +242,7 @@ void json_str(FILE *f, const char *s)
 }
 
 void xstats_json(FILE *f, const char *op, const char *file, unsigned files, const char *transport,
-                 struct xstats *st, const char *sha, double elapsed)
+                 const char *version, struct xstats *st, const char *sha, double elapsed)
 {
     lat_sort(st->lat, st->n);
     fprintf(f, "{\"op\":\"%s\",", op);
@@ -258,6 +258,8 @@ void xstats_json(FILE *f, const char *op, const char *file, unsigned files, cons
             transport, (unsigned long long)st->bytes, st->secs,
             st->secs > 0 ? (double)st->bytes / st->secs / 1e6 : 0.0, st->n,
             lat_pct(st->lat, st->n, 0.50) * 1e6, lat_pct(st->lat, st->n, 0.99) * 1e6);
+    if (version)
+        fprintf(f, ",\"version\":\"%s\"", version);
     if (sha)
         fprintf(f, ",\"sha256\":\"%s\"", sha);
     if (elapsed > 0)
@@ -270,15 +272,18 @@ void totals_add(struct totals *tt, struct xstats *st, struct uiw__nfs_client *c)
 {
     if (!tt)
         return;
-    if (!tt->all.files && c)
+    if (!tt->all.files && c) {
         snprintf(tt->transport, sizeof(tt->transport), "%s", uiw__nfs_client_transport(c));
+        snprintf(tt->version, sizeof(tt->version), "%s", uiw__nfs_client_version(c));
+    }
     xstats_add(&tt->all, st);
 }
 
 void totals_end(const struct opts *o, struct totals *tt, const char *op)
 {
     if (o->json && tt->all.files > 1)
-        xstats_json(stdout, op, NULL, tt->all.files, tt->transport, &tt->all, NULL, tt->elapsed);
+        xstats_json(stdout, op, NULL, tt->all.files, tt->transport,
+                    tt->version[0] ? tt->version : NULL, &tt->all, NULL, tt->elapsed);
     xstats_free(&tt->all);
 }
 
