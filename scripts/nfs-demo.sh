@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # NFS over RPC-over-RDMA against NFS over TCP, on loopback: uiw-nfsd serves a temporary
-# export, and uiw-nfs puts files of each size into it and gets them back, over RPC-over-RDMA
-# Version Two and over TCP (libtirpc), every file's SHA-256 checked by uiw-nfs --verify
+# export, and uiw-nfs puts files of each size into it and gets them back, in NFSv3 over
+# RPC-over-RDMA Version Two and over TCP (libtirpc), and in NFSv4.1 over RPC-over-RDMA
+# Version Two, from the same server; every file's SHA-256 checked by uiw-nfs --verify
 # (source against destination read back) and again end to end (the file got back against
-# the one put, by sha256sum). Prints a table (per size and transport: write and read MB/s,
-# the median and 99th percentile latency of the WRITE and READ calls) and draws bandwidth
-# against file size with gnuplot (SVG and PNG).
+# the one put, by sha256sum). Prints a table (per size, NFS version and transport: write
+# and read MB/s, the median and 99th percentile latency of the WRITE and READ calls, the
+# server's CPU time per GiB), then per size the NFSv4.1/NFSv3 ratio of the MB/s over
+# RPC-over-RDMA, and draws bandwidth against file size with gnuplot (SVG and PNG).
 #
 #   scripts/nfs-demo.sh [--quick] [--bin DIR] [--out DIR]
 #
@@ -93,15 +95,18 @@ if [ "$rdma" -le 0 ]; then
   echo "nfs-demo: uiw-nfsd serves no RPC-over-RDMA (built without the RPC layer)" >&2
   exit 77
 fi
-url() { # transport path -> the URL of that path in the export
-  if [ "$1" = rdma ]; then
-    echo "nfs://127.0.0.1:$rdma$work/export/$2?mountport=$mnt&transport=rdma&rpcrdma=2&version=3"
-  else
-    echo "nfs://127.0.0.1:$tcp$work/export/$2?mountport=$mnt&transport=tcp&version=3"
-  fi
+# What each run uses: NFSv3 over TCP (tcp) and over RPC-over-RDMA (rdma), NFSv4.1 over
+# RPC-over-RDMA (rdma4; no MOUNT protocol in NFSv4).
+runs=(tcp rdma rdma4)
+url() { # run path -> the URL of that path in the export
+  case $1 in
+  rdma) echo "nfs://127.0.0.1:$rdma$work/export/$2?mountport=$mnt&transport=rdma&rpcrdma=2&version=3" ;;
+  rdma4) echo "nfs://127.0.0.1:$rdma$work/export/$2?transport=rdma&rpcrdma=2&version=4.1" ;;
+  *) echo "nfs://127.0.0.1:$tcp$work/export/$2?mountport=$mnt&transport=tcp&version=3" ;;
+  esac
 }
-field() { # json-line key
-  echo "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+version_of() { # run -> the NFS version it asks for (uiw-nfs's JSON must say the same)
+  if [ "$1" = rdma4 ]; then echo 4.1; else echo 3; fi
 }
 human() { # bytes -> 4 KiB, 64 MiB
   if [ "$1" -ge $((1 << 20)) ]; then echo "$(($1 >> 20)) MiB"; else echo "$(($1 >> 10)) KiB"; fi
@@ -110,16 +115,39 @@ human() { # bytes -> 4 KiB, 64 MiB
 # file's calls with nothing beside them (bench-nfs compares many files in flight).
 nfs() { "$bin/uiw-nfs" --no-progress --parallel 1 "$@"; }
 hz=$(getconf CLK_TCK)
-srv_ticks() { # the server's CPU time so far (user and system, every thread), in clock ticks
-  sed 's/.*) //' "/proc/$srv/stat" | awk '{print $12 + $13}'
+# Few processes a row (each one's start is what a loaded machine makes slow): the shell
+# reads the server's CPU time itself, and one awk reads a put's and a get's JSON.
+srv_ticks() { # -> ticks: the server's CPU time so far (user and system, every thread)
+  local st
+  read -r st <"/proc/$srv/stat"
+  st=(${st##*) })
+  ticks=$((st[11] + st[12]))
 }
-per_gib() { # ticks bytes -> CPU seconds per GiB
-  awk -v t="$1" -v b="$2" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz / (b / 1073741824) }'
+figures() { # put.json get.json put-ticks get-ticks bytes -> one line: the files each
+  # reported (objects with a "file"), transport, put's and get's NFS version, write and
+  # read MB/s, WRITE p50 and p99, READ p50 and p99 (their totals: each output's last
+  # object), the server's CPU seconds per GiB put and got
+  awk -v tw="$3" -v tr="$4" -v b="$5" -v hz="$hz" '
+    function f(o, k) {
+      if (!match(o, "\"" k "\":\"?[^\",}]*")) return "-"
+      o = substr(o, RSTART + length(k) + 3, RLENGTH - length(k) - 3)
+      sub(/^"/, "", o)
+      return o
+    }
+    { i = FILENAME == ARGV[1] ? 1 : 2; last[i] = $0 }
+    /^\{"op":"(put|get)","file":/ { files[i]++ }
+    END {
+      w = last[1]; r = last[2]
+      printf "%d %d %s %s %s %s %s %s %s %s %s %.2f %.2f\n", files[1], files[2],
+        f(w, "transport"), f(w, "version"), f(r, "version"), f(w, "mbytes_per_sec"),
+        f(r, "mbytes_per_sec"), f(w, "p50_us"), f(w, "p99_us"), f(r, "p50_us"),
+        f(r, "p99_us"), tw / hz / (b / 1073741824), tr / hz / (b / 1073741824)
+    }' "$1" "$2"
 }
 # Progress: each row is printed once measured; on a terminal a status line on stderr
 # also says what runs now (nothing of it reaches a log: scripts/run.sh >log 2>&1).
 step=0
-steps=$((${#sizes[@]} * 2))
+steps=$((${#sizes[@]} * ${#runs[@]}))
 status() { # text
   [ -t 2 ] && printf '\r\033[K[%d/%d] %s' "$step" "$steps" "$1" >&2
   return 0
@@ -128,26 +156,26 @@ status_end() { [ -t 2 ] && printf '\r\033[K' >&2; return 0; }
 
 echo "uiw-nfsd on 127.0.0.1 (RPC-over-RDMA port $rdma, TCP $tcp, MOUNT $mnt), export $work/export"
 echo "put then get each file with uiw-nfs, one at a time, SHA-256 verified; sizes $(human "${sizes[0]}") to" \
-  "$(human "${sizes[-1]}"), RPC-over-RDMA Version Two and TCP"
+  "$(human "${sizes[-1]}"); NFSv3 over RPC-over-RDMA Version Two and over TCP, NFSv4.1 over" \
+  "RPC-over-RDMA Version Two"
 echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile;"
 echo "server CPU: uiw-nfsd's CPU seconds (user and system) per GiB put and got"
 echo
-fmt="%9s  %-8s %10s %10s %11s %11s %11s %11s %9s %9s\n"
-printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" "read p99" \
-  "srv CPU w" "srv CPU r"
-printf "$fmt" "" "" "" "" "us" "us" "us" "us" "s/GiB" "s/GiB"
+fmt="%9s  %-4s %-8s %10s %10s %11s %11s %11s %11s %9s %9s\n"
+header() {
+  printf "$fmt" size NFS transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" \
+    "read p99" "srv CPU w" "srv CPU r"
+  printf "$fmt" "" "" "" "" "" "us" "us" "us" "us" "s/GiB" "s/GiB"
+}
+header
 data="$out/nfs-demo.dat"
 table="$out/nfs-demo.txt"
 : >"$data"
-{
-  printf "$fmt" size transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" \
-    "read p99" "srv CPU w" "srv CPU r"
-  printf "$fmt" "" "" "" "" "us" "us" "us" "us" "s/GiB" "s/GiB"
-} >"$table"
+header >"$table"
 
-# Warm up both transports (first connections, first buffers): one file each way.
+# Warm up every run (first connections, first buffers): one file each way.
 head -c 1048576 /dev/urandom >"$work/src/warm"
-for tr in rdma tcp; do
+for tr in "${runs[@]}"; do
   nfs put "$work/src/warm" "$(url $tr warm)" >/dev/null
   nfs get "$(url $tr warm)" "$work/back/warm" >/dev/null
 done
@@ -159,15 +187,17 @@ for size in "${sizes[@]}"; do
   rm -rf "$work/src" && mkdir "$work/src"
   head -c $((size * n)) /dev/urandom | (cd "$work/src" && split -a 3 -d -b "$size" - f)
   (cd "$work/src" && sha256sum f* >"$work/sums")
-  for tr in tcp rdma; do
+  for tr in "${runs[@]}"; do
     d="$tr-$size"
     step=$((step + 1))
-    trname=TCP
-    [ $tr = rdma ] && trname="RPC-over-RDMA v2"
+    trname="NFSv3 over TCP"
+    [ $tr = rdma ] && trname="NFSv3 over RPC-over-RDMA v2"
+    [ $tr = rdma4 ] && trname="NFSv4.1 over RPC-over-RDMA v2"
     status "$(human "$size") over $trname: putting $n files"
     nfs mkdir "$(url $tr "$d")" >/dev/null
-    c0=$(srv_ticks)
-    w=$(nfs --json --verify put "$work/src"/f* "$(url $tr "$d")" 2>"$work/err") || {
+    srv_ticks
+    c0=$ticks
+    nfs --json --verify put "$work/src"/f* "$(url $tr "$d")" >"$work/w.json" 2>"$work/err" || {
       status_end
       cat "$work/err" >&2
       failed=1
@@ -176,15 +206,17 @@ for size in "${sizes[@]}"; do
     urls=()
     for f in "$work/src"/f*; do urls+=("$(url $tr "$d/${f##*/}")"); done
     rm -rf "$work/back" && mkdir "$work/back"
-    c1=$(srv_ticks)
+    srv_ticks
+    c1=$ticks
     status "$(human "$size") over $trname: getting $n files back"
-    r=$(nfs --json --verify get "${urls[@]}" "$work/back" 2>"$work/err") || {
+    nfs --json --verify get "${urls[@]}" "$work/back" >"$work/r.json" 2>"$work/err" || {
       status_end
       cat "$work/err" >&2
       failed=1
       continue
     }
-    c2=$(srv_ticks)
+    srv_ticks
+    c2=$ticks
     status_end
     if ! (cd "$work/back" && sha256sum --quiet -c "$work/sums"); then
       echo "nfs-demo: $tr $(human "$size"): the files got back differ from those put" >&2
@@ -193,22 +225,25 @@ for size in "${sizes[@]}"; do
     fi
     rm -rf "${work:?}/export/$d"
     # One object a file, then for several files one for them all: the figures are the last.
-    [ "$(echo "$w" | grep -c '^{"op":"put","file":')" = "$n" ] &&
-      [ "$(echo "$r" | grep -c '^{"op":"get","file":')" = "$n" ] || {
-      echo "nfs-demo: $tr $(human "$size"): not every file was moved" >&2
+    read -r nw nr trn ver rver wmb rmb wp50 wp99 rp50 rp99 cpuw cpur < <(figures \
+      "$work/w.json" "$work/r.json" $((c1 - c0)) $((c2 - c1)) $((size * n)))
+    if [ "$nw" != "$n" ] || [ "$nr" != "$n" ]; then
+      echo "nfs-demo: $trname $(human "$size"): not every file was moved" >&2
       failed=1
       continue
-    }
-    w=$(echo "$w" | tail -n 1)
-    r=$(echo "$r" | tail -n 1)
-    trn=$(field "$w" transport)
-    row=$(printf "$fmt" "$(human "$size")" "$trn" "$(field "$w" mbytes_per_sec)" \
-      "$(field "$r" mbytes_per_sec)" "$(field "$w" p50_us)" "$(field "$w" p99_us)" \
-      "$(field "$r" p50_us)" "$(field "$r" p99_us)" "$(per_gib $((c1 - c0)) $((size * n)))" \
-      "$(per_gib $((c2 - c1)) $((size * n)))")
+    fi
+    if [ "$ver" != "$(version_of $tr)" ] || [ "$rver" != "$ver" ]; then
+      echo "nfs-demo: $trname $(human "$size"): uiw-nfs spoke NFS version $ver and $rver," \
+        "not $(version_of $tr)" >&2
+      failed=1
+      continue
+    fi
+    printf -v row "$fmt" "$(human "$size")" "$ver" "$trn" "$wmb" "$rmb" "$wp50" "$wp99" \
+      "$rp50" "$rp99" "$cpuw" "$cpur"
+    row=${row%$'\n'}
     echo "$row"
     echo "$row" >>"$table"
-    echo "$size $tr $(field "$w" mbytes_per_sec) $(field "$r" mbytes_per_sec)" >>"$data"
+    echo "$size $tr $wmb $rmb" >>"$data"
   done
 done
 # The server stops cleanly (SIGTERM: it closes every connection and exits 0).
@@ -220,18 +255,34 @@ if ! wait "$srv"; then
 fi
 srv=""
 rows=$(grep -c . "$data" || true)
+# NFSv4.1 against NFSv3, both over RPC-over-RDMA: the MB/s of the one over the other's.
+ratios=$(awk '$2 == "rdma" { w[$1] = $3; r[$1] = $4 }
+  $2 == "rdma4" && ($1 in w) && w[$1] > 0 && r[$1] > 0 {
+    printf "%9s  %10.2f %10.2f\n", $1, $3 / w[$1], $4 / r[$1] }' "$data")
+{
+  echo
+  echo "NFSv4.1/NFSv3 over RPC-over-RDMA v2 (MB/s of NFSv4.1 over those of NFSv3; 1.00: as fast)"
+  printf "%9s  %10s %10s\n" size write read
+  while read -r sz wr rd; do
+    printf "%9s  %10s %10s\n" "$(human "$sz")" "$wr" "$rd"
+  done <<<"$ratios"
+} | tee -a "$table"
 echo
-if [ "$rows" = $((${#sizes[@]} * 2)) ] && [ $failed = 0 ]; then
-  echo "every size over both transports: each file's SHA-256 verified by uiw-nfs" \
-    "(source against destination) and again end to end (sha256sum)"
+[ "$(grep -c . <<<"$ratios")" = ${#sizes[@]} ] || failed=1
+if [ "$rows" = $((${#sizes[@]} * ${#runs[@]})) ] && [ $failed = 0 ]; then
+  echo "every size in all three runs (NFSv3 over RDMA and TCP, NFSv4.1 over RDMA): each" \
+    "file's SHA-256 verified by uiw-nfs (source against destination) and again end to end" \
+    "(sha256sum)"
 else
-  echo "nfs-demo: $rows of $((${#sizes[@]} * 2)) sizes and transports measured" >&2
+  echo "nfs-demo: $rows of $((${#sizes[@]} * ${#runs[@]})) sizes and runs measured" >&2
   failed=1
 fi
 
-# The plot: bandwidth against file size, both axes logarithmic; one data block a transport.
+# The plot: bandwidth against file size, both axes logarithmic; one data block a run.
 blocks="$work/plot.dat"
 {
+  awk '$2 == "rdma4"' "$data"
+  printf '\n\n'
   awk '$2 == "rdma"' "$data"
   printf '\n\n'
   awk '$2 == "tcp"' "$data"
@@ -240,7 +291,7 @@ plot() { # terminal output
   gnuplot <<EOF
 set terminal $1
 set output "$2"
-set title "NFSv3 on loopback: uiw-nfs against uiw-nfsd, one call in flight"
+set title "NFSv4.1 and NFSv3 on loopback: uiw-nfs against uiw-nfsd, one call in flight"
 set xlabel "file size"
 set ylabel "bandwidth (MB/s, 10^6 bytes per second)"
 set logscale x 2
@@ -254,10 +305,14 @@ set style line 1 lc rgb "#1f77b4" lw 2 pt 7 ps 0.8
 set style line 2 lc rgb "#1f77b4" lw 2 pt 5 ps 0.8 dt 2
 set style line 3 lc rgb "#d62728" lw 2 pt 7 ps 0.8
 set style line 4 lc rgb "#d62728" lw 2 pt 5 ps 0.8 dt 2
-plot "$blocks" index 0 using 1:3 with linespoints ls 1 title "RPC-over-RDMA v2, write (put)", \
-     "$blocks" index 0 using 1:4 with linespoints ls 2 title "RPC-over-RDMA v2, read (get)", \
-     "$blocks" index 1 using 1:3 with linespoints ls 3 title "TCP, write (put)", \
-     "$blocks" index 1 using 1:4 with linespoints ls 4 title "TCP, read (get)"
+set style line 5 lc rgb "#2ca02c" lw 2 pt 9 ps 0.9
+set style line 6 lc rgb "#2ca02c" lw 2 pt 11 ps 0.9 dt 2
+plot "$blocks" index 0 using 1:3 with linespoints ls 5 title "NFSv4.1, RPC-over-RDMA v2, write (put)", \
+     "$blocks" index 0 using 1:4 with linespoints ls 6 title "NFSv4.1, RPC-over-RDMA v2, read (get)", \
+     "$blocks" index 1 using 1:3 with linespoints ls 1 title "NFSv3, RPC-over-RDMA v2, write (put)", \
+     "$blocks" index 1 using 1:4 with linespoints ls 2 title "NFSv3, RPC-over-RDMA v2, read (get)", \
+     "$blocks" index 2 using 1:3 with linespoints ls 3 title "NFSv3, TCP, write (put)", \
+     "$blocks" index 2 using 1:4 with linespoints ls 4 title "NFSv3, TCP, read (get)"
 EOF
 }
 plot "svg size 900,560 dynamic font 'sans,13'" "$out/nfs-demo.svg"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test of the README's demo (nfs.demo): scripts/nfs-demo.sh --quick on this build's
 # tools, then its products checked: the exit status, the line saying every SHA-256 was
-# verified, the table (a row per size and transport, the transport named as uiw-nfs
-# reports it, every figure a positive number), the data gnuplot drew from, and the SVG and
-# PNG themselves (their formats, not only their presence).
+# verified, the table (a row per size and run: NFSv3 over TCP and over RPC-over-RDMA,
+# NFSv4.1 over RPC-over-RDMA; the version and transport named as uiw-nfs reports them,
+# every figure a positive number), the NFSv4.1/NFSv3 ratios below it (one a size, worked
+# out from the rows), the data gnuplot drew from, and the SVG and PNG themselves (their
+# formats, not only their presence).
 #
 #   tests/nfs/demo.sh BIN_DIR OUT_DIR
 #
@@ -24,21 +26,22 @@ cat "$log"
 [ $rc = 77 ] && exit 77
 [ $rc = 0 ] || fail "nfs-demo.sh exited $rc"
 
-grep -q '^every size over both transports: each file.s SHA-256 verified' "$log" ||
+grep -q '^every size in all three runs (NFSv3 over RDMA and TCP, NFSv4.1 over RDMA): each file.s SHA-256 verified' "$log" ||
   fail "no line saying every checksum was verified"
 grep -q "^plot:  $out/nfs-demo.svg and $out/nfs-demo.png" "$log" || fail "the plot's place not said"
 
-# The table: two header lines, then one row a size and transport.
+# The table: two header lines, then one row a size and run, then after a blank line the
+# ratios.
 table=$out/nfs-demo.txt
 [ -s "$table" ] || fail "no table $table"
-rows=$(tail -n +3 "$table")
-[ "$(echo "$rows" | grep -c .)" = 6 ] || fail "not 6 rows in $table"
+rows=$(tail -n +3 "$table" | sed '/^$/,$d')
+[ "$(echo "$rows" | grep -c .)" = 9 ] || fail "not 9 rows in $table"
 for size in "4 KiB" "64 KiB" "1 MiB"; do
-  for tr in tcp rdma-v2; do
+  for run in "3    tcp" "3    rdma-v2" "4.1  rdma-v2"; do
     # a here-string, not a pipe: grep -q ends at its match, and under pipefail an echo
     # still writing then dies of SIGPIPE and fails the check
-    grep -Eq "^ *$size  $tr( +[0-9]+\.[0-9]+){8}\$" <<<"$rows" ||
-      fail "no row for $size over $tr with eight figures"
+    grep -Eq "^ *$size  $run( +[0-9]+\.[0-9]+){8}\$" <<<"$rows" ||
+      fail "no row for $size, NFS $run, with eight figures"
   done
 done
 echo "$rows" | awk '{ for (i = NF - 7; i <= NF - 2; i++) if ($i <= 0) exit 1 }' ||
@@ -47,7 +50,23 @@ echo "$rows" | awk '{ for (i = NF - 7; i <= NF - 2; i++) if ($i <= 0) exit 1 }' 
 # over every row, some
 echo "$rows" | awk '{ s += $(NF - 1) + $NF } END { exit !(s > 0) }' ||
   fail "the server's CPU time per GiB is 0 in every row"
-grep -q "^ *1 MiB  rdma-v2" <<<"$rows" || fail "the RPC-over-RDMA rows are not Version Two"
+[ "$(grep -c "^ *[0-9]* [KM]iB  [34.1 ]*rdma-v2 " <<<"$rows")" = 6 ] ||
+  fail "the RPC-over-RDMA rows are not Version Two"
+# The ratios: per size, NFSv4.1's write and read MB/s over NFSv3's, both over RDMA, as
+# the rows above give them (to the rounding of two decimals).
+ratios=$(sed -n '/^NFSv4.1\/NFSv3 over RPC-over-RDMA v2 /,$p' "$table" | tail -n +3)
+[ "$(echo "$ratios" | grep -c .)" = 3 ] || fail "not 3 ratio lines in $table"
+for size in "4 KiB" "64 KiB" "1 MiB"; do
+  line=$(grep -E "^ *$size  " <<<"$ratios") || fail "no ratio for $size"
+  v3=$(grep -E "^ *$size  3    rdma-v2 " <<<"$rows")
+  v41=$(grep -E "^ *$size  4.1  rdma-v2 " <<<"$rows")
+  awk -v l="$line" -v a="$v3" -v b="$v41" 'BEGIN {
+    nl = split(l, L); split(a, A); split(b, B)
+    w = B[5] / A[5]; r = B[6] / A[6]
+    exit !(L[nl - 1] > 0 && L[nl] > 0 && (L[nl - 1] - w) ^ 2 < 0.0001 && (L[nl] - r) ^ 2 < 0.0001)
+  }' || fail "the ratio for $size is not NFSv4.1's MB/s over NFSv3's: $line"
+done
+grep -qxF "$(sed -n '/^NFSv4.1\/NFSv3 over/p' "$table")" "$log" || fail "the ratios not in the output"
 # The log shows the same rows (printed as they were measured).
 while IFS= read -r row; do
   grep -qxF "$row" "$log" || fail "row not in the output: $row"
@@ -55,13 +74,15 @@ done <<<"$rows"
 
 # What gnuplot drew: per size and transport, positive write and read rates.
 data=$out/nfs-demo.dat
-[ "$(awk 'NF == 4 && $3 > 0 && $4 > 0' "$data" | wc -l)" = 6 ] || fail "$data: not 6 rows"
+[ "$(awk 'NF == 4 && $3 > 0 && $4 > 0' "$data" | wc -l)" = 9 ] || fail "$data: not 9 rows"
 
-# The plot: an SVG document with its four curves' titles, and a PNG image.
+# The plot: an SVG document with its six curves' titles, and a PNG image.
 svg=$out/nfs-demo.svg
 png=$out/nfs-demo.png
 grep -q '<svg' "$svg" || fail "$svg is not SVG"
-for t in "RPC-over-RDMA v2, write" "RPC-over-RDMA v2, read" "TCP, write" "TCP, read"; do
+for t in "NFSv4.1, RPC-over-RDMA v2, write" "NFSv4.1, RPC-over-RDMA v2, read" \
+  "NFSv3, RPC-over-RDMA v2, write" "NFSv3, RPC-over-RDMA v2, read" "NFSv3, TCP, write" \
+  "NFSv3, TCP, read"; do
   grep -qF "$t" "$svg" || fail "$svg has no curve \"$t\""
 done
 [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$png is not PNG"
