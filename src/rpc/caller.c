@@ -9,10 +9,27 @@
 #include <time.h>
 
 #include "common/byteorder.h"
+#include "rpc/clnt_hooks.h"
 #include "rpc/rpc_internal.h"
 
 #define RECONNECT_MIN_MS 100
 #define SCAN_NS          10000000u /* async deadlines are checked this often */
+
+/* uiw__rpc_clnt_plug's depth in this thread: its asynchronous calls wait for the unplug. */
+static _Thread_local unsigned held;
+
+void uiw__rpc_clnt_plug(void)
+{
+    held++;
+    uiw__rr_plug();
+}
+
+void uiw__rpc_clnt_unplug(void)
+{
+    if (held)
+        held--;
+    uiw__rr_unplug();
+}
 
 int uiw__rpc_caller_init(struct uiw__rpc_caller *c, struct uiw__rr_dev *d, unsigned nslots)
 {
@@ -448,8 +465,9 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
     }
     if (s->async) {
         /* held for one doorbell only while more ended calls' callbacks are to run (a
-         * callback that goes on working after starting it does not hold it meanwhile) */
-        if (!atomic_load(&c->ndone))
+         * callback that goes on working after starting it does not hold it meanwhile),
+         * or while the thread said that more calls follow (uiw__rpc_clnt_plug) */
+        if (!held && !atomic_load(&c->ndone))
             uiw__rr_plug_flush();
         return RPC_SUCCESS;
     }

@@ -14,4 +14,15 @@
  * call cannot carry inline still go in Read chunks. 0, or -EINVAL. */
 int uiw__rpc_clnt_set_ddp_threshold(CLIENT *clnt, uint32_t threshold);
 
+/* Hold the doorbells of the asynchronous calls the calling thread starts (on any client)
+ * until uiw__rpc_clnt_unplug, so that a batch started outside a callback (uiw_rpc_clnt_poll
+ * batches those of its callbacks already) goes out with one system call. Only the
+ * doorbell waits: a pass of the transport that serves the connection meanwhile (a reply
+ * coming in, say) may send them sooner. Nestable; a thread that waits for a call
+ * (clnt_call, uiw_rpc_call, uiw_rpc_clnt_poll) rings what it holds first, so a plugged
+ * thread never waits for its own sends. */
+void uiw__rpc_clnt_plug(void);
+/* Ring what the thread holds and end one uiw__rpc_clnt_plug. */
+void uiw__rpc_clnt_unplug(void);
+
 #endif

@@ -9,6 +9,7 @@
 #include <uiw/wire.h>
 
 #include "rpc_util.h"
+#include "rpc/clnt_hooks.h"
 #include "rpcrdma/xprt.h"
 
 struct acall {
@@ -113,6 +114,54 @@ TEST(rpc_async_calls_started_by_callbacks)
         CHECK_EQ(k[i].left, 0);
     }
     CHECK_EQ(nsync, N * ROUNDS / 8);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+/* Calls started under uiw__rpc_clnt_plug outside any callback wait for the unplug or a
+ * wait of the thread's own (on an idle connection: nothing else sends them), and every
+ * one is answered. */
+TEST(rpc_async_calls_held_by_plug)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    enum { N = 8 };
+    struct acall a[N];
+    memset(a, 0, sizeof(a));
+    unsigned before = tsrv_count();
+    uiw__rpc_clnt_plug();
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(uiw_rpc_call_async(c, TP_COUNT, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_u_int,
+                                    &a[i].sum, TMO, NULL, adone, &a[i]),
+                 0);
+    nanosleep(&(struct timespec){0, 100000000}, NULL);
+    CHECK_EQ(tsrv_count(), before); /* held: not one sent */
+    /* a plugged thread that waits sends what it holds first: the batch with this one (the
+     * server's threads run them in any order) */
+    u_int n = 0;
+    CHECK_EQ(
+        clnt_call(c, TP_COUNT, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_u_int, (char *)&n, TMO),
+        RPC_SUCCESS);
+    CHECK(n > before && n <= before + N + 1);
+    /* and what it starts after that goes at the unplug at the latest */
+    struct acall last;
+    memset(&last, 0, sizeof(last));
+    CHECK_EQ(uiw_rpc_call_async(c, TP_COUNT, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_u_int,
+                                &last.sum, TMO, NULL, adone, &last),
+             0);
+    uiw__rpc_clnt_unplug();
+    while (uiw_rpc_clnt_pending(c))
+        CHECK(uiw_rpc_clnt_poll(c, 5000) >= 0);
+    CHECK_EQ(last.done, 1);
+    CHECK_EQ(last.st, RPC_SUCCESS);
+    CHECK(last.sum > before && last.sum <= before + N + 2);
+    CHECK_EQ(tsrv_count(), before + N + 2); /* each ran once */
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(a[i].done, 1);
+        CHECK_EQ(a[i].st, RPC_SUCCESS);
+        CHECK(a[i].sum > before && a[i].sum <= before + N + 2);
+    }
     clnt_destroy(c);
     tsrv_stop(&t);
 }
