@@ -686,6 +686,12 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
          * waited for when none has */
         int n = 0;
         for (;;) {
+#if UIW_NFS_HAVE_RDMA
+            /* the calls the done functions start go out together, as those a callback
+             * inside uiw_rpc_clnt_poll starts (NFSv3's): one system call, not one each */
+            if (c->rdma)
+                uiw__rpc_clnt_plug();
+#endif
             uiw__nfs4c_resume(c);
             while (c->v4_ended) {
                 struct uiw__nfs_op *op = c->v4_ended;
@@ -695,6 +701,10 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
                 op->done(op, op->v4_again ? v4_run(op) : op->v4_rc);
                 n++;
             }
+#if UIW_NFS_HAVE_RDMA
+            if (c->rdma)
+                uiw__rpc_clnt_unplug();
+#endif
             if (n || !uiw__nfs4c_inflight(c))
                 return n;
 #if UIW_NFS_HAVE_RDMA
