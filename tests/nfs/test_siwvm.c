@@ -21,6 +21,9 @@
  *    shows the new bytes;
  *  - NFSv4 locks, after each NFSv4 mount's changes: while the guest holds a flock of a
  *    file, `uiw-nfs lock` of it on this host waits, and holds it once the guest lets go;
+ *    on the 4.2 mount over TCP, the same with an fcntl (POSIX) lock of bytes 100 to 199
+ *    (perl in the guest; the client sends a LOCK of that range), beside which this host's
+ *    lock of bytes 0 to 99 is granted at once;
  *  - a restart of uiw-nfsd (same ports, same state directory, a 15 s lease) while the
  *    guest's 4.1 mount over RDMA holds a flock: the guest's client reclaims its open and
  *    its lock in the grace period (the server's counters show both), its flock holder
@@ -172,20 +175,42 @@ static void check_client(const struct srv *v, const char *log, const char *tag, 
     CHECK_EQ(found, 1000);
 }
 
-/* NFSv4 locks between the guest's kernel and this host: while the guest holds a flock
- * of v4 tag's file lk (Linux's client sends it as a LOCK of the whole file), uiw-nfs lock
- * on this host waits; once the guest lets go, uiw-nfs holds it, and releases it on
- * SIGTERM. */
-static void lock_waits(const struct srv *v, const char *vmdir, const char *console,
-                       const char *runlog, int pid, const char *tag)
+/* uiw-nfs lock of file (under v's export) with range ("OFF LEN", NULL: the whole file)
+ * on this host, its output to out. */
+static int lock_spawn(const struct srv *v, const char *file, const char *range, const char *out)
 {
-    char m[64], u[700], out[700], cmd[1600];
+    char u[700], cmd[1600];
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/%s?version=4.1", v->tcp, v->dir, file);
+    snprintf(cmd, sizeof(cmd), "exec '%s' lock '%s' %s", UIW_NFS, u, range ? range : "");
+    return it_spawn(cmd, out);
+}
+
+/* NFSv4 locks between the guest's kernel and this host: while the guest holds a lock of
+ * file (a flock, which Linux's client sends as a LOCK of the whole file, or an fcntl lock
+ * of a byte range, sent as a LOCK of that range), uiw-nfs lock of the whole file on this
+ * host waits; once the guest lets go, uiw-nfs holds it, and releases it on SIGTERM.
+ * free: a range ("OFF LEN") apart from the guest's, which this host locks at once
+ * meanwhile; NULL for none. tag names the guest's markers and this host's files. */
+static void lock_waits(const struct srv *v, const char *vmdir, const char *console,
+                       const char *runlog, int pid, const char *tag, const char *file,
+                       const char *free_range)
+{
+    char m[64], out[700];
     snprintf(m, sizeof(m), "GUEST-LOCKED-%s", tag);
     wait_marker(console, runlog, m, pid, 400);
-    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/%s/lk?version=4.1", v->tcp, v->dir, tag);
+    if (free_range) {
+        snprintf(out, sizeof(out), "%s/lockfree-%s.txt", vmdir, tag);
+        int fp = lock_spawn(v, file, free_range, out);
+        if (!it_wait_for(out, "holding the lock", fp, 30)) {
+            char *o = it_slurp(out);
+            uiw_test_fail(__FILE__, __LINE__, "%s: no lock of %s beside the guest's:\n%s", tag,
+                          free_range, o);
+        }
+        CHECK_EQ(kill(fp, SIGTERM), 0);
+        CHECK_EQ(it_wait(fp, 30), 0);
+    }
     snprintf(out, sizeof(out), "%s/lock-%s.txt", vmdir, tag);
-    snprintf(cmd, sizeof(cmd), "exec '%s' lock '%s'", UIW_NFS, u);
-    int lp = it_spawn(cmd, out);
+    int lp = lock_spawn(v, file, NULL, out);
     sleep(4);
     char *o = it_slurp(out);
     if (strstr(o, "holding the lock"))
@@ -268,7 +293,7 @@ static void restart_reclaim(struct srv *v, const struct uiw__nfsd_opts *o, int r
     srv_exports_at(v, EXPORTS, &r);
     CHECK_EQ(uiw__nfsd_port(v->s, UIW__NFSD_RDMA), rdma);
     touch(vmdir, "restarted");
-    lock_waits(v, vmdir, console, runlog, pid, "rs");
+    lock_waits(v, vmdir, console, runlog, pid, "rs", "rs/lk", NULL);
     struct uiw__nfsd_reclaim_counts rc;
     CHECK_EQ(uiw__nfsd_reclaim_counts(v->s, &rc), 0);
     printf("siwvm: after the restart the guest reclaimed %llu open(s), %llu lock(s)\n",
@@ -351,6 +376,19 @@ TEST(siwvm_kernel)
             "/mnt/host/unlock-$1 ] && [ \\$n -lt 300 ]; do sleep 1; n=\\$((n+1)); done; sleep 2\"\n"
             "  echo GUEST-UNLOCKED-$1\n"
             "}\n"
+            /* as lockt with an fcntl lock of bytes 100..199 (struct flock of x86_64:
+             * short l_type, l_whence; off_t l_start, l_len; pid_t l_pid; 32 bytes) */
+            "lockp() {\n"
+            "  : > /mnt/x/$1/lp\n"
+            "  perl -e 'use Fcntl; $|=1; open(F,\"+<\",$ARGV[0]) or die \"open: $!\"; "
+            "$l=pack(\"s s x4 q q i x4\",F_WRLCK,0,100,100,0); "
+            "fcntl(F,F_SETLKW,$l) or die \"lock: $!\"; "
+            "open(P,\"/proc/locks\") or die; print \"PLOCKP $_\" for grep /POSIX/, <P>; "
+            "print \"GUEST-LOCKED-$ARGV[1]\\n\"; $n=0; "
+            "while (! -e \"/mnt/host/unlock-$ARGV[1]\" && $n<300) { sleep 1; $n++ }' "
+            "/mnt/x/$1/lp $2\n"
+            "  echo GUEST-UNLOCKED-$2\n"
+            "}\n"
             /* as lockt, the server restarted meanwhile (see restart_reclaim) */
             "lockr() {\n"
             "  mkdir /mnt/x/$1; : > /mnt/x/$1/lk\n"
@@ -369,6 +407,7 @@ TEST(siwvm_kernel)
             "grep ' /mnt/x ' /proc/mounts | sed 's/^/PROC v4t /'\n"
             "ops v4t\n"
             "lockt v4t\n"
+            "lockp v4t v4tp\n"
             "umount /mnt/x && echo 'UMOUNT-OK v4t'\n",
             v.dir, v.dir, v.tcp, v.mount, v.tcp);
     if (rdma > 0)
@@ -432,13 +471,14 @@ TEST(siwvm_kernel)
                       "NFS4ERR_NOENT");
         snprintf(base, sizeof(base), "nfs://127.0.0.1:%d/export", kr);
     }
-    lock_waits(&v, vmdir, console, runlog, pid, "v4t");
+    lock_waits(&v, vmdir, console, runlog, pid, "v4t", "v4t/lk", NULL);
+    lock_waits(&v, vmdir, console, runlog, pid, "v4tp", "v4t/lp", "0 100");
     wait_marker(console, runlog, "PHASE1-DONE", pid, 400);
     touch(vmdir, "host1");
     if (rdma > 0) {
         wait_marker(console, runlog, "CRC-ON", pid, 120);
         against_knfsd(vmdir, base, q, "c", "going on in Version 1", "NFS3ERR_NOENT");
-        lock_waits(&v, vmdir, console, runlog, pid, "v4r");
+        lock_waits(&v, vmdir, console, runlog, pid, "v4r", "v4r/lk", NULL);
         deleg_recall(&v, vmdir, console, runlog, pid, dsum[1]);
         restart_reclaim(&v, &o, rdma, vmdir, console, runlog, pid);
     }
@@ -451,6 +491,17 @@ TEST(siwvm_kernel)
     /* NFSv4: 4.2 negotiated with no version asked for (TCP, RDMA); 4.1 over RDMA */
     check_client(&v, log, "v4t", 5, 1);
     CHECK(strstr(log, "PROC v4t ") && strstr(strstr(log, "PROC v4t "), "vers=4.2"));
+    /* the guest's fcntl lock: its kernel's own record, POSIX, of bytes 100 to 199 */
+    int posix = 0;
+    for (const char *pl = strstr(log, "PLOCKP "); pl && !posix; pl = strstr(pl + 1, "PLOCKP ")) {
+        const char *e = strchr(pl, '\n');
+        char line[200];
+        snprintf(line, sizeof(line), "%.*s", e ? (int)(e - pl) : (int)strlen(pl), pl);
+        posix = strstr(line, " POSIX ") && strstr(line, " WRITE ") && strstr(line, " 100 199");
+    }
+    if (!posix)
+        uiw_test_fail(__FILE__, __LINE__, "no POSIX lock of bytes 100-199 in the guest's:\n%s",
+                      log);
     if (rdma > 0) {
         check_client(&v, log, "rdma", 5, 1);
         check_client(&v, log, "crc", 5, 0);
