@@ -334,8 +334,10 @@ static nfsstat4 lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *na
     if (!name) {
         struct stat sb;
         if (fstat(dfd, &sb) == 0 && sb.st_dev == ex->dev && sb.st_ino == ex->ino) {
+            /* out of the export: into the one around it, or the pseudo file system */
+            st = uiw__nfs4_pseudo_up(c, v, ex, dfd);
             close(dfd);
-            return uiw__nfs4_pseudo_up(c, v, ex); /* back into the pseudo file system */
+            return st;
         }
     }
     if (uiw__vfs_enter(v) != 0) {
@@ -345,8 +347,11 @@ static nfsstat4 lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *na
     fd = openat(dfd, name ? name : "..", O_PATH | O_NOFOLLOW | O_CLOEXEC);
     int err = errno;
     uiw__vfs_leave(v);
+    struct uiw__nfs_export *in = fd >= 0 && name ? uiw__nfs4_nested(c, ex, fd) : NULL;
     if (fd < 0)
         st = (nfsstat4)uiw__nfsd_errno(err);
+    else if (in)
+        st = uiw__nfs4_enter_export(c, v, in); /* the root of an export nested in this one */
     else
         st = uiw__nfs4_issue(c, v, ex, dfd, name, fd);
     if (fd >= 0)

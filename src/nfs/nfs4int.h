@@ -174,11 +174,24 @@ int uiw__nfs4_is_pseudo(const struct uiw__nfs4_fh *f, uint64_t *node);
 nfsstat4 uiw__nfs4_pseudo_root(struct uiw__nfs4_c *c);
 nfsstat4 uiw__nfs4_pseudo_put(struct uiw__nfs4_c *c, struct uiw__vfs *v, const nfs_fh3 *h);
 /* LOOKUP of name in the current pseudo directory (NULL: LOOKUPP), and LOOKUPP from the
- * root of export ex (NFS4ERR_NOENT with no pseudo file system). */
+ * root of export ex (rootfd: a descriptor of it): the directory holding it in the export
+ * it lies in when the caller may use that one (its access checked as LOOKUP's, which
+ * sets v's), else its pseudo directory; NFS4ERR_ACCESS when that directory is inside
+ * an export the caller may use only through one it may not, NFS4ERR_NOENT with no
+ * pseudo file system. */
 nfsstat4 uiw__nfs4_pseudo_lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *name);
-nfsstat4 uiw__nfs4_pseudo_up(struct uiw__nfs4_c *c, struct uiw__vfs *v,
-                             const struct uiw__nfs_export *ex);
-/* The mounted_on_fileid of export ex's root (fileid: its own): its directory's in the
+nfsstat4 uiw__nfs4_pseudo_up(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex,
+                             int rootfd);
+/* The export other than ex whose root is the directory fd and whose path is below ex's
+ * (nested in it), which LOOKUP into fd from ex enters; NULL when fd is none's root. */
+struct uiw__nfs_export *uiw__nfs4_nested(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex,
+                                         int fd);
+/* The current handle as export ex's root, after the caller's access to ex as PUTFH
+ * checks it (NFS4ERR_ACCESS, NFS4ERR_WRONGSEC); v's credentials become ex's. */
+nfsstat4 uiw__nfs4_enter_export(struct uiw__nfs4_c *c, struct uiw__vfs *v,
+                                struct uiw__nfs_export *ex);
+/* The mounted_on_fileid of export ex's root (fileid: its own): fileid when it lies in an
+ * export the caller may use (the same directory there), else its directory's in the
  * pseudo file system. */
 uint64_t uiw__nfs4_pseudo_mounted_on(struct uiw__nfs4_c *c, struct uiw__vfs *v,
                                      const struct uiw__nfs_export *ex, uint64_t fileid);

@@ -419,7 +419,9 @@ nfsstat4 uiw__nfs4_setattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SETA
 #define READDIR_OVERHEAD (4u + 8u + 4u + 4u)
 
 /* The attributes of `name` in dfd that a READDIR asks for: an error goes into
- * rdattr_error when it is asked for, else it fails the READDIR. */
+ * rdattr_error when it is asked for, else it fails the READDIR. The root of an export
+ * nested in ex has that export's attributes and handle, as LOOKUP enters it, or the
+ * error of the caller's access to it. */
 static nfsstat4 entry_attrs(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex,
                             int dfd, const char *name, const bitmap4 *req, fattr4 *out)
 {
@@ -428,15 +430,26 @@ static nfsstat4 entry_attrs(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct ui
     nfsstat4 st = fd < 0 ? (nfsstat4)uiw__nfsd_errno(errno) : NFS4_OK;
     if (st == NFS4_OK && fstat(fd, &sb) != 0)
         st = (nfsstat4)uiw__nfsd_errno(errno);
+    struct uiw__nfs_export *in =
+        st == NFS4_OK && S_ISDIR(sb.st_mode) ? uiw__nfs4_nested(c, ex, fd) : NULL;
+    /* the caller's identity on the nested export for its handle, then on ex again */
+    struct uiw__nfs_cred cred = v->cred;
+    const struct uiw__nfs_xopts *xo = v->xo;
+    if (in)
+        st = uiw__nfs4_st4(uiw__nfsd_access(c->s, in, c->rq, 0, &v->cred, &v->xo), in, c->rq);
     struct uiw__nfs4_fh fh = {0};
     int want_fh = req->bitmap4_len > 0 && (req->bitmap4_val[0] & (1u << FATTR4_FILEHANDLE));
     if (st == NFS4_OK && want_fh) {
         /* the handle without touching the current one */
         struct uiw__nfs4_fh cur = c->cur;
-        st = uiw__nfs4_issue(c, v, ex, dfd, name, fd);
+        st = in ? uiw__nfs4_issue_root(c, v, in) : uiw__nfs4_issue(c, v, ex, dfd, name, fd);
         fh = c->cur;
         c->cur = cur;
     }
+    v->cred = cred;
+    v->xo = xo;
+    if (in)
+        ex = in;
     if (st == NFS4_OK)
         st = uiw__nfs4_encode(c, fd, &sb, ex, &fh, (uint64_t)sb.st_ino, req, out, 1024);
     if (fd >= 0)
@@ -576,13 +589,18 @@ nfsstat4 uiw__nfs4_secinfo(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SECI
     if (s3 != NFS3_OK && s3 != NFS3ERR_ACCES)
         return (nfsstat4)s3;
     if (s3 == NFS3_OK) {
-        struct stat sb;
         st = NFS4_OK;
+        int fd = -1;
         if (uiw__vfs_enter(v) != 0)
             st = NFS4ERR_PERM;
-        else if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        else if ((fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
             st = (nfsstat4)uiw__nfsd_errno(errno);
         uiw__vfs_leave(v);
+        struct uiw__nfs_export *in = fd >= 0 ? uiw__nfs4_nested(c, ex, fd) : NULL;
+        if (in)
+            ex = in; /* the root of an export nested here: LOOKUP enters that one */
+        if (fd >= 0)
+            close(fd);
         close(dfd);
         if (st != NFS4_OK)
             return st;

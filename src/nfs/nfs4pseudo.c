@@ -17,6 +17,12 @@
  *     READDIR (cookies: an entry's place + 3; verifier: the change), ACCESS (read and
  *     lookup), GETATTR, SECINFO and SECINFO_NO_NAME (AUTH_SYS and AUTH_NONE) through it;
  *     every change NFS4ERR_ROFS, every other operation NFS4ERR_ISDIR (uiw__nfs4_check).
+ * An export inside another (/srv and /srv/pub) is entered where its root is, as knfsd's
+ * clients see it: LOOKUP of "pub" in /srv gives /srv/pub's root handle, so its fsid, its
+ * read-only and its access control hold whichever way a client walks there (an export
+ * the caller may not use: NFS4ERR_ACCESS, never /srv's rights on it); LOOKUPP from its
+ * root gives /srv's directory; its mounted_on_fileid is that directory entry's own (the
+ * same inode). No pseudo directory lies at or below an export the caller may use.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +57,55 @@ static int visible(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_ex
     nfsstat3 st = uiw__nfsd_access(c->s, ex, c->rq, 0, &cred, &xo);
     (void)v;
     return uiw__nfs4_st4(st, ex, c->rq) != NFS4ERR_ACCESS;
+}
+
+/* Whether path p (n bytes, canonical) is ex's path or below it. */
+static int within(const struct uiw__nfs_export *ex, const char *p, size_t n)
+{
+    size_t el = strlen(ex->path);
+    if (el == 1)
+        return 1; /* everything is below "/" */
+    return n >= el && memcmp(p, ex->path, el) == 0 && (n == el || p[el] == '/');
+}
+
+/* The export that ex lies in: the one of the longest path above ex's (NULL: none). */
+static struct uiw__nfs_export *enclosing(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex)
+{
+    struct uiw__nfs_export *best = NULL;
+    size_t pl = strlen(ex->path);
+    for (unsigned i = 0; i < c->s->nexports; i++) {
+        struct uiw__nfs_export *e = &c->s->exports[i];
+        if (e == ex || e->removed || strlen(e->path) >= pl || !within(e, ex->path, pl))
+            continue;
+        if (!best || strlen(e->path) > strlen(best->path))
+            best = e;
+    }
+    return best;
+}
+
+/* Whether path p (n bytes) is at or below an export the caller may see: no pseudo
+ * directory is there. */
+static int in_visible(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *p, size_t n)
+{
+    for (unsigned i = 0; i < c->s->nexports; i++)
+        if (within(&c->s->exports[i], p, n) && visible(c, v, &c->s->exports[i]))
+            return 1;
+    return 0;
+}
+
+struct uiw__nfs_export *uiw__nfs4_nested(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex,
+                                         int fd)
+{
+    struct stat sb;
+    if (c->s->nexports < 2 || fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return NULL; /* one export: nothing nested (no fstat on LOOKUP's way) */
+    for (unsigned i = 0; i < c->s->nexports; i++) {
+        struct uiw__nfs_export *e = &c->s->exports[i];
+        if (e != ex && !e->removed && e->dev == sb.st_dev && e->ino == sb.st_ino &&
+            strlen(e->path) > strlen(ex->path) && within(ex, e->path, strlen(e->path)))
+            return e;
+    }
+    return NULL;
 }
 
 int uiw__nfs4_export_is_root(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex)
@@ -104,6 +159,8 @@ static const char *path_of(struct uiw__nfs4_c *c, struct uiw__vfs *v, uint64_t n
         /* its proper ancestors: every prefix that ends before a '/' */
         for (size_t k = 1; ex->path[k]; k++) {
             if (ex->path[k] == '/' && hash_path(ex->path, k) == node) {
+                if (in_visible(c, v, ex->path, k))
+                    return NULL; /* inside an export: its directory, not a pseudo one */
                 *len = k;
                 return ex->path;
             }
@@ -179,8 +236,8 @@ nfsstat4 uiw__nfs4_pseudo_put(struct uiw__nfs4_c *c, struct uiw__vfs *v, const n
     return set_pseudo(c, node);
 }
 
-/* The current handle as an export's root, checked as PUTFH checks it. */
-static nfsstat4 enter_export(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex)
+nfsstat4 uiw__nfs4_enter_export(struct uiw__nfs4_c *c, struct uiw__vfs *v,
+                                struct uiw__nfs_export *ex)
 {
     nfsstat4 st = uiw__nfs4_st4(uiw__nfsd_access(c->s, ex, c->rq, 0, &v->cred, &v->xo), ex, c->rq);
     return st != NFS4_OK ? st : uiw__nfs4_issue_root(c, v, ex);
@@ -210,27 +267,51 @@ nfsstat4 uiw__nfs4_pseudo_lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, cons
     for (unsigned i = 0; i < n; i++) {
         if (ch[i].len != strlen(name) || memcmp(ch[i].name, name, ch[i].len) != 0)
             continue;
-        st = ch[i].ex ? enter_export(c, v, ch[i].ex) : set_pseudo(c, ch[i].node);
+        st = ch[i].ex ? uiw__nfs4_enter_export(c, v, ch[i].ex) : set_pseudo(c, ch[i].node);
         break;
     }
     free(ch);
     return st;
 }
 
-nfsstat4 uiw__nfs4_pseudo_up(struct uiw__nfs4_c *c, struct uiw__vfs *v,
-                             const struct uiw__nfs_export *ex)
+nfsstat4 uiw__nfs4_pseudo_up(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs_export *ex,
+                             int rootfd)
 {
-    if (!uiw__nfs4_pseudo_active(c, v))
-        return NFS4ERR_NOENT; /* nothing above an export's root (section 18.14.3) */
+    struct uiw__nfs_export *out = enclosing(c, ex);
+    if (out && visible(c, v, out)) {
+        /* the directory that holds ex's root, in the export around it, entered as
+         * LOOKUP there would be: the caller's rights on that export */
+        nfsstat4 st =
+            uiw__nfs4_st4(uiw__nfsd_access(c->s, out, c->rq, 0, &v->cred, &v->xo), out, c->rq);
+        if (st != NFS4_OK)
+            return st;
+        if (uiw__vfs_enter(v) != 0)
+            return NFS4ERR_PERM;
+        int fd = openat(rootfd, "..", O_PATH | O_CLOEXEC);
+        int err = errno;
+        uiw__vfs_leave(v);
+        if (fd < 0)
+            return (nfsstat4)uiw__nfsd_errno(err);
+        st = uiw__nfs4_issue(c, v, out, rootfd, NULL, fd);
+        close(fd);
+        return st;
+    }
     size_t up = strlen(ex->path);
     while (up > 0 && ex->path[up - 1] != '/')
         up--;
+    if (out && in_visible(c, v, ex->path, up > 1 ? up - 1 : 1))
+        return NFS4ERR_ACCESS; /* above it an export this caller may not use */
+    if (!uiw__nfs4_pseudo_active(c, v))
+        return NFS4ERR_NOENT; /* nothing above an export's root (section 18.14.3) */
     return set_pseudo(c, up <= 1 ? hash_path("/", 1) : hash_path(ex->path, up - 1));
 }
 
 uint64_t uiw__nfs4_pseudo_mounted_on(struct uiw__nfs4_c *c, struct uiw__vfs *v,
                                      const struct uiw__nfs_export *ex, uint64_t fileid)
 {
+    struct uiw__nfs_export *out = enclosing(c, ex);
+    if (out && visible(c, v, out))
+        return fileid; /* its directory in that export is the same inode */
     if (!uiw__nfs4_pseudo_active(c, v))
         return fileid;
     return hash_path(ex->path, strlen(ex->path));
@@ -314,7 +395,7 @@ nfsstat4 uiw__nfs4_pseudo_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, con
             struct uiw__nfs_export *ex = ch[i].ex;
             struct stat sb;
             struct uiw__nfs4_fh cur = c->cur;
-            st = enter_export(c, v, ex);
+            st = uiw__nfs4_enter_export(c, v, ex);
             fh = c->cur;
             c->cur = cur;
             if (st == NFS4_OK && fstat(ex->rootfd, &sb) != 0)

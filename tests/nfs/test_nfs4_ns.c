@@ -890,3 +890,297 @@ TEST(nfs4_ns_pseudo_one_export)
         srv_stop(&v);
     }
 }
+
+/* The handle a GETFH (result r) gave, copied out. */
+static u_int fh_of(const nfs_resop4 *r, char out[NFS4_FHSIZE])
+{
+    const nfs_fh4 *f = &r->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    CHECK(f->nfs_fh4_len <= NFS4_FHSIZE);
+    memcpy(out, f->nfs_fh4_val, f->nfs_fh4_len);
+    return f->nfs_fh4_len;
+}
+
+static void putfh_op(nfs_argop4 *a, char *fh, u_int len)
+{
+    op(a, OP_PUTFH);
+    a->nfs_argop4_u.opputfh.object.nfs_fh4_len = len;
+    a->nfs_argop4_u.opputfh.object.nfs_fh4_val = fh;
+}
+
+/* A server of a new directory (its mode `mode`) holding the directories dirs (0755),
+ * exported by the lines `exports` (t4_exports), and a session of t with it. */
+static void nest_start(struct srv *v, struct t4 *t, mode_t mode, const char *const *dirs,
+                       unsigned n, const char *exports)
+{
+    memset(v, 0, sizeof(*v));
+    snprintf(v->dir, sizeof(v->dir), "/tmp/uiw-nfs4-nest.XXXXXX");
+    CHECK(mkdtemp(v->dir) != NULL);
+    CHECK_EQ(chmod(v->dir, mode), 0);
+    for (unsigned i = 0; i < n; i++)
+        CHECK_EQ(mkdir(path_in(v, dirs[i]), 0755), 0);
+    t4_exports(v, exports);
+    t4_open(t, v, NULL);
+    session(t, 16);
+}
+
+/* From a[1]: PUTROOTFH and a LOOKUP of each component of v's directory (comps: them);
+ * the index of the operation after. */
+static unsigned walk_ops(nfs_argop4 *a, const struct srv *v, char comps[8][64])
+{
+    unsigned nc = path_comps(v->dir, comps);
+    CHECK(nc >= 1 && nc <= 4);
+    op(&a[1], OP_PUTROOTFH);
+    for (unsigned i = 0; i < nc; i++)
+        lookup_op(&a[2 + i], comps[i]);
+    return 2 + nc;
+}
+
+/* v with its URL for path sub below the export over NFSv3. */
+static struct srv over_v3(const struct srv *v, const char *sub)
+{
+    struct srv w = *v;
+    srv_url(v, sub, w.url, sizeof(w.url));
+    strncat(w.url, "&version=3", sizeof(w.url) - strlen(w.url) - 1);
+    return w;
+}
+
+/* A READDIR entry's fsid major, fileid and mounted_on_fileid, or its rdattr_error alone. */
+struct dirattrs {
+    nfsstat4 err;
+    uint64_t fsid_major, fileid, mounted_on;
+};
+
+static struct dirattrs dirattrs_of(const entry4 *e)
+{
+    struct dirattrs o = {NFS4_OK, 0, 0, 0};
+    const fattr4 *f = &e->attrs;
+    XDR x;
+    xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
+    uint32_t err = 0;
+    uint64_t minor = 0;
+    if (f->attrmask.bitmap4_len == 1 && f->attrmask.bitmap4_val[0] == 1u << FATTR4_RDATTR_ERROR) {
+        CHECK(xdr_uint32_t(&x, &err));
+        CHECK(err != NFS4_OK);
+    } else {
+        CHECK(xdr_uint64_t(&x, &o.fsid_major) && xdr_uint64_t(&x, &minor) &&
+              xdr_uint32_t(&x, &err) && xdr_uint64_t(&x, &o.fileid) &&
+              xdr_uint64_t(&x, &o.mounted_on));
+        CHECK_EQ(err, NFS4_OK);
+        CHECK_EQ(minor, 0);
+    }
+    o.err = (nfsstat4)err;
+    CHECK_EQ(xdr_getpos(&x), f->attr_vals.attrlist4_len);
+    xdr_destroy(&x);
+    return o;
+}
+
+/* Exports inside an export (knfsd's nested exports): /D read-write, /D/pub read-only,
+ * /D/priv for another host. Walking from /D or from the pseudo root, LOOKUP of "pub"
+ * enters /D/pub's root (its own fsid, its read-only), "priv" is refused, READDIR of /D
+ * shows each with its own export's attributes, LOOKUPP from /D/pub comes back to /D;
+ * NFSv3 from /D stays in /D's export, as it always has. */
+TEST(nfs4_ns_nested_exports)
+{
+    struct srv v;
+    struct t4 t;
+    const char *subs[] = {"pub", "priv", "d"};
+    /* the client's user may change /D */
+    nest_start(&v, &t, 0777, subs, 3,
+               "%s 127.0.0.1(rw,insecure,no_root_squash)\n"
+               "%s/pub 127.0.0.1(ro,insecure,no_root_squash)\n"
+               "%s/priv 192.0.2.1(rw,no_root_squash)\n");
+    put_file(&v, "pub/f", "public", 6);
+    nfs_argop4 a[16];
+    COMPOUND4res res;
+    uint32_t m0[2], m1[2], m2[2];
+    char comps[8][64];
+
+    /* from the pseudo root down to /D, into pub and back out */
+    unsigned k = walk_ops(a, &v, comps);
+    op(&a[k], OP_GETFH);
+    getattr_fs_op(&a[k + 1], m0);
+    lookup_op(&a[k + 2], "pub");
+    op(&a[k + 3], OP_GETFH);
+    getattr_fs_op(&a[k + 4], m1);
+    op(&a[k + 5], OP_LOOKUPP);
+    op(&a[k + 6], OP_GETFH);
+    getattr_fs_op(&a[k + 7], m2);
+    CHECK_EQ(run(&t, a, k + 8, &res), NFS4_OK);
+    nfs_resop4 *rs = res.resarray.resarray_val;
+    char dfh[NFS4_FHSIZE], pfh[NFS4_FHSIZE], back[NFS4_FHSIZE];
+    u_int dl = fh_of(&rs[k], dfh), pl = fh_of(&rs[k + 3], pfh), bl = fh_of(&rs[k + 6], back);
+    struct fsattrs d = fsattrs_of(&rs[k + 1]), p = fsattrs_of(&rs[k + 4]);
+    struct fsattrs up = fsattrs_of(&rs[k + 7]);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    uint64_t pino = (uint64_t)lstat_ok(path_in(&v, "pub")).st_ino;
+    CHECK_EQ(d.fsid_minor, 0);
+    CHECK_EQ(d.fileid, (uint64_t)lstat_ok(v.dir).st_ino);
+    /* pub: a file system of its own, mounted on /D's entry of it (the same inode) */
+    CHECK(p.fsid_major != d.fsid_major);
+    CHECK_EQ(p.fsid_minor, 0);
+    CHECK_EQ(p.fileid, pino);
+    CHECK_EQ(p.mounted_on, pino);
+    CHECK(pl != dl || memcmp(pfh, dfh, pl) != 0);
+    /* LOOKUPP from pub's root: /D's root again, not a pseudo directory */
+    CHECK_EQ(bl, dl);
+    CHECK(memcmp(back, dfh, dl) == 0);
+    CHECK_EQ(up.fsid_major, d.fsid_major);
+    CHECK_EQ(up.fsid_minor, 0);
+    CHECK_EQ(up.fileid, d.fileid);
+
+    /* pub is read-only however it is reached; /D is not */
+    putfh_op(&a[1], dfh, dl);
+    create_op(&a[2], NF4DIR, "made");
+    CHECK_EQ(run_st(&t, a, 3), NFS4_OK);
+    lookup_op(&a[2], "pub");
+    create_op(&a[3], NF4DIR, "made");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_ROFS);
+    op(&a[3], OP_REMOVE);
+    name4(&a[3].nfs_argop4_u.opremove.target, "f");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_ROFS);
+    /* a file of pub found through /D: pub's handle (its fsid), pub's read-only */
+    lookup_op(&a[3], "f");
+    getattr_fs_op(&a[4], m0);
+    CHECK_EQ(run(&t, a, 5, &res), NFS4_OK);
+    struct fsattrs f = fsattrs_of(&res.resarray.resarray_val[4]);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    CHECK_EQ(f.fsid_major, p.fsid_major);
+    op(&a[4], OP_SETATTR);
+    uint32_t sm[2] = {0, 1u << (FATTR4_MODE - 32)}, mv = htonl(0666);
+    a[4].nfs_argop4_u.opsetattr.obj_attributes.attrmask.bitmap4_len = 2;
+    a[4].nfs_argop4_u.opsetattr.obj_attributes.attrmask.bitmap4_val = sm;
+    a[4].nfs_argop4_u.opsetattr.obj_attributes.attr_vals.attrlist4_len = 4;
+    a[4].nfs_argop4_u.opsetattr.obj_attributes.attr_vals.attrlist4_val = (char *)&mv;
+    CHECK_EQ(run_st(&t, a, 5), NFS4ERR_ROFS);
+    CHECK_EQ(lstat_ok(path_in(&v, "pub/f")).st_mode & 07777, 0644);
+    CHECK(access(path_in(&v, "pub/made"), F_OK) != 0);
+    CHECK(access(path_in(&v, "made"), F_OK) == 0);
+
+    /* priv is for another host: not entered from /D (nor by the walk from the root),
+     * and SECINFO of it says so */
+    lookup_op(&a[2], "priv");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ACCESS);
+    op(&a[2], OP_SECINFO);
+    name4(&a[2].nfs_argop4_u.opsecinfo.name, "priv");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ACCESS);
+    name4(&a[2].nfs_argop4_u.opsecinfo.name, "pub");
+    CHECK_EQ(run_st(&t, a, 3), NFS4_OK);
+    k = walk_ops(a, &v, comps);
+    lookup_op(&a[k], "priv");
+    CHECK_EQ(run_st(&t, a, k + 1), NFS4ERR_ACCESS);
+
+    /* READDIR of /D: each entry with its own export's attributes, priv's refusal */
+    putfh_op(&a[1], dfh, dl);
+    op(&a[2], OP_READDIR);
+    uint32_t rm[2] = {(1u << FATTR4_FSID) | (1u << FATTR4_RDATTR_ERROR) | (1u << FATTR4_FILEID),
+                      1u << (FATTR4_MOUNTED_ON_FILEID - 32)};
+    a[2].nfs_argop4_u.opreaddir.maxcount = 8192;
+    a[2].nfs_argop4_u.opreaddir.attr_request.bitmap4_len = 2;
+    a[2].nfs_argop4_u.opreaddir.attr_request.bitmap4_val = rm;
+    CHECK_EQ(run(&t, a, 3, &res), NFS4_OK);
+    READDIR4resok *rd = &res.resarray.resarray_val[2].nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+    CHECK(rd->reply.eof);
+    unsigned seen = 0;
+    for (entry4 *e = rd->reply.entries; e; e = e->nextentry) {
+        char name[16] = {0};
+        CHECK(e->name.utf8string_len < sizeof(name));
+        memcpy(name, e->name.utf8string_val, e->name.utf8string_len);
+        struct dirattrs da = dirattrs_of(e);
+        if (strcmp(name, "priv") == 0) {
+            CHECK_EQ(da.err, NFS4ERR_ACCESS);
+            seen |= 1;
+        } else if (strcmp(name, "pub") == 0) {
+            CHECK_EQ(da.fsid_major, p.fsid_major);
+            CHECK_EQ(da.fileid, pino);
+            CHECK_EQ(da.mounted_on, pino);
+            seen |= 2;
+        } else {
+            CHECK_EQ(da.err, NFS4_OK);
+            CHECK_EQ(da.fsid_major, d.fsid_major);
+            CHECK_EQ(da.fileid, (uint64_t)lstat_ok(path_in(&v, name)).st_ino);
+            seen |= strcmp(name, "d") == 0 ? 4 : 8;
+        }
+    }
+    CHECK_EQ(seen, 15u);
+    xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+    t4_close(&t);
+
+    /* NFSv3 walks from /D within /D's export, as before: /D's fsid on pub */
+    struct srv v3 = over_v3(&v, "");
+    struct uiw__nfs_client *c3 = srv_client(&v3, 0, 0);
+    CHECK(strcmp(uiw__nfs_client_version(c3), "3") == 0);
+    struct uiw__nfs_fh h3;
+    fattr3 root3, pub3;
+    CHECK_EQ(uiw__nfs_lookup_path(c3, "", &h3, &root3), 0);
+    CHECK_EQ(uiw__nfs_lookup_path(c3, "pub", &h3, &pub3), 0);
+    CHECK_EQ(pub3.fsid, root3.fsid);
+    CHECK_EQ(pub3.fileid, pino);
+    uiw__nfs_client_close(c3);
+    srv_stop(&v);
+}
+
+/* A nested export whose outer export this client may not use: reached through the pseudo
+ * file system (the outer's path a pseudo directory, LOOKUPP back into it); and one below
+ * an export it may not use inside one it may: LOOKUPP from its root is refused rather
+ * than entering the middle one with the outer one's rights. */
+TEST(nfs4_ns_nested_outer_refused)
+{
+    for (int middle = 0; middle < 2; middle++) {
+        struct srv v;
+        struct t4 t;
+        const char *subs[] = {"mid", "mid/in"};
+        nest_start(&v, &t, 0755, subs, 2,
+                   middle ? "%s 127.0.0.1(rw,insecure)\n%s/mid 192.0.2.1(rw)\n"
+                            "%s/mid/in 127.0.0.1(ro,insecure)\n"
+                          : "%s 192.0.2.1(rw)\n%s/mid/in 127.0.0.1(ro,insecure)\n");
+        nfs_argop4 a[16];
+        COMPOUND4res res;
+        uint32_t m0[2], m1[2], m2[2];
+        char comps[8][64];
+        unsigned k = walk_ops(a, &v, comps);
+        getattr_fs_op(&a[k], m0);
+        lookup_op(&a[k + 1], "mid");
+        if (middle) {
+            /* in is below mid, which this client may not enter */
+            CHECK_EQ(run_st(&t, a, k + 2), NFS4ERR_ACCESS);
+            /* in's root handle, as NFSv3's MOUNT gives it: LOOKUPP from it refused */
+            struct srv w = over_v3(&v, "mid/in");
+            struct uiw__nfs_client *c3 = srv_client(&w, 0, 0);
+            const struct uiw__nfs_fh *root = uiw__nfs_client_root(c3);
+            char rfh[NFS4_FHSIZE];
+            memcpy(rfh, root->data, root->len);
+            putfh_op(&a[1], rfh, root->len);
+            getattr_fs_op(&a[2], m1);
+            op(&a[3], OP_LOOKUPP);
+            CHECK_EQ(run(&t, a, 4, &res), NFS4ERR_ACCESS);
+            CHECK_EQ(res.resarray.resarray_len, 4);
+            CHECK_EQ(fsattrs_of(&res.resarray.resarray_val[2]).fileid,
+                     (uint64_t)lstat_ok(path_in(&v, "mid/in")).st_ino);
+            xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+            uiw__nfs_client_close(c3);
+            t4_close(&t);
+            srv_stop(&v);
+            continue;
+        }
+        lookup_op(&a[k + 2], "in");
+        getattr_fs_op(&a[k + 3], m1);
+        op(&a[k + 4], OP_LOOKUPP);
+        getattr_fs_op(&a[k + 5], m2);
+        CHECK_EQ(run(&t, a, k + 6, &res), NFS4_OK);
+        nfs_resop4 *rs = res.resarray.resarray_val;
+        struct fsattrs d = fsattrs_of(&rs[k]), in = fsattrs_of(&rs[k + 3]);
+        struct fsattrs mid = fsattrs_of(&rs[k + 5]);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+        /* /D and /D/mid: pseudo directories; in: its export, mounted on one */
+        CHECK_EQ(d.fsid_minor, 1);
+        CHECK_EQ(d.mode, 0555);
+        CHECK_EQ(in.fsid_minor, 0);
+        CHECK_EQ(in.fileid, (uint64_t)lstat_ok(path_in(&v, "mid/in")).st_ino);
+        CHECK(in.mounted_on != in.fileid);
+        CHECK_EQ(mid.fsid_minor, 1);
+        CHECK(mid.fileid != d.fileid);
+        CHECK(mid.fileid != (uint64_t)lstat_ok(path_in(&v, "mid")).st_ino);
+        t4_close(&t);
+        srv_stop(&v);
+    }
+}
