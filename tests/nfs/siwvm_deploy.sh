@@ -50,6 +50,15 @@ echo "written over NFSv4" >/mnt/v4/v4file
 prefix V4-FLOCK flock -n /mnt/v4/v4file cat /mnt/v4/v4file
 prefix UMOUNT-4 umount /mnt/v4
 
+# The pseudo root: every export at its path; the one nested in the read-write export
+# ($rw/pub, read-only) is a file system of its own there, and read-only.
+prefix MOUNT-ROOT mount -t nfs $srv:/ /mnt/v4
+prefix NEST-READ cat /mnt/v4"$rw"/pub/hello
+prefix NEST-WRITE touch /mnt/v4"$rw"/pub/new
+prefix NEST-OUTER touch /mnt/v4"$rw"/outer
+prefix NEST-PROC grep " /mnt/v4$rw/pub " /proc/mounts
+prefix UMOUNT-ROOT umount -R /mnt/v4
+
 # Version 3 with no port: MOUNT and NFS through rpcbind.
 prefix MOUNT-X mount -v -t nfs -o vers=3,nolock $srv:"$rw" /mnt/x
 prefix PROC-X grep " /mnt/x " /proc/mounts

@@ -12,7 +12,9 @@
  *  - the guest lists the exports and the mounts (showmount -e, -a); mounts the read-write
  *    export naming neither version nor port (Linux's defaults: NFSv4.2 on port 2049,
  *    /proc/mounts says vers=4.2), writes a file there, reads it under a lock; mounts it
- *    with vers=3 and no port (NFS and MOUNT through rpcbind); mounts the read-only export
+ *    with vers=3 and no port (NFS and MOUNT through rpcbind); mounts "/" over NFSv4 and
+ *    finds the export nested in the read-write one (read-only to everyone) at its path,
+ *    a mount of its own there, readable and read-only; mounts the read-only export
  *    with no version, reads it and is refused a write; mounts with proto=rdma, vers=3 and
  *    no port (20049, and MOUNT through rpcbind) and copies a file both ways;
  *  - knfsd's file semantics, as user 1000 and as root, the same commands on the guest's
@@ -82,6 +84,22 @@ static void said(const char *key, const char *needle)
     free(l);
 }
 
+/* showmount -e lists path with client (after the spaces that align the column). */
+static void exported(const char *path, const char *client)
+{
+    char *l = lines_of("EXPORTS: ");
+    size_t pl = strlen(path);
+    int found = 0;
+    for (const char *q = l; *q && !found; q = strchr(q, '\n') + 1) {
+        if (strncmp(q, path, pl) != 0 || q[pl] != ' ')
+            continue;
+        const char *c = q + pl + strspn(q + pl, " ");
+        found = strncmp(c, client, strlen(client)) == 0 && c[strlen(client)] == '\n';
+    }
+    GUEST_CHECK(found, "showmount -e does not list %s for %s", path, client);
+    free(l);
+}
+
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -122,14 +140,19 @@ TEST(root_siwvm_deploy)
     CHECK_EQ(mkdir(out, 0755), 0);
     snprintf(p, sizeof(p), "%s/hello", ro);
     write_text(p, "hello from the read-only export\n");
+    snprintf(p, sizeof(p), "%s/pub", rw);
+    CHECK_EQ(mkdir(p, 0755), 0);
+    snprintf(p, sizeof(p), "%s/pub/hello", rw);
+    write_text(p, "hello from the nested export\n");
     snprintf(p, sizeof(p), "%s/exports", base);
     FILE *f = fopen(p, "w");
     CHECK(f != NULL);
     fprintf(f,
             "# the guest's calls come through slirp, from 127.0.0.1 and ordinary ports\n"
             "%s 127.0.0.1(rw,insecure,no_root_squash)\n"
+            "%s/pub *(ro,insecure)\n"
             "%s *(ro,insecure)\n",
-            rw, ro);
+            rw, rw, ro);
     CHECK_EQ(fclose(f), 0);
 
     const char *argv[] = {"uiw-nfsd", "-e", p, NULL};
@@ -173,10 +196,10 @@ TEST(root_siwvm_deploy)
 
     /* showmount -e: both exports, with their clients */
     said("EXPORTS", "rc=0");
-    snprintf(p, sizeof(p), "%s 127.0.0.1", rw);
-    said("EXPORTS", p);
-    snprintf(p, sizeof(p), "%s *", ro);
-    said("EXPORTS", p);
+    exported(rw, "127.0.0.1");
+    snprintf(p, sizeof(p), "%s/pub", rw);
+    exported(p, "*");
+    exported(ro, "*");
     /* the plain mount: NFSv4.2 on the standard port */
     said("MOUNT-4", "rc=0");
     said("PROC-4", " nfs4 ");
@@ -189,6 +212,20 @@ TEST(root_siwvm_deploy)
     char *v4 = it_slurp(p);
     GUEST_CHECK(v4 && strcmp(v4, "written over NFSv4\n") == 0, "%s on this host", p);
     free(v4);
+    /* "/" over NFSv4: the nested export at its path, a mount of its own, read-only inside
+     * the read-write one */
+    said("MOUNT-ROOT", "rc=0");
+    said("NEST-READ", "hello from the nested export");
+    said("NEST-WRITE", "Read-only file system");
+    said("NEST-WRITE", "rc=1");
+    said("NEST-OUTER", "rc=0");
+    said("NEST-PROC", " nfs4 ");
+    said("NEST-PROC", "rc=0");
+    said("UMOUNT-ROOT", "rc=0");
+    snprintf(p, sizeof(p), "%s/pub/new", rw);
+    GUEST_CHECK(access(p, F_OK) == -1, "%s made in the read-only export", p);
+    snprintf(p, sizeof(p), "%s/outer", rw);
+    GUEST_CHECK(access(p, F_OK) == 0, "%s not made in the read-write export", p);
     /* version 3, found through rpcbind */
     said("MOUNT-X", "rc=0");
     said("PROC-X", " nfs ");
