@@ -186,6 +186,9 @@ nfsstat4 uiw__nfs4_pseudo_up(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct u
  * (nested in it), which LOOKUP into fd from ex enters; NULL when fd is none's root. */
 struct uiw__nfs_export *uiw__nfs4_nested(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex,
                                          int fd);
+/* Whether sb is the root directory of an export (REMOVE and RENAME through the export
+ * it is nested in leave it alone). */
+int uiw__nfs4_export_root(struct uiw__nfs4_c *c, const struct stat *sb);
 /* The current handle as export ex's root, after the caller's access to ex as PUTFH
  * checks it (NFS4ERR_ACCESS, NFS4ERR_WRONGSEC); v's credentials become ex's. */
 nfsstat4 uiw__nfs4_enter_export(struct uiw__nfs4_c *c, struct uiw__vfs *v,

@@ -6,7 +6,8 @@
  *     OPEN's: NFS4ERR_BADTYPE), REMOVE (a file or an empty directory), RENAME (SAVED_FH the
  *     source directory), LINK (SAVED_FH the file), each with change_info4 of the
  *     directories: the change attribute before and after, atomic as no other call of the
- *     server changes the directory between (uiw__vfs_begin);
+ *     server changes the directory between (uiw__vfs_begin); the root of an export nested
+ *     in this one is not removed (NFS4ERR_ACCESS) nor renamed or replaced (NFS4ERR_XDEV);
  *   - READLINK, SETATTR (a size through the stateid's check of WRITE: nfs4open.c), READDIR (cookies
  * and verifier as NFSv3's READDIRPLUS: the file system's offsets and the directory's generation;
  * the requested attributes per entry, with rdattr_error), SECINFO. Errors are the RFC's:
@@ -199,6 +200,8 @@ nfsstat4 uiw__nfs4_remove(struct uiw__nfs4_c *c, struct uiw__vfs *v, const REMOV
             st = (nfsstat4)uiw__nfsd_errno(errno);
         } else if (S_ISREG(sb.st_mode) && uiw__nfs4_deleg_conflict(c, &sb)) {
             st = NFS4ERR_DELAY; /* another client's delegation, recalled */
+        } else if (uiw__nfs4_export_root(c, &sb)) {
+            st = NFS4ERR_ACCESS; /* a nested export's root: not this export's to remove */
         } else if (unlinkat(dfd, name, S_ISDIR(sb.st_mode) ? AT_REMOVEDIR : 0) != 0) {
             st = (nfsstat4)uiw__nfsd_errno(errno == EEXIST ? ENOTEMPTY : errno);
         } else {
@@ -253,6 +256,8 @@ nfsstat4 uiw__nfs4_rename(struct uiw__nfs4_c *c, struct uiw__vfs *v, const RENAM
         int have_dst = fstatat(tdir, to, &dst, AT_SYMLINK_NOFOLLOW) == 0;
         if (!have_src) {
             st = NFS4ERR_NOENT;
+        } else if (uiw__nfs4_export_root(c, &src) || (have_dst && uiw__nfs4_export_root(c, &dst))) {
+            st = NFS4ERR_XDEV; /* a nested export's root: another file system's */
         } else if ((S_ISREG(src.st_mode) && uiw__nfs4_deleg_conflict(c, &src)) ||
                    (have_dst && S_ISREG(dst.st_mode) && uiw__nfs4_deleg_conflict(c, &dst))) {
             st = NFS4ERR_DELAY; /* another client's delegation, recalled */

@@ -108,6 +108,18 @@ struct uiw__nfs_export *uiw__nfs4_nested(struct uiw__nfs4_c *c, const struct uiw
     return NULL;
 }
 
+int uiw__nfs4_export_root(struct uiw__nfs4_c *c, const struct stat *sb)
+{
+    if (!S_ISDIR(sb->st_mode))
+        return 0;
+    for (unsigned i = 0; i < c->s->nexports; i++) {
+        const struct uiw__nfs_export *e = &c->s->exports[i];
+        if (!e->removed && e->dev == sb->st_dev && e->ino == sb->st_ino)
+            return 1;
+    }
+    return 0;
+}
+
 int uiw__nfs4_export_is_root(struct uiw__nfs4_c *c, const struct uiw__nfs_export *ex)
 {
     if (strcmp(ex->path, "/") == 0)

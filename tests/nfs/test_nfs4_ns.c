@@ -1069,6 +1069,22 @@ TEST(nfs4_ns_nested_exports)
     lookup_op(&a[k], "priv");
     CHECK_EQ(run_st(&t, a, k + 1), NFS4ERR_ACCESS);
 
+    /* nor removed, renamed or replaced through /D (priv is empty, pub not) */
+    putfh_op(&a[1], dfh, dl);
+    op(&a[2], OP_REMOVE);
+    name4(&a[2].nfs_argop4_u.opremove.target, "priv");
+    CHECK_EQ(run_st(&t, a, 3), NFS4ERR_ACCESS);
+    op(&a[2], OP_SAVEFH);
+    op(&a[3], OP_RENAME);
+    name4(&a[3].nfs_argop4_u.oprename.oldname, "pub");
+    name4(&a[3].nfs_argop4_u.oprename.newname, "pub2");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_XDEV);
+    name4(&a[3].nfs_argop4_u.oprename.oldname, "d");
+    name4(&a[3].nfs_argop4_u.oprename.newname, "priv");
+    CHECK_EQ(run_st(&t, a, 4), NFS4ERR_XDEV);
+    CHECK(lstat_ok(path_in(&v, "priv")).st_ino != lstat_ok(path_in(&v, "d")).st_ino);
+    CHECK_EQ(lstat_ok(path_in(&v, "pub")).st_ino, pino);
+
     /* READDIR of /D: each entry with its own export's attributes, priv's refusal */
     putfh_op(&a[1], dfh, dl);
     op(&a[2], OP_READDIR);
