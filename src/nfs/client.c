@@ -635,9 +635,15 @@ static void pipe_done(void *arg, enum clnt_stat st)
 int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a)
 {
-    a->c = c;
     if (c->vers == 4 && !c->rdma)
-        return -EPROTONOSUPPORT; /* the TCP pipe is NFSv3's */
+        return -EPROTONOSUPPORT; /* NFSv3's procedures; NFSv4's go through client4.c */
+    return uiw__nfs_call_inflight(c, proc, xargs, args, xres, res, a);
+}
+
+int uiw__nfs_call_inflight(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                           xdrproc_t xres, void *res, struct uiw__nfs_async *a)
+{
+    a->c = c;
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma) {
         struct uiw_rpc_call_opts o;
@@ -653,7 +659,7 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
                                   a);
     }
 #endif
-    if (!c->pipe && !(c->pipe = uiw__nfs_pipe_create(NFS_PROG, 3)))
+    if (!c->pipe && !(c->pipe = uiw__nfs_pipe_create(NFS_PROG, (uint32_t)c->vers)))
         return -ENOMEM;
     return uiw__nfs_pipe_call(c->pipe, c->nfs, proc, xargs, args, xres, res, pipe_done, a);
 }
@@ -675,6 +681,15 @@ static int pipe_poll(struct uiw__nfs_client *c, int timeout_ms)
         return r;
     }
     return uiw__nfs_pipe_resend(c->pipe, c->nfs, RECONNECTS);
+}
+
+int uiw__nfs_xprt_poll(struct uiw__nfs_client *c, int timeout_ms)
+{
+#if UIW_NFS_HAVE_RDMA
+    if (c->rdma)
+        return uiw_rpc_clnt_poll(c->nfs, timeout_ms);
+#endif
+    return pipe_poll(c, timeout_ms);
 }
 
 static int v4_run(struct uiw__nfs_op *op);
@@ -707,10 +722,8 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
 #endif
             if (n || !uiw__nfs4c_inflight(c))
                 return n;
-#if UIW_NFS_HAVE_RDMA
-            if (uiw_rpc_clnt_poll(c->nfs, timeout_ms) < 0)
+            if (uiw__nfs_xprt_poll(c, timeout_ms) < 0)
                 return -1;
-#endif
             if (!c->v4_ended)
                 return 0;
         }
@@ -744,7 +757,7 @@ static int pipe_sync(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, 
 {
     struct waiter w = {0, 0};
     struct uiw__nfs_async a = {.done = woken, .arg = &w};
-    int rc = uiw__nfs_call_async(c, proc, xargs, args, xres, res, &a);
+    int rc = uiw__nfs_call_inflight(c, proc, xargs, args, xres, res, &a);
     if (rc != 0) {
         snprintf(c->err, sizeof(c->err), "NFS call: %s", strerror(-rc));
         return UIW__NFS_ERPC;
@@ -935,6 +948,8 @@ static int open_v4(struct uiw__nfs_client *c, char *err, size_t errlen)
     }
     int r = uiw__nfs4c_start(c, minor, err, errlen);
     if (r != 0) {
+        uiw__nfs_pipe_destroy(c->pipe);
+        c->pipe = NULL;
         rpc_close(c->nfs);
         c->nfs = NULL;
         c->rdma = 0;

@@ -149,9 +149,9 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
 unsigned uiw__nfs_most_inflight(const struct uiw__nfs_client *c);
 
 /* Operations in flight: the procedures above started without waiting, on either
- * transport (over NFSv4, GETATTR, READ and WRITE go in flight over RPC-over-RDMA, each on
- * a slot of the session, once their file is open; the others, and all over TCP, run when
- * started, one at a time, and their done waits for uiw__nfs_poll). op->done(op, rc) runs from
+ * transport (over NFSv4, GETATTR, READ and WRITE go in flight, each on a slot of the
+ * session, once their file is open; the others run when started, one at a time, and
+ * their done waits for uiw__nfs_poll). op->done(op, rc) runs from
  * uiw__nfs_poll with what the synchronous function returns (a LOOKUP that brought no attributes, or
  * a CREATE no handle, makes its second call first); it may start the next operation on the same op.
  * The op and what it is given to fill (fh, attr, verf, eof, buf) stay valid until then; a WRITE's

@@ -1305,9 +1305,8 @@ int uiw__nfs4c_commit(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, c
     return rc;
 }
 
-/* ---- operations in flight (RPC-over-RDMA) ---- */
+/* ---- operations in flight ---- */
 
-#if UIW_NFS_HAVE_RDMA
 /* Whether a delegation waits to be returned: that goes first, by a synchronous call. */
 static int recall_pending(const struct uiw__nfs4c *s)
 {
@@ -1368,9 +1367,7 @@ static void acall_done(void *arg, int rc)
     cres_free(&q->cr);
     uiw__nfs_op_ended(op, out, again);
 }
-#endif
 
-#if UIW_NFS_HAVE_RDMA
 /* op sent on a free slot: 1; 0 when it is to run synchronously; -1 when no slot is free. */
 static int acall_send(struct uiw__nfs_client *c, struct uiw__nfs_op *op, enum uiw__nfs4c_kind kind)
 {
@@ -1437,21 +1434,17 @@ static int acall_send(struct uiw__nfs_client *c, struct uiw__nfs_op *op, enum ui
     a.argarray.argarray_val = q->ops;
     q->a.done = acall_done;
     q->a.arg = q;
-    if (uiw__nfs_call_async(c, 1, UIW__XDRPROC(xdr_COMPOUND4args), &a, UIW__XDRPROC(xdr_cres),
-                            &q->cr, &q->a) != 0)
+    if (uiw__nfs_call_inflight(c, 1, UIW__XDRPROC(xdr_COMPOUND4args), &a, UIW__XDRPROC(xdr_cres),
+                               &q->cr, &q->a) != 0)
         return 0; /* it runs synchronously instead */
     s->busy |= 1ull << (k - 1);
     return 1;
 }
-#endif
 
 int uiw__nfs4c_op_start(struct uiw__nfs_client *c, struct uiw__nfs_op *op,
                         enum uiw__nfs4c_kind kind)
 {
-#if UIW_NFS_HAVE_RDMA
     struct uiw__nfs4c *s = c->v4;
-    if (!c->rdma)
-        return 0;
     int r = s->wait_head ? -1 : acall_send(c, op, kind); /* none passes those waiting */
     if (r >= 0)
         return r;
@@ -1459,17 +1452,10 @@ int uiw__nfs4c_op_start(struct uiw__nfs_client *c, struct uiw__nfs_op *op,
     *s->wait_tail = op;
     s->wait_tail = &op->v4_next;
     return 1;
-#else
-    (void)c;
-    (void)op;
-    (void)kind;
-    return 0;
-#endif
 }
 
 void uiw__nfs4c_resume(struct uiw__nfs_client *c)
 {
-#if UIW_NFS_HAVE_RDMA
     struct uiw__nfs4c *s = c->v4;
     while (s && s->wait_head) {
         struct uiw__nfs_op *op = s->wait_head;
@@ -1482,9 +1468,6 @@ void uiw__nfs4c_resume(struct uiw__nfs_client *c)
         if (r == 0)
             uiw__nfs_op_ended(op, 0, 1); /* run synchronously from uiw__nfs_poll */
     }
-#else
-    (void)c;
-#endif
 }
 
 int uiw__nfs4c_inflight(const struct uiw__nfs_client *c)
@@ -2070,11 +2053,9 @@ void uiw__nfs4c_stop(struct uiw__nfs_client *c)
     struct uiw__nfs4c *s = c->v4;
     if (!s)
         return;
-#if UIW_NFS_HAVE_RDMA
     while (s->busy) /* the calls in flight end first: they use what is freed below */
-        if (uiw_rpc_clnt_poll(c->nfs, 1000) < 0)
+        if (uiw__nfs_xprt_poll(c, 1000) < 0)
             break;
-#endif
     if (s->have_session) {
         while (s->nopens)
             close_file(c, &s->opens[s->nopens - 1]);

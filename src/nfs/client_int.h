@@ -59,6 +59,14 @@ int uiw__nfs_call_ddp(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs,
                       xdrproc_t xres, void *res, void *result_buf, uint32_t result_len,
                       uint32_t reply_max);
 
+/* uiw__nfs_call_async of any procedure of the version spoken (NFSv4's COMPOUND too). */
+int uiw__nfs_call_inflight(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
+                           xdrproc_t xres, void *res, struct uiw__nfs_async *a);
+/* The transport's calls in flight run for up to timeout_ms (uiw__nfs_poll's meaning): over
+ * TCP the pipe (a connection lost made again), over RPC-over-RDMA the RPC layer's poll.
+ * The calls ended, or a negative code. */
+int uiw__nfs_xprt_poll(struct uiw__nfs_client *c, int timeout_ms);
+
 /* ---- client4.c ---- */
 
 /* The transport is connected in version 4 (c->nfs): EXCHANGE_ID and CREATE_SESSION in
@@ -67,10 +75,10 @@ int uiw__nfs_call_ddp(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs,
  * -2 when the server speaks no minor version asked for. */
 int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t errlen);
 /* An operation of client.h's *_start over NFSv4 (op's fh, buf, count, off, stable and
- * out_* set): started on a free slot of the session over RPC-over-RDMA, 1, its end queued
- * for uiw__nfs_poll by uiw__nfs_op_ended, or queued until a slot is free; 0 when it cannot
- * go in flight (over TCP, its file not open for it yet, a delegation to return first),
- * and the caller runs it synchronously. */
+ * out_* set): started on a free slot of the session (over either transport), 1, its end
+ * queued for uiw__nfs_poll by uiw__nfs_op_ended, or queued until a slot is free; 0 when it
+ * cannot go in flight (its file not open for it yet, a delegation to return first), and
+ * the caller runs it synchronously. */
 enum uiw__nfs4c_kind { UIW__NFS4C_GETATTR, UIW__NFS4C_READ, UIW__NFS4C_WRITE };
 int uiw__nfs4c_op_start(struct uiw__nfs_client *c, struct uiw__nfs_op *op,
                         enum uiw__nfs4c_kind kind);

@@ -132,6 +132,13 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
     return 0;
 }
 
+int lookup_below(struct uiw__nfs_client *c, const char *name, struct uiw__nfs_fh *fh, fattr3 *a)
+{
+    char sub[1400];
+    snprintf(sub, sizeof(sub), "%s/%s", uiw__nfs_client_subpath(c), name);
+    return uiw__nfs_lookup_path(c, sub, fh, a);
+}
+
 void rm_tree(const char *dir)
 {
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

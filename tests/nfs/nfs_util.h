@@ -104,6 +104,9 @@ void rm_tree(const char *dir);
  * it: the descriptor holding it, or -1 when another's lock conflicts. */
 int ofd_lock(const char *path, short type, off_t off, off_t len);
 
+/* LOOKUP of name below c's path (an NFSv4 client's: below the pseudo root): as
+ * uiw__nfs_lookup_path. */
+int lookup_below(struct uiw__nfs_client *c, const char *name, struct uiw__nfs_fh *fh, fattr3 *a);
 /* Skip the test (77) on a machine without tshark; fail it where the tools are required
  * (UIW_ROOT_REQUIRED=1 or CI). */
 void need_tshark(void);
