@@ -448,6 +448,14 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
                 bind_back(c);
             return 0;
         }
+        if (st == NFS4ERR_RETRY_UNCACHED_REP && r0 && st_of(r0) == st && attempt < DELAY_TRIES) {
+            /* the call ran, its reply lost with a connection, and the server kept no
+             * copy (sa_cachethis is never set): the slot moves past it and the call goes
+             * again as a new one (RFC 8881 section 2.10.6.1.3) */
+            s->seq[0]++;
+            cres_free(cr);
+            continue;
+        }
         if (st == NFS4ERR_DELAY && attempt < DELAY_TRIES) {
             cres_free(cr);
             sleep_ms(wait);
@@ -1353,7 +1361,8 @@ static void acall_done(void *arg, int rc)
     unsigned k = (unsigned)(q - s->calls);
     nfs_resop4 *r0 = rc == 0 ? res_at(&q->cr, 0) : NULL;
     int seq_ok = r0 && st_of(r0) == NFS4_OK;
-    if (seq_ok && q->gen == s->gen) {
+    /* past a call that ran but whose reply was lost (see compound) too */
+    if ((seq_ok || (r0 && st_of(r0) == NFS4ERR_RETRY_UNCACHED_REP)) && q->gen == s->gen) {
         s->seq[k]++;
         s->last_ms = now_ms();
     }

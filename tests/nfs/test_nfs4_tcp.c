@@ -1,5 +1,6 @@
 /* uiw-nfs's NFSv4.1 over TCP against uiw-nfsd: COMPOUNDs in flight together on the one
- * connection, each on a slot of the session (the pipe, pipe.h). */
+ * connection, each on a slot of the session (the pipe, pipe.h); a call whose reply was
+ * lost with its connection goes again on a new one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "nfs/server.h"
 #include "nfs4.h"
 #include "nfs_util.h"
+#include "relay.h"
 #include "test.h"
 
 static int64_t now_ms(void)
@@ -116,5 +118,31 @@ TEST(nfs4_tcp_calls_in_flight)
     }
     CHECK(!uiw__nfs4c_inflight(c));
     uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* The connection reset in the middle of a GETATTR's reply: the call, sent again on a new
+ * connection with its slot and sequence, finds the server ran it and kept no reply
+ * (NFS4ERR_RETRY_UNCACHED_REP); it goes again on the slot's next sequence and is
+ * answered, and the session goes on. */
+TEST(nfs4_tcp_reply_lost)
+{
+    struct srv v;
+    start(&v);
+    struct relay *r = relay_start(v.tcp);
+    struct uiw__nfs_client *c = client(&v, relay_port(r));
+    fattr3 a;
+    for (int i = 0; i < 3; i++) {
+        relay_cut_at(r, RELAY_S2C, relay_bytes(r, RELAY_S2C), 1);
+        CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &a), 0);
+        CHECK_EQ(a.type, NF3DIR);
+        CHECK_EQ(relay_cuts(r), (unsigned)i + 1);
+        CHECK_EQ(c->reconnects, (unsigned)i + 1);
+    }
+    struct uiw__nfs_fh fh;
+    CHECK_EQ(lookup_below(c, "f", &fh, &a), 0);
+    CHECK_EQ(a.size, 8);
+    uiw__nfs_client_close(c);
+    relay_stop(r);
     srv_stop(&v);
 }
