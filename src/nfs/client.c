@@ -545,7 +545,8 @@ int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, voi
                   xdrproc_t xres, void *res)
 {
     enum clnt_stat st = RPC_SUCCESS;
-    if (!c->rdma && c->pipe && uiw__nfs_pipe_pending(c->pipe))
+    /* NFSv4's pipe is the connection's only reader (backward calls come on it) */
+    if (!c->rdma && c->pipe && (c->vers == 4 || uiw__nfs_pipe_pending(c->pipe)))
         return pipe_sync(c, proc, xargs, args, xres, res);
 #if UIW_NFS_HAVE_RDMA
     if (c->rdma &&
@@ -680,6 +681,7 @@ static int pipe_poll(struct uiw__nfs_client *c, int timeout_ms)
         c->pipe_failing = 0;
         return r;
     }
+    c->rebind = c->vers == 4;
     return uiw__nfs_pipe_resend(c->pipe, c->nfs, RECONNECTS);
 }
 
@@ -720,6 +722,13 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
             if (c->rdma)
                 uiw__rpc_clnt_unplug();
 #endif
+            if (!n && !uiw__nfs4c_inflight(c) && !c->rdma && timeout_ms >= 0) {
+                /* nothing in flight: the back channel served for the time given (over
+                 * RPC-over-RDMA the RPC layer serves it), a recall answered, a new
+                 * connection bound */
+                pipe_poll(c, timeout_ms);
+                uiw__nfs4c_idle(c);
+            }
             if (n || !uiw__nfs4c_inflight(c))
                 return n;
             if (uiw__nfs_xprt_poll(c, timeout_ms) < 0)
@@ -945,6 +954,13 @@ static int open_v4(struct uiw__nfs_client *c, char *err, size_t errlen)
             return st == RPC_PROGVERSMISMATCH || st == RPC_PROGUNAVAIL ? -2 : -1;
         }
         snprintf(c->transport, sizeof(c->transport), "tcp");
+        /* every call from here on through the pipe: calls in flight, backward calls */
+        if (!(c->pipe = uiw__nfs_pipe_create(NFS_PROG, 4))) {
+            say(err, errlen, "out of memory");
+            rpc_close(c->nfs);
+            c->nfs = NULL;
+            return -1;
+        }
     }
     int r = uiw__nfs4c_start(c, minor, err, errlen);
     if (r != 0) {

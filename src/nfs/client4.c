@@ -39,6 +39,7 @@
 #include <rpc/rpc.h>
 
 #include "nfs/client_int.h"
+#include "nfs/pipe.h"
 #include "nfs4.h"
 
 #if UIW_NFS_HAVE_RDMA
@@ -424,6 +425,8 @@ static int compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct 
     unsigned wait = DELAY_FIRST_MS, grace_ms = 0;
     int remade = 0;
     return_recalled(c);
+    if (c->rebind && s->cb_prog)
+        bind_back(c); /* a TCP connection made again carries the back channel too */
     for (int attempt = 0;; attempt++) {
         op_init(&ops[0], OP_SEQUENCE);
         SEQUENCE4args *sa = &ops[0].nfs_argop4_u.opsequence;
@@ -557,7 +560,8 @@ static int create_session(struct uiw__nfs_client *c)
     CREATE_SESSION4args *ca = &a.nfs_argop4_u.opcreate_session;
     ca->csa_clientid = s->cid;
     ca->csa_sequence = s->csseq;
-    /* a back channel when the transport serves backward calls (RPC-over-RDMA) */
+    /* a back channel on the connection: RPC-over-RDMA's backward direction, or the TCP
+     * connection's records that are calls */
     ca->csa_flags = s->cb_prog ? CREATE_SESSION4_FLAG_CONN_BACK_CHAN : 0;
     /* the fore channel: the largest READ and WRITE (1 MiB) and their COMPOUND's other
      * operations; replies are not cached (sa_cachethis is never set) */
@@ -610,14 +614,15 @@ static int create_session(struct uiw__nfs_client *c)
 
 /* The connection the calls go on, bound to the session again in both directions
  * (BIND_CONN_TO_SESSION, RFC 8881 section 18.34), once SEQUENCE says the back channel's
- * path is down: the RPC layer connected again after a loss, and the server takes a new
- * connection for the fore channel alone until the client binds it (section 2.10.3.1).
- * At most once a second, so that a server that cannot call back costs one call a second. */
+ * path is down or the TCP connection was made again: the transport connected again after
+ * a loss, and the server takes a new connection for the fore channel alone until the
+ * client binds it (section 2.10.3.1). On SEQUENCE's word at most once a second, so that
+ * a server that cannot call back costs one call a second. */
 static void bind_back(struct uiw__nfs_client *c)
 {
     struct uiw__nfs4c *s = c->v4;
     uint64_t now = now_ms();
-    if (s->bound_ms && now - s->bound_ms < 1000)
+    if (s->bound_ms && now - s->bound_ms < 1000 && !c->rebind)
         return;
     s->bound_ms = now;
     nfs_argop4 a;
@@ -634,6 +639,7 @@ static void bind_back(struct uiw__nfs_client *c)
                  .nfs_resop4_u.opbind_conn_to_session.BIND_CONN_TO_SESSION4res_u.bctsr_resok4;
         s->back_chan = ok->bctsr_dir == CDFS4_BACK || ok->bctsr_dir == CDFS4_BOTH;
         s->rebinds += s->back_chan;
+        c->rebind = 0;
     }
     if (c->verbose)
         fprintf(stderr, "uiw-nfs: BIND_CONN_TO_SESSION: back channel %s\n",
@@ -942,8 +948,7 @@ int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t err
                  (long long)ts.tv_sec, ts.tv_nsec);
     uint64_t v = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid();
     memcpy(s->verf, &v, sizeof(s->verf));
-    if (c->rdma)
-        cb_register(c);
+    cb_register(c);
     int tries[2] = {minor ? minor : 2, minor ? -1 : 1};
     int rc = -1;
     for (int i = 0; i < 2 && tries[i] > 0; i++) {
@@ -1477,6 +1482,15 @@ void uiw__nfs4c_resume(struct uiw__nfs_client *c)
         if (r == 0)
             uiw__nfs_op_ended(op, 0, 1); /* run synchronously from uiw__nfs_poll */
     }
+}
+
+void uiw__nfs4c_idle(struct uiw__nfs_client *c)
+{
+    if (!c->v4 || !c->v4->have_session)
+        return;
+    if (c->rebind && c->v4->cb_prog)
+        bind_back(c);
+    return_recalled(c);
 }
 
 int uiw__nfs4c_inflight(const struct uiw__nfs_client *c)
@@ -2025,7 +2039,7 @@ static void cb_dispatch(struct svc_req *rq, SVCXPRT *xprt)
 }
 
 /* Serve the callback program on the client's RPC-over-RDMA connection. */
-static void cb_register(struct uiw__nfs_client *c)
+static void cb_register_rdma(struct uiw__nfs_client *c)
 {
     for (uint32_t i = 0; i < CB_CLIENTS; i++) {
         if (cb_clients[i])
@@ -2038,22 +2052,114 @@ static void cb_register(struct uiw__nfs_client *c)
     }
 }
 
-static void cb_unregister(struct uiw__nfs_client *c)
+static void cb_unregister_rdma(struct uiw__nfs_client *c)
 {
     if (c->v4->cb_prog)
         cb_clients[c->v4->cb_prog - NFS4_CALLBACK] = NULL;
 }
-#else
+#endif
+
+size_t uiw__nfs4c_cb_serve(struct uiw__nfs_client *c, const char *rec, size_t len, char *out,
+                           size_t cap)
+{
+    struct uiw__nfs4c *s = c->v4;
+    char cred[MAX_AUTH_BYTES], verf[MAX_AUTH_BYTES];
+    struct rpc_msg m;
+    memset(&m, 0, sizeof(m));
+    m.rm_call.cb_cred.oa_base = cred;
+    m.rm_call.cb_verf.oa_base = verf;
+    XDR x;
+    xdrmem_create(&x, (char *)(uintptr_t)rec, (u_int)len, XDR_DECODE);
+    if (!xdr_callmsg(&x, &m)) {
+        XDR_DESTROY(&x);
+        return 0;
+    }
+    struct rpc_msg r;
+    memset(&r, 0, sizeof(r));
+    r.rm_xid = m.rm_xid;
+    r.rm_direction = REPLY;
+    r.rm_reply.rp_stat = MSG_ACCEPTED;
+    r.acpted_rply.ar_verf = _null_auth;
+    r.acpted_rply.ar_stat = SUCCESS;
+    r.acpted_rply.ar_results.where = NULL;
+    r.acpted_rply.ar_results.proc = UIW__XDRPROC(xdr_void);
+    CB_COMPOUND4args a;
+    CB_COMPOUND4res res;
+    memset(&a, 0, sizeof(a));
+    memset(&res, 0, sizeof(res));
+    int decoding = 0; /* what a decode that failed half way made is freed too */
+    if (!s || !s->cb_prog || m.rm_call.cb_prog != s->cb_prog) {
+        r.acpted_rply.ar_stat = PROG_UNAVAIL;
+    } else if (m.rm_call.cb_vers != NFS_CB) {
+        r.acpted_rply.ar_stat = PROG_MISMATCH;
+        r.acpted_rply.ar_vers.low = r.acpted_rply.ar_vers.high = NFS_CB;
+    } else if (m.rm_call.cb_proc == CB_NULL) {
+        /* void: the reply as it is */
+    } else if (m.rm_call.cb_proc != CB_COMPOUND) {
+        r.acpted_rply.ar_stat = PROC_UNAVAIL;
+    } else {
+        decoding = 1;
+        if (!xdr_CB_COMPOUND4args(&x, &a)) {
+            r.acpted_rply.ar_stat = GARBAGE_ARGS;
+        } else if (uiw__nfs4c_cb_compound(c, &a, &res) != 0) {
+            r.acpted_rply.ar_stat = SYSTEM_ERR;
+        } else {
+            r.acpted_rply.ar_results.where = (caddr_t)&res;
+            r.acpted_rply.ar_results.proc = UIW__XDRPROC(xdr_CB_COMPOUND4res);
+        }
+    }
+    XDR y;
+    xdrmem_create(&y, out, (u_int)cap, XDR_ENCODE);
+    int ok = xdr_replymsg(&y, &r);
+    if (!ok) { /* results larger than the room: the call failed on this side */
+        XDR_SETPOS(&y, 0);
+        r.acpted_rply.ar_stat = SYSTEM_ERR;
+        r.acpted_rply.ar_results.proc = UIW__XDRPROC(xdr_void);
+        ok = xdr_replymsg(&y, &r);
+    }
+    size_t n = ok ? XDR_GETPOS(&y) : 0;
+    XDR_DESTROY(&y);
+    free(res.resarray.resarray_val);
+    x.x_op = XDR_FREE;
+    if (decoding)
+        xdr_CB_COMPOUND4args(&x, &a);
+    XDR_DESTROY(&x);
+    return n;
+}
+
+static size_t cb_serve_tcp(void *arg, const char *rec, size_t len, char *out, size_t cap)
+{
+    return uiw__nfs4c_cb_serve(arg, rec, len, out, cap);
+}
+
+/* The callback program served on the client's connection: RPC-over-RDMA's backward
+ * direction (a program number of its own among the process's clients), or the TCP
+ * connection's pipe (the connection is this client's alone). */
 static void cb_register(struct uiw__nfs_client *c)
 {
-    (void)c;
+    if (!c->rdma) {
+        if (c->pipe) {
+            c->v4->cb_prog = NFS4_CALLBACK;
+            uiw__nfs_pipe_serve(c->pipe, cb_serve_tcp, c);
+        }
+        return;
+    }
+#if UIW_NFS_HAVE_RDMA
+    cb_register_rdma(c);
+#endif
 }
 
 static void cb_unregister(struct uiw__nfs_client *c)
 {
-    (void)c;
-}
+    if (!c->rdma) {
+        if (c->pipe)
+            uiw__nfs_pipe_serve(c->pipe, NULL, NULL);
+        return;
+    }
+#if UIW_NFS_HAVE_RDMA
+    cb_unregister_rdma(c);
 #endif
+}
 
 /* ---- the end ---- */
 

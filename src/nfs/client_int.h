@@ -41,9 +41,10 @@ struct uiw__nfs_client {
     int nfs_port;               /* over TCP */
     int rpcbind_nfs_port;       /* NFS 3 over TCP as the server's rpcbind names it, or 0 */
     unsigned reconnects;        /* TCP connections made again after one was lost */
-    struct uiw__nfs_pipe *pipe; /* over TCP: the calls in flight (made on the first) */
+    struct uiw__nfs_pipe *pipe; /* over TCP: the calls in flight (NFSv4: every call) */
     int pipe_attempt;           /* connections made again since a call last ended well */
     int pipe_failing;           /* ending every call in flight: c->err says why */
+    int rebind;                 /* NFSv4: a new TCP connection, its back channel unbound */
     /* RPC-over-RDMA: READs of fewer bytes than read_inline offer no Write chunk (their
      * reply fits the receive buffers both sides agreed on; 0: every READ offers one) */
     uint32_t read_inline;
@@ -82,6 +83,10 @@ int uiw__nfs4c_start(struct uiw__nfs_client *c, int minor, char *err, size_t err
 enum uiw__nfs4c_kind { UIW__NFS4C_GETATTR, UIW__NFS4C_READ, UIW__NFS4C_WRITE };
 int uiw__nfs4c_op_start(struct uiw__nfs_client *c, struct uiw__nfs_op *op,
                         enum uiw__nfs4c_kind kind);
+/* From uiw__nfs_poll when nothing is in flight, what would wait for the next COMPOUND
+ * done now: a TCP connection made again bound to the back channel, the delegations
+ * CB_RECALL asked for returned (DELEGRETURN). */
+void uiw__nfs4c_idle(struct uiw__nfs_client *c);
 /* Operations that waited for a slot sent on those free now (from uiw__nfs_poll). */
 void uiw__nfs4c_resume(struct uiw__nfs_client *c);
 /* Whether operations are in flight or waiting for a slot (uiw__nfs_poll waits for them). */
@@ -116,7 +121,8 @@ int uiw__nfs4c_remove(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, 
 int uiw__nfs4c_rename(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fdir, const char *from,
                       const struct uiw__nfs_fh *tdir, const char *to);
 /* The back channel: a CB_COMPOUND run (the RPC layer's dispatch routine calls it for
- * backward calls over RPC-over-RDMA; tests feed it calls). CB_SEQUENCE first, on this
+ * backward calls over RPC-over-RDMA, the pipe's server function over TCP; tests feed it
+ * calls). CB_SEQUENCE first, on this
  * session, on a slot of CB_SLOTS, with the slot's next sequenceid (the last one again:
  * the first reply again without running anything); CB_RECALL of a delegation held marks
  * it for DELEGRETURN before the next COMPOUND, NFS4ERR_BADHANDLE for another; other
@@ -126,12 +132,22 @@ struct CB_COMPOUND4args;
 struct CB_COMPOUND4res;
 int uiw__nfs4c_cb_compound(struct uiw__nfs_client *c, const struct CB_COMPOUND4args *a,
                            struct CB_COMPOUND4res *r);
+/* A backward call that came on the TCP connection (RFC 8881 section 2.10.3.1: a record
+ * whose msg_type is CALL; rec its RPC message, len bytes), answered as the RPC-over-RDMA
+ * backward direction's are: CB_NULL, CB_COMPOUND by uiw__nfs4c_cb_compound, other
+ * procedures PROC_UNAVAIL, arguments that do not decode GARBAGE_ARGS, another program or
+ * version PROG_UNAVAIL or PROG_MISMATCH (RFC 5531 section 9). The reply's RPC message is
+ * written to out (cap bytes; SYSTEM_ERR when the results do not fit) and its length
+ * returned; 0 (no reply) for a record that does not decode as a call, as svc_vc drops
+ * one. The pipe's server function over TCP (tests feed it records). */
+size_t uiw__nfs4c_cb_serve(struct uiw__nfs_client *c, const char *rec, size_t len, char *out,
+                           size_t cap);
 /* The session's id: 0, or -1 when there is none. */
 int uiw__nfs4c_session(const struct uiw__nfs_client *c, char id[16]);
 /* Back-channel operations run (not those answered from a slot). */
 unsigned uiw__nfs4c_cb_runs(const struct uiw__nfs_client *c);
 /* Connections bound to the session's back channel again (BIND_CONN_TO_SESSION, sent
- * when SEQUENCE says CB_PATH_DOWN: the RPC layer connected again). */
+ * when SEQUENCE says CB_PATH_DOWN, or over TCP once a lost connection was made again). */
 unsigned uiw__nfs4c_rebinds(const struct uiw__nfs_client *c);
 /* The last SEQUENCE's sr_status_flags (SEQ4_STATUS_*; 0 before the first). */
 uint32_t uiw__nfs4c_seq_flags(const struct uiw__nfs_client *c);

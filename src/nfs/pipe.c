@@ -37,6 +37,9 @@ struct uiw__nfs_pipe {
     size_t out_off, out_len, out_cap;
     char *in; /* bytes received, not yet taken: in[0, len) */
     size_t in_len, in_cap;
+    uiw__nfs_pipe_server serve; /* backward calls (NULL: dropped) */
+    void *serve_arg;
+    unsigned served;
 };
 
 static double mono_s(void)
@@ -131,6 +134,17 @@ unsigned uiw__nfs_pipe_most(const struct uiw__nfs_pipe *p)
     return p->most;
 }
 
+void uiw__nfs_pipe_serve(struct uiw__nfs_pipe *p, uiw__nfs_pipe_server fn, void *arg)
+{
+    p->serve = fn;
+    p->serve_arg = arg;
+}
+
+unsigned uiw__nfs_pipe_served(const struct uiw__nfs_pipe *p)
+{
+    return p->served;
+}
+
 /* Append k's record to the output: one fragment, the last. */
 static int encode(struct uiw__nfs_pipe *p, CLIENT *cl, struct call *k)
 {
@@ -171,7 +185,9 @@ int uiw__nfs_pipe_call(struct uiw__nfs_pipe *p, CLIENT *cl, uint32_t proc, xdrpr
 {
     if (p->lost && !p->n && cl != p->lost_cl)
         p->lost = 0; /* made again by a synchronous call: a new connection */
-    if (!p->lost && !p->n)
+    /* what is left of the connection's bytes is stale once clnt_vc may have read it;
+     * not when the pipe alone reads (a backward call may be half here) */
+    if (!p->lost && !p->n && !p->serve)
         p->in_len = p->out_off = p->out_len = 0;
     struct call *k = calloc(1, sizeof(*k));
     if (!k)
@@ -218,7 +234,30 @@ static void end_call(struct uiw__nfs_pipe *p, struct call *prev, struct call *k,
     done(arg, st);
 }
 
-/* A reply's record: its call's results decoded, the call ended. 1 if a call ended. */
+/* A backward call's record: its reply (if the server function gives one) queued as one
+ * record. 0, or -1 without memory for it. */
+static int serve(struct uiw__nfs_pipe *p, const char *rec, size_t len)
+{
+    p->served++;
+    if (!p->serve)
+        return 0;
+    if (p->out_off == p->out_len)
+        p->out_off = p->out_len = 0;
+    if (grow(&p->out, &p->out_cap, p->out_len + 4 + UIW__NFS_PIPE_REPLY_MAX) != 0)
+        return -1;
+    char *r = p->out + p->out_len;
+    size_t n = p->serve(p->serve_arg, rec, len, r + 4, UIW__NFS_PIPE_REPLY_MAX);
+    if (n == 0 || n > UIW__NFS_PIPE_REPLY_MAX)
+        return 0;
+    uint32_t mark = htonl(0x80000000u | (uint32_t)n);
+    memcpy(r, &mark, 4);
+    p->out_len += 4 + n;
+    return 0;
+}
+
+/* A record: a reply's, its call's results decoded and the call ended (1), or a backward
+ * call's, served (RFC 5531's msg_type, the word after the XID, tells them apart). -1
+ * when a backward call's reply found no memory. */
 static int reply(struct uiw__nfs_pipe *p, CLIENT *cl, char *rec, size_t len)
 {
     uint32_t xid;
@@ -226,6 +265,12 @@ static int reply(struct uiw__nfs_pipe *p, CLIENT *cl, char *rec, size_t len)
         return 0;
     memcpy(&xid, rec, 4);
     xid = ntohl(xid);
+    if (len >= 8) {
+        uint32_t type;
+        memcpy(&type, rec + 4, 4);
+        if (ntohl(type) == CALL)
+            return serve(p, rec, len);
+    }
     struct call *prev = NULL, *k = p->head;
     while (k && k->xid != xid) {
         prev = k;
@@ -302,7 +347,10 @@ static int records(struct uiw__nfs_pipe *p, CLIENT *cl)
             dst += flen;
             src += 4 + flen;
         }
-        ended += reply(p, cl, p->in + at + 4, total);
+        int r = reply(p, cl, p->in + at + 4, total);
+        if (r < 0)
+            return -1;
+        ended += r;
         at = pos;
         if (p->lost)
             break;
@@ -364,32 +412,39 @@ int uiw__nfs_pipe_run(struct uiw__nfs_pipe *p, CLIENT *cl, int timeout_ms, doubl
         p->lost_cl = cl;
     double until = timeout_ms < 0 ? 0 : mono_s() + timeout_ms / 1e3;
     int fd = fd_of(cl);
-    for (;;) {
+    unsigned served = p->served;
+    /* idle, a pipe that serves backward calls waits for them */
+    int idle_wait = p->serve && timeout_ms >= 0;
+    for (int polled = 0;; polled = 1) {
         if (p->lost)
             return UIW__NFS_PIPE_LOST;
         int ended = 0;
-        if (flush(p, fd) != 0 || (ended = records(p, cl)) < 0) {
+        /* sent again after the records: the replies to backward calls among them */
+        if (flush(p, fd) != 0 || (ended = records(p, cl)) < 0 || flush(p, fd) != 0) {
             p->lost = 1;
             return UIW__NFS_PIPE_LOST;
         }
-        if (ended > 0 || !p->head)
+        if (ended > 0 || (!p->head && !idle_wait) || p->served != served)
             return ended;
-        double now = mono_s(), due = p->head->sent + patience;
-        if (now >= due) {
-            p->lost = 1;
-            return UIW__NFS_PIPE_LOST;
+        double now = mono_s(), wait = 3600;
+        if (p->head) {
+            double due = p->head->sent + patience;
+            if (now >= due) {
+                p->lost = 1;
+                return UIW__NFS_PIPE_LOST;
+            }
+            wait = due - now;
         }
-        double wait = due - now;
         if (timeout_ms >= 0) {
-            if (now >= until)
+            if (polled && now >= until)
                 return 0;
             if (until - now < wait)
-                wait = until - now;
+                wait = until > now ? until - now : 0;
         }
         struct pollfd pf = {fd, POLLIN, 0};
         if (p->out_off < p->out_len)
             pf.events |= POLLOUT;
-        int r = poll(&pf, 1, (int)(wait * 1e3) + 1);
+        int r = poll(&pf, 1, (int)(wait * 1e3 + 0.999));
         if (r < 0 && errno != EINTR) {
             p->lost = 1; /* no way to wait on it: a new one */
             return UIW__NFS_PIPE_LOST;

@@ -12,6 +12,11 @@
  * pipe's again (a server's duplicate-reply cache would answer it with another call's
  * reply).
  *
+ * A pipe that serves backward calls (uiw__nfs_pipe_serve: NFSv4.1's back channel on the
+ * fore channel's connection, RFC 8881 section 2.10.3.1) is the only reader of its
+ * connection: every call goes through it, and the records whose msg_type is CALL are
+ * handed to the server function, their replies sent on the same connection.
+ *
  * One thread drives a pipe. Calls end only inside uiw__nfs_pipe_run (or _resend, _fail),
  * and `done` may start calls (but not run the pipe). A connection that breaks is the caller's to
  * make again: uiw__nfs_pipe_run says so, the caller connects a new CLIENT and has every call in
@@ -44,13 +49,32 @@ unsigned uiw__nfs_pipe_most(const struct uiw__nfs_pipe *p);
 int uiw__nfs_pipe_call(struct uiw__nfs_pipe *p, CLIENT *cl, uint32_t proc, xdrproc_t xargs,
                        void *args, xdrproc_t xres, void *res, uiw__nfs_pipe_done done, void *arg);
 
+/* A backward call's record (len bytes: the RPC message, its fragments joined) answered:
+ * its reply's RPC message written to reply (room for cap bytes), its length returned, or
+ * 0 to send nothing (a record that does not decode as a call). It runs inside
+ * uiw__nfs_pipe_run and must not use the pipe. */
+typedef size_t (*uiw__nfs_pipe_server)(void *arg, const char *rec, size_t len, char *reply,
+                                       size_t cap);
+/* The room a backward call's reply has. */
+#define UIW__NFS_PIPE_REPLY_MAX 65536u
+
+/* Serve the backward calls that come on the connection with fn (NULL: they are dropped,
+ * as a peer that serves no callback program would). From then on the pipe keeps what it
+ * has read and not yet sent across calls: every call on the connection must go through
+ * it. */
+void uiw__nfs_pipe_serve(struct uiw__nfs_pipe *p, uiw__nfs_pipe_server fn, void *arg);
+/* Backward calls answered (or dropped) so far. */
+unsigned uiw__nfs_pipe_served(const struct uiw__nfs_pipe *p);
+
 #define UIW__NFS_PIPE_LOST (-1000)
 
 /* Send what is queued, read the replies that came and end their calls, waiting for up to
  * timeout_ms (0: only what is ready; -1: until a call ends). Returns how many calls
- * ended (it returns as soon as some did), or UIW__NFS_PIPE_LOST when the connection
- * broke or the oldest call has had no reply for `patience` seconds: then nothing more is
- * read or sent until uiw__nfs_pipe_resend. */
+ * ended (it returns as soon as some did, or a backward call was served), or
+ * UIW__NFS_PIPE_LOST when the connection broke or the oldest call has had no reply for
+ * `patience` seconds: then nothing more is read or sent until uiw__nfs_pipe_resend. With
+ * no call in flight it returns at once, unless the pipe serves backward calls and
+ * timeout_ms is not -1: then it waits for them (and for the connection to end). */
 int uiw__nfs_pipe_run(struct uiw__nfs_pipe *p, CLIENT *cl, int timeout_ms, double patience);
 
 /* After UIW__NFS_PIPE_LOST: every call in flight counted as sent once more; those sent

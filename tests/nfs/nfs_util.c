@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include "interop.h"
+#include "nfs/client_int.h"
 #include "nfs/exports.h"
+#include "nfs/nfs4cb.h"
 #include "nfs/server.h"
 #include "test.h"
 
@@ -137,6 +139,48 @@ int lookup_below(struct uiw__nfs_client *c, const char *name, struct uiw__nfs_fh
     char sub[1400];
     snprintf(sub, sizeof(sub), "%s/%s", uiw__nfs_client_subpath(c), name);
     return uiw__nfs_lookup_path(c, sub, fh, a);
+}
+
+void *v4_rewrite(void *arg)
+{
+    struct v4_writer *w = arg;
+    char url[700], err[512];
+    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?version=4.1", w->v->tcp, w->v->dir);
+    struct uiw__nfs_url u;
+    CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&u, 0, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "tcp client: %s", err);
+    struct uiw__nfs_fh fh;
+    fattr3 a;
+    CHECK_EQ(lookup_below(c, "f", &fh, &a), 0);
+    char verf[8];
+    w->rc = uiw__nfs_write(c, &fh, 0, 8, w->data, FILE_SYNC, verf);
+    uiw__nfs_client_close(c);
+    return NULL;
+}
+
+void v4_take_deleg(struct uiw__nfs_client *c, struct uiw__nfs_fh *fh)
+{
+    uiw__nfs4c_want_deleg(c, 1);
+    fattr3 a;
+    CHECK_EQ(lookup_below(c, "f", fh, &a), 0);
+    char buf[16];
+    int eof = 0;
+    CHECK_EQ(uiw__nfs_read(c, fh, 0, sizeof(buf), buf, &eof), 8);
+    CHECK(uiw__nfs4c_has_deleg(c, fh));
+}
+
+void v4_wait_cb_up(const struct srv *v, struct uiw__nfs_client *c,
+                   int (*poll)(struct uiw__nfs_client *c, int timeout_ms))
+{
+    clientid4 cid = uiw__nfs4c_clientid(c);
+    CHECK(cid != 0);
+    for (int i = 0; !uiw__nfs4_cb_client_up(v->s->nfs4, cid); i++) {
+        if (i >= 500)
+            uiw_test_fail(__FILE__, __LINE__, "the back channel never came up");
+        CHECK(poll(c, 20) >= 0);
+    }
 }
 
 void rm_tree(const char *dir)

@@ -107,6 +107,23 @@ int ofd_lock(const char *path, short type, off_t off, off_t len);
 /* LOOKUP of name below c's path (an NFSv4 client's: below the pseudo root): as
  * uiw__nfs_lookup_path. */
 int lookup_below(struct uiw__nfs_client *c, const char *name, struct uiw__nfs_fh *fh, fattr3 *a);
+/* The conflicting change of a delegation test, for a thread: another client (NFSv4.1 over
+ * TCP to v's port) writes data (8 bytes, FILE_SYNC) at the start of v's file "f"; rc is
+ * the WRITE's result. */
+struct v4_writer {
+    const struct srv *v;
+    const char *data;
+    int rc;
+};
+void *v4_rewrite(void *arg);
+/* c (NFSv4) asks for delegations, LOOKUPs "f" (its handle in fh) and READs its 8 bytes:
+ * it holds a read delegation of it afterwards. */
+void v4_take_deleg(struct uiw__nfs_client *c, struct uiw__nfs_fh *fh);
+/* Drive c with poll(c, 20) until v's server has its back channel up (the CB_NULL probe
+ * answered); the test fails after 10 s. */
+void v4_wait_cb_up(const struct srv *v, struct uiw__nfs_client *c,
+                   int (*poll)(struct uiw__nfs_client *c, int timeout_ms));
+
 /* Skip the test (77) on a machine without tshark; fail it where the tools are required
  * (UIW_ROOT_REQUIRED=1 or CI). */
 void need_tshark(void);

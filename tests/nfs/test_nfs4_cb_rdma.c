@@ -91,17 +91,15 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int rdma_poll(struct uiw__nfs_client *c, int timeout_ms)
+{
+    return uiw_rpc_clnt_poll(c->nfs, timeout_ms);
+}
+
 /* Drive c until the server has its back channel up (the CB_NULL probe answered). */
 static void wait_up(struct srv *v, struct uiw__nfs_client *c)
 {
-    clientid4 cid = uiw__nfs4c_clientid(c);
-    CHECK(cid != 0);
-    int64_t until = now_ms() + 10000;
-    while (!uiw__nfs4_cb_client_up(v->s->nfs4, cid)) {
-        if (now_ms() > until)
-            uiw_test_fail(__FILE__, __LINE__, "the back channel never came up");
-        CHECK(uiw_rpc_clnt_poll(c->nfs, 20) >= 0);
-    }
+    v4_wait_cb_up(v, c, rdma_poll);
 }
 
 /* A callback's completion. */
@@ -412,38 +410,6 @@ static void call_args(const char *line, xdrproc_t proc, void *args)
     free(b);
 }
 
-/* LOOKUP of "f" below the client's path (the root is the server's pseudo root). */
-static int lookup_f(struct uiw__nfs_client *c, struct uiw__nfs_fh *fh, fattr3 *a)
-{
-    char sub[600];
-    snprintf(sub, sizeof(sub), "%s/f", uiw__nfs_client_subpath(c));
-    return uiw__nfs_lookup_path(c, sub, fh, a);
-}
-
-/* The conflicting change: another client (NFSv4.1 over TCP) rewrites the file. */
-struct writer {
-    const struct srv *v;
-    int rc;
-};
-
-static void *rewrite(void *arg)
-{
-    struct writer *w = arg;
-    char url[700], err[512];
-    snprintf(url, sizeof(url), "nfs://127.0.0.1:%d%s?version=4.1", w->v->tcp, w->v->dir);
-    struct uiw__nfs_url u;
-    CHECK_EQ(uiw__nfs_url_parse(url, &u, err, sizeof(err)), 0);
-    struct uiw__nfs_client *c = uiw__nfs_client_open(&u, 0, err, sizeof(err));
-    if (!c)
-        uiw_test_fail(__FILE__, __LINE__, "tcp client: %s", err);
-    struct uiw__nfs_fh fh;
-    fattr3 a;
-    CHECK_EQ(lookup_f(c, &fh, &a), 0);
-    char verf[8];
-    w->rc = uiw__nfs_write(c, &fh, 0, 8, "rewrite!", FILE_SYNC, verf);
-    uiw__nfs_client_close(c);
-    return NULL;
-}
 #endif
 
 /* A read delegation of uiw-nfs (Version Two) recalled by another client's WRITE, seen in
@@ -466,18 +432,13 @@ TEST(rdma_nfs4_cb_recall_v2_decoded)
     char dir[512];
     struct uiw__nfs_client *c = captured_client(&v, 2, dir, sizeof(dir), "nfs4recallv2");
     wait_up(&v, c);
-    uiw__nfs4c_want_deleg(c, 1);
     struct uiw__nfs_fh fh;
+    v4_take_deleg(c, &fh);
     fattr3 a;
-    CHECK_EQ(lookup_f(c, &fh, &a), 0);
-    char buf[16];
-    int eof = 0;
-    CHECK_EQ(uiw__nfs_read(c, &fh, 0, sizeof(buf), buf, &eof), 8);
-    CHECK(uiw__nfs4c_has_deleg(c, &fh));
     unsigned runs = uiw__nfs4c_cb_runs(c);
-    struct writer w = {&v, 0};
+    struct v4_writer w = {&v, "rewrite!", 0};
     pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, rewrite, &w), 0);
+    CHECK_EQ(pthread_create(&th, NULL, v4_rewrite, &w), 0);
     /* the recall comes on this client's connection; its next COMPOUND returns first */
     int64_t until = now_ms() + 10000;
     while (uiw__nfs4c_cb_runs(c) == runs) {

@@ -1,15 +1,26 @@
 /* uiw-nfs's NFSv4.1 over TCP against uiw-nfsd: COMPOUNDs in flight together on the one
  * connection, each on a slot of the session (the pipe, pipe.h); a call whose reply was
- * lost with its connection goes again on a new one. */
+ * lost with its connection goes again on a new one. The back channel on that connection
+ * (RFC 8881 section 2.10.3.1): the server's CB_NULL probe and CB_RECALL come as records
+ * whose msg_type is CALL among the replies, the client answers them on the same
+ * connection and returns the delegation; after the connection is lost, the new one is
+ * bound to both channels (BIND_CONN_TO_SESSION) and carries the next recall; a backward
+ * call the client cannot serve gets its RPC error. */
+#include <arpa/inet.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "nfs/client_int.h"
+#include "nfs/nfs4cb.h"
+#include "nfs/nfs4state.h"
+#include "nfs/pipe.h"
 #include "nfs/server.h"
 #include "nfs4.h"
 #include "nfs_util.h"
+#include "rawrpc.h"
 #include "relay.h"
 #include "test.h"
 
@@ -45,6 +56,97 @@ static struct uiw__nfs_client *client(const struct srv *v, int port)
     CHECK_STR(uiw__nfs_client_transport(c), "tcp");
     CHECK_STR(uiw__nfs_client_version(c), "4.1");
     return c;
+}
+
+/* c reads "f" and takes a read delegation of it; another client's WRITE of data recalls
+ * it on c's connection while c only polls, c answers and returns it, the WRITE completes,
+ * and c reads the new bytes. The server counts one more delegation recalled and
+ * returned, none revoked. */
+static void recalled(const struct srv *v, struct uiw__nfs_client *c, const char *data)
+{
+    struct uiw__nfsd_deleg_counts d0, d1;
+    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d0), 0);
+    struct uiw__nfs_fh fh;
+    v4_take_deleg(c, &fh);
+    unsigned runs = uiw__nfs4c_cb_runs(c);
+    struct v4_writer w = {v, data, 0};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, v4_rewrite, &w), 0);
+    int64_t until = now_ms() + 20000;
+    while (uiw__nfs4c_has_deleg(c, &fh)) {
+        if (now_ms() > until)
+            uiw_test_fail(__FILE__, __LINE__, "the delegation was never recalled and returned");
+        CHECK(uiw__nfs_poll(c, 20) >= 0);
+    }
+    CHECK_EQ(uiw__nfs4c_cb_runs(c), runs + 1); /* one CB_RECALL run */
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(w.rc, 8);
+    uiw__nfs4c_want_deleg(c, 0);
+    char buf[16];
+    int eof = 0;
+    CHECK_EQ(uiw__nfs_read(c, &fh, 0, sizeof(buf), buf, &eof), 8);
+    CHECK_MEM(buf, data, 8);
+    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d1), 0);
+    CHECK_EQ(d1.granted, d0.granted + 1);
+    CHECK_EQ(d1.recalled, d0.recalled + 1);
+    CHECK_EQ(d1.returned, d0.returned + 1);
+    CHECK_EQ(d1.revoked, 0);
+}
+
+/* A read delegation taken over TCP, recalled over the TCP back channel by another
+ * client's WRITE, returned; the server counts one recall sent and answered, one return,
+ * no revocation. */
+TEST(nfs4_cb_tcp_recall)
+{
+    struct srv v;
+    start(&v);
+    struct uiw__nfs_client *c = client(&v, 0);
+    v4_wait_cb_up(&v, c, uiw__nfs_poll);
+    recalled(&v, c, "rewrite!");
+    struct uiw__nfsd_cb_counts n;
+    CHECK_EQ(uiw__nfsd_cb_counts(v.s, &n), 0);
+    CHECK_EQ(n.recalls, 1);
+    /* this client's probe and the recall, each sent once and answered; the writer's
+     * probe too, unless it went away first */
+    CHECK(n.sent >= 2 && n.sent <= 3);
+    CHECK(n.replies >= 2);
+    CHECK_EQ(n.timeouts, 0);
+    CHECK_EQ(n.resent, 0);
+    CHECK_EQ(uiw__nfs4c_rebinds(c), 0);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
+}
+
+/* The connection reset under an idle client that polls: it connects again, binds the new
+ * connection to the session in both directions, answers the server's probe on it, and
+ * the next recall comes and is answered there. */
+TEST(nfs4_cb_tcp_rebind)
+{
+    struct srv v;
+    start(&v);
+    struct relay *r = relay_start(v.tcp);
+    struct uiw__nfs_client *c = client(&v, relay_port(r));
+    v4_wait_cb_up(&v, c, uiw__nfs_poll);
+    relay_cut_all(r);
+    /* polled with nothing in flight, the client finds the connection gone, makes it
+     * again and binds it (no call of its own needed) */
+    for (int i = 0; uiw__nfs4c_rebinds(c) == 0; i++) {
+        if (i >= 500)
+            uiw_test_fail(__FILE__, __LINE__, "the new connection was never bound");
+        CHECK(uiw__nfs_poll(c, 20) >= 0);
+    }
+    CHECK_EQ(c->reconnects, 1);
+    CHECK_EQ(uiw__nfs4c_rebinds(c), 1);
+    fattr3 a;
+    CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &a), 0);
+    CHECK_EQ(a.type, NF3DIR);
+    v4_wait_cb_up(&v, c, uiw__nfs_poll);
+    CHECK_EQ(
+        uiw__nfs4c_seq_flags(c) & (SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION), 0);
+    recalled(&v, c, "again!!!");
+    uiw__nfs_client_close(c);
+    relay_stop(r);
+    srv_stop(&v);
 }
 
 /* An operation in flight ended: its result where op->arg points. */
@@ -133,6 +235,10 @@ TEST(nfs4_tcp_reply_lost)
     struct uiw__nfs_client *c = client(&v, relay_port(r));
     fattr3 a;
     for (int i = 0; i < 3; i++) {
+        /* the connection quiet first: bound again after the last cut (a call does it),
+         * the server's probe of its back channel answered */
+        CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &a), 0);
+        v4_wait_cb_up(&v, c, uiw__nfs_poll);
         relay_cut_at(r, RELAY_S2C, relay_bytes(r, RELAY_S2C), 1);
         CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &a), 0);
         CHECK_EQ(a.type, NF3DIR);
@@ -144,5 +250,106 @@ TEST(nfs4_tcp_reply_lost)
     CHECK_EQ(a.size, 8);
     uiw__nfs_client_close(c);
     relay_stop(r);
+    srv_stop(&v);
+}
+
+/* The backward call rec (len bytes) served by c: the reply's header, the results of a
+ * CB_COMPOUND (when it succeeded) decoded into res. */
+static void served(struct uiw__nfs_client *c, const char *rec, size_t len, uint32_t xid,
+                   struct rpc_msg *m, CB_COMPOUND4res *res)
+{
+    static char out[UIW__NFS_PIPE_REPLY_MAX];
+    size_t n = uiw__nfs4c_cb_serve(c, rec, len, out, sizeof(out));
+    CHECK(n > 0);
+    decode_reply(out, n, xid, m, res ? UIW__XDRPROC(xdr_CB_COMPOUND4res) : NULL, res);
+    CHECK_EQ(m->rm_reply.rp_stat, MSG_ACCEPTED);
+}
+
+/* A backward call of CB_COMPOUND: its header, then args encoded. Its length. */
+static size_t cb_call(char *rec, size_t cap, uint32_t xid, uint32_t minor, nfs_cb_argop4 *ops,
+                      u_int nops)
+{
+    size_t hl = call_header(rec, xid, 0x40000000u, 1, 1, AUTH_NONE);
+    CB_COMPOUND4args a;
+    memset(&a, 0, sizeof(a));
+    a.minorversion = minor;
+    a.argarray.argarray_len = nops;
+    a.argarray.argarray_val = ops;
+    XDR x;
+    xdrmem_create(&x, rec + hl, (u_int)(cap - hl), XDR_ENCODE);
+    CHECK(xdr_CB_COMPOUND4args(&x, &a));
+    size_t n = hl + xdr_getpos(&x);
+    xdr_destroy(&x);
+    return n;
+}
+
+/* The records a server sends on the TCP back channel, as the client's pipe hands them over:
+ * CB_NULL and CB_COMPOUND answered; another program, version or procedure, arguments that
+ * do not decode, each with its RFC 5531 error; a record that is no call, no reply. */
+TEST(nfs4_cb_tcp_bad_calls)
+{
+    struct srv v;
+    start(&v);
+    struct uiw__nfs_client *c = client(&v, 0);
+    char sid[16];
+    CHECK_EQ(uiw__nfs4c_session(c, sid), 0);
+    static char rec[4096];
+    struct rpc_msg m;
+    size_t n = call_header(rec, 11, 0x40000000u, 1, 0, AUTH_SYS);
+    served(c, rec, n, 11, &m, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, SUCCESS);
+    n = call_header(rec, 12, 0x40000001u, 1, 0, AUTH_NONE);
+    served(c, rec, n, 12, &m, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, PROG_UNAVAIL);
+    n = call_header(rec, 13, 0x40000000u, 4, 0, AUTH_NONE);
+    served(c, rec, n, 13, &m, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, PROG_MISMATCH);
+    CHECK_EQ(m.acpted_rply.ar_vers.low, 1);
+    CHECK_EQ(m.acpted_rply.ar_vers.high, 1);
+    n = call_header(rec, 14, 0x40000000u, 1, 2, AUTH_NONE);
+    served(c, rec, n, 14, &m, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, PROC_UNAVAIL);
+    /* a CB_COMPOUND whose tag claims more bytes than the record holds */
+    n = call_header(rec, 15, 0x40000000u, 1, 1, AUTH_NONE);
+    uint32_t big = htonl(100000);
+    memcpy(rec + n, &big, 4);
+    served(c, rec, n + 4, 15, &m, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, GARBAGE_ARGS);
+    /* ... and one cut in the middle of its operations */
+    nfs_cb_argop4 ops[1];
+    memset(ops, 0, sizeof(ops));
+    ops[0].argop = OP_CB_SEQUENCE;
+    memcpy(ops[0].nfs_cb_argop4_u.opcbsequence.csa_sessionid, sid, 16);
+    ops[0].nfs_cb_argop4_u.opcbsequence.csa_slotid = 1;
+    ops[0].nfs_cb_argop4_u.opcbsequence.csa_sequenceid = 1;
+    n = cb_call(rec, sizeof(rec), 16, 1, ops, 1);
+    served(c, rec, n - 8, 16, &m, NULL);
+    CHECK_EQ(m.acpted_rply.ar_stat, GARBAGE_ARGS);
+    /* whole: CB_SEQUENCE alone on back-channel slot 1, then the wrong minor version */
+    CB_COMPOUND4res res;
+    memset(&res, 0, sizeof(res));
+    served(c, rec, n, 16, &m, &res);
+    CHECK_EQ(m.acpted_rply.ar_stat, SUCCESS);
+    CHECK_EQ(res.status, NFS4_OK);
+    CHECK_EQ(res.resarray.resarray_len, 1);
+    CHECK_EQ(res.resarray.resarray_val[0].resop, OP_CB_SEQUENCE);
+    xdr_free(UIW__XDRPROC(xdr_CB_COMPOUND4res), (char *)&res);
+    n = cb_call(rec, sizeof(rec), 17, 2, ops, 1);
+    memset(&res, 0, sizeof(res));
+    served(c, rec, n, 17, &m, &res);
+    CHECK_EQ(res.status, NFS4ERR_MINOR_VERS_MISMATCH);
+    CHECK_EQ(res.resarray.resarray_len, 0);
+    xdr_free(UIW__XDRPROC(xdr_CB_COMPOUND4res), (char *)&res);
+    /* not a call: RPC version 3, or a header cut short; nothing to answer */
+    static char out[UIW__NFS_PIPE_REPLY_MAX];
+    n = call_header(rec, 18, 0x40000000u, 1, 0, AUTH_NONE);
+    uint32_t three = htonl(3);
+    memcpy(rec + 8, &three, 4);
+    CHECK_EQ(uiw__nfs4c_cb_serve(c, rec, n, out, sizeof(out)), 0);
+    CHECK_EQ(uiw__nfs4c_cb_serve(c, rec, 10, out, sizeof(out)), 0);
+    /* the session goes on */
+    fattr3 a;
+    CHECK_EQ(uiw__nfs_getattr(c, uiw__nfs_client_root(c), &a), 0);
+    uiw__nfs_client_close(c);
     srv_stop(&v);
 }
