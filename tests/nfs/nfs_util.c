@@ -25,6 +25,7 @@
 #include "nfs/exports.h"
 #include "nfs/nfs4cb.h"
 #include "nfs/server.h"
+#include "run.h"
 #include "test.h"
 
 /* The fsid each device was reported with by the server running (every file of an st_dev:
@@ -181,6 +182,32 @@ void v4_wait_cb_up(const struct srv *v, struct uiw__nfs_client *c,
             uiw_test_fail(__FILE__, __LINE__, "the back channel never came up");
         CHECK(poll(c, 20) >= 0);
     }
+}
+
+void bench_inflight(const char *url, const char *transport, unsigned inflight, unsigned size)
+{
+    char n[16], sz[16];
+    snprintf(n, sizeof(n), "%u", inflight);
+    snprintf(sz, sizeof(sz), "%u", size);
+    struct tool_run r;
+    const char *argv[] = {"uiw-nfs", "bench", "--json", "--inflight", n,   "-s", sz,
+                          "-b",      "4096",  "-D",     "1",          url, NULL};
+    tool_run(UIW_NFS, argv, NULL, 0, 120, &r);
+    if (r.status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "bench: %s%s", r.out, r.err);
+    static const char *const kinds[] = {"write", "read", "getattr"};
+    for (unsigned i = 0; i < 3; i++) {
+        char key[64], want[96];
+        snprintf(key, sizeof(key), "{\"test\":\"%s\"", kinds[i]);
+        const char *l = strstr(r.out, key);
+        CHECK(l != NULL);
+        snprintf(want, sizeof(want), "\"transport\":\"%s\",\"inflight\":%u,", transport, inflight);
+        CHECK(strstr(l, want) != NULL);
+        snprintf(want, sizeof(want), "\"size\":%u,", size);
+        if (i < 2) /* every byte moved */
+            CHECK(strncmp(strstr(l, "\"size\":"), want, strlen(want)) == 0);
+    }
+    tool_run_free(&r);
 }
 
 void rm_tree(const char *dir)

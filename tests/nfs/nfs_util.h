@@ -124,6 +124,11 @@ void v4_take_deleg(struct uiw__nfs_client *c, struct uiw__nfs_fh *fh);
 void v4_wait_cb_up(const struct srv *v, struct uiw__nfs_client *c,
                    int (*poll)(struct uiw__nfs_client *c, int timeout_ms));
 
+/* uiw-nfs bench --json --inflight N of a file of size bytes (4 KiB calls, 1 s of GETATTRs)
+ * at url: the WRITE, READ and GETATTR lines name transport and N, the WRITE and READ moved
+ * every byte. */
+void bench_inflight(const char *url, const char *transport, unsigned inflight, unsigned size);
+
 /* Skip the test (77) on a machine without tshark; fail it where the tools are required
  * (UIW_ROOT_REQUIRED=1 or CI). */
 void need_tshark(void);

@@ -139,23 +139,7 @@ TEST(nfs4ops_bench_inflight)
     CHECK_EQ(chmod(d.dir, 0777), 0);
     char u[700];
     u4(&d, 1, "4.1", "", u, sizeof(u));
-    struct tool_run r;
-    const char *argv[] = {"uiw-nfs", "bench", "--json", "--inflight", "64", "-s", "4M",
-                          "-b",      "4096",  "-D",     "1",          u,    NULL};
-    tool_run(UIW_NFS, argv, NULL, 0, 120, &r);
-    if (r.status != 0)
-        uiw_test_fail(__FILE__, __LINE__, "bench: %s%s", r.out, r.err);
-    static const char *tests[] = {"write", "read", "getattr"};
-    for (unsigned i = 0; i < 3; i++) {
-        char key[64];
-        snprintf(key, sizeof(key), "{\"test\":\"%s\"", tests[i]);
-        const char *l = strstr(r.out, key);
-        CHECK(l != NULL);
-        CHECK(strstr(l, "\"inflight\":64") != NULL);
-        if (i < 2)
-            CHECK(strncmp(strstr(l, "\"size\":"), "\"size\":4194304,", 15) == 0);
-    }
-    tool_run_free(&r);
+    bench_inflight(u, "rdma-v2", 64, 4u << 20);
     d4_stop(&d);
 }
 

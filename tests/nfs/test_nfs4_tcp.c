@@ -353,3 +353,15 @@ TEST(nfs4_cb_tcp_bad_calls)
     uiw__nfs_client_close(c);
     srv_stop(&v);
 }
+
+/* uiw-nfs bench over TCP in NFSv4.1 with 16 calls in flight: the WRITEs, READs and
+ * GETATTRs each on a slot of the session, every byte moved. */
+TEST(nfs4_tcp_bench_inflight)
+{
+    struct srv v;
+    start(&v);
+    char u[700];
+    snprintf(u, sizeof(u), "nfs://127.0.0.1:%d%s/b?version=4.1", v.tcp, v.dir);
+    bench_inflight(u, "tcp", 16, 1u << 20);
+    srv_stop(&v);
+}

@@ -225,14 +225,6 @@ int cmd_bench(const struct opts *o, int argc, char **argv)
     struct target t;
     if (target_open(argv[0], o, &t) != 0)
         return 1;
-    if (o->inflight > 1 && strncmp(uiw__nfs_client_transport(t.c), "rdma", 4) != 0) {
-        fprintf(stderr,
-                "uiw-nfs: bench --inflight %u: more than one call in flight needs "
-                "transport=rdma\n",
-                o->inflight);
-        target_close(&t);
-        return 2;
-    }
     int rc = 1, made = 0;
     char name[64];
     if (t.exists && t.attr.type == NF3DIR) {
