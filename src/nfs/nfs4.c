@@ -1,6 +1,6 @@
 /*
- * NFS version 4, minor versions 1 and 2 (RFC 8881, RFC 7862): NULL and COMPOUND, behind
- * uiw__nfsd_opts.nfs4 (uiw-nfsd --nfs4-experimental). The first part of it:
+ * NFS version 4, minor versions 1 and 2 (RFC 8881, RFC 7862): NULL and COMPOUND, served
+ * when uiw__nfsd_opts.nfs4 is set (uiw-nfsd's default; --no-nfs4 clears it). Here:
  *   - COMPOUND decoded one operation at a time (its number, then that operation's
  *     arguments with rpcgen's routines) and run as it is decoded: an operation number
  *     that is none gets NFS4ERR_OP_ILLEGAL (the OP_ILLEGAL result, section 15.2), an
