@@ -235,6 +235,10 @@ struct uiw_rpc_xprt_stats {
      * none within its spin (uiw_rpc_xprt_attr.spin_us) and slept until the next one: each
      * costs a wake-up on the path of what it waited for. Counted per context, as rnic. */
     uint64_t sleeps;
+    /* Of those sleeps, the ones taken without spinning first: after a few waits in a row
+     * that their spin did not end (what they waited for came later), the poller sleeps at
+     * once, but for one wait in 8 that spins to learn whether it would end it again. */
+    uint64_t spins_skipped;
     /* RDMA_ERROR messages by errcode (UIW_RDMA_ERR_VERS, UIW_RDMA_ERR_CHUNK / BAD_XDR, ...) */
     uint64_t errors_sent[UIW_RPC_NERR];
     uint64_t errors_received[UIW_RPC_NERR];

@@ -451,6 +451,7 @@ int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st)
             uiw__rr_conn_put(k);
         }
         st->sleeps = atomic_load_explicit(&u->dev->n_sleeps, memory_order_relaxed);
+        st->spins_skipped = atomic_load_explicit(&u->dev->n_spin_skips, memory_order_relaxed);
         if (uiw__nic_stats(u->dev->nic, &st->rnic) != 0)
             memset(&st->rnic, 0, sizeof(st->rnic));
     }

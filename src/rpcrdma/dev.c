@@ -22,6 +22,12 @@
 /* How often the leader trims the bulk pool: a pooled buffer is freed when fewer were taken
  * at once since the last trim (a burst's buffers go back to the system) */
 #define BULK_TRIM_NS 5000000000ull
+/* The spin is skipped after this many waits in a row that it did not end (what they
+ * waited for came later: a 1 MiB READ's data the server preads first, the next call of a
+ * client reading the last reply), but for one wait in SPIN_PROBE, which learns when what
+ * comes comes sooner again. */
+#define SPIN_MISSES 4
+#define SPIN_PROBE  8
 
 struct uiw__rr_slab {
     struct uiw__rr_slab *next;
@@ -382,8 +388,11 @@ static int poll_conn(struct uiw__rr_conn *c)
         int n = uiw__nic_poll(c->nc, wc, BATCH);
         if (n <= 0)
             break;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            if (wc[i].op == UIW__NIC_WC_RECV || wc[i].op == UIW__NIC_WC_READ)
+                c->dev->polled_input = true;
             uiw__rr_conn_complete(c, &wc[i]);
+        }
         total += n;
         if (n < BATCH)
             break;
@@ -468,6 +477,7 @@ void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st)
         uiw__rr_conn_stats_add(c, st);
     pthread_mutex_unlock(&d->mu);
     st->sleeps = atomic_load_explicit(&d->n_sleeps, memory_order_relaxed);
+    st->spins_skipped = atomic_load_explicit(&d->n_spin_skips, memory_order_relaxed);
     if (uiw__nic_stats(d->nic, &st->rnic) != 0)
         memset(&st->rnic, 0, sizeof(st->rnic));
 }
@@ -520,7 +530,14 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
         }
         d->bulk_trim_ns = now + BULK_TRIM_NS;
     }
-    if (d->spin_us > 0) {
+    /* A spin that ends in a sleep anyway costs the CPU time it burnt, and on a host with
+     * fewer free CPUs than busy threads it keeps the peer that is to answer (its process
+     * on this CPU, the server of a loopback mount) off the CPU for as long. */
+    bool spins =
+        d->spin_us > 0 && (d->spin_misses < SPIN_MISSES || ++d->spin_probe % SPIN_PROBE == 0);
+    if (d->spin_us > 0 && !spins)
+        UIW__RR_COUNT(d->n_spin_skips, 1);
+    if (spins) {
         /* spin_us of idle polling: a spin window in which the RNIC did work (a peer's RDMA
          * Read served from this thread, its Writes placed) is followed by another, so that
          * a requester that spent its spin sending a Read chunk is still polling when the
@@ -532,15 +549,23 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
             until = deadline;
         for (;;) {
             struct uiw__rr_conn *c = d->last_active;
+            d->polled_input = false;
             int k = c ? poll_conn(c) : 0;
-            if (k > 0 || poll_all(d) > 0)
+            if (k > 0 || poll_all(d) > 0) {
+                /* what a wait is for came (not only the completion of a Send) */
+                if (d->polled_input)
+                    d->spin_misses = 0;
                 return false;
+            }
             now = uiw__rr_now_ns();
             if (now < until)
                 continue;
             uint64_t a = uiw__nic_activity(d->nic);
-            if (a == act || (deadline && now >= deadline))
+            if (a == act || (deadline && now >= deadline)) {
+                if (d->spin_misses < SPIN_MISSES)
+                    d->spin_misses++;
                 break;
+            }
             act = a;
             until = deadline && now + spin > deadline ? deadline : now + spin;
         }

@@ -491,6 +491,12 @@ struct uiw__rr_dev {
     _Atomic uint64_t n_room_wakes; /* wakes by freed room (tests) */
     _Atomic uint64_t n_slices;     /* sleeps that ran their whole slice (tests) */
     _Atomic uint64_t n_sleeps;     /* the leader found nothing within its spin and slept */
+    _Atomic uint64_t n_spin_skips; /* the leader slept without spinning (dev.c SPIN_MISSES) */
+    /* The leader's alone (handed over under mu): waits in a row whose spin ended in a sleep
+     * (at most SPIN_MISSES), and the count of the waits that skipped it; whether its last
+     * polls found a message or an RDMA Read's data (poll_conn). */
+    unsigned spin_misses, spin_probe;
+    bool polled_input;
 };
 
 struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a);

@@ -566,11 +566,17 @@ static void *system_server(void *arg)
     return NULL;
 }
 
-static double now_s(void)
+/* Seconds on clock id (CLOCK_MONOTONIC: now_s). */
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
 }
 
 /* RDMA2_ERR_SYSTEM fails that call (RPC_SYSTEMERROR, the transport's code in re_lb.s1)
@@ -1025,5 +1031,74 @@ TEST(rpcrdma_client_reply_by_send_inv_of_another_stag)
     CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
     CHECK_EQ(st.lost, 1);
     clnt_destroy(c);
+    script_free(sc);
+}
+
+/* A raw server that answers its first SLOW_CALLS calls SLOW_MS late, the next FAST_CALLS
+ * at once. */
+#define SLOW_CALLS 12
+#define FAST_CALLS 24
+#define SLOW_MS    30
+
+static void *late_then_prompt_server(void *arg)
+{
+    struct script *sc = arg;
+    uiw_rpcrdma_space_init(&sc->sp, &sc->st);
+    EXPECT(rpcpeer_accept(&sc->p, sc->lfd, NULL, 0, WAIT) == 0);
+    EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA2_CONNPROP);
+    EXPECT(connprop(sc, 8) == 0);
+    for (int i = 0; i < SLOW_CALLS + FAST_CALLS; i++) {
+        EXPECT(next(sc) == 1 && sc->h.proc == UIW_RDMA_MSG);
+        if (i < SLOW_CALLS) {
+            struct timespec ts = {0, SLOW_MS * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        EXPECT(reply(sc, 8, NULL, 0, NULL, 0) == 0);
+    }
+    sc->step = 1;
+    bool eof = false;
+    rpcpeer_pump(&sc->p, WAIT, &eof);
+    return NULL;
+}
+
+/* A caller whose replies keep coming long after its spin stops spinning for them (it
+ * sleeps at once, burning no CPU), and spins again once they come within it. */
+TEST(rpcrdma_client_spin_skipped_while_replies_come_late)
+{
+    uint16_t port;
+    struct script *sc = script_new(sizeof(*sc), &port);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, late_then_prompt_server, sc), 0);
+    struct uiw_rpc_clnt_attr a = {0};
+    a.xprt.spin_us = 10000; /* 10 ms: a late reply comes 30 ms after the call (one sleep
+                             * of the leader, shorter than its slice) */
+    CLIENT *c = client_of(port, &a);
+    struct uiw_rpc_xprt_stats s0, s1, s2, s3;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s0), 0);
+    double cpu = 0;
+    for (int i = 0; i < SLOW_CALLS; i++) {
+        /* the last four: after four spins that the reply outlasted */
+        if (i == SLOW_CALLS - 4)
+            cpu = clock_s(CLOCK_THREAD_CPUTIME_ID);
+        CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    }
+    cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - cpu;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s1), 0);
+    CHECK(s1.spins_skipped - s0.spins_skipped >= 3);
+    /* four spins of 10 ms would have taken 40 ms of CPU time; one of them may be a probe
+     * (one wait in 8 spins) */
+    CHECK(cpu < 0.02);
+    /* prompt replies: within 8 calls one spins and ends with its reply, and spinning
+     * goes on (but on a host so loaded that a prompt reply takes longer than the spin
+     * now and then: not one call in two skipping it, as the probes alone would) */
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s2), 0);
+    for (int i = 8; i < FAST_CALLS; i++)
+        CHECK_EQ(clnt_call(c, 0, (xdrproc_t)xnone, NULL, (xdrproc_t)xnone, NULL, TMO), RPC_SUCCESS);
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &s3), 0);
+    CHECK(s3.spins_skipped - s2.spins_skipped <= (FAST_CALLS - 8) / 2);
+    clnt_destroy(c);
+    script_join(sc, th, 1);
     script_free(sc);
 }
