@@ -400,9 +400,9 @@ struct uiw_rpc_svc_attr {
     uint16_t port;
     /* Threads that receive and dispatch calls (0 -> 4). The thread that receives a call
      * runs it and then receives again, waking no other thread, unless calls came while
-     * nobody received (then another receives while it runs them); when a call has run
-     * for half a millisecond, another thread takes over receiving, so a slow call holds
-     * up only its own thread. */
+     * nobody received, several or while others run calls (then another receives while
+     * it runs them); when a call has run for half a millisecond, another thread takes
+     * over receiving, so a slow call holds up only its own thread. */
     unsigned nthreads;
     /* Duplicate-reply cache (by XID, program, version, procedure and client address,
      * without the port): replies of calls other than procedure 0 whose RPC message is at

@@ -64,10 +64,10 @@ static void up_drained(struct uiw__rr_conn *c)
 
 /* ---------------------------------------------------------------- threads */
 
-static bool work(void *arg)
+static unsigned work(void *arg)
 {
     struct uiw_rpc_svc *s = arg;
-    return atomic_load(&s->resp.nready) > 0 || atomic_load(&s->stop);
+    return atomic_load(&s->stop) ? 1 : atomic_load(&s->resp.nready);
 }
 
 static uint64_t taken(void *arg)

@@ -622,6 +622,8 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
 }
 
 static _Thread_local bool leading;
+/* This worker left uiw__rr_dev_work to run calls, counted in running. */
+static _Thread_local bool ran_calls;
 
 /* Lead one round (mu held, nobody leading; held again on return), then wake the threads
  * waiting for a condition. */
@@ -733,16 +735,22 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
     }
 }
 
-/* A worker leaves to run calls (mu held): with nobody leading, the lead is vacant from
- * now on, and a sleeping worker watches it unless one does already. */
-static void leave_to_run(struct uiw__rr_dev *d)
+/* A worker leaves to run the `waiting` calls (mu held): with nobody leading, the lead is
+ * vacant from now on, and a sleeping worker watches it unless one does already. */
+static void leave_to_run(struct uiw__rr_dev *d, unsigned waiting)
 {
     d->handed = false;
     if (d->leader)
         return;
-    if (d->backlog && d->wsleep) {
-        /* calls came while nobody polled (the last round found them at its first look):
-         * more will while this worker runs these, so a sleeping one leads meanwhile */
+    bool others = d->running > 0;
+    d->running++;
+    if (d->backlog && (waiting > 1 || others) && d->wsleep) {
+        /* calls came while nobody polled (the last round found them at its first look),
+         * several, or while other workers run calls: more will while this worker runs
+         * these, so a sleeping one leads meanwhile. One call found at once with no other
+         * running is what a caller with one call in flight sends as soon as it has the
+         * last reply: a worker woken to lead beside it would cost two thread switches
+         * and the locks they contend for on every call, with nothing to find. */
         d->vacated = 0;
         pthread_cond_signal(&d->wcv);
         return;
@@ -751,11 +759,15 @@ static void leave_to_run(struct uiw__rr_dev *d)
     wake_worker(d);
 }
 
-int uiw__rr_dev_work(struct uiw__rr_dev *d, bool (*work)(void *), uint64_t (*taken)(void *),
+int uiw__rr_dev_work(struct uiw__rr_dev *d, unsigned (*work)(void *), uint64_t (*taken)(void *),
                      void *arg, uint64_t deadline)
 {
     uiw__rr_plug_flush();
     pthread_mutex_lock(&d->mu);
+    if (ran_calls) {
+        ran_calls = false;
+        d->running--;
+    }
     bool woke = false;              /* from a sleep (not back from calls or a round of its own) */
     uint64_t seen = 0, seen_at = 0; /* taken(arg) as last seen changing (or nothing waiting) */
     for (;;) {
@@ -766,14 +778,15 @@ int uiw__rr_dev_work(struct uiw__rr_dev *d, bool (*work)(void *), uint64_t (*tak
          * found them: a second would only compete with it for the CPUs), unless that one
          * is held up (the lead vacant WATCH_NS, or calls waiting while none was taken to
          * run for WATCH_NS) or was not a worker (handed). */
-        bool waiting = work(arg);
+        unsigned waiting = work(arg);
         uint64_t t = taken(arg);
         if (!waiting || t != seen) {
             seen = t;
             seen_at = now;
         }
         if (waiting && (!woke || d->handed || now - seen_at >= WATCH_NS)) {
-            leave_to_run(d);
+            leave_to_run(d, waiting);
+            ran_calls = !d->leader;
             pthread_mutex_unlock(&d->mu);
             return 0;
         }
