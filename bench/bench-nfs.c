@@ -33,6 +33,9 @@
  * over RDMA <= 0.7x TCP's for 1 MiB calls and <= 1.0x for 4 KiB ones (issue 32).
  *
  *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] [--files N] [--json]
+ *             [--v4-getattr]
+ * --v4-getattr runs only the NFSv4.1/NFSv3 GETATTR comparison at --inflight N (each
+ * repetition NFSv3 then NFSv4.1), for iterating on the NFSv4 call path.
  * Exit 0 when the runs worked (whatever the ratios), 1 when one failed, 2 on usage.
  */
 #include <errno.h>
@@ -601,18 +604,15 @@ static int files_bench(int reps, int files, int json)
 
 int main(int argc, char **argv)
 {
-    int reps = 5, json = 0, files = 256;
+    int reps = 5, json = 0, files = 256, v4_getattr = 0;
     unsigned inflight = 64, xcalls = 2000;
     const char *size = "256M", *secs = "2";
-    static const struct option lo[] = {{"reps", required_argument, NULL, 'r'},
-                                       {"size", required_argument, NULL, 's'},
-                                       {"seconds", required_argument, NULL, 'D'},
-                                       {"inflight", required_argument, NULL, 'i'},
-                                       {"calls", required_argument, NULL, 'c'},
-                                       {"files", required_argument, NULL, 'f'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"reps", required_argument, NULL, 'r'},    {"size", required_argument, NULL, 's'},
+        {"seconds", required_argument, NULL, 'D'}, {"inflight", required_argument, NULL, 'i'},
+        {"calls", required_argument, NULL, 'c'},   {"files", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'},          {"v4-getattr", no_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "r:s:D:h", lo, NULL)) != -1) {
         char *end;
@@ -654,10 +654,13 @@ int main(int argc, char **argv)
         case 'j':
             json = 1;
             break;
+        case 'g':
+            v4_getattr = 1;
+            break;
         case 'h':
             printf("usage: bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] "
                    "[--files N] "
-                   "[--json]\n");
+                   "[--json] [--v4-getattr]\n");
             return 0;
         default:
             return 2;
@@ -706,6 +709,23 @@ int main(int argc, char **argv)
                 goto out;
     if (!rw || !rr || !rg || !rs)
         goto out;
+    if (v4_getattr) {
+        for (int i = 0; i < reps; i++) {
+            struct figures g = {0}, gn4 = {0};
+            if (bench(urdma, "1M", "1M", secs, inflight, "getattr", &g) != 0 ||
+                bench(urdma4, "1M", "1M", secs, inflight, "getattr", &gn4) != 0)
+                goto out;
+            v4[2][i] = gn4.getattr_cps / g.getattr_cps;
+            printf("%-4d rdma-v2 NFSv3 / NFSv4.1: GETATTR %u in flight %.0f / %.0f/s (%.3fx)\n", i,
+                   inflight, g.getattr_cps, gn4.getattr_cps, v4[2][i]);
+            fflush(stdout);
+        }
+        printf("ratio NFSv4.1/NFSv3 over rdma-v2 (median of %d): GETATTR %u in flight %.2fx "
+               "(>= 0.9)\n",
+               reps, inflight, bench_median(v4[2], (size_t)reps));
+        rc = 0;
+        goto out;
+    }
     if (!json)
         printf("%-4s %12s %12s %12s %12s %10s %10s %10s %10s\n", "rep", "write tcp", "write rdma",
                "read tcp", "read rdma", "ga tcp/1", "ga rdma/1", "ga tcp/N", "ga rdma/N");
