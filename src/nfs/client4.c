@@ -47,8 +47,10 @@
 #endif
 
 /* Slots asked for on the fore channel (calls in flight at once: slot 0 the synchronous
- * calls', the others those in flight). */
-#define SLOTS 64
+ * calls', the others those in flight, as many as the bits of uiw__nfs4c.busy: 64, as
+ * NFSv3 keeps 64 calls in flight). */
+#define SLOTS 65
+_Static_assert(SLOTS - 1 <= 64, "a bit of uiw__nfs4c.busy per slot but 0");
 /* Open files kept (each an OPEN the server holds for us). */
 #define OPENS_MAX 64
 /* Operations in one COMPOUND asked for (the server may allow fewer). */

@@ -221,7 +221,8 @@ void uiw__nfs4_limits(const struct uiw__nfsd *s, struct uiw__nfs4_limits *l)
     l->max_resp = l->max_req;
     l->max_cached = UIW__NFS_SMALL;
     l->max_ops = 16;
-    l->max_slots = 64;
+    /* a client may keep 64 calls in flight beside a synchronous one on a slot of its own */
+    l->max_slots = 128;
 }
 
 /* Whether a session of clp has a request running (its slot taken). */

@@ -164,7 +164,7 @@ void session(struct t4 *t, uint32_t maxops)
         &res.resarray.resarray_val[0].nfs_resop4_u.opcreate_session.CREATE_SESSION4res_u.csr_resok4;
     CHECK_EQ(cr->csr_sequence, csseq);
     /* clamped to the server's limits */
-    CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxrequests, 64);
+    CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxrequests, 128);
     CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxoperations, maxops < 16 ? maxops : 16);
     CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxrequestsize, (1u << 20) + 16384);
     CHECK_EQ(cr->csr_fore_chan_attrs.ca_maxresponsesize_cached, 8192);

@@ -196,7 +196,7 @@ static void session_and_files(struct srv *v, struct t4 *t)
     SEQUENCE4resok *sr = &r[0].nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4;
     CHECK(memcmp(sr->sr_sessionid, t->sid, sizeof(t->sid)) == 0);
     CHECK_EQ(sr->sr_sequenceid, 1);
-    CHECK_EQ(sr->sr_highest_slotid, 63);
+    CHECK_EQ(sr->sr_highest_slotid, 127);
     nfs_fh4 *root = &r[2].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
     char rootfh[NFS4_FHSIZE];
     u_int rootlen = root->nfs_fh4_len;
@@ -425,8 +425,8 @@ static void errors(struct t4 *t)
     CHECK_EQ(res.resarray.resarray_val[0].resop, OP_PUTROOTFH);
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
 
-    /* a slot beyond the table (64 granted) */
-    sequence(t, &a[0], 64, 1, 0);
+    /* a slot beyond the table (128 granted) */
+    sequence(t, &a[0], 128, 1, 0);
     compound(t, a, 1, &res);
     CHECK_EQ(res.status, NFS4ERR_BADSLOT);
     xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
