@@ -97,7 +97,8 @@ struct cres {
     u_int nops;
     char *rbuf; /* a READ's data goes here (rcap bytes at most), or NULL */
     u_int rcap;
-    u_int rlen; /* how much came */
+    u_int rlen;        /* how much came */
+    nfs_resop4 *fixed; /* room for nops results, kept by the caller (NULL: allocated) */
 };
 
 /* A COMPOUND in flight on a fore-channel slot other than 0 (uiw__nfs4c_op_start): SEQUENCE,
@@ -106,6 +107,7 @@ struct acall {
     struct uiw__nfs_op *op;
     enum uiw__nfs4c_kind kind;
     nfs_argop4 ops[3];
+    nfs_resop4 res[3]; /* cr's results, kept from one call to the next */
     struct cres cr;
     struct uiw__nfs_async a;
     unsigned gen; /* the session it went on (uiw__nfs4c.gen) */
@@ -327,6 +329,13 @@ static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
 static bool_t xdr_cres(XDR *x, struct cres *cr)
 {
     COMPOUND4res *r = &cr->r;
+    if (x->x_op == XDR_FREE && cr->fixed && r->resarray.resarray_val == cr->fixed) {
+        for (u_int i = 0; i < r->resarray.resarray_len; i++)
+            xdr_nfs_resop4(x, &cr->fixed[i]);
+        r->resarray.resarray_val = NULL;
+        r->resarray.resarray_len = 0;
+        return xdr_utf8str_cs(x, &r->tag);
+    }
     if (x->x_op == XDR_FREE)
         return xdr_COMPOUND4res(x, r);
     if (x->x_op != XDR_DECODE)
@@ -335,7 +344,10 @@ static bool_t xdr_cres(XDR *x, struct cres *cr)
     if (!xdr_nfsstat4(x, &r->status) || !xdr_utf8str_cs(x, &r->tag) || !xdr_u_int(x, &n) ||
         n > cr->nops)
         return FALSE;
-    r->resarray.resarray_val = calloc(cr->nops ? cr->nops : 1, sizeof(nfs_resop4));
+    if (cr->fixed) /* a call in flight's: no allocation per call */
+        memset(cr->fixed, 0, cr->nops * sizeof(nfs_resop4));
+    r->resarray.resarray_val =
+        cr->fixed ? cr->fixed : calloc(cr->nops ? cr->nops : 1, sizeof(nfs_resop4));
     if (!r->resarray.resarray_val)
         return FALSE;
     for (u_int i = 0; i < n; i++) {
@@ -1390,9 +1402,8 @@ static int acall_send(struct uiw__nfs_client *c, struct uiw__nfs_op *op, enum ui
     struct uiw__nfs4c *s = c->v4;
     if (!s->have_session || s->returning || recall_pending(s))
         return 0;
-    unsigned k = 1;
-    while (k < s->nslots && (s->busy & (1ull << (k - 1))))
-        k++;
+    /* the lowest free slot: the first bit clear in busy */
+    unsigned k = ~s->busy ? (unsigned)__builtin_ctzll(~s->busy) + 1 : SLOTS;
     if (k >= s->nslots)
         return s->nslots > 1 ? -1 : 0;
     stateid4 sid;
@@ -1443,6 +1454,7 @@ static int acall_send(struct uiw__nfs_client *c, struct uiw__nfs_op *op, enum ui
     }
     q->cr.ops = q->ops;
     q->cr.nops = 3;
+    q->cr.fixed = q->res;
     COMPOUND4args a;
     memset(&a, 0, sizeof(a));
     a.minorversion = (uint32_t)s->minor;
