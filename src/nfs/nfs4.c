@@ -791,6 +791,46 @@ static bool_t write_args(XDR *x, nfs_argop4 *a)
            uiw__nfs_xdr_payload(x, &w->data.data_val, &w->data.data_len);
 }
 
+/* The arguments of the operations of nearly every COMPOUND (SEQUENCE, PUTFH, GETATTR; the
+ * number read), decoded on the call's own stream with the limits of their XDR, the handle
+ * and the bitmap into the COMPOUND's memory: no allocation of their own, nothing to free
+ * (owns_nothing). 1: decoded; 0: they do not decode; -1: another operation. */
+static int hot_args(struct uiw__nfs4_c *c, XDR *x, uint32_t op, nfs_argop4 *a)
+{
+    u_int n;
+    a->argop = op;
+    switch (op) {
+    case OP_SEQUENCE:
+        return xdr_SEQUENCE4args(x, &a->nfs_argop4_u.opsequence);
+    case OP_PUTFH: {
+        nfs_fh4 *fh = &a->nfs_argop4_u.opputfh.object;
+        if (!xdr_u_int(x, &n) || n > NFS4_FHSIZE || !(fh->nfs_fh4_val = uiw__nfs4_alloc(c, n)))
+            return 0;
+        fh->nfs_fh4_len = n;
+        return xdr_opaque(x, fh->nfs_fh4_val, n);
+    }
+    case OP_GETATTR: {
+        bitmap4 *b = &a->nfs_argop4_u.opgetattr.attr_request;
+        if (!xdr_u_int(x, &n) || n > NFS4_BITMAP_DECODE ||
+            !(b->bitmap4_val = uiw__nfs4_alloc(c, n * sizeof(uint32_t))))
+            return 0;
+        b->bitmap4_len = n;
+        for (u_int i = 0; i < n; i++)
+            if (!xdr_uint32_t(x, &b->bitmap4_val[i]))
+                return 0;
+        return 1;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* Whether hot_args decoded op's arguments (xdr_free must leave them). */
+static int owns_nothing(uint32_t op)
+{
+    return op == OP_SEQUENCE || op == OP_PUTFH || op == OP_GETATTR;
+}
+
 /* svc_freeargs's routine: the WRITE payloads given back as they were taken (the other
  * arguments are freed by the dispatcher). */
 static bool_t free_payloads(XDR *x, void *p)
@@ -858,9 +898,15 @@ static bool_t compound(XDR *x, void *p)
             break;
         }
         c->ndec = i + 1;
-        struct pushback pb;
-        pushback_init(&pb, x, w);
-        if (op == OP_WRITE ? !write_args(x, &c->args[i]) : !xdr_nfs_argop4(&pb.x, &c->args[i])) {
+        int ok = hot_args(c, x, op, &c->args[i]);
+        if (ok < 0 && op == OP_WRITE) {
+            ok = write_args(x, &c->args[i]);
+        } else if (ok < 0) {
+            struct pushback pb;
+            pushback_init(&pb, x, w);
+            ok = xdr_nfs_argop4(&pb.x, &c->args[i]);
+        }
+        if (!ok) {
             c->args[i].argop = op;
             bad = i;
             bad_st = NFS4ERR_BADXDR;
@@ -998,7 +1044,8 @@ out:
     uiw__nfs_args_limits(0, 0);
     free(c->replay);
     for (uint32_t i = 0; i < c->ndec && c->args; i++)
-        xdr_free(UIW__XDRPROC(xdr_nfs_argop4), (char *)&c->args[i]);
+        if (!owns_nothing(c->args[i].argop))
+            xdr_free(UIW__XDRPROC(xdr_nfs_argop4), (char *)&c->args[i]);
     xdr_free(UIW__XDRPROC(xdr_utf8str_cs), (char *)&c->tag);
     while (c->mem) {
         struct uiw__nfs4_mem *m = c->mem;
