@@ -235,10 +235,11 @@ static int busy(struct uiw__nfs4_state *st, struct client *clp)
 }
 
 /* Drop the clients whose lease ran out (not renewed for a lease; none with a request
- * running), with their sessions: looked for at most four times a lease (lock held). */
-static void expire(struct uiw__nfs4_state *st)
+ * running), with their sessions: looked for at most four times a lease (lock held; now:
+ * the monotonic clock's nanoseconds). */
+static void expire_at(struct uiw__nfs4_state *st, int64_t now)
 {
-    int64_t now = now_ns(), lease = (int64_t)st->lease * 1000000000;
+    int64_t lease = (int64_t)st->lease * 1000000000;
     if (now - st->scanned_ns < lease / 4)
         return;
     st->scanned_ns = now;
@@ -247,6 +248,11 @@ static void expire(struct uiw__nfs4_state *st)
         if (now - c->renewed_ns > lease && !busy(st, c))
             drop_client(st, c);
     }
+}
+
+static void expire(struct uiw__nfs4_state *st)
+{
+    expire_at(st, now_ns());
 }
 
 static struct client *find_id(struct uiw__nfs4_state *st, clientid4 id)
@@ -533,8 +539,10 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
     nfsstat4 rc = NFS4_OK;
     *cached = NULL;
     ref->ses = NULL;
+    /* one reading of the clock for the expiry scan, the renewal and the revocations */
+    int64_t now = now_ns();
     pthread_mutex_lock(&st->lock);
-    expire(st);
+    expire_at(st, now);
     struct uiw__nfs4_session *ses = find_session(st, a->sa_sessionid);
     if (!ses) {
         rc = NFS4ERR_BADSESSION;
@@ -576,7 +584,7 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
     free(sl->reply);
     sl->reply = NULL;
     ses->refs++;
-    ses->clp->renewed_ns = now_ns();
+    ses->clp->renewed_ns = now;
     ref->ses = ses;
     ref->slot = a->sa_slotid;
     memcpy(r->sr_sessionid, ses->id, NFS4_SESSIONID_SIZE);
@@ -595,7 +603,7 @@ nfsstat4 uiw__nfs4_sequence(struct uiw__nfs4_state *st, const SEQUENCE4args *a, 
     }
     /* a delegation revoked (its recall unanswered for a lease), until FREE_STATEID */
     if (uiw__nfs4_stid_deleg_revoked(st->stids, ses->clp->id,
-                                     now_ns() - (int64_t)st->lease * 1000000000))
+                                     now - (int64_t)st->lease * 1000000000))
         r->sr_status_flags |= SEQ4_STATUS_RECALLABLE_STATE_REVOKED;
 out:
     pthread_mutex_unlock(&st->lock);
