@@ -97,8 +97,16 @@ struct cres {
     u_int nops;
     char *rbuf; /* a READ's data goes here (rcap bytes at most), or NULL */
     u_int rcap;
-    u_int rlen;        /* how much came */
-    nfs_resop4 *fixed; /* room for nops results, kept by the caller (NULL: allocated) */
+    u_int rlen;              /* how much came */
+    nfs_resop4 *fixed;       /* room for nops results, kept by the caller (NULL: allocated) */
+    struct attr_room *attrs; /* with fixed: room for a GETATTR's attributes (or NULL) */
+};
+
+/* A GETATTR result's mask and values as large as uiw-nfs asks for: a call in flight's
+ * decoded here, not into memory of its own (more than this is, as a synchronous call's). */
+struct attr_room {
+    uint32_t mask[4];
+    char vals[512];
 };
 
 /* A COMPOUND in flight on a fore-channel slot other than 0 (uiw__nfs4c_op_start): SEQUENCE,
@@ -108,6 +116,7 @@ struct acall {
     enum uiw__nfs4c_kind kind;
     nfs_argop4 ops[3];
     nfs_resop4 res[3]; /* cr's results, kept from one call to the next */
+    struct attr_room attrs;
     struct cres cr;
     struct uiw__nfs_async a;
     unsigned gen; /* the session it went on (uiw__nfs4c.gen) */
@@ -262,6 +271,46 @@ const char *uiw__nfs4c_errname(int status)
 
 /* ---- the COMPOUND's reply, decoded with a READ's data into the caller's buffer ---- */
 
+/* A GETATTR's result (its number read) with its mask and values in cr->attrs when they
+ * fit, else in memory of their own; the limits of their XDR. */
+static bool_t getattr_res(XDR *x, struct cres *cr, GETATTR4res *r)
+{
+    if (!xdr_nfsstat4(x, &r->status))
+        return FALSE;
+    if (r->status != NFS4_OK)
+        return TRUE;
+    fattr4 *f = &r->GETATTR4res_u.resok4.obj_attributes;
+    u_int n;
+    if (!xdr_u_int(x, &n) || n > NFS4_BITMAP_DECODE)
+        return FALSE;
+    f->attrmask.bitmap4_val = n <= 4 ? cr->attrs->mask : n ? malloc(n * sizeof(uint32_t)) : NULL;
+    if (n && !f->attrmask.bitmap4_val)
+        return FALSE;
+    f->attrmask.bitmap4_len = n;
+    for (u_int i = 0; i < n; i++)
+        if (!xdr_uint32_t(x, &f->attrmask.bitmap4_val[i]))
+            return FALSE;
+    if (!xdr_u_int(x, &n) || n > NFS4_BODY_DECODE)
+        return FALSE;
+    f->attr_vals.attrlist4_val = n <= sizeof(cr->attrs->vals) ? cr->attrs->vals : malloc(n);
+    if (!f->attr_vals.attrlist4_val)
+        return FALSE;
+    f->attr_vals.attrlist4_len = n;
+    return xdr_opaque(x, f->attr_vals.attrlist4_val, n);
+}
+
+/* Before r is freed: what getattr_res put in cr->attrs is not r's to free. */
+static void attrs_unroom(struct cres *cr, nfs_resop4 *r)
+{
+    if (!cr->attrs || r->resop != OP_GETATTR)
+        return;
+    fattr4 *f = &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+    if (f->attrmask.bitmap4_val == cr->attrs->mask)
+        f->attrmask.bitmap4_val = NULL;
+    if (f->attr_vals.attrlist4_val == cr->attrs->vals)
+        f->attr_vals.attrlist4_val = NULL;
+}
+
 /* One result: the operation it answers, then its result with rpcgen's routine; a READ's
  * data decoded straight into rbuf (over RPC-over-RDMA it was written there already). */
 static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
@@ -286,6 +335,8 @@ static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
     }
     /* the union's arm after the number rpcgen's routine decodes first: decode the whole
      * result with it from a copy of the number */
+    if (o->resop == OP_GETATTR && cr->attrs)
+        return getattr_res(x, cr, &o->nfs_resop4_u.opgetattr);
     switch (o->resop) {
 #define ARM(OPN, member, fn)                                                                       \
     case OPN:                                                                                      \
@@ -330,8 +381,10 @@ static bool_t xdr_cres(XDR *x, struct cres *cr)
 {
     COMPOUND4res *r = &cr->r;
     if (x->x_op == XDR_FREE && cr->fixed && r->resarray.resarray_val == cr->fixed) {
-        for (u_int i = 0; i < r->resarray.resarray_len; i++)
+        for (u_int i = 0; i < r->resarray.resarray_len; i++) {
+            attrs_unroom(cr, &cr->fixed[i]);
             xdr_nfs_resop4(x, &cr->fixed[i]);
+        }
         r->resarray.resarray_val = NULL;
         r->resarray.resarray_len = 0;
         return xdr_utf8str_cs(x, &r->tag);
@@ -1455,6 +1508,7 @@ static int acall_send(struct uiw__nfs_client *c, struct uiw__nfs_op *op, enum ui
     q->cr.ops = q->ops;
     q->cr.nops = 3;
     q->cr.fixed = q->res;
+    q->cr.attrs = &q->attrs;
     COMPOUND4args a;
     memset(&a, 0, sizeof(a));
     a.minorversion = (uint32_t)s->minor;

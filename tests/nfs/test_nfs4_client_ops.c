@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "interop.h"
+#include "nfs/client.h"
 #include "nfs_util.h"
 #include "run.h"
 #include "test.h"
@@ -141,6 +143,74 @@ TEST(nfs4ops_bench_inflight)
     u4(&d, 1, "4.1", "", u, sizeof(u));
     bench_inflight(u, "rdma-v2", 64, 4u << 20);
     d4_stop(&d);
+}
+
+/* What each GETATTR in flight ended with (its index in op->arg), and how many ended. */
+static int getattr_rc[192], getattr_ended;
+
+static void getattr_done(struct uiw__nfs_op *op, int rc)
+{
+    getattr_rc[(intptr_t)op->arg] = rc;
+    getattr_ended++;
+}
+
+/* GETATTRs in flight over RPC-over-RDMA and NFSv4.1, three times as many as the session's
+ * 64 slots for them (those past them wait for a slot): the session has 65 slots (one for
+ * the synchronous calls), and each call's attributes, decoded into its slot's memory
+ * reused call after call, are its own file's. */
+TEST(nfs4ops_getattr_in_flight_rdma)
+{
+#if UIW_NFS_HAVE_RDMA
+    enum { FILES = 7, CALLS = sizeof(getattr_rc) / sizeof(getattr_rc[0]) };
+    struct d4 d = {0};
+    d4_start(&d, "90");
+    char path[FILES][300];
+    for (int i = 0; i < FILES; i++) {
+        snprintf(path[i], sizeof(path[i]), "%s/g%d", d.dir, i);
+        write_local(path[i], (size_t)i * 1000 + 1, (unsigned)i);
+        CHECK_EQ(chmod(path[i], 0600 + (mode_t)i), 0);
+    }
+    char u[700], err[512];
+    u4(&d, 1, "4.1", "g0", u, sizeof(u));
+    struct tool_run r = nfs("-v", "stat", u, NULL);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.err, "CREATE_SESSION: 65 slots") != NULL);
+    tool_run_free(&r);
+    u4(&d, 1, "4.1", "", u, sizeof(u));
+    struct uiw__nfs_url url;
+    CHECK_EQ(uiw__nfs_url_parse(u, &url, err, sizeof(err)), 0);
+    struct uiw__nfs_client *c = uiw__nfs_client_open(&url, 0, err, sizeof(err));
+    if (!c)
+        uiw_test_fail(__FILE__, __LINE__, "%s", err);
+    struct uiw__nfs_fh fh[FILES];
+    for (int i = 0; i < FILES; i++) {
+        char sub[700];
+        snprintf(sub, sizeof(sub), "%s/g%d", uiw__nfs_client_subpath(c), i);
+        CHECK_EQ(uiw__nfs_lookup_path(c, sub, &fh[i], NULL), 0);
+    }
+    static struct uiw__nfs_op ops[CALLS];
+    static fattr3 got[CALLS];
+    memset(ops, 0, sizeof(ops));
+    memset(got, 0, sizeof(got));
+    getattr_ended = 0;
+    for (int k = 0; k < CALLS; k++) {
+        getattr_rc[k] = -1;
+        ops[k].done = getattr_done;
+        ops[k].arg = (void *)(intptr_t)k;
+        CHECK_EQ(uiw__nfs_getattr_start(c, &fh[k % FILES], &got[k], &ops[k]), 0);
+    }
+    for (int tries = 0; tries < 3000 && getattr_ended < CALLS; tries++)
+        CHECK(uiw__nfs_poll(c, 100) >= 0);
+    CHECK_EQ(getattr_ended, CALLS);
+    for (int k = 0; k < CALLS; k++) {
+        CHECK_EQ(getattr_rc[k], 0);
+        CHECK_FATTR_PATH("GETATTR in flight", &got[k], path[k % FILES]);
+    }
+    uiw__nfs_client_close(c);
+    d4_stop(&d);
+#else
+    SKIP("built without the RPC layer");
+#endif
 }
 
 /* mkdir, put into it, ls, stat, mv, rm, rmdir: each checked in the export. */
