@@ -861,13 +861,14 @@ static int attrs_out(struct uiw__nfs_client *c, const fattr4 *f, fattr3 *a, stru
                 break;
             case FATTR4_OWNER:
             case FATTR4_OWNER_GROUP: {
+                /* the string in place: no copy of it (owner_id reads at most 10 bytes) */
                 u_int n = 0;
-                ok = xdr_bytes(&x, &str, &n, 1024);
+                ok = xdr_u_int(&x, &n) && n <= 1024 &&
+                     (str = (char *)xdr_inline(&x, (n + 3) & ~3u)) != NULL;
                 if (ok && bit == FATTR4_OWNER)
                     a->uid = owner_id(str, n, c->url.uid);
                 else if (ok)
                     a->gid = owner_id(str, n, c->url.gid);
-                free(str);
                 break;
             }
             case FATTR4_RAWDEV:
