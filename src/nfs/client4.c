@@ -749,23 +749,30 @@ static int new_client(struct uiw__nfs_client *c)
 
 /* ---- attributes ---- */
 
-/* Asked of every object (RFC 8881 section 5.8): bit numbers, in order. */
-static const uint32_t attr_bits[] = {
-    FATTR4_TYPE,       FATTR4_CHANGE,      FATTR4_SIZE,          FATTR4_FSID,        FATTR4_FILEID,
-    FATTR4_MODE,       FATTR4_NUMLINKS,    FATTR4_OWNER,         FATTR4_OWNER_GROUP, FATTR4_RAWDEV,
-    FATTR4_SPACE_USED, FATTR4_TIME_ACCESS, FATTR4_TIME_METADATA, FATTR4_TIME_MODIFY};
+/* Bit `bit`'s place in word k of an attribute bitmap (RFC 8881 section 3.3.7). */
+#define ABIT(bit, k) ((bit) / 32 == (k) ? 1u << ((bit) % 32) : 0u)
+/* Asked of every object (RFC 8881 section 5.8), word k of the bitmap. */
+#define ATTR_WORD(k)                                                                               \
+    (ABIT(FATTR4_TYPE, k) | ABIT(FATTR4_CHANGE, k) | ABIT(FATTR4_SIZE, k) | ABIT(FATTR4_FSID, k) | \
+     ABIT(FATTR4_FILEID, k) | ABIT(FATTR4_MODE, k) | ABIT(FATTR4_NUMLINKS, k) |                    \
+     ABIT(FATTR4_OWNER, k) | ABIT(FATTR4_OWNER_GROUP, k) | ABIT(FATTR4_RAWDEV, k) |                \
+     ABIT(FATTR4_SPACE_USED, k) | ABIT(FATTR4_TIME_ACCESS, k) | ABIT(FATTR4_TIME_METADATA, k) |    \
+     ABIT(FATTR4_TIME_MODIFY, k))
+/* ... and of the root at setup, beside those. */
+#define ROOT_WORD(k)                                                                               \
+    (ATTR_WORD(k) | ABIT(FATTR4_LEASE_TIME, k) | ABIT(FATTR4_MAXREAD, k) | ABIT(FATTR4_MAXWRITE, k))
 
-static uint32_t attr_words[2];
+/* Never written: calls on any thread (and two GETATTRs of one COMPOUND) point at them
+ * until they are encoded. */
+static uint32_t attr_words[2] = {ATTR_WORD(0), ATTR_WORD(1)};
+static uint32_t root_words[2] = {ROOT_WORD(0), ROOT_WORD(1)};
 
-static void attr_request(bitmap4 *b, const uint32_t *extra, unsigned nextra)
+/* A GETATTR's bitmap: the attributes asked of every object, or with root, those the
+ * setup asks of the root too. */
+static void attr_request(bitmap4 *b, int root)
 {
-    memset(attr_words, 0, sizeof(attr_words));
-    for (size_t i = 0; i < sizeof(attr_bits) / sizeof(attr_bits[0]); i++)
-        attr_words[attr_bits[i] / 32] |= 1u << (attr_bits[i] % 32);
-    for (unsigned i = 0; i < nextra; i++)
-        attr_words[extra[i] / 32] |= 1u << (extra[i] % 32);
     b->bitmap4_len = 2;
-    b->bitmap4_val = attr_words;
+    b->bitmap4_val = root ? root_words : attr_words;
 }
 
 /* What the setup asks of the root beside the rest. */
@@ -920,7 +927,7 @@ static void attrs_in(fattr4 *f, uint32_t words[2], char *buf, const uint64_t *si
 static void getattr_op(nfs_argop4 *a)
 {
     op_init(a, OP_GETATTR);
-    attr_request(&a->nfs_argop4_u.opgetattr.attr_request, NULL, 0);
+    attr_request(&a->nfs_argop4_u.opgetattr.attr_request, 0);
 }
 
 static int getattr_out(struct uiw__nfs_client *c, const nfs_resop4 *r, fattr3 *attr)
@@ -955,8 +962,7 @@ static int root_setup(struct uiw__nfs_client *c, char *err, size_t errlen)
     op_init(&r[1], OP_PUTROOTFH);
     op_init(&r[2], OP_GETFH);
     op_init(&r[3], OP_GETATTR);
-    static const uint32_t extra[] = {FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE};
-    attr_request(&r[3].nfs_argop4_u.opgetattr.attr_request, extra, 3);
+    attr_request(&r[3].nfs_argop4_u.opgetattr.attr_request, 1);
     rc = compound(c, r, 4, &cr, 0);
     struct root_attrs ra = {90, 0, 0};
     fattr3 fa;
@@ -1701,7 +1707,7 @@ int uiw__nfs4c_readdir(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir,
     READDIR4args *ra = &ops[2].nfs_argop4_u.opreaddir;
     ra->dircount = READDIR_MAXCOUNT / 2;
     ra->maxcount = READDIR_MAXCOUNT;
-    attr_request(&ra->attr_request, NULL, 0);
+    attr_request(&ra->attr_request, 0);
     for (;;) {
         struct cres cr = {0};
         int rc = compound(c, ops, 3, &cr, READDIR_MAXCOUNT + 8192);
