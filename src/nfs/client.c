@@ -292,6 +292,32 @@ static int tcp_connect(const char *host, int port, struct sockaddr_storage *ss, 
     return fd;
 }
 
+/* libtirpc's clnt_sperror and clnt_spcreateerror write one buffer shared by every thread:
+ * clients opened or failing on several threads at once would garble each other's
+ * messages. The same text, in the caller's buf: "what: RPC: status" and its detail. */
+static const char *rpc_errtext(enum clnt_stat st, const struct rpc_err *e, const char *what,
+                               char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "%s: %s", what, clnt_sperrno(st));
+    size_t at = k < 0 ? 0 : (size_t)k < n ? (size_t)k : n;
+    char eb[128];
+    if (e && st == RPC_PROGVERSMISMATCH)
+        snprintf(buf + at, n - at, "; low version = %u, high version = %u",
+                 (unsigned)e->re_vers.low, (unsigned)e->re_vers.high);
+    else if (e && (st == RPC_CANTSEND || st == RPC_CANTRECV || st == RPC_SYSTEMERROR) &&
+             e->re_errno)
+        snprintf(buf + at, n - at, "; errno = %s", strerror_r(e->re_errno, eb, sizeof(eb)));
+    return buf;
+}
+
+/* rpc_errtext of cl's last call. */
+static const char *clnt_errtext(CLIENT *cl, const char *what, char *buf, size_t n)
+{
+    struct rpc_err e;
+    clnt_geterr(cl, &e);
+    return rpc_errtext(e.re_status, &e, what, buf, n);
+}
+
 static CLIENT *rpc_tcp(struct uiw__nfs_client *c, int port, uint32_t prog, uint32_t vers, char *err,
                        size_t errlen)
 {
@@ -305,7 +331,10 @@ static CLIENT *rpc_tcp(struct uiw__nfs_client *c, int port, uint32_t prog, uint3
     struct netbuf nb = {.maxlen = sl, .len = sl, .buf = &ss};
     CLIENT *cl = clnt_vc_create(fd, &nb, prog, vers, 0, 0);
     if (!cl) {
-        say(err, errlen, "%s:%d: %s", c->url.host, port, clnt_spcreateerror("connect"));
+        char eb[256];
+        struct rpc_err e = rpc_createerr.cf_error;
+        say(err, errlen, "%s:%d: %s", c->url.host, port,
+            rpc_errtext(rpc_createerr.cf_stat, &e, "connect", eb, sizeof(eb)));
         close(fd);
         return NULL;
     }
@@ -385,7 +414,8 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
     enum clnt_stat st =
         clnt_call(c->nfs, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, tv);
     if (st != RPC_SUCCESS) {
-        say(err, errlen, "%s", clnt_sperror(c->nfs, "NFS NULL (rdma)"));
+        char eb[256];
+        say(err, errlen, "%s", clnt_errtext(c->nfs, "NFS NULL (rdma)", eb, sizeof(eb)));
         auth_destroy(c->nfs->cl_auth);
         c->nfs->cl_auth = NULL;
         clnt_destroy(c->nfs);
@@ -493,7 +523,7 @@ const char *uiw__nfs_errtext(const struct uiw__nfs_client *c, int rc)
 /* The RPC layer's account of a failed call, kept for uiw__nfs_errtext. */
 static void rpc_failed(struct uiw__nfs_client *c, const char *what)
 {
-    snprintf(c->err, sizeof(c->err), "%s", clnt_sperror(c->nfs, what));
+    clnt_errtext(c->nfs, what, c->err, sizeof(c->err));
     char *nl = strchr(c->err, '\n');
     if (nl)
         *nl = 0;
@@ -859,7 +889,8 @@ static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
         m = rpc_tcp(c, ports[i], MOUNT_PROG, 3, err, errlen);
         if (m && clnt_call(m, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, tv) !=
                      RPC_SUCCESS) {
-            say(err, errlen, "%s", clnt_sperror(m, "MOUNT NULL"));
+            char eb[256];
+            say(err, errlen, "%s", clnt_errtext(m, "MOUNT NULL", eb, sizeof(eb)));
             rpc_close(m);
             m = NULL;
         }
@@ -902,7 +933,8 @@ static int do_mount(struct uiw__nfs_client *c, char *err, size_t errlen)
     enum clnt_stat st = clnt_call(m, MOUNTPROC3_MNT, UIW__XDRPROC(xdr_dirpath), (caddr_t)&dir,
                                   UIW__XDRPROC(xdr_mountres3), (caddr_t)&res, tv);
     if (st != RPC_SUCCESS) {
-        say(err, errlen, "%s", clnt_sperror(m, "MNT"));
+        char eb[256];
+        say(err, errlen, "%s", clnt_errtext(m, "MNT", eb, sizeof(eb)));
         rpc_close(m);
         return -1;
     }
@@ -945,7 +977,8 @@ static int open_v4(struct uiw__nfs_client *c, char *err, size_t errlen)
         enum clnt_stat st =
             clnt_call(c->nfs, 0, UIW__XDRPROC(xdr_void), NULL, UIW__XDRPROC(xdr_void), NULL, tv);
         if (st != RPC_SUCCESS) {
-            say(err, errlen, "%s", clnt_sperror(c->nfs, "NFS v4 NULL"));
+            char eb[256];
+            say(err, errlen, "%s", clnt_errtext(c->nfs, "NFS v4 NULL", eb, sizeof(eb)));
             char *nl = strchr(err, '\n');
             if (nl)
                 *nl = 0;
