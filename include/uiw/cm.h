@@ -216,7 +216,10 @@ UIW_EXTERN int uiw_cm_accept(struct uiw_cm_id *id, const struct uiw_conn_param *
 /* Passive side: answer with a Reply with R set carrying private data, close. */
 UIW_EXTERN int uiw_cm_reject(struct uiw_cm_id *id, const void *private_data, uint16_t len);
 /* Close a connection: graceful (the QP completes work in progress, then the TCP stream
- * closes), DISCONNECTED follows on both sides. */
+ * closes), DISCONNECTED follows on both sides. On the side that called it, DISCONNECTED
+ * comes once the peer has closed its side too (or about two seconds after ours, from a
+ * peer that does not): until then what the peer still sends is read and discarded, so
+ * that destroying the QP on the event loses nothing this side sent. */
 UIW_EXTERN int uiw_cm_disconnect(struct uiw_cm_id *id);
 
 /* Negotiated settings; -ENOTCONN before the handshake completes. */

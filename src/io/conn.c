@@ -76,16 +76,28 @@ static void conn_wake_stop(struct uiw__conn *c)
 
 static void conn_wake_arm(struct uiw__conn *c);
 
+/* The connection of its timer (c->wake: the wake-up's or the lingering close's). */
+static struct uiw__conn *timer_conn(struct uiw__ioh *h)
+{
+    return (struct uiw__conn *)((char *)h - offsetof(struct uiw__conn, wake));
+}
+
+/* Consume the timer's expiry: false when it has not expired (a stale readiness). */
+static bool timer_fired(struct uiw__conn *c)
+{
+    uint64_t ticks;
+    return !(read(c->wake.fd, &ticks, sizeof(ticks)) < 0 && errno == EAGAIN);
+}
+
 /* The timer fired: if the peer has sent nothing yet, the zero-length Write goes out, and
  * the timer runs again for twice as long while tries are left (a responder that was
  * still moving its socket to the QP when the last one arrived missed it too). */
 static void wake_events(struct uiw__ioh *h, uint32_t events)
 {
-    struct uiw__conn *c = (struct uiw__conn *)((char *)h - offsetof(struct uiw__conn, wake));
+    struct uiw__conn *c = timer_conn(h);
     (void)events;
-    uint64_t ticks;
-    if (read(c->wake.fd, &ticks, sizeof(ticks)) < 0 && errno == EAGAIN)
-        return; /* not expired: a stale readiness */
+    if (!timer_fired(c))
+        return;
     if (c->open && !c->closing && uiw__qp_wake(c->qp)) {
         uiw__conn_service(c, 0);
         if (--c->wake_left > 0) {
@@ -139,8 +151,18 @@ void uiw__conn_go(struct uiw__conn *c)
     uiw__lock_give(&io->loop.lock);
 }
 
-/* Tell the engine and the owner once that the stream ended. loop.lock held. */
-static void conn_report(struct uiw__conn *c, int reason)
+/* Tell the owner once that the stream ended. loop.lock held. */
+static void conn_tell_owner(struct uiw__conn *c, int reason)
+{
+    if (c->owner_told)
+        return;
+    c->owner_told = true;
+    if (c->owner_arg)
+        c->owner->ended(c->owner_arg, reason);
+}
+
+/* Tell the engine once that the stream ended. loop.lock held. */
+static void conn_report_engine(struct uiw__conn *c, int reason)
 {
     if (c->reported)
         return;
@@ -153,8 +175,13 @@ static void conn_report(struct uiw__conn *c, int reason)
     uiw__qp_conn_lost(c->qp, reason);
     uiw__pcap_close(c->pcap);
     c->pcap = NULL;
-    if (c->owner_arg)
-        c->owner->ended(c->owner_arg, reason);
+}
+
+/* Tell the engine and the owner. loop.lock held. */
+static void conn_report(struct uiw__conn *c, int reason)
+{
+    conn_report_engine(c, reason);
+    conn_tell_owner(c, reason);
 }
 
 static void conn_close_fd(struct uiw__conn *c)
@@ -175,17 +202,12 @@ static void conn_end(struct uiw__conn *c, int reason)
     conn_close_fd(c);
 }
 
-/* The engine is done sending: report, send our FIN after the queued bytes and keep reading
- * (discarding) until the peer closes too, so that no unread input turns the close into a
- * reset that could discard the last bytes we sent (a Terminate). uiw__conn_destroy ends
- * the wait in any case. loop.lock held. */
-static void conn_linger(struct uiw__conn *c)
+/* The lingering close is over (the peer closed, the socket failed, or UIW__LINGER_MS
+ * passed): close the socket and tell the owner. loop.lock held. */
+static void conn_linger_end(struct uiw__conn *c)
 {
-    conn_wake_stop(c);
-    conn_report(c, 0);
-    shutdown(c->h.fd, SHUT_WR);
-    c->closing = true;
-    uiw__loop_set(&c->io->loop, &c->h, EPOLLIN);
+    conn_close_fd(c);
+    conn_tell_owner(c, 0);
 }
 
 static void conn_drain(struct uiw__conn *c)
@@ -198,11 +220,54 @@ static void conn_drain(struct uiw__conn *c)
             continue;
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* inline progress may run no loop pass that would see the timer */
+            if (uiw__now_ms() >= c->linger_until)
+                conn_linger_end(c);
             return;
-        conn_close_fd(c); /* EOF or error: the peer is gone too */
+        }
+        conn_linger_end(c); /* EOF or error: the peer is gone too */
         return;
     }
+}
+
+static void linger_events(struct uiw__ioh *h, uint32_t events)
+{
+    struct uiw__conn *c = timer_conn(h);
+    (void)events;
+    if (!timer_fired(c))
+        return;
+    if (c->open)
+        conn_linger_end(c);
+    else
+        conn_wake_stop(c);
+}
+
+/* The engine is done sending: tell the engine (its work completes), send our FIN after
+ * the queued bytes and keep reading (discarding) until the peer closes too, so that no
+ * unread input turns the close into a reset that could discard the last bytes we sent
+ * (a Send still unacknowledged, a Terminate). The owner hears that the stream ended only
+ * then (or after UIW__LINGER_MS): an owner that destroys the QP on that word loses none
+ * of it. uiw__conn_destroy ends the wait in any case. loop.lock held. */
+static void conn_linger(struct uiw__conn *c)
+{
+    conn_wake_stop(c);
+    conn_report_engine(c, 0);
+    shutdown(c->h.fd, SHUT_WR);
+    c->closing = true;
+    c->linger_until = uiw__now_ms() + UIW__LINGER_MS;
+    uiw__loop_set(&c->io->loop, &c->h, EPOLLIN);
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0)
+        return; /* the next drain after the bound ends it */
+    struct itimerspec its = {0};
+    its.it_value.tv_sec = UIW__LINGER_MS / 1000;
+    its.it_value.tv_nsec = (long)(UIW__LINGER_MS % 1000) * 1000000L;
+    c->wake.fd = fd;
+    c->wake.fn = linger_events;
+    if (timerfd_settime(fd, 0, &its, NULL) < 0 ||
+        uiw__loop_set(&c->io->loop, &c->wake, EPOLLIN) < 0)
+        conn_wake_stop(c);
 }
 
 /* Write iov[0..cnt): one send() for a single piece (cheaper in the kernel than sendmsg's

@@ -56,7 +56,8 @@ struct uiw__conn {
     uint32_t log_id;  /* the connection's number in log lines */
     bool open;        /* socket open */
     bool closing;     /* FIN sent after the engine finished: draining until the peer closes */
-    bool reported;    /* the engine and the cm were told that the stream ended */
+    bool reported;    /* the engine was told that the stream ended */
+    bool owner_told;  /* the owner was told that the stream ended */
     bool out_blocked; /* the last write hit EAGAIN: wait for EPOLLOUT */
     bool queued;      /* on io->pending (guarded by pend_lock) */
     bool rx_moved;    /* the last read pass (conn_rx) read stream bytes */
@@ -67,7 +68,9 @@ struct uiw__conn {
     size_t stage_cap;
     uint8_t wake_state;          /* the initiator's wake-up Write (uiw__conn_wake): UIW__WAKE_* */
     uint8_t wake_left;           /* wake-up Writes still allowed */
-    struct uiw__ioh wake;        /* its timer (timerfd; fd -1 when none) */
+    struct uiw__ioh wake;        /* its timer, or the lingering close's (timerfd; fd -1
+                                  * when none) */
+    uint64_t linger_until;       /* closing: uiw__now_ms() when the wait for the peer ends */
     unsigned wake_ms;            /* until the next one */
     struct uiw__conn *pend_next; /* (guarded by pend_lock) */
     struct uiw__conn *next, *prev;
@@ -85,6 +88,9 @@ struct uiw__io *uiw__io_of(struct uiw_context *ctx);
 int uiw__conn_start(struct uiw_qp *qp, int fd, struct uiw__pcap *pcap,
                     const struct uiw__conn_owner *owner, void *arg,
                     const struct uiw__conn_params *p, struct uiw__conn **out);
+/* After our FIN, how long a connection waits for the peer's before it closes its socket
+ * and tells the owner. */
+enum { UIW__LINGER_MS = 2000 };
 enum { UIW__WAKE_NONE = 0, UIW__WAKE_IDLE, UIW__WAKE_ARMED };
 enum { UIW__WAKE_TRIES = 5 }; /* 50 ms: at 50, 150, 350, 750 and 1550 ms */
 /* The initiator's wake-up (uiw__qp_wake): ms after the connection's first bytes of FPDU

@@ -1042,20 +1042,26 @@ static void expect_wake(struct conf *c, uint64_t t0, uint64_t min_ms)
     CHECK_EQ(h.to, 0);
 }
 
-static void initiator_wake(enum wake_case k)
+/* A signalled Send (wr_id) of the first 16 bytes of R_RW. */
+static void post_send16(struct conf *c, uint64_t wr_id)
 {
-    struct conf *c = calloc(1, sizeof(*c));
-    struct conf_opts o = {.crc = true, .initiator = true, .wake = k != WAKE_OFF};
-    conf_open(c, &o);
-    uint8_t *src = c->region[R_RW];
-    struct uiw_sge sge = {.addr = (uintptr_t)src, .length = 16, .lkey = c->mr[R_RW]->lkey};
-    struct uiw_send_wr wr = {.wr_id = 7,
+    struct uiw_sge sge = {
+        .addr = (uintptr_t)c->region[R_RW], .length = 16, .lkey = c->mr[R_RW]->lkey};
+    struct uiw_send_wr wr = {.wr_id = wr_id,
                              .sg_list = &sge,
                              .num_sge = 1,
                              .opcode = UIW_WR_SEND,
                              .send_flags = UIW_SEND_SIGNALED};
     struct uiw_send_wr *bad = NULL;
     CHECK_EQ(uiw_post_send(c->qp, &wr, &bad), 0);
+}
+
+static void initiator_wake(enum wake_case k)
+{
+    struct conf *c = calloc(1, sizeof(*c));
+    struct conf_opts o = {.crc = true, .initiator = true, .wake = k != WAKE_OFF};
+    conf_open(c, &o);
+    post_send16(c, 7);
     uint8_t u[128];
     uint16_t len = 0;
     CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, CONF_WAIT_MS), 1);
@@ -1107,4 +1113,70 @@ TEST(initiator_wakes_until_answered)
 TEST(initiator_no_wake_when_off)
 {
     initiator_wake(WAKE_OFF);
+}
+
+/* ---- a graceful close the stack begins: DISCONNECTED once the peer closed too ---- */
+
+/* The stack sends, then disconnects: the peer reads the Send and then the FIN. While the
+ * peer keeps its side open (and sends more, which the stack reads and discards), the
+ * connection lingers and DISCONNECTED waits: an application that destroys its QP on that
+ * event cannot turn the close into a reset that loses what it sent and the peer has not
+ * acknowledged yet. The peer's FIN ends the wait, or, from a peer that never closes, a
+ * bound of about two seconds. */
+static void graceful_close(bool peer_closes)
+{
+    struct conf *c = calloc(1, sizeof(*c));
+    struct conf_opts o = {.crc = true};
+    conf_open(c, &o);
+    /* the stack may send once it has seen this */
+    CHECK_EQ(rawpeer_send_send(&c->peer, UIW_RDMAP_SEND, 0, "first", 5), 0);
+    struct uiw_wc wc;
+    conf_next_wc(c, &wc);
+    CHECK_EQ(wc.opcode, UIW_WC_RECV);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    conf_expect_written(c, c->region[R_RECV], "first", 5);
+    post_send16(c, 7);
+    CHECK_EQ(uiw_cm_disconnect(c->id), 0);
+    uint8_t u[128];
+    uint16_t len = 0;
+    CHECK_EQ(rawpeer_recv_fpdu(&c->peer, u, sizeof(u), &len, CONF_WAIT_MS), 1);
+    CHECK_EQ(len, UIW_DDP_UNTAGGED_HDR_LEN + 16);
+    CHECK_EQ(rawpeer_wait_eof(&c->peer, CONF_WAIT_MS, NULL), 1);
+    uint64_t t0 = ms_now();
+    /* the work completes at the close: the Send, then the other receives flushed */
+    conf_next_wc(c, &wc);
+    CHECK_EQ(wc.wr_id, 7);
+    CHECK_EQ(wc.status, UIW_WC_SUCCESS);
+    for (int i = 1; i < c->nrecv; i++) {
+        conf_next_wc(c, &wc);
+        CHECK_EQ(wc.opcode, UIW_WC_RECV);
+        CHECK_EQ(wc.status, UIW_WC_WR_FLUSH_ERR);
+    }
+    CHECK_EQ(rawpeer_send_send(&c->peer, UIW_RDMAP_SEND, 0, "late", 4), 0);
+    struct uiw_cm_event *ev = NULL;
+    if (peer_closes) {
+        CHECK_EQ(uiw_cm_get_event(c->ch, &ev, 300), -EAGAIN);
+        rawpeer_close(&c->peer, false);
+    }
+    CHECK_EQ(uiw_cm_get_event(c->ch, &ev, CONF_WAIT_MS), 0);
+    CHECK_EQ(ev->event, UIW_CM_EVENT_DISCONNECTED);
+    CHECK(ev->id == c->id);
+    CHECK_EQ(ev->status, 0);
+    uiw_cm_ack_event(ev);
+    if (!peer_closes)
+        CHECK(ms_now() - t0 >= 1500);
+    conf_no_wc(c, 50);
+    c->disconnected = true;
+    conf_close(c);
+    free(c);
+}
+
+TEST(graceful_close_waits_for_the_peer)
+{
+    graceful_close(true);
+}
+
+TEST(graceful_close_bounded_when_the_peer_stays)
+{
+    graceful_close(false);
 }
