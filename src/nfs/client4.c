@@ -30,6 +30,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2077,11 +2078,22 @@ uint64_t uiw__nfs4c_clientid(const struct uiw__nfs_client *c)
 
 #if UIW_NFS_HAVE_RDMA
 /* The clients serving a callback program, by its number (NFS4_CALLBACK + index): the
- * dispatch routine is told the program, not the client. */
+ * dispatch routine is told the program, not the client. cb_lock guards the table and is
+ * held through a dispatch, so that a client unregistered (and then freed) is in none. */
 #define CB_CLIENTS 64
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uiw__nfs_client *cb_clients[CB_CLIENTS];
 
+static void cb_dispatch_locked(struct svc_req *rq, SVCXPRT *xprt);
+
 static void cb_dispatch(struct svc_req *rq, SVCXPRT *xprt)
+{
+    pthread_mutex_lock(&cb_lock);
+    cb_dispatch_locked(rq, xprt);
+    pthread_mutex_unlock(&cb_lock);
+}
+
+static void cb_dispatch_locked(struct svc_req *rq, SVCXPRT *xprt)
 {
     uint32_t i = (uint32_t)rq->rq_prog - NFS4_CALLBACK;
     struct uiw__nfs_client *c = i < CB_CLIENTS ? cb_clients[i] : NULL;
@@ -2116,21 +2128,25 @@ static void cb_dispatch(struct svc_req *rq, SVCXPRT *xprt)
 /* Serve the callback program on the client's RPC-over-RDMA connection. */
 static void cb_register_rdma(struct uiw__nfs_client *c)
 {
+    pthread_mutex_lock(&cb_lock);
     for (uint32_t i = 0; i < CB_CLIENTS; i++) {
         if (cb_clients[i])
             continue;
-        if (uiw_rpc_clnt_bc_register(c->nfs, NFS4_CALLBACK + i, NFS_CB, cb_dispatch) != 0)
-            return;
-        cb_clients[i] = c;
-        c->v4->cb_prog = NFS4_CALLBACK + i;
-        return;
+        if (uiw_rpc_clnt_bc_register(c->nfs, NFS4_CALLBACK + i, NFS_CB, cb_dispatch) == 0) {
+            cb_clients[i] = c;
+            c->v4->cb_prog = NFS4_CALLBACK + i;
+        }
+        break;
     }
+    pthread_mutex_unlock(&cb_lock);
 }
 
 static void cb_unregister_rdma(struct uiw__nfs_client *c)
 {
+    pthread_mutex_lock(&cb_lock);
     if (c->v4->cb_prog)
         cb_clients[c->v4->cb_prog - NFS4_CALLBACK] = NULL;
+    pthread_mutex_unlock(&cb_lock);
 }
 #endif
 
