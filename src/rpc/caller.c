@@ -40,6 +40,7 @@ int uiw__rpc_caller_init(struct uiw__rpc_caller *c, struct uiw__rr_dev *d, unsig
         return -ENOMEM;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->connect_lock, NULL);
+    pthread_mutex_init(&c->scan_lock, NULL);
     for (unsigned i = nslots; i-- > 0;) {
         c->slots[i].caller = c;
         c->slots[i].next = c->free;
@@ -58,6 +59,7 @@ void uiw__rpc_caller_fini(struct uiw__rpc_caller *c)
     c->slots = NULL;
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->connect_lock);
+    pthread_mutex_destroy(&c->scan_lock);
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -85,7 +87,10 @@ static bool past(uint64_t deadline)
     return deadline && uiw__rr_now_ns() >= deadline;
 }
 
-static struct uiw__rpc_slot *slot_get(struct uiw__rpc_caller *c, uint64_t deadline)
+/* A free slot for a call ending by deadline, asynchronous when done is given: what expire
+ * reads of it is set under the lock that it reads it under. */
+static struct uiw__rpc_slot *slot_get(struct uiw__rpc_caller *c, uint64_t deadline,
+                                      uiw_rpc_done_fn done, void *arg)
 {
     for (;;) {
         pthread_mutex_lock(&c->lock);
@@ -94,6 +99,11 @@ static struct uiw__rpc_slot *slot_get(struct uiw__rpc_caller *c, uint64_t deadli
             c->free = s->next;
             s->next = NULL;
             s->in_use = true;
+            s->deadline = deadline;
+            s->async = done != NULL;
+            s->done = done;
+            s->arg = arg;
+            s->queued_done = false;
             atomic_fetch_add(&c->busy, 1);
         }
         pthread_mutex_unlock(&c->lock);
@@ -373,7 +383,7 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
     uint64_t deadline = uiw__rpc_deadline(timeout);
     if (start_err)
         *start_err = 0;
-    struct uiw__rpc_slot *s = slot_get(c, deadline);
+    struct uiw__rpc_slot *s = slot_get(c, deadline, done, arg);
     if (!s) {
         if (start_err)
             *start_err = -ETIMEDOUT;
@@ -391,11 +401,6 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
     s->proc = proc;
     s->xres = xres;
     s->resp = resp;
-    s->deadline = deadline;
-    s->async = done != NULL;
-    s->done = done;
-    s->arg = arg;
-    s->queued_done = false;
     q->xid = next_xid(c);
     q->backward = c->backward;
     struct uiw__rr_conn *k = conn_of(c);
@@ -555,17 +560,28 @@ int uiw__rpc_call_raw(struct uiw__rpc_caller *c, const void *msg, uint32_t len, 
 
 /* ---------------------------------------------------------------- driving */
 
-/* Async calls past their deadline end with RPC_TIMEDOUT. */
+/* Whether s is an asynchronous call past its deadline that nothing has ended yet. */
+static bool expired(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s, uint64_t now)
+{
+    pthread_mutex_lock(&c->lock);
+    bool e = s->in_use && s->async && s->deadline && now >= s->deadline && !s->queued_done &&
+             s->done != NULL;
+    pthread_mutex_unlock(&c->lock);
+    return e;
+}
+
+/* Async calls past their deadline end with RPC_TIMEDOUT; one thread at a time (any
+ * thread that polls or calls may come here). */
 static void expire(struct uiw__rpc_caller *c)
 {
     uint64_t now = uiw__rr_now_ns();
-    if (now - c->last_scan < SCAN_NS)
+    if (now - atomic_load_explicit(&c->last_scan, memory_order_relaxed) < SCAN_NS ||
+        pthread_mutex_trylock(&c->scan_lock) != 0)
         return;
-    c->last_scan = now;
+    atomic_store_explicit(&c->last_scan, now, memory_order_relaxed);
     for (unsigned i = 0; i < c->nslots; i++) {
         struct uiw__rpc_slot *s = &c->slots[i];
-        if (!s->in_use || !s->async || !s->deadline || now < s->deadline || s->queued_done ||
-            s->done == NULL)
+        if (!expired(c, s, now))
             continue;
         int st = atomic_load(&s->rq.state);
         if (st == UIW__RR_REQ_DONE)
@@ -589,6 +605,7 @@ static void expire(struct uiw__rpc_caller *c)
         struct rpc_err e = {.re_status = RPC_TIMEDOUT, .re_errno = ETIMEDOUT};
         fn(c->clnt, arg, RPC_TIMEDOUT, &e);
     }
+    pthread_mutex_unlock(&c->scan_lock);
 }
 
 int uiw__rpc_caller_run(struct uiw__rpc_caller *c)

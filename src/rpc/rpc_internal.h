@@ -132,8 +132,9 @@ struct uiw__rpc_caller {
     uint32_t threshold;
     bool backward;
     pthread_mutex_t connect_lock;
-    struct uiw__rpc_resp *bc; /* client: its backward-call service */
-    uint64_t last_scan;
+    struct uiw__rpc_resp *bc;  /* client: its backward-call service */
+    pthread_mutex_t scan_lock; /* held by the one thread in expire() */
+    _Atomic uint64_t last_scan;
     /* stats */
     _Atomic uint64_t n_retrans, n_timeouts;
 };
