@@ -752,11 +752,13 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
             if (c->rdma)
                 uiw__rpc_clnt_unplug();
 #endif
-            if (!n && !uiw__nfs4c_inflight(c) && !c->rdma && timeout_ms >= 0) {
-                /* nothing in flight: the back channel served for the time given (over
-                 * RPC-over-RDMA the RPC layer serves it), a recall answered, a new
-                 * connection bound */
-                pipe_poll(c, timeout_ms);
+            if (!n && !uiw__nfs4c_inflight(c) && timeout_ms >= 0) {
+                /* nothing in flight: the back channel served for the time given (the
+                 * pipe's records over TCP, the RPC layer's backward calls over
+                 * RPC-over-RDMA), then what waited for the next COMPOUND: a new TCP
+                 * connection bound, the delegations recalled meanwhile returned */
+                if (uiw__nfs_xprt_poll(c, timeout_ms) < 0)
+                    return -1;
                 uiw__nfs4c_idle(c);
             }
             if (n || !uiw__nfs4c_inflight(c))

@@ -142,9 +142,10 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
                         xdrproc_t xres, void *res, struct uiw__nfs_async *a);
 /* Send and run completions for up to timeout_ms (0: only what is ready; -1: until a call
  * ends, or at once when none is in flight); returns how many calls ended (or, over
- * RPC-over-RDMA, a negative code). NFSv4 over TCP with nothing in flight: the back
- * channel's calls served for up to timeout_ms (not -1), the delegations they recalled
- * returned, a connection made again bound to the back channel. */
+ * RPC-over-RDMA, a negative code). NFSv4 with nothing in flight: the back channel's
+ * calls (over TCP, the connection's; over RPC-over-RDMA, the backward direction's)
+ * served for up to timeout_ms (not -1), the delegations they recalled returned, a TCP
+ * connection made again bound to the back channel. */
 int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
 /* Over TCP: the most calls there were in flight at once (over RPC-over-RDMA the
  * transport's counters say it: credits_max_inflight). */

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -18,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "interop.h"
@@ -182,6 +184,44 @@ void v4_wait_cb_up(const struct srv *v, struct uiw__nfs_client *c,
             uiw_test_fail(__FILE__, __LINE__, "the back channel never came up");
         CHECK(poll(c, 20) >= 0);
     }
+}
+
+static int64_t test_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void v4_recalled(const struct srv *v, struct uiw__nfs_client *c, const char *data)
+{
+    struct uiw__nfsd_deleg_counts d0, d1;
+    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d0), 0);
+    struct uiw__nfs_fh fh;
+    v4_take_deleg(c, &fh);
+    unsigned runs = uiw__nfs4c_cb_runs(c);
+    struct v4_writer w = {v, data, 0};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, v4_rewrite, &w), 0);
+    int64_t until = test_now_ms() + 20000;
+    while (uiw__nfs4c_has_deleg(c, &fh)) {
+        if (test_now_ms() > until)
+            uiw_test_fail(__FILE__, __LINE__, "the delegation was never recalled and returned");
+        CHECK(uiw__nfs_poll(c, 20) >= 0);
+    }
+    CHECK_EQ(uiw__nfs4c_cb_runs(c), runs + 1); /* one CB_RECALL run */
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(w.rc, 8);
+    uiw__nfs4c_want_deleg(c, 0);
+    char buf[16];
+    int eof = 0;
+    CHECK_EQ(uiw__nfs_read(c, &fh, 0, sizeof(buf), buf, &eof), 8);
+    CHECK_MEM(buf, data, 8);
+    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d1), 0);
+    CHECK_EQ(d1.granted, d0.granted + 1);
+    CHECK_EQ(d1.recalled, d0.recalled + 1);
+    CHECK_EQ(d1.returned, d0.returned + 1);
+    CHECK_EQ(d1.revoked, 0);
 }
 
 void bench_inflight(const char *url, const char *transport, unsigned inflight, unsigned size)

@@ -123,6 +123,11 @@ void v4_take_deleg(struct uiw__nfs_client *c, struct uiw__nfs_fh *fh);
  * answered); the test fails after 10 s. */
 void v4_wait_cb_up(const struct srv *v, struct uiw__nfs_client *c,
                    int (*poll)(struct uiw__nfs_client *c, int timeout_ms));
+/* c reads "f" and takes a read delegation of it; another client's WRITE of data (8
+ * bytes) recalls it while c only polls (uiw__nfs_poll, nothing in flight), c answers and
+ * returns it, the WRITE completes, and c reads the new bytes. The server counts one more
+ * delegation granted, recalled and returned, none revoked; c ran one CB_RECALL. */
+void v4_recalled(const struct srv *v, struct uiw__nfs_client *c, const char *data);
 
 /* uiw-nfs bench --json --inflight N of a file of size bytes (4 KiB calls, 1 s of GETATTRs)
  * at url: the WRITE, READ and GETATTR lines name transport and N, the WRITE and READ moved

@@ -412,6 +412,21 @@ static void call_args(const char *line, xdrproc_t proc, void *args)
 
 #endif
 
+#if UIW_NFS_HAVE_RDMA
+/* A server of v->dir (rw, root as root) with NFSv4 on, over TCP and RDMA (free ports),
+ * and file "f" in it. */
+static void rw_server(struct srv *v)
+{
+    memset(v, 0, sizeof(*v));
+    struct uiw__nfsd_opts o;
+    uiw__nfsd_opts_default(&o);
+    o.nfs4 = 1;
+    o.rdma_port = 0;
+    srv_exports_opts(v, "%s 127.0.0.1(rw,no_root_squash,insecure)\n", &o);
+    put_file(v, "f", "original", 8);
+}
+#endif
+
 /* A read delegation of uiw-nfs (Version Two) recalled by another client's WRITE, seen in
  * the client's capture as rpcrdma-decode decodes it: every message Version Two; the
  * server's backward CALL of the callback program's CB_COMPOUND (CB_SEQUENCE, CB_RECALL of
@@ -422,13 +437,7 @@ TEST(rdma_nfs4_cb_recall_v2_decoded)
 {
 #if UIW_NFS_HAVE_RDMA
     struct srv v;
-    memset(&v, 0, sizeof(v));
-    struct uiw__nfsd_opts o;
-    uiw__nfsd_opts_default(&o);
-    o.nfs4 = 1;
-    o.rdma_port = 0;
-    srv_exports_opts(&v, "%s 127.0.0.1(rw,no_root_squash,insecure)\n", &o);
-    put_file(&v, "f", "original", 8);
+    rw_server(&v);
     char dir[512];
     struct uiw__nfs_client *c = captured_client(&v, 2, dir, sizeof(dir), "nfs4recallv2");
     wait_up(&v, c);
@@ -519,6 +528,25 @@ TEST(rdma_nfs4_cb_recall_v2_decoded)
                       ret, pcap);
     tool_run_free(&r);
     it_rmtree(dir);
+#else
+    SKIP("a build without the RPC layer");
+#endif
+}
+
+/* uiw-nfs over RPC-over-RDMA holds a read delegation and only polls, nothing in flight
+ * (uiw__nfs_poll, as an idle application does): another client's WRITE recalls it on the
+ * backward direction, and the poll serves the CB_RECALL and returns the delegation
+ * without waiting for a call of the application's (v4_recalled). */
+TEST(rdma_nfs4_recall_served_while_idle)
+{
+#if UIW_NFS_HAVE_RDMA
+    struct srv v;
+    rw_server(&v);
+    struct uiw__nfs_client *c = client(&v, 2, 0);
+    v4_wait_cb_up(&v, c, uiw__nfs_poll);
+    v4_recalled(&v, c, "rewrite!");
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
 #else
     SKIP("a build without the RPC layer");
 #endif

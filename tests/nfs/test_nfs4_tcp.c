@@ -58,41 +58,6 @@ static struct uiw__nfs_client *client(const struct srv *v, int port)
     return c;
 }
 
-/* c reads "f" and takes a read delegation of it; another client's WRITE of data recalls
- * it on c's connection while c only polls, c answers and returns it, the WRITE completes,
- * and c reads the new bytes. The server counts one more delegation recalled and
- * returned, none revoked. */
-static void recalled(const struct srv *v, struct uiw__nfs_client *c, const char *data)
-{
-    struct uiw__nfsd_deleg_counts d0, d1;
-    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d0), 0);
-    struct uiw__nfs_fh fh;
-    v4_take_deleg(c, &fh);
-    unsigned runs = uiw__nfs4c_cb_runs(c);
-    struct v4_writer w = {v, data, 0};
-    pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, v4_rewrite, &w), 0);
-    int64_t until = now_ms() + 20000;
-    while (uiw__nfs4c_has_deleg(c, &fh)) {
-        if (now_ms() > until)
-            uiw_test_fail(__FILE__, __LINE__, "the delegation was never recalled and returned");
-        CHECK(uiw__nfs_poll(c, 20) >= 0);
-    }
-    CHECK_EQ(uiw__nfs4c_cb_runs(c), runs + 1); /* one CB_RECALL run */
-    CHECK_EQ(pthread_join(th, NULL), 0);
-    CHECK_EQ(w.rc, 8);
-    uiw__nfs4c_want_deleg(c, 0);
-    char buf[16];
-    int eof = 0;
-    CHECK_EQ(uiw__nfs_read(c, &fh, 0, sizeof(buf), buf, &eof), 8);
-    CHECK_MEM(buf, data, 8);
-    CHECK_EQ(uiw__nfsd_deleg_counts(v->s, &d1), 0);
-    CHECK_EQ(d1.granted, d0.granted + 1);
-    CHECK_EQ(d1.recalled, d0.recalled + 1);
-    CHECK_EQ(d1.returned, d0.returned + 1);
-    CHECK_EQ(d1.revoked, 0);
-}
-
 /* A read delegation taken over TCP, recalled over the TCP back channel by another
  * client's WRITE, returned; the server counts one recall sent and answered, one return,
  * no revocation. */
@@ -102,7 +67,7 @@ TEST(nfs4_cb_tcp_recall)
     start(&v);
     struct uiw__nfs_client *c = client(&v, 0);
     v4_wait_cb_up(&v, c, uiw__nfs_poll);
-    recalled(&v, c, "rewrite!");
+    v4_recalled(&v, c, "rewrite!");
     struct uiw__nfsd_cb_counts n;
     CHECK_EQ(uiw__nfsd_cb_counts(v.s, &n), 0);
     CHECK_EQ(n.recalls, 1);
@@ -143,7 +108,7 @@ TEST(nfs4_cb_tcp_rebind)
     v4_wait_cb_up(&v, c, uiw__nfs_poll);
     CHECK_EQ(
         uiw__nfs4c_seq_flags(c) & (SEQ4_STATUS_CB_PATH_DOWN | SEQ4_STATUS_CB_PATH_DOWN_SESSION), 0);
-    recalled(&v, c, "again!!!");
+    v4_recalled(&v, c, "again!!!");
     uiw__nfs_client_close(c);
     relay_stop(r);
     srv_stop(&v);
