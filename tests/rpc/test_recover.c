@@ -1,6 +1,9 @@
 /* Lost connections: retransmission with the same XID on a new connection answered from
  * the duplicate-reply cache, timeouts, a server that went away. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rpc_util.h"
 
@@ -123,4 +126,73 @@ TEST(rpc_server_gone)
     CHECK(st != RPC_SUCCESS);
     CHECK(dt < 4.0);
     clnt_destroy(c);
+}
+
+/* Asynchronous calls that time out while two threads drive the client (each polls, as
+ * the threads of an application without a progress thread do): each call's callback
+ * runs exactly once, with RPC_TIMEDOUT, whichever thread finds it expired. */
+#define EXPIRING 8
+
+struct expiring {
+    atomic_int runs;
+    atomic_int timedout;
+};
+
+static void expiring_done(CLIENT *clnt, void *arg, enum clnt_stat stat, const struct rpc_err *err)
+{
+    (void)clnt;
+    (void)err;
+    struct expiring *x = arg;
+    atomic_fetch_add(&x->runs, 1);
+    if (stat == RPC_TIMEDOUT)
+        atomic_fetch_add(&x->timedout, 1);
+}
+
+struct driver {
+    CLIENT *c;
+    atomic_bool stop;
+};
+
+static void *drive(void *arg)
+{
+    struct driver *d = arg;
+    while (!atomic_load(&d->stop))
+        uiw_rpc_clnt_poll(d->c, 5);
+    return NULL;
+}
+
+TEST(rpc_async_timeouts_two_drivers)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = tclnt(t.port, NULL);
+    static struct expiring x[EXPIRING];
+    u_int ms = 500;
+    struct timeval short_tmo = {0, 100000};
+    for (int i = 0; i < EXPIRING; i++) {
+        atomic_init(&x[i].runs, 0);
+        atomic_init(&x[i].timedout, 0);
+        CHECK_EQ(uiw_rpc_call_async(c, TP_SLEEP, (xdrproc_t)xdr_u_int, &ms, (xdrproc_t)xdr_none,
+                                    NULL, short_tmo, NULL, expiring_done, &x[i]),
+                 0);
+    }
+    struct driver d = {.c = c};
+    atomic_init(&d.stop, false);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, drive, &d), 0);
+    double t0 = now_s();
+    for (int i = 0; i < EXPIRING; i++)
+        while (atomic_load(&x[i].runs) == 0 && now_s() - t0 < 10)
+            usleep(1000);
+    usleep(300000); /* time for a second run, if there were one */
+    atomic_store(&d.stop, true);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < EXPIRING; i++) {
+        CHECK_EQ(atomic_load(&x[i].runs), 1);
+        CHECK_EQ(atomic_load(&x[i].timedout), 1);
+    }
+    clnt_destroy(c);
+    tsrv_stop(&t);
 }
