@@ -756,9 +756,9 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
                 /* nothing in flight: the back channel served for the time given (the
                  * pipe's records over TCP, the RPC layer's backward calls over
                  * RPC-over-RDMA), then what waited for the next COMPOUND: a new TCP
-                 * connection bound, the delegations recalled meanwhile returned */
-                if (uiw__nfs_xprt_poll(c, timeout_ms) < 0)
-                    return -1;
+                 * connection bound, the delegations recalled meanwhile returned (a
+                 * transport's trouble is the next call's to report) */
+                uiw__nfs_xprt_poll(c, timeout_ms);
                 uiw__nfs4c_idle(c);
             }
             if (n || !uiw__nfs4c_inflight(c))
