@@ -55,6 +55,11 @@ int uiw__rpc_caller_init(struct uiw__rpc_caller *c, struct uiw__rr_dev *d, unsig
 
 void uiw__rpc_caller_fini(struct uiw__rpc_caller *c)
 {
+    for (unsigned i = 0; c->slots && i < c->nslots; i++) {
+        struct uiw__rr_conn *k = atomic_exchange(&c->slots[i].k, NULL);
+        if (k)
+            uiw__rr_conn_put(k);
+    }
     free(c->slots);
     c->slots = NULL;
     pthread_mutex_destroy(&c->lock);
@@ -73,11 +78,32 @@ static bool slot_free(void *arg)
 static void slot_put(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s)
 {
     pthread_mutex_lock(&c->lock);
+    struct uiw__rr_conn *k = atomic_exchange(&s->k, NULL);
     s->in_use = false;
     s->next = c->free;
     c->free = s;
     atomic_fetch_sub(&c->busy, 1);
     pthread_mutex_unlock(&c->lock);
+    if (k)
+        uiw__rr_conn_put(k);
+}
+
+/* Put s on the list of calls waiting for the next connection (it lets go of the last);
+ * false, and nothing done, when s is an async call that expired meanwhile. */
+static bool resend_later(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s)
+{
+    pthread_mutex_lock(&c->lock);
+    if (s->async && !s->done) {
+        pthread_mutex_unlock(&c->lock);
+        return false;
+    }
+    struct uiw__rr_conn *k = atomic_exchange(&s->k, NULL);
+    s->next = c->resend;
+    c->resend = s;
+    pthread_mutex_unlock(&c->lock);
+    if (k)
+        uiw__rr_conn_put(k);
+    return true;
 }
 
 static int reconnect(struct uiw__rpc_caller *c, uint64_t deadline);
@@ -147,6 +173,19 @@ static void resend(struct uiw__rpc_caller *c)
         struct uiw__rpc_slot *s = list;
         list = s->next;
         s->next = NULL;
+        pthread_mutex_lock(&c->lock);
+        bool expired = s->async && !s->done;
+        if (!expired) {
+            uiw__rr_conn_get(k);
+            atomic_store(&s->k, k);
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (expired) {
+            /* it timed out while it waited (its callback ran) */
+            uiw__rr_req_release(c->dev, &s->rq);
+            slot_put(c, s);
+            continue;
+        }
         atomic_fetch_add(&c->n_retrans, 1);
         int r = uiw__rr_req_send(k, &s->rq);
         if (r) {
@@ -265,10 +304,11 @@ void uiw__rpc_caller_drained(struct uiw__rpc_caller *c, struct uiw__rr_conn *con
         if (sc->reconnect && !sc->closing) {
             uiw__rr_ibuf_put(sc->dev, s->rq.rib);
             s->rq.rib = NULL;
-            pthread_mutex_lock(&sc->lock);
-            s->next = sc->resend;
-            sc->resend = s;
-            pthread_mutex_unlock(&sc->lock);
+            if (!resend_later(sc, s)) {
+                /* it timed out meanwhile: its callback ran, nothing to send again */
+                s->rq.status = -ETIMEDOUT;
+                uiw__rpc_caller_req_done(conn, &s->rq);
+            }
         } else {
             s->rq.status = -ENOTCONN;
             uiw__rpc_caller_req_done(conn, &s->rq);
@@ -365,9 +405,16 @@ static bool give_up(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s)
         uiw__rr_req_release(c->dev, &s->rq);
         return false;
     }
-    struct uiw__rr_conn *k = s->rq.conn;
+    /* the connection it went out on, held by the slot: another thread may be reaping
+     * it, so take a reference of one's own */
+    pthread_mutex_lock(&c->lock);
+    struct uiw__rr_conn *k = atomic_load(&s->k);
+    if (k)
+        uiw__rr_conn_get(k);
+    pthread_mutex_unlock(&c->lock);
     if (k) {
         uiw__rr_req_abandon(k, &s->rq);
+        uiw__rr_conn_put(k);
     }
     return atomic_load(&s->rq.state) == UIW__RR_REQ_DONE && !s->rq.abandoned;
 }
@@ -447,19 +494,22 @@ enum clnt_stat uiw__rpc_call(struct uiw__rpc_caller *c, rpcproc_t proc, xdrproc_
     }
     q->reply_max = opts ? opts->reply_max : 0;
     if (k) {
+        atomic_store(&s->k, k); /* the slot holds the reference until it is free */
         r = uiw__rr_req_send(k, q);
-        uiw__rr_conn_put(k);
     } else {
-        r = c->reconnect && !c->closing ? -ENOTCONN : -ENOTCONN;
+        r = -ENOTCONN;
     }
     if (r == -ENOTCONN && c->reconnect && !c->closing) {
-        /* wait for the next connection */
-        pthread_mutex_lock(&c->lock);
-        s->next = c->resend;
-        c->resend = s;
+        /* wait for the next connection (lost set after: a reconnect then finds it) */
+        bool queued = resend_later(c, s);
         c->lost = true;
-        pthread_mutex_unlock(&c->lock);
         r = 0;
+        if (!queued) {
+            /* it expired meanwhile (its callback ran): nothing more to do */
+            uiw__rr_req_release(c->dev, q);
+            slot_put(c, s);
+            return RPC_SUCCESS;
+        }
     }
     if (r) {
         uiw__rr_req_release(c->dev, q);
@@ -560,12 +610,34 @@ int uiw__rpc_call_raw(struct uiw__rpc_caller *c, const void *msg, uint32_t len, 
 
 /* ---------------------------------------------------------------- driving */
 
-/* Whether s is an asynchronous call past its deadline that nothing has ended yet. */
-static bool expired(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s, uint64_t now)
+enum expiry { NOT_EXPIRED, EXPIRED_UNSENT, EXPIRED_SENT };
+
+/* Whether s is an asynchronous call past its deadline that nothing has ended yet; if so,
+ * it is claimed (its done cleared, *fn and *arg its callback): off the resend list
+ * (EXPIRED_UNSENT, the slot is the caller's again), or in flight (EXPIRED_SENT, *k the
+ * connection it went out on, a reference, or NULL while it moves between connections). */
+static enum expiry claim_expired(struct uiw__rpc_caller *c, struct uiw__rpc_slot *s, uint64_t now,
+                                 uiw_rpc_done_fn *fn, void **arg, struct uiw__rr_conn **k)
 {
     pthread_mutex_lock(&c->lock);
-    bool e = s->in_use && s->async && s->deadline && now >= s->deadline && !s->queued_done &&
-             s->done != NULL;
+    if (!s->in_use || !s->async || !s->deadline || now < s->deadline || s->queued_done ||
+        s->done == NULL || atomic_load(&s->rq.state) == UIW__RR_REQ_DONE) {
+        pthread_mutex_unlock(&c->lock);
+        return NOT_EXPIRED;
+    }
+    *fn = s->done;
+    *arg = s->arg;
+    s->done = NULL; /* the slot is freed when the transport lets go of it */
+    enum expiry e = EXPIRED_SENT;
+    for (struct uiw__rpc_slot **pp = &c->resend; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            e = EXPIRED_UNSENT;
+            break;
+        }
+    *k = e == EXPIRED_SENT ? atomic_load(&s->k) : NULL;
+    if (*k)
+        uiw__rr_conn_get(*k);
     pthread_mutex_unlock(&c->lock);
     return e;
 }
@@ -581,27 +653,20 @@ static void expire(struct uiw__rpc_caller *c)
     atomic_store_explicit(&c->last_scan, now, memory_order_relaxed);
     for (unsigned i = 0; i < c->nslots; i++) {
         struct uiw__rpc_slot *s = &c->slots[i];
-        if (!expired(c, s, now))
-            continue;
-        int st = atomic_load(&s->rq.state);
-        if (st == UIW__RR_REQ_DONE)
+        uiw_rpc_done_fn fn;
+        void *arg;
+        struct uiw__rr_conn *k;
+        enum expiry x = claim_expired(c, s, now, &fn, &arg, &k);
+        if (x == NOT_EXPIRED)
             continue;
         atomic_fetch_add(&c->n_timeouts, 1);
-        uiw_rpc_done_fn fn = s->done;
-        void *arg = s->arg;
-        if (unresend(c, s)) {
+        if (x == EXPIRED_UNSENT || (k && uiw__rr_req_abandon(k, &s->rq))) {
+            /* not on the wire (waiting for a connection or for credits): free now */
             uiw__rr_req_release(c->dev, &s->rq);
             slot_put(c, s);
-        } else if (s->rq.conn) {
-            uiw__rr_req_abandon(s->rq.conn, &s->rq);
-            if (atomic_load(&s->rq.state) == UIW__RR_REQ_DONE && !s->rq.abandoned) {
-                /* it was only queued: free now */
-                uiw__rr_req_release(c->dev, &s->rq);
-                slot_put(c, s);
-            } else {
-                s->done = NULL; /* the slot is freed when the transport lets go of it */
-            }
         }
+        if (k)
+            uiw__rr_conn_put(k);
         struct rpc_err e = {.re_status = RPC_TIMEDOUT, .re_errno = ETIMEDOUT};
         fn(c->clnt, arg, RPC_TIMEDOUT, &e);
     }

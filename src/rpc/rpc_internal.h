@@ -94,6 +94,9 @@ struct uiw__rpc_slot {
     bool in_use;
     bool async;
     bool queued_done; /* on the caller's list of ended async calls */
+    /* the connection rq went out on (a reference), or NULL: set by the thread sending it,
+     * cleared under the caller's lock (a slot on the resend list has none) */
+    struct uiw__rr_conn *_Atomic k;
     uint64_t deadline;
     rpcproc_t proc;
     xdrproc_t xres;

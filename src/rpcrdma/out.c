@@ -585,7 +585,7 @@ void uiw__rr_kick_queue(struct uiw__rr_conn *c)
     }
 }
 
-void uiw__rr_req_abandon(struct uiw__rr_conn *c, struct uiw__rr_req *q)
+bool uiw__rr_req_abandon(struct uiw__rr_conn *c, struct uiw__rr_req *q)
 {
     uiw__lock_take(&c->lock);
     int st = atomic_load(&q->state);
@@ -595,16 +595,19 @@ void uiw__rr_req_abandon(struct uiw__rr_conn *c, struct uiw__rr_req *q)
             prev = *pp;
             pp = &(*pp)->next;
         }
-        if (*pp) {
-            *pp = q->next;
-            if (c->qtail == q)
-                c->qtail = prev;
+        if (!*pp) {
+            /* the connection's orphans have it: they hand it back */
+            uiw__lock_give(&c->lock);
+            return false;
         }
+        *pp = q->next;
+        if (c->qtail == q)
+            c->qtail = prev;
         q->next = NULL;
         q->status = -ETIMEDOUT;
         atomic_store(&q->state, UIW__RR_REQ_DONE);
         uiw__lock_give(&c->lock);
-        return;
+        return true;
     }
     if (st == UIW__RR_REQ_SENT || st == UIW__RR_REQ_INVALIDATING) {
         q->abandoned = true;
@@ -612,9 +615,10 @@ void uiw__rr_req_abandon(struct uiw__rr_conn *c, struct uiw__rr_req *q)
         /* the peer may still read or write what q advertised: end the connection (its
          * QP stops placing at once); its other calls go again on the next one */
         uiw__rr_conn_died(c, -ETIMEDOUT);
-        return;
+        return false;
     }
     uiw__lock_give(&c->lock);
+    return false;
 }
 
 struct uiw__rr_req *uiw__rr_conn_orphans(struct uiw__rr_conn *c)

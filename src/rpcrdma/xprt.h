@@ -693,9 +693,11 @@ static inline bool uiw__rr_reply_fits_inline(const struct uiw__rr_conn *c, uint3
  * (sent as replies return credits). 0, -ENOTCONN (c dead), -EMSGSIZE (too large for the
  * limits or for what the peer accepts in this direction), -EAGAIN. */
 int uiw__rr_req_send(struct uiw__rr_conn *c, struct uiw__rr_req *q);
-/* Give up waiting for q (its caller timed out): its memory is invalidated (or the
- * connection reset) before this returns; a reply that comes later is dropped. */
-void uiw__rr_req_abandon(struct uiw__rr_conn *c, struct uiw__rr_req *q);
+/* Give up waiting for q (its caller timed out). True when q was only queued on c: it
+ * ends here (DONE, -ETIMEDOUT) and is its owner's again. Otherwise, if q went out on c,
+ * c is reset before this returns (the peer can no longer reach q's memory) and q comes
+ * back through req_done, marked abandoned; a reply that comes later is dropped. */
+bool uiw__rr_req_abandon(struct uiw__rr_conn *c, struct uiw__rr_req *q);
 /* Every region q may advertise (reads, writes, reply, Position-Zero) into all[]. */
 unsigned uiw__rr_req_regions(struct uiw__rr_req *q, struct uiw__rr_region **all);
 /* Return q's buffers and MRs to the pools (after DONE). */
