@@ -275,6 +275,12 @@ void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc)
         atomic_store(&svc->stop, true);
 }
 
+static void run_queued(void *arg)
+{
+    while (uiw__rpc_resp_run_one(arg))
+        ;
+}
+
 int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc)
 {
     if (!svc)
@@ -282,8 +288,9 @@ int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc)
     atomic_store(&svc->stop, true);
     if (atomic_load(&svc->running))
         join(svc);
-    /* close every connection; calls still queued end unanswered */
-    uiw__rr_listener_close(svc->l);
+    /* close every connection; the calls still queued run meanwhile (each holds its
+     * connection), answered while their connection lasts */
+    uiw__rr_listener_close(svc->l, run_queued, &svc->resp);
     while (uiw__rpc_resp_run_one(&svc->resp))
         ;
     uiw__drc_free(svc->resp.drc);

@@ -844,12 +844,10 @@ int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms)
     return 1;
 }
 
-void uiw__rr_listener_close(struct uiw__rr_listener *l)
+void uiw__rr_listener_close(struct uiw__rr_listener *l, void (*drain)(void *arg), void *arg)
 {
     if (!l)
         return;
-    /* every connection closes (orderly; abortively those a peer holds up past the grace
-     * time); wait until they are freed (their calls finished) */
     pthread_mutex_lock(&l->lock);
     for (struct uiw__rr_conn *c = l->live; c; c = c->lnext)
         uiw__rr_conn_close(c, false);
@@ -858,6 +856,8 @@ void uiw__rr_listener_close(struct uiw__rr_listener *l)
     uint64_t grace = now + (uint64_t)UIW__RR_CLOSE_GRACE_MS * 1000000u;
     for (;;) {
         uiw__rr_dev_poll(l->dev);
+        if (drain)
+            drain(arg);
         free_dead(l);
         pthread_mutex_lock(&l->lock);
         bool empty = l->live == NULL;

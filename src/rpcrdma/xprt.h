@@ -625,7 +625,10 @@ void uiw__rr_listener_admission(struct uiw__rr_listener *l,
  * go out with none completing for io_timeout_ms (a peer that stopped reading), and those
  * whose peer sent part of an FPDU and nothing more of it for io_timeout_ms. */
 int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms);
-void uiw__rr_listener_close(struct uiw__rr_listener *l);
+/* Close every connection (orderly; abortively those a peer holds up past the grace
+ * time) and wait until each is freed, then free l. Calls hold their connection until they
+ * finish: drain (when not NULL) runs each round to finish those queued to the owner. */
+void uiw__rr_listener_close(struct uiw__rr_listener *l, void (*drain)(void *arg), void *arg);
 /* Tests: the listener's thread pauses this long between accepting a connection and
  * listing it for polling, as a descheduled thread would (0: not at all). */
 extern uint64_t uiw__rr_accept_pause_ns;

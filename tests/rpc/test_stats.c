@@ -112,6 +112,47 @@ TEST(rpc_svc_destroy_closes_in_order)
     clnt_destroy(c);
 }
 
+/* Calls still queued when the server is destroyed hold their connection until they run:
+ * the destroy runs them while it waits for the connections to go (it once waited its
+ * whole 10 s bound for them, then freed the listener under them). */
+static void counted(CLIENT *clnt, void *arg, enum clnt_stat stat, const struct rpc_err *err)
+{
+    (void)clnt;
+    (void)stat;
+    (void)err;
+    (*(int *)arg)++;
+}
+
+TEST(rpc_svc_destroy_runs_queued_calls)
+{
+    struct tsrv t;
+    struct uiw_rpc_svc_attr sa = {.nthreads = 1}; /* one runs, the others wait */
+    tsrv_start(&t, &sa);
+    CLIENT *c = tclnt(t.port, NULL);
+    u_int ms = 200;
+    int ended = 0;
+    struct timeval long_tmo = {60, 0};
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(uiw_rpc_call_async(c, TP_SLEEP, (xdrproc_t)xdr_u_int, &ms, (xdrproc_t)xdr_none,
+                                    NULL, long_tmo, NULL, counted, &ended),
+                 0);
+    /* the server's one thread runs the first; the others are taken in as it stops */
+    struct uiw_rpc_xprt_stats xs = {0};
+    for (int i = 0; i < 5000 && xs.calls_received < 1; i++) {
+        uiw_rpc_clnt_poll(c, 1);
+        CHECK_EQ(uiw_rpc_svc_xprt_stats(t.svc, &xs), 0);
+    }
+    CHECK(xs.calls_received >= 1);
+    CHECK_EQ(ended, 0);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    tsrv_stop(&t);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double took = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    CHECK(took < 5.0); /* four 200 ms calls; the bound it once waited out is 10 s */
+    clnt_destroy(c);
+}
+
 /* The abortive close stays for errors: a server dropping a connection (uiw_svc_disconnect)
  * sends a Terminate, and both sides count the connection lost. */
 TEST(rpc_disconnect_is_abortive)
