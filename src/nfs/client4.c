@@ -820,10 +820,9 @@ static int attrs_out(struct uiw__nfs_client *c, const fattr4 *f, fattr3 *a, stru
     xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
     int ok = 1;
     for (u_int w = 0; w < f->attrmask.bitmap4_len && ok; w++) {
-        for (unsigned b = 0; b < 32 && ok; b++) {
-            if (!(f->attrmask.bitmap4_val[w] & (1u << b)))
-                continue;
-            uint32_t bit = w * 32 + b, u32;
+        /* the bits set, lowest first (the order of the values) */
+        for (uint32_t bits = f->attrmask.bitmap4_val[w]; bits && ok; bits &= bits - 1) {
+            uint32_t bit = w * 32 + (uint32_t)__builtin_ctz(bits), u32;
             uint64_t u64 = 0, u64b = 0;
             char *str = NULL;
             switch (bit) {

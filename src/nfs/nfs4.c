@@ -185,9 +185,13 @@ nfsstat4 uiw__nfs4_resolve(struct uiw__nfs4_c *c, struct uiw__vfs *v, int dir, i
 nfsstat4 uiw__nfs4_stat(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct stat *sb,
                         struct uiw__nfs_export **ex)
 {
-    nfsstat4 st = uiw__nfs4_check(c, v, &c->cur, ex);
-    if (st != NFS4_OK)
-        return st;
+    if (!c->cur.len)
+        return NFS4ERR_NOFILEHANDLE;
+    *ex = NULL;
+    if (uiw__nfs4_is_pseudo(&c->cur, NULL))
+        return v->write ? NFS4ERR_ROFS : NFS4ERR_ISDIR;
+    /* the handle's export and the caller's access to it are uiw__vfs_stat's first steps
+     * (what uiw__nfs4_check does): checked once */
     nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
     return uiw__nfs4_st4(uiw__vfs_stat(v, &h, sb, ex), *ex, c->rq);
 }

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,11 +86,20 @@ static const unsigned supported_attrs[] = {
      (n) == FATTR4_SPACE_AVAIL || (n) == FATTR4_SPACE_FREE || (n) == FATTR4_SPACE_TOTAL ||         \
      (n) == FATTR4_MAXNAME)
 
+static uint32_t supported_words[UIW__NFS4_ATTR_WORDS];
+static pthread_once_t supported_once = PTHREAD_ONCE_INIT;
+
+static void supported_init(void)
+{
+    for (size_t i = 0; i < sizeof(supported_attrs) / sizeof(supported_attrs[0]); i++)
+        supported_words[supported_attrs[i] / 32] |= 1u << (supported_attrs[i] % 32);
+}
+
+/* The supported attributes as bitmap words (worked out once). */
 static void supported(uint32_t w[UIW__NFS4_ATTR_WORDS])
 {
-    memset(w, 0, UIW__NFS4_ATTR_WORDS * sizeof(uint32_t));
-    for (size_t i = 0; i < sizeof(supported_attrs) / sizeof(supported_attrs[0]); i++)
-        w[supported_attrs[i] / 32] |= 1u << (supported_attrs[i] % 32);
+    pthread_once(&supported_once, supported_init);
+    memcpy(w, supported_words, sizeof(supported_words));
 }
 
 void uiw__nfs4_bitmap(bitmap4 *b, uint32_t w[UIW__NFS4_ATTR_WORDS])
@@ -409,9 +419,10 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
 /* Whether req asks for an attribute of the file system (fstatfs needs a descriptor). */
 static int asks_fs(const bitmap4 *req)
 {
-    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS; n++)
-        if (OF_FS(n) && has(req, n))
-            return 1;
+    for (unsigned w = 0; w < req->bitmap4_len && w < UIW__NFS4_ATTR_WORDS; w++)
+        for (uint32_t bits = req->bitmap4_val[w]; bits; bits &= bits - 1)
+            if (OF_FS(32 * w + (unsigned)__builtin_ctz(bits)))
+                return 1;
     return 0;
 }
 
