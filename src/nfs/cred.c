@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -76,4 +77,13 @@ void uiw__nfs_cred_leave(const struct uiw__nfsd *s)
     setfsuid(0);
     setfsgid(0);
     syscall(SYS_setgroups, (size_t)0, (gid_t *)NULL);
+}
+
+int uiw__nfs_cred_dac_override(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &h, d) != 0)
+        return 0;
+    return (d[CAP_TO_INDEX(CAP_DAC_OVERRIDE)].effective & CAP_TO_MASK(CAP_DAC_OVERRIDE)) != 0;
 }

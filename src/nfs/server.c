@@ -54,6 +54,7 @@ struct uiw__nfsd *uiw__nfsd_create(const struct uiw__nfsd_opts *o)
         return NULL;
     }
     s->privileged = geteuid() == 0;
+    s->dac_override = s->privileged && uiw__nfs_cred_dac_override();
     /* The write verifier changes with every server instance (RFC 1813 3.3.7): a client
      * that sees it change sends its uncommitted writes again. */
     uint64_t verf;

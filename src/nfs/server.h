@@ -166,6 +166,8 @@ int uiw__nfsd_crosses(struct uiw__nfsd *s, const struct svc_req *rq, const struc
 int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c);
 /* Back to the server's own identity on this thread. */
 void uiw__nfs_cred_leave(const struct uiw__nfsd *s);
+/* Whether this thread has CAP_DAC_OVERRIDE in effect (root's override of permissions). */
+int uiw__nfs_cred_dac_override(void);
 
 /* ---- the server ---- */
 
@@ -200,7 +202,8 @@ struct uiw__nfsd {
     /* held for reading by every call, for writing by a reload of the exports file */
     pthread_rwlock_t xlock;
     struct uiw__nfs_fhcache *fhcache;
-    int privileged; /* running as root: act as each caller */
+    int privileged;   /* running as root: act as each caller */
+    int dac_override; /* with CAP_DAC_OVERRIDE in effect (root's override) */
     /* the write verifier (vfs.c), and how often a lost write changed it */
     _Atomic uint64_t writeverf;
     _Atomic unsigned long verf_changes;

@@ -287,14 +287,38 @@ static void file_sweep(struct uiw__vfs_state *vs, int64_t now, int64_t idle_ns, 
     vs->swept_ns = now;
 }
 
-/* May the caller read (mode R_OK) or write (W_OK) the file behind the O_PATH descriptor
- * fd, whose owner is uid? As the caller, with the owner's override for writing, as
- * knfsd's NFSD_MAY_OWNER_OVERRIDE: an owner may write the 0444 file it has just made
- * (cp -p, tar, git, install). */
-static nfsstat3 may(struct uiw__vfs *v, int fd, int mode, uid_t uid)
+int uiw__vfs_may_quick(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c,
+                       const struct stat *sb, int mode, nfsstat3 *st)
+{
+    /* The kernel's order (generic_permission): an owner's access is the owner bits alone
+     * (an ACL's owner entry is those bits; named entries apply to others), and with its
+     * file system uid moved off 0 the caller has no override. Root keeps the server's
+     * CAP_DAC_OVERRIDE: any regular file read or written. What the bits do not decide
+     * here (a read-only or immutable file, for writing) the open or the write answers, as
+     * the server, with the same error. */
+    if (c->uid == 0 && s->dac_override) {
+        *st = NFS3_OK;
+        return 1;
+    }
+    if (c->uid != (uint32_t)sb->st_uid)
+        return 0;
+    *st = mode == W_OK || (sb->st_mode & S_IRUSR) ? NFS3_OK : NFS3ERR_ACCES;
+    return 1;
+}
+
+/* May the caller read (mode R_OK) or write (W_OK) the regular file behind the O_PATH
+ * descriptor fd, whose attributes are sb? As the caller, with the owner's override for
+ * writing, as knfsd's NFSD_MAY_OWNER_OVERRIDE: an owner may write the 0444 file it has
+ * just made (cp -p, tar, git, install). The owner and root are answered from sb, the
+ * others by the kernel as themselves (their groups, the file's ACL). */
+static nfsstat3 may(struct uiw__vfs *v, int fd, int mode, const struct stat *sb)
 {
     if (!v->s->privileged)
         return NFS3_OK; /* the server acts as itself: its own open decides */
+    nfsstat3 quick;
+    if (uiw__vfs_may_quick(v->s, &v->cred, sb, mode, &quick))
+        return quick;
+    uid_t uid = sb->st_uid;
     int was = v->entered;
     if (uiw__vfs_enter(v) != 0)
         return NFS3ERR_PERM;
@@ -343,8 +367,8 @@ int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st)
     struct stat sb;
     int acc = flags & O_ACCMODE;
     if ((*st = regular(fd, &sb)) != NFS3_OK ||
-        (acc != O_WRONLY && (*st = may(v, fd, R_OK, sb.st_uid)) != NFS3_OK) ||
-        (acc != O_RDONLY && (*st = may(v, fd, W_OK, sb.st_uid)) != NFS3_OK))
+        (acc != O_WRONLY && (*st = may(v, fd, R_OK, &sb)) != NFS3_OK) ||
+        (acc != O_RDONLY && (*st = may(v, fd, W_OK, &sb)) != NFS3_OK))
         return -1;
     return open_as_server(v, fd, acc, st);
 }
@@ -356,7 +380,7 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
     if ((*st = regular(fd, &sb)) != NFS3_OK)
         return -1;
     int w = (flags & O_ACCMODE) == O_WRONLY;
-    *st = may(v, fd, w ? W_OK : R_OK, sb.st_uid);
+    *st = may(v, fd, w ? W_OK : R_OK, &sb);
     if (*st != NFS3_OK)
         return -1;
     struct uiw__vfs_state *vs = v->s->vfs;

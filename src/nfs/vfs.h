@@ -56,6 +56,13 @@ nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
  * taking away the changes. 0, or -EPERM (the caller's identity could not be taken). */
 int uiw__vfs_access(struct uiw__vfs *v, int fd, int dir, uint32_t want, uint32_t *got);
 
+/* May the caller `c` read (mode R_OK) or write (W_OK) a regular file with the attributes
+ * sb, where that needs no more than them: as the file's owner (its mode's owner bits
+ * decide, whatever ACL it has; writing is the owner's anyway) or as root on a server that
+ * has root's override. 1 and *st; 0 when only the kernel can tell (as the caller). */
+int uiw__vfs_may_quick(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c,
+                       const struct stat *sb, int mode, nfsstat3 *st);
+
 /* A descriptor of its own of the regular file behind fd (flags O_RDONLY, O_WRONLY or
  * O_RDWR: the caller's permission for each checked as uiw__vfs_get checks it), opened as
  * the server, outside the cache (NFSv4's lock descriptors). A descriptor, or -1 and *st. */

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "nfs/exports.h"
@@ -515,4 +516,124 @@ TEST(root_open_files_check_each_caller)
     uiw__nfs_client_close(owner);
     uiw__nfs_client_close(other);
     srv_stop(&v);
+}
+
+/* The kernel's answer for the caller c on the file fd, as the server asked it before the
+ * quick answer: as c, with the owner's override for writing. */
+static nfsstat3 kernel_may(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c, int fd,
+                           int mode, uid_t owner)
+{
+    CHECK_EQ(uiw__nfs_cred_enter(s, c), 0);
+    int rc = faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS);
+    int err = errno;
+    uiw__nfs_cred_leave(s);
+    if (rc == 0 || (err == EACCES && mode == W_OK && owner == c->uid))
+        return NFS3_OK;
+    return err == EACCES ? NFS3ERR_ACCES : NFS3ERR_IO;
+}
+
+/* A POSIX ACL (the kernel's xattr form) that takes everything from user 2000, who would
+ * read the file as "other": the owner's and root's answers do not change, 2000's does. */
+static int deny_2000(const char *path)
+{
+    struct {
+        uint32_t version;
+        struct {
+            uint16_t tag, perm;
+            uint32_t id;
+        } e[5];
+    } acl = {2,
+             {{0x01, 6, UINT32_MAX},   /* owner: rw */
+              {0x02, 0, 2000},         /* user 2000: nothing */
+              {0x04, 4, UINT32_MAX},   /* group: r */
+              {0x10, 4, UINT32_MAX},   /* mask: r */
+              {0x20, 4, UINT32_MAX}}}; /* other: r */
+    return setxattr(path, "system.posix_acl_access", &acl, sizeof(acl), 0);
+}
+
+/* What uiw-nfsd answers from a file's attributes (its owner, or root) is what the kernel
+ * answers as that caller, for every mode of a file owned by 1000 and one owned by root,
+ * callers in every class (owner, group, a supplementary group, other, root); the others
+ * are left to the kernel, and an ACL that denies a named user is seen there. */
+TEST(root_quick_access_is_the_kernels)
+{
+    uiw_test_require_root();
+    struct uiw__nfsd s;
+    memset(&s, 0, sizeof(s));
+    s.privileged = 1;
+    s.dac_override = uiw__nfs_cred_dac_override();
+    CHECK(s.dac_override); /* root in the test: the quick answer for root is taken */
+    char dir[] = "/tmp/uiw-quick-XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_EQ(chmod(dir, 0755), 0);
+    struct uiw__nfs_cred callers[] = {
+        {.uid = 1000, .gid = 1000},                             /* the owner */
+        {.uid = 2000, .gid = 1000},                             /* its group */
+        {.uid = 2000, .gid = 2000, .ngids = 1, .gids = {1000}}, /* a supplementary group */
+        {.uid = 2000, .gid = 2000},                             /* other */
+        {.uid = 0, .gid = 0},                                   /* root */
+        {.uid = 1000, .gid = 0},                                /* the owner, root's group */
+    };
+    static const mode_t modes[] = {0000, 0100, 0200, 0400, 0600, 0644, 0444,
+                                   0070, 0007, 0707, 0077, 0470, 0740};
+    unsigned quick = 0, asked = 0;
+    for (unsigned owner = 0; owner < 2; owner++)
+        for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+            snprintf(path, sizeof(path), "%s/f", dir);
+            int f = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+            CHECK(f >= 0);
+            close(f);
+            uid_t ou = owner ? 0 : 1000;
+            CHECK_EQ(chown(path, ou, ou), 0);
+            CHECK_EQ(chmod(path, modes[m]), 0);
+            int fd = open(path, O_PATH);
+            CHECK(fd >= 0);
+            struct stat sb;
+            CHECK_EQ(fstat(fd, &sb), 0);
+            for (unsigned k = 0; k < sizeof(callers) / sizeof(callers[0]); k++)
+                for (unsigned a = 0; a < 2; a++) {
+                    int mode = a ? W_OK : R_OK;
+                    nfsstat3 want = kernel_may(&s, &callers[k], fd, mode, ou), got;
+                    int answered = uiw__vfs_may_quick(&s, &callers[k], &sb, mode, &got);
+                    if (!answered) {
+                        asked++;
+                        continue;
+                    }
+                    quick++;
+                    if (got != want)
+                        fprintf(stderr, "mode %04o owner %u caller %u/%u %s: quick %d, kernel %d\n",
+                                (unsigned)modes[m], (unsigned)ou, callers[k].uid, callers[k].gid,
+                                mode == R_OK ? "read" : "write", (int)got, (int)want);
+                    CHECK_EQ(got, want);
+                    /* only the owner and root are answered quickly */
+                    CHECK(callers[k].uid == 0 || callers[k].uid == ou);
+                }
+            close(fd);
+            unlink(path);
+        }
+    /* each mode, both accesses: three callers of 1000's file (its owner twice, root), one
+     * of root's (root) */
+    CHECK_EQ(quick, 13u * 2 * (3 + 1));
+    CHECK(asked > 0);
+    /* an ACL: named user 2000 denied what "other" would give; the quick path leaves 2000
+     * to the kernel, and still answers the owner as the kernel does */
+    snprintf(path, sizeof(path), "%s/acl", dir);
+    int f = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    CHECK(f >= 0);
+    close(f);
+    CHECK_EQ(chown(path, 1000, 1000), 0);
+    if (deny_2000(path) == 0) {
+        int fd = open(path, O_PATH);
+        CHECK(fd >= 0);
+        struct stat sb;
+        CHECK_EQ(fstat(fd, &sb), 0);
+        nfsstat3 got;
+        CHECK_EQ(kernel_may(&s, &callers[3], fd, R_OK, 1000), NFS3ERR_ACCES);
+        CHECK_EQ(uiw__vfs_may_quick(&s, &callers[3], &sb, R_OK, &got), 0);
+        CHECK_EQ(uiw__vfs_may_quick(&s, &callers[0], &sb, R_OK, &got), 1);
+        CHECK_EQ(got, kernel_may(&s, &callers[0], fd, R_OK, 1000));
+        close(fd);
+    }
+    unlink(path);
+    CHECK_EQ(rmdir(dir), 0);
 }
