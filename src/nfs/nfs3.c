@@ -344,20 +344,82 @@ static void p_readlink(struct call *c, READLINK3args *a, READLINK3res *r)
     close(fd);
 }
 
+/* The attributes of the file a READ or WRITE names and its data descriptor for that
+ * access, when the caches hold both (the handle's record checked lately, a descriptor in
+ * the open-file cache): no descriptor of the call's own to open and close, one fstat. The
+ * descriptor (*of, *ex and *sb set); -1 with *st a refusal; -1 with *st NFS3_OK to take the
+ * long way (uiw__vfs_resolve, uiw__vfs_get), which also gives the exact error of a handle
+ * that is not a regular file's. */
+static int cached_file(struct call *c, const nfs_fh3 *h, int flags, struct stat *sb,
+                       struct uiw__nfs_export **ex, struct uiw__vfs_file **of, nfsstat3 *st)
+{
+    *st = NFS3_OK;
+    if (uiw__vfs_stat(&c->v, h, sb, ex) != NFS3_OK || !S_ISREG(sb->st_mode))
+        return -1;
+    return uiw__vfs_get_cached(&c->v, sb, flags, st, of);
+}
+
+/* READ's data, count bytes at off of dfd into buf: the bytes read, or -errno. */
+static ssize_t read_at(int dfd, char *buf, uint32_t count, uint64_t off)
+{
+    ssize_t n = 0;
+    while ((uint32_t)n < count) {
+        ssize_t k = pread(dfd, buf + n, count - (size_t)n, (off_t)(off + (uint64_t)n));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -errno;
+        if (k == 0)
+            break;
+        n += k;
+    }
+    return n;
+}
+
 static void p_read(struct call *c, READ3args *a, READ3res *r)
 {
     int fd, dfd = -1;
     struct uiw__nfs_export *ex;
     struct uiw__vfs_file *of = NULL;
+    uint32_t count = a->count;
+    if (count > uiw__nfsd_max_io(c->v.s))
+        count = uiw__nfsd_max_io(c->v.s);
+    /* at or past the largest offset a file may have: nothing there, the end */
+    if (a->offset >= (uint64_t)INT64_MAX)
+        count = 0;
+    else if (count > (uint64_t)INT64_MAX - a->offset)
+        count = (uint32_t)((uint64_t)INT64_MAX - a->offset);
+    READ3resok *ok = &r->READ3res_u.resok;
+    struct stat sb;
+    dfd = cached_file(c, &a->file, O_RDONLY, &sb, &ex, &of, &r->status);
+    if (dfd < 0 && r->status != NFS3_OK) {
+        uiw__nfsd_fattr(&sb, ex, &r->READ3res_u.resfail.file_attributes.post_op_attr_u.attributes);
+        r->READ3res_u.resfail.file_attributes.attributes_follow = 1;
+        return;
+    }
+    if (dfd >= 0) {
+        char *buf = uiw__nfs_xprt_getbuf(c->xprt, count ? count : 1);
+        ssize_t n = buf ? read_at(dfd, buf, count, a->offset) : -ENOMEM;
+        uiw__nfsd_postop(dfd, ex, &ok->file_attributes); /* after: the atime it read at */
+        uiw__vfs_put(&c->v, of, dfd);
+        if (n < 0) {
+            r->status = buf ? uiw__nfsd_errno((int)-n) : NFS3ERR_SERVERFAULT;
+            return; /* resfail's attributes: resok's, in the same place */
+        }
+        ok->count = (uint32_t)n;
+        ok->data.data_val = buf;
+        ok->data.data_len = (u_int)n;
+        const post_op_attr *pa = &ok->file_attributes;
+        ok->eof = (uint32_t)n < count || a->offset >= (uint64_t)INT64_MAX ||
+                  (pa->attributes_follow &&
+                   a->offset + (uint64_t)n >= pa->post_op_attr_u.attributes.size);
+        return;
+    }
     r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
     if (r->status != NFS3_OK) {
         r->READ3res_u.resfail.file_attributes.attributes_follow = 0;
         return;
     }
-    READ3resok *ok = &r->READ3res_u.resok;
-    uint32_t count = a->count;
-    if (count > uiw__nfsd_max_io(c->v.s))
-        count = uiw__nfsd_max_io(c->v.s);
     /* Over RDMA: registered memory, from which the reply's RDMA Write goes out; over TCP
      * a pooled buffer the reply is sent from. */
     char *buf = uiw__nfs_xprt_getbuf(c->xprt, count ? count : 1);
@@ -368,23 +430,10 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
     dfd = uiw__vfs_get(&c->v, fd, O_RDONLY, &r->status, &of);
     if (dfd < 0)
         goto out;
-    /* at or past the largest offset a file may have: nothing there, the end */
-    if (a->offset >= (uint64_t)INT64_MAX)
-        count = 0;
-    else if (count > (uint64_t)INT64_MAX - a->offset)
-        count = (uint32_t)((uint64_t)INT64_MAX - a->offset);
-    ssize_t n = 0;
-    while ((uint32_t)n < count) {
-        ssize_t k = pread(dfd, buf + n, count - (size_t)n, (off_t)(a->offset + (uint64_t)n));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            r->status = uiw__nfsd_errno(errno);
-            goto out;
-        }
-        if (k == 0)
-            break;
-        n += k;
+    ssize_t n = read_at(dfd, buf, count, a->offset);
+    if (n < 0) {
+        r->status = uiw__nfsd_errno((int)-n);
+        goto out;
     }
     ok->count = (uint32_t)n;
     ok->data.data_val = buf;
@@ -412,6 +461,32 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
     struct uiw__vfs_file *of = NULL;
     wcc_data *w = &r->WRITE3res_u.resok.file_wcc;
     memset(w, 0, sizeof(*w));
+    int bad = a->count > a->data.data_len || a->stable > FILE_SYNC ||
+              a->offset > (uint64_t)INT64_MAX - a->count;
+    struct stat sb;
+    dfd = bad ? -1 : cached_file(c, &a->file, O_WRONLY, &sb, &ex, &of, &r->status);
+    if (dfd < 0 && r->status != NFS3_OK) {
+        w->after.attributes_follow = 1;
+        uiw__nfsd_fattr(&sb, ex, &w->after.post_op_attr_u.attributes);
+        return;
+    }
+    if (dfd >= 0 && c->v.s->nfs4 && uiw__nfs4_deleg_break(c->v.s->nfs4, sb.st_dev, sb.st_ino)) {
+        r->status = NFS3ERR_JUKEBOX; /* as delegated() answers */
+        uiw__nfsd_postop(dfd, ex, &w->after);
+        uiw__vfs_put(&c->v, of, dfd);
+        return;
+    }
+    if (dfd >= 0) {
+        uiw__vfs_begin_known(&c->v, &c->ch, dfd, &sb);
+        w->before.attributes_follow = 0;
+        if (c->ch.have_pre[0])
+            uiw__nfsd_preop_of(&c->ch.pre[0], &w->before);
+        r->status = uiw__vfs_write(&c->v, dfd, &c->ch.pre[0], a->offset, a->data.data_val, a->count,
+                                   (int)a->stable);
+        uiw__nfsd_postop(dfd, ex, &w->after);
+        change_end(c);
+        goto written;
+    }
     r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
     if (r->status != NFS3_OK)
         return;
@@ -435,6 +510,8 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
                                (int)a->stable);
     uiw__nfsd_postop(fd, ex, &w->after);
     change_end(c);
+    close(fd);
+written:
     if (r->status == NFS3_OK)
         r->status = uiw__vfs_sync(&c->v, dfd, (int)a->stable);
     WRITE3resok *ok = &r->WRITE3res_u.resok;
@@ -442,7 +519,6 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
     ok->count = a->count;
     uiw__vfs_verf(c->v.s, ok->verf);
     uiw__vfs_put(&c->v, of, dfd);
-    close(fd);
     return;
 out:
     uiw__nfsd_postop(fd, ex, &w->after);

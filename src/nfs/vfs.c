@@ -442,6 +442,42 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
     }
 }
 
+int uiw__vfs_get_cached(struct uiw__vfs *v, const struct stat *sb, int flags, nfsstat3 *st,
+                        struct uiw__vfs_file **out)
+{
+    *out = NULL;
+    *st = NFS3_OK;
+    int w = (flags & O_ACCMODE) == O_WRONLY;
+    struct uiw__vfs_state *vs = v->s->vfs;
+    uint64_t dev = (uint64_t)sb->st_dev, ino = (uint64_t)sb->st_ino;
+    int64_t now = uiw__nfsd_now_ns();
+    struct uiw__vfs_file *dead = NULL;
+    pthread_mutex_lock(&vs->flock);
+    if (now - vs->swept_ns > OFILE_SWEEP_NS)
+        file_sweep(vs, now, OFILE_IDLE_NS, UINT_MAX, &dead);
+    struct uiw__vfs_file *f = vs->bucket[file_bucket(dev, ino)];
+    while (f && (f->dev != dev || f->ino != ino))
+        f = f->next;
+    int d = f ? f->fd[w] : -1;
+    if (d >= 0) {
+        f->refs++;
+        file_touch(vs, f, now);
+    }
+    pthread_mutex_unlock(&vs->flock);
+    file_close_all(dead);
+    if (d < 0)
+        return -1;
+    atomic_fetch_add_explicit(&vs->file_hits, 1, memory_order_relaxed);
+    /* the kernel, when asked, is asked through the data descriptor: the same file */
+    *st = may(v, d, w ? W_OK : R_OK, sb);
+    if (*st != NFS3_OK) {
+        uiw__vfs_put(v, f, d);
+        return -1;
+    }
+    *out = f;
+    return d;
+}
+
 void uiw__vfs_put(struct uiw__vfs *v, struct uiw__vfs_file *f, int fd)
 {
     if (!f) {
@@ -656,6 +692,17 @@ void uiw__vfs_begin(struct uiw__vfs *v, struct uiw__vfs_change *ch, int fd0, int
     for (int i = 0; i < 2; i++)
         if (ch->have_pre[i])
             ch->have_pre[i] = fstat(fds[i], &ch->pre[i]) == 0;
+}
+
+void uiw__vfs_begin_known(struct uiw__vfs *v, struct uiw__vfs_change *ch, int fd,
+                          const struct stat *sb)
+{
+    ch->vs = v->s->vfs;
+    ch->n = 1;
+    ch->stripe[0] = stripe_of(sb);
+    ch->have_pre[1] = 0;
+    pthread_mutex_lock(&ch->vs->stripe[ch->stripe[0]]);
+    ch->have_pre[0] = fstat(fd, &ch->pre[0]) == 0;
 }
 
 void uiw__vfs_end(struct uiw__vfs_change *ch)

@@ -78,6 +78,13 @@ int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st);
  * with uiw__vfs_put (NULL: the call's own, closed there); or -1 and *st. */
 struct uiw__vfs_file;
 int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw__vfs_file **f);
+/* uiw__vfs_get for a file whose attributes the caller has already (sb, a regular file:
+ * uiw__vfs_stat's), when the cache holds a descriptor of it for that access: the caller's
+ * permission checked as uiw__vfs_get checks it, no descriptor of the call's own needed.
+ * The descriptor and *f; -1 with *st the refusal; -1 with *st NFS3_OK when the cache has
+ * none (uiw__vfs_resolve and uiw__vfs_get then). */
+int uiw__vfs_get_cached(struct uiw__vfs *v, const struct stat *sb, int flags, nfsstat3 *st,
+                        struct uiw__vfs_file **f);
 void uiw__vfs_put(struct uiw__vfs *v, struct uiw__vfs_file *f, int fd);
 /* The cache's limit: a quarter of RLIMIT_NOFILE now (the server calls it again once it
  * has raised its limit), so that connections and handles keep the rest. */
@@ -138,6 +145,9 @@ struct uiw__vfs_change {
     int have_pre[2];
 };
 void uiw__vfs_begin(struct uiw__vfs *v, struct uiw__vfs_change *ch, int fd0, int fd1);
+/* uiw__vfs_begin of one object whose attributes were just taken (sb: which lock is its). */
+void uiw__vfs_begin_known(struct uiw__vfs *v, struct uiw__vfs_change *ch, int fd,
+                          const struct stat *sb);
 void uiw__vfs_end(struct uiw__vfs_change *ch);
 
 /* The write verifier now (RFC 1813 section 3.3.7). */

@@ -500,6 +500,16 @@ TEST(nfs4_deleg_recall_v3_write_and_remove)
     CHECK_EQ(delegreturn(&c1, &o1), NFS4_OK);
     CHECK_EQ(v3_write(&v, &o1), NFS3_OK);
 
+    /* delegated again: with the file's descriptor for writing in the open-file cache now
+     * (the WRITE above), a WRITE still waits for the delegation, and recalls it */
+    CHECK_EQ(open_at(&c1, "f", OPEN4_SHARE_ACCESS_READ, &o1), NFS4_OK);
+    CHECK_EQ(o1.dtype, OPEN_DELEGATE_READ);
+    CHECK_EQ(v3_write(&v, &o1), NFS3ERR_JUKEBOX);
+    CHECK_EQ(cb_answer(b1, &rc), 1);
+    check_recall(&rc, &o1);
+    CHECK_EQ(delegreturn(&c1, &o1), NFS4_OK);
+    CHECK_EQ(v3_write(&v, &o1), NFS3_OK);
+
     /* delegated again; another client's REMOVE of its name recalls it */
     CHECK_EQ(open_at(&c1, "f", OPEN4_SHARE_ACCESS_READ, &o1), NFS4_OK);
     CHECK_EQ(o1.dtype, OPEN_DELEGATE_READ);
@@ -522,9 +532,9 @@ TEST(nfs4_deleg_recall_v3_write_and_remove)
     res_free(&res);
 
     struct uiw__nfsd_deleg_counts n = dcounts(&v);
-    CHECK_EQ(n.granted, 2);
-    CHECK_EQ(n.recalled, 2);
-    CHECK_EQ(n.returned, 2);
+    CHECK_EQ(n.granted, 3);
+    CHECK_EQ(n.recalled, 3);
+    CHECK_EQ(n.returned, 3);
     CHECK_EQ(n.revoked, 0);
     teardown(&v, &c1, b1, &c2);
 }
