@@ -103,6 +103,18 @@ static nfsstat4 cur_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 oth
     return st;
 }
 
+/* The data descriptor of the regular file fd whose attributes sb were just taken (as
+ * uiw__vfs_get gives it): the open-file cache's, without another look at the file, when
+ * it holds one. */
+static int data_fd(struct uiw__vfs *v, int fd, const struct stat *sb, int flags, nfsstat3 *s3,
+                   struct uiw__vfs_file **of)
+{
+    int dfd = uiw__vfs_get_cached(v, sb, flags, s3, of);
+    if (dfd < 0 && *s3 == NFS3_OK)
+        dfd = uiw__vfs_get(v, fd, flags, s3, of);
+    return dfd;
+}
+
 /* ---- OPEN ---- */
 
 /* The createattrs of an OPEN as the file-system layer takes them: mode and size (the
@@ -511,7 +523,7 @@ nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4ar
     nfsstat3 s3 = NFS3_OK;
     if (!buf)
         st = NFS4ERR_SERVERFAULT;
-    else if ((dfd = uiw__vfs_get(v, fd, O_RDONLY, &s3, &of)) < 0)
+    else if ((dfd = data_fd(v, fd, &sb, O_RDONLY, &s3, &of)) < 0)
         st = uiw__nfs4_st4(s3, ex, c->rq);
     size_t n = 0;
     while (st == NFS4_OK && n < count) {
@@ -556,14 +568,14 @@ nfsstat4 uiw__nfs4_write(struct uiw__nfs4_c *c, struct uiw__vfs *v, const WRITE4
         st = NFS4ERR_FBIG; /* past what any file may hold */
     struct uiw__vfs_file *of = NULL;
     nfsstat3 s3 = NFS3_OK;
-    if (st == NFS4_OK && (dfd = uiw__vfs_get(v, fd, O_WRONLY, &s3, &of)) < 0)
+    if (st == NFS4_OK && (dfd = data_fd(v, fd, &sb, O_WRONLY, &s3, &of)) < 0)
         st = uiw__nfs4_st4(s3, ex, c->rq);
     if (st != NFS4_OK) {
         close(fd);
         return st;
     }
     struct uiw__vfs_change ch;
-    uiw__vfs_begin(v, &ch, fd, -1);
+    uiw__vfs_begin_known(v, &ch, fd, &sb);
     s3 = uiw__vfs_write(v, dfd, ch.have_pre[0] ? &ch.pre[0] : &sb, a->offset, a->data.data_val,
                         a->data.data_len, (int)a->stable);
     uiw__vfs_end(&ch);
