@@ -344,7 +344,7 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
         uint32_t need = (access & OPEN4_SHARE_ACCESS_READ ? ACCESS4_READ : 0) |
                         (access & OPEN4_SHARE_ACCESS_WRITE ? ACCESS4_MODIFY : 0);
         uint32_t got;
-        if (uiw__vfs_access(v, fd, 0, need, &got) != 0)
+        if (uiw__vfs_access_known(v, fd, &sb, need, &got) != 0)
             st = NFS4ERR_PERM;
         else if ((got & need) != need)
             st = NFS4ERR_ACCESS;

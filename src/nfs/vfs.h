@@ -55,6 +55,11 @@ nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
  * on the file behind fd (a directory when `dir`), as the caller, a read-only export
  * taking away the changes. 0, or -EPERM (the caller's identity could not be taken). */
 int uiw__vfs_access(struct uiw__vfs *v, int fd, int dir, uint32_t want, uint32_t *got);
+/* uiw__vfs_access of the file fd whose attributes sb the caller has: reading, looking up
+ * and executing (nothing changed) as the file's owner or as root answered from sb, as the
+ * kernel would answer them; anything else asked of the kernel as uiw__vfs_access does. */
+int uiw__vfs_access_known(struct uiw__vfs *v, int fd, const struct stat *sb, uint32_t want,
+                          uint32_t *got);
 
 /* May the caller `c` read (mode R_OK) or write (W_OK) a regular file with the attributes
  * sb, where that needs no more than them: as the file's owner (its mode's owner bits

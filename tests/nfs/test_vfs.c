@@ -637,3 +637,63 @@ TEST(root_quick_access_is_the_kernels)
     unlink(path);
     CHECK_EQ(rmdir(dir), 0);
 }
+
+/* ACCESS's and OPEN's reading, looking up and executing, answered from the attributes for
+ * the owner and root, are the kernel's answers as that caller (uiw__vfs_access), for
+ * files and directories of every mode, owned by a user and by root; a change asked is the
+ * kernel's to answer. */
+TEST(root_quick_access_bits_are_the_kernels)
+{
+    uiw_test_require_root();
+    struct uiw__nfsd s;
+    memset(&s, 0, sizeof(s));
+    s.privileged = 1;
+    s.dac_override = uiw__nfs_cred_dac_override();
+    char dir[] = "/tmp/uiw-quickbits-XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_EQ(chmod(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/o", dir);
+    static const struct uiw__nfs_cred callers[] = {
+        {.uid = 1000, .gid = 1000}, {.uid = 0, .gid = 0}, {.uid = 2000, .gid = 1000}};
+    static const mode_t modes[] = {0000, 0100, 0400, 0500, 0700, 0010, 0001, 0444, 0555, 0711};
+    uint32_t want = ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_EXECUTE;
+    unsigned compared = 0;
+    for (int isdir = 0; isdir < 2; isdir++)
+        for (unsigned owner = 0; owner < 2; owner++)
+            for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+                if (isdir) {
+                    CHECK_EQ(mkdir(path, 0700), 0);
+                } else {
+                    int f = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+                    CHECK(f >= 0);
+                    close(f);
+                }
+                uid_t ou = owner ? 0 : 1000;
+                CHECK_EQ(chown(path, ou, ou), 0);
+                CHECK_EQ(chmod(path, modes[m]), 0);
+                int fd = open(path, O_PATH);
+                CHECK(fd >= 0);
+                struct stat sb;
+                CHECK_EQ(fstat(fd, &sb), 0);
+                for (unsigned k = 0; k < sizeof(callers) / sizeof(callers[0]); k++) {
+                    struct uiw__vfs v;
+                    memset(&v, 0, sizeof(v));
+                    v.s = &s;
+                    v.cred = callers[k];
+                    uint32_t quick = 0, kernel = 0;
+                    CHECK_EQ(uiw__vfs_access_known(&v, fd, &sb, want, &quick), 0);
+                    CHECK_EQ(uiw__vfs_access(&v, fd, isdir, want, &kernel), 0);
+                    if (quick != kernel)
+                        fprintf(stderr, "%s %04o owner %u caller %u: quick %#x, kernel %#x\n",
+                                isdir ? "dir" : "file", (unsigned)modes[m], (unsigned)ou,
+                                callers[k].uid, quick, kernel);
+                    CHECK_EQ(quick, kernel);
+                    CHECK_EQ(v.entered, 0); /* left as it was */
+                    compared++;
+                }
+                close(fd);
+                CHECK_EQ(isdir ? rmdir(path) : unlink(path), 0);
+            }
+    CHECK_EQ(compared, 2u * 2 * 10 * 3);
+    CHECK_EQ(rmdir(dir), 0);
+}
