@@ -518,6 +518,35 @@ TEST(root_open_files_check_each_caller)
     srv_stop(&v);
 }
 
+/* A server of root's for the quick answers: acting as each caller, with root's override
+ * (the tests run as root). */
+static void quick_server(struct uiw__nfsd *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->privileged = 1;
+    s->dac_override = uiw__nfs_cred_dac_override();
+    CHECK(s->dac_override);
+}
+
+/* A new file (or directory) at path, owned by uid (and its gid) with mode: its O_PATH
+ * descriptor, and its attributes in *sb. */
+static int make_owned(const char *path, int isdir, uid_t uid, mode_t mode, struct stat *sb)
+{
+    if (isdir) {
+        CHECK_EQ(mkdir(path, 0700), 0);
+    } else {
+        int f = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+        CHECK(f >= 0);
+        close(f);
+    }
+    CHECK_EQ(chown(path, uid, uid), 0);
+    CHECK_EQ(chmod(path, mode), 0);
+    int fd = open(path, O_PATH);
+    CHECK(fd >= 0);
+    CHECK_EQ(fstat(fd, sb), 0);
+    return fd;
+}
+
 /* The kernel's answer for the caller c on the file fd, as the server asked it before the
  * quick answer: as c, with the owner's override for writing. */
 static nfsstat3 kernel_may(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c, int fd,
@@ -559,10 +588,7 @@ TEST(root_quick_access_is_the_kernels)
 {
     uiw_test_require_root();
     struct uiw__nfsd s;
-    memset(&s, 0, sizeof(s));
-    s.privileged = 1;
-    s.dac_override = uiw__nfs_cred_dac_override();
-    CHECK(s.dac_override); /* root in the test: the quick answer for root is taken */
+    quick_server(&s);
     char dir[] = "/tmp/uiw-quick-XXXXXX", path[64];
     CHECK(mkdtemp(dir) != NULL);
     CHECK_EQ(chmod(dir, 0755), 0);
@@ -580,16 +606,9 @@ TEST(root_quick_access_is_the_kernels)
     for (unsigned owner = 0; owner < 2; owner++)
         for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
             snprintf(path, sizeof(path), "%s/f", dir);
-            int f = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-            CHECK(f >= 0);
-            close(f);
             uid_t ou = owner ? 0 : 1000;
-            CHECK_EQ(chown(path, ou, ou), 0);
-            CHECK_EQ(chmod(path, modes[m]), 0);
-            int fd = open(path, O_PATH);
-            CHECK(fd >= 0);
             struct stat sb;
-            CHECK_EQ(fstat(fd, &sb), 0);
+            int fd = make_owned(path, 0, ou, modes[m], &sb);
             for (unsigned k = 0; k < sizeof(callers) / sizeof(callers[0]); k++)
                 for (unsigned a = 0; a < 2; a++) {
                     int mode = a ? W_OK : R_OK;
@@ -646,9 +665,7 @@ TEST(root_quick_access_bits_are_the_kernels)
 {
     uiw_test_require_root();
     struct uiw__nfsd s;
-    memset(&s, 0, sizeof(s));
-    s.privileged = 1;
-    s.dac_override = uiw__nfs_cred_dac_override();
+    quick_server(&s);
     char dir[] = "/tmp/uiw-quickbits-XXXXXX", path[64];
     CHECK(mkdtemp(dir) != NULL);
     CHECK_EQ(chmod(dir, 0755), 0);
@@ -661,20 +678,9 @@ TEST(root_quick_access_bits_are_the_kernels)
     for (int isdir = 0; isdir < 2; isdir++)
         for (unsigned owner = 0; owner < 2; owner++)
             for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
-                if (isdir) {
-                    CHECK_EQ(mkdir(path, 0700), 0);
-                } else {
-                    int f = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-                    CHECK(f >= 0);
-                    close(f);
-                }
                 uid_t ou = owner ? 0 : 1000;
-                CHECK_EQ(chown(path, ou, ou), 0);
-                CHECK_EQ(chmod(path, modes[m]), 0);
-                int fd = open(path, O_PATH);
-                CHECK(fd >= 0);
                 struct stat sb;
-                CHECK_EQ(fstat(fd, &sb), 0);
+                int fd = make_owned(path, isdir, ou, modes[m], &sb);
                 for (unsigned k = 0; k < sizeof(callers) / sizeof(callers[0]); k++) {
                     struct uiw__vfs v;
                     memset(&v, 0, sizeof(v));
