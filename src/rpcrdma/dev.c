@@ -513,11 +513,10 @@ static bool listed(struct uiw__rr_dev *d, const void *c)
     return p != NULL;
 }
 
-/* Returns whether the first look found work (it came while nobody polled). */
-static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
+static void lead(struct uiw__rr_dev *d, uint64_t deadline)
 {
     if (poll_all(d) > 0)
-        return true;
+        return;
     uint64_t now = uiw__rr_now_ns();
     if (now >= d->bulk_trim_ns) {
         if (d->bulk_trim_ns) {
@@ -555,7 +554,7 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
                 /* what a wait is for came (not only the completion of a Send) */
                 if (d->polled_input)
                     d->spin_misses = 0;
-                return false;
+                return;
             }
             now = uiw__rr_now_ns();
             if (now < until)
@@ -581,7 +580,7 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
         }
     }
     if (poll_all(d) > 0)
-        return false;
+        return;
     int ms = SLICE_MS;
     now = uiw__rr_now_ns();
     if (deadline) {
@@ -591,7 +590,7 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
     }
     /* a connection that joined the list since the arming above is armed first */
     if (atomic_exchange(&d->joined, false))
-        return false;
+        return;
     void *ctx = NULL;
     /* after the passes above: a call they left waiting for room is counted by now */
     UIW__RR_COUNT(d->n_sleeps, 1);
@@ -618,12 +617,9 @@ static bool lead(struct uiw__rr_dev *d, uint64_t deadline)
     } else if (r == 0 && ctx) {
         d->unlisted_until = uiw__rr_now_ns() + (uint64_t)SLICE_MS * 1000000u;
     }
-    return false;
 }
 
 static _Thread_local bool leading;
-/* This worker left uiw__rr_dev_work to run calls, counted in running. */
-static _Thread_local bool ran_calls;
 
 /* Lead one round (mu held, nobody leading; held again on return), then wake the threads
  * waiting for a condition. */
@@ -632,10 +628,9 @@ static void lead_round(struct uiw__rr_dev *d, uint64_t deadline)
     d->leader = true;
     pthread_mutex_unlock(&d->mu);
     leading = true;
-    bool backlog = lead(d, deadline);
+    lead(d, deadline);
     leading = false;
     pthread_mutex_lock(&d->mu);
-    d->backlog = backlog;
     d->leader = false;
     d->round++;
     pthread_cond_broadcast(&d->cv);
@@ -735,26 +730,20 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
     }
 }
 
-/* A worker leaves to run the `waiting` calls (mu held): with nobody leading, the lead is
- * vacant from now on, and a sleeping worker watches it unless one does already. */
-static void leave_to_run(struct uiw__rr_dev *d, unsigned waiting)
+/* A worker leaves to run the calls waiting (mu held): with nobody leading, the lead is
+ * vacant from now on, and a sleeping worker watches it unless one does already. Nobody is
+ * woken to lead beside it: as the TCP server's event thread, the worker runs the calls it
+ * found and then polls again, and another takes the lead only when this one is held up
+ * (the watcher, after WATCH_NS). A second leader woken at once polls what the first will
+ * poll when it is back; on a host with no CPU to spare (the client on the same host, other
+ * loads) it takes its CPU time from the threads that make the calls and run them: with
+ * one NFS client reading many small files, eight calls in flight, that wake cost a
+ * context switch per call and a quarter of the calls per second. */
+static void leave_to_run(struct uiw__rr_dev *d)
 {
     d->handed = false;
     if (d->leader)
         return;
-    bool others = d->running > 0;
-    d->running++;
-    if (d->backlog && (waiting > 1 || others) && d->wsleep) {
-        /* calls came while nobody polled (the last round found them at its first look),
-         * several, or while other workers run calls: more will while this worker runs
-         * these, so a sleeping one leads meanwhile. One call found at once with no other
-         * running is what a caller with one call in flight sends as soon as it has the
-         * last reply: a worker woken to lead beside it would cost two thread switches
-         * and the locks they contend for on every call, with nothing to find. */
-        d->vacated = 0;
-        pthread_cond_signal(&d->wcv);
-        return;
-    }
     d->vacated = uiw__rr_now_ns();
     wake_worker(d);
 }
@@ -764,10 +753,6 @@ int uiw__rr_dev_work(struct uiw__rr_dev *d, unsigned (*work)(void *), uint64_t (
 {
     uiw__rr_plug_flush();
     pthread_mutex_lock(&d->mu);
-    if (ran_calls) {
-        ran_calls = false;
-        d->running--;
-    }
     bool woke = false;              /* from a sleep (not back from calls or a round of its own) */
     uint64_t seen = 0, seen_at = 0; /* taken(arg) as last seen changing (or nothing waiting) */
     for (;;) {
@@ -785,8 +770,7 @@ int uiw__rr_dev_work(struct uiw__rr_dev *d, unsigned (*work)(void *), uint64_t (
             seen_at = now;
         }
         if (waiting && (!woke || d->handed || now - seen_at >= WATCH_NS)) {
-            leave_to_run(d, waiting);
-            ran_calls = !d->leader;
+            leave_to_run(d);
             pthread_mutex_unlock(&d->mu);
             return 0;
         }

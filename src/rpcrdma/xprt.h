@@ -463,11 +463,8 @@ struct uiw__rr_dev {
     unsigned wsleep; /* workers asleep on wcv */
     bool watched;
     /* handed: a thread that is not a worker led since a worker last left to run calls
-     * (calls waiting may have no worker to run them); backlog: the last round found work
-     * at its first look (it came while nobody polled) */
+     * (calls waiting may have no worker to run them) */
     bool handed;
-    bool backlog;
-    unsigned running; /* workers gone to run calls (leave_to_run) and not yet back */
     _Atomic bool lead_asleep;
     /* A connection's CQ is armed when its receives are posted, and again by the leader
      * once it is on the list; an event of one not on the list is not looked at (it may be
@@ -534,14 +531,12 @@ int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uin
 /* A server worker's wait: drive the device until work(arg), the count of calls waiting
  * to run (not 0 when the workers are to stop either), is not 0, or the deadline passed,
  * as uiw__rr_dev_wait, except that the worker which finds calls while it leads returns to
- * run them leaving the lead vacant, waking no other worker (a call over before the next
- * arrives costs no thread switch) unless they piled up (came while nobody polled, and
- * several, or while other workers run calls: then a sleeping one polls meanwhile): it
- * takes the lead again when it comes back, or another worker does if it has not within a
- * short time (a slow call holds up the device's polling that long at most). Calls left
- * waiting while taken(arg), the count of calls taken to run so far, stays the same that
- * long (behind a slow call) are run by another worker then; calls that a thread which is
- * not a worker found (a caller waiting for its reply), by a worker it wakes. Returns 0
+ * run them leaving the lead vacant, waking no other worker to lead (calls cost no thread
+ * switch, however many come while it runs them): it takes the lead again when it comes back, or
+ * another worker does if it has not within a short time (a slow call holds up the device's polling
+ * that long at most). Calls left waiting while taken(arg), the count of calls taken to run so far,
+ * stays the same that long (behind a slow call) are run by another worker then; calls that a thread
+ * which is not a worker found (a caller waiting for its reply), by a worker it wakes. Returns 0
  * with work to do, -ETIMEDOUT. */
 int uiw__rr_dev_work(struct uiw__rr_dev *d, unsigned (*work)(void *), uint64_t (*taken)(void *),
                      void *arg, uint64_t deadline);
