@@ -776,6 +776,20 @@ int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms)
     return pipe_poll(c, timeout_ms);
 }
 
+void uiw__nfs_batch_begin(void)
+{
+#if UIW_NFS_HAVE_RDMA
+    uiw__rpc_clnt_plug();
+#endif
+}
+
+void uiw__nfs_batch_end(void)
+{
+#if UIW_NFS_HAVE_RDMA
+    uiw__rpc_clnt_unplug();
+#endif
+}
+
 unsigned uiw__nfs_most_inflight(const struct uiw__nfs_client *c)
 {
     return c->pipe ? uiw__nfs_pipe_most(c->pipe) : 0;

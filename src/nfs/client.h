@@ -147,6 +147,13 @@ int uiw__nfs_call_async(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xarg
  * served for up to timeout_ms (not -1), the delegations they recalled returned, a TCP
  * connection made again bound to the back channel. */
 int uiw__nfs_poll(struct uiw__nfs_client *c, int timeout_ms);
+/* Hold the calls this thread starts from now on (on any client) until
+ * uiw__nfs_batch_end, so that those started together go out together: one system call
+ * for the batch over RPC-over-RDMA, as over TCP, where they wait for uiw__nfs_poll
+ * anyway. A thread that waits for a call (a synchronous one, uiw__nfs_poll) sends what
+ * it holds first. Nestable. */
+void uiw__nfs_batch_begin(void);
+void uiw__nfs_batch_end(void);
 /* Over TCP: the most calls there were in flight at once (over RPC-over-RDMA the
  * transport's counters say it: credits_max_inflight). */
 unsigned uiw__nfs_most_inflight(const struct uiw__nfs_client *c);

@@ -768,6 +768,8 @@ int copy_run(const struct opts *o, const char *op, struct job *jobs, size_t n, s
     double t0 = now_s();
     while (e.flushed < n) {
         struct slot *s;
+        /* the calls the steps start go out together, as those of the callbacks in a poll */
+        uiw__nfs_batch_begin();
         while ((s = free_slot(&e)) != NULL) {
             slot_start(&e, s, &jobs[e.next++]);
             step(s);
@@ -780,6 +782,7 @@ int copy_run(const struct opts *o, const char *op, struct job *jobs, size_t n, s
             if (s->step == S_END)
                 slot_end(&e, s);
         }
+        uiw__nfs_batch_end();
         if (e.held) {
             e.bar.files_done = e.ended;
             progress_update(&e.bar, e.moved);
