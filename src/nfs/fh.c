@@ -245,12 +245,9 @@ static void rec_close(struct uiw__nfs_fhcache *c, struct rec *r)
     }
 }
 
-/* Drop the least recently used record (its descriptor, name and place). Under the lock. */
-static void rec_evict(struct uiw__nfs_fhcache *c)
+/* Drop a record (its descriptor, name and place). Under the lock. */
+static void rec_drop(struct uiw__nfs_fhcache *c, struct rec *r)
 {
-    struct rec *r = c->all.all_prev;
-    if (r == &c->all)
-        return;
     rec_close(c, r);
     all_unlink(r);
     for (struct rec **pp = &c->buckets[bucket(r->dev, r->ino)]; *pp; pp = &(*pp)->next)
@@ -261,6 +258,13 @@ static void rec_evict(struct uiw__nfs_fhcache *c)
     c->nrecs--;
     free(r->name);
     free(r);
+}
+
+/* Drop the least recently used record. Under the lock. */
+static void rec_evict(struct uiw__nfs_fhcache *c)
+{
+    if (c->all.all_prev != &c->all)
+        rec_drop(c, c->all.all_prev);
 }
 
 /* Insert or update the record of (dev, ino) with tag, dropping the least recently used
@@ -1106,8 +1110,12 @@ void uiw__nfs_fh_removed(struct uiw__nfsd *s, dev_t dev, ino_t ino)
     struct uiw__nfs_fhcache *c = s->fhcache;
     pthread_mutex_lock(&c->lock);
     struct rec *r = find(c, (uint64_t)dev, (uint64_t)ino);
+    /* a file with another name keeps its record (its descriptor finds it still); one
+     * gone, or one without a descriptor to tell, loses it: a server whose clients make
+     * and remove files all day keeps no record of each (records are a cache: a handle
+     * of a file still there is found again by the kernel's handle or a search) */
     struct stat st;
-    if (r && r->fd >= 0 && (fstat(r->fd, &st) != 0 || st.st_nlink == 0))
-        rec_close(c, r);
+    if (r && (r->fd < 0 || fstat(r->fd, &st) != 0 || st.st_nlink == 0))
+        rec_drop(c, r);
     pthread_mutex_unlock(&c->lock);
 }

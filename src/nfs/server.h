@@ -123,7 +123,8 @@ int uiw__nfs_fh_issue(struct uiw__nfsd *s, struct uiw__nfs_export *ex, int dirfd
 /* The file (dev, ino) is no longer `name` in dirfd: forget or re-point the record. */
 void uiw__nfs_fh_moved(struct uiw__nfsd *s, dev_t dev, ino_t ino, int newdirfd,
                        const char *newname);
-/* A name was removed: drop the cached descriptor if the file has no links left. */
+/* A name was removed: drop the file's record if it has no links left (or no descriptor
+ * that could tell). */
 void uiw__nfs_fh_removed(struct uiw__nfsd *s, dev_t dev, ino_t ino);
 
 /* ---- credentials (cred.c) ---- */
