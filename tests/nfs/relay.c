@@ -448,6 +448,11 @@ static void *pump(void *arg)
     free(pp->sbuf);
     free(pp->side);
     if (cut) {
+        /* counted before the reset: a client that sees it may reconnect, retry and
+         * finish before this thread runs again */
+        pthread_mutex_lock(&r->lock);
+        r->cuts++;
+        pthread_mutex_unlock(&r->lock);
         reset(pp->c);
         reset(pp->s);
     } else {
@@ -455,7 +460,6 @@ static void *pump(void *arg)
         close(pp->s);
     }
     pthread_mutex_lock(&r->lock);
-    r->cuts += (unsigned)cut;
     r->live--;
     pthread_mutex_unlock(&r->lock);
     free(pp);
