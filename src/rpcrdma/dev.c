@@ -378,6 +378,28 @@ void uiw__rr_mr_put(struct uiw__rr_mr *m)
 
 /* ---------------------------------------------------------------- the poller */
 
+/* The receives a batch of completions used are posted again before any of its calls is
+ * handed up: a reply sent for one of them lets the peer send its next call at once, and
+ * that call must find a receive (granted credits + the extras are all the slack there is;
+ * a pass over several batches that replaced them only at its end left the peer's calls
+ * with none, and the RNIC ended the connection with Terminate "no buffer available"). */
+static void refill(struct uiw__rr_conn *c, const struct uiw__nic_wc *wc, int n)
+{
+    uint32_t used = 0;
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        const struct uiw__rr_wrid *w = (const struct uiw__rr_wrid *)(uintptr_t)wc[i].wr_id;
+        used += w->kind == UIW__RR_WR_RECV;
+        ok = ok && wc[i].status == UIW__NIC_WC_OK;
+    }
+    if (!used)
+        return;
+    atomic_fetch_sub(&c->rposted, used);
+    int st = atomic_load(&c->state);
+    if (ok && (st == UIW__RR_C_READY || st == UIW__RR_C_NEGOTIATING) && !atomic_load(&c->closing))
+        (void)uiw__rr_post_recvs(c); /* a failure: the end of the pass tries again */
+}
+
 static int poll_conn(struct uiw__rr_conn *c)
 {
     struct uiw__nic_wc wc[BATCH];
@@ -388,6 +410,7 @@ static int poll_conn(struct uiw__rr_conn *c)
         int n = uiw__nic_poll(c->nc, wc, BATCH);
         if (n <= 0)
             break;
+        refill(c, wc, n);
         for (int i = 0; i < n; i++) {
             if (wc[i].op == UIW__NIC_WC_RECV || wc[i].op == UIW__NIC_WC_READ)
                 c->dev->polled_input = true;

@@ -862,7 +862,6 @@ UIW__DATAPATH void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct ui
     switch (w->kind) {
     case UIW__RR_WR_RECV: {
         struct uiw__rr_ibuf *ib = (struct uiw__rr_ibuf *)w;
-        atomic_fetch_sub(&c->rposted, 1);
         if (!ok) {
             uiw__rr_ibuf_put(c->dev, ib);
             return;

@@ -749,7 +749,7 @@ int uiw__rr_peer_xprop(struct uiw__rr_conn *c, uint32_t which, void *buf, size_t
 
 /* ---------------------------------------------------------------- internal to rpcrdma */
 
-/* in.c */
+/* in.c: a receive's completion finds c->rposted already counted down (dev.c's refill) */
 void uiw__rr_conn_complete(struct uiw__rr_conn *c, const struct uiw__nic_wc *wc);
 /* Retry the calls waiting for send queue room to pull their Read chunks (c->read_wait);
  * on a dead connection they end. Leader only. */

@@ -91,6 +91,22 @@ static void tdispatch(struct svc_req *rq, SVCXPRT *x)
         svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&s);
         return;
     }
+    case TP_SPIN: {
+        struct tpair p;
+        if (!svc_getargs(x, (xdrproc_t)xdr_tpair, (char *)&p)) {
+            svcerr_decode(x);
+            return;
+        }
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long us = p.a > 1000 ? 1000 : (long)p.a;
+        do
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+        u_int s = p.a + p.b;
+        svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&s);
+        return;
+    }
     case TP_GEN: {
         u_int n;
         if (!svc_getargs(x, (xdrproc_t)xdr_u_int, (char *)&n) || n > (64u << 20)) {

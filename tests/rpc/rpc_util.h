@@ -11,19 +11,21 @@
 
 enum {
     TP_NULL = 0,
-    TP_ECHO = 1,      /* opaque<> -> the same opaque<> */
-    TP_COUNT = 2,     /* void -> u_int: calls of TP_COUNT executed so far (DRC tests) */
-    TP_ADD = 3,       /* u_int, u_int -> u_int */
-    TP_GEN = 4,       /* u_int n -> opaque<> of n bytes, byte i = (uint8_t)(i * 7 + n) */
-    TP_SINK = 5,      /* opaque<> -> u_int: CRC32c of the bytes */
-    TP_DROP = 6,      /* u_int -> u_int: runs, then drops the connection before replying the
-                       * first time (counted like COUNT) */
-    TP_SLEEP = 7,     /* u_int ms -> void */
-    TP_CALLBACK = 8,  /* u_int -> u_int: calls the client back (program TCBPROG) */
-    TP_INFO = 9,      /* void -> struct tinfo: the server's view of the connection */
-    TP_CONC = 10,     /* u_int ms -> u_int: sleeps; the most calls seen running at once */
-    TP_CONC_SINK = 11 /* opaque<> -> u_int: holds it 100 ms; the most calls seen running at
-                       * once (with TP_CONC's) */
+    TP_ECHO = 1,       /* opaque<> -> the same opaque<> */
+    TP_COUNT = 2,      /* void -> u_int: calls of TP_COUNT executed so far (DRC tests) */
+    TP_ADD = 3,        /* u_int, u_int -> u_int */
+    TP_GEN = 4,        /* u_int n -> opaque<> of n bytes, byte i = (uint8_t)(i * 7 + n) */
+    TP_SINK = 5,       /* opaque<> -> u_int: CRC32c of the bytes */
+    TP_DROP = 6,       /* u_int -> u_int: runs, then drops the connection before replying the
+                        * first time (counted like COUNT) */
+    TP_SLEEP = 7,      /* u_int ms -> void */
+    TP_CALLBACK = 8,   /* u_int -> u_int: calls the client back (program TCBPROG) */
+    TP_INFO = 9,       /* void -> struct tinfo: the server's view of the connection */
+    TP_CONC = 10,      /* u_int ms -> u_int: sleeps; the most calls seen running at once */
+    TP_CONC_SINK = 11, /* opaque<> -> u_int: holds it 100 ms; the most calls seen running at
+                        * once (with TP_CONC's) */
+    TP_SPIN = 12       /* u_int us, u_int b -> us + b, after a busy wait of us (at most 1000)
+                        * microseconds: a call that keeps its thread on the CPU */
 };
 
 struct tinfo {
