@@ -335,8 +335,7 @@ void *uiw__nfs_tcp_getbuf(SVCXPRT *xprt, size_t len)
 
 /* ---------------------------------------------------------------- running it */
 
-/* The NFS version 3 procedures whose replies are kept: those that change something. */
-static int nfs3_changes(uint32_t proc)
+bool uiw__nfs3_changes(uint32_t proc)
 {
     switch (proc) {
     case 2:  /* SETATTR */
@@ -349,9 +348,9 @@ static int nfs3_changes(uint32_t proc)
     case 13: /* RMDIR */
     case 14: /* RENAME */
     case 15: /* LINK */
-        return 1;
+        return true;
     default:
-        return 0;
+        return false;
     }
 }
 
@@ -452,7 +451,7 @@ int uiw__nfs_call_run(struct uiw__nfsd *s, struct uiw__nfs_pool *pool,
         goto done;
     }
     if (rq.rq_prog == NFS_PROGRAM_NUM) {
-        if (rq.rq_vers == 3 && s->drc && nfs3_changes(rq.rq_proc)) {
+        if (rq.rq_vers == 3 && s->drc && uiw__nfs3_changes(rq.rq_proc)) {
             /* the checksum of the arguments, as knfsd's: not of the credential, whose
              * stamp a client may change when it connects again */
             struct uiw__drc_key k;

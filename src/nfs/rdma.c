@@ -48,6 +48,21 @@ static void nfs4_rdma(struct svc_req *rq, SVCXPRT *xprt)
     uiw__nfs4_dispatch(served, rq, xprt);
 }
 
+/* What the duplicate-reply cache keeps, as over TCP: NFSv3's calls that change something
+ * (a GETATTR or READ sent again runs again); no NFSv4.1 COMPOUND, whose SEQUENCE slot
+ * answers a retry from the session's own reply cache (RFC 8881 section 2.10.6), as knfsd
+ * does. */
+static bool nfs3_cached(rpcproc_t proc)
+{
+    return uiw__nfs3_changes((uint32_t)proc);
+}
+
+static bool nfs4_cached(rpcproc_t proc)
+{
+    (void)proc;
+    return false;
+}
+
 /* ---- the back channel ---- */
 
 /* Backward calls one connection has at once at most: a session's callbacks waiting or
@@ -201,8 +216,12 @@ struct uiw__nfs_rdma *uiw__nfs_rdma_listen(struct uiw__nfsd *s, const char *addr
         return NULL;
     }
     int rc = uiw_rpc_svc_register(r->svc, 100003, 3, nfs3_rdma);
+    if (rc == 0)
+        rc = uiw__rpc_svc_cached(r->svc, 100003, 3, nfs3_cached);
     if (rc == 0 && s->nfs4)
         rc = uiw_rpc_svc_register(r->svc, 100003, 4, nfs4_rdma);
+    if (rc == 0 && s->nfs4)
+        rc = uiw__rpc_svc_cached(r->svc, 100003, 4, nfs4_cached);
     if (rc == 0 && s->nfs4)
         rc = uiw__rpc_svc_conn_ended(r->svc, bc_ended);
     if (rc == 0)

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -147,6 +148,9 @@ void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
  * knfsd's mountd names it: the mount list's host name and the refusals' log), and its
  * port (when port is not NULL). */
 void uiw__nfsd_caller(SVCXPRT *xprt, char *buf, size_t n, unsigned *port);
+/* The NFS version 3 procedures whose replies the duplicate-reply cache keeps (both
+ * transports): those that change something, which a second run would answer otherwise. */
+bool uiw__nfs3_changes(uint32_t proc);
 
 /* May the caller of rq use ex, and write to it? NFS3_OK with *cred its identity there
  * (squashed as the export's line says for it), NFS3ERR_ACCES (not a client of it; a

@@ -41,7 +41,21 @@ int uiw__rpc_resp_register(struct uiw__rpc_resp *r, rpcprog_t prog, rpcvers_t ve
     if (!e && r->nprogs == UIW__RPC_MAX_PROGS)
         e = -ENOMEM;
     if (!e)
-        r->progs[r->nprogs++] = (struct uiw__rpc_prog){prog, vers, dispatch};
+        r->progs[r->nprogs++] = (struct uiw__rpc_prog){prog, vers, dispatch, NULL};
+    pthread_mutex_unlock(&r->lock);
+    return e;
+}
+
+int uiw__rpc_resp_cached(struct uiw__rpc_resp *r, rpcprog_t prog, rpcvers_t vers,
+                         bool (*cached)(rpcproc_t proc))
+{
+    pthread_mutex_lock(&r->lock);
+    int e = -ENOENT;
+    for (unsigned i = 0; i < r->nprogs; i++)
+        if (r->progs[i].prog == prog && r->progs[i].vers == vers) {
+            r->progs[i].cached = cached;
+            e = 0;
+        }
     pthread_mutex_unlock(&r->lock);
     return e;
 }
@@ -309,13 +323,16 @@ static void run(struct uiw__rpc_resp *r, struct uiw__rr_call *k)
         goto done;
     }
     void (*dispatch)(struct svc_req *, SVCXPRT *) = NULL;
+    bool (*cached)(rpcproc_t) = NULL;
     uint32_t lo = UINT32_MAX, hi = 0;
     pthread_mutex_lock(&r->lock);
     for (unsigned i = 0; i < r->nprogs; i++) {
         if (r->progs[i].prog != s->hdr.prog)
             continue;
-        if (r->progs[i].vers == s->hdr.vers)
+        if (r->progs[i].vers == s->hdr.vers) {
             dispatch = r->progs[i].dispatch;
+            cached = r->progs[i].cached;
+        }
         if (r->progs[i].vers < lo)
             lo = (uint32_t)r->progs[i].vers;
         if (r->progs[i].vers > hi)
@@ -329,7 +346,7 @@ static void run(struct uiw__rpc_resp *r, struct uiw__rr_call *k)
             reject(s, PROG_MISMATCH, lo, hi);
         goto done;
     }
-    if (r->drc && s->hdr.proc != 0) {
+    if (r->drc && s->hdr.proc != 0 && (!cached || cached(s->hdr.proc))) {
         switch (uiw__drc_lookup(r->drc, s)) {
         case UIW__DRC_HIT:
             serve_waiter(r, s, true, dispatch);

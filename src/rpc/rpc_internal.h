@@ -167,6 +167,7 @@ struct uiw__rpc_prog {
     rpcprog_t prog;
     rpcvers_t vers;
     void (*dispatch)(struct svc_req *, SVCXPRT *);
+    bool (*cached)(rpcproc_t proc); /* NULL: every procedure but 0 (uiw__rpc_svc_cached) */
 };
 
 #define UIW__RPC_MAX_PROGS 32
@@ -211,6 +212,9 @@ void uiw__rpc_resp_fini(struct uiw__rpc_resp *r);
 int uiw__rpc_resp_register(struct uiw__rpc_resp *r, rpcprog_t prog, rpcvers_t vers,
                            void (*dispatch)(struct svc_req *, SVCXPRT *));
 int uiw__rpc_resp_unregister(struct uiw__rpc_resp *r, rpcprog_t prog, rpcvers_t vers);
+/* uiw__rpc_svc_cached's (svc_hooks.h) */
+int uiw__rpc_resp_cached(struct uiw__rpc_resp *r, rpcprog_t prog, rpcvers_t vers,
+                         bool (*cached)(rpcproc_t proc));
 /* transport callback: queue a ready call */
 void uiw__rpc_resp_ready(struct uiw__rpc_resp *r, struct uiw__rr_call *k);
 /* Take one ready call and run it (decode, dispatch, reply). false when none. */

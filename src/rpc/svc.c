@@ -209,6 +209,16 @@ int uiw_rpc_svc_register(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers
     return uiw__rpc_resp_register(&svc->resp, prog, vers, dispatch);
 }
 
+int uiw__rpc_svc_cached(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers,
+                        bool (*cached)(rpcproc_t proc))
+{
+    if (!svc)
+        return -EINVAL;
+    if (atomic_load(&svc->running))
+        return -EBUSY;
+    return uiw__rpc_resp_cached(&svc->resp, prog, vers, cached);
+}
+
 int uiw_rpc_svc_unregister(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers)
 {
     if (!svc)

@@ -27,6 +27,14 @@ int uiw__rpc_svc_admission(struct uiw_rpc_svc *svc,
                            bool (*admit)(void *arg, const struct sockaddr *peer),
                            void (*gone)(void *arg), void *arg);
 
+/* Which calls of a registered program the duplicate-reply cache keeps (those a second
+ * run would answer differently: NFSv3's that change something; none of NFSv4.1's, whose
+ * sessions keep their own reply cache, RFC 8881 section 2.10.6): cached(proc) true for
+ * those. Without it, every call but procedure 0. Set before uiw_rpc_svc_start /
+ * uiw_rpc_svc_run: 0, or -ENOENT (prog, vers not registered), -EBUSY, -EINVAL. */
+int uiw__rpc_svc_cached(struct uiw_rpc_svc *svc, rpcprog_t prog, rpcvers_t vers,
+                        bool (*cached)(rpcproc_t proc));
+
 /* ---- a program's own state per connection, and backward calls it encodes itself ----
  *
  * uiw-nfsd's NFSv4.1 back channel (RFC 8881 section 2.10.3.1, RFC 8167) keeps a record per

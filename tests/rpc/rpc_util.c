@@ -1,3 +1,4 @@
+#include "rpc/svc_hooks.h"
 #include "rpc_util.h"
 
 #include <errno.h>
@@ -202,6 +203,12 @@ static void tdispatch(struct svc_req *rq, SVCXPRT *x)
 
 void tsrv_start(struct tsrv *t, const struct uiw_rpc_svc_attr *attr)
 {
+    tsrv_start_cached(t, attr, NULL);
+}
+
+void tsrv_start_cached(struct tsrv *t, const struct uiw_rpc_svc_attr *attr,
+                       bool (*cached)(rpcproc_t proc))
+{
     struct uiw_rpc_svc_attr a;
     if (attr)
         a = *attr;
@@ -214,6 +221,8 @@ void tsrv_start(struct tsrv *t, const struct uiw_rpc_svc_attr *attr)
     t->svc = uiw_rpc_svc_create(&a);
     CHECK(t->svc != NULL);
     CHECK_EQ(uiw_rpc_svc_register(t->svc, TPROG, TVERS, tdispatch), 0);
+    if (cached)
+        CHECK_EQ(uiw__rpc_svc_cached(t->svc, TPROG, TVERS, cached), 0);
     t->port = uiw_rpc_svc_port(t->svc);
     CHECK(t->port != 0);
     CHECK_EQ(uiw_rpc_svc_start(t->svc), 0);

@@ -42,6 +42,9 @@ struct tsrv {
 
 /* Start a server with the test program (attr NULL: defaults with port 0). */
 void tsrv_start(struct tsrv *t, const struct uiw_rpc_svc_attr *attr);
+/* The same, with the procedures the duplicate-reply cache keeps (uiw__rpc_svc_cached). */
+void tsrv_start_cached(struct tsrv *t, const struct uiw_rpc_svc_attr *attr,
+                       bool (*cached)(rpcproc_t proc));
 void tsrv_stop(struct tsrv *t);
 /* The count of executions (TP_COUNT, TP_DROP). */
 unsigned tsrv_count(void);

@@ -58,6 +58,49 @@ static void lost(uint32_t vers)
     tsrv_stop(&t);
 }
 
+static bool count_cached(rpcproc_t proc)
+{
+    return proc == TP_COUNT;
+}
+
+static bool drop_cached(rpcproc_t proc)
+{
+    return proc == TP_DROP;
+}
+
+/* TP_DROP's call sent again on a new connection after its first run: the runs the server
+ * made, and its cache's hits. */
+static void drop_again(bool (*cached)(rpcproc_t), u_int runs, uint64_t hits)
+{
+    struct tsrv t;
+    tsrv_start_cached(&t, NULL, cached);
+    struct uiw_rpc_clnt_attr ca = {0};
+    ca.no_vers_memory = true;
+    CLIENT *c = tclnt(t.port, &ca);
+    u_int v = 5, n = 0;
+    CHECK_EQ(clnt_call(c, TP_DROP, (xdrproc_t)xdr_u_int, (char *)&v, (xdrproc_t)xdr_u_int,
+                       (char *)&n, TMO),
+             RPC_SUCCESS);
+    CHECK_EQ(n, runs); /* the reply of the last run */
+    CHECK_EQ(tsrv_count(), runs);
+    struct uiw_rpc_xprt_stats xs;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(t.svc, &xs), 0);
+    CHECK_EQ(xs.connections, 2);
+    CHECK_EQ(xs.calls_received, 2);
+    CHECK_EQ(xs.drc_hits, hits);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+/* A procedure the program says the cache does not keep (as uiw-nfsd says of NFSv3's
+ * GETATTR and of every NFSv4.1 COMPOUND) runs again when its call comes again; one it
+ * says it keeps is answered from the cache. */
+TEST(rpc_drc_keeps_only_what_the_program_says)
+{
+    drop_again(count_cached, 2, 0);
+    drop_again(drop_cached, 1, 1);
+}
+
 TEST(rpc_lost_connection_drc_v2)
 {
     lost(2);
