@@ -14,6 +14,7 @@
  * oldest given up first.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,8 +35,9 @@ struct drc_ent {
     struct uiw__rr_ibuf *kib;
     struct uiw__rr_bulk *kbulk;
     uint32_t kslot;
-    void *owner;  /* an RDMA call, or another transport's token */
-    bool awaited; /* a retransmission as bytes waits for this entry's end */
+    void *owner;   /* an RDMA call, or another transport's token */
+    bool awaited;  /* a retransmission as bytes waits for this entry's end */
+    bool uncached; /* taken by uiw__drc_claim (counted in nuncached while linked) */
     struct uiw__rpc_scall *waiter;
     uint32_t len;
 };
@@ -51,6 +53,7 @@ struct uiw__drc {
     struct uiw__rr_dev *dev; /* of the kept buffers */
     uint32_t max_kept, kept_next;
     uint32_t *kept; /* entries holding a buffer (index + 1, 0: none), oldest at kept_next */
+    _Atomic uint32_t nuncached; /* linked entries taken by uiw__drc_claim */
     bool ready;
 };
 
@@ -165,6 +168,10 @@ static void unlink_ent(struct uiw__drc *d, uint32_t idx)
     e->hnext = 0;
     e->state = E_FREE;
     unkeep(d, e);
+    if (e->uncached) {
+        e->uncached = false;
+        atomic_fetch_sub_explicit(&d->nuncached, 1, memory_order_relaxed);
+    }
 }
 
 static void link_ent(struct uiw__drc *d, uint32_t idx, const struct uiw__drc_key *k)
@@ -220,7 +227,7 @@ static int claim(struct uiw__drc *d, const struct uiw__drc_key *k, void *owner)
     return -1;
 }
 
-enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s)
+enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s, bool claim_miss)
 {
     struct uiw__drc_key k;
     key_of(s, &k);
@@ -244,9 +251,32 @@ enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall 
         }
         break;
     }
-    s->drc_slot = claim(d, &k, s);
+    if (claim_miss)
+        s->drc_slot = claim(d, &k, s);
     pthread_mutex_unlock(&d->lock);
     return UIW__DRC_MISS;
+}
+
+bool uiw__drc_uncached(struct uiw__drc *d)
+{
+    return atomic_load_explicit(&d->nuncached, memory_order_relaxed) != 0;
+}
+
+void uiw__drc_claim(struct uiw__drc *d, struct uiw__rpc_scall *s)
+{
+    struct uiw__drc_key k;
+    key_of(s, &k);
+    pthread_mutex_lock(&d->lock);
+    uint32_t i = d->heads[bucket_of(d, &k)];
+    while (i && !key_eq(&d->e[i - 1], &k))
+        i = d->e[i - 1].hnext;
+    if (!i)
+        s->drc_slot = claim(d, &k, s);
+    if (s->drc_slot >= 0) {
+        d->e[s->drc_slot].uncached = true;
+        atomic_fetch_add_explicit(&d->nuncached, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&d->lock);
 }
 
 struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *s, bool cacheable,
@@ -268,6 +298,8 @@ struct uiw__rpc_scall *uiw__drc_done(struct uiw__drc *d, struct uiw__rpc_scall *
     /* answered REPLY_RESOURCE: the requester may send it again with room for the reply
      * (not one that can offer no Reply chunk: a backward call to an inline-only client) */
     bool resend = k->too_small && !k->wshort && k->vers == 2 && !k->no_ddp;
+    if (e->uncached && !resend)
+        cacheable = false; /* taken for a REPLY_RESOURCE that did not come */
     if (cacheable && k->rlen <= d->max_reply) {
         memcpy(d->data + (size_t)idx * d->max_reply, k->rp, k->rlen);
         e->len = k->rlen;

@@ -104,6 +104,8 @@ static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
         return FALSE;
     }
     s->encoded = true;
+    if (s->drc_slot < 0 && s->resp->drc && !uiw__rr_reply_fits(k))
+        uiw__drc_claim(s->resp->drc, s); /* answered REPLY_RESOURCE: kept for the retry */
     /* never waits: a reply without send queue room yet waits on its connection, and
      * results in the caller's memory were copied (uiw__rr_reply_ddp) */
     int r = uiw__rr_reply_send(k);
@@ -346,8 +348,9 @@ static void run(struct uiw__rpc_resp *r, struct uiw__rr_call *k)
             reject(s, PROG_MISMATCH, lo, hi);
         goto done;
     }
-    if (r->drc && s->hdr.proc != 0 && (!cached || cached(s->hdr.proc))) {
-        switch (uiw__drc_lookup(r->drc, s)) {
+    bool keep = !cached || cached(s->hdr.proc);
+    if (r->drc && s->hdr.proc != 0 && (keep || uiw__drc_uncached(r->drc))) {
+        switch (uiw__drc_lookup(r->drc, s, keep)) {
         case UIW__DRC_HIT:
             serve_waiter(r, s, true, dispatch);
             return;

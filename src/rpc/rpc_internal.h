@@ -228,10 +228,20 @@ bool uiw__rpc_resp_run_one(struct uiw__rpc_resp *r);
  * room. */
 struct uiw__drc *uiw__drc_new(uint32_t entries, uint32_t max_reply, uint32_t max_kept,
                               struct uiw__rr_dev *dev);
-/* Look the call up: MISS (the call now owns an in-progress entry; run it), HIT (its
+/* Look the call up: MISS (with claim_miss the call now owns an in-progress entry; run it), HIT (its
  * cached reply was copied into the call's reply buffer: send it), WAIT (the original
  * is still running: it will serve this one). */
-enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s);
+enum uiw__drc_verdict uiw__drc_lookup(struct uiw__drc *d, struct uiw__rpc_scall *s,
+                                      bool claim_miss);
+/* Whether entries taken by uiw__drc_claim are linked: the calls the cache does not keep
+ * are looked up (without claim_miss) while they are, a retry among them. */
+bool uiw__drc_uncached(struct uiw__drc *d);
+/* An entry for s, which runs without one (the program does not keep its procedure's
+ * replies), taken when its reply is to be answered REPLY_RESOURCE: the call comes back
+ * with room for it, and is answered with this run's reply rather than run again (an
+ * NFSv4.1 COMPOUND whose slot keeps no reply would be refused). Nothing when an entry of
+ * the same call exists. uiw__drc_done ends it as any other. */
+void uiw__drc_claim(struct uiw__drc *d, struct uiw__rpc_scall *s);
 /* The owner of an entry is done: keep its reply (when it qualifies: cacheable and within
  * max_reply, or answered REPLY_RESOURCE and so taken from the call) or drop the entry;
  * returns a waiting retransmission to serve (from the cache, or to run), or NULL, with

@@ -1036,6 +1036,19 @@ static int error_instead(struct uiw__rr_call *k, uint32_t code)
     return r ? r : 1;
 }
 
+bool uiw__rr_reply_fits(const struct uiw__rr_call *k)
+{
+    if (k->too_small)
+        return false;
+    /* inline: the header takes at most UIW__RR_HDR_ROOM bytes */
+    if (!k->rbulk && k->rlen + UIW__RR_HDR_ROOM <= k->conn->inline_send)
+        return true;
+    uint64_t cap = 0;
+    for (uint32_t j = 0; k->has_reply && j < k->reply_nsegs; j++)
+        cap += k->reply_segs[j].length;
+    return !k->no_ddp && k->has_reply && cap >= k->rlen;
+}
+
 int uiw__rr_reply_send(struct uiw__rr_call *k)
 {
     struct uiw__rr_conn *c = k->conn;

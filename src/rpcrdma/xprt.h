@@ -730,6 +730,11 @@ bool uiw__rr_reply_ddp(struct uiw__rr_call *k, const void *src, uint32_t len);
  * the send queue has no room for yet waits on its connection (c->reply_wait), and k's
  * buffers return once it went out or the connection ended (uiw__rr_call_finish). */
 int uiw__rr_reply_send(struct uiw__rr_call *k);
+/* Whether k's reply as encoded so far can go out (inline, or in the requester's Reply
+ * chunk): false when uiw__rr_reply_send would answer REPLY_RESOURCE (Version Two) or
+ * ERR_CHUNK for want of room (or may: a reply within a header's length of the inline
+ * size). */
+bool uiw__rr_reply_fits(const struct uiw__rr_call *k);
 /* Send an RDMA_ERROR for k (errcode of its version). */
 int uiw__rr_call_error(struct uiw__rr_call *k, uint32_t errcode);
 /* The upper layer is done with k: its buffers return once its reply Send completed. */

@@ -4,6 +4,8 @@
 
 #include <uiw/wire.h>
 
+#include "rpc/drc.h"
+#include "rpc/rpc_internal.h"
 #include "rpc_util.h"
 
 static void fill(char *p, u_int n, u_int seed)
@@ -232,10 +234,10 @@ TEST(rpc_echo_both_chunks)
 
 /* A result nobody set up a buffer for: a Reply chunk of reply_max, or REPLY_RESOURCE (v2:
  * the call goes again once with the size asked for) / ERR_CHUNK (v1). */
-static void reply_chunk(uint32_t vers, bool hint)
+static void reply_chunk(uint32_t vers, bool hint, bool (*cached)(rpcproc_t))
 {
     struct tsrv t;
-    tsrv_start(&t, NULL);
+    tsrv_start_cached(&t, NULL, cached);
     /* a high DDP threshold: the result goes in the reply stream, not a Write chunk */
     CLIENT *c = client(t.port, vers, 1u << 30);
     u_int n = 100000;
@@ -257,7 +259,8 @@ static void reply_chunk(uint32_t vers, bool hint)
         CHECK(s.reply_chunks >= 1);
         if (!hint) {
             /* REPLY_RESOURCE, then the retry, answered with the reply kept: the call ran
-             * once, though its reply is larger than the cache's 4096-byte entries */
+             * once, though its reply is larger than the cache's 4096-byte entries (and
+             * though the program says the cache keeps none of its procedure's replies) */
             CHECK_EQ(s.errors_received[UIW_RDMA2_ERR_REPLY_RESOURCE], 1);
             CHECK_EQ(s.retransmits, 1);
             struct uiw_rpc_xprt_stats ss;
@@ -265,6 +268,9 @@ static void reply_chunk(uint32_t vers, bool hint)
             CHECK_EQ(ss.calls_received, 2);
             CHECK_EQ(ss.drc_hits, 1);
             CHECK_EQ(ss.replies_sent, 1);
+            /* the reply kept for the retry went with it: the calls the cache does not keep
+             * are not looked up any more */
+            CHECK(!uiw__drc_uncached(uiw__rpc_svc_drc(t.svc)));
         }
         clnt_freeres(c, (xdrproc_t)xdr_tbuf, (char *)&r);
     }
@@ -274,22 +280,33 @@ static void reply_chunk(uint32_t vers, bool hint)
 
 TEST(rpc_reply_chunk_v2)
 {
-    reply_chunk(2, true);
+    reply_chunk(2, true, NULL);
 }
 
 TEST(rpc_reply_chunk_v1)
 {
-    reply_chunk(1, true);
+    reply_chunk(1, true, NULL);
 }
 
 TEST(rpc_reply_resource_retry_v2)
 {
-    reply_chunk(2, false);
+    reply_chunk(2, false, NULL);
+}
+
+static bool none_cached(rpcproc_t proc)
+{
+    (void)proc;
+    return false;
+}
+
+TEST(rpc_reply_resource_retry_v2_uncached)
+{
+    reply_chunk(2, false, none_cached);
 }
 
 TEST(rpc_reply_too_large_v1)
 {
-    reply_chunk(1, false);
+    reply_chunk(1, false, NULL);
 }
 
 /* Arguments larger than the server's receive buffers and below the DDP threshold: the
