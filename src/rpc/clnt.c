@@ -5,11 +5,28 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rpc/clnt_hooks.h"
 #include "rpc/rpc_internal.h"
+
+/* libtirpc makes its AUTH_NONE singleton without holding its lock over the check, so
+ * clients created by several threads at once can each make one (all but one leak): the
+ * first is made once, before any client takes it. */
+static pthread_once_t authnone_once = PTHREAD_ONCE_INIT;
+
+static void authnone_first(void)
+{
+    (void)authnone_create();
+}
+
+static AUTH *authnone(void)
+{
+    pthread_once(&authnone_once, authnone_first);
+    return authnone_create();
+}
 
 struct uiw__clnt {
     CLIENT cl; /* first */
@@ -339,7 +356,7 @@ CLIENT *uiw_rpc_clnt_create(const char *host, uint16_t port, rpcprog_t prog, rpc
         errno = -r;
         return NULL;
     }
-    u->cl.cl_auth = authnone_create();
+    u->cl.cl_auth = authnone();
     if (u->attr.progress_thread) {
         if (pthread_create(&u->thread, NULL, clnt_thread, u) == 0)
             u->has_thread = true;
@@ -557,7 +574,7 @@ CLIENT *uiw__rpc_bc_create(struct uiw__rr_conn *conn, rpcprog_t prog, rpcvers_t 
     u->cl.cl_ops = (struct clnt_ops *)(uintptr_t)&clnt_ops;
     u->cl.cl_private = u;
     u->cl.cl_netid = (char *)(uintptr_t) "rdma";
-    u->cl.cl_auth = authnone_create();
+    u->cl.cl_auth = authnone();
     return &u->cl;
 }
 
