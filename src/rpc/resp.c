@@ -89,8 +89,9 @@ void uiw__rpc_resp_ready(struct uiw__rpc_resp *r, struct uiw__rr_call *k)
 
 /* ---------------------------------------------------------------- replies */
 
-/* Encode and send a reply (the call's own, or an error of ours). */
-static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
+/* Encode and send a reply: the call's own (dispatched), or an error of ours before its
+ * dispatch. */
+static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg, bool dispatched)
 {
     struct uiw__rr_call *k = &s->k;
     if (s->replied || s->lost)
@@ -104,8 +105,11 @@ static bool send_msg(struct uiw__rpc_scall *s, const struct rpc_msg *msg)
         return FALSE;
     }
     s->encoded = true;
-    if (s->drc_slot < 0 && s->resp->drc && !uiw__rr_reply_fits(k))
-        uiw__drc_claim(s->resp->drc, s); /* answered REPLY_RESOURCE: kept for the retry */
+    /* to be answered REPLY_RESOURCE (Version Two: the call comes back with room for it):
+     * kept for the retry, as a call the cache keeps (run_dispatch ends the entry) */
+    if (dispatched && s->drc_slot < 0 && s->resp->drc && k->vers == 2 && !k->no_ddp &&
+        !uiw__rr_reply_fits(k))
+        uiw__drc_claim(s->resp->drc, s);
     /* never waits: a reply without send queue room yet waits on its connection, and
      * results in the caller's memory were copied (uiw__rr_reply_ddp) */
     int r = uiw__rr_reply_send(k);
@@ -131,7 +135,7 @@ static void reject(struct uiw__rpc_scall *s, enum accept_stat st, uint32_t lo, u
     m.acpted_rply.ar_stat = st;
     m.acpted_rply.ar_vers.low = lo;
     m.acpted_rply.ar_vers.high = hi;
-    send_msg(s, &m);
+    send_msg(s, &m, false);
 }
 
 static void deny(struct uiw__rpc_scall *s, enum reject_stat st, enum auth_stat why)
@@ -147,7 +151,7 @@ static void deny(struct uiw__rpc_scall *s, enum reject_stat st, enum auth_stat w
     } else {
         m.rjcted_rply.rj_why = why;
     }
-    send_msg(s, &m);
+    send_msg(s, &m, false);
 }
 
 /* ---------------------------------------------------------------- SVCXPRT ops */
@@ -175,7 +179,7 @@ static bool_t x_getargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
 
 static bool_t x_reply(SVCXPRT *x, struct rpc_msg *m)
 {
-    return send_msg(x->xp_p1, m);
+    return send_msg(x->xp_p1, m, true);
 }
 
 static bool_t x_freeargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
