@@ -182,6 +182,15 @@ UIW__DATAPATH static bool_t dec_getlong(XDR *xdrs, long *lp)
         s->xpos += 4;
         return TRUE;
     }
+    /* a call's word within one piece (nearly every word: a piece ends only where a Read
+     * chunk's bytes come in) */
+    if (s->mode == UIW__XS_CALL_DEC && s->pi < s->k->npieces &&
+        s->k->pieces[s->pi].len - s->poff > 4) {
+        *lp = (long)(int32_t)uiw__get_be32(s->k->pieces[s->pi].p + s->poff);
+        s->poff += 4;
+        s->xpos += 4;
+        return TRUE;
+    }
     if (!take(s, b, 4))
         return FALSE;
     *lp = (long)(int32_t)uiw__get_be32(b);
