@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "nfs/nfs4cb.h"
+#include "common/byteorder.h"
 #include "nfs/nfs4int.h"
 #include "nfs/xdr_data.h"
 
@@ -767,6 +768,37 @@ static void pushback_init(struct pushback *p, XDR *in, long word)
     p->have = 1;
 }
 
+/* The bytes of a result of nearly every COMPOUND (a SEQUENCE or GETATTR that went well,
+ * PUTFH and its like) counted here, or 0 for another. */
+static uint32_t hot_size(const nfs_resop4 *r)
+{
+    /* the operation's number and its status, then what a success adds */
+    switch (r->resop) {
+    case OP_SEQUENCE: /* the session, then five words */
+        return r->nfs_resop4_u.opsequence.sr_status == NFS4_OK ? 8 + NFS4_SESSIONID_SIZE + 20 : 0;
+    case OP_PUTFH:
+    case OP_PUTROOTFH:
+    case OP_PUTPUBFH:
+    case OP_SAVEFH:
+    case OP_RESTOREFH:
+        return 8;
+    case OP_GETATTR: {
+        if (r->nfs_resop4_u.opgetattr.status != NFS4_OK)
+            return 0;
+        const fattr4 *f = &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+        return 8 + 4 + 4 * f->attrmask.bitmap4_len + 4 + ((f->attr_vals.attrlist4_len + 3) & ~3u);
+    }
+    default:
+        return 0;
+    }
+}
+
+uint32_t uiw__nfs4_res_size(const nfs_resop4 *r)
+{
+    uint32_t n = hot_size(r);
+    return n ? n : (uint32_t)xdr_sizeof(UIW__XDRPROC(xdr_nfs_resop4), (void *)(uintptr_t)r);
+}
+
 /* Section 2.10.6.4: a reply larger than the session's ca_maxresponsesize gets
  * NFS4ERR_REP_TOO_BIG, and one the client asked the slot to keep (sa_cachethis) larger
  * than ca_maxresponsesize_cached NFS4ERR_REP_TOO_BIG_TO_CACHE, in place of the result of
@@ -776,7 +808,7 @@ static nfsstat4 fits(struct uiw__nfs4_c *c, const nfs_resop4 *r, uint32_t *size)
 {
     uint32_t max_resp, max_cached;
     uiw__nfs4_session_sizes(&c->ref, &max_resp, &max_cached);
-    *size += (uint32_t)xdr_sizeof(UIW__XDRPROC(xdr_nfs_resop4), (void *)(uintptr_t)r);
+    *size += uiw__nfs4_res_size(r);
     /* the RPC reply's header: XID, direction, reply and accept status, a null verifier */
     uint32_t total = *size + 24;
     if (total > max_resp)
@@ -947,6 +979,58 @@ static bool_t compound(XDR *x, void *p)
     return TRUE;
 }
 
+/* GETATTR values encoded by enc_hot at most (larger ones, which a stream may move by
+ * RDMA, go through rpcgen's routine) */
+#define HOT_ATTRS 512
+
+/* A result of nearly every COMPOUND (SEQUENCE, PUTFH and its like, GETATTR), written as
+ * words into the stream's own buffer (XDR_INLINE): 1; or 0 when rpcgen's routine is to
+ * encode it (another operation, or no room inline). */
+static int enc_hot(XDR *x, const nfs_resop4 *r)
+{
+    uint32_t n = hot_size(r);
+    if (!n ||
+        (r->resop == OP_GETATTR &&
+         r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes.attr_vals.attrlist4_len >
+             HOT_ATTRS))
+        return 0;
+    uint8_t *p = (uint8_t *)XDR_INLINE(x, (u_int)n);
+    if (!p)
+        return 0;
+    uiw__put_be32(p, (uint32_t)r->resop);
+    p += 4;
+    if (r->resop == OP_SEQUENCE) {
+        const SEQUENCE4resok *q = &r->nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4;
+        uiw__put_be32(p, NFS4_OK);
+        memcpy(p + 4, q->sr_sessionid, NFS4_SESSIONID_SIZE);
+        p += 4 + NFS4_SESSIONID_SIZE;
+        uiw__put_be32(p, q->sr_sequenceid);
+        uiw__put_be32(p + 4, q->sr_slotid);
+        uiw__put_be32(p + 8, q->sr_highest_slotid);
+        uiw__put_be32(p + 12, q->sr_target_highest_slotid);
+        uiw__put_be32(p + 16, q->sr_status_flags);
+    } else if (r->resop == OP_GETATTR) {
+        const fattr4 *f = &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+        uint32_t len = f->attr_vals.attrlist4_len, pad = (4 - (len & 3)) & 3;
+        uiw__put_be32(p, NFS4_OK);
+        uiw__put_be32(p + 4, f->attrmask.bitmap4_len);
+        p += 8;
+        for (u_int i = 0; i < f->attrmask.bitmap4_len; i++, p += 4)
+            uiw__put_be32(p, f->attrmask.bitmap4_val[i]);
+        uiw__put_be32(p, len);
+        memcpy(p + 4, f->attr_vals.attrlist4_val, len);
+        memset(p + 4 + len, 0, pad);
+    } else {
+        uiw__put_be32(p, (uint32_t)r->nfs_resop4_u.opputfh.status); /* each one's status */
+    }
+    return 1;
+}
+
+bool_t uiw__nfs4_enc_result(XDR *x, const nfs_resop4 *r)
+{
+    return enc_hot(x, r) || xdr_nfs_resop4(x, (nfs_resop4 *)(uintptr_t)r);
+}
+
 /* The results, encoded. */
 static bool_t enc_res(XDR *x, struct uiw__nfs4_c *c)
 {
@@ -956,7 +1040,7 @@ static bool_t enc_res(XDR *x, struct uiw__nfs4_c *c)
     /* a failed operation's result is its status and what its XDR has for that status
      * (nothing for most; the zeroed rest for the others) */
     for (uint32_t i = 0; i < n; i++)
-        if (!xdr_nfs_resop4(x, &c->res[i]))
+        if (!uiw__nfs4_enc_result(x, &c->res[i]))
             return FALSE;
     return TRUE;
 }

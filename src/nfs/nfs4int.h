@@ -49,8 +49,15 @@ struct uiw__nfs4_c {
     struct uiw__nfs4_fh cur_sid_fh, saved_sid_fh;
     stateid4 saved_sid;
     size_t read_bytes; /* READ data in the results, for the reply's room */
-    int read_lent;     /* a READ's data is in the transport's lent buffer */
+    int read_lent;       /* a READ's data is in the transport's lent buffer */
 };
+
+/* The bytes result r takes in a COMPOUND's reply (xdr_sizeof's answer, without its
+ * encoding pass for the results of nearly every COMPOUND). */
+uint32_t uiw__nfs4_res_size(const nfs_resop4 *r);
+/* Result r into x, as xdr_nfs_resop4 encodes it (SEQUENCE, PUTFH and its like, and
+ * GETATTR written in place when the stream has room inline). */
+bool_t uiw__nfs4_enc_result(XDR *x, const nfs_resop4 *r);
 
 /* n bytes that live until the reply is sent (NULL: no memory). */
 void *uiw__nfs4_alloc(struct uiw__nfs4_c *c, size_t n);

@@ -9,6 +9,10 @@
  *     256 KiB stack, which rpcgen's routine overflows.
  *   - The decoding bounds: lengths and counts past them refused before anything is
  *     allocated for them, lengths at them accepted.
+ *   - The server's size of a result in a reply (uiw__nfs4_res_size, SEQUENCE's check of
+ *     the session's limits): xdr_sizeof's for every result it counts itself; and its
+ *     encoding of a result (uiw__nfs4_enc_result, which writes the common ones itself):
+ *     rpcgen's bytes, with room inline and without.
  * NFSv3's headers and NFSv4's in one file (nfs/xdr_data.h includes nfs3.h and mount3.h)
  * are part of the test. */
 #include <pthread.h>
@@ -17,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nfs/nfs4int.h"
 #include "nfs/xdr_data.h"
 #include "nfs4.h"
 #include "interop.h"
@@ -617,4 +622,96 @@ TEST(nfs4_xdr_decode_bounds)
             CHECK_EQ(a.argarray.argarray_val[0].nfs_argop4_u.oplookup.objname.utf8string_len, len);
         xdr_free(UIW__XDRPROC(xdr_COMPOUND4args), (caddr_t)&a);
     }
+}
+
+/* uiw__nfs4_enc_result's bytes against xdr_nfs_resop4's, into a buffer of `room` bytes
+ * (both fail alike when it is too small) */
+static void same_bytes(const nfs_resop4 *r, u_int room, const char *what)
+{
+    static char a[1024], b[1024];
+    memset(a, 0xa5, sizeof(a));
+    memset(b, 0x5a, sizeof(b));
+    XDR xa, xb;
+    xdrmem_create(&xa, a, room, XDR_ENCODE);
+    xdrmem_create(&xb, b, room, XDR_ENCODE);
+    bool_t oka = uiw__nfs4_enc_result(&xa, r);
+    bool_t okb = xdr_nfs_resop4(&xb, (nfs_resop4 *)(uintptr_t)r);
+    if (oka != okb)
+        uiw_test_fail(__FILE__, __LINE__, "%s in %u bytes: %d, rpcgen %d", what, room, oka, okb);
+    if (oka && (xdr_getpos(&xa) != xdr_getpos(&xb) || memcmp(a, b, xdr_getpos(&xa)) != 0))
+        uiw_test_fail(__FILE__, __LINE__, "%s: other bytes than rpcgen's", what);
+    xdr_destroy(&xa);
+    xdr_destroy(&xb);
+}
+
+/* uiw__nfs4_res_size against xdr_sizeof of the same result, and its bytes (same_bytes) */
+static void same_size(const nfs_resop4 *r, const char *what)
+{
+    uint32_t exp = (uint32_t)xdr_sizeof(UIW__XDRPROC(xdr_nfs_resop4), (void *)(uintptr_t)r);
+    uint32_t got = uiw__nfs4_res_size(r);
+    same_bytes(r, 1024, what);
+    if (exp >= 4)
+        same_bytes(r, exp - 4, what); /* no room for the last word */
+    if (got != exp)
+        uiw_test_fail(__FILE__, __LINE__, "%s: %u bytes, xdr_sizeof says %u", what, got, exp);
+}
+
+TEST(nfs4_xdr_results_sized_and_coded_as_rpcgen)
+{
+    nfs_resop4 r;
+    static const nfsstat4 sts[] = {NFS4_OK, NFS4ERR_BADSESSION, NFS4ERR_STALE};
+    for (unsigned i = 0; i < sizeof(sts) / sizeof(sts[0]); i++) {
+        memset(&r, 0, sizeof(r));
+        r.resop = OP_SEQUENCE;
+        r.nfs_resop4_u.opsequence.sr_status = sts[i];
+        SEQUENCE4resok *ok = &r.nfs_resop4_u.opsequence.SEQUENCE4res_u.sr_resok4;
+        for (int b = 0; b < NFS4_SESSIONID_SIZE; b++)
+            ok->sr_sessionid[b] = (char)(0x31 + b);
+        ok->sr_sequenceid = 0x01020304;
+        ok->sr_slotid = 63;
+        ok->sr_highest_slotid = 127;
+        ok->sr_target_highest_slotid = 126;
+        ok->sr_status_flags = SEQ4_STATUS_CB_PATH_DOWN;
+        same_size(&r, "SEQUENCE");
+        static const nfs_opnum4 puts[] = {OP_PUTFH, OP_PUTROOTFH, OP_PUTPUBFH, OP_SAVEFH,
+                                          OP_RESTOREFH};
+        for (unsigned k = 0; k < sizeof(puts) / sizeof(puts[0]); k++) {
+            memset(&r, 0, sizeof(r));
+            r.resop = puts[k];
+            r.nfs_resop4_u.opputfh.status = sts[i];
+            same_size(&r, "a handle operation");
+        }
+    }
+    /* GETATTR: every bitmap length to 3 words, values of 0 to 9 bytes (the pad), and about
+     * the most the server writes in place (HOT_ATTRS, 512) */
+    uint32_t words[3] = {0x0010011a, 0x00b0a23a, 0x2};
+    static char vals[600];
+    for (size_t b = 0; b < sizeof(vals); b++)
+        vals[b] = (char)('a' + b % 26);
+    static const u_int lens[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 511, 512, 513, 600};
+    for (u_int nw = 0; nw <= 3; nw++) {
+        for (unsigned li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+            u_int len = lens[li];
+            memset(&r, 0, sizeof(r));
+            r.resop = OP_GETATTR;
+            fattr4 *f = &r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+            f->attrmask.bitmap4_len = nw;
+            f->attrmask.bitmap4_val = words;
+            f->attr_vals.attrlist4_len = len;
+            f->attr_vals.attrlist4_val = vals;
+            same_size(&r, "GETATTR");
+        }
+    }
+    memset(&r, 0, sizeof(r));
+    r.resop = OP_GETATTR;
+    r.nfs_resop4_u.opgetattr.status = NFS4ERR_ACCESS;
+    same_size(&r, "GETATTR refused");
+    /* one it leaves to xdr_sizeof: GETFH, with a handle of 5 bytes */
+    char fh[5] = {1, 2, 3, 4, 5};
+    memset(&r, 0, sizeof(r));
+    r.resop = OP_GETFH;
+    r.nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object.nfs_fh4_len = sizeof(fh);
+    r.nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object.nfs_fh4_val = fh;
+    same_size(&r, "GETFH");
+    CHECK_EQ(uiw__nfs4_res_size(&r), 8 + 4 + 8);
 }
