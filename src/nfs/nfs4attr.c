@@ -22,6 +22,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/byteorder.h"
 #include "nfs/nfs4int.h"
 
 static const unsigned supported_attrs[] = {
@@ -139,16 +140,53 @@ static const char *domain(const struct uiw__nfsd *s, char buf[256])
     return "localdomain";
 }
 
-static bool_t put_time(XDR *x, const struct timespec *t)
+/* Attribute values as XDR puts them (big-endian words, opaques padded to a word), written
+ * straight into the values' buffer: a store per word, where an XDR stream costs a call
+ * through its operations and a bounds check per word (a GETATTR has about 30). */
+struct aw {
+    uint8_t *p, *end;
+};
+
+static bool_t aw32(struct aw *w, uint32_t v)
 {
-    int64_t sec = t->tv_sec;
-    uint32_t ns = (uint32_t)t->tv_nsec;
-    return xdr_int64_t(x, &sec) && xdr_uint32_t(x, &ns);
+    if (w->end - w->p < 4)
+        return FALSE;
+    uiw__put_be32(w->p, v);
+    w->p += 4;
+    return TRUE;
+}
+
+static bool_t aw64(struct aw *w, uint64_t v)
+{
+    if (w->end - w->p < 8)
+        return FALSE;
+    uiw__put_be64(w->p, v);
+    w->p += 8;
+    return TRUE;
+}
+
+/* A variable-length opaque or string of n bytes (at most max, as xdr_bytes and xdr_string
+ * refuse more). */
+static bool_t aw_opaque(struct aw *w, const void *b, size_t n, size_t max)
+{
+    size_t pad = (4 - (n & 3)) & 3;
+    if (n > max || (size_t)(w->end - w->p) < 4 + n + pad)
+        return FALSE;
+    uiw__put_be32(w->p, (uint32_t)n);
+    memcpy(w->p + 4, b, n);
+    memset(w->p + 4 + n, 0, pad);
+    w->p += 4 + n + pad;
+    return TRUE;
+}
+
+static bool_t put_time(struct aw *x, const struct timespec *t)
+{
+    return aw64(x, (uint64_t)(int64_t)t->tv_sec) && aw32(x, (uint32_t)t->tv_nsec);
 }
 
 /* An owner (group: an owner group): name@domain with the option and a name for it, else
  * the number. */
-static bool_t put_id(const struct uiw__nfsd *s, XDR *x, uint32_t id, int group)
+static bool_t put_id(const struct uiw__nfsd *s, struct aw *x, uint32_t id, int group)
 {
     char buf[512], pwbuf[1024];
     char *p = buf;
@@ -171,7 +209,7 @@ static bool_t put_id(const struct uiw__nfsd *s, XDR *x, uint32_t id, int group)
             *--p = (char)('0' + id % 10);
         while (id /= 10);
     }
-    return xdr_string(x, &p, sizeof(buf));
+    return aw_opaque(x, p, strlen(p), sizeof(buf));
 }
 
 /* An owner's string (of len bytes) as an id: a number, or name@domain of the server's
@@ -206,11 +244,14 @@ static int64_t get_id(const struct uiw__nfsd *s, const char *str, u_int len, int
     return -1;
 }
 
-static bool_t put_bitmap(XDR *x, uint32_t w[UIW__NFS4_ATTR_WORDS])
+static bool_t put_bitmap(struct aw *x, uint32_t w[UIW__NFS4_ATTR_WORDS])
 {
     bitmap4 b;
     uiw__nfs4_bitmap(&b, w);
-    return xdr_bitmap4(x, &b);
+    bool_t ok = aw32(x, b.bitmap4_len);
+    for (u_int i = 0; ok && i < b.bitmap4_len; i++)
+        ok = aw32(x, b.bitmap4_val[i]);
+    return ok;
 }
 
 /* The file whose attributes are encoded. */
@@ -225,13 +266,13 @@ struct obj {
 };
 
 /* The value of attribute `n` of the file into x. */
-static bool_t put_attr(const struct obj *o, XDR *x, unsigned n)
+static bool_t put_attr(const struct obj *o, struct aw *x, unsigned n)
 {
     const struct stat *sb = o->sb;
     uint32_t u32;
     uint64_t u64;
     bool_t b;
-    fattr3 a = o->a;
+    const fattr3 *a = &o->a;
     switch (n) {
     case FATTR4_SUPPORTED_ATTRS: {
         uint32_t w[UIW__NFS4_ATTR_WORDS];
@@ -251,17 +292,17 @@ static bool_t put_attr(const struct obj *o, XDR *x, unsigned n)
         static const uint32_t t[] = {
             [NF3REG] = NF4REG, [NF3DIR] = NF4DIR,   [NF3BLK] = NF4BLK,  [NF3CHR] = NF4CHR,
             [NF3LNK] = NF4LNK, [NF3SOCK] = NF4SOCK, [NF3FIFO] = NF4FIFO};
-        u32 = a.type <= NF3FIFO ? t[a.type] : NF4REG;
-        return xdr_uint32_t(x, &u32);
+        u32 = a->type <= NF3FIFO ? t[a->type] : NF4REG;
+        return aw32(x, u32);
     }
     case FATTR4_FH_EXPIRE_TYPE:
         u32 = FH4_PERSISTENT;
-        return xdr_uint32_t(x, &u32);
+        return aw32(x, u32);
     case FATTR4_CHANGE:
         u64 = uiw__nfs4_change(sb);
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_SIZE:
-        return xdr_uint64_t(x, &a.size);
+        return aw64(x, a->size);
     case FATTR4_LINK_SUPPORT:
     case FATTR4_SYMLINK_SUPPORT:
     case FATTR4_UNIQUE_HANDLES:
@@ -271,85 +312,82 @@ static bool_t put_attr(const struct obj *o, XDR *x, unsigned n)
     case FATTR4_HOMOGENEOUS:
     case FATTR4_NO_TRUNC:
         b = TRUE;
-        return xdr_bool(x, &b);
+        return aw32(x, (uint32_t)b);
     case FATTR4_NAMED_ATTR:
     case FATTR4_CASE_INSENSITIVE:
         b = FALSE;
-        return xdr_bool(x, &b);
+        return aw32(x, (uint32_t)b);
     case FATTR4_FSID:
         u64 = o->ex ? 0 : 1; /* the pseudo file system's minor: 1 */
-        return xdr_uint64_t(x, &a.fsid) && xdr_uint64_t(x, &u64);
+        return aw64(x, a->fsid) && aw64(x, u64);
     case FATTR4_LEASE_TIME:
         u32 = uiw__nfs4_lease(o->c->s->nfs4);
-        return xdr_uint32_t(x, &u32);
+        return aw32(x, u32);
     case FATTR4_RDATTR_ERROR:
         u32 = NFS4_OK;
-        return xdr_uint32_t(x, &u32);
+        return aw32(x, u32);
     case FATTR4_ACLSUPPORT:
         u32 = 0; /* no ACLs */
-        return xdr_uint32_t(x, &u32);
+        return aw32(x, u32);
     case FATTR4_FS_LAYOUT_TYPES:
         u32 = 0; /* no pNFS */
-        return xdr_uint32_t(x, &u32);
-    case FATTR4_FILEHANDLE: {
-        char *p = (char *)(uintptr_t)o->fh->data;
-        u_int len = o->fh->len;
-        return xdr_bytes(x, &p, &len, NFS4_FHSIZE);
-    }
+        return aw32(x, u32);
+    case FATTR4_FILEHANDLE:
+        return aw_opaque(x, o->fh->data, o->fh->len, NFS4_FHSIZE);
     case FATTR4_FILEID:
-        return xdr_uint64_t(x, &a.fileid);
+        return aw64(x, a->fileid);
     case FATTR4_MOUNTED_ON_FILEID:
         u64 = o->mounted_on;
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_FILES_AVAIL:
     case FATTR4_FILES_FREE:
         u64 = (uint64_t)o->sf->f_ffree;
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_FILES_TOTAL:
         u64 = (uint64_t)o->sf->f_files;
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_SPACE_AVAIL:
         u64 = (uint64_t)o->sf->f_bavail * (uint64_t)o->sf->f_bsize;
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_SPACE_FREE:
         u64 = (uint64_t)o->sf->f_bfree * (uint64_t)o->sf->f_bsize;
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_SPACE_TOTAL:
         u64 = (uint64_t)o->sf->f_blocks * (uint64_t)o->sf->f_bsize;
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_MAXNAME:
         /* as NFSv3's PATHCONF says */
         u32 = NAME_MAX;
         if (o->sf->f_namelen > 0 && o->sf->f_namelen < NAME_MAX)
             u32 = (uint32_t)o->sf->f_namelen;
-        return xdr_uint32_t(x, &u32);
+        return aw32(x, u32);
     case FATTR4_MAXLINK:
         u32 = 65000; /* as NFSv3's PATHCONF says */
-        return xdr_uint32_t(x, &u32);
+        return aw32(x, u32);
     case FATTR4_MAXFILESIZE:
         u64 = (uint64_t)INT64_MAX;
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_MAXREAD:
     case FATTR4_MAXWRITE:
         u64 = uiw__nfsd_max_io(o->c->s);
-        return xdr_uint64_t(x, &u64);
+        return aw64(x, u64);
     case FATTR4_MODE:
-        u32 = a.mode & 07777;
-        return xdr_uint32_t(x, &u32);
+        u32 = a->mode & 07777;
+        return aw32(x, u32);
     case FATTR4_NUMLINKS:
-        u32 = a.nlink;
-        return xdr_uint32_t(x, &u32);
+        u32 = a->nlink;
+        return aw32(x, u32);
     case FATTR4_OWNER:
-        return put_id(o->c->s, x, a.uid, 0);
+        return put_id(o->c->s, x, a->uid, 0);
     case FATTR4_OWNER_GROUP:
-        return put_id(o->c->s, x, a.gid, 1);
+        return put_id(o->c->s, x, a->gid, 1);
     case FATTR4_RAWDEV:
         u32 = major(sb->st_rdev);
-        b = xdr_uint32_t(x, &u32);
+        b = aw32(x, u32);
         u32 = minor(sb->st_rdev);
-        return b && xdr_uint32_t(x, &u32);
+        return b && aw32(x, u32);
     case FATTR4_SPACE_USED:
-        return xdr_uint64_t(x, &a.used);
+        return aw64(x, a->used);
     case FATTR4_TIME_ACCESS:
         return put_time(x, &sb->st_atim);
     case FATTR4_TIME_DELTA: {
@@ -399,20 +437,16 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
         o.a.nlink = (uint32_t)sb->st_nlink;
         o.a.fileid = (uint64_t)sb->st_ino;
     }
-    XDR x;
-    xdrmem_create(&x, vals, (u_int)room, XDR_ENCODE);
+    struct aw x = {(uint8_t *)vals, (uint8_t *)vals + room};
     for (unsigned w = 0; w < UIW__NFS4_ATTR_WORDS; w++) {
         for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
-            if (!put_attr(&o, &x, 32 * w + (unsigned)__builtin_ctz(bits))) {
-                xdr_destroy(&x);
+            if (!put_attr(&o, &x, 32 * w + (unsigned)__builtin_ctz(bits)))
                 return NFS4ERR_RESOURCE; /* larger than room */
-            }
         }
     }
     uiw__nfs4_bitmap(&out->attrmask, mask);
-    out->attr_vals.attrlist4_len = xdr_getpos(&x);
+    out->attr_vals.attrlist4_len = (u_int)(x.p - (uint8_t *)vals);
     out->attr_vals.attrlist4_val = vals;
-    xdr_destroy(&x);
     return NFS4_OK;
 }
 
