@@ -483,8 +483,7 @@ static nfsstat4 run_op(struct uiw__nfs4_c *c, uint32_t i)
         if (c->nargs > 1)
             return NFS4ERR_NOT_ONLY_OP;
     }
-    struct uiw__vfs v;
-    uiw__vfs_init(&v, c->s, c->rq, 0);
+    struct uiw__vfs v = c->vfs;
     nfsstat4 st = NFS4ERR_NOTSUPP;
     switch (op) {
     case OP_SEQUENCE: {
@@ -956,6 +955,7 @@ static bool_t compound(XDR *x, void *p)
      * with NFS4ERR_REQ_TOO_BIG) */
     c->req_len = xdr_getpos(x) - start + 12 + c->tag.utf8string_len;
     uint32_t size = 12 + ((c->tag.utf8string_len + 3) & ~3u); /* status, tag, count */
+    uiw__vfs_init(&c->vfs, c->s, c->rq, 0);
     for (uint32_t i = 0; i < n; i++) {
         nfs_resop4 *r = &c->res[c->nres++];
         if (i == bad) {

@@ -48,7 +48,8 @@ struct uiw__nfs4_c {
     stateid4 cur_sid;
     struct uiw__nfs4_fh cur_sid_fh, saved_sid_fh;
     stateid4 saved_sid;
-    size_t read_bytes; /* READ data in the results, for the reply's room */
+    struct uiw__vfs vfs; /* the caller, as uiw__vfs_init makes it: each operation's copy */
+    size_t read_bytes;   /* READ data in the results, for the reply's room */
     int read_lent;       /* a READ's data is in the transport's lent buffer */
 };
 
