@@ -39,6 +39,7 @@
 
 #include <rpc/rpc.h>
 
+#include "common/byteorder.h"
 #include "nfs/client_int.h"
 #include "nfs/pipe.h"
 #include "nfs4.h"
@@ -272,6 +273,28 @@ const char *uiw__nfs4c_errname(int status)
 
 /* ---- the COMPOUND's reply, decoded with a READ's data into the caller's buffer ---- */
 
+/* SEQUENCE's result (its number read): a success's words read in place (XDR_INLINE) when
+ * the stream has them in one run, else with rpcgen's routine. */
+static bool_t sequence_res(XDR *x, SEQUENCE4res *r)
+{
+    if (!xdr_nfsstat4(x, &r->sr_status))
+        return FALSE;
+    if (r->sr_status != NFS4_OK)
+        return TRUE;
+    SEQUENCE4resok *ok = &r->SEQUENCE4res_u.sr_resok4;
+    const uint8_t *p = (const uint8_t *)XDR_INLINE(x, NFS4_SESSIONID_SIZE + 20);
+    if (!p)
+        return xdr_SEQUENCE4resok(x, ok);
+    memcpy(ok->sr_sessionid, p, NFS4_SESSIONID_SIZE);
+    p += NFS4_SESSIONID_SIZE;
+    ok->sr_sequenceid = uiw__get_be32(p);
+    ok->sr_slotid = uiw__get_be32(p + 4);
+    ok->sr_highest_slotid = uiw__get_be32(p + 8);
+    ok->sr_target_highest_slotid = uiw__get_be32(p + 12);
+    ok->sr_status_flags = uiw__get_be32(p + 16);
+    return TRUE;
+}
+
 /* A GETATTR's result (its number read) with its mask and values in cr->attrs when they
  * fit, else in memory of their own; the limits of their XDR. */
 static bool_t getattr_res(XDR *x, struct cres *cr, GETATTR4res *r)
@@ -338,6 +361,8 @@ static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
      * result with it from a copy of the number */
     if (o->resop == OP_GETATTR && cr->attrs)
         return getattr_res(x, cr, &o->nfs_resop4_u.opgetattr);
+    if (o->resop == OP_SEQUENCE)
+        return sequence_res(x, &o->nfs_resop4_u.opsequence);
     switch (o->resop) {
 #define ARM(OPN, member, fn)                                                                       \
     case OPN:                                                                                      \
@@ -456,6 +481,73 @@ static int fh_out(struct uiw__nfs_fh *fh, const nfs_fh4 *in)
     return 0;
 }
 
+/* An operation of nearly every COMPOUND (SEQUENCE, PUTFH, GETATTR) written as words into
+ * the stream's own buffer (XDR_INLINE): 1; or 0 when rpcgen's routine is to encode it
+ * (another operation, or no room inline). */
+static int arg_hot(XDR *x, const nfs_argop4 *o)
+{
+    u_int n;
+    switch (o->argop) {
+    case OP_SEQUENCE: /* the session, four words */
+        n = 4 + NFS4_SESSIONID_SIZE + 16;
+        break;
+    case OP_PUTFH:
+        if (o->nfs_argop4_u.opputfh.object.nfs_fh4_len > NFS4_FHSIZE)
+            return 0;
+        n = 8 + ((o->nfs_argop4_u.opputfh.object.nfs_fh4_len + 3) & ~3u);
+        break;
+    case OP_GETATTR:
+        if (o->nfs_argop4_u.opgetattr.attr_request.bitmap4_len > 8)
+            return 0;
+        n = 8 + 4 * o->nfs_argop4_u.opgetattr.attr_request.bitmap4_len;
+        break;
+    default:
+        return 0;
+    }
+    uint8_t *p = (uint8_t *)XDR_INLINE(x, n);
+    if (!p)
+        return 0;
+    uiw__put_be32(p, (uint32_t)o->argop);
+    p += 4;
+    if (o->argop == OP_SEQUENCE) {
+        const SEQUENCE4args *a = &o->nfs_argop4_u.opsequence;
+        memcpy(p, a->sa_sessionid, NFS4_SESSIONID_SIZE);
+        p += NFS4_SESSIONID_SIZE;
+        uiw__put_be32(p, a->sa_sequenceid);
+        uiw__put_be32(p + 4, a->sa_slotid);
+        uiw__put_be32(p + 8, a->sa_highest_slotid);
+        uiw__put_be32(p + 12, a->sa_cachethis ? 1 : 0);
+    } else if (o->argop == OP_PUTFH) {
+        const nfs_fh4 *fh = &o->nfs_argop4_u.opputfh.object;
+        uint32_t len = fh->nfs_fh4_len, pad = (4 - (len & 3)) & 3;
+        uiw__put_be32(p, len);
+        memcpy(p + 4, fh->nfs_fh4_val, len);
+        memset(p + 4 + len, 0, pad);
+    } else {
+        const bitmap4 *b = &o->nfs_argop4_u.opgetattr.attr_request;
+        uiw__put_be32(p, b->bitmap4_len);
+        for (u_int i = 0; i < b->bitmap4_len; i++)
+            uiw__put_be32(p + 4 + 4 * i, b->bitmap4_val[i]);
+    }
+    return 1;
+}
+
+/* COMPOUND4args (encoding; arg_hot's operations written by it). */
+static bool_t xdr_cargs(XDR *x, COMPOUND4args *a)
+{
+    if (x->x_op != XDR_ENCODE)
+        return xdr_COMPOUND4args(x, a);
+    u_int n = a->argarray.argarray_len;
+    if (n > NFS4_OPS_DECODE || !xdr_utf8str_cs(x, &a->tag) || !xdr_uint32_t(x, &a->minorversion) ||
+        !xdr_u_int(x, &n))
+        return FALSE;
+    for (u_int i = 0; i < n; i++)
+        if (!arg_hot(x, &a->argarray.argarray_val[i]) &&
+            !xdr_nfs_argop4(x, &a->argarray.argarray_val[i]))
+            return FALSE;
+    return TRUE;
+}
+
 /* One COMPOUND as it is: 0 with cr decoded (its status may be an error), or
  * UIW__NFS_ERPC. */
 static int send_compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, struct cres *cr,
@@ -470,7 +562,7 @@ static int send_compound(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int n, st
     cr->ops = ops;
     cr->nops = n;
     cr->rlen = 0;
-    return uiw__nfs_call_ddp(c, 1, UIW__XDRPROC(xdr_COMPOUND4args), &a, UIW__XDRPROC(xdr_cres), cr,
+    return uiw__nfs_call_ddp(c, 1, UIW__XDRPROC(xdr_cargs), &a, UIW__XDRPROC(xdr_cres), cr,
                              cr->rbuf, cr->rcap, reply_max);
 }
 
@@ -797,15 +889,40 @@ static uint32_t owner_id(const char *s, u_int n, uint32_t dflt)
     return v > 0xffffffffu ? dflt : (uint32_t)v;
 }
 
-static bool_t xdr_time(XDR *x, nfstime3 *t)
+/* Attribute values read as XDR has them (big-endian words, strings padded to a word),
+ * straight from the bytes: a load per word, where an XDR stream costs a call through its
+ * operations per word (a GETATTR's values have about 25). */
+struct ar {
+    const uint8_t *p, *end;
+};
+
+static int ar32(struct ar *r, uint32_t *v)
 {
-    int64_t sec;
+    if (r->end - r->p < 4)
+        return 0;
+    *v = uiw__get_be32(r->p);
+    r->p += 4;
+    return 1;
+}
+
+static int ar64(struct ar *r, uint64_t *v)
+{
+    if (r->end - r->p < 8)
+        return 0;
+    *v = uiw__get_be64(r->p);
+    r->p += 8;
+    return 1;
+}
+
+static int ar_time(struct ar *r, nfstime3 *t)
+{
+    uint64_t sec;
     uint32_t nsec;
-    if (!xdr_int64_t(x, &sec) || !xdr_uint32_t(x, &nsec))
-        return FALSE;
+    if (!ar64(r, &sec) || !ar32(r, &nsec))
+        return 0;
     t->seconds = (uint32_t)sec;
     t->nseconds = nsec;
-    return TRUE;
+    return 1;
 }
 
 /* fattr4 into NFSv3's fattr3 (and the root's extra ones into ra): 0 or -NFS4ERR_BADXDR
@@ -816,18 +933,17 @@ static int attrs_out(struct uiw__nfs_client *c, const fattr4 *f, fattr3 *a, stru
     if (!a)
         a = &tmp;
     memset(a, 0, sizeof(*a));
-    XDR x;
-    xdrmem_create(&x, f->attr_vals.attrlist4_val, f->attr_vals.attrlist4_len, XDR_DECODE);
+    const uint8_t *vals = (const uint8_t *)f->attr_vals.attrlist4_val;
+    struct ar x = {vals, vals + f->attr_vals.attrlist4_len};
     int ok = 1;
     for (u_int w = 0; w < f->attrmask.bitmap4_len && ok; w++) {
         /* the bits set, lowest first (the order of the values) */
         for (uint32_t bits = f->attrmask.bitmap4_val[w]; bits && ok; bits &= bits - 1) {
-            uint32_t bit = w * 32 + (uint32_t)__builtin_ctz(bits), u32;
+            uint32_t bit = w * 32 + (uint32_t)__builtin_ctz(bits), u32 = 0;
             uint64_t u64 = 0, u64b = 0;
-            char *str = NULL;
             switch (bit) {
             case FATTR4_TYPE:
-                ok = xdr_uint32_t(&x, &u32);
+                ok = ar32(&x, &u32);
                 /* nfs_ftype4's first seven match ftype3's; attribute directories and
                  * named attributes are none of uiw-nfs's */
                 a->type = u32 >= NF4REG && u32 <= NF4FIFO ? (ftype3)u32 : (ftype3)0;
@@ -838,7 +954,7 @@ static int attrs_out(struct uiw__nfs_client *c, const fattr4 *f, fattr3 *a, stru
             case FATTR4_SPACE_USED:
             case FATTR4_MAXREAD:
             case FATTR4_MAXWRITE:
-                ok = xdr_uint64_t(&x, &u64);
+                ok = ar64(&x, &u64);
                 if (bit == FATTR4_SIZE)
                     a->size = u64;
                 else if (bit == FATTR4_FILEID)
@@ -851,51 +967,53 @@ static int attrs_out(struct uiw__nfs_client *c, const fattr4 *f, fattr3 *a, stru
                     ra->maxwrite = u64;
                 break;
             case FATTR4_FSID:
-                ok = xdr_uint64_t(&x, &u64) && xdr_uint64_t(&x, &u64b);
+                ok = ar64(&x, &u64) && ar64(&x, &u64b);
                 a->fsid = u64 ^ (u64b << 32 | u64b >> 32);
                 break;
             case FATTR4_LEASE_TIME:
-                ok = xdr_uint32_t(&x, &u32);
+                ok = ar32(&x, &u32);
                 if (ra)
                     ra->lease = u32;
                 break;
             case FATTR4_MODE:
-                ok = xdr_uint32_t(&x, &u32);
+                ok = ar32(&x, &u32);
                 a->mode = u32 & 07777;
                 break;
             case FATTR4_NUMLINKS:
-                ok = xdr_uint32_t(&x, &a->nlink);
+                ok = ar32(&x, &a->nlink);
                 break;
             case FATTR4_OWNER:
             case FATTR4_OWNER_GROUP: {
                 /* the string in place: no copy of it (owner_id reads at most 10 bytes) */
-                u_int n = 0;
-                ok = xdr_u_int(&x, &n) && n <= 1024 &&
-                     (str = (char *)xdr_inline(&x, (n + 3) & ~3u)) != NULL;
-                if (ok && bit == FATTR4_OWNER)
+                uint32_t n = 0;
+                ok = ar32(&x, &n) && n <= 1024 && (size_t)(x.end - x.p) >= ((n + 3) & ~3u);
+                if (!ok)
+                    break;
+                const char *str = (const char *)x.p;
+                x.p += (n + 3) & ~3u;
+                if (bit == FATTR4_OWNER)
                     a->uid = owner_id(str, n, c->url.uid);
-                else if (ok)
+                else
                     a->gid = owner_id(str, n, c->url.gid);
                 break;
             }
             case FATTR4_RAWDEV:
-                ok = xdr_uint32_t(&x, &a->rdev.specdata1) && xdr_uint32_t(&x, &a->rdev.specdata2);
+                ok = ar32(&x, &a->rdev.specdata1) && ar32(&x, &a->rdev.specdata2);
                 break;
             case FATTR4_TIME_ACCESS:
-                ok = xdr_time(&x, &a->atime);
+                ok = ar_time(&x, &a->atime);
                 break;
             case FATTR4_TIME_METADATA:
-                ok = xdr_time(&x, &a->ctime);
+                ok = ar_time(&x, &a->ctime);
                 break;
             case FATTR4_TIME_MODIFY:
-                ok = xdr_time(&x, &a->mtime);
+                ok = ar_time(&x, &a->mtime);
                 break;
             default:
                 ok = 0; /* not asked for: its size is unknown here */
             }
         }
     }
-    xdr_destroy(&x);
     return ok ? 0 : -NFS4ERR_BADXDR;
 }
 
@@ -1523,8 +1641,8 @@ static int acall_send(struct uiw__nfs_client *c, struct uiw__nfs_op *op, enum ui
     a.argarray.argarray_val = q->ops;
     q->a.done = acall_done;
     q->a.arg = q;
-    if (uiw__nfs_call_inflight(c, 1, UIW__XDRPROC(xdr_COMPOUND4args), &a, UIW__XDRPROC(xdr_cres),
-                               &q->cr, &q->a) != 0)
+    if (uiw__nfs_call_inflight(c, 1, UIW__XDRPROC(xdr_cargs), &a, UIW__XDRPROC(xdr_cres), &q->cr,
+                               &q->a) != 0)
         return 0; /* it runs synchronously instead */
     s->busy |= 1ull << (k - 1);
     return 1;
