@@ -835,16 +835,31 @@ static bool_t write_args(XDR *x, nfs_argop4 *a)
 static int hot_args(struct uiw__nfs4_c *c, XDR *x, uint32_t op, nfs_argop4 *a)
 {
     u_int n;
+    const uint8_t *p;
     a->argop = op;
     switch (op) {
-    case OP_SEQUENCE:
-        return xdr_SEQUENCE4args(x, &a->nfs_argop4_u.opsequence);
+    case OP_SEQUENCE: {
+        /* its words read in place (XDR_INLINE) when the stream has them in one run */
+        SEQUENCE4args *sa = &a->nfs_argop4_u.opsequence;
+        if (!(p = (const uint8_t *)XDR_INLINE(x, NFS4_SESSIONID_SIZE + 16)))
+            return xdr_SEQUENCE4args(x, sa);
+        memcpy(sa->sa_sessionid, p, NFS4_SESSIONID_SIZE);
+        p += NFS4_SESSIONID_SIZE;
+        sa->sa_sequenceid = uiw__get_be32(p);
+        sa->sa_slotid = uiw__get_be32(p + 4);
+        sa->sa_highest_slotid = uiw__get_be32(p + 8);
+        sa->sa_cachethis = uiw__get_be32(p + 12) != 0; /* as xdr_bool */
+        return 1;
+    }
     case OP_PUTFH: {
         nfs_fh4 *fh = &a->nfs_argop4_u.opputfh.object;
         if (!xdr_u_int(x, &n) || n > NFS4_FHSIZE || !(fh->nfs_fh4_val = uiw__nfs4_alloc(c, n)))
             return 0;
         fh->nfs_fh4_len = n;
-        return xdr_opaque(x, fh->nfs_fh4_val, n);
+        if (!(p = (const uint8_t *)XDR_INLINE(x, (n + 3) & ~3u)))
+            return xdr_opaque(x, fh->nfs_fh4_val, n);
+        memcpy(fh->nfs_fh4_val, p, n);
+        return 1;
     }
     case OP_GETATTR: {
         bitmap4 *b = &a->nfs_argop4_u.opgetattr.attr_request;
@@ -852,6 +867,11 @@ static int hot_args(struct uiw__nfs4_c *c, XDR *x, uint32_t op, nfs_argop4 *a)
             !(b->bitmap4_val = uiw__nfs4_alloc(c, n * sizeof(uint32_t))))
             return 0;
         b->bitmap4_len = n;
+        if (n && (p = (const uint8_t *)XDR_INLINE(x, 4 * n)) != NULL) {
+            for (u_int i = 0; i < n; i++)
+                b->bitmap4_val[i] = uiw__get_be32(p + 4 * i);
+            return 1;
+        }
         for (u_int i = 0; i < n; i++)
             if (!xdr_uint32_t(x, &b->bitmap4_val[i]))
                 return 0;
