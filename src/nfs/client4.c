@@ -273,11 +273,31 @@ const char *uiw__nfs4c_errname(int status)
 
 /* ---- the COMPOUND's reply, decoded with a READ's data into the caller's buffer ---- */
 
+/* One word, read in place (XDR_INLINE) when the stream has it in its buffer: the numbers
+ * and statuses of a COMPOUND's results (xdr_enum's value, without its calls). */
+static bool_t get_u32(XDR *x, uint32_t *v)
+{
+    const uint8_t *p = (const uint8_t *)XDR_INLINE(x, 4);
+    if (!p)
+        return xdr_uint32_t(x, v);
+    *v = uiw__get_be32(p);
+    return TRUE;
+}
+
+static bool_t get_status(XDR *x, nfsstat4 *st)
+{
+    uint32_t v;
+    if (!get_u32(x, &v))
+        return FALSE;
+    *st = (nfsstat4)v;
+    return TRUE;
+}
+
 /* SEQUENCE's result (its number read): a success's words read in place (XDR_INLINE) when
  * the stream has them in one run, else with rpcgen's routine. */
 static bool_t sequence_res(XDR *x, SEQUENCE4res *r)
 {
-    if (!xdr_nfsstat4(x, &r->sr_status))
+    if (!get_status(x, &r->sr_status))
         return FALSE;
     if (r->sr_status != NFS4_OK)
         return TRUE;
@@ -299,22 +319,22 @@ static bool_t sequence_res(XDR *x, SEQUENCE4res *r)
  * fit, else in memory of their own; the limits of their XDR. */
 static bool_t getattr_res(XDR *x, struct cres *cr, GETATTR4res *r)
 {
-    if (!xdr_nfsstat4(x, &r->status))
+    if (!get_status(x, &r->status))
         return FALSE;
     if (r->status != NFS4_OK)
         return TRUE;
     fattr4 *f = &r->GETATTR4res_u.resok4.obj_attributes;
-    u_int n;
-    if (!xdr_u_int(x, &n) || n > NFS4_BITMAP_DECODE)
+    uint32_t n;
+    if (!get_u32(x, &n) || n > NFS4_BITMAP_DECODE)
         return FALSE;
     f->attrmask.bitmap4_val = n <= 4 ? cr->attrs->mask : n ? malloc(n * sizeof(uint32_t)) : NULL;
     if (n && !f->attrmask.bitmap4_val)
         return FALSE;
     f->attrmask.bitmap4_len = n;
     for (u_int i = 0; i < n; i++)
-        if (!xdr_uint32_t(x, &f->attrmask.bitmap4_val[i]))
+        if (!get_u32(x, &f->attrmask.bitmap4_val[i]))
             return FALSE;
-    if (!xdr_u_int(x, &n) || n > NFS4_BODY_DECODE)
+    if (!get_u32(x, &n) || n > NFS4_BODY_DECODE)
         return FALSE;
     f->attr_vals.attrlist4_val = n <= sizeof(cr->attrs->vals) ? cr->attrs->vals : malloc(n);
     if (!f->attr_vals.attrlist4_val)
@@ -339,8 +359,10 @@ static void attrs_unroom(struct cres *cr, nfs_resop4 *r)
  * data decoded straight into rbuf (over RPC-over-RDMA it was written there already). */
 static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
 {
-    if (!xdr_nfs_opnum4(x, &o->resop))
+    uint32_t op;
+    if (!get_u32(x, &op))
         return FALSE;
+    o->resop = (nfs_opnum4)op;
     if (o->resop != cr->ops[i].argop && o->resop != OP_ILLEGAL)
         return FALSE;
     if (o->resop == OP_READ && cr->rbuf) {
@@ -363,6 +385,8 @@ static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
         return getattr_res(x, cr, &o->nfs_resop4_u.opgetattr);
     if (o->resop == OP_SEQUENCE)
         return sequence_res(x, &o->nfs_resop4_u.opsequence);
+    if (o->resop == OP_PUTFH) /* its status alone */
+        return get_status(x, &o->nfs_resop4_u.opputfh.status);
     switch (o->resop) {
 #define ARM(OPN, member, fn)                                                                       \
     case OPN:                                                                                      \
@@ -402,6 +426,29 @@ static bool_t xdr_one_res(XDR *x, struct cres *cr, nfs_resop4 *o, u_int i)
     }
 }
 
+/* Whether r holds no memory for xdr_free to give back (after attrs_unroom): the results
+ * of nearly every COMPOUND, which need not be walked through rpcgen's routine. */
+static int owns_nothing(const nfs_resop4 *r)
+{
+    switch (r->resop) {
+    case OP_SEQUENCE:
+    case OP_PUTFH:
+    case OP_PUTROOTFH:
+    case OP_PUTPUBFH:
+    case OP_SAVEFH:
+    case OP_RESTOREFH:
+        return 1;
+    case OP_GETATTR: {
+        const fattr4 *f = &r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
+        return !f->attrmask.bitmap4_val && !f->attr_vals.attrlist4_val;
+    }
+    case OP_READ:
+        return !r->nfs_resop4_u.opread.READ4res_u.resok4.data.data_val;
+    default:
+        return 0;
+    }
+}
+
 /* COMPOUND4res, with at most as many results as operations were sent. */
 static bool_t xdr_cres(XDR *x, struct cres *cr)
 {
@@ -409,18 +456,19 @@ static bool_t xdr_cres(XDR *x, struct cres *cr)
     if (x->x_op == XDR_FREE && cr->fixed && r->resarray.resarray_val == cr->fixed) {
         for (u_int i = 0; i < r->resarray.resarray_len; i++) {
             attrs_unroom(cr, &cr->fixed[i]);
-            xdr_nfs_resop4(x, &cr->fixed[i]);
+            if (!owns_nothing(&cr->fixed[i]))
+                xdr_nfs_resop4(x, &cr->fixed[i]);
         }
         r->resarray.resarray_val = NULL;
         r->resarray.resarray_len = 0;
-        return xdr_utf8str_cs(x, &r->tag);
+        return !r->tag.utf8string_val || xdr_utf8str_cs(x, &r->tag);
     }
     if (x->x_op == XDR_FREE)
         return xdr_COMPOUND4res(x, r);
     if (x->x_op != XDR_DECODE)
         return FALSE;
-    u_int n;
-    if (!xdr_nfsstat4(x, &r->status) || !xdr_utf8str_cs(x, &r->tag) || !xdr_u_int(x, &n) ||
+    uint32_t n;
+    if (!get_status(x, &r->status) || !xdr_utf8str_cs(x, &r->tag) || !get_u32(x, &n) ||
         n > cr->nops)
         return FALSE;
     if (cr->fixed) /* a call in flight's: no allocation per call */
