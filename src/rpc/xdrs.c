@@ -170,12 +170,22 @@ static bool take(struct uiw__xs *s, void *dst, uint32_t n)
     return true;
 }
 
+/* A word across pieces, or at the end of one (the fast paths' exception: out of line, so
+ * that they keep their registers). */
+UIW__NOINLINE static bool_t dec_getlong_slow(struct uiw__xs *s, long *lp)
+{
+    uint8_t b[4];
+    if (!take(s, b, 4))
+        return FALSE;
+    *lp = (long)(int32_t)uiw__get_be32(b);
+    return TRUE;
+}
+
 UIW__DATAPATH static bool_t dec_getlong(XDR *xdrs, long *lp)
 {
     struct uiw__xs *s = (struct uiw__xs *)xdrs;
     s->pad_skip = 0;
     s->pad_next = 0;
-    uint8_t b[4];
     if (s->mode != UIW__XS_CALL_DEC && s->in_len - s->in_off >= 4) {
         *lp = (long)(int32_t)uiw__get_be32(s->in + s->in_off);
         s->in_off += 4;
@@ -191,10 +201,7 @@ UIW__DATAPATH static bool_t dec_getlong(XDR *xdrs, long *lp)
         s->xpos += 4;
         return TRUE;
     }
-    if (!take(s, b, 4))
-        return FALSE;
-    *lp = (long)(int32_t)uiw__get_be32(b);
-    return TRUE;
+    return dec_getlong_slow(s, lp);
 }
 
 /* The Write chunk that holds the item getbytes(cp, n) is decoding, or -1. */
