@@ -61,6 +61,8 @@ struct uiw__nfs4_mem {
 /* Operations whose arguments and results the pool holds: uiw__nfs4_limits' max_ops (a
  * COMPOUND of more, which SEQUENCE refuses, takes memory of its own). */
 #define POOL_OPS 16
+/* A reply's tag of at most this many bytes is written in place. */
+#define TAG_INLINE 64
 /* uiw__nfs4_alloc's memory in the pool: a GETATTR's encoded values and more. */
 #define POOL_ARENA 16384
 
@@ -828,6 +830,16 @@ static bool_t write_args(XDR *x, nfs_argop4 *a)
            uiw__nfs_xdr_payload(x, &w->data.data_val, &w->data.data_len);
 }
 
+/* A word of the stream, as xdr_u_int decodes it. */
+static bool_t get_u32(XDR *x, u_int *n)
+{
+    long w;
+    if (!XDR_GETLONG(x, &w))
+        return FALSE;
+    *n = (u_int)w;
+    return TRUE;
+}
+
 /* The arguments of the operations of nearly every COMPOUND (SEQUENCE, PUTFH, GETATTR; the
  * number read), decoded on the call's own stream with the limits of their XDR, the handle
  * and the bitmap into the COMPOUND's memory: no allocation of their own, nothing to free
@@ -853,7 +865,7 @@ static int hot_args(struct uiw__nfs4_c *c, XDR *x, uint32_t op, nfs_argop4 *a)
     }
     case OP_PUTFH: {
         nfs_fh4 *fh = &a->nfs_argop4_u.opputfh.object;
-        if (!xdr_u_int(x, &n) || n > NFS4_FHSIZE || !(fh->nfs_fh4_val = uiw__nfs4_alloc(c, n)))
+        if (!get_u32(x, &n) || n > NFS4_FHSIZE || !(fh->nfs_fh4_val = uiw__nfs4_alloc(c, n)))
             return 0;
         fh->nfs_fh4_len = n;
         if (!(p = (const uint8_t *)XDR_INLINE(x, (n + 3) & ~3u)))
@@ -863,7 +875,7 @@ static int hot_args(struct uiw__nfs4_c *c, XDR *x, uint32_t op, nfs_argop4 *a)
     }
     case OP_GETATTR: {
         bitmap4 *b = &a->nfs_argop4_u.opgetattr.attr_request;
-        if (!xdr_u_int(x, &n) || n > NFS4_BITMAP_DECODE ||
+        if (!get_u32(x, &n) || n > NFS4_BITMAP_DECODE ||
             !(b->bitmap4_val = uiw__nfs4_alloc(c, n * sizeof(uint32_t))))
             return 0;
         b->bitmap4_len = n;
@@ -902,6 +914,28 @@ static bool_t free_payloads(XDR *x, void *p)
     return TRUE;
 }
 
+/* A COMPOUND's tag, minor version and operation count, as their XDR decodes them: the
+ * words read in place, and the tag's bytes only when it has some (nearly every client
+ * sends none). */
+static bool_t dec_head(struct uiw__nfs4_c *c, XDR *x, uint32_t *count)
+{
+    long w;
+    if (!XDR_GETLONG(x, &w))
+        return FALSE;
+    if (w != 0) {
+        struct pushback pb;
+        pushback_init(&pb, x, w);
+        if (!xdr_utf8str_cs(&pb.x, &c->tag))
+            return FALSE;
+    }
+    const uint8_t *p = (const uint8_t *)XDR_INLINE(x, 8);
+    if (!p)
+        return xdr_uint32_t(x, &c->minor) && xdr_uint32_t(x, count);
+    c->minor = uiw__get_be32(p);
+    *count = uiw__get_be32(p + 4);
+    return TRUE;
+}
+
 /* The arguments, decoded and run one operation at a time: svc_getargs's routine (it
  * fails only for what is not a COMPOUND's XDR before its operations). */
 static bool_t compound(XDR *x, void *p)
@@ -910,7 +944,7 @@ static bool_t compound(XDR *x, void *p)
     if (x->x_op == XDR_FREE)
         return TRUE; /* freed by the dispatcher */
     uint32_t count;
-    if (!xdr_utf8str_cs(x, &c->tag) || !xdr_uint32_t(x, &c->minor) || !xdr_uint32_t(x, &count))
+    if (!dec_head(c, x, &count))
         return FALSE;
     if (c->minor != 1 && c->minor != 2) {
         c->status = NFS4ERR_MINOR_VERS_MISMATCH; /* no results (section 16.2.3) */
@@ -1054,9 +1088,21 @@ bool_t uiw__nfs4_enc_result(XDR *x, const nfs_resop4 *r)
 /* The results, encoded. */
 static bool_t enc_res(XDR *x, struct uiw__nfs4_c *c)
 {
-    uint32_t st = c->status, n = c->nres;
-    if (!xdr_uint32_t(x, &st) || !xdr_utf8str_cs(x, &c->tag) || !xdr_uint32_t(x, &n))
+    uint32_t st = c->status, n = c->nres, tl = c->tag.utf8string_len;
+    /* the status, the tag and the count written in place when the tag is short (what
+     * xdr_utf8str_cs would send by chunk is long) and the stream has room inline */
+    uint8_t *p = tl <= TAG_INLINE ? (uint8_t *)XDR_INLINE(x, 12 + ((tl + 3) & ~3u)) : NULL;
+    if (p) {
+        uiw__put_be32(p, st);
+        uiw__put_be32(p + 4, tl);
+        if (tl) {
+            memset(p + 8 + (tl & ~3u), 0, 4); /* the pad */
+            memcpy(p + 8, c->tag.utf8string_val, tl);
+        }
+        uiw__put_be32(p + 8 + ((tl + 3) & ~3u), n);
+    } else if (!xdr_uint32_t(x, &st) || !xdr_utf8str_cs(x, &c->tag) || !xdr_uint32_t(x, &n)) {
         return FALSE;
+    }
     /* a failed operation's result is its status and what its XDR has for that status
      * (nothing for most; the zeroed rest for the others) */
     for (uint32_t i = 0; i < n; i++)

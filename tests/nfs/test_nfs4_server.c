@@ -547,6 +547,48 @@ TEST(nfs4_compound_errors)
     srv_stop(&v);
 }
 
+/* A COMPOUND's tag comes back as it was sent, of every length: none, with and without a
+ * pad, up to where the server writes it in place and past it (RFC 8881 section 16.2.3),
+ * the pad's bytes zero. */
+TEST(nfs4_compound_tag_echoed)
+{
+    struct srv v;
+    t4_start(&v, 0);
+    struct t4 t;
+    t4_open(&t, &v, NULL);
+    static const uint32_t lens[] = {0, 1, 3, 4, 63, 64, 65, 300};
+    for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        uint32_t tl = lens[k], padded = (tl + 3) & ~3u;
+        char args[512];
+        memset(args, 0, sizeof(args));
+        uint32_t w = htonl(tl);
+        memcpy(args, &w, 4);
+        for (uint32_t i = 0; i < tl; i++)
+            args[4 + i] = (char)('a' + i % 26);
+        uint32_t tail[] = {htonl(1), htonl(1), htonl(OP_PUTROOTFH)};
+        memcpy(args + 4 + padded, tail, sizeof(tail));
+        size_t n;
+        uint32_t xid = ++t.xid;
+        char *r = call4(&t, xid, 1, args, 4 + padded + sizeof(tail), &n);
+        struct rpc_msg m;
+        COMPOUND4res res;
+        memset(&res, 0, sizeof(res));
+        decode_reply(r, n, xid, &m, UIW__XDRPROC(xdr_COMPOUND4res), &res);
+        CHECK_EQ(res.tag.utf8string_len, tl);
+        CHECK(tl == 0 || memcmp(res.tag.utf8string_val, args + 4, tl) == 0);
+        CHECK_EQ(res.resarray.resarray_len, 1u);
+        /* the reply's header (24 bytes), its status, the tag's length, bytes and pad */
+        CHECK(n >= 24 + 8 + padded + 4);
+        CHECK_EQ(memcmp(r + 24 + 4, &w, 4), 0);
+        for (uint32_t i = tl; i < padded; i++)
+            CHECK_EQ(r[24 + 8 + i], 0);
+        xdr_free(UIW__XDRPROC(xdr_COMPOUND4res), (char *)&res);
+        free(r);
+    }
+    t4_close(&t);
+    srv_stop(&v);
+}
+
 /* Slots used at once: each thread its own connection and slot of one session, the
  * server's TCP threads running their COMPOUNDs together (for ThreadSanitizer). */
 struct slot_run {
