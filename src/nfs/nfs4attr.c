@@ -88,12 +88,20 @@ static const unsigned supported_attrs[] = {
      (n) == FATTR4_MAXNAME)
 
 static uint32_t supported_words[UIW__NFS4_ATTR_WORDS];
+/* WRITE_ONLY and OF_FS as bitmap words: a request checked a word at a time */
+static uint32_t write_only_words[UIW__NFS4_ATTR_WORDS], of_fs_words[UIW__NFS4_ATTR_WORDS];
 static pthread_once_t supported_once = PTHREAD_ONCE_INIT;
 
 static void supported_init(void)
 {
     for (size_t i = 0; i < sizeof(supported_attrs) / sizeof(supported_attrs[0]); i++)
         supported_words[supported_attrs[i] / 32] |= 1u << (supported_attrs[i] % 32);
+    for (unsigned n = 0; n < 32 * UIW__NFS4_ATTR_WORDS; n++) {
+        if (WRITE_ONLY(n))
+            write_only_words[n / 32] |= 1u << (n % 32);
+        if (OF_FS(n))
+            of_fs_words[n / 32] |= 1u << (n % 32);
+    }
 }
 
 /* The supported attributes as bitmap words (worked out once). */
@@ -184,32 +192,35 @@ static bool_t put_time(struct aw *x, const struct timespec *t)
     return aw64(x, (uint64_t)(int64_t)t->tv_sec) && aw32(x, (uint32_t)t->tv_nsec);
 }
 
+/* A number as an owner's string, written from its end (snprintf's cost, per GETATTR
+ * twice). */
+static bool_t put_num(struct aw *x, uint32_t id)
+{
+    char num[12], *e = num + sizeof(num), *p = e;
+    do
+        *--p = (char)('0' + id % 10);
+    while (id /= 10);
+    return aw_opaque(x, p, (size_t)(e - p), sizeof(num));
+}
+
 /* An owner (group: an owner group): name@domain with the option and a name for it, else
  * the number. */
 static bool_t put_id(const struct uiw__nfsd *s, struct aw *x, uint32_t id, int group)
 {
+    if (!s->opts.idmap_domain)
+        return put_num(x, id);
     char buf[512], pwbuf[1024];
-    char *p = buf;
     const char *name = NULL;
-    if (s->opts.idmap_domain) {
-        struct passwd pw, *pr = NULL;
-        struct group gr, *gp = NULL;
-        if (!group && getpwuid_r(id, &pw, pwbuf, sizeof(pwbuf), &pr) == 0 && pr)
-            name = pr->pw_name;
-        if (group && getgrgid_r(id, &gr, pwbuf, sizeof(pwbuf), &gp) == 0 && gp)
-            name = gp->gr_name;
-    }
-    if (name) {
-        snprintf(buf, sizeof(buf), "%s@%s", name, s->opts.idmap_domain);
-    } else {
-        /* the number, written from its end (snprintf's cost, per GETATTR twice) */
-        p = buf + 16;
-        *p = 0;
-        do
-            *--p = (char)('0' + id % 10);
-        while (id /= 10);
-    }
-    return aw_opaque(x, p, strlen(p), sizeof(buf));
+    struct passwd pw, *pr = NULL;
+    struct group gr, *gp = NULL;
+    if (!group && getpwuid_r(id, &pw, pwbuf, sizeof(pwbuf), &pr) == 0 && pr)
+        name = pr->pw_name;
+    if (group && getgrgid_r(id, &gr, pwbuf, sizeof(pwbuf), &gp) == 0 && gp)
+        name = gp->gr_name;
+    if (!name)
+        return put_num(x, id);
+    snprintf(buf, sizeof(buf), "%s@%s", name, s->opts.idmap_domain);
+    return aw_opaque(x, buf, strlen(buf), sizeof(buf));
 }
 
 /* An owner's string (of len bytes) as an id: a number, or name@domain of the server's
@@ -413,20 +424,18 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
         return NFS4ERR_SERVERFAULT;
     supported(sup);
     int fs = 0;
-    for (unsigned w = 0; w < UIW__NFS4_ATTR_WORDS; w++)
-        mask[w] = w < req->bitmap4_len ? req->bitmap4_val[w] & sup[w] : 0;
     for (unsigned w = 0; w < UIW__NFS4_ATTR_WORDS; w++) {
-        for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
-            unsigned n = 32 * w + (unsigned)__builtin_ctz(bits);
-            if (WRITE_ONLY(n))
-                return NFS4ERR_INVAL;
-            fs |= OF_FS(n);
-        }
+        mask[w] = w < req->bitmap4_len ? req->bitmap4_val[w] & sup[w] : 0;
+        if (mask[w] & write_only_words[w])
+            return NFS4ERR_INVAL;
+        fs |= (mask[w] & of_fs_words[w]) != 0;
     }
     struct statfs sf;
-    memset(&sf, 0, sizeof(sf)); /* a pseudo directory's (fd -1): nothing free, no files */
-    if (fs && fd >= 0 && fstatfs(fd, &sf) != 0)
-        return (nfsstat4)uiw__nfsd_errno(errno);
+    if (fs) {
+        memset(&sf, 0, sizeof(sf)); /* a pseudo directory's (fd -1): nothing free, no files */
+        if (fd >= 0 && fstatfs(fd, &sf) != 0)
+            return (nfsstat4)uiw__nfsd_errno(errno);
+    }
     struct obj o = {c, sb, ex, fh, fs ? &sf : NULL, mounted_on, {0}};
     if (ex) {
         uiw__nfsd_fattr(sb, ex, &o.a);
@@ -453,10 +462,10 @@ nfsstat4 uiw__nfs4_encode(struct uiw__nfs4_c *c, int fd, const struct stat *sb,
 /* Whether req asks for an attribute of the file system (fstatfs needs a descriptor). */
 static int asks_fs(const bitmap4 *req)
 {
+    pthread_once(&supported_once, supported_init);
     for (unsigned w = 0; w < req->bitmap4_len && w < UIW__NFS4_ATTR_WORDS; w++)
-        for (uint32_t bits = req->bitmap4_val[w]; bits; bits &= bits - 1)
-            if (OF_FS(32 * w + (unsigned)__builtin_ctz(bits)))
-                return 1;
+        if (req->bitmap4_val[w] & of_fs_words[w])
+            return 1;
     return 0;
 }
 
