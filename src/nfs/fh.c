@@ -608,13 +608,19 @@ static struct uiw__nfs_export *export_by_id(struct uiw__nfsd *s, const struct ui
     return NULL;
 }
 
+nfsstat3 uiw__nfs_fh_export_of(struct uiw__nfsd *s, const nfs_fh3 *h, struct uiw__nfsd_fh *fh,
+                               struct uiw__nfs_export **ex)
+{
+    if (uiw__nfs_fh_decode(h, fh) != 0)
+        return NFS3ERR_BADHANDLE;
+    *ex = export_by_id(s, fh);
+    return *ex ? NFS3_OK : NFS3ERR_STALE;
+}
+
 nfsstat3 uiw__nfs_fh_export(struct uiw__nfsd *s, const nfs_fh3 *h, struct uiw__nfs_export **ex)
 {
     struct uiw__nfsd_fh fh;
-    if (uiw__nfs_fh_decode(h, &fh) != 0)
-        return NFS3ERR_BADHANDLE;
-    *ex = export_by_id(s, &fh);
-    return *ex ? NFS3_OK : NFS3ERR_STALE;
+    return uiw__nfs_fh_export_of(s, h, &fh, ex);
 }
 
 enum { OUTSIDE = 0, INSIDE = 1, NO_PATH = -1 };
@@ -971,20 +977,15 @@ nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const struct uiw__nfs_cred *wh
 }
 
 nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
-                          struct stat *st, struct uiw__nfs_export **exp)
+                          const struct uiw__nfsd_fh *fh, struct stat *st,
+                          struct uiw__nfs_export **exp)
 {
-    struct uiw__nfsd_fh fh;
-    if (uiw__nfs_fh_decode(h, &fh) != 0)
-        return NFS3ERR_BADHANDLE;
-    struct uiw__nfs_export *ex = export_by_id(s, &fh);
-    if (!ex)
-        return NFS3ERR_STALE;
-    *exp = ex;
+    struct uiw__nfs_export *ex = *exp;
     struct fsent fe;
-    if (fs_of(s, ex, &fh, &fe) != 0)
+    if (fs_of(s, ex, fh, &fe) != 0)
         return NFS3ERR_STALE;
-    if (fe.dev == (uint64_t)ex->dev && fh.ino == (uint64_t)ex->ino) {
-        if (fh.tag != ex->tag)
+    if (fe.dev == (uint64_t)ex->dev && fh->ino == (uint64_t)ex->ino) {
+        if (fh->tag != ex->tag)
             return NFS3ERR_STALE;
         return fstat(ex->rootfd, st) == 0 ? NFS3_OK : uiw__nfsd_errno(errno);
     }
@@ -992,8 +993,8 @@ nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, 
      * keeps it open (no duplicate to make and close). */
     struct uiw__nfs_fhcache *c = s->fhcache;
     pthread_mutex_lock(&c->lock);
-    struct rec *r = find(c, fe.dev, fh.ino);
-    if (r && r->fd >= 0 && r->tag == fh.tag && r->checked_ex == ex->id &&
+    struct rec *r = find(c, fe.dev, fh->ino);
+    if (r && r->fd >= 0 && r->tag == fh->tag && r->checked_ex == ex->id &&
         uiw__nfsd_now_ns() - r->checked_ns <= RECHECK_MS * 1000000ll) {
         int rc = fstat(r->fd, st);
         int err = errno;
@@ -1002,7 +1003,7 @@ nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, 
         if (rc != 0)
             return uiw__nfsd_errno(err);
         if (st->st_nlink == 0) {
-            uiw__nfs_fh_removed(s, (dev_t)fe.dev, (ino_t)fh.ino);
+            uiw__nfs_fh_removed(s, (dev_t)fe.dev, (ino_t)fh->ino);
             return NFS3ERR_STALE;
         }
         return NFS3_OK;

@@ -91,6 +91,9 @@ int uiw__nfs_fh_export_fs(struct uiw__nfsd *s, struct uiw__nfs_export *ex);
 /* The export a handle names (before the file is looked for): NFS3_OK, NFS3ERR_BADHANDLE,
  * NFS3ERR_STALE (an export not served now). */
 nfsstat3 uiw__nfs_fh_export(struct uiw__nfsd *s, const nfs_fh3 *h, struct uiw__nfs_export **ex);
+/* The same, with the handle decoded into *fh (for uiw__nfs_fh_stat). */
+nfsstat3 uiw__nfs_fh_export_of(struct uiw__nfsd *s, const nfs_fh3 *h, struct uiw__nfsd_fh *fh,
+                               struct uiw__nfs_export **ex);
 
 /* What the handle records have cost: searches run, deferred (budget spent or another
  * running), refused (AUTH_NONE callers). */
@@ -110,9 +113,11 @@ nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const struct uiw__nfs_cred *wh
                              int *fd, struct uiw__nfs_export **ex);
 
 /* The attributes of the file a handle names, as uiw__nfs_fh_resolve would find it, with
- * no descriptor of the caller's (GETATTR's path: one fstat for a recently used file). */
+ * no descriptor of the caller's (GETATTR's path: one fstat for a recently used file):
+ * h decoded into *fh and its export *ex by uiw__nfs_fh_export_of. */
 nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
-                          struct stat *st, struct uiw__nfs_export **ex);
+                          const struct uiw__nfsd_fh *fh, struct stat *st,
+                          struct uiw__nfs_export **ex);
 
 /* Record that `fd` (O_PATH, the caller keeps it) is `name` in the directory `dirfd` of
  * export `ex`, and build its handle into out/buf. A mount point below the export (the

@@ -227,11 +227,12 @@ nfsstat3 uiw__vfs_resolve(struct uiw__vfs *v, const nfs_fh3 *h, int dir, int *fd
 nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
                        struct uiw__nfs_export **ex)
 {
-    nfsstat3 rc = uiw__nfs_fh_export(v->s, h, ex);
+    struct uiw__nfsd_fh fh;
+    nfsstat3 rc = uiw__nfs_fh_export_of(v->s, h, &fh, ex);
     if (rc == NFS3_OK)
         rc = uiw__nfsd_access(v->s, *ex, v->rq, v->write, &v->cred, &v->xo);
     if (rc == NFS3_OK)
-        rc = uiw__nfs_fh_stat(v->s, &v->cred, h, st, ex);
+        rc = uiw__nfs_fh_stat(v->s, &v->cred, h, &fh, st, ex);
     return rc;
 }
 
