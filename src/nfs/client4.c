@@ -340,7 +340,14 @@ static bool_t getattr_res(XDR *x, struct cres *cr, GETATTR4res *r)
     if (!f->attr_vals.attrlist4_val)
         return FALSE;
     f->attr_vals.attrlist4_len = n;
-    return xdr_opaque(x, f->attr_vals.attrlist4_val, n);
+    /* the values and their pad in place when the stream has them in its buffer and the
+     * call offered no Write chunk (none without a READ), which a responder may have put
+     * them in (the pad's bytes are not checked, as xdr_opaque does not) */
+    const uint8_t *p = cr->rbuf ? NULL : (const uint8_t *)XDR_INLINE(x, (n + 3) & ~3u);
+    if (!p)
+        return xdr_opaque(x, f->attr_vals.attrlist4_val, n);
+    memcpy(f->attr_vals.attrlist4_val, p, n);
+    return TRUE;
 }
 
 /* Before r is freed: what getattr_res put in cr->attrs is not r's to free. */
@@ -449,6 +456,25 @@ static int owns_nothing(const nfs_resop4 *r)
     }
 }
 
+/* The reply's status and tag as their XDR decodes them: both words read at once in place
+ * when the stream has them in its buffer, the tag's bytes only when the server sent some
+ * (it echoes the call's, empty). */
+static bool_t res_head(XDR *x, COMPOUND4res *r)
+{
+    const uint8_t *p = (const uint8_t *)XDR_INLINE(x, 8);
+    if (!p)
+        return get_status(x, &r->status) && xdr_utf8str_cs(x, &r->tag);
+    r->status = (nfsstat4)uiw__get_be32(p);
+    uint32_t tl = uiw__get_be32(p + 4);
+    if (!tl)
+        return TRUE;
+    /* as xdr_bytes decodes the rest: the bytes into memory of their own, then the pad */
+    if (tl > NFS4_BODY_DECODE || !(r->tag.utf8string_val = malloc(tl)))
+        return FALSE;
+    r->tag.utf8string_len = tl;
+    return xdr_opaque(x, r->tag.utf8string_val, tl);
+}
+
 /* COMPOUND4res, with at most as many results as operations were sent. */
 static bool_t xdr_cres(XDR *x, struct cres *cr)
 {
@@ -468,8 +494,7 @@ static bool_t xdr_cres(XDR *x, struct cres *cr)
     if (x->x_op != XDR_DECODE)
         return FALSE;
     uint32_t n;
-    if (!get_status(x, &r->status) || !xdr_utf8str_cs(x, &r->tag) || !get_u32(x, &n) ||
-        n > cr->nops)
+    if (!res_head(x, r) || !get_u32(x, &n) || n > cr->nops)
         return FALSE;
     if (cr->fixed) /* a call in flight's: no allocation per call */
         memset(cr->fixed, 0, cr->nops * sizeof(nfs_resop4));
