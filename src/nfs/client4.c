@@ -1386,6 +1386,87 @@ static int open_fh(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint
     return rc;
 }
 
+/* The stateid a READ or WRITE of fh at ops[*n] uses: fh's open stateid when it is open for
+ * access, else the current stateid (RFC 8881 section 16.2.3.1.2) of an OPEN (CLAIM_FH, an
+ * upgrade when open for less) put before it at ops[*n], so that the file is opened in the
+ * same COMPOUND as its first READ or WRITE: one round trip, not two. *open_at: where that
+ * OPEN is (0: none), for open_kept. */
+static int open_in(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int *n,
+                   const struct uiw__nfs_fh *fh, uint32_t *access, stateid4 *sid, u_int *open_at)
+{
+    struct uiw__nfs4c *s = c->v4;
+    struct open_file *f = open_find(s, fh);
+    *open_at = 0;
+    if (f && (f->access & *access) == *access) {
+        f->used = ++s->tick;
+        *sid = f->sid;
+        sid->seqid = 0; /* the current one, whatever an upgrade made it (RFC 8881 8.2.2) */
+        return 0;
+    }
+    if (*n + 2 > s->maxops) /* a session of so few operations: the OPEN on its own */
+        return open_fh(c, fh, *access, sid);
+    if (f)
+        *access |= f->access;
+    open_args(s, &ops[*n], *access);
+    ops[*n].nfs_argop4_u.opopen.openhow.opentype = OPEN4_NOCREATE;
+    ops[*n].nfs_argop4_u.opopen.claim.claim = CLAIM_FH;
+    *open_at = (*n)++;
+    memset(sid, 0, sizeof(*sid));
+    sid->seqid = 1; /* the current stateid: the OPEN's */
+    return 0;
+}
+
+/* After a COMPOUND with open_in's OPEN at open_at (0: none): the OPEN kept when it went
+ * well, whatever the operations after it did (the server holds it). */
+static void open_kept(struct uiw__nfs_client *c, struct cres *cr, u_int open_at,
+                      const struct uiw__nfs_fh *fh, uint32_t access)
+{
+    nfs_resop4 *r = open_at ? res_at(cr, open_at) : NULL;
+    if (!r || r->resop != OP_OPEN || r->nfs_resop4_u.opopen.status != NFS4_OK)
+        return;
+    OPEN4resok *ok = &r->nfs_resop4_u.opopen.OPEN4res_u.resok4;
+    open_keep(c, fh, &ok->stateid, access, &ok->delegation);
+}
+
+/* With an OPEN of a new file into a full table of open files (open_at set; fh, when it is
+ * known, not in the table: an upgrade keeps its place): the CLOSE of the least recently
+ * used file (one without a delegation to return first) put at ops[*n] with its PUTFH, in
+ * place of open_keep's COMPOUND of its own, when the session takes `after` operations
+ * more. *victim: its handle, and *close_at where the CLOSE is (0: none). */
+static void close_in(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int *n, u_int open_at,
+                     const struct uiw__nfs_fh *fh, u_int after, struct uiw__nfs_fh *victim,
+                     u_int *close_at)
+{
+    struct uiw__nfs4c *s = c->v4;
+    *close_at = 0;
+    if (!open_at || s->nopens < OPENS_MAX || *n + 2 + after > s->maxops || (fh && open_find(s, fh)))
+        return;
+    unsigned old = 0;
+    for (unsigned i = 1; i < s->nopens; i++)
+        if (s->opens[i].used < s->opens[old].used)
+            old = i;
+    const struct open_file *f = &s->opens[old];
+    if (f->has_deleg)
+        return;
+    *victim = f->fh;
+    putfh(&ops[*n], victim);
+    op_init(&ops[*n + 1], OP_CLOSE);
+    ops[*n + 1].nfs_argop4_u.opclose.open_stateid = f->sid;
+    *close_at = *n + 1;
+    *n += 2;
+}
+
+/* After a COMPOUND with close_in's CLOSE at close_at: the file out of the table once the
+ * CLOSE ran, whatever it answered (as close_file does). */
+static void close_kept(struct uiw__nfs_client *c, struct cres *cr, u_int close_at,
+                       const struct uiw__nfs_fh *victim)
+{
+    struct uiw__nfs4c *s = c->v4;
+    struct open_file *f = close_at && res_at(cr, close_at) ? open_find(s, victim) : NULL;
+    if (f)
+        *f = s->opens[--s->nopens];
+}
+
 /* ---- operations ---- */
 
 int uiw__nfs4c_lookup_path(struct uiw__nfs_client *c, const char *path, struct uiw__nfs_fh *fh,
@@ -1512,28 +1593,71 @@ int uiw__nfs4c_setattr(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
     return rc;
 }
 
+/* A READ or WRITE of fh (op, its stateid set here) with what open_in and close_in add
+ * around it: io_ops builds it, io_done keeps the OPEN and CLOSE's outcome and gives the
+ * operation's result. */
+struct io4 {
+    nfs_argop4 ops[6];
+    u_int n, at, io, cl;
+    uint32_t access;
+    struct uiw__nfs_fh victim;
+};
+
+static int io_ops(struct uiw__nfs_client *c, struct io4 *x, const struct uiw__nfs_fh *fh,
+                  nfs_opnum4 op, uint32_t access)
+{
+    stateid4 sid;
+    x->n = 2;
+    x->access = access;
+    putfh(&x->ops[1], fh);
+    int rc = open_in(c, x->ops, &x->n, fh, &x->access, &sid, &x->at);
+    if (rc != 0)
+        return rc;
+    x->io = x->n++;
+    op_init(&x->ops[x->io], op);
+    if (op == OP_READ)
+        x->ops[x->io].nfs_argop4_u.opread.stateid = sid;
+    else
+        x->ops[x->io].nfs_argop4_u.opwrite.stateid = sid;
+    close_in(c, x->ops, &x->n, x->at, fh, 0, &x->victim, &x->cl);
+    return 0;
+}
+
+/* The operation's result when it went well (a CLOSE after it may have failed), or NULL
+ * with *rc the COMPOUND's error. */
+static nfs_resop4 *io_done(struct uiw__nfs_client *c, struct io4 *x, struct cres *cr,
+                           const struct uiw__nfs_fh *fh, int *rc)
+{
+    close_kept(c, cr, x->cl, &x->victim);
+    open_kept(c, cr, x->at, fh, x->access);
+    nfs_resop4 *r = res_at(cr, x->io);
+    if (r && st_of(r) == NFS4_OK)
+        return r;
+    if (*rc == 0)
+        *rc = -NFS4ERR_SERVERFAULT;
+    return NULL;
+}
+
 int uiw__nfs4c_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                     uint32_t count, void *buf, int *eof)
 {
-    stateid4 sid;
-    int rc = open_fh(c, fh, OPEN4_SHARE_ACCESS_READ, &sid);
+    struct io4 x;
+    int rc = io_ops(c, &x, fh, OP_READ, OPEN4_SHARE_ACCESS_READ);
     if (rc != 0)
         return rc;
-    nfs_argop4 ops[3];
-    putfh(&ops[1], fh);
-    op_init(&ops[2], OP_READ);
-    ops[2].nfs_argop4_u.opread.stateid = sid;
-    ops[2].nfs_argop4_u.opread.offset = off;
-    ops[2].nfs_argop4_u.opread.count = count;
+    READ4args *a = &x.ops[x.io].nfs_argop4_u.opread;
+    a->offset = off;
+    a->count = count;
     struct cres cr = {0};
     cr.rbuf = buf;
     cr.rcap = count;
     /* over RPC-over-RDMA the data comes by RDMA Write into buf (a Write chunk), or
      * inline when it fits the buffers agreed on (uiw__nfs_call_ddp) */
-    rc = compound(c, ops, 3, &cr, 0);
-    if (rc == 0) {
+    rc = compound(c, x.ops, x.n, &cr, 0);
+    nfs_resop4 *r = io_done(c, &x, &cr, fh, &rc);
+    if (r) {
         if (eof)
-            *eof = cr.r.resarray.resarray_val[2].nfs_resop4_u.opread.READ4res_u.resok4.eof;
+            *eof = r->nfs_resop4_u.opread.READ4res_u.resok4.eof;
         rc = (int)cr.rlen;
     }
     cres_free(&cr);
@@ -1543,23 +1667,20 @@ int uiw__nfs4c_read(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uin
 int uiw__nfs4c_write(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh, uint64_t off,
                      uint32_t count, const void *buf, stable_how stable, char verf[8])
 {
-    stateid4 sid;
-    int rc = open_fh(c, fh, OPEN4_SHARE_ACCESS_WRITE, &sid);
+    struct io4 x;
+    int rc = io_ops(c, &x, fh, OP_WRITE, OPEN4_SHARE_ACCESS_WRITE);
     if (rc != 0)
         return rc;
-    nfs_argop4 ops[3];
-    putfh(&ops[1], fh);
-    op_init(&ops[2], OP_WRITE);
-    WRITE4args *w = &ops[2].nfs_argop4_u.opwrite;
-    w->stateid = sid;
+    WRITE4args *w = &x.ops[x.io].nfs_argop4_u.opwrite;
     w->offset = off;
     w->stable = (stable_how4)stable; /* UNSTABLE4, DATA_SYNC4, FILE_SYNC4: NFSv3's values */
     w->data.data_len = count;
     w->data.data_val = (char *)buf; /* over RPC-over-RDMA a Read chunk of this memory */
     struct cres cr = {0};
-    rc = compound(c, ops, 3, &cr, 0);
-    if (rc == 0) {
-        WRITE4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opwrite.WRITE4res_u.resok4;
+    rc = compound(c, x.ops, x.n, &cr, 0);
+    nfs_resop4 *r = io_done(c, &x, &cr, fh, &rc);
+    if (r) {
+        WRITE4resok *ok = &r->nfs_resop4_u.opwrite.WRITE4res_u.resok4;
         if (verf)
             memcpy(verf, ok->writeverf, NFS4_VERIFIER_SIZE);
         rc = ok->count > count ? -NFS4ERR_SERVERFAULT : (int)ok->count;
@@ -1784,34 +1905,52 @@ int uiw__nfs4c_create(struct uiw__nfs_client *c, const struct uiw__nfs_fh *dir, 
     if (rc != 0)
         return rc;
     struct uiw__nfs4c *s = c->v4;
-    nfs_argop4 ops[4];
-    putfh(&ops[1], dir);
-    open_args(s, &ops[2], OPEN4_SHARE_ACCESS_BOTH);
-    OPEN4args *o = &ops[2].nfs_argop4_u.opopen;
-    o->openhow.opentype = OPEN4_CREATE;
-    createhow4 *how = &o->openhow.openflag4_u.how;
-    how->mode = excl ? GUARDED4 : UNCHECKED4;
-    uint32_t words[2];
-    char buf[16];
-    attrs_in(&how->createhow4_u.createattrs, words, buf, NULL, &mode);
-    o->claim.claim = CLAIM_NULL;
-    o->claim.open_claim4_u.file.utf8string_len = (u_int)strlen(name);
-    o->claim.open_claim4_u.file.utf8string_val = (char *)name;
-    op_init(&ops[3], OP_GETFH);
+    nfs_argop4 ops[6];
     struct cres cr = {0};
-    rc = compound(c, ops, 4, &cr, 0);
+    u_int n, ca, at;
+    /* with the table of open files full, the CLOSE of its least recently used file first
+     * in the same COMPOUND (open_keep's COMPOUND of its own otherwise): before the OPEN,
+     * which reopens the file if it is that one; a CLOSE refused, the COMPOUND again
+     * without it */
+    for (int with_close = 1;; with_close = 0) {
+        struct uiw__nfs_fh victim;
+        n = 1;
+        ca = 0;
+        if (with_close)
+            close_in(c, ops, &n, 1, NULL, 3, &victim, &ca);
+        putfh(&ops[n++], dir);
+        at = n++;
+        open_args(s, &ops[at], OPEN4_SHARE_ACCESS_BOTH);
+        OPEN4args *o = &ops[at].nfs_argop4_u.opopen;
+        o->openhow.opentype = OPEN4_CREATE;
+        createhow4 *how = &o->openhow.openflag4_u.how;
+        how->mode = excl ? GUARDED4 : UNCHECKED4;
+        uint32_t words[2];
+        char buf[16];
+        attrs_in(&how->createhow4_u.createattrs, words, buf, NULL, &mode);
+        o->claim.claim = CLAIM_NULL;
+        o->claim.open_claim4_u.file.utf8string_len = (u_int)strlen(name);
+        o->claim.open_claim4_u.file.utf8string_val = (char *)name;
+        op_init(&ops[n++], OP_GETFH);
+        rc = compound(c, ops, n, &cr, 0);
+        close_kept(c, &cr, ca, &victim);
+        if (rc == 0 || !ca || !res_at(&cr, ca) || st_of(res_at(&cr, ca)) == NFS4_OK)
+            break;
+        cres_free(&cr);
+    }
     struct uiw__nfs_fh out;
     if (rc == 0)
-        rc = fh_out(&out,
-                    &cr.r.resarray.resarray_val[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
+        rc = fh_out(
+            &out,
+            &cr.r.resarray.resarray_val[n - 1].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object);
     if (rc == 0) {
-        OPEN4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
+        OPEN4resok *ok = &cr.r.resarray.resarray_val[at].nfs_resop4_u.opopen.OPEN4res_u.resok4;
         open_keep(c, &out, &ok->stateid, OPEN4_SHARE_ACCESS_BOTH, &ok->delegation);
         if (fh)
             *fh = out;
-    } else if (res_at(&cr, 2) && st_of(res_at(&cr, 2)) == NFS4_OK) {
+    } else if (res_at(&cr, at) && st_of(res_at(&cr, at)) == NFS4_OK) {
         /* opened, but no handle: nothing to name it by, so closed again */
-        OPEN4resok *ok = &cr.r.resarray.resarray_val[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
+        OPEN4resok *ok = &cr.r.resarray.resarray_val[at].nfs_resop4_u.opopen.OPEN4res_u.resok4;
         nfs_argop4 cl[3];
         putfh(&cl[1], dir);
         op_init(&cl[2], OP_CLOSE);

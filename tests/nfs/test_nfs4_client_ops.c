@@ -271,6 +271,60 @@ TEST(nfs4ops_namespace)
     d4_stop(&d);
 }
 
+/* The number a JSON line in out gives `name`. */
+static unsigned long json_count(const char *out, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    const char *c = strstr(out, key);
+    CHECK(c != NULL);
+    return strtoul(c + strlen(key), NULL, 10);
+}
+
+/* get of more small files than the client keeps open (64), one at a time over RDMA: each
+ * file's OPEN goes in the COMPOUND of its first READ, and the CLOSE of the file it puts
+ * out of the table after it, so that a file costs what it does over NFSv3 (a LOOKUP and a
+ * READ), not four calls. The client's counters say how many calls it sent. */
+TEST(nfs4ops_get_opens_with_its_read)
+{
+    enum { FILES = 70 };
+    struct d4 d = {0};
+    d4_start(&d, "90");
+    char back[300], p[700];
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    CHECK_EQ(mkdir(back, 0755), 0);
+    static char urls[FILES][700];
+    const char *argv[FILES + 10] = {"uiw-nfs", "--stats", "--json", "-P", "1", "get"};
+    int n = 6;
+    for (int i = 0; i < FILES; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "g%d", i);
+        snprintf(p, sizeof(p), "%s/%s", d.dir, name);
+        write_local(p, 1000 + (size_t)i, (unsigned)i);
+        u4(&d, 1, "4.1", name, urls[i], sizeof(urls[i]));
+        argv[n++] = urls[i];
+    }
+    argv[n++] = back;
+    argv[n] = NULL;
+    struct tool_run r;
+    tool_run(UIW_NFS, argv, NULL, 0, 120, &r);
+    CHECK_EQ(r.status, 0);
+    unsigned long calls = json_count(r.out, "calls_sent");
+    /* two per file, and the session's own (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE,
+     * the root's lookup, DESTROY_SESSION, DESTROY_CLIENTID) */
+    CHECK(calls >= 2 * FILES);
+    CHECK(calls <= 2 * FILES + 10);
+    tool_run_free(&r);
+    for (int i = 0; i < FILES; i++) {
+        char a[700], b[700];
+        snprintf(a, sizeof(a), "%s/g%d", d.dir, i);
+        snprintf(b, sizeof(b), "%s/g%d", back, i);
+        CHECK_SAME_FILE(a, b);
+    }
+    rm_tree(back);
+    d4_stop(&d);
+}
+
 /* put -r of a tree with 8 files in flight, get -r back. */
 TEST(nfs4ops_tree_parallel)
 {
