@@ -133,6 +133,17 @@ struct uiw_rpc_xprt_attr {
     /* Busy-poll the completion queue this long before sleeping (0 -> 50 us; negative:
      * never spin). Spinning trades CPU for latency. */
     int spin_us;
+    /* Inline buffers (the receives posted, the messages sent inline) resident from the
+     * start, as a hardware RNIC's registered memory is pinned: written when made, in 2 MiB
+     * blocks (huge pages where the system offers them), and never given back while the
+     * client or server lives. A connection's receives take their buffers in turn, so
+     * without it each of its first calls (one per receive posted: credits plus
+     * bc_credits) lands in pages never touched and waits for page faults; with it that
+     * memory (about inline_recv times the receives posted, rounded up to 2 MiB) is used
+     * from the first call on, idle or not. Default (false): a buffer costs memory only
+     * once a message lands in it, and an idle connection's posted buffers give theirs
+     * back (the choice for a server of many connections). */
+    bool resident;
     /* Experimental properties of this side (Version Two CONNPROP). */
     unsigned nxprops;
     struct uiw_rpc_xprop xprops[UIW_RPC_XPROP_MAX];

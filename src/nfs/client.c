@@ -392,6 +392,9 @@ static int rpc_rdma(struct uiw__nfs_client *c, char *err, size_t errlen)
     a.xprt.inline_recv = isz;
     a.xprt.inline_send = isz;
     a.xprt.ddp_threshold = c->url.ddp_threshold;
+    /* one connection, busy from its first call: its receive buffers resident from the
+     * start rather than faulted in one by one over its first hundred or so calls */
+    a.xprt.resident = true;
     a.no_vers_memory = 1; /* each run says what the server answers */
     c->nfs = uiw_rpc_clnt_create(c->url.host, (uint16_t)port, NFS_PROG, (rpcvers_t)c->vers, &a);
     if (!c->nfs) {

@@ -314,6 +314,7 @@ CLIENT *uiw_rpc_clnt_create(const char *host, uint16_t port, rpcprog_t prog, rpc
         .max_ddp = u->xprt.max_ddp,
         .spin_us = u->xprt.spin_us,
         .pcap_dir = u->xprt.pcap_dir,
+        .resident = u->xprt.resident,
     };
     u->dev = uiw__rr_dev_open(&da);
     if (!u->dev) {
@@ -439,6 +440,12 @@ int uiw__rpc_clnt_set_ddp_threshold(CLIENT *clnt, uint32_t threshold)
         return -EINVAL;
     u->caller.threshold = threshold;
     return 0;
+}
+
+struct uiw__rr_dev *uiw__rpc_clnt_dev(CLIENT *clnt)
+{
+    struct uiw__clnt *u = of(clnt);
+    return u ? u->dev : NULL;
 }
 
 int uiw_rpc_clnt_info(CLIENT *clnt, struct uiw_rpc_conn_info *info)

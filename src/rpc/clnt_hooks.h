@@ -14,6 +14,10 @@
  * call cannot carry inline still go in Read chunks. 0, or -EINVAL. */
 int uiw__rpc_clnt_set_ddp_threshold(CLIENT *clnt, uint32_t threshold);
 
+struct uiw__rr_dev;
+/* The transport device of a client (its pools and poller), or NULL. */
+struct uiw__rr_dev *uiw__rpc_clnt_dev(CLIENT *clnt);
+
 /* Hold the doorbells of the asynchronous calls the calling thread starts (on any client)
  * until uiw__rpc_clnt_unplug, so that a batch started outside a callback (uiw_rpc_clnt_poll
  * batches those of its callbacks already) goes out with one system call. Only the

@@ -138,6 +138,7 @@ struct uiw_rpc_svc *uiw_rpc_svc_create(const struct uiw_rpc_svc_attr *attr)
         .spin_us = s->xprt.spin_us,
         .pcap_dir = s->xprt.pcap_dir,
         .max_read = s->attr.max_read_bytes,
+        .resident = s->xprt.resident,
     };
     s->dev = uiw__rr_dev_open(&da);
     if (!s->dev) {

@@ -335,7 +335,8 @@ void uiw__rr_conn_trim(struct uiw__rr_conn *c)
     bool idle = rx == c->trim_rx;
     c->trim_rx = rx;
     int st = atomic_load(&c->state);
-    if (!idle || rx == c->discard_rx || st != UIW__RR_C_READY || atomic_load(&c->closing))
+    if (!idle || rx == c->discard_rx || st != UIW__RR_C_READY || atomic_load(&c->closing) ||
+        c->dev->resident)
         return;
     /* once per connection (the leader's, every few seconds at most): not per message */
     if (!c->discard_ids && !(c->discard_ids = calloc(c->nrecv, sizeof(*c->discard_ids))))

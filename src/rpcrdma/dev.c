@@ -32,7 +32,8 @@
 struct uiw__rr_slab {
     struct uiw__rr_slab *next;
     uint8_t *mem;
-    size_t len;
+    size_t len; /* mapped */
+    int nbufs;
     struct uiw__nic_mr mr;
     struct uiw__rr_ibuf bufs[SLAB_BUFS];
 };
@@ -64,6 +65,7 @@ struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a)
     d->max_ddp = a->max_ddp;
     d->max_read = a->max_read;
     d->spin_us = a->spin_us;
+    d->resident = a->resident;
     uiw__lock_init(&d->pool_lock);
     pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_t ca;
@@ -115,10 +117,22 @@ static int slab_add(struct uiw__rr_dev *d)
     if (!s)
         return -ENOMEM;
     size_t stride = UIW__RR_HDR_ROOM + d->ibuf_size;
-    s->len = stride * SLAB_BUFS;
-    /* untouched until a message lands in a buffer: receives posted and never used (a
-     * connection's credits that its peer does not use) cost no memory */
-    s->mem = uiw__pages_alloc(s->len);
+    if (d->resident) {
+        /* as many as fill a multiple of 2 MiB (one huge page, where there are some):
+         * written now, so that no message waits for a page fault. A connection's
+         * receives take their buffers in turn, so its first calls (as many as it posted)
+         * would each land in pages never touched. */
+        size_t fit = uiw__pages_resident_len(stride) / stride;
+        s->nbufs = fit < SLAB_BUFS ? (int)fit : SLAB_BUFS;
+        s->len = uiw__pages_resident_len(stride * (size_t)s->nbufs);
+        s->mem = uiw__pages_alloc_resident(s->len);
+    } else {
+        /* untouched until a message lands in a buffer: receives posted and never used (a
+         * connection's credits that its peer does not use) cost no memory */
+        s->nbufs = SLAB_BUFS;
+        s->len = stride * SLAB_BUFS;
+        s->mem = uiw__pages_alloc(s->len);
+    }
     if (!s->mem) {
         free(s);
         return -ENOMEM;
@@ -129,13 +143,16 @@ static int slab_add(struct uiw__rr_dev *d)
         free(s);
         return r;
     }
-    for (int i = 0; i < SLAB_BUFS; i++) {
+    for (int i = 0; i < s->nbufs; i++) {
         struct uiw__rr_ibuf *b = &s->bufs[i];
         b->data = s->mem + (size_t)i * stride + UIW__RR_HDR_ROOM;
         b->lkey = s->mr.lkey;
+        b->resident = d->resident;
         b->next = d->ibuf_free;
         d->ibuf_free = b;
     }
+    if (d->resident)
+        atomic_fetch_add_explicit(&d->ibuf_resident, (uint32_t)s->nbufs, memory_order_relaxed);
     s->next = d->slabs;
     d->slabs = s;
     return 0;
@@ -189,6 +206,8 @@ void uiw__rr_ibuf_discard(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b)
  * pages untouched until used again (the list's tail: used last). */
 static void ibuf_trim(struct uiw__rr_dev *d)
 {
+    if (d->resident)
+        return; /* kept, as written when made */
     uiw__lock_take(&d->pool_lock);
     uint32_t keep = d->ibuf_peak - d->ibuf_taken;
     d->ibuf_peak = d->ibuf_taken;
@@ -320,6 +339,26 @@ void uiw__rr_bulk_trim(struct uiw__rr_dev *d)
         bulk_free_one(b);
     }
     ibuf_trim(d);
+}
+
+void uiw__rr_dev_ibuf_mem(struct uiw__rr_dev *d, size_t *mapped, size_t *resident)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), m = 0, r = 0;
+    unsigned char v[256];
+    uiw__lock_take(&d->pool_lock);
+    for (struct uiw__rr_slab *s = d->slabs; s; s = s->next) {
+        m += s->len;
+        for (size_t off = 0; off < s->len; off += sizeof(v) * pg) {
+            size_t n = s->len - off < sizeof(v) * pg ? s->len - off : sizeof(v) * pg;
+            if (mincore(s->mem + off, n, v) != 0)
+                continue;
+            for (size_t i = 0; i < (n + pg - 1) / pg; i++)
+                r += (v[i] & 1) ? pg : 0;
+        }
+    }
+    uiw__lock_give(&d->pool_lock);
+    *mapped = m;
+    *resident = r;
 }
 
 uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len)

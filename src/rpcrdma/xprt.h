@@ -422,6 +422,7 @@ struct uiw__rr_dev_attr {
     int spin_us;
     const char *pcap_dir;
     uint64_t max_read; /* bytes of Read chunks held at once (server); 0: no bound */
+    bool resident;     /* inline buffers resident from the start (uiw_rpc_xprt_attr) */
 };
 
 struct uiw__rr_dev {
@@ -429,6 +430,9 @@ struct uiw__rr_dev {
     uint32_t ibuf_size; /* data bytes of an inline buffer */
     uint32_t max_msg, max_ddp;
     int spin_us;
+    /* inline buffers written when made and never given back (not trimmed, nor discarded
+     * while their connection idles) */
+    bool resident;
     /* Read chunks: bytes pulled or being pulled by calls not yet released, across every
      * connection, and the most there may be (0: no bound); a call that would go over waits
      * to pull its chunks (in its connection's read_wait) */
@@ -516,6 +520,9 @@ void uiw__rr_ibuf_discard(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
  * (they stay posted: the peer's credits are untouched; the pages come back as messages
  * land in them). */
 void uiw__rr_conn_trim(struct uiw__rr_conn *c);
+/* Bytes of the device's inline buffers (every block of them, mapped) and how many of those
+ * are resident now (mincore). */
+void uiw__rr_dev_ibuf_mem(struct uiw__rr_dev *d, size_t *mapped, size_t *resident);
 /* Fast-register MRs of c's own pool (its protection domain: only c's peer can use or
  * invalidate what they register). An MR taken holds a reference on c, so the pool lives
  * until every MR is back; the pool is freed with c. */

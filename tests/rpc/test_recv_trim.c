@@ -9,6 +9,7 @@
 
 #include <uiw/wire.h>
 
+#include "rpc/clnt_hooks.h"
 #include "rpc/svc_hooks.h"
 #include "rpc_util.h"
 #include "rpcrdma/xprt.h"
@@ -66,21 +67,35 @@ static uint32_t resident(struct uiw__rr_dev *d)
     return atomic_load(&d->ibuf_resident);
 }
 
-TEST(rpc_idle_connection_gives_back_receive_buffers)
+/* A server granting CREDITS, its receive buffers of INLINE bytes. */
+static void srv_start(struct tsrv *t)
 {
     struct uiw_rpc_svc_attr sa;
     memset(&sa, 0, sizeof(sa));
     sa.xprt.inline_recv = sa.xprt.inline_send = INLINE;
     sa.xprt.credits = CREDITS;
-    struct tsrv t;
-    tsrv_start(&t, &sa);
-    struct uiw__rr_dev *sd = uiw__rpc_svc_dev(t.svc);
+    tsrv_start(t, &sa);
+}
+
+/* A client of it whose arguments of ARG bytes go inline, into a receive buffer;
+ * resident: xprt.resident. */
+static CLIENT *clnt_of(const struct tsrv *t, bool resident)
+{
     struct uiw_rpc_clnt_attr ca;
     memset(&ca, 0, sizeof(ca));
     ca.xprt.inline_recv = ca.xprt.inline_send = INLINE;
     ca.xprt.credits = CREDITS;
-    ca.xprt.ddp_threshold = INLINE; /* the argument goes inline, into a receive buffer */
-    CLIENT *c = tclnt(t.port, &ca);
+    ca.xprt.ddp_threshold = INLINE;
+    ca.xprt.resident = resident;
+    return tclnt(t->port, &ca);
+}
+
+TEST(rpc_idle_connection_gives_back_receive_buffers)
+{
+    struct tsrv t;
+    srv_start(&t);
+    struct uiw__rr_dev *sd = uiw__rpc_svc_dev(t.svc);
+    CLIENT *c = clnt_of(&t, false);
     struct tbuf arg = {ARG, malloc(ARG)};
     CHECK(arg.val != NULL);
     for (u_int i = 0; i < ARG; i++)
@@ -112,5 +127,65 @@ TEST(rpc_idle_connection_gives_back_receive_buffers)
     CHECK(resident(sd) >= CREDITS);
     free(arg.val);
     clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+/* Two trims of the client's device, as its leader makes them every few seconds: the first
+ * notes what each connection received, the second finds it idle. The calling thread is
+ * the client's only poller (no progress thread), so it may set when the next trim is. */
+static void trim_twice(CLIENT *c, struct uiw__rr_dev *d)
+{
+    for (int i = 0; i < 2; i++) {
+        d->bulk_trim_ns = 1; /* due */
+        for (int k = 0; k < 4; k++)
+            CHECK(uiw_rpc_clnt_poll(c, 1) >= 0);
+    }
+}
+
+/* A client made with xprt.resident has every page of its inline buffers resident as soon
+ * as it is connected (a connection's receives take their buffers in turn: without it
+ * each of its first calls lands in pages never touched), and keeps them through a burst
+ * and idle trims; one made without has them untouched until messages land and gives them
+ * back when idle. */
+TEST(rpc_resident_client_keeps_its_buffers)
+{
+    struct tsrv t;
+    srv_start(&t);
+    struct tbuf arg = {ARG, malloc(ARG)};
+    CHECK(arg.val != NULL);
+    for (u_int i = 0; i < ARG; i++)
+        arg.val[i] = (char)(i * 5 + 3);
+    for (int res = 1; res >= 0; res--) {
+        CLIENT *c = clnt_of(&t, res);
+        struct uiw__rr_dev *d = uiw__rpc_clnt_dev(c);
+        CHECK(d != NULL);
+        CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
+                 RPC_SUCCESS);
+        /* bytes mapped and resident: once connected, after bursts, after idle trims */
+        size_t m[3], r[3];
+        uiw__rr_dev_ibuf_mem(d, &m[0], &r[0]);
+        /* the receives posted for the credits asked for, and the backward ones */
+        CHECK(m[0] >= (size_t)CREDITS * INLINE);
+        burst(c, &arg, 2);
+        uiw__rr_dev_ibuf_mem(d, &m[1], &r[1]);
+        trim_twice(c, d);
+        uiw__rr_dev_ibuf_mem(d, &m[2], &r[2]);
+        fprintf(stderr,
+                "client %sresident: inline buffers resident / mapped (KiB): %zu / %zu once "
+                "connected, %zu / %zu after bursts, %zu / %zu after two idle trims\n",
+                res ? "" : "not ", r[0] / 1024, m[0] / 1024, r[1] / 1024, m[1] / 1024, r[2] / 1024,
+                m[2] / 1024);
+        if (res) {
+            for (int i = 0; i < 3; i++)
+                CHECK_EQ(r[i], m[i]);
+        } else {
+            /* a few buffers written (the calls' and replies' so far) */
+            CHECK(r[0] < m[0] / 4);
+            /* the idle connection's receives given back, as the pool's spares */
+            CHECK(r[2] < r[1]);
+        }
+        clnt_destroy(c);
+    }
+    free(arg.val);
     tsrv_stop(&t);
 }
