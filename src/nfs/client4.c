@@ -1305,6 +1305,16 @@ static int close_file(struct uiw__nfs_client *c, struct open_file *f)
     return rc;
 }
 
+/* The least recently used of the open files (there is one at least). */
+static struct open_file *lru_open(struct uiw__nfs4c *s)
+{
+    struct open_file *old = &s->opens[0];
+    for (unsigned i = 1; i < s->nopens; i++)
+        if (s->opens[i].used < old->used)
+            old = &s->opens[i];
+    return old;
+}
+
 /* Keep the stateid of an OPEN of fh (access: what it opened for). */
 static struct open_file *open_keep(struct uiw__nfs_client *c, const struct uiw__nfs_fh *fh,
                                    const stateid4 *sid, uint32_t access, const open_delegation4 *dg)
@@ -1312,13 +1322,8 @@ static struct open_file *open_keep(struct uiw__nfs_client *c, const struct uiw__
     struct uiw__nfs4c *s = c->v4;
     struct open_file *f = open_find(s, fh);
     if (!f) {
-        if (s->nopens == OPENS_MAX) {
-            unsigned old = 0;
-            for (unsigned i = 1; i < s->nopens; i++)
-                if (s->opens[i].used < s->opens[old].used)
-                    old = i;
-            close_file(c, &s->opens[old]);
-        }
+        if (s->nopens == OPENS_MAX)
+            close_file(c, lru_open(s));
         f = &s->opens[s->nopens++];
         f->fh = *fh;
         f->access = 0;
@@ -1441,11 +1446,7 @@ static void close_in(struct uiw__nfs_client *c, nfs_argop4 *ops, u_int *n, u_int
     *close_at = 0;
     if (!open_at || s->nopens < OPENS_MAX || *n + 2 + after > s->maxops || (fh && open_find(s, fh)))
         return;
-    unsigned old = 0;
-    for (unsigned i = 1; i < s->nopens; i++)
-        if (s->opens[i].used < s->opens[old].used)
-            old = i;
-    const struct open_file *f = &s->opens[old];
+    const struct open_file *f = lru_open(s);
     if (f->has_deleg)
         return;
     *victim = f->fh;
