@@ -469,7 +469,7 @@ static bool_t res_head(XDR *x, COMPOUND4res *r)
     if (!tl)
         return TRUE;
     /* as xdr_bytes decodes the rest: the bytes into memory of their own, then the pad */
-    if (tl > NFS4_BODY_DECODE || !(r->tag.utf8string_val = malloc(tl)))
+    if (tl > NFS4_NAME_DECODE || !(r->tag.utf8string_val = malloc(tl)))
         return FALSE;
     r->tag.utf8string_len = tl;
     return xdr_opaque(x, r->tag.utf8string_val, tl);

@@ -11,10 +11,15 @@
  * The server exports "/" read-only here: until it has a pseudo file system its root is
  * its one export's, and a path from "/" is the same whichever way it is walked.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +28,7 @@
 #include "nfs/exports.h"
 #include "nfs4.h"
 #include "nfs_util.h"
+#include "rawrpc.h"
 #include "run.h"
 #include "test.h"
 
@@ -458,4 +464,100 @@ TEST(nfs4cli_callbacks)
     uiw__nfs_client_close(c);
     uiw__nfsd_destroy(v.s);
     rm_tree(v.dir);
+}
+
+/* A server that answers each NULL call with nothing and each COMPOUND with
+ * NFS4ERR_SERVERFAULT under a tag of tag_len bytes (a server's own, not the call's echoed),
+ * on every connection until its socket is shut. */
+struct tagsrv {
+    int lfd, port;
+    uint32_t tag_len;
+    pthread_t th;
+};
+
+static bool read_full(int fd, void *p, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t k = read(fd, (char *)p + got, n - got);
+        if (k <= 0)
+            return false;
+        got += (size_t)k;
+    }
+    return true;
+}
+
+static void tagsrv_serve(struct tagsrv *t, int fd)
+{
+    for (;;) {
+        uint32_t rm, w[6];
+        if (!read_full(fd, &rm, 4))
+            return;
+        size_t n = ntohl(rm) & 0x7fffffffu;
+        char *call = malloc(n);
+        CHECK(call != NULL);
+        bool whole = n >= sizeof(w) && read_full(fd, call, n);
+        if (whole)
+            memcpy(w, call, sizeof(w)); /* xid, CALL, 2, program, version, procedure */
+        free(call);
+        if (!whole)
+            return;
+        size_t pad = (4 - t->tag_len % 4) % 4, len = 24 + (ntohl(w[5]) ? 12 + t->tag_len + pad : 0);
+        uint8_t *r = calloc(1, 4 + len);
+        CHECK(r != NULL);
+        uint32_t hdr[7] = {htonl(0x80000000u | (uint32_t)len), w[0], htonl(REPLY), 0, 0, 0, 0};
+        memcpy(r, hdr, sizeof(hdr)); /* accepted, AUTH_NONE verifier, SUCCESS */
+        if (ntohl(w[5])) {
+            uint32_t st = htonl(NFS4ERR_SERVERFAULT), tl = htonl(t->tag_len);
+            memcpy(r + 28, &st, 4);
+            memcpy(r + 32, &tl, 4);
+            memset(r + 36, 'a', t->tag_len); /* then the pad's zeros, and no results */
+        }
+        send_all(fd, r, 4 + len);
+        free(r);
+    }
+}
+
+static void *tagsrv_main(void *arg)
+{
+    struct tagsrv *t = arg;
+    int fd;
+    while ((fd = accept(t->lfd, NULL, NULL)) >= 0) {
+        tagsrv_serve(t, fd);
+        close(fd);
+    }
+    return NULL;
+}
+
+/* The client takes a reply's tag as long as the XDR's utf8str_cs allows (NFS4_NAME_DECODE
+ * bytes) and refuses a longer one as a reply it cannot decode. */
+TEST(nfs4cli_reply_tag_bounded)
+{
+    static const uint32_t lens[] = {NFS4_NAME_DECODE - 1, NFS4_NAME_DECODE, NFS4_NAME_DECODE + 1,
+                                    NFS4_BODY_DECODE};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        struct tagsrv t = {.tag_len = lens[i]};
+        t.lfd = socket(AF_INET, SOCK_STREAM, 0);
+        CHECK(t.lfd >= 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(a);
+        CHECK_EQ(bind(t.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        CHECK_EQ(listen(t.lfd, 8), 0);
+        CHECK_EQ(getsockname(t.lfd, (struct sockaddr *)&a, &al), 0);
+        CHECK_EQ(pthread_create(&t.th, NULL, tagsrv_main, &t), 0);
+        char u[128], err[512];
+        snprintf(u, sizeof(u), "nfs://127.0.0.1:%d/?version=4.1", ntohs(a.sin_port));
+        struct uiw__nfs_url url;
+        CHECK_EQ(uiw__nfs_url_parse(u, &url, err, sizeof(err)), 0);
+        err[0] = 0;
+        struct uiw__nfs_client *c = uiw__nfs_client_open(&url, 0, err, sizeof(err));
+        CHECK(c == NULL);
+        fprintf(stderr, "tag of %u bytes: %s\n", lens[i], err);
+        if (lens[i] <= NFS4_NAME_DECODE)
+            CHECK(strstr(err, "NFS4ERR_SERVERFAULT") != NULL);
+        else
+            CHECK(strstr(err, "decode") != NULL);
+        shutdown(t.lfd, SHUT_RDWR);
+        CHECK_EQ(pthread_join(t.th, NULL), 0);
+        close(t.lfd);
+    }
 }
