@@ -68,11 +68,11 @@ struct uiw_context *uiw__context_alloc(const struct uiw_context_attr *attr)
         errno = e;
         return NULL;
     }
-    /* free list of STag indices 1..n, handed out in a scattered order is not needed:
-     * the key is what makes a stale STag fail. */
-    for (uint32_t i = 1; i < ctx->nstags; i++)
-        ctx->stags[i].next_free = i + 1 < ctx->nstags ? i + 1 : 0;
-    ctx->free_head = ctx->nstags > 1 ? 1 : 0;
+    /* STag indices 1..n handed out in order, those given back first (a scattered order
+     * is not needed: the key is what makes a stale STag fail). The table costs memory
+     * only as far as it was used: no list is written ahead through it. */
+    ctx->free_head = 0;
+    ctx->stags_fresh = 1;
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed)) {
         struct timespec ts;

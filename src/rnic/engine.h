@@ -82,7 +82,8 @@ struct uiw_context {
     struct uiw__lock mem_lock;
     struct uiw__stag *stags; /* index 0 unused */
     uint32_t nstags;
-    uint32_t free_head; /* 0 = none */
+    uint32_t free_head;   /* entries given back, a list (0 = none) ... */
+    uint32_t stags_fresh; /* ... taken before those never used, from this index up */
     uint64_t rnd;
 
     struct uiw__lock qps_lock; /* the list of live QPs */

@@ -42,7 +42,7 @@ int uiw_dealloc_pd(struct uiw_pd *pd)
     if (atomic_load(&ipd->nqp) != 0)
         return -EBUSY;
     uiw__lock_take(&ctx->mem_lock);
-    for (uint32_t i = 1; i < ctx->nstags; i++) {
+    for (uint32_t i = 1; i < ctx->stags_fresh; i++) {
         if (ctx->stags[i].state != UIW__STAG_FREE && ctx->stags[i].pd == pd) {
             uiw__lock_give(&ctx->mem_lock);
             return -EBUSY;
@@ -117,6 +117,10 @@ static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsig
     }
     uiw__lock_take(&ctx->mem_lock);
     uint32_t idx = ctx->free_head;
+    if (idx == 0 && ctx->stags_fresh < ctx->nstags)
+        idx = ctx->stags_fresh++;
+    else if (idx != 0)
+        ctx->free_head = ctx->stags[idx].next_free;
     if (idx == 0) {
         uiw__lock_give(&ctx->mem_lock);
         free(mr);
@@ -124,7 +128,6 @@ static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsig
         return NULL;
     }
     struct uiw__stag *s = &ctx->stags[idx];
-    ctx->free_head = s->next_free;
     s->key = next_key(ctx);
     s->pd = pd;
     s->mr = mr;
