@@ -117,10 +117,10 @@ static struct uiw_mr *mr_new(struct uiw_pd *pd, void *addr, size_t length, unsig
     }
     uiw__lock_take(&ctx->mem_lock);
     uint32_t idx = ctx->free_head;
-    if (idx == 0 && ctx->stags_fresh < ctx->nstags)
-        idx = ctx->stags_fresh++;
-    else if (idx != 0)
+    if (idx)
         ctx->free_head = ctx->stags[idx].next_free;
+    else if (ctx->stags_fresh < ctx->nstags)
+        idx = ctx->stags_fresh++;
     if (idx == 0) {
         uiw__lock_give(&ctx->mem_lock);
         free(mr);
