@@ -467,13 +467,16 @@ TEST(nfs4cli_callbacks)
 }
 
 /* A server that answers each NULL call with nothing and each COMPOUND with
- * NFS4ERR_SERVERFAULT under a tag of tag_len bytes (a server's own, not the call's echoed),
- * on every connection until its socket is shut. */
+ * NFS4ERR_SERVERFAULT under a tag whose length says tag_len bytes (a server's own, not the
+ * call's echoed; at most SENT_MAX of them follow), on every connection until its socket
+ * is shut. */
 struct tagsrv {
-    int lfd, port;
+    int lfd;
     uint32_t tag_len;
     pthread_t th;
 };
+
+#define SENT_MAX 65536u
 
 static bool read_full(int fd, void *p, size_t n)
 {
@@ -501,7 +504,10 @@ static void tagsrv_serve(struct tagsrv *t, int fd)
         free(call);
         if (!whole)
             return;
-        size_t pad = (4 - t->tag_len % 4) % 4, len = 24 + (ntohl(w[5]) ? 12 + t->tag_len + pad : 0);
+        /* the tag's bytes: at most SENT_MAX of them (a client refuses a longer tag at its
+         * length, before its bytes) */
+        size_t sent = t->tag_len < SENT_MAX ? t->tag_len : SENT_MAX;
+        size_t pad = (4 - sent % 4) % 4, len = 24 + (ntohl(w[5]) ? 12 + sent + pad : 0);
         uint8_t *r = calloc(1, 4 + len);
         CHECK(r != NULL);
         uint32_t hdr[7] = {htonl(0x80000000u | (uint32_t)len), w[0], htonl(REPLY), 0, 0, 0, 0};
@@ -510,7 +516,7 @@ static void tagsrv_serve(struct tagsrv *t, int fd)
             uint32_t st = htonl(NFS4ERR_SERVERFAULT), tl = htonl(t->tag_len);
             memcpy(r + 28, &st, 4);
             memcpy(r + 32, &tl, 4);
-            memset(r + 36, 'a', t->tag_len); /* then the pad's zeros, and no results */
+            memset(r + 36, 'a', sent); /* then the pad's zeros, and no results */
         }
         send_all(fd, r, 4 + len);
         free(r);
@@ -529,11 +535,12 @@ static void *tagsrv_main(void *arg)
 }
 
 /* The client takes a reply's tag as long as the XDR's utf8str_cs allows (NFS4_NAME_DECODE
- * bytes) and refuses a longer one as a reply it cannot decode. */
+ * bytes) and refuses a longer one, up to the largest length a word can say, as a reply it
+ * cannot decode. */
 TEST(nfs4cli_reply_tag_bounded)
 {
     static const uint32_t lens[] = {NFS4_NAME_DECODE - 1, NFS4_NAME_DECODE, NFS4_NAME_DECODE + 1,
-                                    NFS4_BODY_DECODE};
+                                    NFS4_BODY_DECODE, UINT32_MAX};
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         struct tagsrv t = {.tag_len = lens[i]};
         t.lfd = socket(AF_INET, SOCK_STREAM, 0);
