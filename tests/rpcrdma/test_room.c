@@ -93,6 +93,11 @@ TEST(room_wakes_the_leader)
     room_setup(&r);
     pthread_t w;
     CHECK_EQ(pthread_create(&w, NULL, waiter, &r), 0);
+    /* the waiter leads, asleep in the RNIC: room freed before then would be found by its
+     * own look, not woken */
+    for (int i = 0; i < 10000000 && !atomic_load(&r.d->lead_asleep); i++)
+        sched_yield();
+    CHECK(atomic_load(&r.d->lead_asleep));
     room_free_and_check(&r, w);
     free(r.c);
     uiw__rr_dev_close(r.d);
