@@ -489,12 +489,15 @@ UIW_EXTERN bool uiw_svc_is_rdma(const SVCXPRT *xprt);
  * as it returns. */
 UIW_EXTERN void *uiw_svc_getbuf(SVCXPRT *xprt, size_t len);
 
-/* xdr_bytes() for DDP-eligible arguments: decoding a call on an RPC-over-RDMA transport,
- * where the bytes came in a Read chunk, *cpp (when NULL on entry) is pointed at them in
- * the server's registered buffer (no copy, no allocation): they stay valid until
- * svc_freeargs() or the end of the dispatch routine, and svc_freeargs() knows not to free
- * them. Everything else, on any stream, is exactly xdr_bytes(). Compile rpcgen's XDR file
- * with -Dxdr_bytes=uiw_xdr_bytes, or call it from hand-written XDR routines. */
+/* xdr_bytes() for arguments without a copy: decoding a call on an RPC-over-RDMA transport,
+ * where the bytes came in a Read chunk or inline in the call's message, *cpp (when NULL on
+ * entry) is pointed at them in the server's registered buffer (no copy, no allocation):
+ * they stay valid until svc_freeargs() or the end of the dispatch routine, and
+ * svc_freeargs() knows not to free them (xdr_free() does not: free such arguments with
+ * svc_freeargs()). Bytes that do not lie whole in one buffer (a peer's Read chunk placed
+ * inside them) are copied, as xdr_bytes() would. Everything else, on any stream, is
+ * exactly xdr_bytes(). Compile rpcgen's XDR file with
+ * -Dxdr_bytes=uiw_xdr_bytes, or call it from hand-written XDR routines. */
 UIW_EXTERN bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize);
 
 /* The connection of this call. -EINVAL for a foreign transport. */

@@ -474,6 +474,26 @@ static const uint8_t *borrow(struct uiw__xs *s, uint32_t size)
     return p->p;
 }
 
+/* An item that came inline, whole within the piece the stream is at (the call's receive
+ * buffer, or the Position-Zero Read chunk of an RDMA_NOMSG): pointed at where it lies,
+ * its pad skipped. The stream holds the item and its pad (checked by the caller). */
+static const uint8_t *borrow_inline(struct uiw__xs *s, uint32_t size)
+{
+    const struct uiw__rr_call *k = s->k;
+    if (s->pi >= k->npieces)
+        return NULL;
+    const struct uiw__rr_piece *p = &k->pieces[s->pi];
+    if (p->chunk || p->len - s->poff < size)
+        return NULL;
+    const uint8_t *at = p->p + s->poff;
+    /* not a pad the reassembly supplied (no memory of the call's) */
+    if (!uiw__rr_call_owns(k, at))
+        return NULL;
+    if (!take(s, NULL, size + pad_of(size)))
+        return NULL;
+    return at;
+}
+
 bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize)
 {
     /* xdr_free() hands a stream with only x_op set: x_ops is read after this case */
@@ -503,6 +523,11 @@ bool_t uiw_xdr_bytes(XDR *xdrs, char **cpp, u_int *sizep, u_int maxsize)
      * bytes and their pad before anything is allocated for them */
     if ((uint64_t)size + pad_of(size) > (uint64_t)(s->k->body_len - s->xpos))
         return FALSE;
+    if ((p = borrow_inline(s, size)) != NULL) {
+        *cpp = (char *)(uintptr_t)p;
+        return TRUE;
+    }
+    /* across pieces (a Read chunk's data next to inline bytes): a copy */
     char *buf = calloc(1, size);
     if (!buf)
         return FALSE;

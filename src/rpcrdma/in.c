@@ -130,6 +130,8 @@ void *uiw__rr_call_getbuf(struct uiw__rr_call *k, size_t len)
 bool uiw__rr_call_owns(const struct uiw__rr_call *k, const void *p)
 {
     uintptr_t a = (uintptr_t)p;
+    if (k->ib && a >= (uintptr_t)k->ib->data && a < (uintptr_t)k->ib->data + k->ib->len)
+        return true;
     for (uint32_t i = 0; i < k->nbulk; i++)
         if (k->bulk[i] && a >= (uintptr_t)k->bulk[i]->p &&
             a < (uintptr_t)k->bulk[i]->p + k->bulk[i]->cap)

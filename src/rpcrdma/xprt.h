@@ -748,7 +748,8 @@ int uiw__rr_call_error(struct uiw__rr_call *k, uint32_t errcode);
 void uiw__rr_call_finish(struct uiw__rr_call *k);
 /* Registered memory for a result (uiw_svc_getbuf), released with the call. */
 void *uiw__rr_call_getbuf(struct uiw__rr_call *k, size_t len);
-/* Whether p lies in one of k's Read chunk buffers (data borrowed by uiw_xdr_bytes). */
+/* Whether p lies in k's receive buffer or one of its Read chunk buffers (data borrowed by
+ * uiw_xdr_bytes). */
 bool uiw__rr_call_owns(const struct uiw__rr_call *k, const void *p);
 
 /* ---------------------------------------------------------------- properties */

@@ -1,4 +1,6 @@
+#include "rpc/rpc_internal.h"
 #include "rpc/svc_hooks.h"
+#include "rpcrdma/xprt.h"
 #include "rpc_util.h"
 
 #include <errno.h>
@@ -35,6 +37,29 @@ bool_t xdr_tbuf(XDR *x, struct tbuf *b)
 bool_t xdr_tbuf_borrow(XDR *x, struct tbuf *b)
 {
     return uiw_xdr_bytes(x, &b->val, &b->len, ~0u);
+}
+
+bool_t xdr_twhere(XDR *x, struct twhere *w)
+{
+    return xdr_tbuf(x, &w->b) && xdr_u_int(x, &w->tail);
+}
+
+/* TP_WHERE's decoding on the server: uiw_xdr_bytes, and whether it borrowed */
+struct twhere_dec {
+    struct twhere w;
+    bool borrowed;
+};
+
+static bool_t xdr_twhere_dec(XDR *x, struct twhere_dec *d)
+{
+    if (!xdr_tbuf_borrow(x, &d->w.b))
+        return FALSE;
+    if (x->x_op == XDR_DECODE) {
+        struct uiw__xs *s = uiw__xs_of(x);
+        d->borrowed =
+            d->w.b.val && s && s->mode == UIW__XS_CALL_DEC && uiw__rr_call_owns(s->k, d->w.b.val);
+    }
+    return xdr_u_int(x, &d->w.tail);
 }
 
 bool_t xdr_tinfo(XDR *x, struct tinfo *i)
@@ -106,6 +131,18 @@ static void tdispatch(struct svc_req *rq, SVCXPRT *x)
         while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
         u_int s = p.a + p.b;
         svc_sendreply(x, (xdrproc_t)xdr_u_int, (char *)&s);
+        return;
+    }
+    case TP_WHERE: {
+        struct twhere_dec d = {{{0, NULL}, 0}, false};
+        if (!svc_getargs(x, (xdrproc_t)xdr_twhere_dec, (char *)&d)) {
+            svcerr_decode(x);
+            return;
+        }
+        struct tpair r = {uiw_crc32c(0, d.w.b.val, d.w.b.len),
+                          (d.borrowed ? 1u : 0u) | (d.w.tail == TWHERE_TAIL ? 2u : 0u)};
+        svc_sendreply(x, (xdrproc_t)xdr_tpair, (char *)&r);
+        svc_freeargs(x, (xdrproc_t)xdr_twhere_dec, (char *)&d);
         return;
     }
     case TP_GEN: {

@@ -24,8 +24,11 @@ enum {
     TP_CONC = 10,      /* u_int ms -> u_int: sleeps; the most calls seen running at once */
     TP_CONC_SINK = 11, /* opaque<> -> u_int: holds it 100 ms; the most calls seen running at
                         * once (with TP_CONC's) */
-    TP_SPIN = 12       /* u_int us, u_int b -> us + b, after a busy wait of us (at most 1000)
+    TP_SPIN = 12,      /* u_int us, u_int b -> us + b, after a busy wait of us (at most 1000)
                         * microseconds: a call that keeps its thread on the CPU */
+    TP_WHERE = 13      /* struct twhere -> struct tpair: a = CRC32c of the bytes, b = 1 when
+                        * uiw_xdr_bytes left them in the transport's buffers (no copy), | 2
+                        * when the word after them is TWHERE_TAIL */
 };
 
 struct tinfo {
@@ -64,6 +67,13 @@ struct tpair {
     u_int a, b;
 };
 bool_t xdr_tpair(XDR *x, struct tpair *p);
+/* TP_WHERE's argument: an opaque, then a word */
+#define TWHERE_TAIL 0x5eed7a11u
+struct twhere {
+    struct tbuf b;
+    u_int tail;
+};
+bool_t xdr_twhere(XDR *x, struct twhere *w);
 
 extern const struct timeval TMO;
 

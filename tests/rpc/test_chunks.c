@@ -342,3 +342,42 @@ TEST(rpc_long_call_v1)
 {
     long_call(1);
 }
+
+/* Bytes inline in the call (and those of a Read chunk) are decoded where they landed, by
+ * uiw_xdr_bytes: no copy; the word after them is decoded right whatever their pad. */
+static void bytes_borrowed(uint32_t vers)
+{
+    struct tsrv t;
+    tsrv_start(&t, NULL);
+    CLIENT *c = client(t.port, vers, 0);
+    static const u_int lens[] = {0,   1,    2,    3,    4,    5,    7,       100,
+                                 511, 1021, 1022, 1023, 1024, 4096, 1u << 20};
+    char *buf = malloc(1u << 20);
+    CHECK(buf != NULL);
+    fill(buf, 1u << 20, 9);
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        struct twhere w = {{lens[i], buf}, TWHERE_TAIL};
+        struct tpair r = {0, 0};
+        CHECK_EQ(clnt_call(c, TP_WHERE, (xdrproc_t)xdr_twhere, (char *)&w, (xdrproc_t)xdr_tpair,
+                           (char *)&r, TMO),
+                 RPC_SUCCESS);
+        CHECK_EQ(r.a, uiw_crc32c(0, buf, lens[i]));
+        /* nothing to point at for no bytes */
+        if (r.b != (lens[i] ? 3u : 2u))
+            uiw_test_fail(__FILE__, __LINE__, "%u bytes: %s, tail %s", lens[i],
+                          r.b & 1 ? "borrowed" : "copied", r.b & 2 ? "right" : "wrong");
+    }
+    free(buf);
+    clnt_destroy(c);
+    tsrv_stop(&t);
+}
+
+TEST(rpc_bytes_borrowed_v2)
+{
+    bytes_borrowed(2);
+}
+
+TEST(rpc_bytes_borrowed_v1)
+{
+    bytes_borrowed(1);
+}
