@@ -25,6 +25,7 @@
 #include "nfs/server.h"
 #include "nfs/vfs.h"
 #include "nfs/xdr_data.h"
+#include "rpc/xdr_pad.h"
 
 struct call {
     struct uiw__vfs v; /* who, on what options: the file-system layer's call */
@@ -1189,6 +1190,19 @@ union res3 {
 
 static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt);
 
+/* Room for a call's handles and names (two of each, as RENAME's); a longer item (a
+ * SYMLINK's path) is allocated. */
+#define ARGS_ARENA (2 * (NFS3_FHSIZE + 8) + 2 * (NAME_MAX + 8) + 512)
+
+/* svc_freeargs with the arena the arguments were decoded with set again: what lies in it
+ * is not freed. */
+static void free_args(SVCXPRT *xprt, uint32_t proc, union args3 *args, struct uiw__xdr_arena *a)
+{
+    uiw__xdr_arena = a;
+    svc_freeargs(xprt, procs[proc].args, (caddr_t)args);
+    uiw__xdr_arena = NULL;
+}
+
 void uiw__nfs3_dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
 {
     /* the exports stay as they are while the call runs (a reload waits) */
@@ -1215,19 +1229,21 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     memset(&args, 0, sizeof(args));
     memset(&res, 0, sizeof(res));
     uiw__nfs_args_limits(uiw__nfsd_max_io(s), rdma);
-    if (!svc_getargs(xprt, procs[proc].args, (caddr_t)&args)) {
-        svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+    /* the arguments' handles and names decoded into memory of the call: no allocation */
+    _Alignas(max_align_t) char argbuf[ARGS_ARENA];
+    struct uiw__xdr_arena argmem = {argbuf, sizeof(argbuf), 0};
+    uiw__xdr_arena = &argmem;
+    bool_t ok = svc_getargs(xprt, procs[proc].args, (caddr_t)&args);
+    uiw__xdr_arena = NULL;
+    if (!ok) {
+        free_args(xprt, proc, &args, &argmem);
         uiw__nfs_args_limits(0, 0);
         svcerr_decode(xprt);
         return;
     }
-    struct call *c = malloc(sizeof(*c));
-    if (!c) {
-        svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
-        uiw__nfs_args_limits(0, 0);
-        svcerr_systemerr(xprt);
-        return;
-    }
+    /* on the stack: the call's state ends with it (no allocation a call) */
+    struct call cs;
+    struct call *c = &cs;
     uiw__vfs_init(&c->v, s, rq, procs[proc].write);
     c->xprt = xprt;
     c->ch.n = 0;
@@ -1241,7 +1257,6 @@ static void dispatch(struct uiw__nfsd *s, struct svc_req *rq, SVCXPRT *xprt)
     if (!svc_sendreply(xprt, procs[proc].res, (caddr_t)&res) && s->opts.verbose)
         fprintf(stderr, "uiw-nfsd: %s: reply not sent\n", procs[proc].name);
     arena_free(c);
-    free(c);
-    svc_freeargs(xprt, procs[proc].args, (caddr_t)&args);
+    free_args(xprt, proc, &args, &argmem);
     uiw__nfs_args_limits(0, 0);
 }

@@ -12,9 +12,10 @@
  * calls of libtirpc's three functions calls of these. Everything else is as libtirpc
  * does it: the same stream calls in the same order (the bytes, then the pad in a second
  * call of its own: the RPC layer's streams rely on that), the same checks, memory
- * allocated with calloc and freed with free by XDR_FREE; and a decoded string holding a
- * NUL byte is refused, where libtirpc would cut it short at the NUL. Not inlined, as libtirpc's are
- * not (the compiler would otherwise weigh XDR_FREE's free against the caller's stack items).
+ * allocated with calloc and freed with free by XDR_FREE (but for a decoder's arena, below); and a
+ * decoded string holding a NUL byte is refused, where libtirpc would cut it short at the NUL. Not
+ * inlined, as libtirpc's are not (the compiler would otherwise weigh XDR_FREE's free against the
+ * caller's stack items).
  */
 #ifndef UIW_RPC_XDR_PAD_H
 #define UIW_RPC_XDR_PAD_H
@@ -46,9 +47,41 @@ static __attribute__((noinline, unused)) bool_t uiw__xdr_opaque(XDR *xdrs, caddr
     return FALSE;
 }
 
+/* Memory the items decoded on a thread are taken from instead of being allocated, while
+ * it is set there (uiw__xdr_arena): a server's call arguments, decoded into memory of the
+ * call and freed with it. What does not fit is allocated. Freeing (XDR_FREE) leaves what
+ * lies in the arena set on the thread alone, so it must be set again while arguments
+ * decoded with it are freed. */
+struct uiw__xdr_arena {
+    char *mem;
+    size_t cap, used;
+};
+extern _Thread_local struct uiw__xdr_arena *uiw__xdr_arena;
+
+/* n bytes of the thread's arena (not zeroed), or NULL. */
+static inline char *uiw__xdr_arena_take(size_t n)
+{
+    struct uiw__xdr_arena *a = uiw__xdr_arena;
+    n = (n + 7) & ~(size_t)7;
+    if (!a || n > a->cap - a->used)
+        return NULL;
+    char *p = a->mem + a->used;
+    a->used += n;
+    return p;
+}
+
+/* Free a decoded item (NULL: nothing), unless it lies in the thread's arena. */
+static inline void uiw__xdr_release(char *p)
+{
+    struct uiw__xdr_arena *a = uiw__xdr_arena;
+    if (a && p >= a->mem && p < a->mem + a->cap)
+        return;
+    free(p);
+}
+
 /* The item of xdr_bytes or xdr_string once its size is known: decoded into *cpp (when
- * NULL, into memory allocated for it and `nul` more bytes, freed again on a failure; a
- * string is terminated), encoded from it, or freed. */
+ * NULL, into memory of the thread's arena or allocated for it, with `nul` more bytes,
+ * released again on a failure; a string is terminated), encoded from it, or freed. */
 static __attribute__((noinline, unused)) bool_t uiw__xdr_item(XDR *xdrs, char **cpp, u_int size,
                                                               u_int nul)
 {
@@ -58,14 +91,18 @@ static __attribute__((noinline, unused)) bool_t uiw__xdr_item(XDR *xdrs, char **
         if (size == 0 && !nul)
             return TRUE;
         bool_t allocated = sp == NULL;
-        if (allocated && (*cpp = sp = calloc(1, (size_t)size + nul)) == NULL)
-            return FALSE;
+        if (allocated) {
+            sp = uiw__xdr_arena_take((size_t)size + nul);
+            if (!sp && (sp = calloc(1, (size_t)size + nul)) == NULL)
+                return FALSE;
+            *cpp = sp;
+        }
         if (nul)
             sp[size] = 0;
         if (uiw__xdr_opaque(xdrs, sp, size))
             return TRUE;
         if (allocated) {
-            free(sp);
+            uiw__xdr_release(sp);
             *cpp = NULL;
         }
         return FALSE;
@@ -73,7 +110,7 @@ static __attribute__((noinline, unused)) bool_t uiw__xdr_item(XDR *xdrs, char **
     case XDR_ENCODE:
         return uiw__xdr_opaque(xdrs, sp, size);
     case XDR_FREE:
-        free(sp);
+        uiw__xdr_release(sp);
         *cpp = NULL;
         return TRUE;
     }
@@ -116,7 +153,7 @@ static __attribute__((noinline, unused)) bool_t uiw__xdr_string(XDR *xdrs, char 
         /* a NUL inside: the C string would be another, shorter name (knfsd refuses these
          * too) */
         if (!was) {
-            free(*cpp);
+            uiw__xdr_release(*cpp);
             *cpp = NULL;
         }
         return FALSE;

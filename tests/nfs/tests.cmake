@@ -52,3 +52,5 @@ cmake_language(DEFER DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} CALL
 # dissector (test_tshark.c); the tests of uiw-nfsd's NFSv4.1 (test_nfs4_server.c) use it
 # as a client.
 target_link_libraries(${runner} PRIVATE uiw_nfs4_xdr)
+# Allocations counted (alloc_count.c): the calls of the code linked into the runner.
+target_link_options(${runner} PRIVATE -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc)
