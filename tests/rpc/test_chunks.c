@@ -31,8 +31,9 @@ static bool_t xdr_short_opaque(XDR *x, u_int *len)
 }
 
 /* An opaque<> argument whose length says more than the call holds is refused
- * (GARBAGE_ARGS) before anything is allocated for it (uiw_xdr_bytes): a length of almost
- * 4 GiB costs the server no memory, where it once allocated all of it first. */
+ * (GARBAGE_ARGS) before anything is allocated for it or pointed at (uiw_xdr_bytes): the
+ * largest length a word can say, or almost 4 GiB, costs the server no memory, where it
+ * once allocated all of it first. */
 TEST(rpc_opaque_longer_than_the_call)
 {
     struct tsrv t;
@@ -40,8 +41,8 @@ TEST(rpc_opaque_longer_than_the_call)
     CLIENT *c = client(t.port, 2, 0);
     long before = uiw_test_vm_kib("VmPeak");
     u_int crc = 0;
-    u_int lens[2] = {0xFFFFFFF0u, 12}; /* each 8 bytes follow */
-    for (int i = 0; i < 2; i++)
+    u_int lens[3] = {0xFFFFFFFFu, 0xFFFFFFF0u, 12}; /* each 8 bytes follow */
+    for (int i = 0; i < 3; i++)
         CHECK_EQ(clnt_call(c, TP_SINK, (xdrproc_t)xdr_short_opaque, (char *)&lens[i],
                            (xdrproc_t)xdr_u_int, (char *)&crc, TMO),
                  RPC_CANTDECODEARGS);
