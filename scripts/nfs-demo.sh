@@ -6,13 +6,15 @@
 # (source against destination read back) and again end to end (the file got back against
 # the one put, by sha256sum). Prints a table (per size, NFS version and transport: write
 # and read MB/s, the median and 99th percentile latency of the WRITE and READ calls, the
-# server's CPU time per GiB), then per size the NFSv4.1/NFSv3 ratio of the MB/s over
+# server's CPU time per GiB), each figure the median of several rounds (the runs in
+# alternated order), then per size the NFSv4.1/NFSv3 ratio of the MB/s over
 # RPC-over-RDMA, and draws bandwidth against file size with gnuplot (SVG and PNG).
 #
-#   scripts/nfs-demo.sh [--quick] [--bin DIR] [--out DIR]
+#   scripts/nfs-demo.sh [--quick] [--rounds N] [--bin DIR] [--out DIR]
 #
 # --bin: where uiw-nfsd and uiw-nfs are (default build/release/tools); --out: where the
-# table, the data and the plots go (default build/demo); --quick: three small sizes,
+# table, the data and the plots go (default build/demo; every round's figures in
+# nfs-demo.rounds); --rounds: rounds a size (default 3); --quick: three small sizes,
 # three files each but one of 1 MiB (the test of this script, nfs.demo). Exit 0 when
 # every transfer and checksum passed and the server stopped cleanly, 77 when uiw-nfsd was
 # built without RPC-over-RDMA, 1 otherwise.
@@ -21,15 +23,18 @@ cd "$(dirname "$0")/.."
 bin=build/release/tools
 out=build/demo
 quick=0
+rounds=3
 while [ $# -gt 0 ]; do
   case $1 in
   --quick) quick=1 ;;
+  --rounds) rounds=${2:-}; shift ;;
   --bin) bin=$2; shift ;;
   --out) out=$2; shift ;;
-  *) echo "usage: scripts/nfs-demo.sh [--quick] [--bin DIR] [--out DIR]" >&2; exit 2 ;;
+  *) echo "usage: scripts/nfs-demo.sh [--quick] [--rounds N] [--bin DIR] [--out DIR]" >&2; exit 2 ;;
   esac
   shift
 done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "nfs-demo: --rounds takes a count of 1 or more" >&2; exit 2; }
 for t in uiw-nfsd uiw-nfs; do
   [ -x "$bin/$t" ] || { echo "nfs-demo: no $bin/$t (build first)" >&2; exit 1; }
 done
@@ -147,7 +152,7 @@ figures() { # put.json get.json put-ticks get-ticks bytes -> one line: the files
 # Progress: each row is printed once measured; on a terminal a status line on stderr
 # also says what runs now (nothing of it reaches a log: scripts/run.sh >log 2>&1).
 step=0
-steps=$((${#sizes[@]} * ${#runs[@]}))
+steps=$((${#sizes[@]} * ${#runs[@]} * rounds))
 status() { # text
   [ -t 2 ] && printf '\r\033[K[%d/%d] %s' "$step" "$steps" "$1" >&2
   return 0
@@ -160,6 +165,7 @@ echo "put then get each file with uiw-nfs, one at a time, SHA-256 verified; size
   "RPC-over-RDMA Version Two"
 echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile;"
 echo "server CPU: uiw-nfsd's CPU seconds (user and system) per GiB put and got"
+echo "each figure: the median of $rounds rounds, the runs in alternated order"
 echo
 fmt="%9s  %-4s %-8s %10s %10s %11s %11s %11s %11s %9s %9s\n"
 header() {
@@ -181,63 +187,97 @@ for tr in "${runs[@]}"; do
 done
 rm -f "$work/src/warm" "$work/back/warm" "$work/export/warm"
 
+# One put and get of a size's files over one run: its figures (those of figures, below the
+# run's name) appended to $work/rounds; 1 when a transfer or a check failed (said).
+measure() { # size files run round
+  local size=$1 n=$2 tr=$3 d="$3-$1-$4" trname="NFSv3 over TCP" c0 c1 c2 line nw nr ver rver
+  [ $tr = rdma ] && trname="NFSv3 over RPC-over-RDMA v2"
+  [ $tr = rdma4 ] && trname="NFSv4.1 over RPC-over-RDMA v2"
+  status "$(human "$size") over $trname, round $4 of $rounds: putting $n files"
+  nfs mkdir "$(url $tr "$d")" >/dev/null
+  srv_ticks
+  c0=$ticks
+  nfs --json --verify put "$work/src"/f* "$(url $tr "$d")" >"$work/w.json" 2>"$work/err" || {
+    status_end
+    cat "$work/err" >&2
+    return 1
+  }
+  local urls=()
+  for f in "$work/src"/f*; do urls+=("$(url $tr "$d/${f##*/}")"); done
+  rm -rf "$work/back" && mkdir "$work/back"
+  srv_ticks
+  c1=$ticks
+  status "$(human "$size") over $trname, round $4 of $rounds: getting $n files back"
+  nfs --json --verify get "${urls[@]}" "$work/back" >"$work/r.json" 2>"$work/err" || {
+    status_end
+    cat "$work/err" >&2
+    return 1
+  }
+  srv_ticks
+  c2=$ticks
+  status_end
+  if ! (cd "$work/back" && sha256sum --quiet -c "$work/sums"); then
+    echo "nfs-demo: $tr $(human "$size"): the files got back differ from those put" >&2
+    return 1
+  fi
+  rm -rf "${work:?}/export/$d"
+  # One object a file, then for several files one for them all: the figures are the last.
+  line=$(figures "$work/w.json" "$work/r.json" $((c1 - c0)) $((c2 - c1)) $((size * n)))
+  read -r nw nr _ ver rver _ <<<"$line"
+  if [ "$nw" != "$n" ] || [ "$nr" != "$n" ]; then
+    echo "nfs-demo: $trname $(human "$size"): not every file was moved" >&2
+    return 1
+  fi
+  if [ "$ver" != "$(version_of $tr)" ] || [ "$rver" != "$ver" ]; then
+    echo "nfs-demo: $trname $(human "$size"): uiw-nfs spoke NFS version $ver and $rver," \
+      "not $(version_of $tr)" >&2
+    return 1
+  fi
+  echo "$size $tr $4 $line" >>"$work/rounds"
+}
+
+# Per size, the rounds: each run once a round, the order of the runs reversed from one
+# round to the next (what the machine does meanwhile falls on each in turn); each figure
+# of a row the median of the rounds' (the middle one, or the mean of the middle two).
 failed=0
+: >"$work/rounds"
 for size in "${sizes[@]}"; do
   n=$(files_for "$size")
   rm -rf "$work/src" && mkdir "$work/src"
   head -c $((size * n)) /dev/urandom | (cd "$work/src" && split -a 3 -d -b "$size" - f)
   (cd "$work/src" && sha256sum f* >"$work/sums")
+  for round in $(seq "$rounds"); do
+    order=()
+    for k in "${!runs[@]}"; do
+      if [ $((round % 2)) = 1 ]; then order+=("${runs[k]}"); else order=("${runs[k]}" "${order[@]}"); fi
+    done
+    for tr in "${order[@]}"; do
+      step=$((step + 1))
+      measure "$size" "$n" "$tr" "$round" || failed=1
+    done
+  done
   for tr in "${runs[@]}"; do
-    d="$tr-$size"
-    step=$((step + 1))
-    trname="NFSv3 over TCP"
-    [ $tr = rdma ] && trname="NFSv3 over RPC-over-RDMA v2"
-    [ $tr = rdma4 ] && trname="NFSv4.1 over RPC-over-RDMA v2"
-    status "$(human "$size") over $trname: putting $n files"
-    nfs mkdir "$(url $tr "$d")" >/dev/null
-    srv_ticks
-    c0=$ticks
-    nfs --json --verify put "$work/src"/f* "$(url $tr "$d")" >"$work/w.json" 2>"$work/err" || {
-      status_end
-      cat "$work/err" >&2
+    # size run round | files files transport version version wMB/s rMB/s wp50 wp99 rp50
+    # rp99 cpuw cpur: the medians of fields 9 to 16 over the run's rounds
+    row=$(awk -v s="$size" -v t="$tr" -v want="$rounds" '
+      $1 == s && $2 == t { n++; tr = $6; ver = $7; for (i = 9; i <= 16; i++) v[i, n] = $i }
+      END {
+        if (n != want) exit 1
+        printf "%s %s", tr, ver
+        for (i = 9; i <= 16; i++) {
+          for (a = 1; a <= n; a++) x[a] = v[i, a]
+          for (a = 2; a <= n; a++)
+            for (b = a; b > 1 && x[b - 1] > x[b]; b--) { y = x[b]; x[b] = x[b - 1]; x[b - 1] = y }
+          m = n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+          printf (i >= 11 && i <= 14 ? " %.1f" : " %.2f"), m
+        }
+        printf "\n"
+      }' "$work/rounds") || {
+      echo "nfs-demo: $tr $(human "$size"): not every round measured" >&2
       failed=1
       continue
     }
-    urls=()
-    for f in "$work/src"/f*; do urls+=("$(url $tr "$d/${f##*/}")"); done
-    rm -rf "$work/back" && mkdir "$work/back"
-    srv_ticks
-    c1=$ticks
-    status "$(human "$size") over $trname: getting $n files back"
-    nfs --json --verify get "${urls[@]}" "$work/back" >"$work/r.json" 2>"$work/err" || {
-      status_end
-      cat "$work/err" >&2
-      failed=1
-      continue
-    }
-    srv_ticks
-    c2=$ticks
-    status_end
-    if ! (cd "$work/back" && sha256sum --quiet -c "$work/sums"); then
-      echo "nfs-demo: $tr $(human "$size"): the files got back differ from those put" >&2
-      failed=1
-      continue
-    fi
-    rm -rf "${work:?}/export/$d"
-    # One object a file, then for several files one for them all: the figures are the last.
-    read -r nw nr trn ver rver wmb rmb wp50 wp99 rp50 rp99 cpuw cpur < <(figures \
-      "$work/w.json" "$work/r.json" $((c1 - c0)) $((c2 - c1)) $((size * n)))
-    if [ "$nw" != "$n" ] || [ "$nr" != "$n" ]; then
-      echo "nfs-demo: $trname $(human "$size"): not every file was moved" >&2
-      failed=1
-      continue
-    fi
-    if [ "$ver" != "$(version_of $tr)" ] || [ "$rver" != "$ver" ]; then
-      echo "nfs-demo: $trname $(human "$size"): uiw-nfs spoke NFS version $ver and $rver," \
-        "not $(version_of $tr)" >&2
-      failed=1
-      continue
-    fi
+    read -r trn ver wmb rmb wp50 wp99 rp50 rp99 cpuw cpur <<<"$row"
     printf -v row "$fmt" "$(human "$size")" "$ver" "$trn" "$wmb" "$rmb" "$wp50" "$wp99" \
       "$rp50" "$rp99" "$cpuw" "$cpur"
     row=${row%$'\n'}
@@ -246,6 +286,7 @@ for size in "${sizes[@]}"; do
     echo "$size $tr $wmb $rmb" >>"$data"
   done
 done
+cp "$work/rounds" "$out/nfs-demo.rounds"
 # The server stops cleanly (SIGTERM: it closes every connection and exits 0).
 kill "$srv"
 if ! wait "$srv"; then

@@ -3,8 +3,8 @@
 # tools, then its products checked: the exit status, the line saying every SHA-256 was
 # verified, the table (a row per size and run: NFSv3 over TCP and over RPC-over-RDMA,
 # NFSv4.1 over RPC-over-RDMA; the version and transport named as uiw-nfs reports them,
-# every figure a positive number), the NFSv4.1/NFSv3 ratios below it (one a size, worked
-# out from the rows), the data gnuplot drew from, and the SVG and PNG themselves (their
+# every figure a positive number, the median of its three rounds), the NFSv4.1/NFSv3 ratios
+# below it (one a size, worked out from the rows), the data gnuplot drew from, and the SVG and PNG themselves (their
 # formats, not only their presence).
 #
 #   tests/nfs/demo.sh BIN_DIR OUT_DIR
@@ -70,6 +70,35 @@ grep -qxF "$(sed -n '/^NFSv4.1\/NFSv3 over/p' "$table")" "$log" || fail "the rat
 # The log shows the same rows (printed as they were measured).
 while IFS= read -r row; do
   grep -qxF "$row" "$log" || fail "row not in the output: $row"
+done <<<"$rows"
+
+# Every round's figures (nfs-demo.rounds: size, run, round, then what each row shows but
+# its size): three rounds of each size and run, the runs in reversed order in the second;
+# each figure of a row the median of its three rounds' (to the rounding of the table).
+rounds=$out/nfs-demo.rounds
+[ "$(awk 'NF == 16' "$rounds" | wc -l)" = 27 ] || fail "$rounds: not 27 rounds of 16 fields"
+for size in 4096 65536 1048576; do
+  order=$(awk -v s=$size '$1 == s { printf "%s%s", sep, $2 " " $3; sep = "," }' "$rounds")
+  [ "$order" = "tcp 1,rdma 1,rdma4 1,rdma4 2,rdma 2,tcp 2,tcp 3,rdma 3,rdma4 3" ] ||
+    fail "$rounds: the runs of $size in the order $order, not alternated"
+done
+while IFS= read -r row; do
+  awk -v row="$row" '
+    BEGIN {
+      n = split(row, R)
+      size = R[1] * (R[2] == "KiB" ? 1024 : 1048576)
+      run = R[4] == "tcp" ? "tcp" : R[3] == "4.1" ? "rdma4" : "rdma"
+    }
+    $1 == size && $2 == run { k++; for (i = 9; i <= 16; i++) v[i, k] = $i }
+    END {
+      if (k != 3) exit 1
+      for (i = 9; i <= 16; i++) {
+        a = v[i, 1]; b = v[i, 2]; c = v[i, 3]
+        m = a + b + c - (a < b ? (a < c ? a : c) : (b < c ? b : c)) - (a > b ? (a > c ? a : c) : (b > c ? b : c))
+        d = R[n - 16 + i] - m
+        if (d * d > 0.06 * 0.06) exit 1
+      }
+    }' "$rounds" || fail "a figure of this row is not the median of its rounds: $row"
 done <<<"$rows"
 
 # What gnuplot drew: per size and transport, positive write and read rates.
