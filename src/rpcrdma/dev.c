@@ -14,8 +14,12 @@
 #define SLAB_BUFS 64
 #define BULK_MIN  8192u
 #define BULK_KEEP 64 /* pooled buffers kept per class (more are temporary) */
-#define SLICE_MS  50 /* longest sleep of the leader (deadlines are rechecked) */
-#define BATCH     16
+/* A trim keeps one buffer of each class up to this size that has one (at most 2 MiB in
+ * all): the first calls after a pause find their buffer's pages in place, not faulted in
+ * again (256 page faults for 1 MiB, in the call's latency). */
+#define BULK_FLOOR_MAX (1u << 20)
+#define SLICE_MS       50 /* longest sleep of the leader (deadlines are rechecked) */
+#define BATCH          16
 /* A lead left vacant by a worker gone to run calls is taken by a sleeping worker after
  * this long (the calls' replies are late by that much when one of them is slow). */
 #define WATCH_NS 500000u
@@ -323,7 +327,9 @@ void uiw__rr_bulk_trim(struct uiw__rr_dev *d)
     struct uiw__rr_bulk *drop = NULL;
     uiw__lock_take(&d->pool_lock);
     for (int c = 0; c < UIW__RR_NCLS; c++) {
-        while (d->bulk_free[c] && d->bulk_count[c] > d->bulk_peak[c]) {
+        uint32_t floor = (BULK_MIN << c) <= BULK_FLOOR_MAX ? 1 : 0;
+        uint32_t keep = d->bulk_peak[c] > floor ? d->bulk_peak[c] : floor;
+        while (d->bulk_free[c] && d->bulk_count[c] > keep) {
             struct uiw__rr_bulk *b = d->bulk_free[c];
             d->bulk_free[c] = b->next;
             d->bulk_count[c]--;

@@ -24,7 +24,8 @@
  *
  * Memory: inline buffers (a header room, then data of the device's inline size) and bulk
  * buffers (size classes up to max_msg / max_ddp) are registered once and pooled (the bulk
- * ones as many as were taken at once lately: uiw__rr_bulk_trim); chunks the requester
+ * ones as many as were taken at once lately, one at least up to 1 MiB:
+ * uiw__rr_bulk_trim); chunks the requester
  * advertises are fast-registered per call on pooled MRs and invalidated before the call
  * ends. Nothing here allocates per message on the data path.
  */
@@ -510,8 +511,8 @@ void uiw__rr_ibuf_put(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
 struct uiw__rr_bulk *uiw__rr_bulk_get(struct uiw__rr_dev *d, uint32_t len);
 void uiw__rr_bulk_put(struct uiw__rr_dev *d, struct uiw__rr_bulk *b);
 /* Free the pooled bulk buffers of each class beyond the most taken at once since the last
- * trim: the pool follows the recent load, not its highest. The leader trims every few
- * seconds. */
+ * trim: the pool follows the recent load, not its highest; but for one of each class up
+ * to 1 MiB that has one. The leader trims every few seconds. */
 void uiw__rr_bulk_trim(struct uiw__rr_dev *d);
 /* The memory of an inline buffer goes back to the system (its contents are lost). */
 void uiw__rr_ibuf_discard(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
