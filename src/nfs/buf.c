@@ -2,7 +2,8 @@
  * Pooled buffers of the TCP service: small ones for most records and replies, and a
  * bounded number of large ones (a WRITE's record, a READ's payload). A buffer taken is
  * used by one thread at a time and given back whole; idle ones are kept for the next
- * call, as many as were in use at once since the last trim, and the rest freed.
+ * call, as many as were in use at once since the last trim (and one large one at least),
+ * and the rest freed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -229,7 +230,10 @@ void uiw__nfs_pool_trim(struct uiw__nfs_pool *p)
         b->next = drop_small;
         drop_small = b;
     }
-    while (p->free_large && p->taken_large + p->nfree_large > p->peak_large) {
+    /* one large buffer kept however idle the pool was: the first large call after a pause
+     * finds its pages in place, not faulted in again within its latency */
+    unsigned keep_large = p->peak_large > 1 ? p->peak_large : 1;
+    while (p->free_large && p->taken_large + p->nfree_large > keep_large) {
         struct uiw__nfs_buf *b = p->free_large;
         p->free_large = b->next;
         p->nfree_large--;

@@ -328,7 +328,7 @@ bool_t uiw__nfs_xdr_ddp_bytes(XDR *x, char **cpp, u_int *len, u_int max);
  * Pooled buffers for records, replies and payloads: small ones (UIW__NFS_SMALL bytes)
  * for most calls and replies, and at most `large_max` large ones (max_io plus room for
  * headers) for WRITE records and READ payloads. Idle buffers beyond what was used
- * lately are given back (uiw__nfs_pool_trim). */
+ * lately are given back (uiw__nfs_pool_trim), one large one kept. */
 
 #define UIW__NFS_SMALL 8192u
 
@@ -353,7 +353,7 @@ void uiw__nfs_pool_put(struct uiw__nfs_pool *p, struct uiw__nfs_buf *b);
  * per such failure, from the thread that puts it back). */
 void uiw__nfs_pool_on_large(struct uiw__nfs_pool *p, void (*cb)(void *), void *arg);
 /* Give back idle buffers: those not needed by the most taken at once since the last
- * trim. */
+ * trim, but for one large one. */
 void uiw__nfs_pool_trim(struct uiw__nfs_pool *p);
 /* Large buffers taken now; bytes held by the pool (taken and idle). */
 unsigned uiw__nfs_pool_large_taken(struct uiw__nfs_pool *p);
