@@ -68,9 +68,10 @@ struct slot {
     struct uiw__nfs_op op;
     struct slot *next_ready;
     fattr3 attr;
-    char *buf;
-    uint32_t cap;
-    int attempt; /* 0: UNSTABLE writes; 1: again, FILE_SYNC */
+    char *buf;       /* the slot's, kept from one job to the next */
+    uint32_t bufcap; /* its size */
+    uint32_t cap;    /* of it, what the job's calls take at once */
+    int attempt;     /* 0: UNSTABLE writes; 1: again, FILE_SYNC */
     uint64_t off;
     uint32_t n, put; /* bytes in buf; of them written */
     int eof;
@@ -283,13 +284,20 @@ static void dst_looked(struct slot *s)
 /* The copy (again, with FILE_SYNC writes, after a restart of the server) from the start. */
 static void copy_start(struct slot *s)
 {
-    if (!s->buf) {
-        s->cap = buffer_size(s->j, s->j->bs);
+    s->cap = buffer_size(s->j, s->j->bs);
+    if (s->cap > s->bufcap) {
+        free(s->buf);
+        s->bufcap = 0;
         s->buf = malloc(s->cap);
         if (!s->buf) {
             fail(s, "out of memory");
             return;
         }
+        /* its pages touched now, once: their faults are not in the latency of the first
+         * READs or WRITEs (a buffer allocated a file made the first files' calls fault
+         * in fresh memory) */
+        memset(s->buf, 0xa5, s->cap);
+        s->bufcap = s->cap;
     }
     s->off = 0;
     s->have_verf = s->changed = 0;
@@ -647,7 +655,11 @@ static void close_end(struct slot *s, struct end *e, int dst)
 /* Start job j in slot s. */
 static void slot_start(struct engine *e, struct slot *s, struct job *j)
 {
+    char *buf = s->buf;
+    uint32_t bufcap = s->bufcap;
     memset(s, 0, sizeof(*s));
+    s->buf = buf;
+    s->bufcap = bufcap;
     s->e = e;
     s->j = j;
     s->hfd = -1;
@@ -691,7 +703,6 @@ static void slot_end(struct engine *e, struct slot *s)
     } else {
         fflush(stdout);
     }
-    free(s->buf);
     xstats_free(&s->st);
     if (j->failed)
         e->failed++;
@@ -802,6 +813,8 @@ int copy_run(const struct opts *o, const char *op, struct job *jobs, size_t n, s
         e.bar.files_done = e.ended;
         progress_end(&e.bar);
     }
+    for (unsigned i = 0; i < e.parallel; i++)
+        free(e.slots[i].buf);
     free(e.slots);
     return e.failed;
 }
