@@ -574,6 +574,17 @@ static int reconnect(struct uiw__nfs_client *c, int attempt)
 static int pipe_sync(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                      xdrproc_t xres, void *res);
 
+void uiw__nfs_pipe_ready(struct uiw__nfs_client *c)
+{
+    if (c->rdma || !c->pipe)
+        return;
+    /* a READ's or WRITE's payload with the RPC and NFS words around it; a failure only
+     * leaves the buffers to grow as calls need */
+    uint32_t r = c->rtmax < (1u << 20) ? c->rtmax : 1u << 20;
+    uint32_t w = c->wtmax < (1u << 20) ? c->wtmax : 1u << 20;
+    (void)uiw__nfs_pipe_reserve(c->pipe, (size_t)r + 4096, (size_t)w + 4096);
+}
+
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,
                   xdrproc_t xres, void *res)
 {
@@ -693,8 +704,11 @@ int uiw__nfs_call_inflight(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t x
                                   a);
     }
 #endif
-    if (!c->pipe && !(c->pipe = uiw__nfs_pipe_create(NFS_PROG, (uint32_t)c->vers)))
-        return -ENOMEM;
+    if (!c->pipe) {
+        if (!(c->pipe = uiw__nfs_pipe_create(NFS_PROG, (uint32_t)c->vers)))
+            return -ENOMEM;
+        uiw__nfs_pipe_ready(c);
+    }
     return uiw__nfs_pipe_call(c->pipe, c->nfs, proc, xargs, args, xres, res, pipe_done, a);
 }
 

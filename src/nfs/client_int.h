@@ -68,6 +68,10 @@ int uiw__nfs_call_inflight(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t x
  * The calls ended, or a negative code. */
 int uiw__nfs_xprt_poll(struct uiw__nfs_client *c, int timeout_ms);
 
+/* Over TCP, once the largest READ and WRITE are known: the pipe's buffers made ready for
+ * those of at most 1 MiB (uiw__nfs_pipe_reserve). */
+void uiw__nfs_pipe_ready(struct uiw__nfs_client *c);
+
 /* ---- client4.c ---- */
 
 /* The transport is connected in version 4 (c->nfs): EXCHANGE_ID and CREATE_SESSION in

@@ -40,6 +40,7 @@ struct uiw__nfs_pipe {
     uiw__nfs_pipe_server serve; /* backward calls (NULL: dropped) */
     void *serve_arg;
     unsigned served;
+    unsigned grown; /* buffers grown for a call or a reply (uiw__nfs_pipe_grown) */
 };
 
 static double mono_s(void)
@@ -110,6 +111,26 @@ struct uiw__nfs_pipe *uiw__nfs_pipe_create(uint32_t prog, uint32_t vers)
     return p;
 }
 
+/* grow, and the pages of what it added touched */
+static int grow_touched(char **buf, size_t *cap, size_t need)
+{
+    size_t was = *cap;
+    int rc = grow(buf, cap, need);
+    if (rc == 0 && *cap > was)
+        memset(*buf + was, 0, *cap - was);
+    return rc;
+}
+
+int uiw__nfs_pipe_reserve(struct uiw__nfs_pipe *p, size_t in, size_t out)
+{
+    /* as records() and fill() grow the input for a whole record, and the output for a
+     * call beside the others queued */
+    if (grow_touched(&p->in, &p->in_cap, p->in_len + 4 + in + READ_ROOM) != 0 ||
+        grow_touched(&p->out, &p->out_cap, p->out_len + 4 + out) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
 void uiw__nfs_pipe_destroy(struct uiw__nfs_pipe *p)
 {
     if (!p)
@@ -134,6 +155,11 @@ unsigned uiw__nfs_pipe_most(const struct uiw__nfs_pipe *p)
     return p->most;
 }
 
+unsigned uiw__nfs_pipe_grown(const struct uiw__nfs_pipe *p)
+{
+    return p->grown;
+}
+
 void uiw__nfs_pipe_serve(struct uiw__nfs_pipe *p, uiw__nfs_pipe_server fn, void *arg)
 {
     p->serve = fn;
@@ -153,6 +179,8 @@ static int encode(struct uiw__nfs_pipe *p, CLIENT *cl, struct call *k)
         return -EMSGSIZE;
     if (p->out_off == p->out_len)
         p->out_off = p->out_len = 0;
+    if (p->out_len + need > p->out_cap)
+        p->grown++;
     if (grow(&p->out, &p->out_cap, p->out_len + need) != 0)
         return -ENOMEM;
     char *rec = p->out + p->out_len;
@@ -243,6 +271,8 @@ static int serve(struct uiw__nfs_pipe *p, const char *rec, size_t len)
         return 0;
     if (p->out_off == p->out_len)
         p->out_off = p->out_len = 0;
+    if (p->out_len + 4 + UIW__NFS_PIPE_REPLY_MAX > p->out_cap)
+        p->grown++;
     if (grow(&p->out, &p->out_cap, p->out_len + 4 + UIW__NFS_PIPE_REPLY_MAX) != 0)
         return -1;
     char *r = p->out + p->out_len;
@@ -322,6 +352,8 @@ static int records(struct uiw__nfs_pipe *p, CLIENT *cl)
                 return -1;
             if (p->in_len - pos - 4 < flen) {
                 /* room for the rest of it to come */
+                if (pos + 4 + flen + READ_ROOM > p->in_cap)
+                    p->grown++;
                 if (grow(&p->in, &p->in_cap, pos + 4 + flen + READ_ROOM) != 0)
                     return -1;
                 break;
@@ -392,6 +424,8 @@ static int fill(struct uiw__nfs_pipe *p, int fd)
         if (p->in_cap - p->in_len < READ_ROOM / 4) {
             if (p->in_len >= MAX_RECORD + READ_ROOM)
                 return 0; /* take what is here first */
+            if (p->in_len + READ_ROOM > p->in_cap)
+                p->grown++;
             if (grow(&p->in, &p->in_cap, p->in_len + READ_ROOM) != 0)
                 return -1;
         }

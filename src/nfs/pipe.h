@@ -36,12 +36,19 @@ typedef void (*uiw__nfs_pipe_done)(void *arg, enum clnt_stat st);
 
 /* A pipe of calls to program prog, version vers. NULL (errno set) without memory. */
 struct uiw__nfs_pipe *uiw__nfs_pipe_create(uint32_t prog, uint32_t vers);
+/* Its buffers made ready for replies of `in` bytes and calls of `out` bytes (READ and
+ * WRITE payloads and their headers), their pages touched: the first large calls do not
+ * grow them, nor fault in fresh memory, within their latency. A larger one still grows
+ * them. 0, or -ENOMEM. */
+int uiw__nfs_pipe_reserve(struct uiw__nfs_pipe *p, size_t in, size_t out);
 /* Frees the pipe; calls still in flight are forgotten without their `done`. */
 void uiw__nfs_pipe_destroy(struct uiw__nfs_pipe *p);
 
 /* Calls started and not yet ended; the most there were at once. */
 unsigned uiw__nfs_pipe_pending(const struct uiw__nfs_pipe *p);
 unsigned uiw__nfs_pipe_most(const struct uiw__nfs_pipe *p);
+/* Times its buffers grew for a call or a reply (not counting uiw__nfs_pipe_reserve). */
+unsigned uiw__nfs_pipe_grown(const struct uiw__nfs_pipe *p);
 
 /* Encode a call on cl's connection and queue it (it goes out from uiw__nfs_pipe_run).
  * args is encoded before this returns; res must stay valid until done runs. 0, or

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "nfs/client.h"
+#include "nfs/client_int.h"
+#include "nfs/pipe.h"
 #include "nfs/server.h"
 #include "nfs_util.h"
 #include "relay.h"
@@ -181,6 +183,40 @@ TEST(client_ops_in_flight_rdma)
 #else
     SKIP("built without the RPC layer");
 #endif
+}
+
+/* Over TCP the pipe's buffers are made ready for the largest READ and WRITE (up to
+ * 1 MiB) when it is made: the first WRITE and READ of that size, in flight together, grow
+ * neither (nor fault in fresh memory within their latency), and move their bytes whole. */
+TEST(client_pipe_ready_for_the_largest_calls)
+{
+    struct srv v;
+    srv_start(&v, NULL);
+    struct uiw__nfs_client *c = client_of(v.url);
+    uint32_t n = uiw__nfs_client_rtmax(c);
+    CHECK(n >= (1u << 20));
+    n = 1u << 20;
+    struct uiw__nfs_fh fh;
+    CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), "big", 0644, 0, &fh), 0);
+    static char out[1u << 20], back[1u << 20];
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = (char)(i * 13 + 7);
+    put_file(&v, "big", out, n);
+    static struct op ops[2];
+    char verf[8];
+    int eof = 0;
+    op_ready(&ops[0]);
+    op_ready(&ops[1]);
+    CHECK_EQ(uiw__nfs_write_start(c, &fh, n, n, out, UNSTABLE, verf, &ops[0].op), 0);
+    CHECK_EQ(uiw__nfs_read_start(c, &fh, 0, n, back, &eof, &ops[1].op), 0);
+    wait_ops(c, ops, 2);
+    CHECK_EQ(ops[0].rc, (int)n);
+    CHECK_EQ(ops[1].rc, (int)n);
+    CHECK_MEM(back, out, n);
+    CHECK(c->pipe != NULL);
+    CHECK_EQ(uiw__nfs_pipe_grown(c->pipe), 0u);
+    uiw__nfs_client_close(c);
+    srv_stop(&v);
 }
 
 /* Over TCP through a relay that resets the connection a few bytes into a reply while
