@@ -576,13 +576,23 @@ static int pipe_sync(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, 
 
 void uiw__nfs_pipe_ready(struct uiw__nfs_client *c)
 {
-    if (c->rdma || !c->pipe)
+    if (c->rdma || !c->pipe || !c->reserve_io)
         return;
     /* a READ's or WRITE's payload with the RPC and NFS words around it; a failure only
      * leaves the buffers to grow as calls need */
-    uint32_t r = c->rtmax < (1u << 20) ? c->rtmax : 1u << 20;
-    uint32_t w = c->wtmax < (1u << 20) ? c->wtmax : 1u << 20;
+    uint32_t r = c->rtmax < c->reserve_io ? c->rtmax : c->reserve_io;
+    uint32_t w = c->wtmax < c->reserve_io ? c->wtmax : c->reserve_io;
     (void)uiw__nfs_pipe_reserve(c->pipe, (size_t)r + 4096, (size_t)w + 4096);
+}
+
+void uiw__nfs_client_reserve(struct uiw__nfs_client *c, uint32_t bytes)
+{
+    if (bytes > (1u << 20))
+        bytes = 1u << 20;
+    if (bytes <= c->reserve_io)
+        return;
+    c->reserve_io = bytes;
+    uiw__nfs_pipe_ready(c);
 }
 
 int uiw__nfs_call(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t xargs, void *args,

@@ -72,6 +72,11 @@ int uiw__nfs_client_reuse(struct uiw__nfs_client *c, const struct uiw__nfs_url *
 /* The server's limits (FSINFO): largest READ and WRITE. */
 uint32_t uiw__nfs_client_rtmax(const struct uiw__nfs_client *c);
 uint32_t uiw__nfs_client_wtmax(const struct uiw__nfs_client *c);
+/* READs and WRITEs of up to `bytes` (at most 1 MiB counts) are to come: over TCP the
+ * buffers of the calls in flight are made ready for them now, their pages touched, rather
+ * than grown within the first such calls. Nothing over RPC-over-RDMA (its buffers are
+ * pooled). */
+void uiw__nfs_client_reserve(struct uiw__nfs_client *c, uint32_t bytes);
 /* The handle of the mounted directory and the path of u->path below it ("" for itself). */
 const struct uiw__nfs_fh *uiw__nfs_client_root(const struct uiw__nfs_client *c);
 const char *uiw__nfs_client_subpath(const struct uiw__nfs_client *c);

@@ -1181,7 +1181,6 @@ static int root_setup(struct uiw__nfs_client *c, char *err, size_t errlen)
         c->rtmax = 8u << 20;
     if (c->wtmax > (8u << 20))
         c->wtmax = 8u << 20;
-    uiw__nfs_pipe_ready(c);
     if (c->verbose)
         fprintf(stderr,
                 "uiw-nfs: root handle of %u bytes, lease %u s, READ up to %u, WRITE up to %u "

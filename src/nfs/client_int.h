@@ -35,6 +35,7 @@ struct uiw__nfs_client {
     char mount_host[256];
     int mount_port;
     uint32_t rtmax, wtmax;
+    uint32_t reserve_io; /* uiw__nfs_client_reserve's largest */
     char transport[16];
     char err[512];
     struct timeval timeout;
@@ -68,8 +69,8 @@ int uiw__nfs_call_inflight(struct uiw__nfs_client *c, uint32_t proc, xdrproc_t x
  * The calls ended, or a negative code. */
 int uiw__nfs_xprt_poll(struct uiw__nfs_client *c, int timeout_ms);
 
-/* Over TCP, once the largest READ and WRITE are known: the pipe's buffers made ready for
- * those of at most 1 MiB (uiw__nfs_pipe_reserve). */
+/* Over TCP, once the pipe is made: its buffers made ready for READs and WRITEs of
+ * reserve_io bytes, within the largest the server takes (uiw__nfs_pipe_reserve). */
 void uiw__nfs_pipe_ready(struct uiw__nfs_client *c);
 
 /* ---- client4.c ---- */

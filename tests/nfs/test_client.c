@@ -185,9 +185,10 @@ TEST(client_ops_in_flight_rdma)
 #endif
 }
 
-/* Over TCP the pipe's buffers are made ready for the largest READ and WRITE (up to
- * 1 MiB) when it is made: the first WRITE and READ of that size, in flight together, grow
- * neither (nor fault in fresh memory within their latency), and move their bytes whole. */
+/* Over TCP the pipe's buffers are made ready for the READs and WRITEs the caller says are
+ * to come (uiw__nfs_client_reserve, 1 MiB): the first WRITE and READ of that size, in
+ * flight together, grow neither (nor fault in fresh memory within their latency), and
+ * move their bytes whole. */
 TEST(client_pipe_ready_for_the_largest_calls)
 {
     struct srv v;
@@ -196,6 +197,7 @@ TEST(client_pipe_ready_for_the_largest_calls)
     uint32_t n = uiw__nfs_client_rtmax(c);
     CHECK(n >= (1u << 20));
     n = 1u << 20;
+    uiw__nfs_client_reserve(c, n);
     struct uiw__nfs_fh fh;
     CHECK_EQ(uiw__nfs_create(c, uiw__nfs_client_root(c), "big", 0644, 0, &fh), 0);
     static char out[1u << 20], back[1u << 20];

@@ -285,6 +285,11 @@ static void dst_looked(struct slot *s)
 static void copy_start(struct slot *s)
 {
     s->cap = buffer_size(s->j, s->j->bs);
+    /* the clients' buffers for calls of that size, ready before the first */
+    if (s->j->src.c)
+        uiw__nfs_client_reserve(s->j->src.c, s->cap);
+    if (s->j->dst.c)
+        uiw__nfs_client_reserve(s->j->dst.c, s->cap);
     if (s->cap > s->bufcap) {
         free(s->buf);
         s->bufcap = 0;
