@@ -111,6 +111,14 @@ struct uiw__nfs_pipe *uiw__nfs_pipe_create(uint32_t prog, uint32_t vers)
     return p;
 }
 
+/* grow for a call or a reply, counted (uiw__nfs_pipe_grown) */
+static int grow_for(struct uiw__nfs_pipe *p, char **buf, size_t *cap, size_t need)
+{
+    if (need > *cap)
+        p->grown++;
+    return grow(buf, cap, need);
+}
+
 /* grow, and the pages of what it added touched */
 static int grow_touched(char **buf, size_t *cap, size_t need)
 {
@@ -179,9 +187,7 @@ static int encode(struct uiw__nfs_pipe *p, CLIENT *cl, struct call *k)
         return -EMSGSIZE;
     if (p->out_off == p->out_len)
         p->out_off = p->out_len = 0;
-    if (p->out_len + need > p->out_cap)
-        p->grown++;
-    if (grow(&p->out, &p->out_cap, p->out_len + need) != 0)
+    if (grow_for(p, &p->out, &p->out_cap, p->out_len + need) != 0)
         return -ENOMEM;
     char *rec = p->out + p->out_len;
     XDR x;
@@ -271,9 +277,7 @@ static int serve(struct uiw__nfs_pipe *p, const char *rec, size_t len)
         return 0;
     if (p->out_off == p->out_len)
         p->out_off = p->out_len = 0;
-    if (p->out_len + 4 + UIW__NFS_PIPE_REPLY_MAX > p->out_cap)
-        p->grown++;
-    if (grow(&p->out, &p->out_cap, p->out_len + 4 + UIW__NFS_PIPE_REPLY_MAX) != 0)
+    if (grow_for(p, &p->out, &p->out_cap, p->out_len + 4 + UIW__NFS_PIPE_REPLY_MAX) != 0)
         return -1;
     char *r = p->out + p->out_len;
     size_t n = p->serve(p->serve_arg, rec, len, r + 4, UIW__NFS_PIPE_REPLY_MAX);
@@ -352,9 +356,7 @@ static int records(struct uiw__nfs_pipe *p, CLIENT *cl)
                 return -1;
             if (p->in_len - pos - 4 < flen) {
                 /* room for the rest of it to come */
-                if (pos + 4 + flen + READ_ROOM > p->in_cap)
-                    p->grown++;
-                if (grow(&p->in, &p->in_cap, pos + 4 + flen + READ_ROOM) != 0)
+                if (grow_for(p, &p->in, &p->in_cap, pos + 4 + flen + READ_ROOM) != 0)
                     return -1;
                 break;
             }
@@ -424,9 +426,7 @@ static int fill(struct uiw__nfs_pipe *p, int fd)
         if (p->in_cap - p->in_len < READ_ROOM / 4) {
             if (p->in_len >= MAX_RECORD + READ_ROOM)
                 return 0; /* take what is here first */
-            if (p->in_len + READ_ROOM > p->in_cap)
-                p->grown++;
-            if (grow(&p->in, &p->in_cap, p->in_len + READ_ROOM) != 0)
+            if (grow_for(p, &p->in, &p->in_cap, p->in_len + READ_ROOM) != 0)
                 return -1;
         }
         ssize_t k = recv(fd, p->in + p->in_len, p->in_cap - p->in_len, MSG_DONTWAIT);
