@@ -151,10 +151,34 @@ static bool key_eq(const struct drc_ent *e, const struct uiw__drc_key *k)
            memcmp(a->addr, k->addr, 16) == 0;
 }
 
+/* Every bit of the XID moves the bucket: the XIDs of libtirpc's clients and of Linux's
+ * are a counter decremented or incremented in network byte order, so a host-order XID's
+ * top byte is what changes from one call to the next (its low 24 bits only every 256
+ * calls), and a hash of its low bits put a client's calls in a few long chains. */
 static uint32_t bucket_of(const struct uiw__drc *d, const struct uiw__drc_key *k)
 {
-    uint32_t h = k->xid * 2654435761u ^ uiw_crc32c(0, k->addr, 16);
+    uint32_t h = k->xid ^ uiw_crc32c(0, k->addr, 16);
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
     return h & d->hmask;
+}
+
+uint32_t uiw__drc_longest_chain(struct uiw__drc *d)
+{
+    uint32_t longest = 0;
+    pthread_mutex_lock(&d->lock);
+    for (uint32_t b = 0; b <= d->hmask; b++) {
+        uint32_t n = 0;
+        for (uint32_t i = d->heads[b]; i; i = d->e[i - 1].hnext)
+            n++;
+        if (n > longest)
+            longest = n;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return longest;
 }
 
 static void unlink_ent(struct uiw__drc *d, uint32_t idx)

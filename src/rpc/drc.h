@@ -52,6 +52,9 @@ enum uiw__drc_verdict uiw__drc_begin(struct uiw__drc *d, const struct uiw__drc_k
 void uiw__drc_end(struct uiw__drc *d, int slot, void *owner, const struct iovec *iov, int niov,
                   bool cacheable);
 
+/* The most entries one bucket of the cache's hash holds now. */
+uint32_t uiw__drc_longest_chain(struct uiw__drc *d);
+
 /* The RPC-over-RDMA server's cache (NULL when it keeps none): a server of another
  * transport in the same process may share it. */
 struct uiw__drc *uiw__rpc_svc_drc(struct uiw_rpc_svc *svc);

@@ -118,3 +118,53 @@ TEST(drc_bytes_wait_bounded_and_uncached_first)
     CHECK_MEM(out, "ok", 2);
     uiw__drc_free(d);
 }
+
+/* XIDs as clients make them, counters in network byte order (libtirpc's decremented,
+ * Linux's incremented) or in host order: a full cache of 8192 (uiw-nfsd's) holds a short
+ * chain in every bucket, and each call kept is found again. */
+TEST(drc_xids_of_real_clients_spread_over_the_buckets)
+{
+    enum { N = 8192 };
+    for (int kind = 0; kind < 3; kind++) {
+        struct uiw__drc *d = uiw__drc_create(N, 64);
+        CHECK(d != NULL);
+        uint32_t xid = 0x5a3c9e17u, first = 0;
+        int owner;
+        for (uint32_t i = 0; i < 2 * N; i++) {
+            if (kind == 0)
+                xid = ntohl(htonl(xid) - 1);
+            else if (kind == 1)
+                xid = ntohl(htonl(xid) + 1);
+            else
+                xid++;
+            if (i == N)
+                first = xid;
+            struct uiw__drc_key k;
+            key_of(&k, xid, "args");
+            int slot;
+            char out[64];
+            uint32_t len;
+            CHECK_EQ(uiw__drc_begin(d, &k, &owner, &slot, out, sizeof(out), &len, 0),
+                     UIW__DRC_MISS);
+            end_with(d, slot, &owner, "reply", true);
+        }
+        uint32_t longest = uiw__drc_longest_chain(d);
+        CHECK(longest >= 1 && longest <= 16);
+        /* the second round's calls are all kept */
+        xid = first;
+        for (uint32_t i = 0; i < N; i += 97) {
+            struct uiw__drc_key k;
+            key_of(&k, xid, "args");
+            int slot;
+            char out[64];
+            uint32_t len;
+            CHECK_EQ(uiw__drc_begin(d, &k, &owner, &slot, out, sizeof(out), &len, 0), UIW__DRC_HIT);
+            CHECK_MEM(out, "reply", 5);
+            for (int j = 0; j < 97; j++)
+                xid = kind == 0   ? ntohl(htonl(xid) - 1)
+                      : kind == 1 ? ntohl(htonl(xid) + 1)
+                                  : xid + 1;
+        }
+        uiw__drc_free(d);
+    }
+}
