@@ -26,21 +26,22 @@
  *     against --parallel 1 on each transport, and RDMA against TCP at --parallel 8, on a
  *     server of their own whose export is in memory (/dev/shm) when there is room, as the
  *     local files are.
- * Each repetition runs TCP then RDMA (the files: the four runs in one order, then in the
- * reverse order in the next repetition); each ratio is the median of the repetitions'
- * ratios (machines are shared and noisy). Targets: WRITE and READ >= 1.5x TCP's bandwidth
- * (issue 17); GETATTR over RDMA >= 1.0x TCP's at the same number in flight; CPU per GiB
- * over RDMA <= 0.7x TCP's for 1 MiB calls and <= 1.0x for 4 KiB ones (issue 32).
+ * Each repetition runs its runs in the reverse order of the one before (TCP's first, then
+ * RDMA's; NFSv3's first, then NFSv4.1's; the files: the four runs likewise); each ratio is the
+ * median of the repetitions' ratios (machines are shared and noisy). Targets: WRITE and READ
+ * >= 1.5x TCP's bandwidth (issue 17); GETATTR over RDMA >= 1.0x TCP's at the same number in flight;
+ * CPU per GiB over RDMA <= 0.7x TCP's for 1 MiB calls and <= 1.0x for 4 KiB ones (issue 32).
  *
  *   bench-nfs [-r REPS] [-s SIZE] [-D SECS] [--inflight N] [--calls N] [--files N] [--json]
  *             [--v4-getattr]
  * --v4-getattr runs only the NFSv4.1/NFSv3 GETATTR comparison at --inflight N (each
- * repetition NFSv3 then NFSv4.1), for iterating on the NFSv4 call path.
+ * repetition in the reverse order of the one before), for iterating on the NFSv4 call path.
  * Exit 0 when the runs worked (whatever the ratios), 1 when one failed, 2 on usage.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,25 @@ static int bench(const char *url, const char *size, const char *block, const cha
                  unsigned inflight, const char *tests, struct figures *f)
 {
     return bench_with(url, size, block, secs, inflight, tests, "", f);
+}
+
+/* One run of uiw-nfs bench: its URL, file size, block, calls in flight, tests, figures. */
+struct run {
+    const char *url, *size, *block;
+    unsigned inflight;
+    const char *tests;
+    struct figures *f;
+};
+
+/* The n runs in their order, or in the reverse one (back). */
+static int run_all(const struct run *runs, size_t n, bool back, const char *secs)
+{
+    for (size_t k = 0; k < n; k++) {
+        const struct run *x = &runs[back ? n - 1 - k : k];
+        if (bench(x->url, x->size, x->block, secs, x->inflight, x->tests, x->f) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* The inline crossover: sizes, and per size the figures of each repetition (chunks then
@@ -712,8 +732,9 @@ int main(int argc, char **argv)
     if (v4_getattr) {
         for (int i = 0; i < reps; i++) {
             struct figures g = {0}, gn4 = {0};
-            if (bench(urdma, "1M", "1M", secs, inflight, "getattr", &g) != 0 ||
-                bench(urdma4, "1M", "1M", secs, inflight, "getattr", &gn4) != 0)
+            const struct run runs[] = {{urdma, "1M", "1M", inflight, "getattr", &g},
+                                       {urdma4, "1M", "1M", inflight, "getattr", &gn4}};
+            if (run_all(runs, 2, i % 2 != 0, secs) != 0)
                 goto out;
             v4[2][i] = gn4.getattr_cps / g.getattr_cps;
             printf("%-4d rdma-v2 NFSv3 / NFSv4.1: GETATTR %u in flight %.0f / %.0f/s (%.3fx)\n", i,
@@ -731,23 +752,33 @@ int main(int argc, char **argv)
                "read tcp", "read rdma", "ga tcp/1", "ga rdma/1", "ga tcp/N", "ga rdma/N");
     for (int i = 0; i < reps; i++) {
         struct figures t = {0}, r = {0}, g1 = {0}, g = {0}, t4 = {0}, r4 = {0}, n4 = {0}, gn4 = {0};
-        if (bench(utcp, size, "1M", secs, 1, "write read getattr", &t) != 0 ||
-            bench(urdma, size, "1M", secs, 1, "write read", &r) != 0 ||
-            bench(urdma, "1M", "1M", secs, 1, "getattr", &g1) != 0 ||
-            bench(urdma, "1M", "1M", secs, inflight, "getattr", &g) != 0 ||
-            bench(urdma4, size, "1M", secs, 1, "write read", &n4) != 0 ||
-            bench(urdma4, "1M", "1M", secs, inflight, "getattr", &gn4) != 0 ||
-            bench(utcp, "16M", "4K", secs, 1, "write read", &t4) != 0 ||
-            bench(urdma, "16M", "4K", secs, 1, "write read", &r4) != 0)
+        const struct run runs[] = {
+            {utcp, size, "1M", 1, "write read getattr", &t},
+            {urdma, size, "1M", 1, "write read", &r},
+            {urdma, "1M", "1M", 1, "getattr", &g1},
+            {urdma, "1M", "1M", inflight, "getattr", &g},
+            {urdma4, size, "1M", 1, "write read", &n4},
+            {urdma4, "1M", "1M", inflight, "getattr", &gn4},
+            {utcp, "16M", "4K", 1, "write read", &t4},
+            {urdma, "16M", "4K", 1, "write read", &r4},
+        };
+        /* odd repetitions run the list backwards (RDMA's runs before TCP's, NFSv4.1's
+         * before NFSv3's): what the order does cancels out in the medians */
+        bool back = i % 2 != 0;
+        double tn = back ? libnfs_getattr(tcp, mnt, dir, inflight, atof(secs)) : 0;
+        if (run_all(runs, sizeof(runs) / sizeof(runs[0]), back, secs) != 0)
             goto out;
+        if (!back)
+            tn = libnfs_getattr(tcp, mnt, dir, inflight, atof(secs));
         v4[0][i] = n4.write_mbs / r.write_mbs;
         v4[1][i] = n4.read_mbs / r.read_mbs;
         v4[2][i] = gn4.getattr_cps / g.getattr_cps;
         if (json)
-            printf("{\"nfs4_rep\":%d,\"write_mbs\":{\"v3\":%.1f,\"v41\":%.1f},\"read_mbs\":{"
+            printf("{\"nfs4_rep\":%d,\"first\":\"%s\",\"write_mbs\":{\"v3\":%.1f,\"v41\":%.1f},"
+                   "\"read_mbs\":{"
                    "\"v3\":%.1f,\"v41\":%.1f},\"getattr_n_cps\":{\"v3\":%.0f,\"v41\":%.0f}}\n",
-                   i, r.write_mbs, n4.write_mbs, r.read_mbs, n4.read_mbs, g.getattr_cps,
-                   gn4.getattr_cps);
+                   i, back ? "v41" : "v3", r.write_mbs, n4.write_mbs, r.read_mbs, n4.read_mbs,
+                   g.getattr_cps, gn4.getattr_cps);
         else
             printf("%-4d rdma-v2 NFSv3 / NFSv4.1: write %.1f / %.1f MB/s, read %.1f / %.1f MB/s, "
                    "GETATTR %u in flight %.0f / %.0f/s\n",
@@ -757,7 +788,6 @@ int main(int argc, char **argv)
                        t4.write_cpu, r4.write_cpu, t4.read_cpu, r4.read_cpu};
         for (int k = 0; k < 8; k++)
             cpu[k][i] = c[k];
-        double tn = libnfs_getattr(tcp, mnt, dir, inflight, atof(secs));
         if (tn <= 0 || crossover(urdma, xcalls, xf, i) != 0)
             goto out;
         rw[i] = r.write_mbs / t.write_mbs;
@@ -765,15 +795,16 @@ int main(int argc, char **argv)
         rs[i] = g1.getattr_cps / t.getattr_cps;
         rg[i] = g.getattr_cps / tn;
         if (json)
-            printf("{\"rep\":%d,\"write_mbs\":{\"tcp\":%.1f,\"rdma\":%.1f},\"read_mbs\":{\"tcp\":"
+            printf("{\"rep\":%d,\"first\":\"%s\",\"write_mbs\":{\"tcp\":%.1f,\"rdma\":%.1f},\"read_"
+                   "mbs\":{\"tcp\":"
                    "%.1f,\"rdma\":%.1f},\"getattr_cps\":{\"tcp_1\":%.0f,\"rdma_1\":%.0f,"
                    "\"tcp_libnfs_n\":%.0f,\"rdma_n\":%.0f},\"cpu_s_per_gib\":{\"write_1MiB\":{"
                    "\"tcp\":%.3f,\"rdma\":%.3f},\"read_1MiB\":{\"tcp\":%.3f,\"rdma\":%.3f},"
                    "\"write_4KiB\":{\"tcp\":%.3f,\"rdma\":%.3f},\"read_4KiB\":{\"tcp\":%.3f,"
                    "\"rdma\":%.3f}}}\n",
-                   i, t.write_mbs, r.write_mbs, t.read_mbs, r.read_mbs, t.getattr_cps,
-                   g1.getattr_cps, tn, g.getattr_cps, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
-                   c[7]);
+                   i, back ? "rdma" : "tcp", t.write_mbs, r.write_mbs, t.read_mbs, r.read_mbs,
+                   t.getattr_cps, g1.getattr_cps, tn, g.getattr_cps, c[0], c[1], c[2], c[3], c[4],
+                   c[5], c[6], c[7]);
         else
             printf("%-4d %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.1f MB/s %8.0f/s %8.0f/s %8.0f/s "
                    "%8.0f/s\n",

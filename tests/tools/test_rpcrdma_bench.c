@@ -313,6 +313,20 @@ static void quotient(const char *what, double ratio, double num, double den)
                       num, den, q);
 }
 
+/* bench-nfs run with argv (skipped in a build without the benchmarks); it must exit 0. */
+static void bench_nfs(const char *const *argv, struct tool_run *r)
+{
+#ifdef UIW_BENCH_NFS
+    tool_run(UIW_BENCH_NFS, argv, "", 0, 120, r);
+    if (r->status != 0)
+        uiw_test_fail(__FILE__, __LINE__, "bench-nfs: %d\n%s%s", r->status, r->out, r->err);
+#else
+    (void)argv;
+    (void)r;
+    SKIP("built without the benchmarks (UIW_BENCH=OFF)");
+#endif
+}
+
 /* bench-nfs compares like with like: GETATTR one call at a time on both transports and N
  * in flight on both (libnfs pipelining over TCP), NFSv4.1 against NFSv3 on one transport,
  * and each ratio it prints is RDMA's figure over TCP's (NFSv4.1's over NFSv3's) (with one
@@ -320,17 +334,10 @@ static void quotient(const char *what, double ratio, double num, double den)
  * per second printed with them. */
 TEST(bench_nfs_fair_ratios)
 {
-#ifndef UIW_BENCH_NFS
-    SKIP("built without the benchmarks (UIW_BENCH=OFF)");
-#define UIW_BENCH_NFS ""
-#endif
     struct tool_run r;
-    tool_run(UIW_BENCH_NFS,
-             (const char *[]){"bench-nfs", "-r", "1", "-s", "4M", "-D", "0.3", "--inflight", "64",
-                              "--calls", "50", "--files", "32", "--json", NULL},
-             "", 0, 120, &r);
-    if (r.status != 0)
-        uiw_test_fail(__FILE__, __LINE__, "bench-nfs: %d\n%s%s", r.status, r.out, r.err);
+    bench_nfs((const char *[]){"bench-nfs", "-r", "1", "-s", "4M", "-D", "0.3", "--inflight", "64",
+                               "--calls", "50", "--files", "32", "--json", NULL},
+              &r);
     const char *rep = "{\"rep\":0,", *ratio = "{\"ratio\":";
     const char *r0 = strstr(r.out, rep);
     CHECK(r0 != NULL);
@@ -396,5 +403,42 @@ TEST(bench_nfs_fair_ratios)
         snprintf(k, sizeof(k), "%s_rdma_tcp_p8", kinds2[i]);
         quotient(k, field(r.out, fr, k), field(at[i], "{", "rdma_8"), field(at[i], "{", "tcp_8"));
     }
+    tool_run_free(&r);
+}
+
+/* The quotient of two figures of the line that starts with head (its object obj). */
+static double rep_quotient(const char *out, const char *head, const char *obj, const char *num,
+                           const char *den)
+{
+    const char *l = strstr(out, head);
+    if (!l)
+        uiw_test_fail(__FILE__, __LINE__, "no line %s in:\n%s", head, out);
+    const char *o = strstr(l, obj);
+    CHECK(o != NULL);
+    double n = field(o, "{", num), d = field(o, "{", den);
+    CHECK(n > 0 && d > 0);
+    return n / d;
+}
+
+/* bench-nfs runs each repetition in the reverse order of the one before (RDMA's runs before
+ * TCP's, NFSv4.1's before NFSv3's), and its ratios are the medians of both repetitions'. */
+TEST(bench_nfs_alternates_order)
+{
+    struct tool_run r;
+    bench_nfs((const char *[]){"bench-nfs", "-r", "2", "-s", "1M", "-D", "0.1", "--inflight", "8",
+                               "--calls", "10", "--files", "8", "--json", NULL},
+              &r);
+    CHECK(strstr(r.out, "{\"rep\":0,\"first\":\"tcp\",") != NULL);
+    CHECK(strstr(r.out, "{\"rep\":1,\"first\":\"rdma\",") != NULL);
+    CHECK(strstr(r.out, "{\"nfs4_rep\":0,\"first\":\"v3\",") != NULL);
+    CHECK(strstr(r.out, "{\"nfs4_rep\":1,\"first\":\"v41\",") != NULL);
+    const char *ratio = "{\"ratio\":";
+    double w0 = rep_quotient(r.out, "{\"rep\":0,", "\"write_mbs\":", "rdma", "tcp"),
+           w1 = rep_quotient(r.out, "{\"rep\":1,", "\"write_mbs\":", "rdma", "tcp");
+    quotient("write, median of two", field(r.out, ratio, "write_1MiB"), w0 + w1, 2);
+    double g0 = rep_quotient(r.out, "{\"nfs4_rep\":0,", "\"getattr_n_cps\":", "v41", "v3"),
+           g1 = rep_quotient(r.out, "{\"nfs4_rep\":1,", "\"getattr_n_cps\":", "v41", "v3");
+    quotient("NFSv4.1 getattr, median of two", field(r.out, "{\"ratio_v41_v3\":", "getattr_n"),
+             g0 + g1, 2);
     tool_run_free(&r);
 }
