@@ -157,8 +157,9 @@ static void print_stats(struct uiw__nfsd *s)
                (unsigned long long)dg.returned, (unsigned long long)dg.revoked);
     struct uiw__vfs_file_counts of;
     uiw__vfs_file_counts(s, &of);
-    printf("uiw-nfsd: open files: %u descriptors (at most %u), %lu opens, %lu hits\n", of.fds,
-           of.max_fds, of.opens, of.hits);
+    printf("uiw-nfsd: open files: %u descriptors (at most %u), %lu opens, %lu hits; %lu "
+           "handles opened by calls\n",
+           of.fds, of.max_fds, of.opens, of.hits, of.resolves);
     fflush(stdout);
 }
 

@@ -403,11 +403,12 @@ nfsstat4 uiw__nfs4_free_stateid(struct uiw__nfs4_c *c, const FREE_STATEID4args *
 void uiw__nfs4_sid_save(struct uiw__nfs4_c *c);
 void uiw__nfs4_sid_restore(struct uiw__nfs4_c *c);
 
-/* The current file, regular, for I/O with stateid `in` (write 0: reading): an O_PATH
- * descriptor *fd, its export and its stat; the stateid checked as READ's and WRITE's
- * (nfs4open.c). */
-nfsstat4 uiw__nfs4_io_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *in, int write,
-                           int *fd, struct uiw__nfs_export **ex, struct stat *sb);
+/* The current file, regular, for I/O with stateid `in` (write 0: reading), the stateid
+ * checked as READ's and WRITE's (nfs4open.c): its data descriptor *dfd (open for reading
+ * or writing) with *of to give back (uiw__vfs_put), its export and its stat. */
+nfsstat4 uiw__nfs4_io_data(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *in, int write,
+                           int *dfd, struct uiw__vfs_file **of, struct uiw__nfs_export **ex,
+                           struct stat *sb);
 
 /* NFSv4.2's operations on file data (nfs4v42.c). */
 nfsstat4 uiw__nfs4_seek(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SEEK4args *a,

@@ -103,18 +103,6 @@ static nfsstat4 cur_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 oth
     return st;
 }
 
-/* The data descriptor of the regular file fd whose attributes sb were just taken (as
- * uiw__vfs_get gives it): the open-file cache's, without another look at the file, when
- * it holds one. */
-static int data_fd(struct uiw__vfs *v, int fd, const struct stat *sb, int flags, nfsstat3 *s3,
-                   struct uiw__vfs_file **of)
-{
-    int dfd = uiw__vfs_get_cached(v, sb, flags, s3, of);
-    if (dfd < 0 && *s3 == NFS3_OK)
-        dfd = uiw__vfs_get(v, fd, flags, s3, of);
-    return dfd;
-}
-
 /* ---- OPEN ---- */
 
 /* The createattrs of an OPEN as the file-system layer takes them: mode and size (the
@@ -461,25 +449,43 @@ nfsstat4 uiw__nfs4_close(struct uiw__nfs4_c *c, struct uiw__vfs *v, const CLOSE4
 
 /* ---- READ, WRITE, COMMIT ---- */
 
-/* The current file for I/O through stateid `in`: fd (O_PATH) and its export. */
-nfsstat4 uiw__nfs4_io_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *in, int write,
-                           int *fd, struct uiw__nfs_export **ex, struct stat *sb)
+/* The file's attributes are taken from its handle and its data descriptor from the
+ * open-file cache when it holds one, as NFSv3's READ and WRITE take them: no descriptor
+ * of the call's own is opened and closed around every READ and WRITE. */
+nfsstat4 uiw__nfs4_io_data(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *in, int write,
+                           int *dfd, struct uiw__vfs_file **of, struct uiw__nfs_export **ex,
+                           struct stat *sb)
 {
     stateid4 sid;
+    *dfd = -1;
+    *of = NULL;
     v->write = write;
-    nfsstat4 st = cur_file(c, v, NFS4ERR_INVAL, fd, ex, sb);
-    if (st != NFS4_OK)
-        return st;
-    st = sid_in(c, in, &sid);
+    nfsstat4 st = uiw__nfs4_stat(c, v, sb, ex);
+    if (st == NFS4_OK && S_ISDIR(sb->st_mode))
+        st = NFS4ERR_ISDIR;
+    else if (st == NFS4_OK && !S_ISREG(sb->st_mode))
+        st = NFS4ERR_INVAL;
+    if (st == NFS4_OK)
+        st = sid_in(c, in, &sid);
     if (st == NFS4_OK)
         st = uiw__nfs4_stid_io(stids(c), client(c), sb->st_dev, sb->st_ino, &sid, write);
     if (st == NFS4_OK && write && uiw__nfs4_deleg_conflict(c, sb))
         st = NFS4ERR_DELAY; /* another client's delegation, recalled */
-    if (st != NFS4_OK) {
-        close(*fd);
-        *fd = -1;
+    if (st != NFS4_OK)
+        return st;
+    int flags = write ? O_WRONLY : O_RDONLY;
+    nfsstat3 s3 = NFS3_OK;
+    *dfd = uiw__vfs_get_cached(v, sb, flags, &s3, of);
+    if (*dfd < 0 && s3 == NFS3_OK) {
+        /* not in the cache: the file opened through its handle (and cached) */
+        int fd;
+        st = uiw__nfs4_resolve(c, v, 0, &fd, ex);
+        if (st != NFS4_OK)
+            return st;
+        *dfd = uiw__vfs_get(v, fd, flags, &s3, of);
+        close(fd);
     }
-    return st;
+    return *dfd < 0 ? uiw__nfs4_st4(s3, *ex, c->rq) : NFS4_OK;
 }
 
 nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *in,
@@ -497,10 +503,11 @@ nfsstat4 uiw__nfs4_setattr_stateid_ok(struct uiw__nfs4_c *c, const stateid4 *in,
 nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4args *a,
                         READ4resok *r)
 {
-    int fd, dfd = -1;
+    int dfd;
     struct uiw__nfs_export *ex;
+    struct uiw__vfs_file *of;
     struct stat sb;
-    nfsstat4 st = uiw__nfs4_io_file(c, v, &a->stateid, 0, &fd, &ex, &sb);
+    nfsstat4 st = uiw__nfs4_io_data(c, v, &a->stateid, 0, &dfd, &of, &ex, &sb);
     if (st != NFS4_OK)
         return st;
     uint32_t count = a->count;
@@ -519,12 +526,8 @@ nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4ar
         c->read_lent = 1;
     else
         buf = uiw__nfs4_alloc(c, count ? count : 1);
-    struct uiw__vfs_file *of = NULL;
-    nfsstat3 s3 = NFS3_OK;
     if (!buf)
         st = NFS4ERR_SERVERFAULT;
-    else if ((dfd = data_fd(v, fd, &sb, O_RDONLY, &s3, &of)) < 0)
-        st = uiw__nfs4_st4(s3, ex, c->rq);
     size_t n = 0;
     while (st == NFS4_OK && n < count) {
         ssize_t k = pread(dfd, buf + n, count - n, (off_t)(a->offset + n));
@@ -540,14 +543,12 @@ nfsstat4 uiw__nfs4_read(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ4ar
         /* the end: a short read, or the size now */
         struct stat now;
         r->eof = n < count || a->offset >= (uint64_t)INT64_MAX ||
-                 (fstat(fd, &now) == 0 && a->offset + n >= (uint64_t)now.st_size);
+                 (fstat(dfd, &now) == 0 && a->offset + n >= (uint64_t)now.st_size);
         r->data.data_len = (u_int)n;
         r->data.data_val = buf;
         c->read_bytes += n;
     }
-    if (dfd >= 0)
-        uiw__vfs_put(v, of, dfd);
-    close(fd);
+    uiw__vfs_put(v, of, dfd);
     return st;
 }
 
@@ -556,28 +557,25 @@ nfsstat4 uiw__nfs4_write(struct uiw__nfs4_c *c, struct uiw__vfs *v, const WRITE4
 {
     if (a->stable > FILE_SYNC4)
         return NFS4ERR_INVAL;
-    int fd, dfd;
+    int dfd;
     struct uiw__nfs_export *ex;
+    struct uiw__vfs_file *of;
     struct stat sb;
-    nfsstat4 st = uiw__nfs4_io_file(c, v, &a->stateid, 1, &fd, &ex, &sb);
+    nfsstat4 st = uiw__nfs4_io_data(c, v, &a->stateid, 1, &dfd, &of, &ex, &sb);
     if (st != NFS4_OK)
         return st;
     if (a->data.data_len > uiw__nfsd_max_io(c->s))
         st = NFS4ERR_INVAL; /* past the maxwrite attribute */
     else if (a->offset > (uint64_t)INT64_MAX - a->data.data_len)
         st = NFS4ERR_FBIG; /* past what any file may hold */
-    struct uiw__vfs_file *of = NULL;
-    nfsstat3 s3 = NFS3_OK;
-    if (st == NFS4_OK && (dfd = data_fd(v, fd, &sb, O_WRONLY, &s3, &of)) < 0)
-        st = uiw__nfs4_st4(s3, ex, c->rq);
     if (st != NFS4_OK) {
-        close(fd);
+        uiw__vfs_put(v, of, dfd);
         return st;
     }
     struct uiw__vfs_change ch;
-    uiw__vfs_begin_known(v, &ch, fd, &sb);
-    s3 = uiw__vfs_write(v, dfd, ch.have_pre[0] ? &ch.pre[0] : &sb, a->offset, a->data.data_val,
-                        a->data.data_len, (int)a->stable);
+    uiw__vfs_begin_known(v, &ch, dfd, &sb);
+    nfsstat3 s3 = uiw__vfs_write(v, dfd, ch.have_pre[0] ? &ch.pre[0] : &sb, a->offset,
+                                 a->data.data_val, a->data.data_len, (int)a->stable);
     uiw__vfs_end(&ch);
     if (s3 == NFS3_OK)
         s3 = uiw__vfs_sync(v, dfd, (int)a->stable);
@@ -587,7 +585,6 @@ nfsstat4 uiw__nfs4_write(struct uiw__nfs4_c *c, struct uiw__vfs *v, const WRITE4
     r->committed = a->stable;
     uiw__vfs_verf(c->s, r->writeverf);
     uiw__vfs_put(v, of, dfd);
-    close(fd);
     return st;
 }
 

@@ -32,17 +32,8 @@
 static nfsstat4 data_fd(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *sid, int write,
                         int *dfd, struct uiw__vfs_file **of, struct stat *sb)
 {
-    int fd;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_io_file(c, v, sid, write, &fd, &ex, sb);
-    if (st != NFS4_OK)
-        return st;
-    nfsstat3 s3 = NFS3_OK;
-    *dfd = uiw__vfs_get(v, fd, write ? O_WRONLY : O_RDONLY, &s3, of);
-    close(fd);
-    if (*dfd < 0)
-        return uiw__nfs4_st4(s3, ex, c->rq);
-    return NFS4_OK;
+    return uiw__nfs4_io_data(c, v, sid, write, dfd, of, &ex, sb);
 }
 
 /* As data_fd, for the saved handle's file (COPY's and CLONE's source). */

@@ -58,7 +58,7 @@ struct uiw__vfs_state {
     struct uiw__vfs_file *oldest, *newest; /* use order, least recently used first */
     unsigned nfds, maxfds;                 /* descriptors in the table, and its limit */
     int64_t swept_ns;
-    _Atomic unsigned long file_hits, file_opens;
+    _Atomic unsigned long file_hits, file_opens, resolves;
 };
 
 struct uiw__vfs_state *uiw__vfs_state_create(void)
@@ -215,6 +215,7 @@ nfsstat3 uiw__vfs_resolve(struct uiw__vfs *v, const nfs_fh3 *h, int dir, int *fd
         st = uiw__nfs_fh_resolve(v->s, &v->cred, h, fd, ex);
     if (st != NFS3_OK)
         return st;
+    atomic_fetch_add_explicit(&v->s->vfs->resolves, 1, memory_order_relaxed);
     struct stat sb;
     if (dir && (fstat(*fd, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
         close(*fd);
@@ -525,6 +526,7 @@ void uiw__vfs_file_counts(struct uiw__nfsd *s, struct uiw__vfs_file_counts *n)
     struct uiw__vfs_state *vs = s->vfs;
     n->hits = atomic_load_explicit(&vs->file_hits, memory_order_relaxed);
     n->opens = atomic_load_explicit(&vs->file_opens, memory_order_relaxed);
+    n->resolves = atomic_load_explicit(&vs->resolves, memory_order_relaxed);
     pthread_mutex_lock(&vs->flock);
     n->fds = vs->nfds;
     n->max_fds = vs->maxfds;

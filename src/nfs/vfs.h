@@ -99,10 +99,11 @@ void uiw__vfs_limit(struct uiw__vfs_state *st);
 void uiw__vfs_files_idle(struct uiw__nfsd *s, int64_t now);
 /* Close every cached file (those in use at their last put): the exports changed. */
 void uiw__vfs_files_drop(struct uiw__nfsd *s);
-/* The cache's hits and the opens it made since the start, and its descriptors now and
- * at most (tests, --stats). */
+/* The cache's hits and the opens it made since the start, its descriptors now and at
+ * most, and the descriptors any call opened through a handle (uiw__vfs_resolve) since the
+ * start (tests, --stats). */
 struct uiw__vfs_file_counts {
-    unsigned long hits, opens;
+    unsigned long hits, opens, resolves;
     unsigned fds, max_fds;
 };
 void uiw__vfs_file_counts(struct uiw__nfsd *s, struct uiw__vfs_file_counts *n);

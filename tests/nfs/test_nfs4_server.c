@@ -1291,6 +1291,39 @@ static stateid4 open_sid(COMPOUND4res *res, unsigned i)
     return res_at(res, i)->nfs_resop4_u.opopen.OPEN4res_u.resok4.stateid;
 }
 
+/* A server whose export's root the calls' uid 1000 makes files in, and a client of it
+ * with a session of `slots` slots. */
+static void start_open(struct srv *v, struct t4 *t, unsigned slots)
+{
+    t4_start(v, 0);
+    CHECK_EQ(chmod(v->dir, 0777), 0);
+    t4_open(t, v, NULL);
+    session(t, slots);
+}
+
+/* a[1] to a[3]: PUTROOTFH, OPEN4_CREATE of `name` (mode 0640, UNCHECKED4, share access
+ * both) by owner, GETFH; the attributes' words in mask and vals. */
+static void open_create_args(nfs_argop4 *a, const char *owner, const char *name, uint32_t mask[2],
+                             char vals[4])
+{
+    op(&a[1], OP_PUTROOTFH);
+    open_arg(&a[2], owner, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE, name);
+    OPEN4args *o = &a[2].nfs_argop4_u.opopen;
+    o->openhow.opentype = OPEN4_CREATE;
+    o->openhow.openflag4_u.how.mode = UNCHECKED4;
+    mode_attr(&o->openhow.openflag4_u.how.createhow4_u.createattrs, mask, vals, 0640);
+    op(&a[3], OP_GETFH);
+}
+
+/* The handle GETFH (result i of res) gave, copied into buf. */
+static void keep_fh(COMPOUND4res *res, unsigned i, nfs_fh4 *fh, char buf[NFS4_FHSIZE])
+{
+    nfs_fh4 *h = &res_at(res, i)->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+    memcpy(buf, h->nfs_fh4_val, h->nfs_fh4_len);
+    fh->nfs_fh4_len = h->nfs_fh4_len;
+    fh->nfs_fh4_val = buf;
+}
+
 /* The handle of `name` in the root (a root's LOOKUP). */
 static void handle_of(struct t4 *t, const char *name, nfs_fh4 *fh, char buf[NFS4_FHSIZE])
 {
@@ -1302,10 +1335,7 @@ static void handle_of(struct t4 *t, const char *name, nfs_fh4 *fh, char buf[NFS4
     a[2].nfs_argop4_u.oplookup.objname.utf8string_val = (char *)(uintptr_t)name;
     op(&a[3], OP_GETFH);
     CHECK_EQ(run(t, a, 4, &res), NFS4_OK);
-    nfs_fh4 *h = &res_at(&res, 3)->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
-    memcpy(buf, h->nfs_fh4_val, h->nfs_fh4_len);
-    fh->nfs_fh4_len = h->nfs_fh4_len;
-    fh->nfs_fh4_val = buf;
+    keep_fh(&res, 3, fh, buf);
     done(&res);
 }
 
@@ -1355,24 +1385,15 @@ static void slurp(const char *path, char *buf, size_t cap, size_t *n)
 TEST(nfs4_open_create_write_read_close)
 {
     struct srv v;
-    t4_start(&v, 0);
-    CHECK_EQ(chmod(v.dir, 0777), 0); /* the calls' uid 1000 makes files there */
     struct t4 t;
-    t4_open(&t, &v, NULL);
-    session(&t, 16);
+    start_open(&v, &t, 16);
     nfs_argop4 a[16];
     COMPOUND4res res;
     uint32_t mask[2];
     char vals[4];
 
     /* SEQUENCE PUTROOTFH OPEN(create "new", 0640) GETFH WRITE READ CLOSE */
-    op(&a[1], OP_PUTROOTFH);
-    open_arg(&a[2], "o1", OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_DENY_NONE, "new");
-    OPEN4args *o = &a[2].nfs_argop4_u.opopen;
-    o->openhow.opentype = OPEN4_CREATE;
-    o->openhow.openflag4_u.how.mode = UNCHECKED4;
-    mode_attr(&o->openhow.openflag4_u.how.createhow4_u.createattrs, mask, vals, 0640);
-    op(&a[3], OP_GETFH);
+    open_create_args(a, "o1", "new", mask, vals);
     write_arg(&a[4], &current_sid, 0, FILE_SYNC4, "hello, open");
     read_arg(&a[5], &current_sid, 0, 100);
     stateid_op(&a[6], OP_CLOSE, &current_sid);
@@ -1398,9 +1419,8 @@ TEST(nfs4_open_create_write_read_close)
     for (int i = 0; i < NFS4_OTHER_SIZE; i++)
         CHECK_EQ(cl->other[i], 0);
     char fhbuf[NFS4_FHSIZE];
-    nfs_fh4 fh = res_at(&res, 3)->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
-    memcpy(fhbuf, fh.nfs_fh4_val, fh.nfs_fh4_len);
-    fh.nfs_fh4_val = fhbuf;
+    nfs_fh4 fh;
+    keep_fh(&res, 3, &fh, fhbuf);
     done(&res);
     struct stat sb = lstat_ok(path_in(&v, "new"));
     CHECK_EQ(sb.st_mode & 07777, 0640);
@@ -1521,7 +1541,7 @@ TEST(nfs4_open_create_write_read_close)
     /* GUARDED4 of a file there: NFS4ERR_EXIST */
     op(&a[1], OP_PUTROOTFH);
     open_arg(&a[2], "o1", OPEN4_SHARE_ACCESS_READ, 0, "new");
-    o = &a[2].nfs_argop4_u.opopen;
+    OPEN4args *o = &a[2].nfs_argop4_u.opopen;
     o->openhow.opentype = OPEN4_CREATE;
     o->openhow.openflag4_u.how.mode = GUARDED4;
     CHECK_EQ(run(&t, a, 3, &res), NFS4ERR_EXIST);
@@ -1551,6 +1571,53 @@ TEST(nfs4_open_create_write_read_close)
     read_arg(&a[2], &anon_sid, 0, 10);
     CHECK_EQ(on_file_st(&t, &dfh, a), NFS4ERR_ISDIR);
     stateid_op(&a[2], OP_CLOSE, &s5);
+    CHECK_EQ(on_file_st(&t, &fh, a), NFS4_OK);
+    t4_close(&t);
+    srv_stop(&v);
+}
+
+/* READs and WRITEs through an open stateid take the open-file cache's descriptors, as
+ * NFSv3's do: after the first of each (which opens the file through its handle, and
+ * caches it), none opens the file again. */
+TEST(nfs4_io_takes_cached_descriptors)
+{
+    struct srv v;
+    struct t4 t;
+    start_open(&v, &t, 16);
+    /* the file, made by an OPEN that stays open for both */
+    uint32_t mask[2];
+    char vals[4];
+    nfs_argop4 a[4];
+    open_create_args(a, "o1", "io", mask, vals);
+    COMPOUND4res res;
+    CHECK_EQ(run(&t, a, 4, &res), NFS4_OK);
+    stateid4 sid = open_sid(&res, 2);
+    char fhbuf[NFS4_FHSIZE];
+    nfs_fh4 fh;
+    keep_fh(&res, 3, &fh, fhbuf);
+    done(&res);
+    struct uiw__vfs_file_counts n0, n;
+    uiw__vfs_file_counts(v.s, &n0);
+    enum { ROUNDS = 50 };
+    for (int i = 0; i < ROUNDS; i++) {
+        char data[16];
+        snprintf(data, sizeof(data), "round %02d", i);
+        write_arg(&a[2], &sid, 0, UNSTABLE4, data);
+        CHECK_EQ(on_file_st(&t, &fh, a), NFS4_OK);
+        read_arg(&a[2], &sid, 0, 100);
+        CHECK_EQ(on_file(&t, &fh, a, &res), NFS4_OK);
+        READ4resok *rr = &res_at(&res, 2)->nfs_resop4_u.opread.READ4res_u.resok4;
+        CHECK_EQ(rr->data.data_len, strlen(data));
+        CHECK(memcmp(rr->data.data_val, data, strlen(data)) == 0);
+        CHECK(rr->eof);
+        done(&res);
+    }
+    uiw__vfs_file_counts(v.s, &n);
+    /* the first WRITE's and the first READ's */
+    CHECK_EQ(n.resolves - n0.resolves, 2);
+    CHECK_EQ(n.opens - n0.opens, 2);
+    CHECK_EQ(n.hits - n0.hits, 2 * ROUNDS - 2);
+    stateid_op(&a[2], OP_CLOSE, &sid);
     CHECK_EQ(on_file_st(&t, &fh, a), NFS4_OK);
     t4_close(&t);
     srv_stop(&v);
@@ -1619,11 +1686,8 @@ TEST(nfs4_open_share_deny)
 TEST(nfs4_open_exclusive)
 {
     struct srv v;
-    t4_start(&v, 0);
-    CHECK_EQ(chmod(v.dir, 0777), 0);
     struct t4 t;
-    t4_open(&t, &v, NULL);
-    session(&t, 8);
+    start_open(&v, &t, 8);
     nfs_argop4 a[4];
     COMPOUND4res res;
     uint32_t mask[2];
