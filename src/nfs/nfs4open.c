@@ -82,8 +82,24 @@ static nfsstat4 sid_in(struct uiw__nfs4_c *c, const stateid4 *in, stateid4 *out)
     return NFS4_OK;
 }
 
-/* The current file for an operation on an open: a descriptor and its stat; a
- * directory NFS4ERR_ISDIR, another file that is not regular `other`. */
+/* The current file's kind: a directory NFS4ERR_ISDIR, another file that is not regular
+ * `other`. */
+static nfsstat4 regular(const struct stat *sb, nfsstat4 other)
+{
+    return S_ISDIR(sb->st_mode) ? NFS4ERR_ISDIR : !S_ISREG(sb->st_mode) ? other : NFS4_OK;
+}
+
+/* The current file for an operation on an open, its stat and export taken through its
+ * handle (no descriptor opened); as regular() says. */
+static nfsstat4 cur_stat(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 other,
+                         struct uiw__nfs_export **ex, struct stat *sb)
+{
+    nfsstat4 st = uiw__nfs4_stat(c, v, sb, ex);
+    return st == NFS4_OK ? regular(sb, other) : st;
+}
+
+/* The current file for an operation on an open: a descriptor and its stat; as regular()
+ * says. */
 static nfsstat4 cur_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 other, int *fd,
                          struct uiw__nfs_export **ex, struct stat *sb)
 {
@@ -92,10 +108,8 @@ static nfsstat4 cur_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 oth
         return st;
     if (fstat(*fd, sb) != 0)
         st = (nfsstat4)uiw__nfsd_errno(errno);
-    else if (S_ISDIR(sb->st_mode))
-        st = NFS4ERR_ISDIR;
-    else if (!S_ISREG(sb->st_mode))
-        st = other;
+    else
+        st = regular(sb, other);
     if (st != NFS4_OK) {
         close(*fd);
         *fd = -1;
@@ -403,13 +417,9 @@ out:
 static nfsstat4 cur_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stateid4 *in,
                          struct stat *sb, stateid4 *sid)
 {
-    int fd;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = cur_file(c, v, NFS4ERR_BAD_STATEID, &fd, &ex, sb);
-    if (st != NFS4_OK)
-        return st;
-    close(fd);
-    return sid_in(c, in, sid);
+    nfsstat4 st = cur_stat(c, v, NFS4ERR_BAD_STATEID, &ex, sb);
+    return st == NFS4_OK ? sid_in(c, in, sid) : st;
 }
 
 nfsstat4 uiw__nfs4_open_downgrade(struct uiw__nfs4_c *c, struct uiw__vfs *v,
@@ -460,11 +470,7 @@ nfsstat4 uiw__nfs4_io_data(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stat
     *dfd = -1;
     *of = NULL;
     v->write = write;
-    nfsstat4 st = uiw__nfs4_stat(c, v, sb, ex);
-    if (st == NFS4_OK && S_ISDIR(sb->st_mode))
-        st = NFS4ERR_ISDIR;
-    else if (st == NFS4_OK && !S_ISREG(sb->st_mode))
-        st = NFS4ERR_INVAL;
+    nfsstat4 st = cur_stat(c, v, NFS4ERR_INVAL, ex, sb);
     if (st == NFS4_OK)
         st = sid_in(c, in, &sid);
     if (st == NFS4_OK)
