@@ -51,10 +51,34 @@ void uiw__nfs_cred_from_req(const struct uiw__nfsd *s, const struct svc_req *rq,
     }
 }
 
+/* This thread's identity is the server's own after a leave: file system ids 0 and no
+ * supplementary groups. Until its first leave a thread has whatever it was started with. */
+static _Thread_local int at_rest;
+static _Thread_local unsigned long switches;
+
+/* Whether c is the identity a thread at rest has already: root, whose groups (if any) are
+ * root's group, which its file system gid grants already. */
+static int restful(const struct uiw__nfs_cred *c)
+{
+    if (c->uid != 0 || c->gid != 0)
+        return 0;
+    for (unsigned i = 0; i < c->ngids; i++)
+        if (c->gids[i] != 0)
+            return 0;
+    return 1;
+}
+
 int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c)
 {
     if (!s->privileged)
         return 0;
+    /* Root's calls on a server that does not squash root (a kernel client's writeback,
+     * an administrator's copy): nothing to switch, nothing to switch back (eight system
+     * calls a call otherwise). */
+    if (at_rest && restful(c))
+        return 0;
+    at_rest = 0;
+    switches++;
     gid_t g[16];
     for (unsigned i = 0; i < c->ngids; i++)
         g[i] = c->gids[i];
@@ -72,11 +96,17 @@ int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c
 
 void uiw__nfs_cred_leave(const struct uiw__nfsd *s)
 {
-    if (!s->privileged)
+    if (!s->privileged || at_rest)
         return;
     setfsuid(0);
     setfsgid(0);
     syscall(SYS_setgroups, (size_t)0, (gid_t *)NULL);
+    at_rest = 1;
+}
+
+unsigned long uiw__nfs_cred_switches(void)
+{
+    return switches;
 }
 
 int uiw__nfs_cred_dac_override(void)

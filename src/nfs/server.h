@@ -172,10 +172,13 @@ nfsstat3 uiw__nfsd_access(struct uiw__nfsd *s, const struct uiw__nfs_export *ex,
 int uiw__nfsd_crosses(struct uiw__nfsd *s, const struct svc_req *rq, const struct uiw__nfs_xopts *o,
                       int fd);
 /* Act as `c` on this thread (file system identity and groups) when the server runs as
- * root; a no-op otherwise. 0 or -errno. */
+ * root; a no-op otherwise, and for root's own identity on a thread back at the server's
+ * (after a leave). 0 or -errno. */
 int uiw__nfs_cred_enter(const struct uiw__nfsd *s, const struct uiw__nfs_cred *c);
 /* Back to the server's own identity on this thread. */
 void uiw__nfs_cred_leave(const struct uiw__nfsd *s);
+/* How many times this thread switched its identity away from the server's. */
+unsigned long uiw__nfs_cred_switches(void);
 /* Whether this thread has CAP_DAC_OVERRIDE in effect (root's override of permissions). */
 int uiw__nfs_cred_dac_override(void);
 

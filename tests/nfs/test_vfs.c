@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -654,6 +655,77 @@ TEST(root_quick_access_is_the_kernels)
         close(fd);
     }
     unlink(path);
+    CHECK_EQ(rmdir(dir), 0);
+}
+
+/* One thread's calls, as uiw-nfsd's workers make them: root's own calls on a thread back
+ * at the server's identity switch nothing, and still create files as root; every other
+ * caller (root with another group among its groups too) is switched to and back. */
+struct rest_run {
+    const struct uiw__nfsd *s;
+    const char *dir;
+    unsigned long sw[6];
+    struct stat st[6];
+    int groups_after;
+    uid_t fsuid_after;
+};
+
+static void rest_step(struct rest_run *r, int i, const struct uiw__nfs_cred *c)
+{
+    char path[80];
+    snprintf(path, sizeof(path), "%s/f%d", r->dir, i);
+    CHECK_EQ(uiw__nfs_cred_enter(r->s, c), 0);
+    int f = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+    CHECK(f >= 0);
+    CHECK_EQ(fstat(f, &r->st[i]), 0);
+    close(f);
+    uiw__nfs_cred_leave(r->s);
+    r->sw[i] = uiw__nfs_cred_switches();
+}
+
+static void *rest_thread(void *arg)
+{
+    struct rest_run *r = arg;
+    struct uiw__nfs_cred root = {.uid = 0, .gid = 0, .ngids = 1, .gids = {0}};
+    struct uiw__nfs_cred user = {.uid = 1000, .gid = 1000};
+    struct uiw__nfs_cred root5 = {.uid = 0, .gid = 0, .ngids = 2, .gids = {0, 5}};
+    struct uiw__nfs_cred rootg = {.uid = 0, .gid = 7};
+    rest_step(r, 0, &root); /* a new thread: what it has is not known, so switched */
+    rest_step(r, 1, &root);
+    rest_step(r, 2, &user);
+    rest_step(r, 3, &root5);
+    rest_step(r, 4, &rootg);
+    rest_step(r, 5, &root);
+    r->groups_after = getgroups(0, NULL);
+    r->fsuid_after = (uid_t)setfsuid((uid_t)-1);
+    return NULL;
+}
+
+TEST(root_cred_at_rest_switches_nothing)
+{
+    uiw_test_require_root();
+    struct uiw__nfsd s;
+    quick_server(&s);
+    char dir[] = "/tmp/uiw-rest-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_EQ(chmod(dir, 0777), 0);
+    struct rest_run r = {.s = &s, .dir = dir};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, rest_thread, &r), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    unsigned long want[6] = {1, 1, 2, 3, 4, 4};
+    uid_t owner[6] = {0, 0, 1000, 0, 0, 0};
+    gid_t group[6] = {0, 0, 1000, 0, 7, 0};
+    for (int i = 0; i < 6; i++) {
+        CHECK_EQ(r.sw[i], want[i]);
+        CHECK_EQ(r.st[i].st_uid, owner[i]);
+        CHECK_EQ(r.st[i].st_gid, group[i]);
+        char path[80];
+        snprintf(path, sizeof(path), "%s/f%d", dir, i);
+        CHECK_EQ(unlink(path), 0);
+    }
+    CHECK_EQ(r.groups_after, 0);
+    CHECK_EQ(r.fsuid_after, 0);
     CHECK_EQ(rmdir(dir), 0);
 }
 
