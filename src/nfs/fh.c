@@ -858,7 +858,7 @@ static int judged(const struct uiw__nfs_export *ex, int fd, const struct stat *s
  * NOT_YET (no record with a descriptor, or it must be found again by name). The record's
  * descriptor is checked to be inside ex when it was not lately. */
 static int via_record(struct uiw__nfsd *s, struct uiw__nfs_export *ex, uint64_t dev,
-                      const struct uiw__nfsd_fh *fh)
+                      const struct uiw__nfsd_fh *fh, struct stat *out)
 {
     struct uiw__nfs_fhcache *c = s->fhcache;
     pthread_mutex_lock(&c->lock);
@@ -888,8 +888,10 @@ static int via_record(struct uiw__nfsd *s, struct uiw__nfs_export *ex, uint64_t 
         uiw__nfs_fh_removed(s, (dev_t)dev, (ino_t)fh->ino);
         return GONE;
     }
-    if (!check)
+    if (!check) {
+        *out = st;
         return fd;
+    }
     fd = judged(ex, fd, &st);
     if (fd < 0)
         return fd;
@@ -898,6 +900,7 @@ static int via_record(struct uiw__nfsd *s, struct uiw__nfs_export *ex, uint64_t 
     if (r && r->tag == fh->tag)
         rec_checked(r, ex->id);
     pthread_mutex_unlock(&c->lock);
+    *out = st;
     return fd;
 }
 
@@ -905,7 +908,7 @@ static int via_record(struct uiw__nfsd *s, struct uiw__nfs_export *ex, uint64_t 
  * the kernel knows no path of, under subtree_check; or a file outside: maybe a link to it
  * is inside). */
 static int via_khandle(struct uiw__nfsd *s, struct uiw__nfs_export *ex, const struct fsent *fe,
-                       const struct uiw__nfsd_fh *fh)
+                       const struct uiw__nfsd_fh *fh, struct stat *out)
 {
     if (!fh->klen || !fe->by_handle || fe->mfd < 0)
         return NOT_YET;
@@ -932,11 +935,12 @@ static int via_khandle(struct uiw__nfsd *s, struct uiw__nfs_export *ex, const st
         rec_checked(r, ex->id);
     }
     pthread_mutex_unlock(&c->lock);
+    *out = st;
     return fd;
 }
 
 nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
-                             int *fdp, struct uiw__nfs_export **exp)
+                             int *fdp, struct uiw__nfs_export **exp, struct stat *sb)
 {
     struct uiw__nfsd_fh fh;
     if (uiw__nfs_fh_decode(h, &fh) != 0)
@@ -949,29 +953,40 @@ nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const struct uiw__nfs_cred *wh
     if (fs_of(s, ex, &fh, &fe) != 0)
         return NFS3ERR_STALE;
     int fd;
+    /* the attributes of the descriptor found, when finding it took them (st_nlink 0: not) */
+    struct stat st;
+    st.st_nlink = 0;
     if (fe.dev == (uint64_t)ex->dev && fh.ino == (uint64_t)ex->ino) {
         if (fh.tag != ex->tag)
             return NFS3ERR_STALE;
         fd = fcntl(ex->rootfd, F_DUPFD_CLOEXEC, 0);
         if (fd < 0)
             return NFS3ERR_SERVERFAULT;
-        *fdp = fd;
-        return NFS3_OK;
+    } else {
+        fd = via_record(s, ex, fe.dev, &fh, &st);
+        if (fd == NOT_YET)
+            fd = via_khandle(s, ex, &fe, &fh, &st);
+        if (fd == NOT_YET)
+            fd = reopen(s, ex, fe.dev, fh.ino, fh.tag, 0);
+        if (fd == GONE)
+            return NFS3ERR_STALE;
+        if (fd < 0) {
+            nfsstat3 rs = search_in_budget(s, who, ex, fe.dev, &fh, &fd);
+            if (rs != NFS3_OK)
+                return rs;
+        }
+        if (fd < 0)
+            return NFS3ERR_STALE;
     }
-    fd = via_record(s, ex, fe.dev, &fh);
-    if (fd == NOT_YET)
-        fd = via_khandle(s, ex, &fe, &fh);
-    if (fd == NOT_YET)
-        fd = reopen(s, ex, fe.dev, fh.ino, fh.tag, 0);
-    if (fd == GONE)
-        return NFS3ERR_STALE;
-    if (fd < 0) {
-        nfsstat3 st = search_in_budget(s, who, ex, fe.dev, &fh, &fd);
-        if (st != NFS3_OK)
-            return st;
+    if (sb) {
+        if (st.st_nlink != 0)
+            *sb = st;
+        else if (fstat(fd, sb) != 0) {
+            nfsstat3 rs = uiw__nfsd_errno(errno);
+            close(fd);
+            return rs;
+        }
     }
-    if (fd < 0)
-        return NFS3ERR_STALE;
     *fdp = fd;
     return NFS3_OK;
 }
@@ -1010,11 +1025,9 @@ nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, 
     }
     pthread_mutex_unlock(&c->lock);
     int fd;
-    nfsstat3 rc = uiw__nfs_fh_resolve(s, who, h, &fd, exp);
-    if (rc != NFS3_OK)
-        return rc;
-    rc = fstat(fd, st) == 0 ? NFS3_OK : uiw__nfsd_errno(errno);
-    close(fd);
+    nfsstat3 rc = uiw__nfs_fh_resolve(s, who, h, &fd, exp, st);
+    if (rc == NFS3_OK)
+        close(fd);
     return rc;
 }
 

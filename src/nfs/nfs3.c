@@ -154,6 +154,16 @@ static void change_begin(struct call *c, int fd0, int fd1, pre_op_attr *b0, pre_
         }
 }
 
+/* change_begin of the one descriptor fd, whose attributes sb (uiw__vfs_resolve's) say
+ * which of the changes' locks is its own. */
+static void change_begin_known(struct call *c, int fd, const struct stat *sb, pre_op_attr *b)
+{
+    uiw__vfs_begin_known(&c->v, &c->ch, fd, sb);
+    b->attributes_follow = 0;
+    if (c->ch.have_pre[0])
+        uiw__nfsd_preop_of(&c->ch.pre[0], b);
+}
+
 /* The file st was removed (its last name, or one of them). */
 static void removed(struct call *c, const struct stat *st)
 {
@@ -163,11 +173,9 @@ static void removed(struct call *c, const struct stat *st)
 
 /* Whether the file fd is delegated to an NFSv4 client: its recall sent, the change
  * waits (NFS3ERR_JUKEBOX, as knfsd answers). */
-static int delegated(struct call *c, int fd)
+static int delegated(struct call *c, const struct stat *sb)
 {
-    struct stat sb;
-    return c->v.s->nfs4 && fstat(fd, &sb) == 0 &&
-           uiw__nfs4_deleg_break(c->v.s->nfs4, sb.st_dev, sb.st_ino);
+    return c->v.s->nfs4 && uiw__nfs4_deleg_break(c->v.s->nfs4, sb->st_dev, sb->st_ino);
 }
 
 /* After the post-operation attributes. */
@@ -194,13 +202,12 @@ static int issue(struct call *c, struct uiw__nfs_export *ex, int dfd, const char
 /* Resolve the handle of a procedure whose reply starts with the object's post_op_attr in
  * both arms (resok and resfail share that place): fill it, or clear it on failure. */
 static nfsstat3 resolve_attr(struct call *c, const nfs_fh3 *h, int *fd, struct uiw__nfs_export **ex,
-                             post_op_attr *attr)
+                             post_op_attr *attr, struct stat *sb)
 {
-    nfsstat3 st = uiw__vfs_resolve(&c->v, h, 0, fd, ex);
+    nfsstat3 st = uiw__vfs_resolve(&c->v, h, 0, fd, ex, sb);
+    attr->attributes_follow = st == NFS3_OK; /* these procedures change nothing */
     if (st == NFS3_OK)
-        uiw__nfsd_postop(*fd, *ex, attr);
-    else
-        attr->attributes_follow = 0;
+        uiw__nfsd_fattr(sb, *ex, &attr->post_op_attr_u.attributes);
     return st;
 }
 
@@ -227,11 +234,12 @@ static void p_setattr(struct call *c, SETATTR3args *a, SETATTR3res *r)
     int fd;
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->SETATTR3res_u.resok.obj_wcc;
-    r->status = uiw__vfs_resolve(&c->v, &a->object, 0, &fd, &ex);
+    struct stat sb;
+    r->status = uiw__vfs_resolve(&c->v, &a->object, 0, &fd, &ex, &sb);
     if (r->status != NFS3_OK)
         return;
-    change_begin(c, fd, -1, &w->before, NULL);
-    if (delegated(c, fd)) {
+    change_begin_known(c, fd, &sb, &w->before);
+    if (delegated(c, &sb)) {
         r->status = NFS3ERR_JUKEBOX;
         goto out;
     }
@@ -262,7 +270,7 @@ static void p_lookup(struct call *c, LOOKUP3args *a, LOOKUP3res *r)
 {
     int dfd, fd = -1;
     struct uiw__nfs_export *ex;
-    r->status = uiw__vfs_resolve(&c->v, &a->what.dir, 1, &dfd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->what.dir, 1, &dfd, &ex, NULL);
     if (r->status != NFS3_OK) {
         r->LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 0;
         return;
@@ -308,14 +316,13 @@ static void p_access(struct call *c, ACCESS3args *a, ACCESS3res *r)
 {
     int fd;
     struct uiw__nfs_export *ex;
+    struct stat sb;
     ACCESS3resok *ok = &r->ACCESS3res_u.resok;
-    r->status = resolve_attr(c, &a->object, &fd, &ex, &ok->obj_attributes);
+    r->status = resolve_attr(c, &a->object, &fd, &ex, &ok->obj_attributes, &sb);
     if (r->status != NFS3_OK)
         return;
-    int dir = ok->obj_attributes.attributes_follow &&
-              ok->obj_attributes.post_op_attr_u.attributes.type == NF3DIR;
     uint32_t got;
-    if (uiw__vfs_access(&c->v, fd, dir, a->access, &got) != 0) {
+    if (uiw__vfs_access(&c->v, fd, S_ISDIR(sb.st_mode), a->access, &got) != 0) {
         r->status = NFS3ERR_PERM;
         close(fd);
         return;
@@ -329,7 +336,7 @@ static void p_readlink(struct call *c, READLINK3args *a, READLINK3res *r)
     int fd;
     struct uiw__nfs_export *ex;
     READLINK3resok *ok = &r->READLINK3res_u.resok; /* its attributes: resfail's place too */
-    r->status = uiw__vfs_resolve(&c->v, &a->symlink, 0, &fd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->symlink, 0, &fd, &ex, NULL);
     if (r->status != NFS3_OK) {
         ok->symlink_attributes.attributes_follow = 0;
         return;
@@ -416,7 +423,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
                    a->offset + (uint64_t)n >= pa->post_op_attr_u.attributes.size);
         return;
     }
-    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex, &sb);
     if (r->status != NFS3_OK) {
         r->READ3res_u.resfail.file_attributes.attributes_follow = 0;
         return;
@@ -428,7 +435,7 @@ static void p_read(struct call *c, READ3args *a, READ3res *r)
         r->status = NFS3ERR_SERVERFAULT;
         goto out;
     }
-    dfd = uiw__vfs_get(&c->v, fd, O_RDONLY, &r->status, &of);
+    dfd = uiw__vfs_get_known(&c->v, fd, &sb, O_RDONLY, &r->status, &of);
     if (dfd < 0)
         goto out;
     ssize_t n = read_at(dfd, buf, count, a->offset);
@@ -488,7 +495,7 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
         change_end(c);
         goto written;
     }
-    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex, &sb);
     if (r->status != NFS3_OK)
         return;
     if (a->count > a->data.data_len || a->stable > FILE_SYNC) {
@@ -499,14 +506,14 @@ static void p_write(struct call *c, WRITE3args *a, WRITE3res *r)
         r->status = NFS3ERR_FBIG; /* past what any file may hold */
         goto out;
     }
-    if (delegated(c, fd)) {
+    if (delegated(c, &sb)) {
         r->status = NFS3ERR_JUKEBOX;
         goto out;
     }
-    dfd = uiw__vfs_get(&c->v, fd, O_WRONLY, &r->status, &of);
+    dfd = uiw__vfs_get_known(&c->v, fd, &sb, O_WRONLY, &r->status, &of);
     if (dfd < 0)
         goto out;
-    change_begin(c, fd, -1, &w->before, NULL);
+    change_begin_known(c, fd, &sb, &w->before);
     r->status = uiw__vfs_write(&c->v, dfd, &c->ch.pre[0], a->offset, a->data.data_val, a->count,
                                (int)a->stable);
     uiw__nfsd_postop(fd, ex, &w->after);
@@ -531,10 +538,11 @@ static nfsstat3 where(struct call *c, const diropargs3 *d, int *dfd, struct uiw_
                       wcc_data *w)
 {
     memset(w, 0, sizeof(*w));
-    nfsstat3 st = uiw__vfs_resolve(&c->v, &d->dir, 1, dfd, ex);
+    struct stat sb;
+    nfsstat3 st = uiw__vfs_resolve(&c->v, &d->dir, 1, dfd, ex, &sb);
     if (st != NFS3_OK)
         return st;
-    change_begin(c, *dfd, -1, &w->before, NULL);
+    change_begin_known(c, *dfd, &sb, &w->before);
     st = check_name(d->name);
     if (st == NFS3_OK && is_dot(d->name))
         st = NFS3ERR_EXIST;
@@ -705,10 +713,11 @@ static nfsstat3 unlink_name(struct call *c, const diropargs3 *d, int flags, wcc_
     int dfd = -1;
     struct uiw__nfs_export *ex = NULL;
     memset(w, 0, sizeof(*w));
-    nfsstat3 st = uiw__vfs_resolve(&c->v, &d->dir, 1, &dfd, &ex);
+    struct stat dsb;
+    nfsstat3 st = uiw__vfs_resolve(&c->v, &d->dir, 1, &dfd, &ex, &dsb);
     if (st != NFS3_OK)
         return st;
-    change_begin(c, dfd, -1, &w->before, NULL);
+    change_begin_known(c, dfd, &dsb, &w->before);
     st = check_name(d->name);
     if (st == NFS3_OK && is_dot(d->name))
         st = strcmp(d->name, ".") == 0 ? NFS3ERR_INVAL : NFS3ERR_NOTEMPTY;
@@ -751,10 +760,10 @@ static void p_rename(struct call *c, RENAME3args *a, RENAME3res *r)
     wcc_data *fw = &r->RENAME3res_u.resok.fromdir_wcc, *tw = &r->RENAME3res_u.resok.todir_wcc;
     memset(fw, 0, sizeof(*fw));
     memset(tw, 0, sizeof(*tw));
-    r->status = uiw__vfs_resolve(&c->v, &a->from.dir, 1, &fdir, &fex);
+    r->status = uiw__vfs_resolve(&c->v, &a->from.dir, 1, &fdir, &fex, NULL);
     if (r->status != NFS3_OK)
         return;
-    r->status = uiw__vfs_resolve(&c->v, &a->to.dir, 1, &tdir, &tex);
+    r->status = uiw__vfs_resolve(&c->v, &a->to.dir, 1, &tdir, &tex, NULL);
     if (r->status != NFS3_OK)
         goto out;
     change_begin(c, fdir, tdir, &fw->before, &tw->before);
@@ -807,10 +816,10 @@ static void p_link(struct call *c, LINK3args *a, LINK3res *r)
     wcc_data *w = &r->LINK3res_u.resok.linkdir_wcc;
     memset(w, 0, sizeof(*w));
     r->LINK3res_u.resok.file_attributes.attributes_follow = 0;
-    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex, NULL);
     if (r->status != NFS3_OK)
         return;
-    r->status = uiw__vfs_resolve(&c->v, &a->link.dir, 1, &dfd, &dex);
+    r->status = uiw__vfs_resolve(&c->v, &a->link.dir, 1, &dfd, &dex, NULL);
     if (r->status != NFS3_OK)
         goto out;
     change_begin(c, dfd, -1, &w->before, NULL);
@@ -886,7 +895,7 @@ static void readdir_common(struct call *c, const nfs_fh3 *h, cookie3 cookie, con
         maxcount = max;
     if (dircount > maxcount)
         dircount = maxcount;
-    *status = uiw__vfs_resolve(&c->v, h, 1, &dfd, &ex);
+    *status = uiw__vfs_resolve(&c->v, h, 1, &dfd, &ex, NULL);
     if (*status != NFS3_OK)
         return;
     cookieverf3 mine = {0};
@@ -1023,8 +1032,9 @@ static void p_fsstat(struct call *c, FSSTAT3args *a, FSSTAT3res *r)
 {
     int fd;
     struct uiw__nfs_export *ex;
+    struct stat sb;
     FSSTAT3resok *ok = &r->FSSTAT3res_u.resok;
-    r->status = resolve_attr(c, &a->fsroot, &fd, &ex, &ok->obj_attributes);
+    r->status = resolve_attr(c, &a->fsroot, &fd, &ex, &ok->obj_attributes, &sb);
     if (r->status != NFS3_OK)
         return;
     struct statfs sf;
@@ -1047,8 +1057,9 @@ static void p_fsinfo(struct call *c, FSINFO3args *a, FSINFO3res *r)
 {
     int fd;
     struct uiw__nfs_export *ex;
+    struct stat sb;
     FSINFO3resok *ok = &r->FSINFO3res_u.resok;
-    r->status = resolve_attr(c, &a->fsroot, &fd, &ex, &ok->obj_attributes);
+    r->status = resolve_attr(c, &a->fsroot, &fd, &ex, &ok->obj_attributes, &sb);
     if (r->status != NFS3_OK)
         return;
     uint32_t io = uiw__nfsd_max_io(c->v.s);
@@ -1069,8 +1080,9 @@ static void p_pathconf(struct call *c, PATHCONF3args *a, PATHCONF3res *r)
 {
     int fd;
     struct uiw__nfs_export *ex;
+    struct stat sb;
     PATHCONF3resok *ok = &r->PATHCONF3res_u.resok;
-    r->status = resolve_attr(c, &a->object, &fd, &ex, &ok->obj_attributes);
+    r->status = resolve_attr(c, &a->object, &fd, &ex, &ok->obj_attributes, &sb);
     if (r->status != NFS3_OK)
         return;
     struct statfs sf;
@@ -1091,11 +1103,12 @@ static void p_commit(struct call *c, COMMIT3args *a, COMMIT3res *r)
     struct uiw__nfs_export *ex;
     wcc_data *w = &r->COMMIT3res_u.resok.file_wcc;
     memset(w, 0, sizeof(*w));
-    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex);
+    struct stat sb;
+    r->status = uiw__vfs_resolve(&c->v, &a->file, 0, &fd, &ex, &sb);
     if (r->status != NFS3_OK)
         return;
-    uiw__nfsd_preop(fd, &w->before);
-    r->status = uiw__vfs_commit(&c->v, fd);
+    uiw__nfsd_preop_of(&sb, &w->before); /* a COMMIT changes none of them */
+    r->status = uiw__vfs_commit(&c->v, fd, &sb);
     uiw__vfs_verf(c->v.s, r->COMMIT3res_u.resok.verf);
     uiw__nfsd_postop(fd, ex, &w->after);
     close(fd);

@@ -174,14 +174,14 @@ nfsstat4 uiw__nfs4_check(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__
 }
 
 nfsstat4 uiw__nfs4_resolve(struct uiw__nfs4_c *c, struct uiw__vfs *v, int dir, int *fd,
-                           struct uiw__nfs_export **ex)
+                           struct uiw__nfs_export **ex, struct stat *sb)
 {
     *fd = -1;
     nfsstat4 st = uiw__nfs4_check(c, v, &c->cur, ex);
     if (st != NFS4_OK)
         return st;
     nfs_fh3 h = uiw__nfs4_fh3(&c->cur);
-    nfsstat3 s3 = uiw__vfs_resolve(v, &h, dir, fd, ex);
+    nfsstat3 s3 = uiw__vfs_resolve(v, &h, dir, fd, ex, sb);
     return uiw__nfs4_st4(s3, *ex, c->rq);
 }
 
@@ -300,7 +300,7 @@ static nfsstat4 op_getfh(struct uiw__nfs4_c *c, struct uiw__vfs *v, GETFH4resok 
          * (knfsd's GETFH verifies it likewise): a forged one gets its error */
         int fd;
         struct uiw__nfs_export *ex;
-        nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+        nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL);
         if (st != NFS4_OK)
             return st;
         close(fd);
@@ -335,7 +335,7 @@ static nfsstat4 lookup(struct uiw__nfs4_c *c, struct uiw__vfs *v, const char *na
         return uiw__nfs4_pseudo_lookup(c, v, name);
     int dfd, fd = -1;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex, NULL);
     if (st != NFS4_OK)
         return st;
     if (!name) {
@@ -388,7 +388,7 @@ static nfsstat4 op_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, const ACCES
     }
     int fd;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL);
     if (st != NFS4_OK)
         return st;
     struct stat sb;

@@ -482,8 +482,8 @@ nfsstat4 uiw__nfs4_getattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const GETA
      * through the handle, as NFSv3's GETATTR */
     if (!asks_fs(&a->attr_request))
         st = uiw__nfs4_stat(c, v, &sb, &ex);
-    else if ((st = uiw__nfs4_resolve(c, v, 0, &fd, &ex)) == NFS4_OK && fstat(fd, &sb) != 0)
-        st = (nfsstat4)uiw__nfsd_errno(errno);
+    else
+        st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, &sb);
     if (st == NFS4_OK)
         st = uiw__nfs4_encode(c, fd, &sb, ex, &c->cur,
                               sb.st_dev == ex->dev && sb.st_ino == ex->ino

@@ -119,11 +119,9 @@ nfsstat4 uiw__nfs4_delegreturn(struct uiw__nfs4_c *c, struct uiw__vfs *v, const 
     int fd;
     struct uiw__nfs_export *ex;
     struct stat sb;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, &sb);
     if (st != NFS4_OK)
         return st;
-    if (fstat(fd, &sb) != 0)
-        st = (nfsstat4)uiw__nfsd_errno(errno);
     close(fd);
     if (st == NFS4_OK)
         st = uiw__nfs4_stid_deleg_check(uiw__nfs4_state_stids(c->s->nfs4),

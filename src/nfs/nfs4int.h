@@ -84,9 +84,10 @@ nfsstat4 uiw__nfs4_st4(nfsstat3 st, const struct uiw__nfs_export *ex, const stru
 /* The export handle f names and the caller's access to it. */
 nfsstat4 uiw__nfs4_check(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct uiw__nfs4_fh *f,
                          struct uiw__nfs_export **ex);
-/* The current handle's file: a new O_PATH descriptor (dir: it must be a directory). */
+/* The current handle's file: a new O_PATH descriptor (dir: it must be a directory), and
+ * its attributes in *sb (NULL: not wanted) as uiw__vfs_resolve gives them. */
 nfsstat4 uiw__nfs4_resolve(struct uiw__nfs4_c *c, struct uiw__vfs *v, int dir, int *fd,
-                           struct uiw__nfs_export **ex);
+                           struct uiw__nfs_export **ex, struct stat *sb);
 /* The current handle's file's attributes, with no descriptor (NFSv3's GETATTR path: the
  * same checks of the handle and the export as uiw__nfs4_resolve). */
 nfsstat4 uiw__nfs4_stat(struct uiw__nfs4_c *c, struct uiw__vfs *v, struct stat *sb,

@@ -45,7 +45,7 @@ static nfsstat4 dir_for_change(struct uiw__nfs4_c *c, struct uiw__vfs *v, int *d
                                struct uiw__nfs_export **ex)
 {
     v->write = 1;
-    return uiw__nfs4_resolve(c, v, 1, dfd, ex);
+    return uiw__nfs4_resolve(c, v, 1, dfd, ex, NULL);
 }
 
 /* The file (dev, ino) lost a name: handles and the open-file cache forget it. */
@@ -299,7 +299,7 @@ nfsstat4 uiw__nfs4_link(struct uiw__nfs4_c *c, struct uiw__vfs *v, const LINK4ar
     struct uiw__nfs4_fh cur = c->cur;
     c->cur = c->saved;
     v->write = 1;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL);
     c->cur = cur;
     if (st != NFS4_OK)
         return st;
@@ -345,7 +345,7 @@ nfsstat4 uiw__nfs4_readlink(struct uiw__nfs4_c *c, struct uiw__vfs *v, READLINK4
 {
     int fd;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL);
     if (st != NFS4_OK)
         return st;
     struct stat sb;
@@ -376,7 +376,7 @@ nfsstat4 uiw__nfs4_setattr(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SETA
     int fd;
     struct uiw__nfs_export *ex;
     v->write = 1;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL);
     if (st != NFS4_OK)
         return st;
     struct uiw__vfs_sattr sa;
@@ -475,7 +475,7 @@ nfsstat4 uiw__nfs4_readdir(struct uiw__nfs4_c *c, struct uiw__vfs *v, const READ
         return uiw__nfs4_pseudo_readdir(c, v, a, r);
     int dfd;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex, NULL);
     if (st != NFS4_OK)
         return st;
     char mine[NFS4_VERIFIER_SIZE];
@@ -590,7 +590,7 @@ nfsstat4 uiw__nfs4_secinfo(struct uiw__nfs4_c *c, struct uiw__vfs *v, const SECI
     if (s3 != NFS3_OK)
         return (nfsstat4)s3;
     /* the name must be there, looked up as the caller may (its flavor aside) */
-    s3 = uiw__vfs_resolve(v, &h, 1, &dfd, &ex);
+    s3 = uiw__vfs_resolve(v, &h, 1, &dfd, &ex, NULL);
     if (s3 != NFS3_OK && s3 != NFS3ERR_ACCES)
         return (nfsstat4)s3;
     if (s3 == NFS3_OK) {

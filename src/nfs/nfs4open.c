@@ -103,13 +103,10 @@ static nfsstat4 cur_stat(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 oth
 static nfsstat4 cur_file(struct uiw__nfs4_c *c, struct uiw__vfs *v, nfsstat4 other, int *fd,
                          struct uiw__nfs_export **ex, struct stat *sb)
 {
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, fd, ex);
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, fd, ex, sb);
     if (st != NFS4_OK)
         return st;
-    if (fstat(*fd, sb) != 0)
-        st = (nfsstat4)uiw__nfsd_errno(errno);
-    else
-        st = regular(sb, other);
+    st = regular(sb, other);
     if (st != NFS4_OK) {
         close(*fd);
         *fd = -1;
@@ -311,7 +308,7 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     memset(&r->cinfo, 0, sizeof(r->cinfo));
     int byname = a->claim.claim == CLAIM_NULL || a->claim.claim == CLAIM_DELEGATE_CUR;
     if (byname) {
-        st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex);
+        st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex, NULL);
         if (st != NFS4_OK)
             return st;
         uiw__vfs_begin(v, &ch, dfd, -1);
@@ -327,7 +324,7 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
             r->cinfo.atomic = FALSE;
         uiw__vfs_end(&ch);
     } else {
-        st = uiw__nfs4_resolve(c, v, 0, &fd, &ex); /* by the current handle */
+        st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL); /* by the current handle */
     }
     if (st != NFS4_OK)
         goto out;
@@ -485,7 +482,7 @@ nfsstat4 uiw__nfs4_io_data(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stat
     if (*dfd < 0 && s3 == NFS3_OK) {
         /* not in the cache: the file opened through its handle (and cached) */
         int fd;
-        st = uiw__nfs4_resolve(c, v, 0, &fd, ex);
+        st = uiw__nfs4_resolve(c, v, 0, &fd, ex, NULL);
         if (st != NFS4_OK)
             return st;
         *dfd = uiw__vfs_get(v, fd, flags, &s3, of);
@@ -606,7 +603,7 @@ nfsstat4 uiw__nfs4_commit(struct uiw__nfs4_c *c, struct uiw__vfs *v, const COMMI
     nfsstat4 st = cur_file(c, v, NFS4ERR_INVAL, &fd, &ex, &sb);
     if (st != NFS4_OK)
         return st;
-    st = uiw__nfs4_st4(uiw__vfs_commit(v, fd), ex, c->rq);
+    st = uiw__nfs4_st4(uiw__vfs_commit(v, fd, &sb), ex, c->rq);
     uiw__vfs_verf(c->s, r->writeverf);
     close(fd);
     return st;

@@ -108,9 +108,10 @@ struct uiw__nfs_cred;
  * it) and the export it lies in, on behalf of `who`. NFS3_OK, NFS3ERR_BADHANDLE (not one
  * of ours), NFS3ERR_STALE (the file is gone, or is not under the export any more; also
  * a handle no record leads to, for an AUTH_NONE caller), NFS3ERR_JUKEBOX (such a handle
- * while the search's budget is spent: fh.c). */
+ * while the search's budget is spent: fh.c). sb (NULL: not wanted): the descriptor's
+ * attributes, as the resolve took them to check the file or else taken after it. */
 nfsstat3 uiw__nfs_fh_resolve(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, const nfs_fh3 *h,
-                             int *fd, struct uiw__nfs_export **ex);
+                             int *fd, struct uiw__nfs_export **ex, struct stat *sb);
 
 /* The attributes of the file a handle names, as uiw__nfs_fh_resolve would find it, with
  * no descriptor of the caller's (GETATTR's path: one fstat for a recently used file):

@@ -205,19 +205,21 @@ int uiw__vfs_access_known(struct uiw__vfs *v, int fd, const struct stat *sb, uin
 }
 
 nfsstat3 uiw__vfs_resolve(struct uiw__vfs *v, const nfs_fh3 *h, int dir, int *fd,
-                          struct uiw__nfs_export **ex)
+                          struct uiw__nfs_export **ex, struct stat *sb)
 {
     *fd = -1;
+    struct stat own;
+    if (!sb)
+        sb = &own;
     nfsstat3 st = uiw__nfs_fh_export(v->s, h, ex);
     if (st == NFS3_OK)
         st = uiw__nfsd_access(v->s, *ex, v->rq, v->write, &v->cred, &v->xo);
     if (st == NFS3_OK)
-        st = uiw__nfs_fh_resolve(v->s, &v->cred, h, fd, ex);
+        st = uiw__nfs_fh_resolve(v->s, &v->cred, h, fd, ex, sb);
     if (st != NFS3_OK)
         return st;
     atomic_fetch_add_explicit(&v->s->vfs->resolves, 1, memory_order_relaxed);
-    struct stat sb;
-    if (dir && (fstat(*fd, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+    if (dir && !S_ISDIR(sb->st_mode)) {
         close(*fd);
         *fd = -1;
         return NFS3ERR_NOTDIR;
@@ -407,6 +409,18 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
     struct stat sb;
     if ((*st = regular(fd, &sb)) != NFS3_OK)
         return -1;
+    return uiw__vfs_get_known(v, fd, &sb, flags, st, out);
+}
+
+int uiw__vfs_get_known(struct uiw__vfs *v, int fd, const struct stat *sbp, int flags, nfsstat3 *st,
+                       struct uiw__vfs_file **out)
+{
+    *out = NULL;
+    struct stat sb = *sbp;
+    if (!S_ISREG(sb.st_mode)) {
+        *st = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+        return -1;
+    }
     int w = (flags & O_ACCMODE) == O_WRONLY;
     *st = may(v, fd, w ? W_OK : R_OK, &sb);
     if (*st != NFS3_OK)
@@ -871,18 +885,16 @@ nfsstat3 uiw__vfs_sync(struct uiw__vfs *v, int dfd, int stable)
     return uiw__nfsd_errno(err);
 }
 
-nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd)
+nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd, const struct stat *sb)
 {
     /* with write permission (or as the owner), as knfsd's COMMIT: a write-only file's
      * writer may commit it */
     nfsstat3 st = NFS3_OK;
     struct uiw__vfs_file *f = NULL;
-    int dfd = uiw__vfs_get(v, fd, O_WRONLY, &st, &f);
+    int dfd = uiw__vfs_get_known(v, fd, sb, O_WRONLY, &st, &f);
     if (dfd < 0)
         return st;
-    struct stat sb;
-    int w = fstat(dfd, &sb) == 0 ? witness_take(v->s->vfs, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino)
-                                 : -1;
+    int w = witness_take(v->s->vfs, (uint64_t)sb->st_dev, (uint64_t)sb->st_ino);
     int rc = fdatasync(w >= 0 ? w : dfd);
     int err = errno;
     if (w >= 0)

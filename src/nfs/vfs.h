@@ -44,9 +44,10 @@ void uiw__vfs_leave(struct uiw__vfs *v);
 
 /* A handle's file for the caller: the export's access first (which sets v->xo), then a
  * new O_PATH descriptor *fd (the caller closes it). `dir`: it must be a directory
- * (NFS3ERR_NOTDIR). */
+ * (NFS3ERR_NOTDIR). sb (NULL: not wanted): its attributes at the resolve (their device,
+ * inode and type stay; a change's attributes are taken again under uiw__vfs_begin). */
 nfsstat3 uiw__vfs_resolve(struct uiw__vfs *v, const nfs_fh3 *h, int dir, int *fd,
-                          struct uiw__nfs_export **ex);
+                          struct uiw__nfs_export **ex, struct stat *sb);
 /* The attributes of a handle's file for the caller, with no descriptor (GETATTR). */
 nfsstat3 uiw__vfs_stat(struct uiw__vfs *v, const nfs_fh3 *h, struct stat *st,
                        struct uiw__nfs_export **ex);
@@ -83,6 +84,9 @@ int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st);
  * with uiw__vfs_put (NULL: the call's own, closed there); or -1 and *st. */
 struct uiw__vfs_file;
 int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw__vfs_file **f);
+/* uiw__vfs_get of fd whose attributes sb the caller took (uiw__vfs_resolve's). */
+int uiw__vfs_get_known(struct uiw__vfs *v, int fd, const struct stat *sb, int flags, nfsstat3 *st,
+                       struct uiw__vfs_file **f);
 /* uiw__vfs_get for a file whose attributes the caller has already (sb, a regular file:
  * uiw__vfs_stat's), when the cache holds a descriptor of it for that access: the caller's
  * permission checked as uiw__vfs_get checks it, no descriptor of the call's own needed.
@@ -165,8 +169,9 @@ nfsstat3 uiw__vfs_write(struct uiw__vfs *v, int dfd, const struct stat *st, uint
                         const char *data, uint32_t count, int stable);
 /* Make a WRITE's data stable as `stable` asks (FILE_SYNC, DATA_SYNC; UNSTABLE: nothing). */
 nfsstat3 uiw__vfs_sync(struct uiw__vfs *v, int dfd, int stable);
-/* COMMIT of the file behind fd (the caller may write it, or owns it). */
-nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd);
+/* COMMIT of the file behind fd, whose attributes the caller took in sb (the caller may
+ * write it, or owns it). */
+nfsstat3 uiw__vfs_commit(struct uiw__vfs *v, int fd, const struct stat *sb);
 /* The file (dev, ino) was removed: nothing of it waits for a COMMIT, and the open-file
  * cache lets it go. */
 void uiw__vfs_forget(struct uiw__nfsd *s, dev_t dev, ino_t ino);
