@@ -322,7 +322,7 @@ static void p_access(struct call *c, ACCESS3args *a, ACCESS3res *r)
     if (r->status != NFS3_OK)
         return;
     uint32_t got;
-    if (uiw__vfs_access(&c->v, fd, S_ISDIR(sb.st_mode), a->access, &got) != 0) {
+    if (uiw__vfs_access_known(&c->v, fd, &sb, a->access, &got) != 0) {
         r->status = NFS3ERR_PERM;
         close(fd);
         return;

@@ -388,17 +388,14 @@ static nfsstat4 op_access(struct uiw__nfs4_c *c, struct uiw__vfs *v, const ACCES
     }
     int fd;
     struct uiw__nfs_export *ex;
-    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL);
+    struct stat sb;
+    nfsstat4 st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, &sb);
     if (st != NFS4_OK)
         return st;
-    struct stat sb;
-    int known = fstat(fd, &sb) == 0;
-    int dir = known && S_ISDIR(sb.st_mode);
     uint32_t all = ACCESS4_READ | ACCESS4_LOOKUP | ACCESS4_MODIFY | ACCESS4_EXTEND |
                    ACCESS4_DELETE | ACCESS4_EXECUTE;
     uint32_t want = a->access & all, got;
-    if ((known ? uiw__vfs_access_known(v, fd, &sb, want, &got)
-               : uiw__vfs_access(v, fd, dir, want, &got)) != 0) {
+    if (uiw__vfs_access_known(v, fd, &sb, want, &got) != 0) {
         close(fd);
         return NFS4ERR_PERM;
     }

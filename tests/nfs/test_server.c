@@ -36,6 +36,22 @@ static int getattr_status(struct uiw__nfs_client *c, const struct uiw__nfs_fh *f
     return uiw__nfs_getattr(c, fh, &a);
 }
 
+/* NFSv3 ACCESS of `want` on the file f, as c's caller (its attributes must follow). */
+static uint32_t access3_fh(struct uiw__nfs_client *c, const struct uiw__nfs_fh *f, uint32_t want)
+{
+    ACCESS3args aa;
+    ACCESS3res ar;
+    fh3(&aa.object, f);
+    aa.access = want;
+    memset(&ar, 0, sizeof(ar));
+    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_ACCESS, UIW__XDRPROC(xdr_ACCESS3args), &aa,
+                           UIW__XDRPROC(xdr_ACCESS3res), &ar),
+             0);
+    CHECK_EQ(ar.status, NFS3_OK);
+    CHECK(ar.ACCESS3res_u.resok.obj_attributes.attributes_follow);
+    return ar.ACCESS3res_u.resok.access;
+}
+
 /* A handle of export 0 of v's server for the file at `path` (anywhere), as the server
  * would make it: with the kernel's handle of it, or (tag_only) its generation tag only. */
 static void forge(const struct srv *v, const char *path, int tag_only, struct uiw__nfs_fh *out)
@@ -113,16 +129,8 @@ TEST(procedures)
     CHECK_EQ(f2.len, f.len);
     CHECK_MEM(f2.data, f.data, f.len);
     CHECK_EQ(uiw__nfs_lookup(c, &d, "nope", &f2, NULL), -NFS3ERR_NOENT);
-    ACCESS3args aa;
-    ACCESS3res ar;
-    fh3(&aa.object, &f);
-    aa.access = ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXECUTE;
-    memset(&ar, 0, sizeof(ar));
-    CHECK_EQ(uiw__nfs_call(c, NFSPROC3_ACCESS, UIW__XDRPROC(xdr_ACCESS3args), &aa,
-                           UIW__XDRPROC(xdr_ACCESS3res), &ar),
-             0);
-    CHECK_EQ(ar.status, NFS3_OK);
-    CHECK_EQ(ar.ACCESS3res_u.resok.access, ACCESS3_READ | ACCESS3_MODIFY); /* 0604: no x */
+    CHECK_EQ(access3_fh(c, &f, ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXECUTE),
+             ACCESS3_READ | ACCESS3_MODIFY); /* 0604: no x */
 
     /* SYMLINK and READLINK. */
     SYMLINK3args sa;
@@ -695,9 +703,17 @@ TEST(credentials_unprivileged)
     srv_stop(&v);
 }
 
+/* NFSv3 ACCESS of `want` on the file `name` of the export's root, as c's caller. */
+static uint32_t access3(struct uiw__nfs_client *c, const char *name, uint32_t want)
+{
+    struct uiw__nfs_fh f;
+    CHECK_EQ(uiw__nfs_lookup(c, root(c), name, &f, NULL), 0);
+    return access3_fh(c, &f, want);
+}
+
 /* A root-run server acts as each caller: root squashed to nobody by default, other uids
- * as themselves; permissions are the kernel's for that user; --no-root-squash keeps root
- * root. */
+ * as themselves; permissions are the kernel's for that user (ACCESS's answers too, those
+ * the server gives from the attributes among them); --no-root-squash keeps root root. */
 TEST(root_credentials)
 {
     uiw_test_require_root();
@@ -720,6 +736,15 @@ TEST(root_credentials)
     CHECK_EQ(uiw__nfs_read(r, &f, 0, sizeof(buf), buf, &eof), -NFS3ERR_ACCES);
     CHECK_EQ(uiw__nfs_write(u, &f, 0, 3, "bad", FILE_SYNC, NULL), -NFS3ERR_ACCES);
     CHECK_EQ(uiw__nfs_chmod(u, &f, 0666), -NFS3ERR_PERM);
+    uint32_t rx = ACCESS3_READ | ACCESS3_EXECUTE, rwx = rx | ACCESS3_MODIFY;
+    CHECK_EQ(access3(u, "rootfile", rx), 0);           /* 0600 of root's: nothing */
+    CHECK_EQ(access3(r, "rootfile", rx), 0);           /* nor to squashed root */
+    CHECK_EQ(access3(u, "by-user", rx), ACCESS3_READ); /* its owner: no x bit */
+    CHECK_EQ(access3(u, "by-user", rwx), ACCESS3_READ | ACCESS3_MODIFY);
+    CHECK_EQ(access3(r, "by-user", rwx), ACCESS3_READ); /* others: r-- */
+    CHECK_EQ(chmod(path_in(&v, "by-user"), 0500), 0);
+    CHECK_EQ(access3(u, "by-user", rwx), ACCESS3_READ | ACCESS3_EXECUTE);
+    CHECK_EQ(access3(r, "by-user", rwx), 0);
     uiw__nfs_client_close(r);
     uiw__nfs_client_close(u);
     srv_stop(&v);
@@ -732,6 +757,11 @@ TEST(root_credentials)
     CHECK_EQ(uiw__nfs_create(r, root(r), "by-root", 0644, 0, &f), 0);
     CHECK_EQ(stat(path_in(&v, "by-root"), &st), 0);
     CHECK_EQ(st.st_uid, 0);
+    /* root reads anything, but executes only what has an execute bit */
+    CHECK_EQ(chmod(path_in(&v, "by-root"), 0000), 0);
+    CHECK_EQ(access3(r, "by-root", ACCESS3_READ | ACCESS3_EXECUTE), ACCESS3_READ);
+    CHECK_EQ(chmod(path_in(&v, "by-root"), 0010), 0);
+    CHECK_EQ(access3(r, "by-root", ACCESS3_READ | ACCESS3_EXECUTE), ACCESS3_READ | ACCESS3_EXECUTE);
     uiw__nfs_client_close(r);
     srv_stop(&v);
 }
