@@ -307,11 +307,12 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     struct stat sb, dsb;
     memset(&r->cinfo, 0, sizeof(r->cinfo));
     int byname = a->claim.claim == CLAIM_NULL || a->claim.claim == CLAIM_DELEGATE_CUR;
+    int known = 0; /* sb taken by the resolve */
     if (byname) {
-        st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex, NULL);
+        st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex, &dsb);
         if (st != NFS4_OK)
             return st;
-        uiw__vfs_begin(v, &ch, dfd, -1);
+        uiw__vfs_begin_known(v, &ch, dfd, &dsb);
         st = open_name(c, v, a, dfd, name, &fd, &made, set, &size);
         if (made)
             uiw__vfs_durable(v, dfd);
@@ -324,11 +325,12 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
             r->cinfo.atomic = FALSE;
         uiw__vfs_end(&ch);
     } else {
-        st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, NULL); /* by the current handle */
+        st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, &sb); /* by the current handle */
+        known = 1;
     }
     if (st != NFS4_OK)
         goto out;
-    if (fstat(fd, &sb) != 0)
+    if (!known && fstat(fd, &sb) != 0)
         st = (nfsstat4)uiw__nfsd_errno(errno);
     else if (S_ISDIR(sb.st_mode))
         st = NFS4ERR_ISDIR;
@@ -482,10 +484,11 @@ nfsstat4 uiw__nfs4_io_data(struct uiw__nfs4_c *c, struct uiw__vfs *v, const stat
     if (*dfd < 0 && s3 == NFS3_OK) {
         /* not in the cache: the file opened through its handle (and cached) */
         int fd;
-        st = uiw__nfs4_resolve(c, v, 0, &fd, ex, NULL);
+        struct stat fsb;
+        st = uiw__nfs4_resolve(c, v, 0, &fd, ex, &fsb);
         if (st != NFS4_OK)
             return st;
-        *dfd = uiw__vfs_get(v, fd, flags, &s3, of);
+        *dfd = uiw__vfs_get_known(v, fd, &fsb, flags, &s3, of);
         close(fd);
     }
     return *dfd < 0 ? uiw__nfs4_st4(s3, *ex, c->rq) : NFS4_OK;
