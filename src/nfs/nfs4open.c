@@ -307,7 +307,6 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
     struct stat sb, dsb;
     memset(&r->cinfo, 0, sizeof(r->cinfo));
     int byname = a->claim.claim == CLAIM_NULL || a->claim.claim == CLAIM_DELEGATE_CUR;
-    int known = 0; /* sb taken by the resolve */
     if (byname) {
         st = uiw__nfs4_resolve(c, v, 1, &dfd, &ex, &dsb);
         if (st != NFS4_OK)
@@ -326,11 +325,10 @@ nfsstat4 uiw__nfs4_open(struct uiw__nfs4_c *c, struct uiw__vfs *v, const OPEN4ar
         uiw__vfs_end(&ch);
     } else {
         st = uiw__nfs4_resolve(c, v, 0, &fd, &ex, &sb); /* by the current handle */
-        known = 1;
     }
     if (st != NFS4_OK)
         goto out;
-    if (!known && fstat(fd, &sb) != 0)
+    if (byname && fstat(fd, &sb) != 0) /* the file open_name opened (by handle: sb is in) */
         st = (nfsstat4)uiw__nfsd_errno(errno);
     else if (S_ISDIR(sb.st_mode))
         st = NFS4ERR_ISDIR;

@@ -382,14 +382,20 @@ static int open_as_server(struct uiw__vfs *v, int fd, int acc, nfsstat3 *st)
     return d;
 }
 
+/* Whether the file of the attributes sb is a regular file. */
+static nfsstat3 regular_of(const struct stat *sb)
+{
+    if (!S_ISREG(sb->st_mode))
+        return S_ISDIR(sb->st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+    return NFS3_OK;
+}
+
 /* fd's file, which must be a regular file, in *sb. */
 static nfsstat3 regular(int fd, struct stat *sb)
 {
     if (fstat(fd, sb) != 0)
         return uiw__nfsd_errno(errno);
-    if (!S_ISREG(sb->st_mode))
-        return S_ISDIR(sb->st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
-    return NFS3_OK;
+    return regular_of(sb);
 }
 
 int uiw__vfs_open(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st)
@@ -407,26 +413,25 @@ int uiw__vfs_get(struct uiw__vfs *v, int fd, int flags, nfsstat3 *st, struct uiw
 {
     *out = NULL;
     struct stat sb;
-    if ((*st = regular(fd, &sb)) != NFS3_OK)
+    if (fstat(fd, &sb) != 0) {
+        *st = uiw__nfsd_errno(errno);
         return -1;
+    }
     return uiw__vfs_get_known(v, fd, &sb, flags, st, out);
 }
 
-int uiw__vfs_get_known(struct uiw__vfs *v, int fd, const struct stat *sbp, int flags, nfsstat3 *st,
+int uiw__vfs_get_known(struct uiw__vfs *v, int fd, const struct stat *sb, int flags, nfsstat3 *st,
                        struct uiw__vfs_file **out)
 {
     *out = NULL;
-    struct stat sb = *sbp;
-    if (!S_ISREG(sb.st_mode)) {
-        *st = S_ISDIR(sb.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+    if ((*st = regular_of(sb)) != NFS3_OK)
         return -1;
-    }
     int w = (flags & O_ACCMODE) == O_WRONLY;
-    *st = may(v, fd, w ? W_OK : R_OK, &sb);
+    *st = may(v, fd, w ? W_OK : R_OK, sb);
     if (*st != NFS3_OK)
         return -1;
     struct uiw__vfs_state *vs = v->s->vfs;
-    uint64_t dev = (uint64_t)sb.st_dev, ino = (uint64_t)sb.st_ino;
+    uint64_t dev = (uint64_t)sb->st_dev, ino = (uint64_t)sb->st_ino;
     unsigned b = file_bucket(dev, ino);
     int64_t now = uiw__nfsd_now_ns();
     int opened = -1, installed = 0;
