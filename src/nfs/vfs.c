@@ -628,7 +628,18 @@ nfsstat3 uiw__vfs_create(struct uiw__vfs *v, int dfd, const char *name, int how,
     if (fd < 0)
         return uiw__nfsd_errno(errno == ELOOP ? EEXIST : errno);
     *made = 1;
-    st = uiw__vfs_setattr(v, fd, sa); /* the mode again: past the umask */
+    /* What the new file already is takes no call: its mode, unless the umask or a default
+     * ACL took bits (then set again, past them), and a size of 0. A chmod on a file this
+     * new changes nothing a client could see but its ctime. */
+    struct uiw__vfs_sattr rest = *sa;
+    struct stat sb;
+    if ((rest.set & (UIW__VFS_MODE | UIW__VFS_SIZE)) && fstat(fd, &sb) == 0) {
+        if ((rest.set & UIW__VFS_MODE) && (sb.st_mode & 07777) == (rest.mode & 07777))
+            rest.set &= ~(unsigned)UIW__VFS_MODE;
+        if ((rest.set & UIW__VFS_SIZE) && rest.size == 0 && sb.st_size == 0)
+            rest.set &= ~(unsigned)UIW__VFS_SIZE;
+    }
+    st = rest.set ? uiw__vfs_setattr(v, fd, &rest) : NFS3_OK;
     if (st != NFS3_OK)
         unlinkat(dfd, name, 0); /* made but not as asked (a chown refused): undone */
     close(fd);

@@ -603,6 +603,20 @@ TEST(create_modes)
     CHECK_EQ(uiw__nfs_create(c, root(c), "g", 0644, 1, &f), 0);
     CHECK_EQ(uiw__nfs_create(c, root(c), "g", 0644, 1, &f), -NFS3ERR_EXIST);
     CHECK_EQ(uiw__nfs_write(c, &f, 0, 3, "abc", FILE_SYNC, NULL), 3);
+    /* the mode asked, whether or not the server's umask took bits from it */
+    mode_t umask_was = umask(027);
+    const mode_t modes[] = {0666, 0640, 0604, 04750};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "m%zu", i);
+        struct uiw__nfs_fh m;
+        CHECK_EQ(uiw__nfs_create(c, root(c), name, modes[i], 1, &m), 0);
+        struct stat sb;
+        CHECK_EQ(stat(path_in(&v, name), &sb), 0);
+        CHECK_EQ(sb.st_mode & 07777, modes[i]);
+        CHECK_EQ(sb.st_size, 0);
+    }
+    umask(umask_was);
     CHECK_EQ(uiw__nfs_create(c, root(c), "g", 0644, 0, &f), 0); /* UNCHECKED: fine */
     /* EXCLUSIVE: a retransmission (same verifier) succeeds with the same file, another
      * verifier gets NFS3ERR_EXIST. */
