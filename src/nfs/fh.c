@@ -1031,19 +1031,17 @@ nfsstat3 uiw__nfs_fh_stat(struct uiw__nfsd *s, const struct uiw__nfs_cred *who, 
     return rc;
 }
 
-int uiw__nfs_fh_of(struct uiw__nfsd *s, const struct uiw__nfs_export *ex, int fd,
-                   struct uiw__nfsd_fh *fh)
+/* The handle of fd, whose device and inode number the caller has. */
+static int fh_of_known(struct uiw__nfsd *s, const struct uiw__nfs_export *ex, int fd, uint64_t dev,
+                       uint64_t ino, struct uiw__nfsd_fh *fh)
 {
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return -errno;
     struct fsent fe;
-    if (fs_by_dev(s->fhcache, (uint64_t)st.st_dev, fd, &fe) != 0)
+    if (fs_by_dev(s->fhcache, dev, fd, &fe) != 0)
         return -ENOMEM;
     memset(fh, 0, sizeof(*fh));
     fh->export_id = ex->id;
     fh->fsid = fe.fsid;
-    fh->ino = (uint64_t)st.st_ino;
+    fh->ino = ino;
     struct khandle k;
     if (khandle_of(fd, &k) == 0) {
         fh->tag = khash(k.fh.f_handle, k.fh.handle_bytes, k.fh.handle_type);
@@ -1058,6 +1056,15 @@ int uiw__nfs_fh_of(struct uiw__nfsd *s, const struct uiw__nfs_export *ex, int fd
     return 0;
 }
 
+int uiw__nfs_fh_of(struct uiw__nfsd *s, const struct uiw__nfs_export *ex, int fd,
+                   struct uiw__nfsd_fh *fh)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    return fh_of_known(s, ex, fd, (uint64_t)st.st_dev, (uint64_t)st.st_ino, fh);
+}
+
 int uiw__nfs_fh_issue(struct uiw__nfsd *s, struct uiw__nfs_export *ex, int dirfd, const char *name,
                       int fd, int cross, nfs_fh3 *out, char buf[UIW__NFS_FH_MAX])
 {
@@ -1070,7 +1077,7 @@ int uiw__nfs_fh_issue(struct uiw__nfsd *s, struct uiw__nfs_export *ex, int dirfd
         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
         return -EXDEV; /* a mount point below the export, not crossed */
     struct uiw__nfsd_fh fh;
-    int rc = uiw__nfs_fh_of(s, ex, fd, &fh);
+    int rc = fh_of_known(s, ex, fd, dev, (uint64_t)stx.stx_ino, &fh);
     if (rc != 0)
         return rc;
     if (root) {
