@@ -560,11 +560,17 @@ static void made(struct call *c, struct uiw__nfs_export *ex, int dfd, const char
         return;
     if (issue(c, ex, dfd, name, fd, &obj->post_op_fh3_u.handle, c->fh) == 0)
         obj->handle_follows = 1;
+    /* one stat for the attributes and for whether there is a file to make durable (a
+     * symbolic link's directory is what holds it) */
     struct stat sb;
-    if (fstat(fd, &sb) == 0 && !S_ISLNK(sb.st_mode))
+    int known = fstatat(fd, "", &sb, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0;
+    if (known && !S_ISLNK(sb.st_mode))
         uiw__vfs_durable(&c->v, fd);
     uiw__vfs_durable(&c->v, dfd);
-    uiw__nfsd_postop(fd, ex, attr);
+    if (known) {
+        uiw__nfsd_fattr(&sb, ex, &attr->post_op_attr_u.attributes);
+        attr->attributes_follow = 1;
+    }
     close(fd);
 }
 
