@@ -575,3 +575,18 @@ int ofd_lock(const char *path, short type, off_t off, off_t len)
     close(fd);
     return -1;
 }
+
+long rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    long kib = -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    CHECK(kib > 0);
+    return kib;
+}

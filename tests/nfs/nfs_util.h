@@ -99,6 +99,18 @@ void sha256_of(const char *path, char out[65]);
 /* rm -rf */
 void rm_tree(const char *dir);
 
+/* The resident memory of a process, in KiB (VmRSS). */
+long rss_kib(pid_t pid);
+
+/* Whether memory figures are judged: not under AddressSanitizer or ThreadSanitizer, whose
+ * shadow memory (and redzones) a process's RSS includes (they are printed all the same). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(UIW__ASAN) ||         \
+    defined(UIW__TSAN)
+#define RSS_JUDGED 0
+#else
+#define RSS_JUDGED 1
+#endif
+
 /* An OFD lock (type F_RDLCK or F_WRLCK) of [off, off + len) of path (len 0: to its end)
  * on a new open file description, as a local process other than the server would take
  * it: the descriptor holding it, or -1 when another's lock conflicts. */

@@ -178,31 +178,6 @@ static void one_limit_body(void)
     nfsd_down(&d);
 }
 
-/* Whether memory figures are judged: not under AddressSanitizer or ThreadSanitizer, whose
- * shadow memory (and redzones) the server's RSS includes (they are printed all the same). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(UIW__ASAN) ||         \
-    defined(UIW__TSAN)
-#define RSS_JUDGED 0
-#else
-#define RSS_JUDGED 1
-#endif
-
-/* The resident memory of a process, in KiB (VmRSS). */
-static long rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    long kib = -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    CHECK(kib > 0);
-    return kib;
-}
-
 /* An RPC-over-RDMA client with few credits (its own memory is not what is measured). */
 static CLIENT *rdma_clnt_small(const struct nfsd *d)
 {

@@ -481,26 +481,6 @@ TEST(handles_bounded)
     srv_stop(&v);
 }
 
-/* The resident memory of this process, in KiB. */
-static long self_rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    CHECK(f != NULL);
-    long size = 0, resident = -1;
-    CHECK_EQ(fscanf(f, "%ld %ld", &size, &resident), 2);
-    fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-/* Under the sanitizers, memory given back to the system still leaves shadow pages
- * behind: the RSS is printed but not judged. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(UIW__ASAN) ||         \
-    defined(UIW__TSAN)
-#define POOL_RSS_JUDGED 0
-#else
-#define POOL_RSS_JUDGED 1
-#endif
-
 static void *volatile pool_sink;
 
 /* Large buffers trimmed from the pool go back to the system wherever they lay. Taken
@@ -528,7 +508,7 @@ TEST(pool_trim_gives_large_buffers_back)
     pool_sink = malloc(256 << 10);         /* a block above them, as a server has */
     CHECK(pool_sink != NULL);
     memset(pool_sink, 2, 256 << 10);
-    long full = self_rss_kib();
+    long full = rss_kib(getpid());
     for (int i = 0; i < N; i++)
         uiw__nfs_pool_put(p, b[i]);
     CHECK_EQ(uiw__nfs_pool_large_taken(p), 0u);
@@ -538,9 +518,9 @@ TEST(pool_trim_gives_large_buffers_back)
     CHECK_EQ(uiw__nfs_pool_bytes(p), N * one);
     uiw__nfs_pool_trim(p); /* none used since: one kept */
     CHECK_EQ(uiw__nfs_pool_bytes(p), one);
-    long trimmed = self_rss_kib();
+    long trimmed = rss_kib(getpid());
     printf("RSS with %d large buffers %ld KiB, trimmed to one %ld KiB\n", N, full, trimmed);
-    CHECK(!POOL_RSS_JUDGED || full - trimmed >= (long)((N - 1) * cap / 1024) * 3 / 4);
+    CHECK(!RSS_JUDGED || full - trimmed >= (long)((N - 1) * cap / 1024) * 3 / 4);
     struct uiw__nfs_buf *again = uiw__nfs_pool_large(p);
     CHECK(again != NULL && again->cap >= cap);
     memset(again->data, 3, again->cap);
