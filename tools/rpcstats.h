@@ -48,6 +48,9 @@ static inline void rpcstats_add(struct uiw_rpc_xprt_stats *a, const struct uiw_r
     RPCSTATS_ADD(inline_bytes_received);
     RPCSTATS_ADD(sleeps);
     RPCSTATS_ADD(spins_skipped);
+    RPCSTATS_ADD(inline_buffer_bytes);
+    RPCSTATS_ADD(inline_buffer_resident);
+    RPCSTATS_ADD(bulk_buffer_bytes);
     for (int i = 0; i < UIW_RPC_NERR; i++) {
         RPCSTATS_ADD(errors_sent[i]);
         RPCSTATS_ADD(errors_received[i]);
@@ -107,14 +110,17 @@ static inline void rpcstats_text(FILE *f, const char *who, const struct uiw_rpc_
             "   invalidated: %" PRIu64 " STags by the peer, %" PRIu64 " by us; %" PRIu64
             " replies with Send With Invalidate\n"
             "   pollers    : %" PRIu64 " sleeps (no completion within the spin), %" PRIu64
-            " of them without a spin\n",
+            " of them without a spin\n"
+            "   memory     : %" PRIu64 " KiB of inline buffers (%" PRIu64 " KiB resident), %" PRIu64
+            " KiB of bulk buffers\n",
             who, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
             s->retransmits, s->drc_hits, s->connections, s->closed, s->lost,
             s->credits_granted_by_peer, s->credits_granted_to_peer, s->credits_max_inflight,
             s->credit_waits, s->read_chunks, s->write_chunks, s->reply_chunks, s->long_calls,
             s->rdma_read_bytes, s->rdma_write_bytes, s->inline_bytes_sent, s->inline_bytes_received,
             s->timeouts, s->credit_violations, s->remote_invalidations, s->local_invalidations,
-            s->send_with_invalidate, s->sleeps, s->spins_skipped);
+            s->send_with_invalidate, s->sleeps, s->spins_skipped, s->inline_buffer_bytes >> 10,
+            s->inline_buffer_resident >> 10, s->bulk_buffer_bytes >> 10);
     fputs("   errors     : sent ", f);
     rpcstats_errors(f, s->errors_sent);
     fputs("; received ", f);
@@ -143,26 +149,28 @@ static inline void rpcstats_json_errors(FILE *f, const uint64_t *e)
 static inline void rpcstats_json(FILE *f, const struct uiw_rpc_xprt_stats *s)
 {
     const struct uiw_context_stats *r = &s->rnic;
-    fprintf(f,
-            "{\"connections\":%" PRIu64 ",\"calls_sent\":%" PRIu64 ",\"calls_received\":%" PRIu64
-            ",\"replies_received\":%" PRIu64 ",\"replies_sent\":%" PRIu64
-            ",\"retransmits\":%" PRIu64 ",\"drc_hits\":%" PRIu64
-            ",\"credits_granted_by_peer\":%u,\"credits_granted_to_peer\":%u"
-            ",\"credits_max_inflight\":%u,\"credit_waits\":%" PRIu64 ",\"read_chunks\":%" PRIu64
-            ",\"write_chunks\":%" PRIu64 ",\"reply_chunks\":%" PRIu64 ",\"long_calls\":%" PRIu64
-            ",\"rdma_read_bytes\":%" PRIu64 ",\"rdma_write_bytes\":%" PRIu64
-            ",\"inline_bytes_sent\":%" PRIu64 ",\"inline_bytes_received\":%" PRIu64
-            ",\"closed\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"timeouts\":%" PRIu64
-            ",\"remote_invalidations\":%" PRIu64 ",\"local_invalidations\":%" PRIu64
-            ",\"send_with_invalidate\":%" PRIu64 ",\"credit_violations\":%" PRIu64
-            ",\"sleeps\":%" PRIu64 ",\"spins_skipped\":%" PRIu64 ",\"errors_sent\":",
-            s->connections, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
-            s->retransmits, s->drc_hits, s->credits_granted_by_peer, s->credits_granted_to_peer,
-            s->credits_max_inflight, s->credit_waits, s->read_chunks, s->write_chunks,
-            s->reply_chunks, s->long_calls, s->rdma_read_bytes, s->rdma_write_bytes,
-            s->inline_bytes_sent, s->inline_bytes_received, s->closed, s->lost, s->timeouts,
-            s->remote_invalidations, s->local_invalidations, s->send_with_invalidate,
-            s->credit_violations, s->sleeps, s->spins_skipped);
+    fprintf(
+        f,
+        "{\"connections\":%" PRIu64 ",\"calls_sent\":%" PRIu64 ",\"calls_received\":%" PRIu64
+        ",\"replies_received\":%" PRIu64 ",\"replies_sent\":%" PRIu64 ",\"retransmits\":%" PRIu64
+        ",\"drc_hits\":%" PRIu64 ",\"credits_granted_by_peer\":%u,\"credits_granted_to_peer\":%u"
+        ",\"credits_max_inflight\":%u,\"credit_waits\":%" PRIu64 ",\"read_chunks\":%" PRIu64
+        ",\"write_chunks\":%" PRIu64 ",\"reply_chunks\":%" PRIu64 ",\"long_calls\":%" PRIu64
+        ",\"rdma_read_bytes\":%" PRIu64 ",\"rdma_write_bytes\":%" PRIu64
+        ",\"inline_bytes_sent\":%" PRIu64 ",\"inline_bytes_received\":%" PRIu64
+        ",\"closed\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"timeouts\":%" PRIu64
+        ",\"remote_invalidations\":%" PRIu64 ",\"local_invalidations\":%" PRIu64
+        ",\"send_with_invalidate\":%" PRIu64 ",\"credit_violations\":%" PRIu64
+        ",\"sleeps\":%" PRIu64 ",\"spins_skipped\":%" PRIu64 ",\"inline_buffer_bytes\":%" PRIu64
+        ",\"inline_buffer_resident\":%" PRIu64 ",\"bulk_buffer_bytes\":%" PRIu64
+        ",\"errors_sent\":",
+        s->connections, s->calls_sent, s->calls_received, s->replies_received, s->replies_sent,
+        s->retransmits, s->drc_hits, s->credits_granted_by_peer, s->credits_granted_to_peer,
+        s->credits_max_inflight, s->credit_waits, s->read_chunks, s->write_chunks, s->reply_chunks,
+        s->long_calls, s->rdma_read_bytes, s->rdma_write_bytes, s->inline_bytes_sent,
+        s->inline_bytes_received, s->closed, s->lost, s->timeouts, s->remote_invalidations,
+        s->local_invalidations, s->send_with_invalidate, s->credit_violations, s->sleeps,
+        s->spins_skipped, s->inline_buffer_bytes, s->inline_buffer_resident, s->bulk_buffer_bytes);
     rpcstats_json_errors(f, s->errors_sent);
     fputs(",\"errors_received\":", f);
     rpcstats_json_errors(f, s->errors_received);

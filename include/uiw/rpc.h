@@ -253,6 +253,17 @@ struct uiw_rpc_xprt_stats {
     /* RDMA_ERROR messages by errcode (UIW_RDMA_ERR_VERS, UIW_RDMA_ERR_CHUNK / BAD_XDR, ...) */
     uint64_t errors_sent[UIW_RPC_NERR];
     uint64_t errors_received[UIW_RPC_NERR];
+    /* Not counters: the memory the transport holds now, for every connection of the
+     * client or server (of a connection's server, for uiw_svc_xprt_stats). Its inline
+     * buffers (each receive posted, each message sent inline), in bytes mapped, and of
+     * those the bytes resident now: a buffer's pages are resident once a message as long
+     * has landed in them, and go back to the system when their connection idles or when
+     * a burst that needed them is over (unless uiw_rpc_xprt_attr.resident). Its pooled
+     * buffers for chunks' data, in bytes mapped (resident as far as the longest chunk
+     * each has carried). */
+    uint64_t inline_buffer_bytes;
+    uint64_t inline_buffer_resident;
+    uint64_t bulk_buffer_bytes;
     /* The RNIC counters (uiw_query_context_stats) of the context the connections run on:
      * a client's own (every connection it made); a server's, for the server and for each
      * of its connections (the RNIC counts per context, not per QP). */

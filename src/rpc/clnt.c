@@ -478,6 +478,7 @@ int uiw_rpc_clnt_xprt_stats(CLIENT *clnt, struct uiw_rpc_xprt_stats *st)
         st->spins_skipped = atomic_load_explicit(&u->dev->n_spin_skips, memory_order_relaxed);
         if (uiw__nic_stats(u->dev->nic, &st->rnic) != 0)
             memset(&st->rnic, 0, sizeof(st->rnic));
+        uiw__rr_dev_mem(u->dev, st);
     }
     /* calls sent again on a new connection, and timeouts, are the client's to count */
     st->retransmits += atomic_load(&u->caller.n_retrans);

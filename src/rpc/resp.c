@@ -430,6 +430,7 @@ int uiw_svc_xprt_stats(SVCXPRT *xprt, struct uiw_rpc_xprt_stats *st)
     uiw__rr_conn_stats_add(s->k.conn, st);
     if (uiw__nic_stats(s->k.conn->dev->nic, &st->rnic) != 0)
         memset(&st->rnic, 0, sizeof(st->rnic));
+    uiw__rr_dev_mem(s->k.conn->dev, st);
     return 0;
 }
 

@@ -347,12 +347,18 @@ void uiw__rr_bulk_trim(struct uiw__rr_dev *d)
     ibuf_trim(d);
 }
 
-void uiw__rr_dev_ibuf_mem(struct uiw__rr_dev *d, size_t *mapped, size_t *resident)
+/* Bytes of the device's inline buffers (every block of them, mapped) and how many of those
+ * are resident now (mincore). */
+static void ibuf_mem(struct uiw__rr_dev *d, size_t *mapped, size_t *resident)
 {
     size_t pg = (size_t)sysconf(_SC_PAGESIZE), m = 0, r = 0;
     unsigned char v[256];
+    /* slabs are only added, at the list's head, and freed with the device: the list from
+     * its head now is walked without the lock the data path takes */
     uiw__lock_take(&d->pool_lock);
-    for (struct uiw__rr_slab *s = d->slabs; s; s = s->next) {
+    struct uiw__rr_slab *head = d->slabs;
+    uiw__lock_give(&d->pool_lock);
+    for (struct uiw__rr_slab *s = head; s; s = s->next) {
         m += s->len;
         for (size_t off = 0; off < s->len; off += sizeof(v) * pg) {
             size_t n = s->len - off < sizeof(v) * pg ? s->len - off : sizeof(v) * pg;
@@ -362,9 +368,22 @@ void uiw__rr_dev_ibuf_mem(struct uiw__rr_dev *d, size_t *mapped, size_t *residen
                 r += (v[i] & 1) ? pg : 0;
         }
     }
-    uiw__lock_give(&d->pool_lock);
     *mapped = m;
     *resident = r;
+}
+
+void uiw__rr_dev_mem(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st)
+{
+    size_t m, r;
+    ibuf_mem(d, &m, &r);
+    st->inline_buffer_bytes = m;
+    st->inline_buffer_resident = r;
+    uint64_t b = 0;
+    uiw__lock_take(&d->pool_lock);
+    for (int c = 0; c < UIW__RR_NCLS; c++)
+        b += (uint64_t)d->bulk_count[c] * (BULK_MIN << c);
+    uiw__lock_give(&d->pool_lock);
+    st->bulk_buffer_bytes = b;
 }
 
 uint32_t uiw__rr_dev_lkey(struct uiw__rr_dev *d, const void *p, uint32_t len)
@@ -548,6 +567,7 @@ void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st)
     st->spins_skipped = atomic_load_explicit(&d->n_spin_skips, memory_order_relaxed);
     if (uiw__nic_stats(d->nic, &st->rnic) != 0)
         memset(&st->rnic, 0, sizeof(st->rnic));
+    uiw__rr_dev_mem(d, st);
 }
 
 static int poll_all(struct uiw__rr_dev *d)

@@ -521,9 +521,9 @@ void uiw__rr_ibuf_discard(struct uiw__rr_dev *d, struct uiw__rr_ibuf *b);
  * (they stay posted: the peer's credits are untouched; the pages come back as messages
  * land in them). */
 void uiw__rr_conn_trim(struct uiw__rr_conn *c);
-/* Bytes of the device's inline buffers (every block of them, mapped) and how many of those
- * are resident now (mincore). */
-void uiw__rr_dev_ibuf_mem(struct uiw__rr_dev *d, size_t *mapped, size_t *resident);
+/* The memory fields of st (inline_buffer_bytes, inline_buffer_resident, bulk_buffer_bytes):
+ * the device's, now. */
+void uiw__rr_dev_mem(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st);
 /* Fast-register MRs of c's own pool (its protection domain: only c's peer can use or
  * invalidate what they register). An MR taken holds a reference on c, so the pool lives
  * until every MR is back; the pool is freed with c. */

@@ -3,6 +3,7 @@
  * connection has been idle for two trims their memory goes back to the system while they
  * stay posted (the credits granted are untouched: a call after the idle time lands in
  * one), as do the reply buffers the burst left in the pool. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,19 +107,33 @@ TEST(rpc_idle_connection_gives_back_receive_buffers)
     long busy = uiw_test_vm_kib("VmRSS");
     uint32_t r_busy = resident(sd);
     CHECK(r_busy >= CREDITS);
+    /* and as the server's counters give it (mincore): every page of those written */
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(t.svc, &st), 0);
+    uint64_t m_busy = st.inline_buffer_bytes, b_busy = st.inline_buffer_resident;
+    CHECK(b_busy >= (uint64_t)CREDITS * ARG);
+    CHECK(b_busy <= m_busy);
     /* idle for two trims and a bit (one every 5 s), led by the server's workers and, on
      * the client, by this thread */
     for (uint64_t end = uiw__rr_now_ns() + 11500000000ull; uiw__rr_now_ns() < end;)
         CHECK(uiw_rpc_clnt_poll(c, 100) >= 0);
     long idle = uiw_test_vm_kib("VmRSS");
     uint32_t r_idle = resident(sd);
+    CHECK_EQ(uiw_rpc_svc_xprt_stats(t.svc, &st), 0);
+    uint64_t b_idle = st.inline_buffer_resident;
     fprintf(stderr,
             "receive buffers: RSS %ld KiB before, %ld after bursts of %u calls of %u KiB, %ld "
-            "idle; the server's inline buffers resident: %u busy, %u idle\n",
-            before, busy, CREDITS, ARG / 1024, idle, r_busy, r_idle);
+            "idle; the server's inline buffers resident: %u busy, %u idle; in KiB of %" PRIu64
+            " mapped: %" PRIu64 " busy, %" PRIu64 " idle\n",
+            before, busy, CREDITS, ARG / 1024, idle, r_busy, r_idle, m_busy >> 10, b_busy >> 10,
+            b_idle >> 10);
     /* the oldest posted receive (a message may be landing in it) and what the idle
      * connection holds besides (a reply buffer or so) */
     CHECK(r_idle <= 4);
+    /* those few, and the pages two neighbouring buffers share (a buffer given back
+     * gives the pages wholly its own) */
+    CHECK(b_idle <= 8 * (uint64_t)(INLINE + 8192) + (m_busy / INLINE + 1) * 4096);
+    CHECK_EQ(st.inline_buffer_bytes, m_busy); /* given back, not unmapped */
     /* the server's 80 receives and the client's calls' buffers: some 4 MiB written */
     if (JUDGE_RSS)
         CHECK(idle < busy - 2048);
@@ -142,6 +157,16 @@ static void trim_twice(CLIENT *c, struct uiw__rr_dev *d)
     }
 }
 
+/* The client's inline buffers, mapped and resident (uiw_rpc_clnt_xprt_stats). */
+static void ibuf_mem(CLIENT *c, size_t *mapped, size_t *resident)
+{
+    struct uiw_rpc_xprt_stats st;
+    CHECK_EQ(uiw_rpc_clnt_xprt_stats(c, &st), 0);
+    CHECK(st.inline_buffer_resident <= st.inline_buffer_bytes);
+    *mapped = st.inline_buffer_bytes;
+    *resident = st.inline_buffer_resident;
+}
+
 /* A client made with xprt.resident has every page of its inline buffers resident as soon
  * as it is connected (a connection's receives take their buffers in turn: without it
  * each of its first calls lands in pages never touched), and keeps them through a burst
@@ -161,15 +186,16 @@ TEST(rpc_resident_client_keeps_its_buffers)
         CHECK(d != NULL);
         CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
                  RPC_SUCCESS);
-        /* bytes mapped and resident: once connected, after bursts, after idle trims */
+        /* bytes mapped and resident, as the client's counters give them: once connected,
+         * after bursts, after idle trims */
         size_t m[3], r[3];
-        uiw__rr_dev_ibuf_mem(d, &m[0], &r[0]);
+        ibuf_mem(c, &m[0], &r[0]);
         /* the receives posted for the credits asked for, and the backward ones */
         CHECK(m[0] >= (size_t)CREDITS * INLINE);
         burst(c, &arg, 2);
-        uiw__rr_dev_ibuf_mem(d, &m[1], &r[1]);
+        ibuf_mem(c, &m[1], &r[1]);
         trim_twice(c, d);
-        uiw__rr_dev_ibuf_mem(d, &m[2], &r[2]);
+        ibuf_mem(c, &m[2], &r[2]);
         fprintf(stderr,
                 "client %sresident: inline buffers resident / mapped (KiB): %zu / %zu once "
                 "connected, %zu / %zu after bursts, %zu / %zu after two idle trims\n",

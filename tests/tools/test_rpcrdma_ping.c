@@ -122,6 +122,13 @@ TEST(rpcrdma_ping_stats)
                      "\"drc_hits\":0,\"credits_granted_by_peer\":32,") == st + 9);
     CHECK(strstr(st, "\"errors_sent\":[0,0,0,0,0,0],\"errors_received\":[0,0,0,0,0,0]") != NULL);
     CHECK(strstr(st, "\"crc_errors\":0,") != NULL);
+    /* the memory held then: the receives posted for the credits, a few of them written */
+    const char *ib = strstr(st, "\"inline_buffer_bytes\":"),
+               *ir = strstr(st, "\"inline_buffer_resident\":");
+    CHECK(ib != NULL && ir != NULL);
+    unsigned long long mapped = strtoull(ib + 22, NULL, 10), res = strtoull(ir + 25, NULL, 10);
+    CHECK(mapped >= 32ull * 1024);
+    CHECK(res > 0 && res <= mapped);
     tool_run_free(&r);
     struct uiw_rpc_xprt_stats ss;
     CHECK_EQ(uiw_rpc_svc_xprt_stats(s, &ss), 0);
@@ -133,6 +140,7 @@ TEST(rpcrdma_ping_stats)
     CHECK_EQ(r.status, 0);
     CHECK(strstr(r.out, "   calls      : 2 sent, 0 received\n") != NULL);
     CHECK(strstr(r.out, "   credits    : 32 granted by the peer,") != NULL);
+    CHECK(strstr(r.out, " KiB resident), ") != NULL);
     tool_run_free(&r);
     CHECK_EQ(uiw_rpc_svc_destroy(s), 0);
 }
