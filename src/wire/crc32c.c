@@ -114,13 +114,23 @@ static uint32_t zeros_bytewise(uint32_t c, size_t n)
     return c;
 }
 
+/* Advancing the register over zero bytes is linear: the 32 registers of a single bit,
+ * advanced, give every entry as the xor of those of its bits (32 runs over a stride, not
+ * 1024: building the tables byte by byte took milliseconds of every process's start). */
 static void shift_build(void)
 {
     tab_init();
-    for (int s = 0; s < 2; s++)
-        for (uint32_t k = 0; k < 4; k++)
-            for (uint32_t b = 0; b < 256; b++)
-                shift_tab[s][k][b] = zeros_bytewise(b << (8 * k), stride[s]);
+    for (int s = 0; s < 2; s++) {
+        uint32_t bit[32];
+        for (int i = 0; i < 32; i++)
+            bit[i] = zeros_bytewise(1u << i, stride[s]);
+        for (uint32_t k = 0; k < 4; k++) {
+            shift_tab[s][k][0] = 0;
+            for (uint32_t b = 1; b < 256; b++)
+                shift_tab[s][k][b] =
+                    shift_tab[s][k][b & (b - 1)] ^ bit[8 * k + (uint32_t)__builtin_ctz(b)];
+        }
+    }
 }
 
 static inline uint32_t shift_stride(int s, uint32_t c)
@@ -243,10 +253,8 @@ static void impl_build(void)
     impl_list[k++] = (struct uiw__crc32c_impl){"isa-l", uiw__crc32c_isal};
 #endif
 #if CRC_SSE42
-    if (have_sse42()) {
-        pthread_once(&shift_once, shift_build);
+    if (have_sse42()) /* its tables built at its first call */
         impl_list[k++] = (struct uiw__crc32c_impl){"sse4.2", uiw__crc32c_sse42};
-    }
 #endif
     tab_init();
     impl_list[k++] = (struct uiw__crc32c_impl){"table", uiw__crc32c_slice8};
