@@ -74,9 +74,10 @@ static const char usage[] =
     "                       larger buffers agreed: what does not fit them)\n"
     "      --stats          at the end, the RPC-over-RDMA counters of the connections (calls,\n"
     "                       retransmissions, credits, chunks, bytes by RDMA and inline,\n"
-    "                       errors) and the RNIC's (bytes, FPDUs, CRC errors, Terminates,\n"
-    "                       copies); with --json as one more line {\"stats\": ...}; on\n"
-    "                       standard error when cat or get - writes data on standard output\n"
+    "                       errors, the memory its buffers hold) and the RNIC's (bytes,\n"
+    "                       FPDUs, CRC errors, Terminates, copies); with --json as one\n"
+    "                       more line {\"stats\": ...}; on standard error when cat or\n"
+    "                       get - writes data on standard output\n"
     "  -h, --help, --version\n";
 
 static int parse_size(const char *s, uint64_t max, uint64_t *v)
