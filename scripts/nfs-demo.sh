@@ -122,17 +122,26 @@ nfs() { "$bin/uiw-nfs" --no-progress --parallel 1 "$@"; }
 hz=$(getconf CLK_TCK)
 # Few processes a row (each one's start is what a loaded machine makes slow): the shell
 # reads the server's CPU time itself, and one awk reads a put's and a get's JSON.
-srv_ticks() { # -> ticks: the server's CPU time so far (user and system, every thread)
-  local st
+srv_ns() { # -> ns: the server's CPU time so far in nanoseconds, every thread: the sum of
+  # their schedstat (its threads are a pool made at its start), or where the kernel keeps
+  # none, /proc/PID/stat's user and system time (in clock ticks: a short run may read 0)
+  local t v st sum=0
+  if [ -r "/proc/$srv/schedstat" ]; then
+    for t in /proc/"$srv"/task/*/schedstat; do
+      read -r v _ 2>/dev/null <"$t" && sum=$((sum + v))
+    done
+    ns=$sum
+    return
+  fi
   read -r st <"/proc/$srv/stat"
-  st=(${st##*) })
-  ticks=$((st[11] + st[12]))
+  read -ra st <<<"${st##*) }"
+  ns=$(((st[11] + st[12]) * 1000000000 / hz))
 }
-figures() { # put.json get.json put-ticks get-ticks bytes -> one line: the files each
+figures() { # put.json get.json put-ns get-ns bytes -> one line: the files each
   # reported (objects with a "file"), transport, put's and get's NFS version, write and
   # read MB/s, WRITE p50 and p99, READ p50 and p99 (their totals: each output's last
   # object), the server's CPU seconds per GiB put and got
-  awk -v tw="$3" -v tr="$4" -v b="$5" -v hz="$hz" '
+  awk -v tw="$3" -v tr="$4" -v b="$5" '
     function f(o, k) {
       if (!match(o, "\"" k "\":\"?[^\",}]*")) return "-"
       o = substr(o, RSTART + length(k) + 3, RLENGTH - length(k) - 3)
@@ -146,7 +155,7 @@ figures() { # put.json get.json put-ticks get-ticks bytes -> one line: the files
       printf "%d %d %s %s %s %s %s %s %s %s %s %.2f %.2f\n", files[1], files[2],
         f(w, "transport"), f(w, "version"), f(r, "version"), f(w, "mbytes_per_sec"),
         f(r, "mbytes_per_sec"), f(w, "p50_us"), f(w, "p99_us"), f(r, "p50_us"),
-        f(r, "p99_us"), tw / hz / (b / 1073741824), tr / hz / (b / 1073741824)
+        f(r, "p99_us"), tw / 1e9 / (b / 1073741824), tr / 1e9 / (b / 1073741824)
     }' "$1" "$2"
 }
 # Progress: each row is printed once measured; on a terminal a status line on stderr
@@ -195,8 +204,8 @@ measure() { # size files run round
   [ $tr = rdma4 ] && trname="NFSv4.1 over RPC-over-RDMA v2"
   status "$(human "$size") over $trname, round $4 of $rounds: putting $n files"
   nfs mkdir "$(url $tr "$d")" >/dev/null
-  srv_ticks
-  c0=$ticks
+  srv_ns
+  c0=$ns
   nfs --json --verify put "$work/src"/f* "$(url $tr "$d")" >"$work/w.json" 2>"$work/err" || {
     status_end
     cat "$work/err" >&2
@@ -205,16 +214,16 @@ measure() { # size files run round
   local urls=()
   for f in "$work/src"/f*; do urls+=("$(url $tr "$d/${f##*/}")"); done
   rm -rf "$work/back" && mkdir "$work/back"
-  srv_ticks
-  c1=$ticks
+  srv_ns
+  c1=$ns
   status "$(human "$size") over $trname, round $4 of $rounds: getting $n files back"
   nfs --json --verify get "${urls[@]}" "$work/back" >"$work/r.json" 2>"$work/err" || {
     status_end
     cat "$work/err" >&2
     return 1
   }
-  srv_ticks
-  c2=$ticks
+  srv_ns
+  c2=$ns
   status_end
   if ! (cd "$work/back" && sha256sum --quiet -c "$work/sums"); then
     echo "nfs-demo: $tr $(human "$size"): the files got back differ from those put" >&2
