@@ -216,7 +216,7 @@ TEST(soak_mixed_clients)
                  relay_port(i % 2 ? rr : rt), dir, mount, i % 2 ? "rdma" : "tcp");
         CHECK_EQ(pthread_create(&th[i], NULL, soak_client, &w[i]), 0);
     }
-    long rss[128], fds[128], thr[128], inl[128];
+    long rss[128], fds[128], thr[128];
     /* the RSS net of the resident inline buffers every SAMPLE_S seconds: (second, KiB) */
     int nsamples = 0, cap = minutes * 60 / SAMPLE_S + 2;
     long(*sample)[2] = calloc((size_t)cap, sizeof(*sample));
@@ -241,12 +241,12 @@ TEST(soak_mixed_clients)
             failed |= w[i].failed;
         if (s % 2 == 0) {
             int m = s / 2;
-            inl[m] = server_inline_kib(srv);
+            long inl = server_inline_kib(srv);
             server_usage(srv, &rss[m], &fds[m], &thr[m]);
             fprintf(stderr,
                     "soak: minute %d: server RSS %ld KiB (%ld of them RPC-over-RDMA receive "
                     "buffers), %ld descriptors, %ld threads; %lu files verified\n",
-                    m, rss[m], inl[m], fds[m], thr[m], (unsigned long)atomic_load(&verified));
+                    m, rss[m], inl, fds[m], thr[m], (unsigned long)atomic_load(&verified));
         }
     }
     atomic_store(&stop, 1);
