@@ -300,6 +300,23 @@ static int count_of(const char *s, const char *what)
     return n;
 }
 
+/* The "process_cpu_s" of every object of a --json output (the CPU time uiw-nfs had used
+ * when that file's figures were made; the objects come out in the files' order, which is
+ * not the order they end in): n of them, each above 0, the last (what the whole run
+ * cost) none below. */
+static void check_process_cpu(const char *out, int n)
+{
+    const char *key = "\"process_cpu_s\":";
+    CHECK_EQ(count_of(out, key), n);
+    double most = 0, last = 0;
+    for (const char *p = out; (p = strstr(p, key)) != NULL; p += strlen(key)) {
+        last = strtod(p + strlen(key), NULL);
+        CHECK(last > 0);
+        most = last > most ? last : most;
+    }
+    CHECK(last == most);
+}
+
 /* put and get of several files, over one MOUNT and connection, with --json figures: one
  * object per file and a total (what scripts/nfs-demo.sh reads). */
 TEST(tools_many_files_json)
@@ -334,6 +351,7 @@ TEST(tools_many_files_json)
           NULL);
     CHECK(strstr(r.out, "\"calls\":5,") != NULL);
     CHECK_EQ(count_of(r.out, "\"version\":\"3\""), 4); /* every file's and the total */
+    check_process_cpu(r.out, 4);
     tool_run_free(&r);
     for (int i = 0; i < 3; i++) {
         char rel[32];
@@ -351,6 +369,7 @@ TEST(tools_many_files_json)
           NULL);
     CHECK(strstr(r.out, "\"sha256\":\"") != NULL);
     CHECK_EQ(count_of(r.out, "\"version\":\"3\""), 4);
+    check_process_cpu(r.out, 4);
     tool_run_free(&r);
     for (int i = 0; i < 3; i++) {
         char b[400];
@@ -397,6 +416,7 @@ static void check_json_nfs41(const char *const *argv, const char *op)
     CHECK_EQ(count_of(r.out, "\"p99_us\":"), 3);
     CHECK_EQ(count_of(r.out, "\"version\":\"4.1\""), 3);
     CHECK(strstr(r.out, "\"p50_us\":0.0") == NULL); /* a latency measured, not left 0 */
+    check_process_cpu(r.out, 3);
     tool_run_free(&r);
 }
 

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "nfs.h"
@@ -28,15 +27,6 @@ struct result {
     double cpu, srv; /* CPU seconds of uiw-nfs and of --cpu-of's process (-1: unknown):
                       * readings at the start, then what the test used */
 };
-
-/* CPU seconds (user and system) this process has used. */
-static double self_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
 
 /* CPU seconds (user and system, every thread) process pid has used; -1 if unknown. */
 static double proc_cpu(int pid)
@@ -59,13 +49,13 @@ static double proc_cpu(int pid)
 /* A test starts, and its timed part ends: the CPU clocks' readings, then their use. */
 static void cpu_start(const struct opts *o, struct result *r)
 {
-    r->cpu = self_cpu();
+    r->cpu = self_cpu_s();
     r->srv = o->cpu_of ? proc_cpu(o->cpu_of) : -1;
 }
 
 static void cpu_stop(const struct opts *o, struct result *r)
 {
-    r->cpu = self_cpu() - r->cpu;
+    r->cpu = self_cpu_s() - r->cpu;
     double now = r->srv >= 0 ? proc_cpu(o->cpu_of) : -1;
     r->srv = now >= 0 ? now - r->srv : -1;
 }

@@ -62,7 +62,7 @@ static const char usage[] =
     "                       used during each test, beside uiw-nfs's own\n"
     "      --json           bench, get, put: one JSON object per line (get and put: per\n"
     "                       file, and a total for several: MB/s, call latency p50, p99,\n"
-    "                       NFS version)\n"
+    "                       NFS version, the CPU time uiw-nfs has used so far)\n"
     "      --inline-size BYTES  RPC-over-RDMA receive buffers (advertised to the server)\n"
     "                       and largest message sent inline, 1024 to 262144, a multiple\n"
     "                       of 1024 (default 32768: with a server that offers as much\n"

@@ -71,6 +71,8 @@ struct progress {
     double start, last;
 };
 double now_s(void);
+/* CPU seconds this process has used so far: user and system, every thread. */
+double self_cpu_s(void);
 void progress_start(struct progress *p, const struct opts *o, const char *what, uint64_t total);
 void progress_update(struct progress *p, uint64_t done);
 /* The bar drawn a last time and its line ended (once: the bar is off afterwards). */
@@ -98,8 +100,9 @@ void json_str(FILE *f, const char *s);
 /* A transfer's figures as one JSON line on f: {"op":OP,"file":FILE,...}, or for several
  * (file NULL) {"op":OP,"files":N,...}: the transport, bytes, seconds, MB/s, the calls'
  * latencies (st's sorted), the NFS version when given ("3", "4.1", "4.2": what a reader
- * of several versions' figures tells them apart by), the SHA-256 when given, and when
- * elapsed > 0 that and the files per second over it. */
+ * of several versions' figures tells them apart by), the SHA-256 when given, when
+ * elapsed > 0 that and the files per second over it, and last the CPU time the process
+ * has used so far (self_cpu_s: in the last line, what the whole run cost). */
 void xstats_json(FILE *f, const char *op, const char *file, unsigned files, const char *transport,
                  const char *version, struct xstats *st, const char *sha, double elapsed);
 

@@ -264,7 +264,7 @@ void xstats_json(FILE *f, const char *op, const char *file, unsigned files, cons
         fprintf(f, ",\"sha256\":\"%s\"", sha);
     if (elapsed > 0)
         fprintf(f, ",\"elapsed_s\":%.6f,\"files_per_sec\":%.1f", elapsed, (double)files / elapsed);
-    fprintf(f, "}\n");
+    fprintf(f, ",\"process_cpu_s\":%.6f}\n", self_cpu_s());
     fflush(f);
 }
 
@@ -310,6 +310,14 @@ double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double self_cpu_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
