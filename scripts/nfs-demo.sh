@@ -6,8 +6,8 @@
 # (source against destination read back) and again end to end (the file got back against
 # the one put, by sha256sum). Prints a table (per size, NFS version and transport: write
 # and read MB/s, the median and 99th percentile latency of the WRITE and READ calls, the
-# server's CPU time per GiB), each figure the median of several rounds (the runs in
-# alternated order), then per size the NFSv4.1/NFSv3 ratio of the MB/s over
+# server's and the client's CPU time per GiB), each figure the median of several rounds
+# (the runs in alternated order), then per size the NFSv4.1/NFSv3 ratio of the MB/s over
 # RPC-over-RDMA, and draws bandwidth against file size with gnuplot (SVG and PNG).
 #
 #   scripts/nfs-demo.sh [--quick] [--rounds N] [--bin DIR] [--out DIR]
@@ -140,7 +140,8 @@ srv_ns() { # -> ns: the server's CPU time so far in nanoseconds, every thread: t
 figures() { # put.json get.json put-ns get-ns bytes -> one line: the files each
   # reported (objects with a "file"), transport, put's and get's NFS version, write and
   # read MB/s, WRITE p50 and p99, READ p50 and p99 (their totals: each output's last
-  # object), the server's CPU seconds per GiB put and got
+  # object), the server's CPU seconds per GiB put and got, then uiw-nfs's (what each
+  # process used in all, as its last object says)
   awk -v tw="$3" -v tr="$4" -v b="$5" '
     function f(o, k) {
       if (!match(o, "\"" k "\":\"?[^\",}]*")) return "-"
@@ -152,10 +153,11 @@ figures() { # put.json get.json put-ns get-ns bytes -> one line: the files each
     /^\{"op":"(put|get)","file":/ { files[i]++ }
     END {
       w = last[1]; r = last[2]
-      printf "%d %d %s %s %s %s %s %s %s %s %s %.2f %.2f\n", files[1], files[2],
+      printf "%d %d %s %s %s %s %s %s %s %s %s %.2f %.2f %.2f %.2f\n", files[1], files[2],
         f(w, "transport"), f(w, "version"), f(r, "version"), f(w, "mbytes_per_sec"),
         f(r, "mbytes_per_sec"), f(w, "p50_us"), f(w, "p99_us"), f(r, "p50_us"),
-        f(r, "p99_us"), tw / 1e9 / (b / 1073741824), tr / 1e9 / (b / 1073741824)
+        f(r, "p99_us"), tw / 1e9 / (b / 1073741824), tr / 1e9 / (b / 1073741824),
+        f(w, "process_cpu_s") / (b / 1073741824), f(r, "process_cpu_s") / (b / 1073741824)
     }' "$1" "$2"
 }
 # Progress: each row is printed once measured; on a terminal a status line on stderr
@@ -173,14 +175,15 @@ echo "put then get each file with uiw-nfs, one at a time, SHA-256 verified; size
   "$(human "${sizes[-1]}"); NFSv3 over RPC-over-RDMA Version Two and over TCP, NFSv4.1 over" \
   "RPC-over-RDMA Version Two"
 echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile;"
-echo "server CPU: uiw-nfsd's CPU seconds (user and system) per GiB put and got"
+echo "server CPU: uiw-nfsd's CPU seconds (user and system) per GiB put and got; client CPU:"
+echo "  uiw-nfs's, each put and get command in all (its start, connection and --verify too)"
 echo "each figure: the median of $rounds rounds, the runs in alternated order"
 echo
-fmt="%9s  %-4s %-8s %10s %10s %11s %11s %11s %11s %9s %9s\n"
+fmt="%9s  %-4s %-8s %10s %10s %11s %11s %11s %11s %9s %9s %9s %9s\n"
 header() {
   printf "$fmt" size NFS transport "write MB/s" "read MB/s" "write p50" "write p99" "read p50" \
-    "read p99" "srv CPU w" "srv CPU r"
-  printf "$fmt" "" "" "" "" "" "us" "us" "us" "us" "s/GiB" "s/GiB"
+    "read p99" "srv CPU w" "srv CPU r" "cli CPU w" "cli CPU r"
+  printf "$fmt" "" "" "" "" "" "us" "us" "us" "us" "s/GiB" "s/GiB" "s/GiB" "s/GiB"
 }
 header
 data="$out/nfs-demo.dat"
@@ -267,13 +270,13 @@ for size in "${sizes[@]}"; do
   done
   for tr in "${runs[@]}"; do
     # size run round | files files transport version version wMB/s rMB/s wp50 wp99 rp50
-    # rp99 cpuw cpur: the medians of fields 9 to 16 over the run's rounds
+    # rp99 cpuw cpur clientw clientr: the medians of fields 9 to 18 over the run's rounds
     row=$(awk -v s="$size" -v t="$tr" -v want="$rounds" '
-      $1 == s && $2 == t { n++; tr = $6; ver = $7; for (i = 9; i <= 16; i++) v[i, n] = $i }
+      $1 == s && $2 == t { n++; tr = $6; ver = $7; for (i = 9; i <= 18; i++) v[i, n] = $i }
       END {
         if (n != want) exit 1
         printf "%s %s", tr, ver
-        for (i = 9; i <= 16; i++) {
+        for (i = 9; i <= 18; i++) {
           for (a = 1; a <= n; a++) x[a] = v[i, a]
           for (a = 2; a <= n; a++)
             for (b = a; b > 1 && x[b - 1] > x[b]; b--) { y = x[b]; x[b] = x[b - 1]; x[b - 1] = y }
@@ -286,9 +289,9 @@ for size in "${sizes[@]}"; do
       failed=1
       continue
     }
-    read -r trn ver wmb rmb wp50 wp99 rp50 rp99 cpuw cpur <<<"$row"
+    read -r trn ver wmb rmb wp50 wp99 rp50 rp99 cpuw cpur cliw clir <<<"$row"
     printf -v row "$fmt" "$(human "$size")" "$ver" "$trn" "$wmb" "$rmb" "$wp50" "$wp99" \
-      "$rp50" "$rp99" "$cpuw" "$cpur"
+      "$rp50" "$rp99" "$cpuw" "$cpur" "$cliw" "$clir"
     row=${row%$'\n'}
     echo "$row"
     echo "$row" >>"$table"

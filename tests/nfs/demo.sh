@@ -40,20 +40,24 @@ for size in "4 KiB" "64 KiB" "1 MiB"; do
   for run in "3    tcp" "3    rdma-v2" "4.1  rdma-v2"; do
     # a here-string, not a pipe: grep -q ends at its match, and under pipefail an echo
     # still writing then dies of SIGPIPE and fails the check
-    grep -Eq "^ *$size  $run( +[0-9]+\.[0-9]+){8}\$" <<<"$rows" ||
-      fail "no row for $size, NFS $run, with eight figures"
+    grep -Eq "^ *$size  $run( +[0-9]+\.[0-9]+){10}\$" <<<"$rows" ||
+      fail "no row for $size, NFS $run, with ten figures"
   done
 done
-echo "$rows" | awk '{ for (i = NF - 7; i <= NF - 2; i++) if ($i <= 0) exit 1 }' ||
+echo "$rows" | awk '{ for (i = NF - 9; i <= NF - 4; i++) if ($i <= 0) exit 1 }' ||
   fail "a rate or latency in the table is not positive"
+# uiw-nfs's CPU per GiB: what each put and get used in all, a process's CPU clock (its
+# start, its connection and the transfers at the least): above 0 in every row
+echo "$rows" | awk '{ if ($(NF - 1) <= 0 || $NF <= 0) exit 1 }' ||
+  fail "the client's CPU time per GiB is 0 in a row"
 # the server's CPU per GiB: from its threads' schedstat (nanoseconds), so above 0 in every
 # row, however short its transfers; where the kernel keeps none, from clock ticks, which
 # a small transfer may not reach: above 0 in some row
 if [ -r /proc/self/schedstat ]; then
-  echo "$rows" | awk '{ if ($(NF - 1) <= 0 || $NF <= 0) exit 1 }' ||
+  echo "$rows" | awk '{ if ($(NF - 3) <= 0 || $(NF - 2) <= 0) exit 1 }' ||
     fail "the server's CPU time per GiB is 0 in a row"
 else
-  echo "$rows" | awk '{ s += $(NF - 1) + $NF } END { exit !(s > 0) }' ||
+  echo "$rows" | awk '{ s += $(NF - 3) + $(NF - 2) } END { exit !(s > 0) }' ||
     fail "the server's CPU time per GiB is 0 in every row"
 fi
 [ "$(grep -c "^ *[0-9]* [KM]iB  [34.1 ]*rdma-v2 " <<<"$rows")" = 6 ] ||
@@ -82,7 +86,7 @@ done <<<"$rows"
 # its size): three rounds of each size and run, the runs in reversed order in the second;
 # each figure of a row the median of its three rounds' (to the rounding of the table).
 rounds=$out/nfs-demo.rounds
-[ "$(awk 'NF == 16' "$rounds" | wc -l)" = 27 ] || fail "$rounds: not 27 rounds of 16 fields"
+[ "$(awk 'NF == 18' "$rounds" | wc -l)" = 27 ] || fail "$rounds: not 27 rounds of 18 fields"
 for size in 4096 65536 1048576; do
   order=$(awk -v s=$size '$1 == s { printf "%s%s", sep, $2 " " $3; sep = "," }' "$rounds")
   [ "$order" = "tcp 1,rdma 1,rdma4 1,rdma4 2,rdma 2,tcp 2,tcp 3,rdma 3,rdma4 3" ] ||
@@ -95,13 +99,13 @@ while IFS= read -r row; do
       size = R[1] * (R[2] == "KiB" ? 1024 : 1048576)
       run = R[4] == "tcp" ? "tcp" : R[3] == "4.1" ? "rdma4" : "rdma"
     }
-    $1 == size && $2 == run { k++; for (i = 9; i <= 16; i++) v[i, k] = $i }
+    $1 == size && $2 == run { k++; for (i = 9; i <= 18; i++) v[i, k] = $i }
     END {
       if (k != 3) exit 1
-      for (i = 9; i <= 16; i++) {
+      for (i = 9; i <= 18; i++) {
         a = v[i, 1]; b = v[i, 2]; c = v[i, 3]
         m = a + b + c - (a < b ? (a < c ? a : c) : (b < c ? b : c)) - (a > b ? (a > c ? a : c) : (b > c ? b : c))
-        d = R[n - 16 + i] - m
+        d = R[n - 18 + i] - m
         if (d * d > 0.06 * 0.06) exit 1
       }
     }' "$rounds" || fail "a figure of this row is not the median of its rounds: $row"
