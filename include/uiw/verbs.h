@@ -92,6 +92,8 @@ struct uiw_context_stats {
     uint64_t terminates_received;
     uint64_t crc_errors;
     uint64_t async_events_dropped; /* async queue overflow */
+    uint64_t file_payload_bytes;   /* payload bytes sent from file regions (uiw_reg_mr_file),
+                                      handed to TCP by the kernel without a user-space copy */
 };
 UIW_EXTERN int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *stats);
 
@@ -173,6 +175,25 @@ struct uiw_mr {
  * full). The STag of a uiw_reg_mr region cannot be invalidated (LOCAL_INV or a peer's
  * Send with Invalidate fail); use uiw_alloc_mr for invalidatable STags. */
 UIW_EXTERN struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t length, unsigned access);
+
+/* A region over bytes of a file rather than memory: [offset, offset + length) of the
+ * regular file fd refers to (open for reading), at TOs 0 to length - 1 (an SGE's addr is
+ * the place of its first byte in the region, not a pointer). It is a source of Sends and
+ * RDMA Writes only: gathered through a single SGE (a WR with more fails), never placed
+ * into (a receive or a Read sink naming it fails: it has no LOCAL_WRITE), never reached by
+ * a peer (its STag serves no remote access). Its bytes go from the file to TCP without a
+ * copy in user space (sendfile(2)), read when they are sent: what the file holds then, and
+ * zeros for any past the file's end (a file truncated meanwhile); a failure to read the
+ * file ends the connection. A connection with MPA CRC or markers cannot send from it (the
+ * stack would have to read the bytes to frame them): a WR gathering from it there completes
+ * with UIW_WC_LOC_PROT_ERR. The region holds a descriptor of its own (fd may be closed
+ * once the call returns), and every FPDU built from it holds that descriptor until TCP has
+ * taken the FPDU: uiw_dereg_mr does not wait for them, and a deregistered region's file is
+ * never confused with another. NULL + errno: EINVAL (pd NULL, fd not a regular file's,
+ * offset + length beyond a file's largest offset), EBADF (fd open for no reading),
+ * ENOMEM. */
+UIW_EXTERN struct uiw_mr *uiw_reg_mr_file(struct uiw_pd *pd, int fd, uint64_t offset,
+                                          size_t length);
 
 /* A fast-register MR (as ibv_alloc_mr with IBV_MR_TYPE_MEM_REG): its STag index is
  * reserved, the STag starts invalid; a UIW_WR_REG_MR work request binds it to memory with

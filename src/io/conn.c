@@ -8,7 +8,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -280,6 +282,54 @@ UIW__DATAPATH static ssize_t conn_write(int fd, const struct iovec *iov, int cnt
     return sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* A file region's payload (uiw__qp_tx_file), the iovec tx_next handed alone: its bytes
+ * from the file by sendfile, zeros for those past the file's end (truncated since the
+ * work request was posted: the FPDU's length is on the wire already). Same returns as
+ * conn_write; an error reading the file (EIO) ends the connection, as a socket's does. */
+UIW__NOINLINE static ssize_t conn_sendfile(struct uiw__conn *c, const struct iovec *v)
+{
+    int fd;
+    uint64_t off;
+    if (uiw__qp_tx_file(c->qp, &fd, &off) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    off_t o = (off_t)off;
+    ssize_t w = sendfile(c->h.fd, fd, &o, v->iov_len);
+    if (w == 0) {
+        static const uint8_t zeros[4096];
+        w = send(c->h.fd, zeros, v->iov_len < sizeof(zeros) ? v->iov_len : sizeof(zeros),
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0 && c->pcap)
+            uiw__pcap_data(c->pcap, 1, &(struct iovec){(void *)(uintptr_t)zeros, (size_t)w}, 1,
+                           (size_t)w);
+        return w;
+    }
+    if (w > 0 && c->pcap) {
+        /* the capture's copy of what went (a debugging aid: read again, not zero-copy) */
+        uint8_t *b = malloc((size_t)w);
+        if (b) {
+            ssize_t r = pread(fd, b, (size_t)w, (off_t)off);
+            if (r < w)
+                memset(b + (r > 0 ? r : 0), 0, (size_t)(w - (r > 0 ? r : 0)));
+            uiw__pcap_data(c->pcap, 1, &(struct iovec){b, (size_t)w}, 1, (size_t)w);
+            free(b);
+        }
+    }
+    return w;
+}
+
+/* What tx_next handed: memory (conn_write) or a file's payload alone (conn_sendfile). */
+UIW__DATAPATH static ssize_t conn_send_iov(struct uiw__conn *c, const struct iovec *iov, int cnt)
+{
+    if (cnt == 1 && iov[0].iov_base == uiw__tx_file_mark)
+        return conn_sendfile(c, iov);
+    ssize_t w = conn_write(c->h.fd, iov, cnt);
+    if (c->pcap && w > 0)
+        uiw__pcap_data(c->pcap, 1, iov, cnt, (size_t)w);
+    return w;
+}
+
 UIW__DATAPATH static size_t iov_total(const struct iovec *iov, int n)
 {
     size_t t = 0;
@@ -496,7 +546,7 @@ static int conn_tx(struct uiw__conn *c)
         int cnt = uiw__qp_tx_next(c->qp, iov, CONN_IOV);
         if (cnt <= 0)
             return 0;
-        ssize_t w = conn_write(c->h.fd, iov, cnt);
+        ssize_t w = conn_send_iov(c, iov, cnt);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -507,8 +557,6 @@ static int conn_tx(struct uiw__conn *c)
             }
             return -errno;
         }
-        if (c->pcap)
-            uiw__pcap_data(c->pcap, 1, iov, cnt, (size_t)w);
         uiw__qp_tx_advance(c->qp, (size_t)w);
         if (c->wake_state == UIW__WAKE_IDLE && w > 0)
             conn_wake_arm(c);
@@ -605,9 +653,7 @@ UIW__DATAPATH bool uiw__conn_send_locked(struct uiw__conn *c)
     if (c->h.fn && c->open && !c->closing && !c->out_blocked) {
         int cnt = uiw__qp_tx_next_locked(c->qp, c->iov, CONN_IOV);
         if (cnt > 0) {
-            ssize_t w = conn_write(c->h.fd, c->iov, cnt);
-            if (c->pcap && w > 0)
-                uiw__pcap_data(c->pcap, 1, c->iov, cnt, (size_t)w);
+            ssize_t w = conn_send_iov(c, c->iov, cnt);
             uiw__qp_tx_advance_locked(c->qp, w > 0 ? (size_t)w : 0);
             if (c->wake_state == UIW__WAKE_IDLE && w > 0)
                 conn_wake_arm(c);

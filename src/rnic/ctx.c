@@ -205,6 +205,7 @@ int uiw_query_context_stats(struct uiw_context *ctx, struct uiw_context_stats *s
     st->terminates_received = S(UIW__STAT_TERM_RECV);
     st->crc_errors = S(UIW__STAT_CRC_ERRORS);
     st->async_events_dropped = S(UIW__STAT_ASYNC_DROPPED);
+    st->file_payload_bytes = S(UIW__STAT_FILE);
 #undef S
     return 0;
 }

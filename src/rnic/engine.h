@@ -46,6 +46,20 @@ struct uiw__pd {
 
 enum { UIW__STAG_FREE = 0, UIW__STAG_VALID, UIW__STAG_INVALID };
 
+/* The file of a uiw_reg_mr_file region: a descriptor of its own, held by the region and
+ * by every FPDU built from it until TCP took it (or it was dropped); the last to let go
+ * closes it. */
+struct uiw__file_src {
+    _Atomic uint32_t refs;
+    int fd;
+};
+void uiw__file_src_put(struct uiw__file_src *f);
+
+/* An entry's access bit (beside UIW_ACCESS_*) of a file region: a check passes for it
+ * only when it asks for this bit too, as only tx.c's gathering does; every other check
+ * (a placement, a Read Response's source, a small Send copied whole) finds no access. */
+#define UIW__ACCESS_FILE (1u << 7)
+
 struct uiw__stag {
     uint8_t state;
     uint8_t key;
@@ -61,6 +75,8 @@ struct uiw__stag {
     /* Read Response segments built from the entry and not yet handed to TCP (their
      * payload is read from its memory then): uiw_dereg_mr waits for none to be left */
     _Atomic uint32_t pins;
+    struct uiw__file_src *file; /* a file region's (TO 0 is byte file_off), else NULL */
+    uint64_t file_off;
 };
 
 struct uiw_context {
@@ -133,6 +149,12 @@ int uiw__stag_invalidate(struct uiw_context *ctx, const struct uiw_pd *pd, uint3
 enum uiw__stag_err uiw__qp_stag_pin(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
                                     uint8_t **ptr, uint32_t *idx);
 void uiw__stag_unpin(struct uiw_context *ctx, uint32_t idx);
+/* An FPDU's payload [to, to + len) of the QP's file region stag, about to be built: the
+ * file, with one reference taken for the FPDU (uiw__file_src_put once it went to TCP or
+ * was dropped), and the file offset of byte to; NULL when stag names no valid file region
+ * of the QP's PD holding that range. */
+struct uiw__file_src *uiw__qp_stag_file(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
+                                        uint64_t *off);
 /* Fast-register: 0 or -EINVAL. */
 int uiw__stag_fastreg(struct uiw_context *ctx, const struct uiw_pd *pd, struct uiw_mr *mr,
                       uint32_t key, void *addr, size_t len, unsigned access);
@@ -206,6 +228,7 @@ struct uiw__swqe {
     int vendor_err;
     uint32_t inv_rkey;
     uint32_t rkey;
+    bool file; /* resolved: its SGE names a file region (uiw_reg_mr_file) */
     uint64_t remote_addr;
     uint8_t *inline_buf; /* max_inline bytes, per slot */
     struct uiw_sge sge[UIW__MAX_SGE];
@@ -287,6 +310,10 @@ struct uiw__txslot {
     bool has_swqe;
     bool terminate; /* the Terminate */
     uint32_t pin;   /* STag index a Read Response segment pinned (uiw__qp_stag_pin), or 0 */
+    /* a payload from a file region: its iovec's base is uiw__tx_file_mark, its bytes those
+     * of file at file_off (a reference of the slot's) */
+    struct uiw__file_src *file;
+    uint64_t file_off;
     /* the framer's state before this slot was built: unsent slots can be dropped (abort)
      * without breaking marker positions */
     struct uiw_fpdu_tx ftx_before;
@@ -449,6 +476,10 @@ struct uiw_qp {
     bool term_sent, term_received;
     struct uiw_terminate term_in;
     uint8_t tl, te, tc;
+
+    /* the file segment the last tx_next handed io (uiw__qp_tx_file), -1: none */
+    int tx_file_fd;
+    uint64_t tx_file_off;
 };
 _Static_assert(offsetof(struct uiw_qp, sq) == 64 && offsetof(struct uiw_qp, slot_mem) == 128 &&
                    offsetof(struct uiw_qp, ftx) == 192 && offsetof(struct uiw_qp, stage) == 256 &&

@@ -4,8 +4,11 @@
  * 8.1.1: valid STag, stream association (PD), TO wrap, base and bounds, access rights.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rnic/engine.h"
 #include "common/compiler.h"
@@ -168,6 +171,56 @@ struct uiw_mr *uiw_reg_mr(struct uiw_pd *pd, void *addr, size_t length, unsigned
     return mr_new(pd, addr, length, access, false);
 }
 
+void uiw__file_src_put(struct uiw__file_src *f)
+{
+    if (f && atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1) {
+        close(f->fd);
+        free(f);
+    }
+}
+
+struct uiw_mr *uiw_reg_mr_file(struct uiw_pd *pd, int fd, uint64_t offset, size_t length)
+{
+    if (!pd || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset) {
+        errno = EINVAL;
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    struct stat st;
+    if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY || (fl & O_PATH) || fstat(fd, &st) != 0) {
+        errno = EBADF;
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) { /* what sendfile reads from */
+        errno = EINVAL;
+        return NULL;
+    }
+    struct uiw__file_src *f = malloc(sizeof(*f));
+    if (!f) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (f->fd < 0) {
+        int e = errno;
+        free(f);
+        errno = e == EMFILE || e == ENFILE ? ENOMEM : EBADF;
+        return NULL;
+    }
+    atomic_init(&f->refs, 1);
+    struct uiw_mr *mr = mr_new(pd, NULL, length, UIW__ACCESS_FILE, false);
+    if (!mr) {
+        uiw__file_src_put(f);
+        return NULL;
+    }
+    struct uiw_context *ctx = pd->context;
+    uiw__lock_take(&ctx->mem_lock);
+    ctx->stags[mr->handle].file = f;
+    ctx->stags[mr->handle].file_off = offset;
+    uiw__lock_give(&ctx->mem_lock);
+    return mr;
+}
+
 struct uiw_mr *uiw_alloc_mr(struct uiw_pd *pd, size_t max_length)
 {
     if (!pd) {
@@ -195,6 +248,8 @@ int uiw_dereg_mr(struct uiw_mr *mr)
     uint32_t gen = gen_bump(ctx);
     s->mr = NULL;
     s->pd = NULL;
+    struct uiw__file_src *file = s->file; /* FPDUs built from it hold their own */
+    s->file = NULL;
     /* Read Response segments built from it before (seq_cst: see uiw__qp_stag_pin) */
     bool pinned = atomic_load_explicit(&s->pins, memory_order_seq_cst) != 0;
     if (!pinned) {
@@ -202,6 +257,7 @@ int uiw_dereg_mr(struct uiw_mr *mr)
         ctx->free_head = mr->handle;
     }
     uiw__lock_give(&ctx->mem_lock);
+    uiw__file_src_put(file);
     /* a placement checked before (a read into it under way) ends before the call does */
     uiw__ctx_rx_quiesce(ctx, gen);
     if (pinned) {
@@ -244,7 +300,8 @@ UIW__DATAPATH static enum uiw__stag_err stag_verdict(const struct uiw__stag *s,
         return UIW__STAG_E_WRAP;
     if (to < s->base || to + len > s->base + s->len)
         return UIW__STAG_E_BOUNDS;
-    if ((s->access & access) != access)
+    /* (a file region's only for a check that asks for UIW__ACCESS_FILE) */
+    if ((s->access & (access | UIW__ACCESS_FILE)) != access)
         return UIW__STAG_E_ACCESS;
     return UIW__STAG_OK;
 }
@@ -289,12 +346,29 @@ UIW__DATAPATH enum uiw__stag_err uiw__qp_stag_check(struct uiw_qp *qp, uint32_t 
     for (int i = 0; i < 2; i++) {
         const struct uiw__stag_hit *h = &qp->stag_hit[i];
         if (h->stag == stag && h->gen == gen && to + len >= to && to >= h->base &&
-            to + len <= h->base + h->len && (h->access & access) == access) {
+            to + len <= h->base + h->len && (h->access & (access | UIW__ACCESS_FILE)) == access) {
             *ptr = (uint8_t *)(uintptr_t)to;
             return UIW__STAG_OK;
         }
     }
     return qp_stag_miss(qp, stag, to, len, access, ptr);
+}
+
+struct uiw__file_src *uiw__qp_stag_file(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,
+                                        uint64_t *off)
+{
+    struct uiw_context *ctx = qp->ctx;
+    uint32_t idx = stag >> 8;
+    struct uiw__file_src *f = NULL;
+    uiw__lock_take(&ctx->mem_lock);
+    const struct uiw__stag *s = idx < ctx->nstags ? &ctx->stags[idx] : NULL;
+    if (stag_verdict(s, qp->pd, stag, to, len, UIW__ACCESS_FILE) == UIW__STAG_OK && s->file) {
+        f = s->file;
+        atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+        *off = s->file_off + to;
+    }
+    uiw__lock_give(&ctx->mem_lock);
+    return f;
 }
 
 enum uiw__stag_err uiw__qp_stag_pin(struct uiw_qp *qp, uint32_t stag, uint64_t to, uint64_t len,

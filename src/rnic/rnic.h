@@ -112,6 +112,7 @@ enum uiw__stat {
     UIW__STAT_TERM_RECV,
     UIW__STAT_CRC_ERRORS,
     UIW__STAT_ASYNC_DROPPED,
+    UIW__STAT_FILE,
     UIW__STAT_COUNT
 };
 void uiw__stat_add(struct uiw_context *ctx, enum uiw__stat s, uint64_t n);
@@ -296,6 +297,15 @@ void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n);
 /* The same, for io's uiw__io_ops.qp_send, which runs with the QP lock held. */
 int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, int max);
 void uiw__qp_tx_advance_locked(struct uiw_qp *qp, size_t n);
+
+/* A payload from a file region (uiw_reg_mr_file) is not in memory: tx_next hands it to io
+ * alone, as one iovec whose base is uiw__tx_file_mark (never read through), and returns the
+ * iovecs before it without it. uiw__qp_tx_file then gives its file and the offset of its
+ * first byte (0), or returns -ENOENT when the last tx_next handed no such iovec; io sends
+ * it with sendfile(2), and zeros for bytes past the file's end. The descriptor stays open
+ * until tx_advance covers the iovec. io's own calls only (the loop's lock held). */
+extern const uint8_t uiw__tx_file_mark[1];
+int uiw__qp_tx_file(const struct uiw_qp *qp, int *fd, uint64_t *off);
 
 /* ---------------------------------------------------------------------------------------
  * Connection end

@@ -33,6 +33,9 @@ struct tx_mem {
 _Static_assert(offsetof(struct uiw__txslot, hdr) == offsetof(struct uiw__txslot, len) + 2,
                "the MPA length field sits right before the header");
 
+/* The base of a file payload's iovec: an address that is none of the payload's. */
+const uint8_t uiw__tx_file_mark[1];
+
 /* A slot's record, rounded up: its iovecs follow. */
 #define SLOT_REC ((sizeof(struct uiw__txslot) + 15) & ~(size_t)15)
 
@@ -112,6 +115,7 @@ UIW__DATAPATH static struct uiw__txslot *slot_new(struct uiw_qp *qp)
     s->has_swqe = false;
     s->terminate = false;
     s->pin = 0;
+    s->file = NULL;
     s->niov = 0;
     s->wire_len = 0;
     return s;
@@ -249,6 +253,8 @@ static void drop_from(struct uiw_qp *qp, uint32_t keep)
         if (s->pin)
             uiw__stag_unpin(qp->ctx, s->pin);
         s->pin = 0;
+        uiw__file_src_put(s->file);
+        s->file = NULL;
     }
     qp->slot_tail = keep;
 }
@@ -388,9 +394,26 @@ UIW__DATAPATH static void wr_done(struct uiw_qp *qp, struct uiw__swqe *w, int st
     w->vendor_err = vendor;
 }
 
+/* SGE i of a Send or Write, which a memory check refused for its access: a file region's
+ * (uiw_reg_mr_file), which only a WR of that one SGE on a connection without CRC and
+ * markers sends from (its bytes never pass through here), or a refusal. Returns 0 (w->file
+ * set; each FPDU takes its file at build) or an engine code. */
+UIW__NOINLINE static int resolve_file(struct uiw_qp *qp, struct uiw__swqe *w, int i)
+{
+    uint8_t *p = NULL;
+    if (w->num_sge != 1 || qp->ftx.crc || qp->ftx.markers ||
+        uiw__qp_stag_check(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, UIW__ACCESS_FILE,
+                           &p) != UIW__STAG_OK)
+        return UIW_E_RNIC_LOCAL_PROT;
+    w->ptr[i] = NULL;
+    w->file = true;
+    return 0;
+}
+
 /* Check and resolve the local SGEs of w. Returns 0 or an engine code. */
 UIW__DATAPATH static int resolve_sges(struct uiw_qp *qp, struct uiw__swqe *w, unsigned access)
 {
+    w->file = false;
     if (w->flags & UIW_SEND_INLINE)
         return 0;
     for (int i = 0; i < w->num_sge; i++) {
@@ -401,6 +424,8 @@ UIW__DATAPATH static int resolve_sges(struct uiw_qp *qp, struct uiw__swqe *w, un
         }
         enum uiw__stag_err e =
             uiw__qp_stag_check(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, access, &p);
+        if (e == UIW__STAG_E_ACCESS && access == 0)
+            return resolve_file(qp, w, i);
         if (e != UIW__STAG_OK)
             return UIW_E_RNIC_LOCAL_PROT;
         w->ptr[i] = p;
@@ -635,6 +660,39 @@ UIW__DATAPATH void uiw__tx_run_local(struct uiw_qp *qp)
             ;
 }
 
+/* The segment of w's payload [w->off, w->off + n) from its file region, behind the header
+ * s->hdr[0..h) (sq_step's, for the rest): the slot's iovec of it marks it for io
+ * (uiw__qp_tx_file), the slot holds the file until TCP took it. Returns 0 (built), -1
+ * (nothing built now) or 1 (w failed: its region was deregistered since it began, a bad
+ * SGE's failure). */
+UIW__NOINLINE static int file_segment(struct uiw_qp *qp, struct uiw__txslot *s, struct uiw__swqe *w,
+                                      size_t h, uint32_t n)
+{
+    uint64_t off = 0;
+    struct uiw__file_src *f =
+        uiw__qp_stag_file(qp, w->sge[0].lkey, w->sge[0].addr + w->off, n, &off);
+    if (!f) {
+        if (w->off == 0) { /* nothing of it on the wire: the WR fails alone */
+            qp->sq_tx++;
+            wr_done(qp, w, UIW_WC_LOC_PROT_ERR, UIW_E_RNIC_LOCAL_PROT);
+            uiw__qp_fail(qp, UIW_E_RNIC_LOCAL_PROT);
+            uiw__sq_retire(qp);
+            return 1;
+        }
+        uiw__qp_fail(qp, UIW_E_RNIC_LOCAL_PROT); /* a message cut short ends the stream */
+        return -1;
+    }
+    struct uiw_wire_iov ul[2] = {{0}, {uiw__tx_file_mark, n}};
+    if (slot_commit(qp, s, h, ul, 1, false) < 0) {
+        uiw__file_src_put(f);
+        return -1;
+    }
+    s->file = f;
+    s->file_off = off;
+    uiw__qstat(qp, UIW__STAT_FILE, n);
+    return 0;
+}
+
 /* The next step of the send queue: a segment, a Read Request or a local operation. */
 UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
 {
@@ -723,10 +781,16 @@ UIW__DATAPATH static bool sq_step(struct uiw_qp *qp, struct uiw__txslot *s)
                 ? w->inv_rkey
                 : 0,
             UIW_DDP_QN_SEND, w->msn, w->off);
-    struct uiw_wire_iov ul[1 + UIW__MAX_SGE];
-    int nv = gather(w, w->off, n, ul + 1);
-    if (slot_commit(qp, s, h, ul, nv, w->len == n) < 0)
-        return false;
+    if (w->file && n) {
+        int r = file_segment(qp, s, w, h, n);
+        if (r)
+            return r > 0;
+    } else {
+        struct uiw_wire_iov ul[1 + UIW__MAX_SGE];
+        int nv = gather(w, w->off, n, ul + 1);
+        if (slot_commit(qp, s, h, ul, nv, w->len == n) < 0)
+            return false;
+    }
     w->off += n;
     if (last) {
         s->swqe = idx;
@@ -857,6 +921,7 @@ int uiw__qp_tx_next(struct uiw_qp *qp, struct iovec *iov, int max)
 UIW__DATAPATH int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, int max)
 {
     int n = 0;
+    qp->tx_file_fd = -1;
     if (qp->iov_per_slot) {
         tx_fill(qp);
         size_t skip = qp->slot_off;
@@ -869,6 +934,18 @@ UIW__DATAPATH int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, i
                     skip -= l;
                     continue;
                 }
+                if (s->iov[j].iov_base == uiw__tx_file_mark) {
+                    /* a file's bytes: alone, or not yet (after what comes before) */
+                    if (n == 0) {
+                        iov[0].iov_base = (void *)(uintptr_t)uiw__tx_file_mark;
+                        iov[0].iov_len = l - skip;
+                        qp->tx_file_fd = s->file->fd;
+                        qp->tx_file_off = s->file_off + skip;
+                        n = 1;
+                    }
+                    qp->slot_given = i + 1;
+                    return n;
+                }
                 iov[n].iov_base = (uint8_t *)s->iov[j].iov_base + skip;
                 iov[n].iov_len = l - skip;
                 skip = 0;
@@ -878,6 +955,15 @@ UIW__DATAPATH int uiw__qp_tx_next_locked(struct uiw_qp *qp, struct iovec *iov, i
         qp->slot_given = i; /* io may read these slots until its tx_advance */
     }
     return n;
+}
+
+int uiw__qp_tx_file(const struct uiw_qp *qp, int *fd, uint64_t *off)
+{
+    if (!qp || qp->tx_file_fd < 0)
+        return -ENOENT;
+    *fd = qp->tx_file_fd;
+    *off = qp->tx_file_off;
+    return 0;
 }
 
 void uiw__qp_tx_advance(struct uiw_qp *qp, size_t n)
@@ -904,6 +990,10 @@ UIW__DATAPATH void uiw__qp_tx_advance_locked(struct uiw_qp *qp, size_t n)
         if (s->pin) {
             uiw__stag_unpin(qp->ctx, s->pin);
             s->pin = 0;
+        }
+        if (s->file != NULL) {
+            uiw__file_src_put(s->file);
+            s->file = NULL;
         }
         uiw__qstat(qp, UIW__STAT_TX_FPDUS, 1);
         if (s->has_swqe) {

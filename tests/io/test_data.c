@@ -747,6 +747,82 @@ TEST(data_pcap_capture)
     rmdir(dir);
 }
 
+/* RDMA Writes and a Send from a file region over a real connection, the payload handed
+ * to TCP by sendfile: a large Write, a Send, a Write that runs past the file's end
+ * (zeros there), each landing as the file holds it; the context counts them as sent from
+ * a file. With capture: the pcap holds the file's bytes (read again for it). */
+static void file_region_ops(const char *pcap_dir)
+{
+    struct link k;
+    struct uiw_conn_param cp = {IO_DEPTHS, .pcap_dir = pcap_dir};
+    link_up_ex(&k, AF_INET, true, true, pcap_dir ? &cp : NULL, NULL);
+    size_t size = (1u << 20) + 4321, big = 1u << 20;
+    char name[] = "/tmp/uiw-io-file-XXXXXX";
+    int fd = mkstemp(name);
+    CHECK(fd >= 0);
+    CHECK_EQ(unlink(name), 0);
+    uint8_t *data = malloc(size), *bbuf = calloc(1, big + 4096);
+    CHECK(data && bbuf);
+    fill(data, size, 21);
+    CHECK_EQ(pwrite(fd, data, size, 0), (ssize_t)size);
+    /* from byte 321 on, 5000 bytes longer than what the file holds from there */
+    size_t rlen = size - 321 + 5000;
+    struct uiw_mr *fmr = uiw_reg_mr_file(k.a.pd, fd, 321, rlen);
+    CHECK(fmr != NULL);
+    CHECK_EQ(close(fd), 0);
+    unsigned acc = UIW_ACCESS_LOCAL_WRITE | UIW_ACCESS_REMOTE_WRITE | UIW_ACCESS_REMOTE_READ;
+    struct uiw_mr *bmr = uiw_reg_mr(k.b.pd, bbuf, big + 4096, acc);
+    CHECK(bmr != NULL);
+
+    post_op(&k.a, UIW_WR_RDMA_WRITE, fmr, NULL, (uint32_t)big, (uintptr_t)bbuf, bmr->rkey, 1);
+    expect_wc(&k.a, 1, UIW_WC_RDMA_WRITE, UIW_WC_SUCCESS, 0);
+    /* a Send after it, into the region's end: once it arrived, so had the Write */
+    post_recv(&k.b, bmr, bbuf + big, 4096, 2);
+    post_op(&k.a, UIW_WR_SEND, fmr, (void *)(uintptr_t)100, 3000, 0, 0, 3);
+    expect_wc(&k.a, 3, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    expect_wc(&k.b, 2, UIW_WC_RECV, UIW_WC_SUCCESS, 3000);
+    CHECK_MEM(bbuf, data + 321, big);
+    CHECK_MEM(bbuf + big, data + 421, 3000);
+
+    /* 1000 bytes of the file's last ones, then 5000 past its end */
+    memset(bbuf, 0xEE, 8000);
+    post_op(&k.a, UIW_WR_RDMA_WRITE, fmr, (void *)(uintptr_t)(rlen - 6000), 6000, (uintptr_t)bbuf,
+            bmr->rkey, 4);
+    expect_wc(&k.a, 4, UIW_WC_RDMA_WRITE, UIW_WC_SUCCESS, 0);
+    post_recv(&k.b, bmr, bbuf + big, 4096, 5);
+    post_op(&k.a, UIW_WR_SEND, fmr, NULL, 8, 0, 0, 6);
+    expect_wc(&k.b, 5, UIW_WC_RECV, UIW_WC_SUCCESS, 8);
+    expect_wc(&k.a, 6, UIW_WC_SEND, UIW_WC_SUCCESS, 0);
+    CHECK_MEM(bbuf, data + size - 1000, 1000);
+    static const uint8_t zeros[5000];
+    CHECK_MEM(bbuf + 1000, zeros, 5000);
+    CHECK_EQ(bbuf[6000], 0xEE);
+
+    struct uiw_context_stats st;
+    CHECK_EQ(uiw_query_context_stats(k.a.ctx, &st), 0);
+    CHECK_EQ(st.file_payload_bytes, big + 3000 + 6000 + 8);
+    CHECK_EQ(uiw_dereg_mr(fmr), 0);
+    CHECK_EQ(uiw_dereg_mr(bmr), 0);
+    link_down(&k, true);
+    if (pcap_dir) /* the Write's first payload bytes, in the one capture (a's) */
+        CHECK_EQ(count_pcaps(pcap_dir, (const char *)data + 321 + 100, 32), 1);
+    free(data);
+    free(bbuf);
+}
+
+TEST(data_ops_from_file_region)
+{
+    file_region_ops(NULL);
+}
+
+TEST(data_ops_from_file_region_captured)
+{
+    char dir[] = "/tmp/uiw-io-fpcap-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    file_region_ops(dir);
+    rmdir(dir);
+}
+
 static void post_reg(struct side *s, struct uiw_mr *fmr, uint32_t key, void *addr, size_t len,
                      unsigned access, uint64_t id)
 {

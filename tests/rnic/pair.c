@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "test.h"
@@ -246,6 +247,17 @@ size_t pair_pump_dir(struct pair *p, int d, size_t limit)
         if (!p->o.whole)
             k = 1 + pair_rand(p) % k;
         size_t m = 0;
+        int fd;
+        uint64_t off;
+        if (iov[0].iov_base == uiw__tx_file_mark) {
+            /* a file region's payload, handed alone: what sendfile would send */
+            CHECK_EQ(n, 1);
+            CHECK_EQ(uiw__qp_tx_file(s->qp, &fd, &off), 0);
+            ssize_t r = pread(fd, p->tmp, k, (off_t)off);
+            CHECK(r >= 0);
+            memset(p->tmp + r, 0, k - (size_t)r);
+            m = k;
+        }
         for (int i = 0; i < n && m < k; i++) {
             size_t c = iov[i].iov_len < k - m ? iov[i].iov_len : k - m;
             memcpy(p->tmp + m, iov[i].iov_base, c);
