@@ -19,10 +19,14 @@ if(TARGET bench-iwperf)
   target_compile_definitions(${runner} PRIVATE UIW_BENCH_IWPERF="$<TARGET_FILE:bench-iwperf>")
   add_dependencies(${runner} bench-iwperf)
 endif()
+if(TARGET bench-sendfile)
+  target_compile_definitions(${runner} PRIVATE UIW_BENCH_SENDFILE="$<TARGET_FILE:bench-sendfile>")
+  add_dependencies(${runner} bench-sendfile)
+endif()
 cmake_language(DEFER DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} CALL
                set_tests_properties tools.bench_xdr_counts_both_sides tools.bench_nfs_fair_ratios
                tools.bench_nfs_alternates_order tools.bench_iwperf_both_baselines
-               PROPERTIES SKIP_RETURN_CODE 77)
+               tools.bench_sendfile_ratios PROPERTIES SKIP_RETURN_CODE 77)
 target_sources(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/perf/perf_util.c)
 target_include_directories(${runner} PRIVATE ${CMAKE_SOURCE_DIR}/tests/perf)
 set(UIW_TEST_TIMEOUT 120)
