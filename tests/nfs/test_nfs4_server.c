@@ -671,6 +671,7 @@ TEST(tshark_nfs4_server)
     char *o = it_tshark_fields(pcap, "nfs.nfsstat4 == 10044 && rpc.msgtyp == 1", "rpc.xid");
     CHECK_EQ(it_nlines(o), 2);
     free(o);
+    it_rmtree(dir); /* kept when a check failed: the capture to look at */
 }
 
 /* EXCHANGE_ID of `owner`: its status, the client ID and CREATE_SESSION's sequence. */
