@@ -44,6 +44,7 @@
 #include <uiw/verbs.h>
 #include <uiw/wire.h>
 
+#include "bench_link.h"
 #include "bench_stats.h"
 
 static uint64_t now_ns(void)
@@ -111,17 +112,6 @@ static struct uiw_qp_init_attr qp_attr(struct end *e)
     return a;
 }
 
-static struct uiw_cm_event *expect(struct uiw_cm_channel *ch, enum uiw_cm_event_type t)
-{
-    struct uiw_cm_event *ev = NULL;
-    int r = uiw_cm_get_event(ch, &ev, 10000);
-    if (r < 0)
-        die("cm event", r);
-    if (ev->event != t)
-        die(uiw_cm_event_str(ev->event), ev->status ? ev->status : -EPROTO);
-    return ev;
-}
-
 static void post_recv(struct end *e, uint64_t slot)
 {
     struct uiw_sge g = {
@@ -173,38 +163,21 @@ static void await_recv(struct end *e)
 }
 
 struct link {
-    struct uiw_cm_channel *ch;
-    struct uiw_cm_id *lid;
+    struct bench_link l;
     struct end a, b;
 };
 
 static void link_up(struct link *k)
 {
-    k->ch = uiw_cm_create_channel();
-    if (!k->ch)
-        die("cm channel", -errno);
     end_open(&k->a);
     end_open(&k->b);
-    k->lid = uiw_cm_create_id(k->ch, k->b.ctx, NULL);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int r = uiw_cm_bind_addr(k->lid, (struct sockaddr *)&sa);
-    if (r == 0)
-        r = uiw_cm_listen(k->lid, 4, NULL);
-    if (r < 0)
-        die("listen", r);
-    memcpy(&sa, uiw_cm_get_local_addr(k->lid), sizeof(sa));
-    k->a.id = uiw_cm_create_id(k->ch, k->a.ctx, NULL);
     struct uiw_qp_init_attr qa = qp_attr(&k->a), qb = qp_attr(&k->b);
-    if ((r = uiw_cm_create_qp(k->a.id, k->a.pd, &qa)) < 0 ||
-        (r = uiw_cm_connect(k->a.id, (struct sockaddr *)&sa, NULL)) < 0)
-        die("connect", r);
-    struct uiw_cm_event *ev = expect(k->ch, UIW_CM_EVENT_CONNECT_REQUEST);
-    k->b.id = ev->id;
-    uiw_cm_ack_event(ev);
-    if ((r = uiw_cm_create_qp(k->b.id, k->b.pd, &qb)) < 0 || (r = uiw_cm_accept(k->b.id, NULL)) < 0)
-        die("accept", r);
-    uiw_cm_ack_event(expect(k->ch, UIW_CM_EVENT_ESTABLISHED));
-    uiw_cm_ack_event(expect(k->ch, UIW_CM_EVENT_ESTABLISHED));
+    const char *what;
+    int r = bench_link_up(&k->l, k->a.ctx, k->a.pd, &qa, k->b.ctx, k->b.pd, &qb, &what);
+    if (r < 0)
+        die(what, r);
+    k->a.id = k->l.a;
+    k->b.id = k->l.b;
     for (uint64_t i = 0; i < SLOTS; i++) {
         post_recv(&k->a, i);
         post_recv(&k->b, i);
@@ -213,8 +186,6 @@ static void link_up(struct link *k)
 
 static void end_close(struct end *e)
 {
-    uiw_cm_destroy_qp(e->id);
-    uiw_cm_destroy_id(e->id);
     if (e->srq)
         uiw_destroy_srq(e->srq);
     uiw_dereg_mr(e->mr);
@@ -226,13 +197,13 @@ static void end_close(struct end *e)
 
 static void link_down(struct link *k)
 {
-    uiw_cm_disconnect(k->a.id);
-    for (int i = 0; i < 2; i++)
-        uiw_cm_ack_event(expect(k->ch, UIW_CM_EVENT_DISCONNECTED));
+    const char *what;
+    int r = bench_link_disconnect(&k->l, &what);
+    if (r < 0)
+        die(what, r);
+    bench_link_free(&k->l);
     end_close(&k->a);
     end_close(&k->b);
-    uiw_cm_destroy_id(k->lid);
-    uiw_cm_destroy_channel(k->ch);
 }
 
 /* n round trips; their median in ns. */
