@@ -130,10 +130,9 @@ static void end_close(struct end *e)
 static void link_down(struct link *k)
 {
     const char *what;
-    int r = bench_link_disconnect(&k->l, &what);
+    int r = bench_link_down(&k->l, &what);
     if (r < 0)
         die(what, r);
-    bench_link_free(&k->l);
     end_close(&k->a);
     end_close(&k->b);
 }

@@ -89,23 +89,16 @@ static inline int bench_link_up(struct bench_link *k, struct uiw_context *ca, st
     return 0;
 }
 
-/* Disconnect, and take both ends' DISCONNECTED events. */
-static inline int bench_link_disconnect(struct bench_link *k, const char **what)
+/* Disconnect, take both ends' DISCONNECTED events, and destroy the QPs, the ids and the
+ * channel (before the PDs, CQs and contexts they use): all of them even when a step
+ * failed, whose error is returned. */
+static inline int bench_link_down(struct bench_link *k, const char **what)
 {
     int r = uiw_cm_disconnect(k->a);
-    if (r < 0) {
+    if (r < 0)
         *what = "disconnect";
-        return r;
-    }
-    for (int i = 0; i < 2; i++)
-        if ((r = bench_link_event(k->ch, UIW_CM_EVENT_DISCONNECTED, NULL, what)) < 0)
-            return r;
-    return 0;
-}
-
-/* Destroy the QPs, the ids and the channel (before the PDs, CQs and contexts they use). */
-static inline void bench_link_free(struct bench_link *k)
-{
+    for (int i = 0; i < 2 && r == 0; i++)
+        r = bench_link_event(k->ch, UIW_CM_EVENT_DISCONNECTED, NULL, what);
     struct uiw_cm_id *ids[] = {k->a, k->b};
     for (int i = 0; i < 2; i++) {
         if (!ids[i])
@@ -119,6 +112,7 @@ static inline void bench_link_free(struct bench_link *k)
     if (k->ch)
         uiw_cm_destroy_channel(k->ch);
     memset(k, 0, sizeof(*k));
+    return r;
 }
 
 #endif
