@@ -32,6 +32,14 @@
  * comes comes sooner again. */
 #define SPIN_MISSES 4
 #define SPIN_PROBE  8
+/* After this many slices in a row that brought nothing, the leader sleeps wakeably: on
+ * the completion channel and the wake fd only, which leaves the sockets to the RNIC's
+ * progress thread. A leader asleep on the sockets (uiw__nic_wait) has that thread look
+ * every few milliseconds whether it is still there (100 wake-ups a second of an idle
+ * server); one asleep wakeably has it sleep on the sockets alone, and the first message
+ * after the pause reaches the leader through it (a hand-off, after IDLE_SLICES * SLICE_MS
+ * of nothing). */
+#define IDLE_SLICES 4
 
 struct uiw__rr_slab {
     struct uiw__rr_slab *next;
@@ -603,8 +611,10 @@ static bool listed(struct uiw__rr_dev *d, const void *c)
 
 static void lead(struct uiw__rr_dev *d, uint64_t deadline)
 {
-    if (poll_all(d) > 0)
+    if (poll_all(d) > 0) {
+        d->idle_slices = 0;
         return;
+    }
     uint64_t now = uiw__rr_now_ns();
     if (now >= d->bulk_trim_ns) {
         if (d->bulk_trim_ns) {
@@ -642,6 +652,7 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
                 /* what a wait is for came (not only the completion of a Send) */
                 if (d->polled_input)
                     d->spin_misses = 0;
+                d->idle_slices = 0;
                 return;
             }
             now = uiw__rr_now_ns();
@@ -667,8 +678,10 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
             uiw__nic_arm(c->nc);
         }
     }
-    if (poll_all(d) > 0)
+    if (poll_all(d) > 0) {
+        d->idle_slices = 0;
         return;
+    }
     int ms = SLICE_MS;
     now = uiw__rr_now_ns();
     if (deadline) {
@@ -677,20 +690,28 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
             ms = (int)(left / 1000000u) + 1;
     }
     /* a connection that joined the list since the arming above is armed first */
-    if (atomic_exchange(&d->joined, false))
+    if (atomic_exchange(&d->joined, false)) {
+        d->idle_slices = 0;
         return;
+    }
     void *ctx = NULL;
     /* after the passes above: a call they left waiting for room is counted by now */
     UIW__RR_COUNT(d->n_sleeps, 1);
     /* after an event of a connection not on the list (one about to join it, whose first
      * completion came first and took its CQ's arming), a sleep its join wakes: the leader
-     * then arms and polls it */
-    bool wakeable = atomic_load(&d->room_waiters) > 0 || now < d->unlisted_until;
+     * then arms and polls it; and one after IDLE_SLICES slices of nothing */
+    bool wakeable = atomic_load(&d->room_waiters) > 0 || now < d->unlisted_until ||
+                    d->idle_slices >= IDLE_SLICES;
     atomic_store_explicit(&d->lead_asleep, true, memory_order_relaxed);
     int r = wakeable ? uiw__nic_wait_wakeable(d->nic, ms, &ctx) : uiw__nic_wait(d->nic, ms, &ctx);
     atomic_store_explicit(&d->lead_asleep, false, memory_order_relaxed);
-    if (r == -ETIMEDOUT && ms == SLICE_MS)
+    if (r == -ETIMEDOUT && ms == SLICE_MS) {
         atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
+        if (d->idle_slices < IDLE_SLICES)
+            d->idle_slices++;
+    } else if (r != -ETIMEDOUT) {
+        d->idle_slices = 0;
+    }
     /* a late event can come from a connection reap already took off the list, which its
      * owner may free at any time (a server's on the listener's thread): only one still on
      * the list is looked at, which the list's reference keeps alive (only the leader, this

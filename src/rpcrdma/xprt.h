@@ -500,6 +500,9 @@ struct uiw__rr_dev {
      * polls found a message or an RDMA Read's data (poll_conn). */
     unsigned spin_misses, spin_probe;
     bool polled_input;
+    /* The leader's alone too: its sleeps in a row that ran their whole slice with nothing
+     * (at most IDLE_SLICES), from which on it sleeps wakeably (dev.c). */
+    unsigned idle_slices;
 };
 
 struct uiw__rr_dev *uiw__rr_dev_open(const struct uiw__rr_dev_attr *a);
