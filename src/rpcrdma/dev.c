@@ -40,6 +40,11 @@
  * after the pause reaches the leader through it (a hand-off, after IDLE_SLICES * SLICE_MS
  * of nothing). */
 #define IDLE_SLICES 4
+/* The sleeps of an idle leader, and meanwhile of the workers that do not watch: what
+ * comes wakes the leader (its channel, its wake fd), and a worker is woken when the
+ * leader leaves to run calls. Within the callers' deadlines (a server's workers look at
+ * their stop flag ten times a second). */
+#define IDLE_SLICE_MS 1000
 
 struct uiw__rr_slab {
     struct uiw__rr_slab *next;
@@ -682,7 +687,9 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
         d->idle_slices = 0;
         return;
     }
-    int ms = SLICE_MS;
+    bool idle = d->idle_slices >= IDLE_SLICES;
+    int slice = idle ? IDLE_SLICE_MS : SLICE_MS;
+    int ms = slice;
     now = uiw__rr_now_ns();
     if (deadline) {
         uint64_t left = deadline > now ? deadline - now : 0;
@@ -700,12 +707,13 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     /* after an event of a connection not on the list (one about to join it, whose first
      * completion came first and took its CQ's arming), a sleep its join wakes: the leader
      * then arms and polls it; and one after IDLE_SLICES slices of nothing */
-    bool wakeable = atomic_load(&d->room_waiters) > 0 || now < d->unlisted_until ||
-                    d->idle_slices >= IDLE_SLICES;
+    bool wakeable = atomic_load(&d->room_waiters) > 0 || now < d->unlisted_until || idle;
+    atomic_store_explicit(&d->lead_idle, idle, memory_order_relaxed);
     atomic_store_explicit(&d->lead_asleep, true, memory_order_relaxed);
     int r = wakeable ? uiw__nic_wait_wakeable(d->nic, ms, &ctx) : uiw__nic_wait(d->nic, ms, &ctx);
     atomic_store_explicit(&d->lead_asleep, false, memory_order_relaxed);
-    if (r == -ETIMEDOUT && ms == SLICE_MS) {
+    atomic_store_explicit(&d->lead_idle, false, memory_order_relaxed);
+    if (r == -ETIMEDOUT && ms == slice) {
         atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
         if (d->idle_slices < IDLE_SLICES)
             d->idle_slices++;
@@ -895,10 +903,12 @@ int uiw__rr_dev_work(struct uiw__rr_dev *d, unsigned (*work)(void *), uint64_t (
             continue;
         }
         /* asleep: one worker watches while the device is busy (calls waiting, a lead
-         * vacant, or a leader that polls), the others sleep a slice (or until woken) */
+         * vacant, or a leader that polls), the others sleep a slice (or until woken), an
+         * idle leader's long one while it sleeps as such */
         bool watch = !d->watched && (waiting || !d->leader ||
                                      !atomic_load_explicit(&d->lead_asleep, memory_order_relaxed));
-        uint64_t until = now + (uint64_t)SLICE_MS * 1000000u;
+        bool idle = atomic_load_explicit(&d->lead_idle, memory_order_relaxed);
+        uint64_t until = now + (uint64_t)(idle ? IDLE_SLICE_MS : SLICE_MS) * 1000000u;
         if (watch) {
             d->watched = true;
             until = now + WATCH_NS;

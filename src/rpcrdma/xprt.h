@@ -471,6 +471,9 @@ struct uiw__rr_dev {
      * (calls waiting may have no worker to run them) */
     bool handed;
     _Atomic bool lead_asleep;
+    /* The leader sleeps as an idle one (dev.c IDLE_SLICES): the workers that do not watch
+     * sleep as long. */
+    _Atomic bool lead_idle;
     /* A connection's CQ is armed when its receives are posted, and again by the leader
      * once it is on the list; an event of one not on the list is not looked at (it may be
      * of one gone). joined: one joined the list, armed before the leader sleeps (and one
