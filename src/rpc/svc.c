@@ -89,8 +89,10 @@ static void *worker(void *arg)
         while (uiw__rpc_resp_run_one(&s->resp))
             uiw__rr_plug_flush_after(REPLY_HOLD_NS);
         uiw__rr_unplug();
-        uiw__rr_dev_work(s->dev, work, taken, s, uiw__rr_now_ns() + 100000000u);
+        uiw__rr_dev_work(s->dev, work, taken, s, 0);
     }
+    /* the others, asleep in the device (an idle one sleeps up to a second), stop now */
+    uiw__rr_dev_wake_all(s->dev);
     return NULL;
 }
 
@@ -282,8 +284,10 @@ int uiw_rpc_svc_run(struct uiw_rpc_svc *svc)
 
 void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc)
 {
-    if (svc)
+    if (svc) {
         atomic_store(&svc->stop, true);
+        uiw__rr_dev_interrupt(svc->dev); /* a write to an eventfd */
+    }
 }
 
 static void run_queued(void *arg)
@@ -297,6 +301,7 @@ int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc)
     if (!svc)
         return 0;
     atomic_store(&svc->stop, true);
+    uiw__rr_dev_wake_all(svc->dev);
     if (atomic_load(&svc->running))
         join(svc);
     /* close every connection; the calls still queued run meanwhile (each holds its

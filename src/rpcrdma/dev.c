@@ -42,8 +42,8 @@
 #define IDLE_SLICES 4
 /* The sleeps of an idle leader, and meanwhile of the workers that do not watch: what
  * comes wakes the leader (its channel, its wake fd), and a worker is woken when the
- * leader leaves to run calls. Within the callers' deadlines (a server's workers look at
- * their stop flag ten times a second). */
+ * leader leaves to run calls, or when workers are to stop (uiw__rr_dev_interrupt,
+ * uiw__rr_dev_wake_all). Within the callers' deadlines. */
 #define IDLE_SLICE_MS 1000
 
 struct uiw__rr_slab {
@@ -808,6 +808,20 @@ void uiw__rr_dev_kick(struct uiw__rr_dev *d)
     if (!d->leader)
         wake_worker(d);
     pthread_mutex_unlock(&d->mu);
+}
+
+void uiw__rr_dev_interrupt(struct uiw__rr_dev *d)
+{
+    uiw__nic_wake(d->nic);
+}
+
+void uiw__rr_dev_wake_all(struct uiw__rr_dev *d)
+{
+    pthread_mutex_lock(&d->mu);
+    pthread_cond_broadcast(&d->cv);
+    pthread_cond_broadcast(&d->wcv);
+    pthread_mutex_unlock(&d->mu);
+    uiw__nic_wake(d->nic);
 }
 
 int uiw__rr_dev_wait(struct uiw__rr_dev *d, bool (*done)(void *), void *arg, uint64_t deadline)

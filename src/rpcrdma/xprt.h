@@ -559,6 +559,12 @@ int uiw__rr_dev_work(struct uiw__rr_dev *d, unsigned (*work)(void *), uint64_t (
 int uiw__rr_dev_poll(struct uiw__rr_dev *d);
 /* Wake the threads waiting in uiw__rr_dev_wait so they check their condition. */
 void uiw__rr_dev_kick(struct uiw__rr_dev *d);
+/* For workers that are to stop (their work(arg) says so already): uiw__rr_dev_interrupt
+ * ends the leader's sleep if it sleeps wakeably (an idle leader's), else it ends within a
+ * slice (async-signal-safe); uiw__rr_dev_wake_all wakes every thread asleep in
+ * uiw__rr_dev_work or uiw__rr_dev_wait, and the leader as the former does. */
+void uiw__rr_dev_interrupt(struct uiw__rr_dev *d);
+void uiw__rr_dev_wake_all(struct uiw__rr_dev *d);
 /* The counters of every connection of the device, present and past, and its RNIC's. */
 void uiw__rr_dev_stats(struct uiw__rr_dev *d, struct uiw_rpc_xprt_stats *st);
 /* Count c among the device's connections (before its peer can see it connected), and stop
