@@ -1,5 +1,6 @@
 #include "test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
 #include <sched.h>
@@ -106,6 +107,33 @@ long uiw_test_vm_kib(const char *field)
     if (kib < 0)
         uiw_test_fail(__FILE__, __LINE__, "no %s in /proc/self/status", field);
     return kib;
+}
+
+int uiw_test_thread_sleeps(long *tid, unsigned long long *n, int max)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        uiw_test_fail(__FILE__, __LINE__, "/proc/self/task: %s", strerror(errno));
+    int k = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && k < max) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], line[128];
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* a thread that ended meanwhile */
+        unsigned long long v;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1) {
+                tid[k] = atol(e->d_name);
+                n[k++] = v;
+            }
+        fclose(f);
+    }
+    closedir(d);
+    return k;
 }
 
 int uiw_test_private_net(void)

@@ -34,6 +34,10 @@ int uiw_test_private_net(void);
 /* A size of this process from /proc/self/status, in KiB: field "VmSize" (its address
  * space now), "VmPeak" (the most it ever had), ... The test fails if there is none. */
 long uiw_test_vm_kib(const char *field);
+/* The voluntary context switches (sleeps, each but a thread's last ended by a wake-up) of
+ * the threads of this process so far: up to max threads' ids into tid, their counts into
+ * n. Returns the count of threads. */
+int uiw_test_thread_sleeps(long *tid, unsigned long long *n, int max);
 /* The checks of a test named root_* that only root can make: not root, the test skips
  * (77), saying how to run it, or fails where root is required (UIW_ROOT_REQUIRED=1, as CI
  * sets). */

@@ -1,42 +1,11 @@
 /* An idle server sleeps: what its threads wake up for while no call comes. */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
 #include "rpc_util.h"
 
 enum { MAX_THREADS = 64 };
-
-/* The voluntary context switches (sleeps, each but the last one ended by a wake-up) of
- * every thread of this process so far, by thread id. Returns the count of threads. */
-static int sleeps_by_thread(long tid[MAX_THREADS], unsigned long long n[MAX_THREADS])
-{
-    DIR *d = opendir("/proc/self/task");
-    CHECK(d != NULL);
-    int k = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && k < MAX_THREADS) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300], line[128];
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue; /* a thread that ended meanwhile */
-        unsigned long long v;
-        while (fgets(line, sizeof(line), f))
-            if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1) {
-                tid[k] = atol(e->d_name);
-                n[k++] = v;
-            }
-        fclose(f);
-    }
-    closedir(d);
-    return k;
-}
 
 static void sleep_ms(long ms)
 {
@@ -68,9 +37,9 @@ TEST(rpc_idle_server_sleeps)
     sleep_ms(500); /* the idle slices pass */
     long tid0[MAX_THREADS], tid1[MAX_THREADS];
     unsigned long long n0[MAX_THREADS], n1[MAX_THREADS];
-    int k0 = sleeps_by_thread(tid0, n0);
+    int k0 = uiw_test_thread_sleeps(tid0, n0, MAX_THREADS);
     sleep_ms(1000);
-    int k1 = sleeps_by_thread(tid1, n1);
+    int k1 = uiw_test_thread_sleeps(tid1, n1, MAX_THREADS);
     CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
              RPC_SUCCESS);
     clnt_destroy(c);
