@@ -29,6 +29,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -836,19 +837,34 @@ static void tick(struct uiw__nfs4_cbs *cbs, struct call **done)
     }
 }
 
+/* Whether a session has calls waiting or sent (lock held): only then has the timer
+ * something to look at every TICK_MS. Else it sleeps until signalled: a call queued,
+ * completions deferred to it, a session ended, the server stopping. */
+static bool calls_pending(const struct uiw__nfs4_cbs *cbs)
+{
+    for (const struct uiw__nfs4_cb *cb = cbs->cbs; cb; cb = cb->next)
+        if (cb->ncalls)
+            return true;
+    return false;
+}
+
 static void *timer_main(void *arg)
 {
     struct uiw__nfs4_cbs *cbs = arg;
     pthread_mutex_lock(&lk);
     while (!cbs->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += TICK_MS * 1000000l;
-        if (ts.tv_nsec >= 1000000000l) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000l;
+        if (!calls_pending(cbs) && !cbs->finished) {
+            pthread_cond_wait(&cbs->cv, &lk);
+        } else {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += TICK_MS * 1000000l;
+            if (ts.tv_nsec >= 1000000000l) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000l;
+            }
+            pthread_cond_timedwait(&cbs->cv, &lk, &ts);
         }
-        pthread_cond_timedwait(&cbs->cv, &lk, &ts);
         struct call *done = cbs->finished;
         cbs->finished = NULL;
         tick(cbs, &done);

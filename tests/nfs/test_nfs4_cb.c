@@ -14,7 +14,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -637,6 +639,51 @@ TEST(nfs4_cb_timeout_tcp)
     CHECK(n.timeouts >= 1);
     CHECK(n.errors >= 2);
     stop(&t);
+}
+
+/* The callback timer looks at the calls waiting or sent every 100 ms while there are
+ * any (their timeouts); with none, a server whose clients take no callbacks now, it sleeps
+ * until one comes instead of waking ten times a second for nothing. */
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+TEST(nfs4_cb_timer_sleeps_when_idle)
+{
+    enum { MAXT = 64 };
+    long tid0[MAXT], tid1[MAXT], tid2[MAXT];
+    unsigned long long n0[MAXT], n1[MAXT], n2[MAXT];
+    /* a thread first: ThreadSanitizer starts its background thread with the first one, so
+     * that the timer's is the only thread that comes with the callbacks */
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, nothing, NULL), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    int k0 = uiw_test_thread_sleeps(tid0, n0, MAXT);
+    struct uiw__nfs4_cbs *cbs = uiw__nfs4_cbs_create();
+    CHECK(cbs != NULL);
+    usleep(100000); /* the timer asleep */
+    int k1 = uiw_test_thread_sleeps(tid1, n1, MAXT);
+    int timer = -1; /* the thread that was not there before */
+    for (int i = 0; i < k1; i++) {
+        bool old = false;
+        for (int j = 0; j < k0; j++)
+            old = old || tid1[i] == tid0[j];
+        if (!old) {
+            CHECK_EQ(timer, -1);
+            timer = i;
+        }
+    }
+    CHECK(timer >= 0);
+    usleep(1000000);
+    int k2 = uiw_test_thread_sleeps(tid2, n2, MAXT);
+    unsigned long long woke = 0;
+    for (int i = 0; i < k2; i++)
+        if (tid2[i] == tid1[timer])
+            woke = n2[i] - n1[timer];
+    uiw__nfs4_cbs_destroy(cbs);
+    if (woke > 2)
+        uiw_test_fail(__FILE__, __LINE__, "the idle callback timer woke %llu times in 1 s", woke);
 }
 
 TEST(nfs4_cb_backchannel_ctl)
