@@ -616,10 +616,11 @@ static bool listed(struct uiw__rr_dev *d, const void *c)
 
 static void lead(struct uiw__rr_dev *d, uint64_t deadline)
 {
-    if (poll_all(d) > 0) {
-        d->idle_slices = 0;
+    /* the run of empty slices goes on only through another one (below) */
+    unsigned idle_run = d->idle_slices;
+    d->idle_slices = 0;
+    if (poll_all(d) > 0)
         return;
-    }
     uint64_t now = uiw__rr_now_ns();
     if (now >= d->bulk_trim_ns) {
         if (d->bulk_trim_ns) {
@@ -657,7 +658,6 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
                 /* what a wait is for came (not only the completion of a Send) */
                 if (d->polled_input)
                     d->spin_misses = 0;
-                d->idle_slices = 0;
                 return;
             }
             now = uiw__rr_now_ns();
@@ -683,11 +683,9 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
             uiw__nic_arm(c->nc);
         }
     }
-    if (poll_all(d) > 0) {
-        d->idle_slices = 0;
+    if (poll_all(d) > 0)
         return;
-    }
-    bool idle = d->idle_slices >= IDLE_SLICES;
+    bool idle = idle_run >= IDLE_SLICES;
     int slice = idle ? IDLE_SLICE_MS : SLICE_MS;
     int ms = slice;
     now = uiw__rr_now_ns();
@@ -697,10 +695,8 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
             ms = (int)(left / 1000000u) + 1;
     }
     /* a connection that joined the list since the arming above is armed first */
-    if (atomic_exchange(&d->joined, false)) {
-        d->idle_slices = 0;
+    if (atomic_exchange(&d->joined, false))
         return;
-    }
     void *ctx = NULL;
     /* after the passes above: a call they left waiting for room is counted by now */
     UIW__RR_COUNT(d->n_sleeps, 1);
@@ -715,10 +711,9 @@ static void lead(struct uiw__rr_dev *d, uint64_t deadline)
     atomic_store_explicit(&d->lead_idle, false, memory_order_relaxed);
     if (r == -ETIMEDOUT && ms == slice) {
         atomic_fetch_add_explicit(&d->n_slices, 1, memory_order_relaxed);
-        if (d->idle_slices < IDLE_SLICES)
-            d->idle_slices++;
-    } else if (r != -ETIMEDOUT) {
-        d->idle_slices = 0;
+        d->idle_slices = idle ? IDLE_SLICES : idle_run + 1;
+    } else if (r == -ETIMEDOUT) {
+        d->idle_slices = idle_run; /* cut short by the caller's deadline: no event either */
     }
     /* a late event can come from a connection reap already took off the list, which its
      * owner may free at any time (a server's on the listener's thread): only one still on
