@@ -171,10 +171,12 @@ status() { # text
 status_end() { [ -t 2 ] && printf '\r\033[K' >&2; return 0; }
 
 echo "uiw-nfsd on 127.0.0.1 (RPC-over-RDMA port $rdma, TCP $tcp, MOUNT $mnt), export $work/export"
-echo "put then get each file with uiw-nfs, one at a time, SHA-256 verified; sizes $(human "${sizes[0]}") to" \
+echo "put then get each file with uiw-nfs, one at a time (up to 4 of its calls in flight)," \
+  "SHA-256 verified; sizes $(human "${sizes[0]}") to" \
   "$(human "${sizes[-1]}"); NFSv3 over RPC-over-RDMA Version Two and over TCP, NFSv4.1 over" \
   "RPC-over-RDMA Version Two"
-echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile;"
+echo "latency: per WRITE (put) and READ (get) call of at most 1 MiB, median and 99th percentile"
+echo "  (from 2 MiB up, a file's calls overlap: each waits behind the others in flight);"
 echo "server CPU: uiw-nfsd's CPU seconds (user and system) per GiB put and got; client CPU:"
 echo "  uiw-nfs's, each put and get command in all (its start, connection and --verify too)"
 echo "each figure: the median of $rounds rounds, the runs in alternated order"
@@ -344,7 +346,7 @@ plot() { # terminal output
   gnuplot <<EOF
 set terminal $1
 set output "$2"
-set title "NFSv4.1 and NFSv3 on loopback: uiw-nfs against uiw-nfsd, one call in flight"
+set title "NFSv4.1 and NFSv3 on loopback: uiw-nfs against uiw-nfsd, one file at a time, up to 4 of its calls in flight"
 set xlabel "file size"
 set ylabel "bandwidth (MB/s, 10^6 bytes per second)"
 set logscale x 2

@@ -33,7 +33,7 @@ struct relay {
     uint32_t hold_xid;
     struct call_seen *seen;
     size_t nseen, capseen;
-    unsigned most_writes, calls, replies;
+    unsigned most_writes, most_calls, calls, replies;
 };
 
 /* A call forwarded whose reply has not been: its XID, and a WRITE's file handle. */
@@ -166,6 +166,8 @@ static void call_head(struct relay *r, const uint8_t *h, size_t n)
     }
     r->seen[r->nseen++] = c;
     r->calls++;
+    if (r->nseen > r->most_calls)
+        r->most_calls = (unsigned)r->nseen;
     if (!c.write)
         return;
     /* WRITEs of different files outstanding now */
@@ -597,6 +599,11 @@ static unsigned locked_read(struct relay *r, const unsigned *v)
 unsigned relay_most_writes(struct relay *r)
 {
     return locked_read(r, &r->most_writes);
+}
+
+unsigned relay_most_calls(struct relay *r)
+{
+    return locked_read(r, &r->most_calls);
 }
 
 unsigned relay_rpc_calls(struct relay *r)

@@ -40,6 +40,8 @@ void relay_watch_rpc(struct relay *r, double hold_secs);
 /* The most WRITEs of different files outstanding at once so far; calls and replies
  * followed. */
 unsigned relay_most_writes(struct relay *r);
+/* The most calls of any kind outstanding at once so far. */
+unsigned relay_most_calls(struct relay *r);
 unsigned relay_rpc_calls(struct relay *r);
 unsigned relay_rpc_replies(struct relay *r);
 /* Connections reset so far; bytes forwarded in direction dir. */

@@ -1252,6 +1252,65 @@ TEST(tools_parallel_in_flight)
     daemon_stop(&d);
 }
 
+/* A large file's blocks are in flight together, --inflight of them (default 4). Over
+ * TCP the relay sets aside the reply to the first WRITE for a while: meanwhile a put
+ * with --inflight 4 has four WRITEs outstanding, one with --inflight 1 only that one.
+ * Over RPC-over-RDMA the client's transport counts its calls in flight (--stats), for
+ * the WRITEs of a put and the READs of a get. Both ends hold the same bytes each time. */
+TEST(tools_inflight_per_file)
+{
+    struct daemon d;
+    daemon_start_on(&d, UIW_NFS_HAVE_RDMA ? "0" : "-1");
+    char local[300], back[300], there[400], u[700];
+    snprintf(local, sizeof(local), "%s.src", d.dir);
+    snprintf(back, sizeof(back), "%s.back", d.dir);
+    snprintf(there, sizeof(there), "%s/big", d.dir);
+    write_local(local, (17u << 16) + 1234, 7); /* 18 blocks of 64 KiB, the last short */
+    for (int inflight = 4; inflight >= 1; inflight -= 3) {
+        char n[8];
+        snprintf(n, sizeof(n), "%d", inflight);
+        struct relay *rl = relay_start(d.tcp);
+        relay_watch_rpc(rl, 0.3);
+        url_on(&d, 0, relay_port(rl), "big", "", u, sizeof(u));
+        struct tool_run r;
+        /* 4 is the default: asked for only with 1 */
+        const char *dflt[] = {"uiw-nfs", "-b", "65536", "put", local, u, NULL};
+        const char *one[] = {"uiw-nfs", "--inflight", "1", "-b", "65536", "put", local, u, NULL};
+        tool_run(UIW_NFS, inflight == 1 ? one : dflt, NULL, 0, 60, &r);
+        CHECK_EQ(r.status, 0);
+        tool_run_free(&r);
+        printf("--inflight %d over TCP: most calls outstanding %u\n", inflight,
+               relay_most_calls(rl));
+        CHECK_EQ(relay_most_calls(rl), (unsigned)inflight);
+        relay_stop(rl);
+        CHECK_SAME_FILE(local, there);
+        unlink(there);
+#if UIW_NFS_HAVE_RDMA
+        url_on(&d, 1, 0, "big", "", u, sizeof(u));
+        for (int get = 0; get < 2; get++) {
+            tool_run(UIW_NFS,
+                     (const char *[]){"uiw-nfs", "-b", "65536", "--inflight", n, "--stats",
+                                      "--json", get ? "get" : "put", get ? u : local,
+                                      get ? back : u, NULL},
+                     NULL, 0, 60, &r);
+            CHECK_EQ(r.status, 0);
+            const char *m = strstr(r.out, "\"credits_max_inflight\":");
+            CHECK(m != NULL);
+            long most = strtol(m + strlen("\"credits_max_inflight\":"), NULL, 10);
+            printf("--inflight %d over RPC-over-RDMA, %s: most calls in flight %ld\n", inflight,
+                   get ? "get" : "put", most);
+            CHECK_EQ(most, inflight);
+            tool_run_free(&r);
+        }
+        CHECK_SAME_FILE(local, there);
+        CHECK_SAME_FILE(local, back);
+        unlink(back);
+#endif
+    }
+    unlink(local);
+    daemon_stop(&d);
+}
+
 /* One file that cannot be put (a directory has its name; another is read-only to the
  * caller) or got (there is none of that name): each said with its name and why, in the
  * order of the files, the exit status 1, and every other file moved. */

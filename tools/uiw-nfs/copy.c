@@ -5,8 +5,14 @@
  * client (client.h: LOOKUP, SETATTR or CREATE, READ, WRITE, COMMIT, GETATTR), a local one
  * (open, read, write, fsync, checksums) is done at once. When no job can go on, the engine
  * polls the client of the job that has waited longest, and the operations that ended
- * make their jobs ready again: the calls of different files go out together, one call
- * in flight per file.
+ * make their jobs ready again: the calls of different files go out together.
+ *
+ * Within a file, up to --inflight blocks are in flight at once (default 4), as a kernel
+ * client's read-ahead and write-behind keep several READs or WRITEs of one file going: a
+ * block is read from the source (a READ, or a local read at once), then written to the
+ * destination (a WRITE, or a local write at once, in the order of the blocks), and a
+ * block written makes room for the next. The server thus has the next call of a large
+ * file in hand while it serves one, rather than waiting for the client between them.
  *
  * Each job does what a copy of one file always did: remote writes are UNSTABLE and end
  * with a COMMIT whose verifier must match every WRITE's (else the server restarted in
@@ -38,10 +44,7 @@ enum step {
     S_DST_LOOKED,
     S_DST_MADE,
     S_COPY,
-    S_READ,
-    S_READ_ENDED,
-    S_WRITE,
-    S_WRITE_ENDED,
+    S_BLOCKS,
     S_COPIED,
     S_COMMITTED,
     S_SYNCED,
@@ -55,6 +58,33 @@ enum step {
 };
 
 struct engine;
+struct slot;
+
+/* The calls in flight of one file at most (--inflight). */
+#define MAX_INFLIGHT 64
+
+/* Where a block of the copy is. */
+enum blk_state {
+    B_FREE,
+    B_READING, /* a READ in flight */
+    B_READ,    /* its bytes in buf, not all written */
+    B_WRITING, /* a WRITE in flight */
+    B_WRITTEN,
+};
+
+/* A block of a file's copy: read from the source into buf, then written out. */
+struct blk {
+    struct slot *s;
+    struct uiw__nfs_op op;
+    char *buf;
+    enum blk_state st;
+    uint64_t off;       /* of the file */
+    uint32_t want;      /* a remote source: the bytes asked for */
+    uint32_t n, put;    /* bytes in buf; of them written */
+    int ended, rc, eof; /* its operation ended, with rc (and eof) not yet taken */
+    double c0;          /* when its call went out */
+    char verf[8];
+};
 
 /* A job running. */
 struct slot {
@@ -68,13 +98,20 @@ struct slot {
     struct uiw__nfs_op op;
     struct slot *next_ready;
     fattr3 attr;
-    char *buf;       /* the slot's, kept from one job to the next */
-    uint32_t bufcap; /* its size */
-    uint32_t cap;    /* of it, what the job's calls take at once */
-    int attempt;     /* 0: UNSTABLE writes; 1: again, FILE_SYNC */
-    uint64_t off;
-    uint32_t n, put; /* bytes in buf; of them written */
+    char *buf;     /* the slot's, kept from one job to the next */
+    size_t bufcap; /* its size */
+    uint32_t cap;  /* what the job's calls take at once: each block's part of buf */
+    int attempt;   /* 0: UNSTABLE writes; 1: again, FILE_SYNC */
+    uint64_t off;  /* bytes copied (the blocks written, in order) */
     int eof;
+    int queued; /* on the engine's ready list */
+    /* the copy's blocks: a ring of depth, used of them from head on, in file order */
+    struct blk blk[MAX_INFLIGHT];
+    unsigned depth, head, used, inflight;
+    uint64_t next;   /* where the next block starts */
+    uint64_t end_at; /* a remote source's end as its READs said (UINT64_MAX: not yet) */
+    int src_end;     /* no block after those in use */
+    int broken;      /* a block failed (said): those in flight end, then the job */
     char verf[8], first[8];
     int have_verf, changed;
     struct xstats st;
@@ -136,13 +173,30 @@ static void fail(struct slot *s, const char *fmt, ...)
     s->step = S_END;
 }
 
+static void make_ready(struct slot *s)
+{
+    s->waiting = 0;
+    if (s->queued)
+        return;
+    s->queued = 1;
+    s->next_ready = s->e->ready;
+    s->e->ready = s;
+}
+
 static void op_ended(struct uiw__nfs_op *op, int rc)
 {
     struct slot *s = op->arg;
     s->rc = rc;
-    s->waiting = 0;
-    s->next_ready = s->e->ready;
-    s->e->ready = s;
+    make_ready(s);
+}
+
+static void blk_ended(struct uiw__nfs_op *op, int rc)
+{
+    struct blk *b = op->arg;
+    b->rc = rc;
+    b->ended = 1;
+    b->s->inflight--;
+    make_ready(b->s);
 }
 
 /* An operation started (rc 0: the job waits for it, then goes on at `next`), or it could
@@ -284,16 +338,25 @@ static void dst_looked(struct slot *s)
 /* The copy (again, with FILE_SYNC writes, after a restart of the server) from the start. */
 static void copy_start(struct slot *s)
 {
-    s->cap = buffer_size(s->j, s->j->bs);
+    const struct job *j = s->j;
+    s->cap = buffer_size(j, j->bs);
+    /* as many blocks as the file has, up to --inflight */
+    unsigned depth = s->e->o->inflight ? s->e->o->inflight : 4;
+    if (depth > MAX_INFLIGHT)
+        depth = MAX_INFLIGHT;
+    if (j->src.size && (j->src.size + s->cap - 1) / s->cap < depth)
+        depth = (unsigned)((j->src.size + s->cap - 1) / s->cap);
+    s->depth = depth ? depth : 1;
+    size_t need = (size_t)s->cap * s->depth;
     /* the clients' buffers for calls of that size, ready before the first */
-    if (s->j->src.c)
-        uiw__nfs_client_reserve(s->j->src.c, s->cap);
-    if (s->j->dst.c)
-        uiw__nfs_client_reserve(s->j->dst.c, s->cap);
-    if (s->cap > s->bufcap) {
+    if (j->src.c)
+        uiw__nfs_client_reserve(j->src.c, s->cap);
+    if (j->dst.c)
+        uiw__nfs_client_reserve(j->dst.c, s->cap);
+    if (need > s->bufcap) {
         free(s->buf);
         s->bufcap = 0;
-        s->buf = malloc(s->cap);
+        s->buf = malloc(need);
         if (!s->buf) {
             fail(s, "out of memory");
             return;
@@ -301,103 +364,244 @@ static void copy_start(struct slot *s)
         /* its pages touched now, once: their faults are not in the latency of the first
          * READs or WRITEs (a buffer allocated a file made the first files' calls fault
          * in fresh memory) */
-        memset(s->buf, 0xa5, s->cap);
-        s->bufcap = s->cap;
+        memset(s->buf, 0xa5, need);
+        s->bufcap = need;
     }
+    for (unsigned i = 0; i < s->depth; i++) {
+        struct blk *b = &s->blk[i];
+        memset(b, 0, sizeof(*b));
+        b->s = s;
+        b->buf = s->buf + (size_t)i * s->cap;
+        b->op.done = blk_ended;
+        b->op.arg = b;
+    }
+    s->head = s->used = s->inflight = 0;
+    s->next = 0;
+    s->end_at = UINT64_MAX;
+    s->src_end = s->broken = 0;
     s->off = 0;
     s->have_verf = s->changed = 0;
     xstats_free(&s->st);
     if (!s->e->held)
         progress_start(&s->pr, s->e->o, s->j->dst.label, s->j->src.size);
     s->t0 = now_s();
-    s->step = S_READ;
+    s->step = S_BLOCKS;
 }
 
-static void read_block(struct slot *s)
+/* A block failed: said once, the job's other blocks in flight end, then the job. */
+static void broken(struct slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void broken(struct slot *s, const char *fmt, ...)
+{
+    if (s->broken)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(s, fmt, ap);
+    va_end(ap);
+    s->j->failed = 1;
+    s->broken = 1;
+}
+
+static struct blk *blk_at(struct slot *s, unsigned k)
+{
+    return &s->blk[(s->head + k) % s->depth];
+}
+
+/* A READ of what block b still lacks. */
+static void blk_read_more(struct slot *s, struct blk *b)
 {
     struct end *e = &s->j->src;
-    s->eof = 0;
-    if (e->c) {
-        s->c0 = now_s();
-        started(s, e->c, uiw__nfs_read_start(e->c, &e->fh, s->off, s->cap, s->buf, &s->eof, &s->op),
-                S_READ_ENDED, "read", e->label);
+    b->eof = 0;
+    b->c0 = now_s();
+    int rc = uiw__nfs_read_start(e->c, &e->fh, b->off + b->n, b->want - b->n, b->buf + b->n,
+                                 &b->eof, &b->op);
+    if (rc != 0) {
+        broken(s, "read %s: %s", e->label, strerror(-rc));
+        b->st = B_WRITTEN; /* nothing of it goes out */
         return;
     }
-    s->rc = local_read(s, e->fd, e->label, s->off, s->buf, s->cap);
-    if (s->rc >= 0) {
-        s->eof = s->rc == 0;
-        s->step = S_READ_ENDED;
-    }
+    b->st = B_READING;
+    s->inflight++;
 }
 
-/* A remote READ or WRITE of the copy ended: 0 with its latency counted, or -1 when it
- * failed (said). */
-static int call_ended(struct slot *s, const struct end *e, const char *what)
+/* The next block of the source, into a free block: 0, or -1 when there is none (the
+ * source's end, or it failed). */
+static int blk_next(struct slot *s)
 {
-    if (s->rc < 0) {
-        fail(s, "%s %s: %s", what, e->label, uiw__nfs_errtext(e->c, s->rc));
+    struct end *e = &s->j->src;
+    struct blk *b = blk_at(s, s->used);
+    b->off = s->next;
+    b->n = b->put = 0;
+    b->ended = 0;
+    if (e->c) {
+        b->want = s->cap;
+        s->next += s->cap;
+        s->used++;
+        blk_read_more(s, b);
+        return s->broken ? -1 : 0;
+    }
+    int k = local_read(s, e->fd, e->label, b->off, b->buf, s->cap);
+    if (k <= 0) {
+        if (k < 0) {
+            s->step = S_BLOCKS; /* local_read's fail() ended the job: the blocks drain */
+            s->broken = 1;
+        }
+        s->src_end = 1;
         return -1;
     }
-    xstats_lat(&s->st, now_s() - s->c0);
+    b->n = (uint32_t)k;
+    b->st = B_READ;
+    s->next += (uint32_t)k;
+    s->used++;
     return 0;
 }
 
-static void read_ended(struct slot *s)
+/* A block's bytes out: a WRITE of what is not written yet, or a local write. */
+static void blk_write(struct slot *s, struct blk *b)
+{
+    struct end *e = &s->j->dst;
+    if (!e->c) {
+        if (local_write(s, e->fd, e->label, b->off, b->buf, b->n) != 0) {
+            s->step = S_BLOCKS; /* as in blk_next */
+            s->broken = 1;
+        }
+        b->st = B_WRITTEN;
+        return;
+    }
+    b->c0 = now_s();
+    int rc = uiw__nfs_write_start(e->c, &e->fh, b->off + b->put, b->n - b->put, b->buf + b->put,
+                                  s->attempt ? FILE_SYNC : UNSTABLE, b->verf, &b->op);
+    if (rc != 0) {
+        broken(s, "write %s: %s", e->label, strerror(-rc));
+        b->st = B_WRITTEN;
+        return;
+    }
+    b->st = B_WRITING;
+    s->inflight++;
+}
+
+/* A block's READ ended. */
+static void read_ended(struct slot *s, struct blk *b)
 {
     struct end *e = &s->j->src;
-    if (e->c && call_ended(s, e, "read") != 0)
-        return;
-    s->n = (uint32_t)s->rc;
-    s->put = 0;
-    s->step = s->n > 0 ? S_WRITE : S_COPIED;
-}
-
-static void write_block(struct slot *s)
-{
-    struct end *e = &s->j->dst;
-    if (e->c) {
-        s->c0 = now_s();
-        started(s, e->c,
-                uiw__nfs_write_start(e->c, &e->fh, s->off + s->put, s->n - s->put, s->buf + s->put,
-                                     s->attempt ? FILE_SYNC : UNSTABLE, s->verf, &s->op),
-                S_WRITE_ENDED, "write", e->label);
+    b->st = B_READ;
+    if (b->rc < 0) {
+        broken(s, "read %s: %s", e->label, uiw__nfs_errtext(e->c, b->rc));
+        b->st = B_WRITTEN;
         return;
     }
-    if (local_write(s, e->fd, e->label, s->off, s->buf, s->n) == 0) {
-        s->rc = (int)s->n;
-        s->step = S_WRITE_ENDED;
+    xstats_lat(&s->st, now_s() - b->c0);
+    b->n += (uint32_t)b->rc;
+    if (b->rc == 0 || b->eof) {
+        /* the source ends here: no block after this one, and what those in flight
+         * bring back from past it is left out */
+        s->src_end = 1;
+        if (b->off + b->n < s->end_at)
+            s->end_at = b->off + b->n;
+    } else if (b->n < b->want) {
+        blk_read_more(s, b); /* a short READ: the rest of the block */
     }
 }
 
-static void write_ended(struct slot *s)
+/* A block's WRITE ended. */
+static void write_ended(struct slot *s, struct blk *b)
 {
     struct end *e = &s->j->dst;
-    if (e->c) {
-        if (call_ended(s, e, "write") != 0)
-            return;
-        if (s->rc == 0) {
-            fail(s, "write %s: no progress", e->label);
-            return;
-        }
-        if (!s->have_verf)
-            memcpy(s->first, s->verf, 8);
-        else if (memcmp(s->first, s->verf, 8) != 0)
-            s->changed = 1;
-        s->have_verf = 1;
-    }
-    s->put += (uint32_t)s->rc;
-    if (s->put < s->n) {
-        s->step = S_WRITE;
+    b->st = B_READ;
+    if (b->rc <= 0) {
+        if (b->rc == 0)
+            broken(s, "write %s: no progress", e->label);
+        else
+            broken(s, "write %s: %s", e->label, uiw__nfs_errtext(e->c, b->rc));
+        b->st = B_WRITTEN;
         return;
     }
-    s->off += s->n;
-    s->e->moved += s->n;
+    xstats_lat(&s->st, now_s() - b->c0);
+    if (!s->have_verf)
+        memcpy(s->first, b->verf, 8);
+    else if (memcmp(s->first, b->verf, 8) != 0)
+        s->changed = 1;
+    s->have_verf = 1;
+    b->put = (uint32_t)b->rc < b->n - b->put ? b->put + (uint32_t)b->rc : b->n;
+    if (b->put == b->n)
+        b->st = B_WRITTEN;
+}
+
+/* The oldest block written (or failed) leaves the ring: copied, in order. */
+static void blk_retire(struct slot *s)
+{
+    struct blk *b = blk_at(s, 0);
+    b->st = B_FREE;
+    s->head = (s->head + 1) % s->depth;
+    s->used--;
+    if (s->broken)
+        return;
+    s->off += b->n;
+    s->e->moved += b->n;
     if (s->e->held)
         progress_update(&s->e->bar, s->e->moved);
     else
         progress_update(&s->pr, s->off);
-    /* a remote source says where its end is; a local one reads 0 there */
-    s->step = s->j->src.c && s->eof ? S_COPIED : S_READ;
+}
+
+/* The copy's blocks moved on as far as they go without waiting. */
+static void blocks(struct slot *s)
+{
+    const struct end *dst = &s->j->dst;
+    for (unsigned k = 0; k < s->used; k++) {
+        struct blk *b = blk_at(s, k);
+        if (!b->ended)
+            continue;
+        b->ended = 0;
+        if (b->st == B_READING)
+            read_ended(s, b);
+        else
+            write_ended(s, b);
+    }
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (unsigned k = 0; k < s->used && !s->broken; k++) {
+            struct blk *b = blk_at(s, k);
+            if (b->st != B_READ)
+                continue;
+            if (b->off >= s->end_at || b->n == 0) {
+                b->n = 0;
+                b->st = B_WRITTEN;
+            } else if (b->off + b->n > s->end_at) {
+                b->n = (uint32_t)(s->end_at - b->off);
+            }
+            /* a local destination takes the blocks in order (a pipe has no offsets) */
+            if (b->st == B_READ && (dst->c || k == 0)) {
+                blk_write(s, b);
+                moved = 1;
+            }
+        }
+        while (s->used && blk_at(s, 0)->st == B_WRITTEN) {
+            blk_retire(s);
+            moved = 1;
+        }
+        if (!s->broken && !s->src_end && s->used < s->depth && blk_next(s) == 0)
+            moved = 1;
+    }
+    /* the engine polls the client of the call that went out first */
+    struct blk *w = NULL;
+    for (unsigned k = 0; k < s->used && s->inflight; k++) {
+        struct blk *b = blk_at(s, k);
+        if ((b->st == B_READING || b->st == B_WRITING) && (!w || b->c0 < w->c0))
+            w = b;
+    }
+    if (w) {
+        s->waiting = 1;
+        s->wc = w->st == B_READING ? s->j->src.c : s->j->dst.c;
+        s->since = w->c0;
+        return;
+    }
+    if (s->broken) {
+        s->step = S_END;
+        return;
+    }
+    if (!s->used && s->src_end)
+        s->step = S_COPIED;
 }
 
 /* Every block written: COMMIT (UNSTABLE writes), or fsync of a local file. */
@@ -595,17 +799,8 @@ static void step(struct slot *s)
         case S_COPY:
             copy_start(s);
             break;
-        case S_READ:
-            read_block(s);
-            break;
-        case S_READ_ENDED:
-            read_ended(s);
-            break;
-        case S_WRITE:
-            write_block(s);
-            break;
-        case S_WRITE_ENDED:
-            write_ended(s);
+        case S_BLOCKS:
+            blocks(s);
             break;
         case S_COPIED:
             copied(s);
@@ -794,6 +989,7 @@ int copy_run(const struct opts *o, const char *op, struct job *jobs, size_t n, s
         }
         while ((s = e.ready) != NULL) {
             e.ready = s->next_ready;
+            s->queued = 0;
             step(s);
             if (s->step == S_END)
                 slot_end(&e, s);

@@ -56,7 +56,9 @@ static const char usage[] =
     "                       the one connection (default 8: enough to keep the calls of\n"
     "                       small files going out back to back; 1: one file at a time)\n"
     "  -s, --size BYTES     bench: file size (default 64M; K, M, G suffixes)\n"
-    "      --inflight N     bench: calls in flight (default 1)\n"
+    "      --inflight N     get/put/cp/cat: a file's READs or WRITEs in flight at once\n"
+    "                       (default 4, at most 64; 1: one call at a time); bench:\n"
+    "                       calls in flight (default 1)\n"
     "  -D, --seconds S      bench: GETATTR and CREATE durations (default 2)\n"
     "      --cpu-of PID     bench: also the CPU time process PID (a server on this host)\n"
     "                       used during each test, beside uiw-nfs's own\n"
@@ -368,8 +370,7 @@ static int run(const struct opts *o, const char *cmd, int n, char **args)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {
-        .progress = -1, .size = 64ull << 20, .inflight = 1, .parallel = 8, .seconds = 2};
+    struct opts o = {.progress = -1, .size = 64ull << 20, .parallel = 8, .seconds = 2};
     enum {
         O_VERIFY = 256,
         O_PROG,
@@ -502,6 +503,8 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
+    if (!o.inflight) /* copies: a file's calls; bench: one at a time unless asked */
+        o.inflight = strcmp(argv[optind], "bench") == 0 ? 1 : 4;
     signal(SIGPIPE, SIG_IGN);
     int rc = run(&o, argv[optind], argc - optind - 1, argv + optind + 1);
     targets_release();
