@@ -99,8 +99,10 @@ static void *worker(void *arg)
 static void *cm_thread(void *arg)
 {
     struct uiw_rpc_svc *s = arg;
+    /* it sleeps until a connection comes or goes, its next look at the connections'
+     * timeouts, or the stop wakes it */
     while (!atomic_load(&s->stop))
-        uiw__rr_listener_run(s->l, 100);
+        uiw__rr_listener_run(s->l, -1);
     return NULL;
 }
 
@@ -287,6 +289,7 @@ void uiw_rpc_svc_stop(struct uiw_rpc_svc *svc)
     if (svc) {
         atomic_store(&svc->stop, true);
         uiw__rr_dev_interrupt(svc->dev); /* a write to an eventfd */
+        uiw__rr_listener_wake(svc->l);   /* another */
     }
 }
 
@@ -302,6 +305,7 @@ int uiw_rpc_svc_destroy(struct uiw_rpc_svc *svc)
         return 0;
     atomic_store(&svc->stop, true);
     uiw__rr_dev_wake_all(svc->dev);
+    uiw__rr_listener_wake(svc->l);
     if (atomic_load(&svc->running))
         join(svc);
     /* close every connection; the calls still queued run meanwhile (each holds its

@@ -268,6 +268,9 @@ void uiw__rr_conn_put(struct uiw__rr_conn *c)
         pthread_mutex_lock(&l->lock);
         c->next = l->dead;
         l->dead = c;
+        /* its thread frees c now, not at its next look (woken under the lock, which
+         * uiw__rr_listener_close takes before it frees l) */
+        uiw__nic_listener_wake(l->nl);
         pthread_mutex_unlock(&l->lock);
         return;
     }
@@ -817,10 +820,35 @@ static void read_timeouts(struct uiw__rr_listener *l)
     pthread_mutex_unlock(&l->lock);
 }
 
+/* How long the listener may wait before it looks at its connections' timeouts again: a
+ * tenth of the shortest, within 10 ms and 1 s; with no connection, as long as it likes
+ * (-1). */
+static int look_ms(struct uiw__rr_listener *l)
+{
+    pthread_mutex_lock(&l->lock);
+    bool live = l->live != NULL;
+    pthread_mutex_unlock(&l->lock);
+    if (!live)
+        return -1;
+    uint32_t t = l->ca.xprt->io_timeout_ms;
+    if (l->ca.read_timeout_ms && l->ca.read_timeout_ms < t)
+        t = l->ca.read_timeout_ms;
+    t /= 10;
+    return t < 10 ? 10 : t > 1000 ? 1000 : (int)t;
+}
+
+void uiw__rr_listener_wake(struct uiw__rr_listener *l)
+{
+    uiw__nic_listener_wake(l->nl);
+}
+
 int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms)
 {
     free_dead(l);
     read_timeouts(l);
+    int look = look_ms(l);
+    if (look >= 0 && (timeout_ms < 0 || timeout_ms > look))
+        timeout_ms = look;
     struct uiw__nic_event ev;
     int r = uiw__nic_listener_event(l->nl, timeout_ms, &ev);
     if (r == -EAGAIN)

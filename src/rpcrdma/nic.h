@@ -234,6 +234,9 @@ struct uiw__nic_event {
 /* Next event within timeout_ms: 0, -EAGAIN (none), or -errno. The event's pointers are
  * valid until the next call. */
 int uiw__nic_listener_event(struct uiw__nic_listener *l, int timeout_ms, struct uiw__nic_event *ev);
+/* A uiw__nic_listener_event waiting now, or the next one, returns -EAGAIN at once (an
+ * eventfd write: async-signal-safe). */
+void uiw__nic_listener_wake(struct uiw__nic_listener *l);
 /* Accept a REQUEST: create the connection (receives may be posted with pre_recv before
  * the Reply goes out), answer with attr's private data. NULL + *err. */
 struct uiw__nic_conn *uiw__nic_accept(struct uiw__nic_listener *l, void *req,

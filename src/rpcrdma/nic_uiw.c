@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uiw/cm.h>
@@ -45,6 +46,7 @@ struct uiw__nic_listener {
     struct uiw__nic *nic;
     struct uiw_cm_channel *ch;
     struct uiw_cm_id *id;
+    int wake_fd; /* eventfd of uiw__nic_listener_wake */
     uint8_t pd[UIW_CM_PD_MAX];
 };
 
@@ -602,6 +604,11 @@ struct uiw__nic_listener *uiw__nic_listen(struct uiw__nic *n, const struct socka
     if (!l)
         goto fail;
     l->nic = n;
+    l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (l->wake_fd < 0) {
+        r = -errno;
+        goto fail;
+    }
     l->ch = uiw_cm_create_channel();
     l->id = l->ch ? uiw_cm_create_id(l->ch, n->ctx, NULL) : NULL;
     if (!l->id) {
@@ -624,6 +631,8 @@ fail:
             uiw_cm_destroy_id(l->id);
         if (l->ch)
             uiw_cm_destroy_channel(l->ch);
+        if (l->wake_fd >= 0)
+            close(l->wake_fd);
         free(l);
     }
     *err = r;
@@ -654,11 +663,51 @@ static void copy_addr(struct sockaddr_storage *out, const struct sockaddr *sa)
            sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 }
 
+void uiw__nic_listener_wake(struct uiw__nic_listener *l)
+{
+    uint64_t one = 1;
+    ssize_t w = write(l->wake_fd, &one, sizeof(one));
+    (void)w;
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Sleep until the channel has handshake work or events (its fd: the context has a
+ * progress thread, which drives the connections themselves), the listener is woken, or
+ * timeout_ms (-1: no limit) passed: true when woken. */
+static bool listener_sleep(struct uiw__nic_listener *l, int timeout_ms)
+{
+    struct pollfd p[2] = {{.fd = uiw_cm_channel_fd(l->ch), .events = POLLIN},
+                          {.fd = l->wake_fd, .events = POLLIN}};
+    if (poll(p, 2, timeout_ms) <= 0 || !(p[1].revents & POLLIN))
+        return false;
+    uint64_t v;
+    ssize_t r = read(l->wake_fd, &v, sizeof(v));
+    (void)r;
+    return true;
+}
+
 int uiw__nic_listener_event(struct uiw__nic_listener *l, int timeout_ms, struct uiw__nic_event *out)
 {
+    uint64_t end = timeout_ms > 0 ? mono_ms() + (uint64_t)timeout_ms : 0;
     for (;;) {
         struct uiw_cm_event *ev = NULL; /* set when uiw_cm_get_event returns 0 */
-        int r = uiw_cm_get_event(l->ch, &ev, timeout_ms);
+        int r = uiw_cm_get_event(l->ch, &ev, 0);
+        if (r == -EAGAIN) {
+            int wait = timeout_ms;
+            if (timeout_ms > 0) {
+                uint64_t now = mono_ms();
+                wait = now >= end ? 0 : (int)(end - now);
+            }
+            if (wait == 0 || listener_sleep(l, wait))
+                return -EAGAIN;
+            continue;
+        }
         if (r)
             return r;
         memset(out, 0, sizeof(*out));
@@ -767,6 +816,7 @@ void uiw__nic_listener_close(struct uiw__nic_listener *l)
         uiw_cm_ack_event(ev);
     }
     uiw_cm_destroy_channel(l->ch);
+    close(l->wake_fd);
     free(l);
 }
 

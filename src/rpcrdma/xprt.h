@@ -634,12 +634,18 @@ uint16_t uiw__rr_listener_port(const struct uiw__rr_listener *l);
 void uiw__rr_listener_admission(struct uiw__rr_listener *l,
                                 bool (*admit)(void *arg, const struct sockaddr *peer),
                                 void (*gone)(void *arg), void *arg);
-/* Handle listener events for up to timeout_ms: 1 when something happened, 0 (timeout) or
- * -errno. Each round also ends the connections whose peer left an RDMA Read of ours
- * unanswered for read_timeout_ms, those on which messages we sent have been waiting to
- * go out with none completing for io_timeout_ms (a peer that stopped reading), and those
- * whose peer sent part of an FPDU and nothing more of it for io_timeout_ms. */
+/* Handle listener events for up to timeout_ms (-1: no limit): 1 when something happened,
+ * 0 (timeout, or uiw__rr_listener_wake) or -errno. Each round also ends the connections
+ * whose peer left an RDMA Read of ours unanswered for read_timeout_ms, those on which
+ * messages we sent have been waiting to go out with none completing for io_timeout_ms
+ * (a peer that stopped reading), and those whose peer sent part of an FPDU and nothing
+ * more of it for io_timeout_ms; while it has connections it waits at most a tenth of the
+ * shorter timeout (10 ms to 1 s) before it looks again, and without any as long as
+ * timeout_ms allows. A connection freed on another thread wakes it. */
 int uiw__rr_listener_run(struct uiw__rr_listener *l, int timeout_ms);
+/* A uiw__rr_listener_run waiting now, or the next one, returns at once (async-signal-
+ * safe). */
+void uiw__rr_listener_wake(struct uiw__rr_listener *l);
 /* Close every connection (orderly; abortively those a peer holds up past the grace
  * time) and wait until each is freed, then free l. Calls hold their connection until they
  * finish: drain (when not NULL) runs each round to finish those queued to the owner. */
