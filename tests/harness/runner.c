@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_TESTS = 4096 };
@@ -111,16 +112,26 @@ long uiw_test_vm_kib(const char *field)
 
 int uiw_test_thread_sleeps(long *tid, unsigned long long *n, int max)
 {
-    DIR *d = opendir("/proc/self/task");
+    return uiw_test_proc_thread_sleeps(0, tid, n, max);
+}
+
+int uiw_test_proc_thread_sleeps(int pid, long *tid, unsigned long long *n, int max)
+{
+    char dir[64];
+    if (pid)
+        snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+    else
+        snprintf(dir, sizeof(dir), "/proc/self/task");
+    DIR *d = opendir(dir);
     if (!d)
-        uiw_test_fail(__FILE__, __LINE__, "/proc/self/task: %s", strerror(errno));
+        uiw_test_fail(__FILE__, __LINE__, "%s: %s", dir, strerror(errno));
     int k = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL && k < max) {
         if (e->d_name[0] == '.')
             continue;
-        char path[300], line[128];
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+        char path[400], line[128];
+        snprintf(path, sizeof(path), "%s/%s/status", dir, e->d_name);
         FILE *f = fopen(path, "r");
         if (!f)
             continue; /* a thread that ended meanwhile */
@@ -134,6 +145,28 @@ int uiw_test_thread_sleeps(long *tid, unsigned long long *n, int max)
     }
     closedir(d);
     return k;
+}
+
+struct uiw_test_wakeups uiw_test_wakeups_over(int pid, long ms, unsigned long long over)
+{
+    enum { MAXT = 256 };
+    long tid0[MAXT], tid1[MAXT];
+    unsigned long long n0[MAXT], n1[MAXT];
+    int k0 = uiw_test_proc_thread_sleeps(pid, tid0, n0, MAXT);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    int k1 = uiw_test_proc_thread_sleeps(pid, tid1, n1, MAXT);
+    struct uiw_test_wakeups r = {0};
+    for (int i = 0; i < k1; i++)
+        for (int j = 0; j < k0; j++)
+            if (tid1[i] == tid0[j]) {
+                unsigned long long w = n1[i] - n0[j];
+                r.total += w;
+                r.most = w > r.most ? w : r.most;
+                r.busy += w > over;
+            }
+    return r;
 }
 
 int uiw_test_private_net(void)

@@ -38,6 +38,28 @@ long uiw_test_vm_kib(const char *field);
  * the threads of this process so far: up to max threads' ids into tid, their counts into
  * n. Returns the count of threads. */
 int uiw_test_thread_sleeps(long *tid, unsigned long long *n, int max);
+/* The same of another process (pid 0: this one). */
+int uiw_test_proc_thread_sleeps(int pid, long *tid, unsigned long long *n, int max);
+/* What the threads of process pid (0: this one) that live through the next ms
+ * milliseconds wake up for meanwhile (the caller sleeps): their wake-ups in all and in
+ * the busiest, and how many of them woke more than `over` times. */
+struct uiw_test_wakeups {
+    unsigned long long total, most;
+    int busy;
+};
+struct uiw_test_wakeups uiw_test_wakeups_over(int pid, long ms, unsigned long long over);
+/* 1 when built with ThreadSanitizer (whose background thread wakes on a timer of its
+ * own in every process of the build), else 0. */
+#if defined(__SANITIZE_THREAD__)
+#define UIW_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UIW_TEST_TSAN 1
+#endif
+#endif
+#ifndef UIW_TEST_TSAN
+#define UIW_TEST_TSAN 0
+#endif
 /* The checks of a test named root_* that only root can make: not root, the test skips
  * (77), saying how to run it, or fails where root is required (UIW_ROOT_REQUIRED=1, as CI
  * sets). */

@@ -5,20 +5,6 @@
 
 #include "rpc_util.h"
 
-enum { MAX_THREADS = 64 };
-
-/* ThreadSanitizer's background thread wakes on a timer of its own */
-#if defined(__SANITIZE_THREAD__)
-#define TSAN_THREADS 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TSAN_THREADS 1
-#endif
-#endif
-#ifndef TSAN_THREADS
-#define TSAN_THREADS 0
-#endif
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -48,30 +34,16 @@ TEST(rpc_idle_server_sleeps)
     CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
              RPC_SUCCESS);
     sleep_ms(500); /* the idle slices pass */
-    long tid0[MAX_THREADS], tid1[MAX_THREADS];
-    unsigned long long n0[MAX_THREADS], n1[MAX_THREADS];
-    int k0 = uiw_test_thread_sleeps(tid0, n0, MAX_THREADS);
-    sleep_ms(1000);
-    int k1 = uiw_test_thread_sleeps(tid1, n1, MAX_THREADS);
+    struct uiw_test_wakeups w = uiw_test_wakeups_over(0, 1000, 4);
     CHECK_EQ(clnt_call(c, TP_NULL, (xdrproc_t)xdr_none, NULL, (xdrproc_t)xdr_none, NULL, TMO),
              RPC_SUCCESS);
     clnt_destroy(c);
     tsrv_stop(&t);
-    unsigned long long total = 0, most = 0;
-    int busy = 0; /* threads that woke 5 times or more */
-    for (int i = 0; i < k1; i++)
-        for (int j = 0; j < k0; j++)
-            if (tid1[i] == tid0[j]) {
-                unsigned long long w = n1[i] - n0[j];
-                total += w;
-                most = w > most ? w : most;
-                busy += w >= 5;
-            }
-    if (most > 15 || busy > TSAN_THREADS || total >= 40)
+    if (w.most > 15 || w.busy > UIW_TEST_TSAN || w.total >= 40)
         uiw_test_fail(__FILE__, __LINE__,
                       "%llu wake-ups in 1 s of idle, %llu in the busiest thread, %d threads "
                       "woke 5 times or more",
-                      total, most, busy);
+                      w.total, w.most, w.busy);
 }
 
 static void *serve(void *arg)
