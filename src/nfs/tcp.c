@@ -950,7 +950,10 @@ static void lead(struct uiw__nfs_tcp *t, const void *me)
     while (t->leader == me && !t->stopping) {
         int busy = t->runq != NULL;
         pthread_mutex_unlock(&t->lock);
-        lead_once(t, busy ? 0 : 250);
+        /* idle, it sleeps until its next sweep (a second apart), what comes, or a stop's
+         * wake */
+        int64_t left = t->next_sweep - uiw__nfsd_now_ns();
+        lead_once(t, busy || left <= 0 ? 0 : (int)(left / 1000000) + 1);
         pthread_mutex_lock(&t->lock);
         struct work *w;
         for (int i = 0; i < INLINE_CALLS && t->leader == me && !t->stopping; i++) {
