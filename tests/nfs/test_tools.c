@@ -1277,7 +1277,8 @@ TEST(tools_nfsd_idle_sleeps)
  * TCP the relay sets aside the reply to the first WRITE for a while: meanwhile a put
  * with --inflight 4 has four WRITEs outstanding, one with --inflight 1 only that one.
  * Over RPC-over-RDMA the client's transport counts its calls in flight (--stats), for
- * the WRITEs of a put and the READs of a get. Both ends hold the same bytes each time. */
+ * the WRITEs of a put and the READs of a get. Both ends hold the same bytes each time;
+ * so they do after a put from a pipe, in whole blocks. */
 TEST(tools_inflight_per_file)
 {
     struct daemon d;
@@ -1328,6 +1329,18 @@ TEST(tools_inflight_per_file)
         unlink(back);
 #endif
     }
+    /* From a pipe, whole blocks too: its size unknown, the buffer is the block (it was
+     * 4 KiB, the least for a file known to be small), and each block is filled however
+     * little each read of the pipe returns: 18 WRITEs. */
+    char cmd[2400];
+    url_on(&d, 0, 0, "big", "", u, sizeof(u));
+    snprintf(cmd, sizeof(cmd), "cat '%s' | '%s' --json -b 65536 put - '%s'", local, UIW_NFS, u);
+    struct tool_run r;
+    tool_run("/bin/sh", (const char *[]){"sh", "-c", cmd, NULL}, NULL, 0, 60, &r);
+    CHECK_EQ(r.status, 0);
+    CHECK(strstr(r.out, "\"calls\":18,") != NULL);
+    tool_run_free(&r);
+    CHECK_SAME_FILE(local, there);
     unlink(local);
     daemon_stop(&d);
 }

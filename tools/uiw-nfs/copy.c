@@ -214,21 +214,31 @@ static void started(struct slot *s, struct uiw__nfs_client *c, int rc, enum step
     s->step = next;
 }
 
-/* Local reads: pread, or read for a pipe. The count, or -1 after saying why. */
+/* Local reads: pread, or read for a pipe, which fills the buffer (or reaches the end)
+ * however little each read returns. The count, or -1 after saying why. */
 static int local_read(struct slot *s, int fd, const char *label, uint64_t off, char *buf,
                       uint32_t n)
 {
-    ssize_t k;
-    do
-        k = pread(fd, buf, n, (off_t)off);
-    while (k < 0 && errno == EINTR);
-    if (k < 0 && errno == ESPIPE) /* a pipe: sequential */
-        k = read(fd, buf, n);
-    if (k < 0) {
-        fail(s, "read %s: %s", label, strerror(errno));
-        return -1;
+    uint32_t got = 0;
+    int stream = 0;
+    while (got < n) {
+        ssize_t k = stream ? read(fd, buf + got, n - got)
+                           : pread(fd, buf + got, n - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == ESPIPE && !stream) {
+            stream = 1; /* a pipe: sequential */
+            continue;
+        }
+        if (k < 0) {
+            fail(s, "read %s: %s", label, strerror(errno));
+            return -1;
+        }
+        got += (uint32_t)k;
+        if (k == 0 || !stream)
+            break; /* the end; or a file's short read, at its end */
     }
-    return (int)k;
+    return (int)got;
 }
 
 static int local_write(struct slot *s, int fd, const char *label, uint64_t off, const char *buf,
@@ -254,9 +264,12 @@ static int local_write(struct slot *s, int fd, const char *label, uint64_t off, 
     return 0;
 }
 
-/* The bytes the buffer takes at once: the block, or less for a file known to be smaller. */
+/* The bytes the buffer takes at once: the block, or less for a file known to be smaller
+ * (not a pipe, whose size nobody knows). */
 static uint32_t buffer_size(const struct job *j, uint32_t bs)
 {
+    if (j->src.stream)
+        return bs;
     uint64_t want = j->src.size > 4096 ? j->src.size : 4096;
     return want < bs ? (uint32_t)want : bs;
 }
@@ -291,6 +304,8 @@ static void open_src(struct slot *s)
         }
         if (S_ISREG(st.st_mode))
             e->size = (uint64_t)st.st_size;
+        else
+            e->stream = 1;
     }
     s->step = S_OPEN_DST;
 }

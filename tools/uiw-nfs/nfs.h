@@ -129,6 +129,7 @@ struct end {
     char *path;                    /* local: its path (NULL: standard input or output) */
     char *label;                   /* how messages name it: a path or a URL */
     uint64_t size;                 /* a source's size once known (0: unknown) */
+    int stream;                    /* a local source that is not a file (a pipe): no size */
     int fd;
 };
 
