@@ -1322,6 +1322,8 @@ TEST(tools_inflight_per_file)
             printf("--inflight %d over RPC-over-RDMA, %s: most calls in flight %ld\n", inflight,
                    get ? "get" : "put", most);
             CHECK_EQ(most, inflight);
+            /* 18 calls: the READ of the last block says EOF, and none went past it */
+            CHECK(strstr(r.out, "\"calls\":18,") != NULL);
             tool_run_free(&r);
         }
         CHECK_SAME_FILE(local, there);

@@ -439,11 +439,17 @@ static void blk_read_more(struct slot *s, struct blk *b)
     s->inflight++;
 }
 
-/* The next block of the source, into a free block: 0, or -1 when there is none (the
- * source's end, or it failed). */
+/* The next block of the source, into a free block: 0, or -1 when there is none now (the
+ * source's end, it failed, or the blocks before must end first). */
 static int blk_next(struct slot *s)
 {
     struct end *e = &s->j->src;
+    /* at or past the size a remote source had when looked up (its attributes always
+     * say one, 0 too), one block at a time: the READs before it say where the file ends
+     * (EOF), and none goes out past that for nothing (a file that grew meanwhile is still
+     * read to its new end) */
+    if (e->c && s->next >= e->size && s->used)
+        return -1;
     struct blk *b = blk_at(s, s->used);
     b->off = s->next;
     b->n = b->put = 0;
