@@ -185,22 +185,31 @@ TEST(siwvm_rpcrdma_knfsd)
     CHECK_EQ(mkdir(d, 0700), 0);
     ping_knfsd(kr, d, false);
 
-    /* 1 MiB READ and WRITE in Version One, captured: chunk lists, every XID answered. */
+    /* 1 MiB READ and WRITE in Version One, captured: chunk lists, every XID answered. One
+     * call at a time: the kernel sends replies that come due together in one TCP segment,
+     * and tshark 4.0 decodes only the first FPDU of a segment. Then the same with a file's
+     * calls in flight together (uiw-nfs's default), not captured. */
     snprintf(d, sizeof(d), "%s/nfs", vmdir);
     CHECK_EQ(mkdir(d, 0700), 0);
     char *o = NULL;
-    snprintf(
-        cmd, sizeof(cmd),
-        "UIW_PCAP_DIR='%s' '%s' --verify get "
-        "'nfs://127.0.0.1:%d/export/m1?mountport=%d&transport=rdma&rpcrdma=1&version=3' '%s/m1' && "
-        "UIW_PCAP_DIR='%s' '%s' --verify put '%s/m1' "
-        "'nfs://127.0.0.1:%d/export/m1.back?mountport=%d&transport=rdma&rpcrdma=1&version=3' && "
-        "test $(stat -c %%s '%s/m1') = 1048576",
-        d, UIW_NFS, kr, km, vmdir, d, UIW_NFS, vmdir, kr, km, vmdir);
-    int rc = it_run(cmd, 1, 300, &o);
-    if (rc != 0)
-        uiw_test_fail(__FILE__, __LINE__, "uiw-nfs against knfsd: %d\n%s", rc, o);
-    free(o);
+    for (int overlap = 0; overlap < 2; overlap++) {
+        char env[800] = "";
+        if (!overlap)
+            snprintf(env, sizeof(env), "UIW_PCAP_DIR='%s' ", d);
+        const char *one = overlap ? "" : "--inflight 1";
+        snprintf(cmd, sizeof(cmd),
+                 "%s'%s' %s --verify get "
+                 "'nfs://127.0.0.1:%d/export/m1?mountport=%d&transport=rdma&rpcrdma=1&version=3' "
+                 "'%s/m1' && %s'%s' %s --verify put '%s/m1' "
+                 "'nfs://127.0.0.1:%d/export/m1.back?mountport=%d&transport=rdma&rpcrdma=1&"
+                 "version=3' && test $(stat -c %%s '%s/m1') = 1048576 && rm '%s/m1'",
+                 env, UIW_NFS, one, kr, km, vmdir, env, UIW_NFS, one, vmdir, kr, km, vmdir, vmdir);
+        int rc = it_run(cmd, 1, 300, &o);
+        if (rc != 0)
+            uiw_test_fail(__FILE__, __LINE__, "uiw-nfs against knfsd (%s): %d\n%s",
+                          overlap ? "calls overlapping" : "one call at a time", rc, o);
+        free(o);
+    }
     snprintf(cmd, sizeof(cmd), "ls '%s'/*.pcap", d);
     CHECK_EQ(it_run(cmd, 0, 10, &o), 0);
     int ncaps = it_nlines(o);
