@@ -215,9 +215,8 @@ static void started(struct slot *s, struct uiw__nfs_client *c, int rc, enum step
 }
 
 /* Local reads: pread, or read for a pipe, which fills the buffer (or reaches the end)
- * however little each read returns. The count, or -1 after saying why. */
-static int local_read(struct slot *s, int fd, const char *label, uint64_t off, char *buf,
-                      uint32_t n)
+ * however little each read returns. The count, or -errno. */
+static int local_read(int fd, uint64_t off, char *buf, uint32_t n)
 {
     uint32_t got = 0;
     int stream = 0;
@@ -230,10 +229,8 @@ static int local_read(struct slot *s, int fd, const char *label, uint64_t off, c
             stream = 1; /* a pipe: sequential */
             continue;
         }
-        if (k < 0) {
-            fail(s, "read %s: %s", label, strerror(errno));
-            return -1;
-        }
+        if (k < 0)
+            return -errno;
         got += (uint32_t)k;
         if (k == 0 || !stream)
             break; /* the end; or a file's short read, at its end */
@@ -241,8 +238,8 @@ static int local_read(struct slot *s, int fd, const char *label, uint64_t off, c
     return (int)got;
 }
 
-static int local_write(struct slot *s, int fd, const char *label, uint64_t off, const char *buf,
-                       uint32_t n)
+/* Local writes, at off (in order for a pipe): 0 or -errno. */
+static int local_write(int fd, uint64_t off, const char *buf, uint32_t n)
 {
     uint32_t done = 0;
     while (done < n) {
@@ -251,14 +248,10 @@ static int local_write(struct slot *s, int fd, const char *label, uint64_t off, 
             k = write(fd, buf + done, n - done);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k < 0) {
-            fail(s, "write %s: %s", label, strerror(errno));
-            return -1;
-        }
-        if (k == 0) {
-            fail(s, "write %s: no progress", label);
-            return -1;
-        }
+        if (k < 0)
+            return -errno;
+        if (k == 0)
+            return -EIO; /* no progress */
         done += (uint32_t)k;
     }
     return 0;
@@ -356,7 +349,7 @@ static void copy_start(struct slot *s)
     const struct job *j = s->j;
     s->cap = buffer_size(j, j->bs);
     /* as many blocks as the file has, up to --inflight */
-    unsigned depth = s->e->o->inflight ? s->e->o->inflight : 4;
+    unsigned depth = s->e->o->inflight; /* main: 4 unless asked */
     if (depth > MAX_INFLIGHT)
         depth = MAX_INFLIGHT;
     if (j->src.size && (j->src.size + s->cap - 1) / s->cap < depth)
@@ -461,12 +454,10 @@ static int blk_next(struct slot *s)
         blk_read_more(s, b);
         return s->broken ? -1 : 0;
     }
-    int k = local_read(s, e->fd, e->label, b->off, b->buf, s->cap);
+    int k = local_read(e->fd, b->off, b->buf, s->cap);
     if (k <= 0) {
-        if (k < 0) {
-            s->step = S_BLOCKS; /* local_read's fail() ended the job: the blocks drain */
-            s->broken = 1;
-        }
+        if (k < 0)
+            broken(s, "read %s: %s", e->label, strerror(-k));
         s->src_end = 1;
         return -1;
     }
@@ -482,10 +473,9 @@ static void blk_write(struct slot *s, struct blk *b)
 {
     struct end *e = &s->j->dst;
     if (!e->c) {
-        if (local_write(s, e->fd, e->label, b->off, b->buf, b->n) != 0) {
-            s->step = S_BLOCKS; /* as in blk_next */
-            s->broken = 1;
-        }
+        int rc = local_write(e->fd, b->off, b->buf, b->n);
+        if (rc != 0)
+            broken(s, "write %s: %s", e->label, strerror(-rc));
         b->st = B_WRITTEN;
         return;
     }
@@ -694,7 +684,9 @@ static void hash_start(struct slot *s)
         return;
     }
     for (;;) {
-        int k = local_read(s, s->hfd, e->label, s->hlen[s->side], s->buf, s->cap);
+        int k = local_read(s->hfd, s->hlen[s->side], s->buf, s->cap);
+        if (k < 0)
+            fail(s, "read %s: %s", e->label, strerror(-k));
         if (k <= 0)
             break;
         sha_update(s->h, s->buf, (size_t)k);
