@@ -396,31 +396,46 @@ int uiw__nic_wait(struct uiw__nic *n, int timeout_ms, void **conn_ctx)
     return 0;
 }
 
+/* Ring a wake eventfd (async-signal-safe; its counter cannot overflow in practice). */
+static void bell_ring(int bell)
+{
+    uint64_t one = 1;
+    ssize_t w = write(bell, &one, sizeof(one));
+    (void)w;
+}
+
+/* Sleep in one poll() until fd is readable, the wake eventfd bell rang (drained), or
+ * timeout_ms (-1: no limit) passed: 1 when woken, 0, or -errno. */
+static int sleep_or_bell(int fd, int bell, int timeout_ms)
+{
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = bell, .events = POLLIN}};
+    if (poll(p, 2, timeout_ms) < 0)
+        return -errno;
+    if (!p[1].revents)
+        return 0;
+    uint64_t v;
+    if (read(bell, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        return -errno;
+    return 1;
+}
+
 /* The channel's fd and the wake fd in one poll(): the progress thread (on in every context
  * opened here) does the socket work that uiw_wait_cq_event would do itself. */
 int uiw__nic_wait_wakeable(struct uiw__nic *n, int timeout_ms, void **conn_ctx)
 {
     if (uiw__nic_wait(n, 0, conn_ctx) == 0)
         return 0;
-    struct pollfd p[2] = {{.fd = uiw_comp_channel_fd(n->ch), .events = POLLIN},
-                          {.fd = n->wake_fd, .events = POLLIN}};
-    if (poll(p, 2, timeout_ms) < 0)
-        return -errno;
-    if (p[1].revents) {
-        uint64_t v;
-        if (read(n->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-            return -errno;
+    int r = sleep_or_bell(uiw_comp_channel_fd(n->ch), n->wake_fd, timeout_ms);
+    if (r < 0)
+        return r;
+    if (r)
         return -EINTR;
-    }
     return uiw__nic_wait(n, 0, conn_ctx);
 }
 
 void uiw__nic_wake(struct uiw__nic *n)
 {
-    uint64_t one = 1;
-    if (write(n->wake_fd, &one, sizeof(one)) < 0) {
-        /* the counter cannot overflow in practice; a failed wake leaves the slice */
-    }
+    bell_ring(n->wake_fd);
 }
 
 uint64_t uiw__nic_activity(struct uiw__nic *n)
@@ -665,9 +680,7 @@ static void copy_addr(struct sockaddr_storage *out, const struct sockaddr *sa)
 
 void uiw__nic_listener_wake(struct uiw__nic_listener *l)
 {
-    uint64_t one = 1;
-    ssize_t w = write(l->wake_fd, &one, sizeof(one));
-    (void)w;
+    bell_ring(l->wake_fd);
 }
 
 static uint64_t mono_ms(void)
@@ -675,21 +688,6 @@ static uint64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Sleep until the channel has handshake work or events (its fd: the context has a
- * progress thread, which drives the connections themselves), the listener is woken, or
- * timeout_ms (-1: no limit) passed: true when woken. */
-static bool listener_sleep(struct uiw__nic_listener *l, int timeout_ms)
-{
-    struct pollfd p[2] = {{.fd = uiw_cm_channel_fd(l->ch), .events = POLLIN},
-                          {.fd = l->wake_fd, .events = POLLIN}};
-    if (poll(p, 2, timeout_ms) <= 0 || !(p[1].revents & POLLIN))
-        return false;
-    uint64_t v;
-    ssize_t r = read(l->wake_fd, &v, sizeof(v));
-    (void)r;
-    return true;
 }
 
 int uiw__nic_listener_event(struct uiw__nic_listener *l, int timeout_ms, struct uiw__nic_event *out)
@@ -704,7 +702,9 @@ int uiw__nic_listener_event(struct uiw__nic_listener *l, int timeout_ms, struct 
                 uint64_t now = mono_ms();
                 wait = now >= end ? 0 : (int)(end - now);
             }
-            if (wait == 0 || listener_sleep(l, wait))
+            /* the channel's fd: handshake work or events (the context's progress thread
+             * drives the connections themselves) */
+            if (wait == 0 || sleep_or_bell(uiw_cm_channel_fd(l->ch), l->wake_fd, wait) == 1)
                 return -EAGAIN;
             continue;
         }
